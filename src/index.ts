@@ -1,0 +1,9 @@
+/**
+ * switchboard: the library entry. Everything a user embedding the runtime
+ * needs is exported from here.
+ */
+export * from './protocol/index.js';
+export * from './machines/task-transitions.js';
+export * from './machines/task-machine.js';
+export * from './machines/agent-machine.js';
+export { VERSION } from './version.js';

@@ -1,0 +1,32 @@
+import Database from 'better-sqlite3';
+
+export type SqliteDatabase = Database.Database;
+
+/**
+ * How hard a commit is pushed to disk.
+ * - `normal`: WAL with synchronous=NORMAL. A commit survives a killed process
+ *   (the WAL is in the OS page cache); the last commits may be lost on power
+ *   loss. The default: it is what an agent runtime on a workstation needs, and
+ *   it costs about half of `full` per commit.
+ * - `full`: WAL with synchronous=FULL. Every commit is fsynced: survives power
+ *   loss.
+ */
+export type Durability = 'normal' | 'full';
+export const DEFAULT_DURABILITY: Durability = 'normal';
+
+export interface OpenDatabaseOptions {
+  durability?: Durability;
+  readonly?: boolean;
+}
+
+/** Opens (creating if needed) a SQLite file in WAL mode with the given durability. */
+export function openDatabase(path: string, options: OpenDatabaseOptions = {}): SqliteDatabase {
+  const db = new Database(path, { readonly: options.readonly ?? false });
+  if (!options.readonly) {
+    db.pragma('journal_mode = WAL');
+  }
+  db.pragma(`synchronous = ${(options.durability ?? DEFAULT_DURABILITY) === 'full' ? 'FULL' : 'NORMAL'}`);
+  db.pragma('foreign_keys = ON');
+  db.pragma('busy_timeout = 5000');
+  return db;
+}

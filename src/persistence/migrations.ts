@@ -1,0 +1,73 @@
+import type { SqliteDatabase } from './database.js';
+
+/** One forward step of a component's schema. */
+export interface Migration {
+  /** The version the schema has after this step. */
+  version: number;
+  name: string;
+  up(db: SqliteDatabase): void;
+}
+
+/**
+ * The schema of one component (the A2A broker, the work bus, the Coordinator)
+ * that shares a database file. Each keeps its own row in `schema_version`.
+ */
+export interface MigrationSet {
+  component: string;
+  /** The version this code writes; the last migration's version. */
+  current: number;
+  migrations: readonly Migration[];
+}
+
+export class SchemaVersionError extends Error {
+  readonly code = 'SCHEMA_TOO_NEW' as const;
+  constructor(
+    readonly component: string,
+    readonly found: number,
+    readonly supported: number,
+  ) {
+    super(
+      `database schema for ${component} is version ${found}, newer than this switchboard supports (${supported}); upgrade switchboard`,
+    );
+    this.name = 'SchemaVersionError';
+  }
+}
+
+export function ensureVersionTable(db: SqliteDatabase): void {
+  db.exec(`CREATE TABLE IF NOT EXISTS schema_version (
+    component TEXT PRIMARY KEY,
+    version INTEGER NOT NULL,
+    updated_at TEXT NOT NULL
+  ) STRICT`);
+}
+
+export function schemaVersion(db: SqliteDatabase, component: string): number {
+  ensureVersionTable(db);
+  const row = db.prepare('SELECT version FROM schema_version WHERE component = ?').get(component) as
+    | { version: number }
+    | undefined;
+  return row?.version ?? 0;
+}
+
+/**
+ * Brings a component's schema to `set.current` in one transaction: every
+ * migration newer than the stored version runs, in order, or none does. A
+ * database newer than this code is refused.
+ */
+export function migrate(db: SqliteDatabase, set: MigrationSet): { from: number; to: number } {
+  const run = db.transaction(() => {
+    const from = schemaVersion(db, set.component);
+    if (from > set.current) throw new SchemaVersionError(set.component, from, set.current);
+    for (const migration of set.migrations) {
+      if (migration.version > from) migration.up(db);
+    }
+    if (from !== set.current) {
+      db.prepare(
+        `INSERT INTO schema_version (component, version, updated_at) VALUES (?, ?, ?)
+         ON CONFLICT(component) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at`,
+      ).run(set.component, set.current, new Date().toISOString());
+    }
+    return { from, to: set.current };
+  });
+  return run.immediate();
+}

@@ -1,0 +1,36 @@
+/**
+ * The broker's bounds (PROTOCOL.md, "Bounds and errors"). Each is named: the
+ * name travels in `data.limit` of an error, the value in `data.max`.
+ */
+export const A2A_MAX_TEXT_CHARS = 16_000;
+/** 20 MiB of decoded bytes per file part. */
+export const A2A_MAX_FILE_BYTES = 20 * 1024 * 1024;
+export const A2A_MAX_TASK_HISTORY = 256;
+export const A2A_MAX_TASKS_PER_CONTEXT = 128;
+export const A2A_MAX_SENDS_PER_RUN = 200;
+export const A2A_MAX_STREAM_WAIT_SECONDS = 120;
+export const A2A_DEFAULT_STREAM_WAIT_SECONDS = 30;
+/** The framing bound: bytes of one NDJSON line before its `\n`. */
+export const MAX_LINE_BYTES = 32 * 1024 * 1024;
+/** Default page size of `a2a.events.since`. */
+export const DEFAULT_EVENTS_LIMIT = 100;
+/** Ceiling of one `a2a.events.since` page (a decision of this project). */
+export const MAX_EVENTS_LIMIT = 1000;
+/** Bounds on identifiers and names (decisions of this project, documented in docs/protocol.md). */
+export const MAX_NAME_CHARS = 128;
+export const MAX_ID_CHARS = 256;
+
+export const BOUNDS = {
+  A2A_MAX_TEXT_CHARS,
+  A2A_MAX_FILE_BYTES,
+  A2A_MAX_TASK_HISTORY,
+  A2A_MAX_TASKS_PER_CONTEXT,
+  A2A_MAX_SENDS_PER_RUN,
+  A2A_MAX_STREAM_WAIT_SECONDS,
+  A2A_DEFAULT_STREAM_WAIT_SECONDS,
+} as const;
+
+export type BoundName = keyof typeof BOUNDS;
+
+export const PROTOCOL_VERSION = 10;
+export const SCHEMA_VERSION = 12;
