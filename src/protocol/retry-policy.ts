@@ -41,32 +41,39 @@ export const DEFAULT_RETRY_POLICY = Object.freeze({
  * no "unlimited"), and it defaults to 3; `maximumInterval` defaults to 100x
  * `initialInterval` as in Temporal.
  */
-export const RetryPolicySchema = z
-  .strictObject({
-    initialInterval: DurationSchema.optional(),
-    backoffCoefficient: z.number().min(1).max(1_000).optional(),
-    maximumInterval: DurationSchema.optional(),
-    maximumAttempts: z.number().int().min(1).max(1_000).optional(),
-    nonRetryableErrorTypes: z.array(z.string().min(1).max(128)).max(64).optional(),
-  })
-  .transform((p, ctx) => {
-    const initialInterval = p.initialInterval ?? DEFAULT_RETRY_POLICY.initialInterval;
-    const maximumInterval = p.maximumInterval ?? initialInterval * 100;
-    if (maximumInterval < initialInterval) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['maximumInterval'],
-        message: `maximumInterval (${maximumInterval} ms) is below initialInterval (${initialInterval} ms)`,
-      });
-    }
-    return {
-      initialInterval,
-      backoffCoefficient: p.backoffCoefficient ?? DEFAULT_RETRY_POLICY.backoffCoefficient,
-      maximumInterval,
-      maximumAttempts: p.maximumAttempts ?? DEFAULT_RETRY_POLICY.maximumAttempts,
-      nonRetryableErrorTypes: p.nonRetryableErrorTypes ?? [...DEFAULT_RETRY_POLICY.nonRetryableErrorTypes],
-    };
-  });
+/**
+ * The fields of a retry policy as written, each checked on its own (durations
+ * already in milliseconds); defaults are not filled in. A workflow definition
+ * holds these so that a stage's fields override the definition's defaults
+ * field by field.
+ */
+export const RetryPolicyFieldsSchema = z.strictObject({
+  initialInterval: DurationSchema.optional(),
+  backoffCoefficient: z.number().min(1).max(1_000).optional(),
+  maximumInterval: DurationSchema.optional(),
+  maximumAttempts: z.number().int().min(1).max(1_000).optional(),
+  nonRetryableErrorTypes: z.array(z.string().min(1).max(128)).max(64).optional(),
+});
+export type RetryPolicyFields = z.output<typeof RetryPolicyFieldsSchema>;
+
+export const RetryPolicySchema = RetryPolicyFieldsSchema.transform((p, ctx) => {
+  const initialInterval = p.initialInterval ?? DEFAULT_RETRY_POLICY.initialInterval;
+  const maximumInterval = p.maximumInterval ?? initialInterval * 100;
+  if (maximumInterval < initialInterval) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['maximumInterval'],
+      message: `maximumInterval (${maximumInterval} ms) is below initialInterval (${initialInterval} ms)`,
+    });
+  }
+  return {
+    initialInterval,
+    backoffCoefficient: p.backoffCoefficient ?? DEFAULT_RETRY_POLICY.backoffCoefficient,
+    maximumInterval,
+    maximumAttempts: p.maximumAttempts ?? DEFAULT_RETRY_POLICY.maximumAttempts,
+    nonRetryableErrorTypes: p.nonRetryableErrorTypes ?? [...DEFAULT_RETRY_POLICY.nonRetryableErrorTypes],
+  };
+});
 
 /** A retry policy as written (every field optional, durations as numbers or strings). */
 export type RetryPolicyInput = z.input<typeof RetryPolicySchema>;

@@ -1,0 +1,137 @@
+import { z } from 'zod';
+import { RetryPolicyFieldsSchema } from './retry-policy.js';
+
+/**
+ * Workflow definitions: the versioned, declarative shape of a work item's
+ * path through roles. A definition is data (JSON); it is checked as a whole
+ * (targets, reachability, loop bounds, known roles) by
+ * `parseWorkflowDefinition` in `src/machines/workflow-definition.ts`.
+ */
+
+/** A workflow id: lower case, digits, `.`, `_`, `-`. */
+export const WorkflowIdSchema = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9._-]{0,127}$/, 'expected lower-case letters, digits, ".", "_" or "-" (at most 128)');
+/** A stage name, unique within its definition. */
+export const StageNameSchema = z
+  .string()
+  .regex(/^[a-z][a-z0-9_-]{0,63}$/, 'expected a lower-case name of letters, digits, "_" or "-" (at most 64)');
+/** The role whose queue a stage's hop is dispatched to. */
+export const RoleNameSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, 'expected a role name without spaces (at most 128)');
+/** A person or agent allowed to approve a gate. */
+export const ApproverNameSchema = z.string().min(1).max(128);
+
+/** What a hop ended with, as seen by the workflow. */
+export const HOP_OUTCOMES = ['succeeded', 'failed'] as const;
+export const HopOutcomeSchema = z.enum(HOP_OUTCOMES);
+export type HopOutcome = z.infer<typeof HopOutcomeSchema>;
+
+/** How a run ends when a rule ends it. */
+export const RUN_ENDINGS = ['completed', 'failed'] as const;
+export const RunEndingSchema = z.enum(RUN_ENDINGS);
+export type RunEnding = z.infer<typeof RunEndingSchema>;
+
+/**
+ * One branch of a stage's `next` list. Rules are tried in order; the first
+ * that matches the hop's outcome (and `errorType`, for a failure) and is not
+ * exhausted decides. A `goto` rule moves to another stage (at most
+ * `maxTraversals` times per run); an `end` rule ends the run.
+ */
+export const NextRuleSchema = z
+  .strictObject({
+    on: HopOutcomeSchema,
+    /** Only for `on: 'failed'`: the rule matches this error type only. */
+    errorType: z.string().min(1).max(128).optional(),
+    goto: StageNameSchema.optional(),
+    end: RunEndingSchema.optional(),
+    /** Only with `goto`: how many times this rule may be taken in one run. */
+    maxTraversals: z.number().int().min(1).max(1_000).optional(),
+    /** Only with `end: 'failed'`: the reason the run fails with. */
+    reason: z.string().min(1).max(500).optional(),
+  })
+  .superRefine((rule, ctx) => {
+    if ((rule.goto === undefined) === (rule.end === undefined)) {
+      ctx.addIssue({ code: 'custom', path: [], message: 'a rule has exactly one of "goto" or "end"' });
+    }
+    if (rule.errorType !== undefined && rule.on !== 'failed') {
+      ctx.addIssue({ code: 'custom', path: ['errorType'], message: '"errorType" applies only to on: "failed"' });
+    }
+    if (rule.maxTraversals !== undefined && rule.goto === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['maxTraversals'], message: '"maxTraversals" applies only to a goto rule' });
+    }
+    if (rule.reason !== undefined && rule.end !== 'failed') {
+      ctx.addIssue({ code: 'custom', path: ['reason'], message: '"reason" applies only to end: "failed"' });
+    }
+  });
+export type NextRule = z.infer<typeof NextRuleSchema>;
+
+/** A gate before a stage's hop: the run waits for one of `approvers` to approve. */
+export const ApprovalGateSchema = z.strictObject({
+  approvers: z
+    .array(ApproverNameSchema)
+    .min(1)
+    .max(32)
+    .refine((a) => new Set(a).size === a.length, 'approvers are listed once each'),
+  reason: z.string().min(1).max(500).optional(),
+});
+export type ApprovalGate = z.infer<typeof ApprovalGateSchema>;
+
+export const StageSchema = z.strictObject({
+  role: RoleNameSchema,
+  description: z.string().max(1_000).optional(),
+  approval: ApprovalGateSchema.optional(),
+  /** Overrides `defaults.retry` field by field. */
+  retry: RetryPolicyFieldsSchema.optional(),
+  /** How many times a run may enter this stage. */
+  maxVisits: z.number().int().min(1).max(1_000).optional(),
+  /**
+   * Where the run goes after this stage's hop. With no matching rule, a
+   * success completes the run and a failure fails it.
+   */
+  next: z.array(NextRuleSchema).max(32).default([]),
+});
+export type Stage = z.infer<typeof StageSchema>;
+
+export const WorkflowDefinitionSchema = z.strictObject({
+  id: WorkflowIdSchema,
+  version: z.number().int().min(1).max(1_000_000),
+  title: z.string().max(200).optional(),
+  description: z.string().max(2_000).optional(),
+  start: StageNameSchema,
+  defaults: z.strictObject({ retry: RetryPolicyFieldsSchema.optional() }).optional(),
+  stages: z
+    .record(StageNameSchema, StageSchema)
+    .refine((s) => Object.keys(s).length > 0, 'a workflow has at least one stage')
+    .refine((s) => Object.keys(s).length <= 64, 'a workflow has at most 64 stages'),
+});
+/** A definition as written (durations may be strings, `next` may be left out). */
+export type WorkflowDefinitionInput = z.input<typeof WorkflowDefinitionSchema>;
+/** A definition after parsing (durations in milliseconds, `next` filled in). */
+export type WorkflowDefinition = z.output<typeof WorkflowDefinitionSchema>;
+
+/** Which definition a run follows. */
+export const WorkflowRefSchema = z.strictObject({ id: WorkflowIdSchema, version: z.number().int().min(1) });
+export type WorkflowRef = z.infer<typeof WorkflowRefSchema>;
+
+/** What one hop (or a whole work item) cost. */
+export const UsageSchema = z.strictObject({
+  inputTokens: z.number().int().nonnegative(),
+  outputTokens: z.number().int().nonnegative(),
+  costUsd: z.number().nonnegative().finite(),
+  elapsedMs: z.number().nonnegative().finite(),
+});
+export type Usage = z.infer<typeof UsageSchema>;
+
+export const ZERO_USAGE: Readonly<Usage> = Object.freeze({ inputTokens: 0, outputTokens: 0, costUsd: 0, elapsedMs: 0 });
+
+/** The sum of two usages (cost rounded to a nano-dollar to keep sums stable). */
+export function addUsage(a: Usage, b: Usage): Usage {
+  return {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    costUsd: Math.round((a.costUsd + b.costUsd) * 1e9) / 1e9,
+    elapsedMs: a.elapsedMs + b.elapsedMs,
+  };
+}
