@@ -1,0 +1,176 @@
+import type { Logger } from '../log/logger.js';
+import { SwitchboardError, internalError } from '../protocol/errors.js';
+import type { SqliteDatabase } from '../persistence/database.js';
+
+/**
+ * What a call may do besides writing rows: register how to undo its in-memory
+ * changes (run when the call is refused or the batch fails to commit) and what
+ * to do once its writes are committed (deliver events), in order.
+ */
+export interface CallScope {
+  onUndo(undo: () => void): void;
+  afterCommit(effect: () => void): void;
+}
+
+interface Job {
+  run(scope: CallScope): unknown;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+interface Outcome {
+  job: Job;
+  ok: boolean;
+  value: unknown;
+  undos: (() => void)[];
+  effects: (() => void)[];
+}
+
+/** The most calls one transaction carries; the rest go to the next one. */
+export const MAX_CALLS_PER_COMMIT = 1024;
+
+/**
+ * Group commit. Every call is queued; the queue is flushed on `setImmediate`
+ * in ONE SQLite transaction, each call inside its own SAVEPOINT, so a refused
+ * call rolls back only its own writes (and its in-memory changes, through its
+ * undo list). After COMMIT every promise settles in call order, then the
+ * calls' effects (event deliveries) run in call order. If the COMMIT itself
+ * fails, every call of the batch is undone and rejected: nothing of the batch
+ * was acknowledged.
+ */
+export class CommitQueue {
+  private queue: Job[] = [];
+  private scheduled = false;
+  private flushing = false;
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(
+    private readonly db: SqliteDatabase,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Queues a call; resolves with its result once its writes are committed. */
+  enqueue<T>(run: (scope: CallScope) => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ run, resolve: resolve as (value: unknown) => void, reject });
+      this.schedule();
+    });
+  }
+
+  /** Resolves once every queued call has settled. */
+  idle(): Promise<void> {
+    if (this.queue.length === 0 && !this.flushing && !this.scheduled) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  get pending(): number {
+    return this.queue.length;
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    const jobs = this.queue.length <= MAX_CALLS_PER_COMMIT ? this.queue : this.queue.slice(0, MAX_CALLS_PER_COMMIT);
+    this.queue = this.queue.length <= MAX_CALLS_PER_COMMIT ? [] : this.queue.slice(MAX_CALLS_PER_COMMIT);
+    if (jobs.length > 0) {
+      this.flushing = true;
+      try {
+        this.runBatch(jobs);
+      } finally {
+        this.flushing = false;
+      }
+    }
+    if (this.queue.length > 0) this.schedule();
+    else this.notifyIdle();
+  }
+
+  private runBatch(jobs: Job[]): void {
+    const outcomes: Outcome[] = [];
+    const savepoint = this.db.transaction((job: Job, scope: CallScope) => job.run(scope));
+    const batch = this.db.transaction(() => {
+      for (const job of jobs) {
+        const outcome: Outcome = { job, ok: false, value: undefined, undos: [], effects: [] };
+        const scope: CallScope = {
+          onUndo: (undo) => outcome.undos.push(undo),
+          afterCommit: (effect) => outcome.effects.push(effect),
+        };
+        try {
+          outcome.value = savepoint(job, scope);
+          outcome.ok = true;
+        } catch (error) {
+          runUndos(outcome.undos, this.logger);
+          outcome.value = error;
+        }
+        outcomes.push(outcome);
+      }
+    });
+    try {
+      batch.immediate();
+    } catch (error) {
+      this.logger.error({ err: describe(error), calls: jobs.length }, 'a2a commit failed: the batch is undone');
+      for (let i = outcomes.length - 1; i >= 0; i--) {
+        const outcome = outcomes[i];
+        if (outcome?.ok) runUndos(outcome.undos, this.logger);
+      }
+      for (const job of jobs) job.reject(internalError('the broker could not commit this call'));
+      return;
+    }
+    const effects: (() => void)[] = [];
+    for (const outcome of outcomes) {
+      if (outcome.ok) {
+        outcome.job.resolve(outcome.value);
+        effects.push(...outcome.effects);
+      } else {
+        outcome.job.reject(publicError(outcome.value, this.logger));
+      }
+    }
+    if (effects.length > 0) {
+      // After the answers: a caller awaiting its answer runs before the events leave.
+      queueMicrotask(() => {
+        for (const effect of effects) {
+          try {
+            effect();
+          } catch (error) {
+            this.logger.error({ err: describe(error) }, 'a2a event delivery failed');
+          }
+        }
+      });
+    }
+  }
+
+  private notifyIdle(): void {
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const w of waiters) w();
+  }
+}
+
+function runUndos(undos: (() => void)[], logger: Logger): void {
+  for (let i = undos.length - 1; i >= 0; i--) {
+    try {
+      undos[i]?.();
+    } catch (error) {
+      logger.error({ err: describe(error) }, 'a2a undo failed');
+    }
+  }
+}
+
+/** A refusal travels as is; anything else is logged and becomes -32603. */
+function publicError(error: unknown, logger: Logger): unknown {
+  if (error instanceof SwitchboardError) return error;
+  logger.error({ err: describe(error) }, 'a2a call failed unexpectedly');
+  return internalError();
+}
+
+function describe(error: unknown): { name: string; message: string; code?: unknown } {
+  if (error instanceof Error)
+    return { name: error.name, message: error.message, code: (error as { code?: unknown }).code };
+  return { name: 'unknown', message: String(error) };
+}
