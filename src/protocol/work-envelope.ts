@@ -1,0 +1,140 @@
+import { z } from 'zod';
+import { MAX_NAME_CHARS } from './bounds.js';
+import { MetadataSchema, PartSchema } from './parts.js';
+import { ArtifactSchema, IdSchema, MessageRoleSchema } from './task.js';
+
+/**
+ * What travels on the work bus between processes (the Coordinator, workers,
+ * any backend: SQLite or Redis Streams). Every shape here is parsed on publish,
+ * so a bad envelope is refused before it is stored.
+ */
+
+/** A queue name: the role (capability) that serves the work. `$`-prefixed roles are reserved for the runtime. */
+export const RoleSchema = z
+  .string()
+  .min(1)
+  .max(MAX_NAME_CHARS)
+  .regex(/^[$A-Za-z0-9][A-Za-z0-9._:/-]*$/, 'a role is letters, digits and . _ : / - (an optional leading $)');
+export type Role = z.infer<typeof RoleSchema>;
+
+/** The role the worker harness publishes hop results to unless a hop names another (`headers.resultRole`). */
+export const RESULTS_ROLE = '$results';
+
+/** A suspended hop waiting for this query's reply: where the reply must be re-dispatched. */
+export const AskedBySchema = z.object({
+  role: RoleSchema,
+  continuationToken: IdSchema,
+  taskId: IdSchema,
+  hop: z.number().int().nonnegative(),
+});
+export type AskedBy = z.infer<typeof AskedBySchema>;
+
+export const WorkHeadersSchema = z.object({
+  /** The A2A task this hop is (a child task of the work item). */
+  taskId: IdSchema,
+  /** The workflow run (the work item); the context store keys a work item's context by it. */
+  runId: IdSchema,
+  /** The hop's index in the run. */
+  hop: z.number().int().nonnegative(),
+  /** The Coordinator's attempt number of this hop (the bus counts deliveries separately). */
+  attempt: z.number().int().min(1),
+  /** The key that makes publishing, completing and applying the effects of this hop happen once. */
+  idempotencyKey: IdSchema,
+  /** Present when this delivery resumes a suspended hop: the key of its checkpoint. */
+  continuationToken: IdSchema.optional(),
+  /** Present on a query: the suspended hop its result answers. */
+  askedBy: AskedBySchema.optional(),
+  /** Where the worker publishes this hop's result (default `$results`). */
+  resultRole: RoleSchema.optional(),
+});
+export type WorkHeaders = z.infer<typeof WorkHeadersSchema>;
+
+/** An A2A-message-like body: the broker's stamping (from, timestamp) is not needed on the bus. */
+export const WorkMessageSchema = z.object({
+  messageId: IdSchema.optional(),
+  role: MessageRoleSchema.optional(),
+  parts: z.array(PartSchema).min(1),
+  metadata: MetadataSchema.optional(),
+});
+export type WorkMessage = z.infer<typeof WorkMessageSchema>;
+
+/** Work for a role: a hop, a query from a suspended hop, or a reply resuming one. */
+export const WorkEnvelopeSchema = z.object({
+  kind: z.literal('work'),
+  headers: WorkHeadersSchema,
+  message: WorkMessageSchema,
+  metadata: MetadataSchema.optional(),
+});
+export type WorkEnvelope = z.infer<typeof WorkEnvelopeSchema>;
+
+/** What one hop cost. */
+export const UsageSchema = z.object({
+  inputTokens: z.number().int().nonnegative(),
+  outputTokens: z.number().int().nonnegative(),
+  costUsd: z.number().nonnegative(),
+  model: z.string().min(1).max(MAX_NAME_CHARS),
+});
+export type Usage = z.infer<typeof UsageSchema>;
+
+/** A hop's failure as it travels: the error's type name (matched against `nonRetryableErrorTypes`) and message. */
+export const WorkErrorSchema = z.object({
+  type: z.string().min(1).max(MAX_NAME_CHARS),
+  message: z.string().max(16_000),
+});
+export type WorkError = z.infer<typeof WorkErrorSchema>;
+
+export const HOP_OUTCOMES = ['completed', 'suspended', 'failed'] as const;
+export const HopOutcomeSchema = z.enum(HOP_OUTCOMES);
+export type HopOutcome = z.infer<typeof HopOutcomeSchema>;
+
+/**
+ * A hop's result, published by the worker harness on the results role for the
+ * Coordinator: `completed` (parts, artifacts, usage), `suspended` (the hop
+ * asked `ask.role` a question and stood down; its reply resumes it under
+ * `ask.continuationToken`), or `failed` (dead-lettered: `error`, `deliveries`).
+ */
+export const ResultEnvelopeSchema = z.object({
+  kind: z.literal('result'),
+  /** The headers of the hop this result is for. */
+  headers: WorkHeadersSchema,
+  /** The role that ran the hop. */
+  role: RoleSchema,
+  outcome: HopOutcomeSchema,
+  parts: z.array(PartSchema),
+  artifacts: z.array(ArtifactSchema),
+  usage: UsageSchema.optional(),
+  error: WorkErrorSchema.optional(),
+  /** Deliveries the hop took (set on `failed`). */
+  deliveries: z.number().int().min(1).optional(),
+  ask: z.object({ role: RoleSchema, continuationToken: IdSchema }).optional(),
+  metadata: MetadataSchema.optional(),
+});
+export type ResultEnvelope = z.infer<typeof ResultEnvelopeSchema>;
+
+export const BusEnvelopeSchema = z.discriminatedUnion('kind', [WorkEnvelopeSchema, ResultEnvelopeSchema]);
+export type BusEnvelope = z.infer<typeof BusEnvelopeSchema>;
+
+/**
+ * An activity retry policy, Temporal-shaped, in milliseconds. The delay before
+ * retry n (n = 1 after the first failed delivery) is
+ * `min(initialInterval * backoffCoefficient^(n-1), maximumInterval)`, less a
+ * random jitter. `maximumAttempts: 0` means unlimited (bounded by the queue's
+ * `maxDeliveries`). An error whose type is listed in `nonRetryableErrorTypes`
+ * is dead-lettered at once.
+ */
+export const RetryPolicySchema = z.object({
+  initialInterval: z.number().int().min(0),
+  backoffCoefficient: z.number().min(1),
+  maximumInterval: z.number().int().min(0),
+  maximumAttempts: z.number().int().min(0),
+  nonRetryableErrorTypes: z.array(z.string().min(1).max(MAX_NAME_CHARS)),
+});
+export type RetryPolicy = z.infer<typeof RetryPolicySchema>;
+
+export const DEFAULT_RETRY_POLICY: RetryPolicy = Object.freeze({
+  initialInterval: 1000,
+  backoffCoefficient: 2,
+  maximumInterval: 60_000,
+  maximumAttempts: 5,
+  nonRetryableErrorTypes: Object.freeze([]) as unknown as string[],
+});
