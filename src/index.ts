@@ -10,3 +10,39 @@ export { VERSION } from './version.js';
 export { createBroker, brokerClosedError } from './actors/broker.js';
 export type { Broker, BrokerOptions, BrokerOpenReport } from './actors/broker.js';
 export type { BrokerApi, BrokerMethod } from './actors/broker-api.js';
+export * from './protocol/a2a-tool.js';
+export { connect, CLIENT_METHODS } from './transport/client.js';
+export type {
+  SwitchboardClient,
+  ClientMethods,
+  ConnectOptions,
+  RegisterOptions,
+  StreamPair,
+  WaitOptions,
+} from './transport/client.js';
+export { ServeProcess, SWITCHBOARD_BIN, serveArguments } from './transport/serve-process.js';
+export type { SpawnServeOptions } from './transport/serve-process.js';
+export { TransportError, TRANSPORT_ERROR_CODES, isTransportError } from './transport/transport-error.js';
+export type { TransportErrorCode } from './transport/transport-error.js';
+export { createA2ATool, A2A_TOOL_DESCRIPTION } from './transport/a2a-tool.js';
+export type {
+  A2ATool,
+  A2AToolClient,
+  A2AToolResult,
+  A2AToolSuccess,
+  A2AToolFailure,
+  TaskView,
+  MessageView,
+  ArtifactView,
+  EventView,
+  AgentView,
+} from './transport/a2a-tool.js';
+export { delegate } from './transport/delegate.js';
+export type { Delegation, DelegateOptions } from './transport/delegate.js';
+export { BrokerSession } from './transport/broker-session.js';
+export type { BrokerSessionOptions } from './transport/broker-session.js';
+export { JsonRpcServer } from './transport/jsonrpc-server.js';
+export type { Dispatch, JsonRpcServerOptions } from './transport/jsonrpc-server.js';
+export { LineSplitter } from './transport/ndjson.js';
+export { LineWriter } from './transport/line-writer.js';
+export { AgentInbox, MAX_BUFFERED_EVENTS } from './transport/agent-inbox.js';

@@ -1,0 +1,124 @@
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createBroker } from '../actors/broker.js';
+import { LOG_LEVELS, type LogLevel, createLogger } from '../log/logger.js';
+import type { Durability } from '../persistence/database.js';
+import { BrokerSession } from '../transport/broker-session.js';
+import type { CliCommand } from './command.js';
+
+export const DEFAULT_DB_PATH = './switchboard.db';
+const DURABILITIES: readonly Durability[] = ['normal', 'full'];
+
+export const SERVE_USAGE = `Usage: switchboard serve [--db PATH] [--durability normal|full] [--log-level LEVEL]
+
+Runs the A2A broker on stdin/stdout: JSON-RPC 2.0, one message per line
+(NDJSON, UTF-8). Requests are read from stdin; answers and the notifications
+a2a.task.event and a2a.push (for every agent registered on this connection)
+are written to stdout, which carries protocol lines only. Logs are JSON lines
+on stderr. Stops cleanly on end of stdin, SIGINT or SIGTERM: calls in flight
+are answered, output is flushed and the database is closed (a second signal
+exits at once; every answered call is committed either way).
+
+Options:
+  --db PATH            SQLite file holding tasks, messages and events; created
+                       if missing (default: ${DEFAULT_DB_PATH})
+  --durability MODE    normal: a commit survives a killed process (WAL,
+                       synchronous=NORMAL; default). full: it also survives
+                       power loss (synchronous=FULL, slower)
+  --log-level LEVEL    ${LOG_LEVELS.join(', ')} (default: info)
+  -h, --help           show this help
+
+Protocol: docs/stdio.md and docs/protocol.md.`;
+
+interface ServeFlags {
+  db: string;
+  durability: Durability;
+  logLevel: LogLevel;
+}
+
+class UsageError extends Error {
+  readonly code = 'USAGE';
+}
+
+function parseFlags(argv: string[]): ServeFlags {
+  let values: { db?: string; durability?: string; 'log-level'?: string };
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        db: { type: 'string' },
+        durability: { type: 'string' },
+        'log-level': { type: 'string' },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+  const durability = values.durability ?? 'normal';
+  if (!(DURABILITIES as readonly string[]).includes(durability)) {
+    throw new UsageError(`--durability must be one of ${DURABILITIES.join(', ')}`);
+  }
+  const logLevel = values['log-level'] ?? 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
+  }
+  if (values.db === '') throw new UsageError('--db needs a path');
+  return {
+    db: resolve(values.db ?? DEFAULT_DB_PATH),
+    durability: durability as Durability,
+    logLevel: logLevel as LogLevel,
+  };
+}
+
+async function runServe(argv: string[]): Promise<number> {
+  let flags: ServeFlags;
+  try {
+    flags = parseFlags(argv);
+  } catch (error) {
+    process.stderr.write(`switchboard serve: ${(error as Error).message}\n\n${SERVE_USAGE}\n`);
+    return 2;
+  }
+  const logger = createLogger({ level: flags.logLevel, name: 'switchboard-serve' });
+  let broker: ReturnType<typeof createBroker>;
+  try {
+    broker = createBroker({ path: flags.db, durability: flags.durability, logger });
+  } catch (error) {
+    logger.fatal({ db: flags.db, err: { message: (error as Error).message } }, 'cannot open the broker database');
+    return 1;
+  }
+  const session = new BrokerSession({ broker, input: process.stdin, output: process.stdout, logger });
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    signals++;
+    if (signals > 1) {
+      logger.warn({ signal }, 'second signal: exiting now');
+      process.exit(130);
+    }
+    logger.info({ signal }, 'stopping: answering calls in flight');
+    void session.close();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  logger.info({ db: flags.db, durability: flags.durability }, 'serving on stdio');
+  try {
+    await session.closed;
+    await session.close();
+    await broker.close();
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    // Let the process end: nothing more is read.
+    process.stdin.destroy();
+  }
+  logger.info('stopped');
+  return 0;
+}
+
+export const serveCommand: CliCommand = {
+  name: 'serve',
+  summary: 'run the A2A broker on stdin/stdout (JSON-RPC 2.0 over NDJSON)',
+  usage: SERVE_USAGE,
+  run: runServe,
+};

@@ -1,0 +1,103 @@
+import { z } from 'zod';
+import { A2A_MAX_STREAM_WAIT_SECONDS, A2A_MAX_TASK_HISTORY } from './bounds.js';
+import { IdSchema } from './task.js';
+
+/**
+ * The model-facing `A2A` tool's input: one flat object (LLM tool calling
+ * wants an object at the top), checked per action. It has no token field:
+ * the tool closes over the caller's token, which the model never sees.
+ */
+export const A2A_TOOL_ACTIONS = ['discover', 'send', 'get', 'wait', 'complete', 'cancel'] as const;
+export type A2AToolAction = (typeof A2A_TOOL_ACTIONS)[number];
+
+/** How `complete` ends a task (the worker's terminal states). */
+export const A2A_TOOL_OUTCOMES = ['completed', 'failed', 'rejected'] as const;
+
+/** History entries `get` returns when the model does not say (a decision of this project). */
+export const A2A_TOOL_DEFAULT_HISTORY = 10;
+
+const DataSchema = z
+  .record(z.string(), z.unknown())
+  .describe('Structured data as a JSON object, sent as a data part next to the text.');
+
+export const A2AToolArtifactSchema = z
+  .object({
+    name: z.string().min(1).max(1024).optional().describe('A short name for the result, e.g. "report.md".'),
+    text: z.string().optional().describe('The result as text.'),
+    data: DataSchema.optional(),
+  })
+  .refine((artifact) => artifact.text !== undefined || artifact.data !== undefined, {
+    message: 'an artifact needs text or data',
+  });
+
+export const A2AToolInputSchema = z
+  .object({
+    action: z
+      .enum(A2A_TOOL_ACTIONS)
+      .describe(
+        'discover: list the agents you can address. send: start a task for another agent (with `to`) or add a ' +
+          'message to a task you are part of (with `taskId`). get: read a task. wait: block until something ' +
+          'happens on your tasks. complete: finish a task you serve, with your result. cancel: stop a task.',
+      ),
+    to: z
+      .string()
+      .min(1)
+      .max(256)
+      .optional()
+      .describe('send, new task only: the name (or agentId) of the agent to ask, as listed by discover.'),
+    taskId: IdSchema.optional().describe(
+      'The task to act on: needed by get, complete and cancel, and by send to reply on an existing task; ' +
+        'optional for wait (only that task).',
+    ),
+    text: z.string().optional().describe('send and complete: the message, in plain words.'),
+    data: DataSchema.optional(),
+    outcome: z
+      .enum(A2A_TOOL_OUTCOMES)
+      .optional()
+      .describe(
+        'complete: how the task ends. completed (default) when done, failed when you could not do it, ' +
+          'rejected when you will not do it.',
+      ),
+    artifact: A2AToolArtifactSchema.optional().describe('complete: a result to attach to the task.'),
+    timeoutSeconds: z
+      .number()
+      .min(0)
+      .max(A2A_MAX_STREAM_WAIT_SECONDS)
+      .optional()
+      .describe(`wait: how long to wait at most, in seconds (default 30, at most ${A2A_MAX_STREAM_WAIT_SECONDS}).`),
+    historyLength: z
+      .number()
+      .int()
+      .min(0)
+      .max(A2A_MAX_TASK_HISTORY)
+      .optional()
+      .describe('get: how many of the latest messages to include (default 10).'),
+  })
+  .superRefine((input, ctx) => {
+    const need = (field: 'to' | 'taskId', why: string) =>
+      ctx.addIssue({ code: 'custom', path: [field], message: `${input.action} needs ${field}: ${why}` });
+    switch (input.action) {
+      case 'send':
+        if (input.to === undefined && input.taskId === undefined) {
+          need('to', 'give `to` to start a task, or `taskId` to add to one');
+        } else if (input.to !== undefined && input.taskId !== undefined) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['to'],
+            message: 'send takes either `to` (new task) or `taskId` (existing task), not both',
+          });
+        }
+        if (input.text === undefined && input.data === undefined) {
+          ctx.addIssue({ code: 'custom', path: ['text'], message: 'send needs text or data' });
+        }
+        break;
+      case 'get':
+      case 'complete':
+      case 'cancel':
+        if (input.taskId === undefined) need('taskId', 'the id of the task');
+        break;
+      default:
+        break;
+    }
+  });
+export type A2AToolInput = z.infer<typeof A2AToolInputSchema>;

@@ -1,0 +1,384 @@
+import { z } from 'zod';
+import {
+  A2A_TOOL_DEFAULT_HISTORY,
+  type A2AToolAction,
+  type A2AToolInput,
+  A2AToolInputSchema,
+} from '../protocol/a2a-tool.js';
+import { A2A_DEFAULT_STREAM_WAIT_SECONDS } from '../protocol/bounds.js';
+import { JSONRPC_INVALID_PARAMS, SwitchboardError } from '../protocol/errors.js';
+import type { DurableEvent } from '../protocol/events.js';
+import type { Part } from '../protocol/parts.js';
+import type { Artifact, Message, Task } from '../protocol/task.js';
+import type { AgentCard } from '../protocol/agent.js';
+import type { SwitchboardClient } from './client.js';
+import { TransportError } from './transport-error.js';
+
+/** What the tool needs of a client. */
+export type A2AToolClient = Pick<
+  SwitchboardClient,
+  'listAgents' | 'send' | 'getTask' | 'setStatus' | 'addArtifact' | 'cancel' | 'wait'
+>;
+
+/** A part as the model reads it: text as text, data as data, files described (never their bytes). */
+export interface PartView {
+  text?: string;
+  data?: Record<string, unknown>;
+  file?: { name?: string; mimeType?: string; uri?: string; bytes?: number };
+}
+
+export interface MessageView {
+  from: string;
+  role: 'user' | 'agent';
+  text?: string;
+  data?: Record<string, unknown>[];
+  files?: NonNullable<PartView['file']>[];
+}
+
+export interface ArtifactView extends Omit<MessageView, 'from' | 'role'> {
+  artifactId: string;
+  name?: string;
+}
+
+export interface TaskView {
+  taskId: string;
+  state: Task['status']['state'];
+  /** The agent serving the task. */
+  worker: string;
+  /** The agent that asked for it. */
+  requester: string;
+  statusMessage?: MessageView;
+  artifacts: ArtifactView[];
+  history?: MessageView[];
+  updatedAt: string;
+}
+
+export interface EventView {
+  seq: number;
+  taskId: string;
+  type: 'status' | 'artifact' | 'push';
+  state?: Task['status']['state'];
+  final?: boolean;
+  message?: MessageView;
+  artifact?: ArtifactView;
+}
+
+export type A2AToolSuccess =
+  | { ok: true; action: 'discover'; agents: AgentView[] }
+  | { ok: true; action: 'send' | 'get' | 'complete' | 'cancel'; task: TaskView }
+  | { ok: true; action: 'wait'; events: EventView[]; note?: string };
+
+export interface AgentView {
+  name: string;
+  agentId: string;
+  contextId: string;
+  kind: AgentCard['kind'];
+  description: string;
+  skills: { id: string; name: string; description?: string }[];
+}
+
+/** A failed call, as the model reads it: the code and one sentence saying what to do next. */
+export interface A2AToolFailure {
+  ok: false;
+  errorCode: string;
+  message: string;
+}
+
+export type A2AToolResult = A2AToolSuccess | A2AToolFailure;
+
+export interface A2ATool {
+  name: 'A2A';
+  description: string;
+  inputSchema: typeof A2AToolInputSchema;
+  /** The input schema as JSON Schema, for LLM tool calling. */
+  jsonSchema: Record<string, unknown>;
+  /** Runs one call. Never throws: every failure is a result with `ok: false`. */
+  execute(input: unknown): Promise<A2AToolResult>;
+}
+
+export const A2A_TOOL_DESCRIPTION = [
+  'Work with other agents through the A2A broker: ask them for help, answer what they ask of you, and follow tasks.',
+  'Actions:',
+  '- discover: list the agents you can address (name, description, skills).',
+  '- send with `to` and `text`: ask an agent to do something; this creates a task and returns its taskId.',
+  '- send with `taskId` and `text`: add a message to a task you are part of (a reply, a follow-up, an answer to a question).',
+  '- wait (optionally with `taskId`): block until something happens on your tasks (a reply, a result, a new task ' +
+    'for you); returns the events, or none after `timeoutSeconds`.',
+  '- get with `taskId`: read a task: its state, latest messages and results.',
+  '- complete with `taskId`: finish a task you serve, with your answer in `text` and/or `artifact`; this wakes the ' +
+    'agent that asked. Set `outcome` to failed or rejected when you could not or will not do it.',
+  '- cancel with `taskId`: stop a task you asked for (or serve) that is no longer needed.',
+  'Typical flow when delegating: discover, send, then wait until the task reaches completed, failed, rejected or ' +
+    'canceled. When you receive a task: read it, do the work, then complete it.',
+].join('\n');
+
+/**
+ * The single `A2A` tool a model uses, closed over one agent's token: the
+ * token is in no schema, result or error text.
+ */
+export function createA2ATool(options: { client: A2AToolClient; token: string }): A2ATool {
+  const { client, token } = options;
+  const jsonSchema = z.toJSONSchema(A2AToolInputSchema) as Record<string, unknown>;
+
+  async function run(input: A2AToolInput): Promise<A2AToolSuccess> {
+    switch (input.action) {
+      case 'discover': {
+        const { agents } = await client.listAgents({ token });
+        return { ok: true, action: 'discover', agents: agents.map(agentView) };
+      }
+      case 'send': {
+        const message = { parts: partsOf(input.text, input.data) };
+        const { task } =
+          input.taskId !== undefined
+            ? await client.send({ token, taskId: input.taskId, message })
+            : await client.send({ token, to: input.to as string, message });
+        return { ok: true, action: 'send', task: taskView(task) };
+      }
+      case 'get': {
+        const historyLength = input.historyLength ?? A2A_TOOL_DEFAULT_HISTORY;
+        const { task } = await client.getTask({ token, id: input.taskId as string, historyLength });
+        return { ok: true, action: 'get', task: taskView(task, true) };
+      }
+      case 'wait': {
+        const timeoutSeconds = input.timeoutSeconds ?? A2A_DEFAULT_STREAM_WAIT_SECONDS;
+        const waitOptions =
+          input.taskId === undefined ? { token, timeoutSeconds } : { token, taskId: input.taskId, timeoutSeconds };
+        const events = (await client.wait(waitOptions)).map(eventView);
+        if (events.length > 0) return { ok: true, action: 'wait', events };
+        return {
+          ok: true,
+          action: 'wait',
+          events,
+          note: `Nothing happened within ${timeoutSeconds} seconds; wait again, or get the task to check on it.`,
+        };
+      }
+      case 'complete': {
+        const id = input.taskId as string;
+        if (input.artifact !== undefined) {
+          const { name, text, data } = input.artifact;
+          const parts = partsOf(text, data);
+          await client.addArtifact({
+            token,
+            id,
+            artifact: name === undefined ? { parts } : { name, parts },
+            lastChunk: true,
+          });
+        }
+        const state = input.outcome ?? 'completed';
+        const hasMessage = input.text !== undefined || input.data !== undefined;
+        const { task } = await client.setStatus(
+          hasMessage ? { token, id, state, message: { parts: partsOf(input.text, input.data) } } : { token, id, state },
+        );
+        return { ok: true, action: 'complete', task: taskView(task) };
+      }
+      case 'cancel': {
+        const { task } = await client.cancel({ token, id: input.taskId as string });
+        return { ok: true, action: 'cancel', task: taskView(task) };
+      }
+    }
+  }
+
+  return {
+    name: 'A2A',
+    description: A2A_TOOL_DESCRIPTION,
+    inputSchema: A2AToolInputSchema,
+    jsonSchema,
+    async execute(raw: unknown): Promise<A2AToolResult> {
+      const parsed = A2AToolInputSchema.safeParse(raw);
+      if (!parsed.success) {
+        const issues = parsed.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; ');
+        return scrub(
+          {
+            ok: false,
+            errorCode: 'INVALID_INPUT',
+            message: `The input was not accepted (${issues}); fix it and call A2A again.`,
+          },
+          token,
+        );
+      }
+      try {
+        return scrub(await run(parsed.data), token);
+      } catch (error) {
+        return scrub(failure(parsed.data.action, error), token);
+      }
+    },
+  };
+}
+
+function partsOf(text: string | undefined, data: Record<string, unknown> | undefined): Part[] {
+  const parts: Part[] = [];
+  if (text !== undefined) parts.push({ kind: 'text', text });
+  if (data !== undefined) parts.push({ kind: 'data', data });
+  if (parts.length === 0) parts.push({ kind: 'text', text: '' });
+  return parts;
+}
+
+function partsView(parts: Part[]): Omit<MessageView, 'from' | 'role'> {
+  const texts: string[] = [];
+  const data: Record<string, unknown>[] = [];
+  const files: NonNullable<PartView['file']>[] = [];
+  for (const part of parts) {
+    if (part.kind === 'text') texts.push(part.text);
+    else if (part.kind === 'data') data.push(part.data);
+    else {
+      const { name, mimeType, uri, bytes } = part.file;
+      const file: NonNullable<PartView['file']> = {};
+      if (name !== undefined) file.name = name;
+      if (mimeType !== undefined) file.mimeType = mimeType;
+      if (uri !== undefined) file.uri = uri;
+      if (bytes !== undefined) file.bytes = Math.floor((bytes.length * 3) / 4);
+      files.push(file);
+    }
+  }
+  const view: Omit<MessageView, 'from' | 'role'> = {};
+  if (texts.length > 0) view.text = texts.join('\n');
+  if (data.length > 0) view.data = data;
+  if (files.length > 0) view.files = files;
+  return view;
+}
+
+function messageView(message: Message): MessageView {
+  return { from: message.from, role: message.role, ...partsView(message.parts) };
+}
+
+function artifactView(artifact: Artifact): ArtifactView {
+  const view: ArtifactView = { artifactId: artifact.artifactId, ...partsView(artifact.parts) };
+  if (artifact.name !== undefined) view.name = artifact.name;
+  return view;
+}
+
+function taskView(task: Task, withHistory = false): TaskView {
+  const view: TaskView = {
+    taskId: task.id,
+    state: task.status.state,
+    worker: task.agentName,
+    requester: task.requesterName,
+    artifacts: task.artifacts.map(artifactView),
+    updatedAt: task.updatedAt,
+  };
+  if (task.status.message !== undefined) view.statusMessage = messageView(task.status.message);
+  if (withHistory) view.history = task.history.map(messageView);
+  return view;
+}
+
+function agentView(card: AgentCard): AgentView {
+  return {
+    name: card.name,
+    agentId: card.agentId,
+    contextId: card.contextId,
+    kind: card.kind,
+    description: card.description,
+    skills: card.skills.map((s) =>
+      s.description === undefined ? { id: s.id, name: s.name } : { id: s.id, name: s.name, description: s.description },
+    ),
+  };
+}
+
+function eventView(event: DurableEvent): EventView {
+  if (event.method === 'a2a.push') {
+    // The push config's own token is the configurer's secret: not shown.
+    const { taskId, status, seq } = event.params;
+    return { seq, taskId, type: 'push', state: status.state };
+  }
+  const inner = event.params.event;
+  if (inner.kind === 'status-update') {
+    const view: EventView = {
+      seq: event.seq,
+      taskId: inner.taskId,
+      type: 'status',
+      state: inner.status.state,
+      final: inner.final,
+    };
+    if (inner.status.message !== undefined) view.message = messageView(inner.status.message);
+    return view;
+  }
+  return { seq: event.seq, taskId: inner.taskId, type: 'artifact', artifact: artifactView(inner.artifact) };
+}
+
+/** One sentence per error: what happened and what the model should do next. */
+function failure(action: A2AToolAction, error: unknown): A2AToolFailure {
+  if (error instanceof TransportError) {
+    return {
+      ok: false,
+      errorCode: error.code,
+      message: 'The A2A broker is not reachable right now; wait a moment and try again, or carry on without it.',
+    };
+  }
+  if (!(error instanceof SwitchboardError)) {
+    return {
+      ok: false,
+      errorCode: 'INTERNAL_ERROR',
+      message: 'The A2A broker failed on this call; try once more, and if it fails again carry on without it.',
+    };
+  }
+  const data = error.data ?? {};
+  switch (error.errorCode) {
+    case 'A2A_UNKNOWN_TOKEN':
+      return fail(
+        error.errorCode,
+        'Your A2A registration has ended; stop using the A2A tool and finish with what you have.',
+      );
+    case 'A2A_UNKNOWN_AGENT':
+      return fail(
+        error.errorCode,
+        'No agent you can address has that name; call A2A with action "discover" and send to one of the names it lists.',
+      );
+    case 'A2A_UNKNOWN_TASK':
+      return fail(error.errorCode, 'There is no task with that taskId; use a taskId returned by send or wait.');
+    case 'A2A_CROSS_CONTEXT_DENIED':
+      return fail(error.errorCode, 'You are not part of that task; use only taskIds returned to you by send or wait.');
+    case 'A2A_INVALID_TRANSITION':
+      if (data.reason === 'worker-only') {
+        return fail(
+          error.errorCode,
+          'Only the agent serving this task can complete it; as the one who asked, wait for its answer or cancel it.',
+        );
+      }
+      return fail(
+        error.errorCode,
+        `The task cannot go from ${String(data.from ?? 'its state')} to ${String(data.to ?? 'that state')}; call get to see where it stands.`,
+      );
+    case 'A2A_TASK_TERMINAL':
+      return fail(
+        error.errorCode,
+        'That task has already ended; call get to read its outcome, or send with `to` to start a new task.',
+      );
+    case 'A2A_SEND_CAP':
+      return fail(
+        error.errorCode,
+        `You reached the limit ${String(data.limit ?? 'on sends')} (${String(data.max ?? '')}); stop sending and finish with what you have.`,
+      );
+    case 'A2A_NO_PEERS':
+      return fail(error.errorCode, 'No other agent is available to address right now; do the work yourself.');
+    case 'A2A_PAYLOAD_TOO_LARGE':
+      return fail(
+        error.errorCode,
+        `The ${action} was too large (${String(data.limit ?? 'a bound')} is ${String(data.max ?? '')}); shorten it or split it over several sends.`,
+      );
+    default:
+      break;
+  }
+  if (error.code === JSONRPC_INVALID_PARAMS) {
+    const issues = Array.isArray(data.issues)
+      ? (data.issues as { path?: unknown[]; message?: unknown }[])
+          .map((i) => `${(i.path ?? []).join('.') || 'input'}: ${String(i.message)}`)
+          .join('; ')
+      : error.message;
+    return fail('INVALID_INPUT', `The broker did not accept the ${action} (${issues}); fix it and call A2A again.`);
+  }
+  return fail(
+    'INTERNAL_ERROR',
+    'The A2A broker failed on this call; try once more, and if it fails again carry on without it.',
+  );
+}
+
+function fail(errorCode: string, message: string): A2AToolFailure {
+  return { ok: false, errorCode, message };
+}
+
+/** Belt and braces: the token never leaves the tool, whatever a message echoes. */
+function scrub<T extends A2AToolResult>(result: T, token: string): T {
+  const text = JSON.stringify(result);
+  if (!text.includes(token)) return result;
+  return JSON.parse(text.split(token).join('[redacted]')) as T;
+}

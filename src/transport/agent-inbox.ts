@@ -1,0 +1,179 @@
+import { MAX_EVENTS_LIMIT } from '../protocol/bounds.js';
+import type { DurableEvent } from '../protocol/events.js';
+
+/** Events held for one agent before the inbox stops taking more (the rest wait in the broker's log). */
+export const MAX_BUFFERED_EVENTS = 10_000;
+
+/** Reads a page of the agent's durable log: events with `seq > after`, ascending. */
+export type FetchEventsSince = (after: number, limit: number) => Promise<DurableEvent[]>;
+
+interface Waiter {
+  taskId: string | undefined;
+  resolve(events: DurableEvent[]): void;
+  timer: NodeJS.Timeout | undefined;
+}
+
+/** The task an event is about. */
+export function eventTaskId(event: DurableEvent): string {
+  return event.method === 'a2a.task.event' ? event.params.event.taskId : event.params.taskId;
+}
+
+/**
+ * The client-side inbox of one party `(contextId, name)`: the events addressed
+ * to it, in seq order, each once, until a `wait` takes them. It tracks the
+ * last seq it holds; a live event that skips ahead (a gap: missed while
+ * disconnected, or before the server began relaying) makes it read the
+ * broker's durable log from that seq, so no wake-up is lost. When it holds
+ * `MAX_BUFFERED_EVENTS` it takes no more until a `wait` makes room; the rest
+ * stay in the log and are read then.
+ */
+export class AgentInbox {
+  private readonly fetchSince: FetchEventsSince;
+  private seq: number;
+  private buffer: DurableEvent[] = [];
+  private waiters: Waiter[] = [];
+  private held: DurableEvent[] = [];
+  private syncing: Promise<void> | undefined;
+  private behind = false;
+  private closed = false;
+
+  constructor(fetchSince: FetchEventsSince, lastSeq = 0) {
+    this.fetchSince = fetchSince;
+    this.seq = lastSeq;
+  }
+
+  /** Seq of the last event this inbox received (taken by a wait or still buffered). */
+  get lastSeq(): number {
+    return this.seq;
+  }
+
+  /** Events received and not yet taken by a wait. */
+  get buffered(): number {
+    return this.buffer.length;
+  }
+
+  /** A live notification addressed to this party. */
+  accept(event: DurableEvent): void {
+    if (this.closed || event.seq <= this.seq) return;
+    // A full inbox takes nothing: the log holds the event until a wait makes room.
+    if (this.behind) return;
+    if (this.syncing) {
+      this.held.push(event);
+      return;
+    }
+    if (event.seq === this.seq + 1) {
+      this.deliver(event);
+      return;
+    }
+    this.held.push(event);
+    void this.catchUp();
+  }
+
+  /**
+   * Reads the durable log after the last seq held, then the live events that
+   * came meanwhile. Concurrent calls share one pass. A failed read (the
+   * connection went away) keeps the last seq where it was: the next catch-up
+   * (after a reconnect) starts from there.
+   */
+  catchUp(): Promise<void> {
+    if (this.syncing) return this.syncing;
+    const pass = this.readLog().finally(() => {
+      this.syncing = undefined;
+    });
+    this.syncing = pass;
+    return pass;
+  }
+
+  /**
+   * Resolves with the buffered events (of `taskId` when given), at once when
+   * there are any, else with the next ones to arrive, or `[]` after
+   * `timeoutMs`.
+   */
+  wait(taskId: string | undefined, timeoutMs: number): Promise<DurableEvent[]> {
+    const ready = this.take(taskId);
+    if (ready.length > 0 || this.closed || timeoutMs <= 0) return Promise.resolve(ready);
+    return new Promise((resolve) => {
+      const waiter: Waiter = { taskId, resolve, timer: undefined };
+      waiter.timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        resolve([]);
+      }, timeoutMs);
+      this.waiters.push(waiter);
+    });
+  }
+
+  /** The registration ended: pending waits resolve with what is left for them. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const waiter of waiters) {
+      clearTimeout(waiter.timer);
+      waiter.resolve(this.take(waiter.taskId));
+    }
+    this.held = [];
+  }
+
+  private async readLog(): Promise<void> {
+    try {
+      for (;;) {
+        const events = await this.fetchSince(this.seq, MAX_EVENTS_LIMIT);
+        for (const event of events) {
+          if (event.seq > this.seq && !this.deliver(event)) break;
+        }
+        if (this.behind || events.length < MAX_EVENTS_LIMIT || this.closed) break;
+      }
+    } catch {
+      // The live events held are in the log too: the next pass reads them.
+      this.held = [];
+      return;
+    }
+    const held = this.held.sort((a, b) => a.seq - b.seq);
+    this.held = [];
+    for (const event of held) {
+      if (event.seq > this.seq && !this.deliver(event)) break;
+    }
+  }
+
+  /** Buffers one event and wakes the waits it matches; false when the buffer is full. */
+  private deliver(event: DurableEvent): boolean {
+    if (this.closed) return false;
+    if (this.buffer.length >= MAX_BUFFERED_EVENTS) {
+      this.behind = true;
+      return false;
+    }
+    this.seq = event.seq;
+    this.buffer.push(event);
+    if (this.waiters.length > 0) this.serveWaiters();
+    return true;
+  }
+
+  private serveWaiters(): void {
+    for (const waiter of [...this.waiters]) {
+      const events = this.take(waiter.taskId);
+      if (events.length === 0) continue;
+      clearTimeout(waiter.timer);
+      this.waiters = this.waiters.filter((w) => w !== waiter);
+      waiter.resolve(events);
+    }
+  }
+
+  private take(taskId: string | undefined): DurableEvent[] {
+    let taken: DurableEvent[];
+    if (taskId === undefined) {
+      taken = this.buffer;
+      this.buffer = [];
+    } else {
+      taken = [];
+      const kept: DurableEvent[] = [];
+      for (const event of this.buffer) (eventTaskId(event) === taskId ? taken : kept).push(event);
+      this.buffer = kept;
+    }
+    if (this.behind && !this.closed && this.buffer.length < MAX_BUFFERED_EVENTS) {
+      this.behind = false;
+      void this.catchUp();
+    }
+    return taken;
+  }
+}

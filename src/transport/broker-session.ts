@@ -1,0 +1,126 @@
+import type { Readable, Writable } from 'node:stream';
+import type { BrokerApi } from '../actors/broker-api.js';
+import type { Logger } from '../log/logger.js';
+import { silentLogger } from '../log/logger.js';
+import type { DurableEvent } from '../protocol/events.js';
+import { handshakeResult } from '../protocol/handshake.js';
+import { HandshakeParamsSchema, type RegisterResult } from '../protocol/methods.js';
+import { parseParams } from '../protocol/parse.js';
+import { VERSION } from '../version.js';
+import { EventRelay, type EventSink } from './event-relay.js';
+import { JsonRpcServer } from './jsonrpc-server.js';
+
+export interface BrokerSessionOptions {
+  broker: BrokerApi;
+  /** Requests (e.g. `process.stdin`). */
+  input: Readable;
+  /** Answers and notifications (e.g. `process.stdout`). */
+  output: Writable;
+  logger?: Logger;
+  /** Bytes of one line (default 32 MiB). */
+  maxLineBytes?: number;
+  /** Characters of output held back before input pauses and events wait in the log (default 1 MiB). */
+  outputHighWaterMark?: number;
+}
+
+/**
+ * One connection to a broker: the `a2a.*` methods and `app.handshake` served
+ * as JSON-RPC over NDJSON, plus the notifications of every agent registered
+ * through this connection. The broker outlives the session: closing a
+ * session neither deregisters its agents nor closes the broker.
+ */
+export class BrokerSession {
+  private readonly server: JsonRpcServer;
+  private readonly broker: BrokerApi;
+  private readonly logger: Logger;
+  /** Relays by the token of their registration. */
+  private readonly relays = new Map<string, EventRelay>();
+  private readonly sink: EventSink;
+  private closing = false;
+
+  constructor(options: BrokerSessionOptions) {
+    this.broker = options.broker;
+    this.logger = options.logger ?? silentLogger();
+    this.server = new JsonRpcServer({
+      input: options.input,
+      output: options.output,
+      dispatch: (method, params) => this.dispatch(method, params),
+      logger: this.logger,
+      maxLineBytes: options.maxLineBytes,
+      outputHighWaterMark: options.outputHighWaterMark,
+    });
+    const server = this.server;
+    this.sink = {
+      write: (event: DurableEvent) => server.notify(event.method, event.params),
+      get congested() {
+        return server.writer.congested;
+      },
+      get closed() {
+        return server.writer.closed;
+      },
+      whenDrained: () => server.writer.whenDrained(),
+    };
+    void this.server.closed.then(() => this.stopRelays());
+  }
+
+  /** Resolves when the peer has gone (input ended) and every call is answered and flushed. */
+  get closed(): Promise<void> {
+    return this.server.closed;
+  }
+
+  /** Agents whose events this session relays. */
+  get relayCount(): number {
+    return this.relays.size;
+  }
+
+  /** Stops reading, finishes the calls in flight, flushes output, stops relaying. */
+  async close(): Promise<void> {
+    this.closing = true;
+    await this.server.stop();
+    this.stopRelays();
+  }
+
+  private dispatch(method: string, params: unknown): unknown {
+    if (method === 'app.handshake') {
+      parseParams(HandshakeParamsSchema, params);
+      return handshakeResult(VERSION);
+    }
+    const call = this.broker.dispatch(method, params);
+    if (method === 'a2a.agents.register') {
+      return call.then((result) => {
+        this.startRelay(result as RegisterResult);
+        return result;
+      });
+    }
+    if (method === 'a2a.agents.deregister') {
+      return call.then((result) => {
+        const token = (params as { token: string }).token;
+        this.relays.get(token)?.stop();
+        return result;
+      });
+    }
+    return call;
+  }
+
+  private startRelay(registration: RegisterResult): void {
+    if (this.closing) return;
+    const { agentId, token } = registration;
+    const relay = new EventRelay({
+      agentId,
+      token,
+      broker: this.broker,
+      sink: this.sink,
+      logger: this.logger,
+      onStop: () => {
+        if (this.relays.get(token) === relay) this.relays.delete(token);
+      },
+    });
+    this.relays.set(token, relay);
+    relay.start();
+  }
+
+  private stopRelays(): void {
+    for (const relay of [...this.relays.values()]) relay.stop();
+    this.relays.clear();
+  }
+}

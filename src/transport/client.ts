@@ -1,0 +1,426 @@
+import type { Duplex, Readable, Writable } from 'node:stream';
+import type { BrokerApi, BrokerMethod } from '../actors/broker-api.js';
+import { A2A_DEFAULT_STREAM_WAIT_SECONDS, A2A_MAX_STREAM_WAIT_SECONDS, PROTOCOL_VERSION } from '../protocol/bounds.js';
+import { SwitchboardError, a2aError, invalidParams } from '../protocol/errors.js';
+import type { DurableEvent } from '../protocol/events.js';
+import {
+  HandshakeResultSchema,
+  type HandshakeResult,
+  type MethodParamsInput,
+  type MethodResult,
+  type RegisterResult,
+} from '../protocol/methods.js';
+import { VERSION } from '../version.js';
+import { AgentInbox } from './agent-inbox.js';
+import { RpcConnection } from './rpc-connection.js';
+import { ServeProcess, type SpawnServeOptions } from './serve-process.js';
+import { TransportError } from './transport-error.js';
+
+/**
+ * The client's friendly method names, one per row of the method table; they
+ * are the names of `BrokerApi`, so code written against an embedded broker
+ * reads the same against a client.
+ */
+export const CLIENT_METHODS = {
+  register: 'a2a.agents.register',
+  deregister: 'a2a.agents.deregister',
+  listAgents: 'a2a.agents.list',
+  send: 'a2a.message.send',
+  getTask: 'a2a.tasks.get',
+  listTasks: 'a2a.tasks.list',
+  setStatus: 'a2a.tasks.status',
+  addArtifact: 'a2a.tasks.artifact',
+  cancel: 'a2a.tasks.cancel',
+  resubscribe: 'a2a.tasks.resubscribe',
+  setPushConfig: 'a2a.tasks.pushNotificationConfig.set',
+  getPushConfig: 'a2a.tasks.pushNotificationConfig.get',
+  eventsSince: 'a2a.events.since',
+} as const satisfies { [K in Exclude<keyof BrokerApi, 'dispatch' | 'events' | 'close'>]: BrokerMethod };
+
+type ClientMethodName = keyof typeof CLIENT_METHODS;
+type CallableMethod = BrokerMethod | 'app.handshake';
+
+/** The generated friendly methods (all but `register`, which takes options). */
+export type ClientMethods = {
+  [K in Exclude<ClientMethodName, 'register'>]: (
+    params: MethodParamsInput<(typeof CLIENT_METHODS)[K]>,
+  ) => Promise<MethodResult<(typeof CLIENT_METHODS)[K]>>;
+};
+
+/** A pair of streams to a broker: `readable` carries its output, `writable` its input. */
+export interface StreamPair {
+  readable: Readable;
+  writable: Writable;
+}
+
+export interface ConnectOptions {
+  /** Start `switchboard serve` as a child process and talk over its pipes. */
+  spawn?: SpawnServeOptions;
+  /** Or talk over streams already open (a duplex, or a readable/writable pair). */
+  streams?: StreamPair | Duplex;
+  /** Sent in the handshake. */
+  client?: { name: string; version: string };
+}
+
+export interface RegisterOptions {
+  /**
+   * Replay the party's durable events after this seq into the inbox (default:
+   * the last seq this client saw for the party, else 0: every event waiting
+   * in the log for it). A runtime that kept `lastSeq()` across its own
+   * restart passes it here.
+   */
+  after?: number;
+}
+
+export interface WaitOptions {
+  /** The agent that waits (the token its registration returned). */
+  token: string;
+  /** Only events about this task; others stay buffered for a later wait. */
+  taskId?: string;
+  /**
+   * Default 30 (`A2A_DEFAULT_STREAM_WAIT_SECONDS`); at most 120
+   * (`A2A_MAX_STREAM_WAIT_SECONDS`): a larger value is refused with -32602,
+   * not clamped, so that a caller never waits less than it asked for
+   * without knowing. 0 takes what is buffered without waiting.
+   */
+  timeoutSeconds?: number;
+}
+
+interface Registration {
+  /** The token the registration first returned: what callers hold, across reconnects. */
+  readonly handle: string;
+  readonly params: MethodParamsInput<'a2a.agents.register'>;
+  token: string;
+  agentId: string;
+  readonly inbox: AgentInbox;
+}
+
+export type SwitchboardClient = ClientBase & ClientMethods;
+
+/**
+ * A client of a switchboard broker over JSON-RPC/NDJSON. It performs the
+ * handshake first, keeps one inbox per agent registered through it (events
+ * arrive as notifications; `wait` takes them), and after `reconnect()`
+ * registers its agents again under the same `(contextId, name)`, keeps their
+ * first tokens working (it maps them to the new ones), and replays what they
+ * missed from the broker's durable log.
+ */
+export class ClientBase {
+  private readonly options: ConnectOptions;
+  private connection!: RpcConnection;
+  private process: ServeProcess | undefined;
+  private handshakeResult!: HandshakeResult;
+  private readonly byToken = new Map<string, Registration>();
+  private readonly byAgentId = new Map<string, Registration>();
+  private readonly registrations = new Set<Registration>();
+  /** Seq of the last event per party `(contextId, name)`, kept after deregistration. */
+  private readonly partySeq = new Map<string, number>();
+  private reconnecting: Promise<void> | undefined;
+  private aliased = false;
+  private closing = false;
+  private readonly disconnectListeners = new Set<(reason: TransportError) => void>();
+
+  constructor(options: ConnectOptions) {
+    this.options = options;
+    for (const [name, method] of Object.entries(CLIENT_METHODS)) {
+      if (name === 'register') continue;
+      Object.defineProperty(this, name, {
+        value: (params: unknown) => this.call(method as BrokerMethod, params as never),
+        enumerable: false,
+      });
+    }
+  }
+
+  /** What the host answered to the handshake. */
+  get host(): HandshakeResult {
+    return this.handshakeResult;
+  }
+
+  /** The `switchboard serve` child, when this client spawned one. */
+  get serveProcess(): ServeProcess | undefined {
+    return this.process;
+  }
+
+  /** True while the connection is up. */
+  get connected(): boolean {
+    return !this.connection.closed;
+  }
+
+  /** Opens the connection and performs the handshake. */
+  async open(streams?: StreamPair | Duplex): Promise<void> {
+    const pair = this.openStreams(streams);
+    this.connection = new RpcConnection({
+      readable: pair.readable,
+      writable: pair.writable,
+      onNotification: (method, params) => this.onNotification(method, params),
+      onClose: (reason) => {
+        if (this.closing) return;
+        for (const listener of this.disconnectListeners) listener(reason);
+      },
+    });
+    try {
+      const raw = await this.connection.call('app.handshake', {
+        protocolVersion: PROTOCOL_VERSION,
+        client: this.options.client ?? { name: 'switchboard-client', version: VERSION },
+      });
+      this.handshakeResult = checkHost(raw);
+    } catch (error) {
+      this.connection.destroy('handshake failed');
+      if (this.process) {
+        const failure = this.process.describeFailure();
+        await this.process.stop(1000);
+        if (error instanceof TransportError && error.code === 'CONNECTION_CLOSED') {
+          throw new TransportError('SPAWN_FAILED', `switchboard serve did not start: ${failure}`, { cause: error });
+        }
+      }
+      throw error;
+    }
+  }
+
+  /** Called when the connection drops without `close()` (e.g. the broker process died). */
+  onDisconnect(listener: (reason: TransportError) => void): () => void {
+    this.disconnectListeners.add(listener);
+    return () => this.disconnectListeners.delete(listener);
+  }
+
+  /** Any method of the table, by its wire name. */
+  call<M extends CallableMethod>(method: M, params: MethodParamsInput<M>): Promise<MethodResult<M>>;
+  call(method: string, params: unknown): Promise<unknown>;
+  call(method: string, params: unknown): Promise<unknown> {
+    if (this.reconnecting) return this.reconnecting.then(() => this.call(method, params));
+    if (method === 'a2a.agents.register') return this.register(params as MethodParamsInput<'a2a.agents.register'>);
+    if (method === 'a2a.agents.deregister') return this.deregisterAgent(params);
+    return this.connection.call(method, this.aliased ? this.translate(params) : params);
+  }
+
+  /**
+   * Registers an agent, opens its inbox and replays into it the durable
+   * events waiting for it (see `RegisterOptions.after`).
+   */
+  async register(
+    params: MethodParamsInput<'a2a.agents.register'>,
+    options: RegisterOptions = {},
+  ): Promise<RegisterResult> {
+    if (this.reconnecting) await this.reconnecting;
+    const result = (await this.connection.call('a2a.agents.register', params)) as RegisterResult;
+    const key = partyKey(params.contextId, params.name);
+    const after = options.after ?? this.partySeq.get(key) ?? 0;
+    const registration: Registration = {
+      handle: result.token,
+      params,
+      token: result.token,
+      agentId: result.agentId,
+      inbox: new AgentInbox((since, limit) => this.fetchSince(registration, since, limit), after),
+    };
+    this.registrations.add(registration);
+    this.byToken.set(result.token, registration);
+    this.byAgentId.set(result.agentId, registration);
+    await registration.inbox.catchUp();
+    return result;
+  }
+
+  /**
+   * Takes the events addressed to the agent: those buffered since its last
+   * wait at once, else the next to arrive, or `[]` at the timeout.
+   */
+  wait(options: WaitOptions): Promise<DurableEvent[]> {
+    const timeout = options.timeoutSeconds ?? A2A_DEFAULT_STREAM_WAIT_SECONDS;
+    if (typeof timeout !== 'number' || !Number.isFinite(timeout) || timeout < 0) {
+      return Promise.reject(
+        invalidParams('timeoutSeconds must be a number of seconds from 0', [
+          { path: ['timeoutSeconds'], message: 'expected a finite number >= 0', code: 'invalid_type' },
+        ]),
+      );
+    }
+    if (timeout > A2A_MAX_STREAM_WAIT_SECONDS) {
+      return Promise.reject(
+        invalidParams(`timeoutSeconds is at most A2A_MAX_STREAM_WAIT_SECONDS (${A2A_MAX_STREAM_WAIT_SECONDS})`, [
+          { path: ['timeoutSeconds'], message: `must be <= ${A2A_MAX_STREAM_WAIT_SECONDS}`, code: 'too_big' },
+        ]),
+      );
+    }
+    const registration = this.byToken.get(options.token);
+    if (!registration) {
+      return Promise.reject(a2aError('A2A_UNKNOWN_TOKEN', 'no agent registered through this client has this token'));
+    }
+    return registration.inbox.wait(options.taskId, timeout * 1000);
+  }
+
+  /** Seq of the last event received for the agent (keep it to pass as `register`'s `after` later). */
+  lastSeq(token: string): number | undefined {
+    return this.byToken.get(token)?.inbox.lastSeq;
+  }
+
+  /** The agent's current id (it changes when `reconnect()` registers it again). */
+  agentId(token: string): string | undefined {
+    return this.byToken.get(token)?.agentId;
+  }
+
+  /**
+   * Opens a new connection (a new child when this client spawns one, else the
+   * streams given), registers every agent again and replays what each missed.
+   * Calls made meanwhile wait for it. Tokens held by callers keep working.
+   */
+  reconnect(streams?: StreamPair | Duplex): Promise<void> {
+    if (this.closing) return Promise.reject(new TransportError('CONNECTION_CLOSED', 'the client is closed'));
+    if (!this.reconnecting) {
+      this.reconnecting = this.doReconnect(streams).finally(() => {
+        this.reconnecting = undefined;
+      });
+    }
+    return this.reconnecting;
+  }
+
+  /**
+   * Ends the connection: the broker answers the calls in flight and (when
+   * spawned) exits. Pending waits resolve with `[]`. Agents are not
+   * deregistered (a broker that lives on keeps them).
+   */
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    for (const registration of this.registrations) registration.inbox.close();
+    await this.connection.end();
+    if (this.process) await this.process.stop();
+    else this.connection.destroy();
+  }
+
+  private openStreams(streams?: StreamPair | Duplex): StreamPair {
+    const given = streams ?? this.options.streams;
+    if (given) return isStreamPair(given) ? given : asPair(given);
+    if (!this.options.spawn) throw new TypeError('connect() needs spawn or streams');
+    this.process = new ServeProcess(this.options.spawn);
+    const { stdout, stdin } = this.process.child;
+    if (!stdout || !stdin) throw new TransportError('SPAWN_FAILED', 'the child has no stdio pipes');
+    return { readable: stdout, writable: stdin };
+  }
+
+  private async doReconnect(streams?: StreamPair | Duplex): Promise<void> {
+    const old = this.connection;
+    if (!old.closed) await old.end();
+    if (this.process) await this.process.stop();
+    await this.open(streams);
+    const failures: unknown[] = [];
+    for (const registration of this.registrations) {
+      try {
+        await this.reRegister(registration);
+      } catch (error) {
+        failures.push(error);
+      }
+    }
+    if (failures.length > 0) {
+      throw new AggregateError(failures, `${failures.length} agent(s) could not register again`);
+    }
+  }
+
+  private async reRegister(registration: Registration): Promise<void> {
+    const result = (await this.connection.call('a2a.agents.register', registration.params)) as RegisterResult;
+    if (registration.token !== registration.handle) this.byToken.delete(registration.token);
+    this.byAgentId.delete(registration.agentId);
+    registration.token = result.token;
+    registration.agentId = result.agentId;
+    this.byToken.set(result.token, registration);
+    this.byAgentId.set(result.agentId, registration);
+    this.aliased = true;
+    await registration.inbox.catchUp();
+  }
+
+  private async deregisterAgent(params: unknown): Promise<unknown> {
+    const token = (params as { token?: unknown } | undefined)?.token;
+    const registration = typeof token === 'string' ? this.byToken.get(token) : undefined;
+    if (!registration) return this.connection.call('a2a.agents.deregister', params);
+    try {
+      const result = await this.connection.call('a2a.agents.deregister', {
+        ...(params as object),
+        token: registration.token,
+      });
+      this.forget(registration);
+      return result;
+    } catch (error) {
+      // An unknown token is gone on the broker's side too: forget it here.
+      if (error instanceof SwitchboardError && error.errorCode === 'A2A_UNKNOWN_TOKEN') this.forget(registration);
+      throw error;
+    }
+  }
+
+  private forget(registration: Registration): void {
+    if (!this.registrations.delete(registration)) return;
+    const key = partyKey(registration.params.contextId, registration.params.name);
+    this.partySeq.set(key, Math.max(this.partySeq.get(key) ?? 0, registration.inbox.lastSeq));
+    registration.inbox.close();
+    this.byToken.delete(registration.handle);
+    this.byToken.delete(registration.token);
+    this.byAgentId.delete(registration.agentId);
+  }
+
+  private translate(params: unknown): unknown {
+    if (params === null || typeof params !== 'object') return params;
+    const token = (params as { token?: unknown }).token;
+    if (typeof token !== 'string') return params;
+    const registration = this.byToken.get(token);
+    if (!registration || registration.token === token) return params;
+    return { ...(params as object), token: registration.token };
+  }
+
+  private async fetchSince(registration: Registration, after: number, limit: number): Promise<DurableEvent[]> {
+    const result = (await this.connection.call('a2a.events.since', {
+      token: registration.token,
+      after,
+      limit,
+    })) as MethodResult<'a2a.events.since'>;
+    return result.events;
+  }
+
+  private onNotification(method: string, params: unknown): void {
+    if (method !== 'a2a.task.event' && method !== 'a2a.push') return;
+    if (params === null || typeof params !== 'object') return;
+    const { recipient, seq } = params as { recipient?: unknown; seq?: unknown };
+    if (typeof recipient !== 'string' || typeof seq !== 'number') return;
+    // An event for an agent whose registration is not known yet is in the
+    // log: the catch-up that follows the registration reads it.
+    this.byAgentId.get(recipient)?.inbox.accept({ seq, method, params } as DurableEvent);
+  }
+}
+
+/** Connects to a broker (spawning `switchboard serve`, or over given streams) and performs the handshake. */
+export async function connect(options: ConnectOptions): Promise<SwitchboardClient> {
+  const client = new ClientBase(options);
+  await client.open();
+  return client as SwitchboardClient;
+}
+
+function checkHost(raw: unknown): HandshakeResult {
+  const parsed = HandshakeResultSchema.safeParse(raw);
+  if (!parsed.success) {
+    throw new TransportError('INCOMPATIBLE_HOST', 'the host answered the handshake with an unexpected shape');
+  }
+  const host = parsed.data;
+  if (host.protocolVersion < PROTOCOL_VERSION) {
+    throw new TransportError(
+      'INCOMPATIBLE_HOST',
+      `the host speaks protocol version ${host.protocolVersion}; this client needs ${PROTOCOL_VERSION} or later`,
+    );
+  }
+  if (!host.capabilities.includes('a2a')) {
+    throw new TransportError('INCOMPATIBLE_HOST', 'the host does not offer the "a2a" capability');
+  }
+  return host;
+}
+
+function partyKey(contextId: string, name: string): string {
+  return `${contextId.length}:${contextId}${name}`;
+}
+
+function isStreamPair(value: StreamPair | Duplex): value is StreamPair {
+  const candidate = value as Partial<StreamPair>;
+  return (
+    typeof candidate.readable === 'object' &&
+    candidate.readable !== null &&
+    typeof candidate.writable === 'object' &&
+    candidate.writable !== null
+  );
+}
+
+function asPair(duplex: Duplex): StreamPair {
+  return { readable: duplex, writable: duplex };
+}

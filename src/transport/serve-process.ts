@@ -1,0 +1,120 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+/** How to start `switchboard serve` as a child process. */
+export interface SpawnServeOptions {
+  /** The SQLite file (`--db`); the CLI's default when absent. */
+  db?: string;
+  durability?: 'normal' | 'full';
+  /** `--log-level` of the child (its logs go to its stderr). */
+  logLevel?: string;
+  /** More arguments after `serve`. */
+  args?: string[];
+  /** The program to run (default: this Node.js). */
+  command?: string;
+  /** The script given to `command` (default: this package's `bin/switchboard.js`). */
+  script?: string;
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** The child's stderr: shared with ours (default), ignored, or kept (last 16 KiB, for error messages). */
+  stderr?: 'inherit' | 'ignore' | 'pipe';
+}
+
+const STDERR_TAIL_CHARS = 16 * 1024;
+
+/** This package's `switchboard` command, from `src/transport/` or `dist/transport/` alike. */
+export const SWITCHBOARD_BIN = fileURLToPath(new URL('../../bin/switchboard.js', import.meta.url));
+
+export function serveArguments(options: SpawnServeOptions): string[] {
+  const args = ['serve'];
+  if (options.db !== undefined) args.push('--db', options.db);
+  if (options.durability !== undefined) args.push('--durability', options.durability);
+  if (options.logLevel !== undefined) args.push('--log-level', options.logLevel);
+  args.push(...(options.args ?? []));
+  return args;
+}
+
+/** A running `switchboard serve` child. */
+export class ServeProcess {
+  readonly child: ChildProcess;
+  private stderrTail = '';
+  private readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  private spawnError: Error | undefined;
+
+  constructor(options: SpawnServeOptions) {
+    const command = options.command ?? process.execPath;
+    const script = options.script ?? SWITCHBOARD_BIN;
+    const stderr = options.stderr ?? 'inherit';
+    this.child = spawn(command, [script, ...serveArguments(options)], {
+      stdio: ['pipe', 'pipe', stderr],
+      env: options.env ?? process.env,
+      cwd: options.cwd,
+    });
+    this.exited = new Promise((resolve) => {
+      this.child.once('exit', (code, signal) => resolve({ code, signal }));
+      this.child.once('error', (error) => {
+        this.spawnError = error;
+        if (this.child.pid === undefined) resolve({ code: null, signal: null });
+      });
+    });
+    this.child.stderr?.setEncoding('utf8');
+    this.child.stderr?.on('data', (text: string) => {
+      this.stderrTail = (this.stderrTail + text).slice(-STDERR_TAIL_CHARS);
+    });
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  get running(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null && this.spawnError === undefined;
+  }
+
+  /** What went wrong, for an error message: the spawn error or the end of stderr (when piped). */
+  describeFailure(): string {
+    if (this.spawnError) return this.spawnError.message;
+    const tail = this.stderrTail.trim().split('\n').slice(-5).join('\n');
+    return tail === '' ? `exit code ${this.child.exitCode ?? this.child.signalCode}` : tail;
+  }
+
+  /** The end of the child's stderr (only when `stderr: 'pipe'`). */
+  get stderr(): string {
+    return this.stderrTail;
+  }
+
+  whenExited(): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    return this.exited;
+  }
+
+  /**
+   * Waits for the child to exit after its stdin was ended; after `graceMs`
+   * sends SIGTERM, and SIGKILL after as long again.
+   */
+  async stop(graceMs = 5000): Promise<void> {
+    if (!this.running) {
+      await this.exited;
+      return;
+    }
+    if (!this.child.stdin?.writableEnded) this.child.stdin?.end();
+    if (await settlesWithin(this.exited, graceMs)) return;
+    this.child.kill('SIGTERM');
+    if (await settlesWithin(this.exited, graceMs)) return;
+    this.child.kill('SIGKILL');
+    await this.exited;
+  }
+
+  kill(signal: NodeJS.Signals = 'SIGKILL'): void {
+    this.child.kill(signal);
+  }
+}
+
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  const settled = await Promise.race([promise.then(() => true as const), timeout]);
+  clearTimeout(timer);
+  return settled;
+}
