@@ -43,6 +43,8 @@ export class CommitQueue {
   private scheduled = false;
   private flushing = false;
   private idleWaiters: (() => void)[] = [];
+  /** Transactions committed and calls answered so far (for stats and benches). */
+  private counters = { commits: 0, calls: 0, failedCommits: 0 };
 
   constructor(
     private readonly db: SqliteDatabase,
@@ -65,6 +67,10 @@ export class CommitQueue {
 
   get pending(): number {
     return this.queue.length;
+  }
+
+  stats(): { commits: number; calls: number; failedCommits: number } {
+    return { ...this.counters };
   }
 
   private schedule(): void {
@@ -119,9 +125,12 @@ export class CommitQueue {
         const outcome = outcomes[i];
         if (outcome?.ok) runUndos(outcome.undos, this.logger);
       }
+      this.counters.failedCommits++;
       for (const job of jobs) job.reject(internalError('the broker could not commit this call'));
       return;
     }
+    this.counters.commits++;
+    this.counters.calls += jobs.length;
     const effects: (() => void)[] = [];
     for (const outcome of outcomes) {
       if (outcome.ok) {

@@ -79,6 +79,8 @@ export interface Broker extends BrokerApi {
   liveAgentCount(): number;
   /** Whether `close()` was called. */
   readonly closed: boolean;
+  /** Group-commit figures: transactions committed and calls they carried. */
+  stats(): { commits: number; calls: number; failedCommits: number };
 }
 
 type Role = 'requester' | 'worker';
@@ -140,6 +142,10 @@ class EmbeddedBroker implements Broker {
 
   liveTaskCount(): number {
     return this.tasks.size;
+  }
+
+  stats(): { commits: number; calls: number; failedCommits: number } {
+    return this.queue.stats();
   }
 
   liveAgentCount(): number {

@@ -1,0 +1,124 @@
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { CommitQueue } from '../../src/actors/broker-commit-queue.js';
+import { silentLogger } from '../../src/log/logger.js';
+import { type SqliteDatabase, openDatabase } from '../../src/persistence/database.js';
+import { a2aError } from '../../src/protocol/errors.js';
+import { tempDir } from './helpers.js';
+
+let cleanup: () => void = () => {};
+let db: SqliteDatabase | undefined;
+afterEach(() => {
+  db?.close();
+  db = undefined;
+  cleanup();
+});
+
+function open(): SqliteDatabase {
+  const t = tempDir();
+  cleanup = t.cleanup;
+  db = openDatabase(join(t.dir, 'q.db'));
+  db.exec(`CREATE TABLE parent (id INTEGER PRIMARY KEY);
+    CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED);
+    CREATE TABLE log (v TEXT)`);
+  return db;
+}
+
+const rows = (d: SqliteDatabase) =>
+  (d.prepare('SELECT v FROM log ORDER BY rowid').all() as { v: string }[]).map((r) => r.v);
+
+describe('the commit queue', () => {
+  it('runs the calls of one tick in one transaction and answers them in order', async () => {
+    const d = open();
+    const q = new CommitQueue(d, silentLogger());
+    const order: string[] = [];
+    const calls = ['a', 'b', 'c'].map((v) =>
+      q
+        .enqueue(() => {
+          d.prepare('INSERT INTO log (v) VALUES (?)').run(v);
+          return v;
+        })
+        .then((r) => order.push(r)),
+    );
+    await Promise.all(calls);
+    expect(order).toEqual(['a', 'b', 'c']);
+    expect(rows(d)).toEqual(['a', 'b', 'c']);
+    expect(q.stats()).toEqual({ commits: 1, calls: 3, failedCommits: 0 });
+  });
+
+  it('rolls back only a refused call: its rows and its in-memory changes, not its neighbours', async () => {
+    const d = open();
+    const q = new CommitQueue(d, silentLogger());
+    const memory: string[] = [];
+    const write = (v: string, refuse: boolean) =>
+      q.enqueue((scope) => {
+        d.prepare('INSERT INTO log (v) VALUES (?)').run(v);
+        memory.push(v);
+        scope.onUndo(() => memory.splice(memory.indexOf(v), 1));
+        if (refuse) throw a2aError('A2A_UNKNOWN_TASK', 'refused');
+        return v;
+      });
+    const results = await Promise.allSettled([write('a', false), write('b', true), write('c', false)]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ errorCode: 'A2A_UNKNOWN_TASK' });
+    expect(rows(d)).toEqual(['a', 'c']);
+    expect(memory).toEqual(['a', 'c']);
+  });
+
+  it('turns an unexpected error into -32603 without leaking its message', async () => {
+    const d = open();
+    const q = new CommitQueue(d, silentLogger());
+    const e = await q
+      .enqueue(() => {
+        throw new Error('secret detail');
+      })
+      .catch((x: unknown) => x);
+    expect(e).toMatchObject({ code: -32603 });
+    expect((e as Error).message).not.toContain('secret');
+  });
+
+  it('undoes and rejects every call of a batch whose COMMIT fails, and emits nothing', async () => {
+    const d = open();
+    const q = new CommitQueue(d, silentLogger());
+    const memory: string[] = [];
+    const effects: string[] = [];
+    const call = (v: string, orphan: boolean) =>
+      q.enqueue((scope) => {
+        d.prepare('INSERT INTO log (v) VALUES (?)').run(v);
+        if (orphan) d.prepare('INSERT INTO child (id, parent) VALUES (1, 42)').run();
+        memory.push(v);
+        scope.onUndo(() => memory.pop());
+        scope.afterCommit(() => effects.push(v));
+        return v;
+      });
+    const results = await Promise.allSettled([call('a', false), call('b', true)]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    expect(rows(d)).toEqual([]);
+    expect(memory).toEqual([]);
+    await new Promise((r) => setImmediate(r));
+    expect(effects).toEqual([]);
+    expect(q.stats().failedCommits).toBe(1);
+    // The queue keeps working.
+    await expect(call('c', false)).resolves.toBe('c');
+    expect(rows(d)).toEqual(['c']);
+  });
+
+  it('runs effects after the answers, in call order', async () => {
+    const d = open();
+    const q = new CommitQueue(d, silentLogger());
+    const seen: string[] = [];
+    const p1 = q.enqueue((scope) => {
+      scope.afterCommit(() => seen.push('effect-1'));
+      return 1;
+    });
+    const p2 = q.enqueue((scope) => {
+      scope.afterCommit(() => seen.push('effect-2'));
+      return 2;
+    });
+    p1.then(() => seen.push('answer-1'));
+    p2.then(() => seen.push('answer-2'));
+    await Promise.all([p1, p2]);
+    await new Promise((r) => setImmediate(r));
+    expect(seen).toEqual(['answer-1', 'answer-2', 'effect-1', 'effect-2']);
+  });
+});

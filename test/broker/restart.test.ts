@@ -1,0 +1,230 @@
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { Writable } from 'node:stream';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createBroker } from '../../src/actors/broker.js';
+import { createLogger } from '../../src/log/logger.js';
+import { LIVE_TASK_STATES, WORKER_STATUS_TABLE } from '../../src/machines/task-transitions.js';
+import { A2A_MIGRATION_SET } from '../../src/persistence/a2a-schema.js';
+import { openDatabase } from '../../src/persistence/database.js';
+import { SchemaVersionError, migrate, schemaVersion } from '../../src/persistence/migrations.js';
+import type { TaskState } from '../../src/protocol/task.js';
+import { type Harness, dumpDatabase, harness, register, settle, tempDir, text } from './helpers.js';
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+function withoutAgents(dump: Record<string, unknown[]>) {
+  const { a2a_agents: _a, ...rest } = dump;
+  return rest;
+}
+
+describe('schema and migrations', () => {
+  it('creates schema version 12 on a new file', async () => {
+    h = harness();
+    expect(h.broker.opened.schema).toEqual({ from: 0, to: 12 });
+    await h.broker.close();
+    const db = new Database(h.path, { readonly: true });
+    expect(schemaVersion(db, 'a2a')).toBe(12);
+    const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map(
+      (r) => r.name,
+    );
+    db.close();
+    for (const t of ['a2a_agents', 'a2a_tasks', 'a2a_messages', 'a2a_artifacts', 'a2a_push_configs', 'a2a_events']) {
+      expect(tables).toContain(t);
+    }
+    h.open();
+    expect(h.broker.opened.schema).toEqual({ from: 12, to: 12 });
+  });
+
+  for (const version of [1, 11]) {
+    it(`migrates a database at version ${version} forward to 12 in one transaction`, async () => {
+      const t = tempDir();
+      const path = join(t.dir, 'old.db');
+      const db = openDatabase(path);
+      migrate(db, { component: 'a2a', current: version, migrations: [] });
+      db.exec('CREATE TABLE other_component (x INTEGER)');
+      db.close();
+      const broker = createBroker({ path });
+      expect(broker.opened.schema).toEqual({ from: version, to: 12 });
+      const a = await broker.register({ name: 'a', contextId: 'c' });
+      expect(a.agentId).toBeTruthy();
+      await broker.close();
+      t.cleanup();
+    });
+  }
+
+  it('refuses a database newer than 12 and leaves it untouched', () => {
+    const t = tempDir();
+    const path = join(t.dir, 'new.db');
+    const db = openDatabase(path);
+    migrate(db, { component: 'a2a', current: 13, migrations: [] });
+    db.close();
+    const before = readFileSync(path);
+    expect(() => createBroker({ path })).toThrow(SchemaVersionError);
+    const check = new Database(path, { readonly: true });
+    expect(schemaVersion(check, 'a2a')).toBe(13);
+    expect(check.prepare("SELECT COUNT(*) AS n FROM sqlite_master WHERE name LIKE 'a2a_%'").get()).toEqual({ n: 0 });
+    check.close();
+    expect(readFileSync(path).length).toBe(before.length);
+    t.cleanup();
+  });
+
+  it('exports the migration set as component a2a, current 12', () => {
+    expect(A2A_MIGRATION_SET.component).toBe('a2a');
+    expect(A2A_MIGRATION_SET.current).toBe(12);
+  });
+});
+
+describe('restart', () => {
+  it('loses nothing: tasks, messages, artifacts, push configs and events are all there', async () => {
+    h = harness();
+    const req = await register(h.broker, 'req', 'ctx-a');
+    const wrk = await register(h.broker, 'wrk', 'ctx-b');
+    const t1 = (await h.broker.send({ token: req.token, to: 'wrk', message: text('1') })).task;
+    const t2 = (await h.broker.send({ token: req.token, to: 'wrk', message: text('2') })).task;
+    await h.broker.setStatus({ token: wrk.token, id: t1.id, state: 'input-required', message: text('?') });
+    await h.broker.addArtifact({
+      token: wrk.token,
+      id: t1.id,
+      artifact: { artifactId: 'a', parts: [{ kind: 'text', text: 'x' }] },
+    });
+    await h.broker.setPushConfig({ token: req.token, id: t2.id, config: { token: 'p' } });
+    await h.broker.setStatus({ token: wrk.token, id: t2.id, state: 'completed' });
+    const before = dumpDatabase(h.path);
+    const t1Before = (await h.broker.getTask({ token: req.token, id: t1.id })).task;
+    const b = await h.reopen();
+    expect(b.opened).toMatchObject({ restoredTasks: 1, rebuiltTasks: 0, endedRegistrations: 2 });
+    expect(b.liveTaskCount()).toBe(1);
+    expect(withoutAgents(dumpDatabase(h.path))).toEqual(withoutAgents(before));
+    const req2 = await register(b, 'req', 'ctx-a');
+    expect((await b.getTask({ token: req2.token, id: t1.id })).task).toEqual(t1Before);
+    expect((await b.eventsSince({ token: req2.token, after: 0 })).events.map((e) => e.method)).toEqual([
+      'a2a.task.event',
+      'a2a.task.event',
+      'a2a.task.event',
+      'a2a.push',
+    ]);
+  });
+
+  it('refuses the old tokens and lets each party regain its tasks under a new agentId and token', async () => {
+    h = harness();
+    const req = await register(h.broker, 'req', 'ctx-a');
+    await register(h.broker, 'wrk', 'ctx-b');
+    const { task } = await h.broker.send({ token: req.token, to: 'wrk', message: text('1') });
+    const b = await h.reopen();
+    expect(b.liveAgentCount()).toBe(0);
+    await expect(b.getTask({ token: req.token, id: task.id })).rejects.toMatchObject({
+      errorCode: 'A2A_UNKNOWN_TOKEN',
+    });
+    const req2 = await register(b, 'req', 'ctx-a');
+    expect(req2.agentId).not.toBe(req.agentId);
+    expect(req2.token).not.toBe(req.token);
+    expect((await b.listTasks({ token: req2.token })).tasks.map((t) => t.id)).toEqual([task.id]);
+    // The worker is not live: it cannot be addressed until it registers again.
+    await expect(b.send({ token: req2.token, to: 'wrk', message: text('x') })).rejects.toMatchObject({
+      errorCode: 'A2A_UNKNOWN_AGENT',
+    });
+    const wrk2 = await register(b, 'wrk', 'ctx-b');
+    await b.setStatus({ token: wrk2.token, id: task.id, state: 'completed' });
+    await settle();
+    expect(req2.received.map((e) => e.params)).toMatchObject([{ recipient: req2.agentId, event: { final: true } }]);
+  });
+
+  it('does not fail or cancel tasks on restart', async () => {
+    h = harness();
+    const req = await register(h.broker, 'req', 'ctx-a');
+    const wrk = await register(h.broker, 'wrk', 'ctx-b');
+    const { task } = await h.broker.send({ token: req.token, to: 'wrk', message: text('1') });
+    await h.broker.setStatus({ token: wrk.token, id: task.id, state: 'working' });
+    const b = await h.reopen();
+    const req2 = await register(b, 'req', 'ctx-a');
+    expect((await b.getTask({ token: req2.token, id: task.id })).task.status.state).toBe('working');
+  });
+
+  for (const state of LIVE_TASK_STATES) {
+    it(`restores a ${state} task actor that accepts exactly the moves of ${state}`, async () => {
+      for (const [to, allowed] of Object.entries(WORKER_STATUS_TABLE[state]) as [TaskState, boolean][]) {
+        const local = harness();
+        const req = await register(local.broker, 'req', 'ctx-a');
+        const wrk = await register(local.broker, 'wrk', 'ctx-b');
+        const { task } = await local.broker.send({ token: req.token, to: 'wrk', message: text('1') });
+        if (state !== 'submitted') await local.broker.setStatus({ token: wrk.token, id: task.id, state });
+        const b = await local.reopen();
+        expect(b.opened.restoredTasks).toBe(1);
+        const wrk2 = await register(b, 'wrk', 'ctx-b');
+        const outcome = await b.setStatus({ token: wrk2.token, id: task.id, state: to }).then(
+          (r) => r.task.status.state,
+          (e: { errorCode: string }) => e.errorCode,
+        );
+        expect(outcome, `${state} -> ${to}`).toBe(allowed ? to : 'A2A_INVALID_TRANSITION');
+        await local.close();
+      }
+    });
+  }
+
+  it('rebuilds a task actor whose snapshot is from another machine version, from the task row', async () => {
+    h = harness();
+    const req = await register(h.broker, 'req', 'ctx-a');
+    const wrk = await register(h.broker, 'wrk', 'ctx-b');
+    const { task } = await h.broker.send({ token: req.token, to: 'wrk', message: text('1') });
+    await h.broker.setStatus({ token: wrk.token, id: task.id, state: 'auth-required' });
+    await h.broker.close();
+    const db = new Database(h.path);
+    db.prepare('UPDATE a2a_task_actors SET machine_version = 0').run();
+    db.close();
+    const b = h.open();
+    expect(b.opened).toMatchObject({ restoredTasks: 0, rebuiltTasks: 1 });
+    const wrk2 = await register(b, 'wrk', 'ctx-b');
+    await expect(b.setStatus({ token: wrk2.token, id: task.id, state: 'auth-required' })).rejects.toMatchObject({
+      data: { from: 'auth-required', to: 'auth-required' },
+    });
+    expect((await b.setStatus({ token: wrk2.token, id: task.id, state: 'working' })).task.status.state).toBe('working');
+  });
+
+  it('keeps no snapshot row for a terminal task', async () => {
+    h = harness();
+    const req = await register(h.broker, 'req', 'ctx-a');
+    const wrk = await register(h.broker, 'wrk', 'ctx-b');
+    const { task } = await h.broker.send({ token: req.token, to: 'wrk', message: text('1') });
+    expect(dumpDatabase(h.path).a2a_task_actors).toHaveLength(1);
+    await h.broker.setStatus({ token: wrk.token, id: task.id, state: 'rejected' });
+    expect(dumpDatabase(h.path).a2a_task_actors).toHaveLength(0);
+  });
+});
+
+describe('tokens', () => {
+  it('never reach SQLite or the logs', async () => {
+    const lines: string[] = [];
+    const destination = new Writable({
+      write(chunk, _enc, cb) {
+        lines.push(String(chunk));
+        cb();
+      },
+    });
+    const logger = createLogger({ level: 'trace', destination });
+    h = harness({ logger });
+    const tokens: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const a = await register(h.broker, `a${i}`, 'ctx');
+      tokens.push(a.token);
+      if (i > 0) await h.broker.send({ token: a.token, to: 'a0', message: text('secret body') });
+    }
+    await h.broker.deregister({ token: tokens[1] as string });
+    await h.reopen();
+    const dir = join(h.path, '..');
+    const bytes = readdirSync(dir).map((f) => readFileSync(join(dir, f)).toString('latin1'));
+    const hexes = tokens.map((t) => Buffer.from(t, 'base64url').toString('hex'));
+    for (const token of tokens) {
+      for (const b of bytes) expect(b.includes(token)).toBe(false);
+      expect(lines.join('').includes(token)).toBe(false);
+    }
+    for (const hex of hexes) for (const b of bytes) expect(b.includes(hex)).toBe(false);
+    expect(lines.length).toBeGreaterThan(0);
+    expect(lines.join('').includes('secret body')).toBe(false);
+  });
+});
