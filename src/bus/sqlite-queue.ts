@@ -78,6 +78,14 @@ interface LeaseRow {
   last_error: string | null;
 }
 
+interface LeaseRequest {
+  consumer: string;
+  visibilityTimeoutMs: number;
+  max: number;
+  resolve: (deliveries: Delivery[]) => void;
+  reject: (error: unknown) => void;
+}
+
 /** A delivery as this backend hands it out: `seq` is the row. */
 interface SqliteDelivery extends Delivery {
   readonly seq: number;
@@ -117,6 +125,7 @@ export class SqliteQueue implements WorkQueue {
   private leaseCounter = 0;
   private closed = false;
   private acksSincePrune = 0;
+  private readonly leaseRequests = new Map<string, LeaseRequest[]>();
 
   private readonly s: Record<
     | 'insert'
@@ -363,21 +372,37 @@ export class SqliteQueue implements WorkQueue {
     return ready;
   }
 
-  private leaseBatch(role: string, consumer: string, visibilityTimeoutMs: number, max: number): SqliteDelivery[] {
+  /**
+   * Leases for every consume request of one role gathered in this tick, with
+   * one reclaim and one candidate query: 32 consumers asking at once cost one
+   * index seek, not 32. Requests are served in arrival order.
+   */
+  private leaseFor(role: string, requests: readonly LeaseRequest[]): SqliteDelivery[][] {
     const now = this.clock.now();
     this.reclaimExpired(role, now);
-    const rows = this.s.candidates.all(role, now, now, max) as JobRow[];
-    const out: SqliteDelivery[] = [];
+    let total = 0;
+    for (const r of requests) total += r.max;
+    const rows = this.s.candidates.all(role, now, now, total) as JobRow[];
+    const out: SqliteDelivery[][] = requests.map(() => []);
     const taskKeys = new Set<string>();
-    const leasedUntil = now + visibilityTimeoutMs;
+    let next = 0;
     for (const row of rows) {
       if (row.task_key !== null) {
         if (taskKeys.has(row.task_key)) continue;
         taskKeys.add(row.task_key);
       }
+      while (next < requests.length && out[next]!.length >= requests[next]!.max) next++;
+      if (next >= requests.length) break;
+      const request = requests[next]!;
       const leaseId = `${this.leaseNonce}.${(++this.leaseCounter).toString(36)}`;
-      this.s.lease.run(leaseId, consumer, leasedUntil, visibilityTimeoutMs, row.seq);
-      out.push({
+      this.s.lease.run(
+        leaseId,
+        request.consumer,
+        now + request.visibilityTimeoutMs,
+        request.visibilityTimeoutMs,
+        row.seq,
+      );
+      out[next]!.push({
         seq: row.seq,
         id: String(row.seq),
         role,
@@ -385,14 +410,33 @@ export class SqliteQueue implements WorkQueue {
         idempotencyKey: row.idempotency_key,
         taskKey: row.task_key ?? undefined,
         leaseId,
-        consumer,
+        consumer: request.consumer,
         deliveries: row.deliveries + 1,
-        visibilityTimeoutMs,
+        visibilityTimeoutMs: request.visibilityTimeoutMs,
         publishedAt: row.published_at,
         lastError: parseError(row.last_error),
       });
     }
     return out;
+  }
+
+  private requestLease(role: string, consumer: string, visibilityTimeoutMs: number, max: number): Promise<Delivery[]> {
+    return new Promise<Delivery[]>((resolve, reject) => {
+      let list = this.leaseRequests.get(role);
+      if (list === undefined) {
+        const requests: LeaseRequest[] = [];
+        list = requests;
+        this.leaseRequests.set(role, requests);
+        this.run(() => {
+          if (this.leaseRequests.get(role) === requests) this.leaseRequests.delete(role);
+          return this.leaseFor(role, requests);
+        }).then(
+          (results) => requests.forEach((r, i) => r.resolve(results[i] ?? [])),
+          (error: unknown) => requests.forEach((r) => r.reject(error)),
+        );
+      }
+      list.push({ consumer, visibilityTimeoutMs, max, resolve, reject });
+    });
   }
 
   async consume(role: string, options: ConsumeOptions): Promise<Delivery[]> {
@@ -401,7 +445,7 @@ export class SqliteQueue implements WorkQueue {
     const deadline = Date.now() + c.waitMs;
     let interval = this.poll.min;
     for (;;) {
-      const got = await this.run(() => this.leaseBatch(c.role, c.consumer, c.visibilityTimeoutMs, c.max));
+      const got = await this.requestLease(c.role, c.consumer, c.visibilityTimeoutMs, c.max);
       if (got.length > 0 || this.closed || c.signal?.aborted) return got;
       const remaining = deadline - Date.now();
       if (remaining <= 0) return got;

@@ -1,0 +1,171 @@
+/**
+ * `npm run bench:bus`: publish-consume-ack throughput of no-op jobs on the
+ * embedded SQLite work bus (durable in one WAL file, synchronous=NORMAL) with
+ * 1 and 32 concurrent consumers, against BullMQ on the local Redis
+ * (127.0.0.1:6379) doing the same no-op jobs in the same run.
+ *
+ * Each round starts the consumers, then a producer publishes the jobs in
+ * batches of 100 while they consume; the time runs from the first publish to
+ * the last ack. Figures are medians of the rounds. Progress goes to stderr,
+ * the table to stdout.
+ */
+import { setMaxListeners } from 'node:events';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Queue, Worker } from 'bullmq';
+import { SqliteQueue } from '../src/bus/sqlite-queue.js';
+import type { PublishRequest } from '../src/bus/work-queue.js';
+import type { WorkEnvelope } from '../src/protocol/work-envelope.js';
+
+const ROUNDS = 3;
+const BATCH = 100;
+const REDIS = { host: '127.0.0.1', port: 6379 };
+const PREFIX = `sbbench${process.pid}`;
+
+function log(message: string): void {
+  process.stderr.write(`${message}\n`);
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+function envelope(i: number): WorkEnvelope {
+  return {
+    kind: 'work',
+    headers: { taskId: `t${i}`, runId: 'bench', hop: 0, attempt: 1, idempotencyKey: `k${i}` },
+    message: { parts: [{ kind: 'data', data: { i } }] },
+  };
+}
+
+async function sqliteRound(dir: string, round: number, jobs: number, consumers: number): Promise<number> {
+  const path = join(dir, `bus-${consumers}-${round}.db`);
+  const queue = new SqliteQueue({ database: path });
+  const role = 'noop';
+  let acked = 0;
+  let finish!: () => void;
+  const finished = new Promise<void>((resolve) => {
+    finish = resolve;
+  });
+  const controller = new AbortController();
+  setMaxListeners(consumers + 8, controller.signal);
+  const loop = async (c: number) => {
+    while (!controller.signal.aborted) {
+      const got = await queue.consume(role, {
+        consumer: `c${c}`,
+        visibilityTimeoutMs: 30_000,
+        max: 1,
+        waitMs: 1000,
+        signal: controller.signal,
+      });
+      for (const d of got) {
+        if (await queue.ack(d)) acked++;
+      }
+      if (acked >= jobs) finish();
+    }
+  };
+  const loops = Array.from({ length: consumers }, (_, c) => loop(c));
+  const started = performance.now();
+  for (let i = 0; i < jobs; i += BATCH) {
+    const batch: PublishRequest[] = [];
+    for (let j = i; j < Math.min(jobs, i + BATCH); j++) {
+      batch.push({ role, envelope: envelope(j), idempotencyKey: `k${j}` });
+    }
+    await queue.publishMany(batch);
+  }
+  await finished;
+  const elapsed = performance.now() - started;
+  controller.abort();
+  await Promise.all(loops);
+  const stats = await queue.stats(role);
+  if (stats.depth !== 0 || stats.inFlight !== 0) throw new Error(`sqlite round left work: ${JSON.stringify(stats)}`);
+  await queue.close();
+  const size = statSync(path).size;
+  log(
+    `  sqlite c=${consumers} round ${round + 1}: ${jobs} jobs in ${elapsed.toFixed(0)} ms (file ${(size / 1e6).toFixed(1)} MB)`,
+  );
+  return (jobs / elapsed) * 1000;
+}
+
+async function bullRound(round: number, jobs: number, concurrency: number): Promise<number> {
+  const name = `noop-${concurrency}-${round}`;
+  const queue = new Queue(name, { connection: REDIS, prefix: PREFIX });
+  await queue.obliterate({ force: true });
+  let acked = 0;
+  let finish!: () => void;
+  const finished = new Promise<void>((resolve) => {
+    finish = resolve;
+  });
+  const worker = new Worker(
+    name,
+    async () => {
+      return;
+    },
+    { connection: REDIS, prefix: PREFIX, concurrency, autorun: false },
+  );
+  worker.on('completed', () => {
+    if (++acked >= jobs) finish();
+  });
+  await worker.waitUntilReady();
+  void worker.run();
+  const started = performance.now();
+  for (let i = 0; i < jobs; i += BATCH) {
+    const batch = [];
+    for (let j = i; j < Math.min(jobs, i + BATCH); j++) {
+      batch.push({ name: 'noop', data: { i: j }, opts: { jobId: `k${j}`, removeOnComplete: true } });
+    }
+    await queue.addBulk(batch);
+  }
+  await finished;
+  const elapsed = performance.now() - started;
+  await worker.close();
+  await queue.obliterate({ force: true });
+  await queue.close();
+  log(`  bullmq c=${concurrency} round ${round + 1}: ${jobs} jobs in ${elapsed.toFixed(0)} ms`);
+  return (jobs / elapsed) * 1000;
+}
+
+interface Row {
+  consumers: number;
+  sqlite: number;
+  bullmq: number;
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'sb-bench-bus-'));
+  const rows: Row[] = [];
+  try {
+    for (const [consumers, sqliteJobs, bullJobs] of [
+      [1, 10_000, 3_000],
+      [32, 30_000, 15_000],
+    ] as const) {
+      log(`consumers=${consumers}`);
+      const sqlite: number[] = [];
+      const bull: number[] = [];
+      for (let r = 0; r < ROUNDS; r++) {
+        sqlite.push(await sqliteRound(dir, r, sqliteJobs, consumers));
+        bull.push(await bullRound(r, bullJobs, consumers));
+      }
+      rows.push({ consumers, sqlite: median(sqlite), bullmq: median(bull) });
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const lines = [
+    'publish-consume-ack of no-op jobs (jobs/s, median of 3 rounds)',
+    'consumers | sqlite bus | bullmq 6.7 (redis) | sqlite / bullmq',
+    '--------- | ---------- | ------------------ | ---------------',
+    ...rows.map(
+      (r) =>
+        `${String(r.consumers).padStart(9)} | ${r.sqlite.toFixed(0).padStart(10)} | ${r.bullmq.toFixed(0).padStart(18)} | ${(r.sqlite / r.bullmq).toFixed(2).padStart(14)}x`,
+    ),
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+main().catch((error: unknown) => {
+  log(`bench failed: ${(error as Error)?.stack ?? String(error)}`);
+  process.exitCode = 1;
+});
