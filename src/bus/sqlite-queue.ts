@@ -431,8 +431,14 @@ export class SqliteQueue implements WorkQueue {
           if (this.leaseRequests.get(role) === requests) this.leaseRequests.delete(role);
           return this.leaseFor(role, requests);
         }).then(
-          (results) => requests.forEach((r, i) => r.resolve(results[i] ?? [])),
-          (error: unknown) => requests.forEach((r) => r.reject(error)),
+          (results) => {
+            requests.forEach((r, i) => {
+              r.resolve(results[i] ?? []);
+            });
+          },
+          (error: unknown) => {
+            for (const r of requests) r.reject(error);
+          },
         );
       }
       list.push({ consumer, visibilityTimeoutMs, max, resolve, reject });
