@@ -1,0 +1,211 @@
+import { PassThrough } from 'node:stream';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SwitchboardError } from '../../src/protocol/errors.js';
+import { type SwitchboardClient, connect } from '../../src/transport/client.js';
+import { JsonRpcServer } from '../../src/transport/jsonrpc-server.js';
+import { TransportError } from '../../src/transport/transport-error.js';
+import { RawServe, tempDir, text } from './helpers.js';
+
+let cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+  cleanups = [];
+});
+
+async function spawnClient(db?: string): Promise<{ client: SwitchboardClient; db: string }> {
+  let path = db;
+  if (path === undefined) {
+    const tmp = tempDir();
+    cleanups.push(tmp.cleanup);
+    path = tmp.db;
+  }
+  const client = await connect({ spawn: { db: path, stderr: 'pipe' } });
+  cleanups.push(() => client.close());
+  return { client, db: path };
+}
+
+/** A host that answers the handshake with what the test says: the only way to meet an old host. */
+function fakeHost(handshake: unknown) {
+  const toHost = new PassThrough();
+  const fromHost = new PassThrough();
+  const server = new JsonRpcServer({ input: toHost, output: fromHost, dispatch: () => handshake });
+  cleanups.push(() => {
+    toHost.end();
+    return server.closed;
+  });
+  return { readable: fromHost, writable: toHost };
+}
+
+describe('connect()', () => {
+  it('performs the handshake with a spawned switchboard serve', async () => {
+    const { client } = await spawnClient();
+    expect(client.host).toMatchObject({ protocolVersion: 10, schemaVersion: 12 });
+    expect(client.host.capabilities).toContain('a2a');
+    expect(client.serveProcess?.pid).toBeGreaterThan(0);
+  });
+
+  it('refuses a host below protocol version 10', async () => {
+    const streams = fakeHost({
+      protocolVersion: 9,
+      schemaVersion: 11,
+      capabilities: ['a2a'],
+      server: { name: 'old', version: '1' },
+    });
+    const error = await connect({ streams }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TransportError);
+    expect((error as TransportError).code).toBe('INCOMPATIBLE_HOST');
+    expect((error as Error).message).toContain('protocol version 9');
+  });
+
+  it('refuses a host without the a2a capability', async () => {
+    const streams = fakeHost({
+      protocolVersion: 10,
+      schemaVersion: 12,
+      capabilities: ['plans'],
+      server: { name: 'x', version: '1' },
+    });
+    const error = await connect({ streams }).catch((e: unknown) => e);
+    expect((error as TransportError).code).toBe('INCOMPATIBLE_HOST');
+    expect((error as Error).message).toContain('"a2a"');
+  });
+
+  it('reports a broker that cannot start as SPAWN_FAILED with its stderr', async () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.cleanup);
+    const error = await connect({ spawn: { db: tmp.dir, stderr: 'pipe' } }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TransportError);
+    expect((error as TransportError).code).toBe('SPAWN_FAILED');
+  });
+});
+
+describe('the client', () => {
+  it('calls every method by wire name or friendly name, and turns errors into SwitchboardError', async () => {
+    const { client } = await spawnClient();
+    const worker = await client.register({ name: 'worker', contextId: 'c', description: 'does things' });
+    const requester = await client.call('a2a.agents.register', { name: 'requester', contextId: 'c' });
+    const { agents } = await client.listAgents({ token: requester.token });
+    expect(agents.map((a) => a.name)).toEqual(['worker']);
+    const { task } = await client.send({ token: requester.token, to: 'worker', message: text('hello') });
+    const got = await client.call('a2a.tasks.get', { token: worker.token, id: task.id });
+    expect(got.task.history[0]).toMatchObject({ from: 'requester', role: 'user' });
+
+    const error = await client.getTask({ token: requester.token, id: 'no-such-task' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SwitchboardError);
+    expect((error as SwitchboardError).errorCode).toBe('A2A_UNKNOWN_TASK');
+    const invalid = await client.call('a2a.tasks.get', { token: requester.token } as never).catch((e: unknown) => e);
+    expect((invalid as SwitchboardError).code).toBe(-32602);
+    expect((invalid as SwitchboardError).data?.issues).toBeInstanceOf(Array);
+  });
+
+  it('wait() resolves with the events addressed to the agent, filtered by task, or [] at the timeout', async () => {
+    const { client } = await spawnClient();
+    const worker = await client.register({ name: 'worker', contextId: 'c' });
+    const requester = await client.register({ name: 'requester', contextId: 'c' });
+    const pending = client.wait({ token: worker.token, timeoutSeconds: 10 });
+    const { task: a } = await client.send({ token: requester.token, to: 'worker', message: text('a') });
+    const created = await pending;
+    expect(created).toHaveLength(1);
+    expect(created[0]).toMatchObject({ method: 'a2a.task.event', params: { seq: 1, event: { taskId: a.id } } });
+
+    const { task: b } = await client.send({ token: requester.token, to: 'worker', message: text('b') });
+    await client.setStatus({ token: worker.token, id: a.id, state: 'working' });
+    await client.setStatus({ token: worker.token, id: b.id, state: 'completed', message: text('b done') });
+    await client.setStatus({ token: worker.token, id: a.id, state: 'completed', message: text('a done') });
+    const onlyB = await client.wait({ token: requester.token, taskId: b.id, timeoutSeconds: 10 });
+    expect(onlyB.map((e) => e.method === 'a2a.task.event' && e.params.event.taskId)).toEqual([b.id]);
+    const rest = await client.wait({ token: requester.token, timeoutSeconds: 10 });
+    const states = rest.map((e) =>
+      e.method === 'a2a.task.event' && e.params.event.kind === 'status-update' ? e.params.event.status.state : '',
+    );
+    expect(states).toEqual(['working', 'completed']);
+    // The worker's inbox holds b's creation, still unread.
+    expect((await client.wait({ token: worker.token, timeoutSeconds: 0 })).map((e) => e.seq)).toEqual([2]);
+
+    const started = Date.now();
+    expect(await client.wait({ token: requester.token, timeoutSeconds: 0.2 })).toEqual([]);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(190);
+  });
+
+  it('refuses a wait above the 120-second ceiling and a token it does not know', async () => {
+    const { client } = await spawnClient();
+    const agent = await client.register({ name: 'a', contextId: 'c' });
+    const tooLong = await client.wait({ token: agent.token, timeoutSeconds: 121 }).catch((e: unknown) => e);
+    expect((tooLong as SwitchboardError).code).toBe(-32602);
+    expect((tooLong as Error).message).toContain('A2A_MAX_STREAM_WAIT_SECONDS');
+    const unknown = await client.wait({ token: 'nope', timeoutSeconds: 1 }).catch((e: unknown) => e);
+    expect((unknown as SwitchboardError).errorCode).toBe('A2A_UNKNOWN_TOKEN');
+  });
+
+  it('resolves a pending wait with [] when the agent deregisters', async () => {
+    const { client } = await spawnClient();
+    const agent = await client.register({ name: 'a', contextId: 'c' });
+    const pending = client.wait({ token: agent.token, timeoutSeconds: 60 });
+    await client.deregister({ token: agent.token });
+    expect(await pending).toEqual([]);
+    const after = await client.getTask({ token: agent.token, id: 'x' }).catch((e: unknown) => e);
+    expect((after as SwitchboardError).errorCode).toBe('A2A_UNKNOWN_TOKEN');
+  });
+
+  it('after a broker restart, reconnect() registers again, keeps the old tokens working and replays what was missed', async () => {
+    const { client, db } = await spawnClient();
+    const worker = await client.register({ name: 'worker', contextId: 'session' });
+    const requester = await client.register({ name: 'requester', contextId: 'session' });
+    const { task } = await client.send({ token: requester.token, to: 'worker', message: text('job') });
+    expect(await client.wait({ token: worker.token, timeoutSeconds: 10 })).toHaveLength(1);
+    await client.setStatus({ token: worker.token, id: task.id, state: 'working' });
+    expect(await client.wait({ token: requester.token, timeoutSeconds: 10 })).toHaveLength(1);
+
+    // The broker dies; while the client is away another process finishes the task.
+    const disconnected = new Promise<TransportError>((resolve) => client.onDisconnect(resolve));
+    client.serveProcess?.kill('SIGKILL');
+    expect((await disconnected).code).toBe('CONNECTION_CLOSED');
+    const other = new RawServe(db);
+    const w = (await other.call('a2a.agents.register', { name: 'worker', contextId: 'session' })) as { token: string };
+    await other.call('a2a.tasks.status', { token: w.token, id: task.id, state: 'completed', message: text('result') });
+    expect((await other.end()).code).toBe(0);
+
+    const waiting = client.wait({ token: requester.token, taskId: task.id, timeoutSeconds: 20 });
+    await client.reconnect();
+    const missed = await waiting;
+    expect(missed).toHaveLength(1);
+    expect(missed[0]).toMatchObject({
+      seq: 2,
+      params: { event: { taskId: task.id, status: { state: 'completed' }, final: true } },
+    });
+    // The first tokens still work: the client maps them to the new registration.
+    const { task: again } = await client.getTask({ token: requester.token, id: task.id });
+    expect(again.status.state).toBe('completed');
+    expect(client.agentId(requester.token)).not.toBe(requester.agentId);
+    // Nothing is delivered twice.
+    expect(await client.wait({ token: requester.token, timeoutSeconds: 0.3 })).toEqual([]);
+  });
+
+  it('delivers events waiting in the log when a party registers again in a new client', async () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.cleanup);
+    const first = await connect({ spawn: { db: tmp.db, stderr: 'pipe' } });
+    await first.register({ name: 'worker', contextId: 's' });
+    const requester = await first.register({ name: 'requester', contextId: 's' });
+    await first.send({ token: requester.token, to: 'worker', message: text('one') });
+    await first.close();
+
+    const { client } = await spawnClient(tmp.db);
+    const worker = await client.register({ name: 'worker', contextId: 's' });
+    const events = await client.wait({ token: worker.token, timeoutSeconds: 0 });
+    expect(events.map((e) => e.seq)).toEqual([1]);
+    expect(client.lastSeq(worker.token)).toBe(1);
+  });
+
+  it('rejects calls in flight with CONNECTION_CLOSED when the broker dies', async () => {
+    const { client } = await spawnClient();
+    const agent = await client.register({ name: 'a', contextId: 'c' });
+    const calls = Array.from({ length: 50 }, () => client.listTasks({ token: agent.token }));
+    client.serveProcess?.kill('SIGKILL');
+    const outcomes = await Promise.allSettled(calls);
+    for (const outcome of outcomes) {
+      if (outcome.status === 'rejected') expect((outcome.reason as TransportError).code).toBe('CONNECTION_CLOSED');
+    }
+    const late = await client.listTasks({ token: agent.token }).catch((e: unknown) => e);
+    expect((late as TransportError).code).toBe('CONNECTION_CLOSED');
+  });
+});
