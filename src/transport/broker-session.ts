@@ -37,6 +37,7 @@ export class BrokerSession {
   private readonly relays = new Map<string, EventRelay>();
   private readonly sink: EventSink;
   private closing = false;
+  private pauses = 0;
 
   constructor(options: BrokerSessionOptions) {
     this.broker = options.broker;
@@ -66,6 +67,16 @@ export class BrokerSession {
   /** Resolves when the peer has gone (input ended) and every call is answered and flushed. */
   get closed(): Promise<void> {
     return this.server.closed;
+  }
+
+  /** Characters of output waiting for the peer to read. */
+  get outputBacklog(): number {
+    return this.server.writer.backlog;
+  }
+
+  /** How many times a relay let go of the live stream because the peer was not reading (and caught up later). */
+  get relayPauses(): number {
+    return this.pauses;
   }
 
   /** Agents whose events this session relays. */
@@ -111,6 +122,9 @@ export class BrokerSession {
       broker: this.broker,
       sink: this.sink,
       logger: this.logger,
+      onPause: () => {
+        this.pauses++;
+      },
       onStop: () => {
         if (this.relays.get(token) === relay) this.relays.delete(token);
       },

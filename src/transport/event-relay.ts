@@ -23,6 +23,8 @@ export interface EventRelayOptions {
   logger: Logger;
   /** Called once the relay has stopped for good. */
   onStop?: () => void;
+  /** Called each time the relay lets go of the live stream because output backed up. */
+  onPause?: () => void;
 }
 
 type Mode = 'live' | 'paused' | 'catching-up' | 'stopped';
@@ -117,6 +119,7 @@ export class EventRelay {
   }
 
   private pause(): void {
+    this.options.onPause?.();
     this.mode = 'paused';
     this.unsubscribe();
     void this.catchUp();

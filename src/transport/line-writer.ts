@@ -39,6 +39,11 @@ export class LineWriter {
     return this.needsDrain || this.pendingChars > this.highWaterMark;
   }
 
+  /** Characters queued here and not yet handed to the stream. */
+  get backlog(): number {
+    return this.pendingChars;
+  }
+
   /** True once the stream failed or closed: nothing more can be written. */
   get closed(): boolean {
     return this.broken;

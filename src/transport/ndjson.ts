@@ -35,6 +35,11 @@ export class LineSplitter {
     this.maxLineBytes = options.maxLineBytes ?? MAX_LINE_BYTES;
   }
 
+  /** Bytes of the current, unfinished line held in memory (never more than the bound). */
+  get bufferedBytes(): number {
+    return this.pendingBytes;
+  }
+
   push(chunk: Buffer): void {
     let start = 0;
     const length = chunk.length;
