@@ -135,3 +135,75 @@ export function addUsage(a: Usage, b: Usage): Usage {
     elapsedMs: a.elapsedMs + b.elapsedMs,
   };
 }
+
+/**
+ * The events a WorkflowRun takes (see `src/machines/workflow-run-machine.ts`).
+ * `hop` and `attempt` name the hop attempt a result belongs to: a result for
+ * any other (a late or redelivered one) is refused and changes nothing.
+ */
+const HopNumberSchema = z.number().int().min(1);
+const AttemptSchema = z.number().int().min(1);
+const ReasonSchema = z.string().min(1).max(2_000);
+const ContinuationSchema = z.string().min(1).max(512);
+
+export const WorkflowRunEventSchema = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('START') }),
+  z.strictObject({
+    type: z.literal('HOP_SUCCEEDED'),
+    hop: HopNumberSchema,
+    attempt: AttemptSchema,
+    usage: UsageSchema.optional(),
+  }),
+  z.strictObject({
+    type: z.literal('HOP_FAILED'),
+    hop: HopNumberSchema,
+    attempt: AttemptSchema,
+    errorType: z.string().min(1).max(128),
+    message: z.string().max(2_000).optional(),
+    /** `false` when the reporter knows the failure is final (its retries are already spent). */
+    retryable: z.boolean().optional(),
+    usage: UsageSchema.optional(),
+  }),
+  z.strictObject({
+    type: z.literal('HOP_SUSPENDED'),
+    hop: HopNumberSchema,
+    attempt: AttemptSchema,
+    /** The token the worker checkpointed under; the resume must name it. */
+    continuation: ContinuationSchema,
+    /** The role the worker asked. */
+    askedRole: RoleNameSchema.optional(),
+    usage: UsageSchema.optional(),
+  }),
+  z.strictObject({
+    type: z.literal('HOP_RESUMED'),
+    hop: HopNumberSchema,
+    continuation: ContinuationSchema,
+    /** What answering the worker's question cost. */
+    usage: UsageSchema.optional(),
+  }),
+  z.strictObject({
+    type: z.literal('APPROVAL_REQUIRED'),
+    hop: HopNumberSchema,
+    reason: ReasonSchema,
+    approvers: z.array(ApproverNameSchema).min(1).max(32).optional(),
+  }),
+  z.strictObject({ type: z.literal('APPROVED'), by: ApproverNameSchema }),
+  z.strictObject({ type: z.literal('DENIED'), by: ApproverNameSchema, reason: ReasonSchema.optional() }),
+  z.strictObject({
+    type: z.literal('GOVERNANCE_DENIED'),
+    hop: HopNumberSchema,
+    reason: ReasonSchema,
+    policy: z.string().min(1).max(128).optional(),
+  }),
+  z.strictObject({ type: z.literal('BUDGET_EXCEEDED'), reason: ReasonSchema }),
+  z.strictObject({
+    type: z.literal('CANCEL'),
+    by: z.string().min(1).max(256).optional(),
+    reason: ReasonSchema.optional(),
+  }),
+]);
+export type WorkflowRunEvent = z.infer<typeof WorkflowRunEventSchema>;
+export type WorkflowRunEventType = WorkflowRunEvent['type'];
+export const WORKFLOW_RUN_EVENT_TYPES = WorkflowRunEventSchema.options.map(
+  (o) => o.shape.type.value,
+) as readonly WorkflowRunEventType[];

@@ -59,4 +59,21 @@ export const SINGLE: WorkflowDefinition = parseWorkflowDefinition({
   stages: { only: { role: 'worker', retry: { maximumAttempts: 2, initialInterval: 0 } } },
 });
 
-export const ALL_FIXTURES = [DEV_SDLC, REVIEW_LOOP, SINGLE] as const;
+/** A self-loop bounded by its rule (`maxTraversals`) alone, with no stage bound behind it. */
+export const EDGE_BOUND: WorkflowDefinition = parseWorkflowDefinition({
+  id: 'edge-bound',
+  version: 1,
+  start: 'try',
+  stages: {
+    try: {
+      role: 'worker',
+      retry: { maximumAttempts: 1 },
+      next: [
+        { on: 'failed', errorType: 'TestsFailed', goto: 'try', maxTraversals: 2 },
+        { on: 'failed', errorType: 'Flaky', goto: 'try', maxTraversals: 1 },
+      ],
+    },
+  },
+});
+
+export const ALL_FIXTURES = [DEV_SDLC, REVIEW_LOOP, SINGLE, EDGE_BOUND] as const;

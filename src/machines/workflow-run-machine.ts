@@ -1,0 +1,152 @@
+import { type Actor, type Snapshot, assign, createActor, setup } from 'xstate';
+import { checkWorkflowDefinition, formatPath } from './workflow-definition.js';
+import {
+  type WorkflowDefinition,
+  type WorkflowRunEvent,
+  WorkflowRunEventSchema,
+  type WorkflowRunEventType,
+} from '../protocol/workflow.js';
+import {
+  type LiveRunState,
+  type RunCondition,
+  type RunEffect,
+  WORKFLOW_RUN_STATES,
+  WORKFLOW_RUN_TRANSITIONS,
+  type WorkflowRunContext,
+  type WorkflowRunState,
+  applyEffect,
+  conditionHolds,
+  initialRunContext,
+  isFinalRunState,
+  refusalReason,
+} from './workflow-run-transitions.js';
+
+/** Bumped whenever a persisted run snapshot would no longer restore. */
+export const WORKFLOW_RUN_MACHINE_VERSION = 1;
+
+export interface WorkflowRunInput {
+  /** The work item (top-level task) the run belongs to. */
+  runId: string;
+  /** A definition checked by `parseWorkflowDefinition`. */
+  definition: WorkflowDefinition;
+}
+
+type EventConfig = {
+  guard?: { type: 'malformed' } | { type: 'holds'; params: { when: RunCondition } };
+  target?: WorkflowRunState;
+  actions: { type: 'apply'; params: { effect: RunEffect } } | { type: 'refuse'; params: { state: WorkflowRunState } };
+};
+
+function stateConfig(state: WorkflowRunState) {
+  if (isFinalRunState(state)) return { type: 'final' as const };
+  const refuse = { actions: { type: 'refuse' as const, params: { state } } };
+  const on: Record<string, EventConfig[]> = {};
+  const rows = WORKFLOW_RUN_TRANSITIONS.filter((t) => t.from === (state as LiveRunState));
+  const events = [...new Set(rows.map((r) => r.event))] as WorkflowRunEventType[];
+  for (const type of events) {
+    on[type] = [
+      { guard: { type: 'malformed' }, ...refuse },
+      ...rows
+        .filter((r) => r.event === type)
+        .map((r) => ({
+          guard: { type: 'holds' as const, params: { when: r.when } },
+          target: r.to,
+          actions: { type: 'apply' as const, params: { effect: r.effect } },
+        })),
+      refuse,
+    ];
+  }
+  on['*'] = [refuse];
+  return { on };
+}
+
+const states = Object.fromEntries(WORKFLOW_RUN_STATES.map((s) => [s, stateConfig(s)])) as Record<
+  WorkflowRunState,
+  ReturnType<typeof stateConfig>
+>;
+
+/**
+ * The WorkflowRun of one work item. Pure: no clock, no I/O, no randomness.
+ * Every move is a row of `WORKFLOW_RUN_TRANSITIONS`; which stage comes next
+ * is decided by `routeOutcome` over the definition held in the context. What
+ * the driver must do next (dispatch a hop, wait for an approval or a reply)
+ * is `context.directive`. A refused event (wrong state, stale hop, unknown
+ * approver, malformed) changes nothing but `context.refusal`.
+ *
+ * Persist with `actor.getPersistedSnapshot()` (plain JSON); restore with
+ * `createActor(workflowRunMachine, { snapshot })`.
+ */
+export const workflowRunMachine = setup({
+  types: {
+    context: {} as WorkflowRunContext,
+    events: {} as WorkflowRunEvent,
+    input: {} as WorkflowRunInput,
+  },
+  guards: {
+    malformed: ({ event }) => !WorkflowRunEventSchema.safeParse(event).success,
+    holds: ({ context, event }, params: { when: RunCondition }) => conditionHolds(context, event, params.when),
+  },
+  actions: {
+    apply: assign(({ context, event }, params: { effect: RunEffect }) => applyEffect(context, event, params.effect)),
+    refuse: assign(({ context, event }, params: { state: WorkflowRunState }) => ({
+      refusal: {
+        event: typeof (event as { type?: unknown })?.type === 'string' ? event.type : String(event),
+        state: params.state,
+        reason: refusalReason(params.state, context, event),
+      },
+    })),
+  },
+}).createMachine({
+  id: 'workflow-run',
+  initial: 'pending',
+  context: ({ input }) => initialRunContext(input.runId, input.definition),
+  states,
+});
+
+export type WorkflowRunMachine = typeof workflowRunMachine;
+
+/** A persisted run snapshot that cannot be restored. */
+export class WorkflowRunSnapshotError extends Error {
+  readonly code = 'WORKFLOW_RUN_SNAPSHOT_INVALID' as const;
+  constructor(readonly reason: string) {
+    super(`cannot restore a workflow run: ${reason}`);
+    this.name = 'WorkflowRunSnapshotError';
+  }
+}
+
+/**
+ * An actor (not started) restored from `getPersistedSnapshot()` output (after
+ * a JSON round trip, say from SQLite). The snapshot is checked first: its
+ * state, and the definition it carries (which must still pass validation).
+ */
+export function restoreWorkflowRun(persisted: unknown): Actor<WorkflowRunMachine> {
+  if (persisted === null || typeof persisted !== 'object') throw new WorkflowRunSnapshotError('not an object');
+  const snap = persisted as { value?: unknown; status?: unknown; context?: Partial<WorkflowRunContext> };
+  if (typeof snap.value !== 'string' || !(WORKFLOW_RUN_STATES as readonly string[]).includes(snap.value)) {
+    throw new WorkflowRunSnapshotError(`unknown state ${JSON.stringify(snap.value)}`);
+  }
+  if (snap.status !== 'active' && snap.status !== 'done') {
+    throw new WorkflowRunSnapshotError(`unexpected status ${JSON.stringify(snap.status)}`);
+  }
+  const context = snap.context;
+  if (context === undefined || context === null || typeof context.runId !== 'string') {
+    throw new WorkflowRunSnapshotError('no run id in the context');
+  }
+  const check = checkWorkflowDefinition(context.definition);
+  if (!check.ok) {
+    const first = check.problems[0]!;
+    throw new WorkflowRunSnapshotError(`its definition is invalid: ${formatPath(first.path)}: ${first.message}`);
+  }
+  if (context.workflow?.id !== check.definition.id || context.workflow?.version !== check.definition.version) {
+    throw new WorkflowRunSnapshotError('its workflow reference does not match its definition');
+  }
+  return createActor(workflowRunMachine, {
+    snapshot: persisted as Snapshot<unknown>,
+    input: { runId: context.runId, definition: check.definition },
+  });
+}
+
+/** The state a persisted or live run snapshot is in. */
+export function runStateOf(snapshot: Snapshot<unknown> & { value?: unknown }): WorkflowRunState {
+  return snapshot.value as WorkflowRunState;
+}

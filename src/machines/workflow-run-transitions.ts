@@ -1,0 +1,533 @@
+import { decideRetry } from '../protocol/retry-policy.js';
+import {
+  type NextRule,
+  type Usage,
+  type WorkflowDefinition,
+  type WorkflowRef,
+  type WorkflowRunEvent,
+  WorkflowRunEventSchema,
+  type WorkflowRunEventType,
+  addUsage,
+} from '../protocol/workflow.js';
+import { stageRetryPolicy } from './workflow-definition.js';
+
+/**
+ * The WorkflowRun's rules as data and pure functions: which event moves a
+ * run from which state to which, under which condition, with which effect
+ * on its context. `workflow-run-machine.ts` builds the XState machine from
+ * `WORKFLOW_RUN_TRANSITIONS`; nothing here reads a clock or does I/O, so a
+ * run replays to the same place from the same events.
+ */
+
+export const WORKFLOW_RUN_STATES = [
+  'pending',
+  'running',
+  'awaiting-approval',
+  'suspended',
+  'completed',
+  'failed',
+  'canceled',
+] as const;
+export type WorkflowRunState = (typeof WORKFLOW_RUN_STATES)[number];
+export const FINAL_RUN_STATES = ['completed', 'failed', 'canceled'] as const satisfies readonly WorkflowRunState[];
+export type FinalRunState = (typeof FINAL_RUN_STATES)[number];
+export type LiveRunState = Exclude<WorkflowRunState, FinalRunState>;
+export function isFinalRunState(state: string): state is FinalRunState {
+  return (FINAL_RUN_STATES as readonly string[]).includes(state);
+}
+
+/** Why a run failed. */
+export type RunFailureCode =
+  /** The hop failed with an error type its retry policy does not retry (or reported as final), and no rule routes it. */
+  | 'NON_RETRYABLE'
+  /** The hop failed on its last allowed attempt, and no rule routes it. */
+  | 'RETRIES_EXHAUSTED'
+  /** A rule `{ end: 'failed' }` ended the run. */
+  | 'RULE_ENDED'
+  /** Rules matched, but each was used up (`maxTraversals`) or led to a stage at its `maxVisits`. */
+  | 'LOOP_BOUND'
+  | 'GOVERNANCE_DENIED'
+  | 'APPROVAL_DENIED'
+  | 'BUDGET_EXCEEDED';
+
+export interface RunFailure {
+  code: RunFailureCode;
+  reason: string;
+  stage: string | null;
+  hop: number;
+}
+
+/** What the run asks of whoever drives it (the Coordinator), as data. */
+export type RunDirective =
+  | { kind: 'start' }
+  | {
+      kind: 'dispatch';
+      stage: string;
+      role: string;
+      hop: number;
+      attempt: number;
+      /** Wait this long before dispatching (a retry's backoff). */
+      delayMs: number;
+      /** Set when re-dispatching a suspended hop: the continuation to resume. */
+      resume: string | null;
+      /** Set when the hop was approved (gate or governance): who approved. */
+      approvedBy: string | null;
+    }
+  | {
+      kind: 'await-approval';
+      stage: string;
+      hop: number;
+      source: 'gate' | 'governance';
+      /** Who may approve; `null` means any named approver. */
+      approvers: string[] | null;
+      reason: string;
+    }
+  | { kind: 'await-reply'; stage: string; hop: number; continuation: string; askedRole: string | null }
+  | { kind: 'none' };
+
+export type RefusalReason =
+  /** The event is not taken in this state. */
+  | 'not-in-state'
+  /** The event does not match the schema of `WorkflowRunEventSchema`. */
+  | 'malformed'
+  /** It names a hop or attempt other than the current one (late or redelivered). */
+  | 'stale-hop'
+  /** A resume that names another continuation than the one the hop suspended under. */
+  | 'wrong-continuation'
+  /** An approval or denial from someone not among the approvers. */
+  | 'not-an-approver';
+
+export interface RunRefusal {
+  event: string;
+  state: WorkflowRunState;
+  reason: RefusalReason;
+}
+
+export interface WorkflowRunContext {
+  runId: string;
+  workflow: WorkflowRef;
+  /** The definition the run follows, kept whole so that a restored run keeps its version. */
+  definition: WorkflowDefinition;
+  stage: string | null;
+  /** The current hop's number: hops started so far (a retry is another attempt of the same hop). */
+  hop: number;
+  attempt: number;
+  /** Times each stage was entered. */
+  visits: Record<string, number>;
+  /** Times each `goto` rule was taken, by `ruleKey(stage, index)`. */
+  traversals: Record<string, number>;
+  /** Accrued over every accepted hop result. */
+  usage: Usage;
+  directive: RunDirective;
+  failure: RunFailure | null;
+  cancellation: { by: string | null; reason: string | null } | null;
+  /** The last refused event, cleared by the next accepted one. */
+  refusal: RunRefusal | null;
+}
+
+export function ruleKey(stage: string, index: number): string {
+  return `${stage}.next[${index}]`;
+}
+
+/** Where a hop's outcome leads. */
+export type Route =
+  | { kind: 'retry'; attempt: number; delayMs: number }
+  | { kind: 'enter'; stage: string; gated: boolean; via: { from: string; index: number } | null }
+  | { kind: 'complete' }
+  | { kind: 'fail'; code: RunFailureCode; reason: string };
+export type RouteKind = 'retry' | 'enter' | 'enter-gated' | 'complete' | 'fail';
+
+export function routeKind(route: Route): RouteKind {
+  return route.kind === 'enter' ? (route.gated ? 'enter-gated' : 'enter') : route.kind;
+}
+
+function canEnter(def: WorkflowDefinition, visits: Record<string, number>, stage: string): boolean {
+  const max = def.stages[stage]?.maxVisits;
+  return max === undefined || (visits[stage] ?? 0) < max;
+}
+
+function ruleUsable(def: WorkflowDefinition, ctx: WorkflowRunContext, stage: string, index: number, rule: NextRule) {
+  if (rule.goto === undefined) return true;
+  if (rule.maxTraversals !== undefined && (ctx.traversals[ruleKey(stage, index)] ?? 0) >= rule.maxTraversals) {
+    return false;
+  }
+  return canEnter(def, ctx.visits, rule.goto);
+}
+
+/** Entering the definition's start stage. */
+export function routeStart(def: WorkflowDefinition): Route {
+  return { kind: 'enter', stage: def.start, gated: def.stages[def.start]?.approval !== undefined, via: null };
+}
+
+export type HopOutcomeReport =
+  | { outcome: 'succeeded' }
+  | { outcome: 'failed'; errorType: string; message?: string | undefined; retryable?: boolean | undefined };
+
+/**
+ * Where the current hop's outcome leads, decided from the definition alone:
+ * a failure is first retried under the stage's retry policy; then the
+ * stage's `next` rules are tried in order (the first matching, usable rule
+ * decides); with no matching rule, success completes the run and failure
+ * fails it; with matching rules that are all used up, the run fails with
+ * `LOOP_BOUND`.
+ */
+export function routeOutcome(ctx: WorkflowRunContext, report: HopOutcomeReport): Route {
+  const def = ctx.definition;
+  const stageName = ctx.stage;
+  const stage = stageName === null ? undefined : def.stages[stageName];
+  if (stageName === null || stage === undefined) {
+    return { kind: 'fail', code: 'RULE_ENDED', reason: `the run is at no stage of ${def.id}@${def.version}` };
+  }
+  let retryWhy: 'non-retryable' | 'attempts-exhausted' | null = null;
+  if (report.outcome === 'failed') {
+    const retry = decideRetry(stageRetryPolicy(def, stageName), {
+      attempt: ctx.attempt,
+      errorType: report.errorType,
+      ...(report.retryable === undefined ? {} : { retryable: report.retryable }),
+    });
+    if (retry.retry) return { kind: 'retry', attempt: retry.nextAttempt, delayMs: retry.delayMs };
+    retryWhy = retry.why;
+  }
+  let matched = 0;
+  for (const [index, rule] of stage.next.entries()) {
+    if (rule.on !== report.outcome) continue;
+    if (rule.errorType !== undefined && (report.outcome !== 'failed' || rule.errorType !== report.errorType)) continue;
+    matched++;
+    if (!ruleUsable(def, ctx, stageName, index, rule)) continue;
+    if (rule.end === 'completed') return { kind: 'complete' };
+    if (rule.end === 'failed') {
+      return {
+        kind: 'fail',
+        code: 'RULE_ENDED',
+        reason: rule.reason ?? `stage ${stageName} ended the run on ${describeOutcome(report)}`,
+      };
+    }
+    const target = rule.goto!;
+    return {
+      kind: 'enter',
+      stage: target,
+      gated: def.stages[target]?.approval !== undefined,
+      via: { from: stageName, index },
+    };
+  }
+  if (matched > 0) {
+    return {
+      kind: 'fail',
+      code: 'LOOP_BOUND',
+      reason: `stage ${stageName}: every rule for ${describeOutcome(report)} is used up (maxTraversals or maxVisits reached)`,
+    };
+  }
+  if (report.outcome === 'succeeded') return { kind: 'complete' };
+  return {
+    kind: 'fail',
+    code: retryWhy === 'attempts-exhausted' ? 'RETRIES_EXHAUSTED' : 'NON_RETRYABLE',
+    reason:
+      `hop ${ctx.hop} (${stageName}) failed with ${describeOutcome(report)}` +
+      (retryWhy === 'attempts-exhausted' ? ` after ${ctx.attempt} attempt${ctx.attempt === 1 ? '' : 's'}` : ''),
+  };
+}
+
+function describeOutcome(report: HopOutcomeReport): string {
+  if (report.outcome === 'succeeded') return 'success';
+  return report.message ? `${report.errorType}: ${report.message}` : report.errorType;
+}
+
+/** A condition a transition row holds under; all are pure functions of the context and the event. */
+export type RunCondition = 'always' | 'current-hop' | 'current-continuation' | 'named-approver' | `route:${RouteKind}`;
+
+/** What an accepted transition does to the context. */
+export type RunEffect =
+  | 'enter-start'
+  | 'follow-route'
+  | 'suspend'
+  | 'resume'
+  | 'require-approval'
+  | 'approve'
+  | 'deny'
+  | 'governance-deny'
+  | 'budget-exceeded'
+  | 'cancel';
+
+export interface WorkflowRunTransition {
+  from: LiveRunState;
+  event: WorkflowRunEventType;
+  when: RunCondition;
+  to: WorkflowRunState;
+  effect: RunEffect;
+}
+
+const routed = (from: LiveRunState, event: 'START' | 'HOP_SUCCEEDED' | 'HOP_FAILED'): WorkflowRunTransition[] => {
+  const effect: RunEffect = event === 'START' ? 'enter-start' : 'follow-route';
+  const kinds: [RouteKind, WorkflowRunState][] =
+    event === 'START'
+      ? [
+          ['enter-gated', 'awaiting-approval'],
+          ['enter', 'running'],
+        ]
+      : [
+          ...(event === 'HOP_FAILED' ? ([['retry', 'running']] as [RouteKind, WorkflowRunState][]) : []),
+          ['enter-gated', 'awaiting-approval'],
+          ['enter', 'running'],
+          ['complete', 'completed'],
+          ['fail', 'failed'],
+        ];
+  return kinds.map(([kind, to]) => ({ from, event, when: `route:${kind}` as const, to, effect }));
+};
+
+/**
+ * Every legal move of a WorkflowRun, as data, in the order they are tried.
+ * An event with no row whose condition holds is refused: the state and the
+ * context stay as they are, except `refusal`, which records why.
+ */
+export const WORKFLOW_RUN_TRANSITIONS: readonly WorkflowRunTransition[] = Object.freeze([
+  ...routed('pending', 'START'),
+  { from: 'pending', event: 'CANCEL', when: 'always', to: 'canceled', effect: 'cancel' },
+
+  ...routed('running', 'HOP_SUCCEEDED'),
+  ...routed('running', 'HOP_FAILED'),
+  { from: 'running', event: 'HOP_SUSPENDED', when: 'current-hop', to: 'suspended', effect: 'suspend' },
+  {
+    from: 'running',
+    event: 'APPROVAL_REQUIRED',
+    when: 'current-hop',
+    to: 'awaiting-approval',
+    effect: 'require-approval',
+  },
+  { from: 'running', event: 'GOVERNANCE_DENIED', when: 'current-hop', to: 'failed', effect: 'governance-deny' },
+  { from: 'running', event: 'BUDGET_EXCEEDED', when: 'always', to: 'failed', effect: 'budget-exceeded' },
+  { from: 'running', event: 'CANCEL', when: 'always', to: 'canceled', effect: 'cancel' },
+
+  { from: 'awaiting-approval', event: 'APPROVED', when: 'named-approver', to: 'running', effect: 'approve' },
+  { from: 'awaiting-approval', event: 'DENIED', when: 'named-approver', to: 'failed', effect: 'deny' },
+  { from: 'awaiting-approval', event: 'BUDGET_EXCEEDED', when: 'always', to: 'failed', effect: 'budget-exceeded' },
+  { from: 'awaiting-approval', event: 'CANCEL', when: 'always', to: 'canceled', effect: 'cancel' },
+
+  { from: 'suspended', event: 'HOP_RESUMED', when: 'current-continuation', to: 'running', effect: 'resume' },
+  { from: 'suspended', event: 'BUDGET_EXCEEDED', when: 'always', to: 'failed', effect: 'budget-exceeded' },
+  { from: 'suspended', event: 'CANCEL', when: 'always', to: 'canceled', effect: 'cancel' },
+] satisfies WorkflowRunTransition[]);
+
+function isCurrentHop(ctx: WorkflowRunContext, event: WorkflowRunEvent): boolean {
+  if (!('hop' in event) || event.hop !== ctx.hop) return false;
+  return !('attempt' in event) || event.attempt === ctx.attempt;
+}
+
+function outcomeOf(event: WorkflowRunEvent): HopOutcomeReport | null {
+  if (event.type === 'HOP_SUCCEEDED') return { outcome: 'succeeded' };
+  if (event.type === 'HOP_FAILED') {
+    return { outcome: 'failed', errorType: event.errorType, message: event.message, retryable: event.retryable };
+  }
+  return null;
+}
+
+/** The route an event takes from the context (`null` for events that are not routed). */
+export function routeOf(ctx: WorkflowRunContext, event: WorkflowRunEvent): Route | null {
+  if (event.type === 'START') return routeStart(ctx.definition);
+  const report = outcomeOf(event);
+  return report === null ? null : routeOutcome(ctx, report);
+}
+
+/** Whether a row's condition holds. */
+export function conditionHolds(ctx: WorkflowRunContext, event: WorkflowRunEvent, when: RunCondition): boolean {
+  switch (when) {
+    case 'always':
+      return true;
+    case 'current-hop':
+      return isCurrentHop(ctx, event);
+    case 'current-continuation':
+      return (
+        event.type === 'HOP_RESUMED' &&
+        event.hop === ctx.hop &&
+        ctx.directive.kind === 'await-reply' &&
+        ctx.directive.continuation === event.continuation
+      );
+    case 'named-approver': {
+      if ((event.type !== 'APPROVED' && event.type !== 'DENIED') || ctx.directive.kind !== 'await-approval')
+        return false;
+      return ctx.directive.approvers === null || ctx.directive.approvers.includes(event.by);
+    }
+    default: {
+      if (event.type !== 'START' && !isCurrentHop(ctx, event)) return false;
+      const route = routeOf(ctx, event);
+      return route !== null && `route:${routeKind(route)}` === when;
+    }
+  }
+}
+
+/** Why an event that no row accepts is refused. */
+export function refusalReason(state: WorkflowRunState, ctx: WorkflowRunContext, event: unknown): RefusalReason {
+  const parsed = WorkflowRunEventSchema.safeParse(event);
+  if (!parsed.success) return 'malformed';
+  const e = parsed.data;
+  const rows = WORKFLOW_RUN_TRANSITIONS.filter((t) => t.from === state && t.event === e.type);
+  if (rows.length === 0) return 'not-in-state';
+  if ('hop' in e && !isCurrentHop(ctx, e)) return 'stale-hop';
+  if (e.type === 'HOP_RESUMED') return 'wrong-continuation';
+  if (e.type === 'APPROVED' || e.type === 'DENIED') return 'not-an-approver';
+  return 'not-in-state';
+}
+
+function accrue(ctx: WorkflowRunContext, event: WorkflowRunEvent): Usage {
+  return 'usage' in event && event.usage !== undefined ? addUsage(ctx.usage, event.usage) : ctx.usage;
+}
+
+function dispatchDirective(
+  ctx: WorkflowRunContext,
+  stage: string,
+  fields: { hop: number; attempt: number; delayMs?: number; resume?: string | null; approvedBy?: string | null },
+): RunDirective {
+  return {
+    kind: 'dispatch',
+    stage,
+    role: ctx.definition.stages[stage]?.role ?? '',
+    hop: fields.hop,
+    attempt: fields.attempt,
+    delayMs: fields.delayMs ?? 0,
+    resume: fields.resume ?? null,
+    approvedBy: fields.approvedBy ?? null,
+  };
+}
+
+function enter(ctx: WorkflowRunContext, route: Extract<Route, { kind: 'enter' }>): Partial<WorkflowRunContext> {
+  const stage = route.stage;
+  const hop = ctx.hop + 1;
+  const gate = ctx.definition.stages[stage]?.approval;
+  const traversals =
+    route.via === null
+      ? ctx.traversals
+      : {
+          ...ctx.traversals,
+          [ruleKey(route.via.from, route.via.index)]:
+            (ctx.traversals[ruleKey(route.via.from, route.via.index)] ?? 0) + 1,
+        };
+  return {
+    stage,
+    hop,
+    attempt: 1,
+    visits: { ...ctx.visits, [stage]: (ctx.visits[stage] ?? 0) + 1 },
+    traversals,
+    directive: gate
+      ? {
+          kind: 'await-approval',
+          stage,
+          hop,
+          source: 'gate',
+          approvers: [...gate.approvers],
+          reason: gate.reason ?? `stage ${stage} has an approval gate`,
+        }
+      : dispatchDirective(ctx, stage, { hop, attempt: 1 }),
+  };
+}
+
+function fail(ctx: WorkflowRunContext, code: RunFailureCode, reason: string): Partial<WorkflowRunContext> {
+  return { failure: { code, reason, stage: ctx.stage, hop: ctx.hop }, directive: { kind: 'none' } };
+}
+
+/**
+ * The context after an accepted transition (the caller has checked the row's
+ * condition). Pure: the same context and event always give the same result.
+ */
+export function applyEffect(ctx: WorkflowRunContext, event: WorkflowRunEvent, effect: RunEffect): WorkflowRunContext {
+  const base: WorkflowRunContext = { ...ctx, usage: accrue(ctx, event), refusal: null };
+  return { ...base, ...effectChanges(base, event, effect) };
+}
+
+function effectChanges(
+  ctx: WorkflowRunContext,
+  event: WorkflowRunEvent,
+  effect: RunEffect,
+): Partial<WorkflowRunContext> {
+  switch (effect) {
+    case 'enter-start':
+    case 'follow-route': {
+      const route = routeOf(ctx, event);
+      if (route === null) return {};
+      switch (route.kind) {
+        case 'enter':
+          return enter(ctx, route);
+        case 'retry':
+          return {
+            attempt: route.attempt,
+            directive: dispatchDirective(ctx, ctx.stage!, {
+              hop: ctx.hop,
+              attempt: route.attempt,
+              delayMs: route.delayMs,
+            }),
+          };
+        case 'complete':
+          return { directive: { kind: 'none' } };
+        case 'fail':
+          return fail(ctx, route.code, route.reason);
+      }
+      return {};
+    }
+    case 'suspend':
+      if (event.type !== 'HOP_SUSPENDED') return {};
+      return {
+        directive: {
+          kind: 'await-reply',
+          stage: ctx.stage!,
+          hop: ctx.hop,
+          continuation: event.continuation,
+          askedRole: event.askedRole ?? null,
+        },
+      };
+    case 'resume':
+      if (event.type !== 'HOP_RESUMED') return {};
+      return {
+        directive: dispatchDirective(ctx, ctx.stage!, {
+          hop: ctx.hop,
+          attempt: ctx.attempt,
+          resume: event.continuation,
+        }),
+      };
+    case 'require-approval':
+      if (event.type !== 'APPROVAL_REQUIRED') return {};
+      return {
+        directive: {
+          kind: 'await-approval',
+          stage: ctx.stage!,
+          hop: ctx.hop,
+          source: 'governance',
+          approvers: event.approvers ? [...event.approvers] : null,
+          reason: event.reason,
+        },
+      };
+    case 'approve':
+      if (event.type !== 'APPROVED') return {};
+      return {
+        directive: dispatchDirective(ctx, ctx.stage!, { hop: ctx.hop, attempt: ctx.attempt, approvedBy: event.by }),
+      };
+    case 'deny':
+      if (event.type !== 'DENIED') return {};
+      return fail(ctx, 'APPROVAL_DENIED', `approval denied by ${event.by}${event.reason ? `: ${event.reason}` : ''}`);
+    case 'governance-deny':
+      if (event.type !== 'GOVERNANCE_DENIED') return {};
+      return fail(ctx, 'GOVERNANCE_DENIED', event.policy ? `${event.policy}: ${event.reason}` : event.reason);
+    case 'budget-exceeded':
+      if (event.type !== 'BUDGET_EXCEEDED') return {};
+      return fail(ctx, 'BUDGET_EXCEEDED', event.reason);
+    case 'cancel':
+      if (event.type !== 'CANCEL') return {};
+      return { cancellation: { by: event.by ?? null, reason: event.reason ?? null }, directive: { kind: 'none' } };
+  }
+}
+
+/** The context of a run that has not started. */
+export function initialRunContext(runId: string, definition: WorkflowDefinition): WorkflowRunContext {
+  return {
+    runId,
+    workflow: { id: definition.id, version: definition.version },
+    definition,
+    stage: null,
+    hop: 0,
+    attempt: 0,
+    visits: {},
+    traversals: {},
+    usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, elapsedMs: 0 },
+    directive: { kind: 'start' },
+    failure: null,
+    cancellation: null,
+    refusal: null,
+  };
+}

@@ -1,0 +1,858 @@
+import { fc, test } from '@fast-check/vitest';
+import { describe, expect, it } from 'vitest';
+import { type Actor, createActor, initialTransition, transition } from 'xstate';
+import { adjacencyMapToArray, getAdjacencyMap, getShortestPaths } from 'xstate/graph';
+import {
+  type WorkflowRunMachine,
+  WorkflowRunSnapshotError,
+  restoreWorkflowRun,
+  workflowRunMachine,
+} from '../../src/machines/workflow-run-machine.js';
+import {
+  WORKFLOW_RUN_STATES,
+  WORKFLOW_RUN_TRANSITIONS,
+  type WorkflowRunContext,
+} from '../../src/machines/workflow-run-transitions.js';
+import type { WorkflowDefinition, WorkflowRunEvent } from '../../src/protocol/workflow.js';
+import { ALL_FIXTURES, DEV_SDLC, REVIEW_LOOP, SINGLE } from '../workflow/fixtures.js';
+
+type RunActor = Actor<WorkflowRunMachine>;
+
+function startRun(definition: WorkflowDefinition, runId = 'item-1'): RunActor {
+  return createActor(workflowRunMachine, { input: { runId, definition } }).start();
+}
+
+function ctx(actor: RunActor): WorkflowRunContext {
+  return actor.getSnapshot().context;
+}
+
+/** Sends a hop result for the run's current hop and attempt. */
+function current(actor: RunActor): { hop: number; attempt: number } {
+  return { hop: ctx(actor).hop, attempt: ctx(actor).attempt };
+}
+
+// ---------------------------------------------------------------------------
+// The reference model: written from the rules in docs/workflows.md, without
+// reading WORKFLOW_RUN_TRANSITIONS or routeOutcome.
+// ---------------------------------------------------------------------------
+
+const FINAL = new Set(['completed', 'failed', 'canceled']);
+
+type ModelDirective =
+  | { kind: 'start' }
+  | { kind: 'none' }
+  | {
+      kind: 'dispatch';
+      stage: string;
+      hop: number;
+      attempt: number;
+      delayMs: number;
+      resume: string | null;
+      approvedBy: string | null;
+    }
+  | { kind: 'await-approval'; source: 'gate' | 'governance'; approvers: string[] | null }
+  | { kind: 'await-reply'; continuation: string };
+
+class RunModel {
+  state = 'pending';
+  stage: string | null = null;
+  hop = 0;
+  attempt = 0;
+  visits: Record<string, number> = {};
+  traversals: Record<string, number> = {};
+  tokens = 0;
+  costMicros = 0;
+  failure: string | null = null;
+  directive: ModelDirective = { kind: 'start' };
+  refusal: string | null = null;
+  constructor(readonly def: WorkflowDefinition) {}
+
+  retry(stage: string) {
+    const s = this.def.stages[stage]?.retry ?? {};
+    const d = this.def.defaults?.retry ?? {};
+    const initial = s.initialInterval ?? d.initialInterval ?? 1000;
+    return {
+      initial,
+      coefficient: s.backoffCoefficient ?? d.backoffCoefficient ?? 2,
+      max: s.maximumInterval ?? d.maximumInterval ?? initial * 100,
+      attempts: s.maximumAttempts ?? d.maximumAttempts ?? 3,
+      nonRetryable: s.nonRetryableErrorTypes ?? d.nonRetryableErrorTypes ?? [],
+    };
+  }
+
+  enter(stage: string) {
+    this.stage = stage;
+    this.hop += 1;
+    this.attempt = 1;
+    this.visits[stage] = (this.visits[stage] ?? 0) + 1;
+    const gate = this.def.stages[stage]!.approval;
+    if (gate) {
+      this.state = 'awaiting-approval';
+      this.directive = { kind: 'await-approval', source: 'gate', approvers: [...gate.approvers] };
+    } else {
+      this.state = 'running';
+      this.dispatch(0, null, null);
+    }
+  }
+
+  dispatch(delayMs: number, resume: string | null, approvedBy: string | null) {
+    this.directive = {
+      kind: 'dispatch',
+      stage: this.stage!,
+      hop: this.hop,
+      attempt: this.attempt,
+      delayMs,
+      resume,
+      approvedBy,
+    };
+  }
+
+  end(state: 'completed' | 'failed' | 'canceled', failure: string | null = null) {
+    this.state = state;
+    this.failure = failure;
+    this.directive = { kind: 'none' };
+  }
+
+  outcome(on: 'succeeded' | 'failed', errorType?: string, retryable?: boolean) {
+    const stage = this.stage!;
+    const policy = this.retry(stage);
+    let exhausted = false;
+    if (on === 'failed') {
+      if (retryable !== false && !policy.nonRetryable.includes(errorType!)) {
+        if (this.attempt < policy.attempts) {
+          const delay = Math.min(policy.initial * policy.coefficient ** (this.attempt - 1), policy.max);
+          this.attempt += 1;
+          this.dispatch(Math.round(delay), null, null);
+          return;
+        }
+        exhausted = true;
+      }
+    }
+    const rules = this.def.stages[stage]!.next;
+    let anyMatched = false;
+    for (let i = 0; i < rules.length; i++) {
+      const rule = rules[i]!;
+      if (rule.on !== on) continue;
+      if (rule.errorType !== undefined && rule.errorType !== errorType) continue;
+      anyMatched = true;
+      if (rule.end === 'completed') return this.end('completed');
+      if (rule.end === 'failed') return this.end('failed', 'RULE_ENDED');
+      const key = `${stage}.next[${i}]`;
+      if (rule.maxTraversals !== undefined && (this.traversals[key] ?? 0) >= rule.maxTraversals) continue;
+      const targetMax = this.def.stages[rule.goto!]!.maxVisits;
+      if (targetMax !== undefined && (this.visits[rule.goto!] ?? 0) >= targetMax) continue;
+      this.traversals[key] = (this.traversals[key] ?? 0) + 1;
+      return this.enter(rule.goto!);
+    }
+    if (anyMatched) return this.end('failed', 'LOOP_BOUND');
+    if (on === 'succeeded') return this.end('completed');
+    return this.end('failed', exhausted ? 'RETRIES_EXHAUSTED' : 'NON_RETRYABLE');
+  }
+
+  accrue(usage?: { inputTokens: number; outputTokens: number; costUsd: number }) {
+    if (!usage) return;
+    this.tokens += usage.inputTokens + usage.outputTokens;
+    this.costMicros += Math.round(usage.costUsd * 1e6);
+  }
+
+  /** Applies one event; returns nothing, sets `refusal` when refused. */
+  apply(e: WorkflowRunEvent | { type: string; malformed: true }) {
+    if (FINAL.has(this.state)) return;
+    if ('malformed' in e) {
+      this.refusal = 'malformed';
+      return;
+    }
+    const refuse = (reason: string) => {
+      this.refusal = reason;
+    };
+    const hopOk = (hop: number, attempt?: number) =>
+      hop === this.hop && (attempt === undefined || attempt === this.attempt);
+    const accept = () => {
+      this.refusal = null;
+    };
+    switch (this.state) {
+      case 'pending':
+        if (e.type === 'START') {
+          accept();
+          return this.enter(this.def.start);
+        }
+        if (e.type === 'CANCEL') {
+          accept();
+          return this.end('canceled');
+        }
+        return refuse('not-in-state');
+      case 'running':
+        switch (e.type) {
+          case 'HOP_SUCCEEDED':
+          case 'HOP_FAILED':
+            if (!hopOk(e.hop, e.attempt)) return refuse('stale-hop');
+            accept();
+            this.accrue(e.usage);
+            return e.type === 'HOP_SUCCEEDED'
+              ? this.outcome('succeeded')
+              : this.outcome('failed', e.errorType, e.retryable);
+          case 'HOP_SUSPENDED':
+            if (!hopOk(e.hop, e.attempt)) return refuse('stale-hop');
+            accept();
+            this.accrue(e.usage);
+            this.state = 'suspended';
+            this.directive = { kind: 'await-reply', continuation: e.continuation };
+            return;
+          case 'APPROVAL_REQUIRED':
+            if (!hopOk(e.hop)) return refuse('stale-hop');
+            accept();
+            this.state = 'awaiting-approval';
+            this.directive = { kind: 'await-approval', source: 'governance', approvers: e.approvers ?? null };
+            return;
+          case 'GOVERNANCE_DENIED':
+            if (!hopOk(e.hop)) return refuse('stale-hop');
+            accept();
+            return this.end('failed', 'GOVERNANCE_DENIED');
+          case 'BUDGET_EXCEEDED':
+            accept();
+            return this.end('failed', 'BUDGET_EXCEEDED');
+          case 'CANCEL':
+            accept();
+            return this.end('canceled');
+          default:
+            return refuse('not-in-state');
+        }
+      case 'awaiting-approval': {
+        const d = this.directive as { approvers: string[] | null };
+        switch (e.type) {
+          case 'APPROVED':
+          case 'DENIED':
+            if (d.approvers !== null && !d.approvers.includes(e.by)) return refuse('not-an-approver');
+            accept();
+            if (e.type === 'DENIED') return this.end('failed', 'APPROVAL_DENIED');
+            this.state = 'running';
+            return this.dispatch(0, null, e.by);
+          case 'BUDGET_EXCEEDED':
+            accept();
+            return this.end('failed', 'BUDGET_EXCEEDED');
+          case 'CANCEL':
+            accept();
+            return this.end('canceled');
+          default:
+            return refuse('not-in-state');
+        }
+      }
+      case 'suspended': {
+        const d = this.directive as { continuation: string };
+        switch (e.type) {
+          case 'HOP_RESUMED':
+            if (e.hop !== this.hop) return refuse('stale-hop');
+            if (e.continuation !== d.continuation) return refuse('wrong-continuation');
+            accept();
+            this.accrue(e.usage);
+            this.state = 'running';
+            return this.dispatch(0, e.continuation, null);
+          case 'BUDGET_EXCEEDED':
+            accept();
+            return this.end('failed', 'BUDGET_EXCEEDED');
+          case 'CANCEL':
+            accept();
+            return this.end('canceled');
+          default:
+            return refuse('not-in-state');
+        }
+      }
+    }
+  }
+}
+
+function expectSame(model: RunModel, actor: RunActor): void {
+  const snap = actor.getSnapshot();
+  const c = snap.context;
+  expect(snap.value).toBe(model.state);
+  expect(c.stage).toBe(model.stage);
+  expect(c.hop).toBe(model.hop);
+  expect(c.attempt).toBe(model.attempt);
+  expect(c.visits).toEqual(model.visits);
+  expect(c.traversals).toEqual(model.traversals);
+  expect(c.usage.inputTokens + c.usage.outputTokens).toBe(model.tokens);
+  expect(Math.round(c.usage.costUsd * 1e6)).toBe(model.costMicros);
+  expect(c.failure?.code ?? null).toBe(model.failure);
+  expect(c.refusal?.reason ?? null).toBe(model.refusal);
+  const d = c.directive;
+  expect(d.kind).toBe(model.directive.kind);
+  if (d.kind === 'dispatch') {
+    const { role: _role, ...rest } = d;
+    expect(rest).toEqual(model.directive);
+    expect(_role).toBe(model.def.stages[d.stage]!.role);
+  } else if (d.kind === 'await-approval') {
+    expect({ kind: d.kind, source: d.source, approvers: d.approvers }).toEqual(model.directive);
+  } else if (d.kind === 'await-reply') {
+    expect(d.continuation).toBe((model.directive as { continuation: string }).continuation);
+  }
+  expect(snap.status).toBe(FINAL.has(model.state) ? 'done' : 'active');
+}
+
+// ---------------------------------------------------------------------------
+// Event descriptors: resolved against the run's context when they are sent,
+// so that most of them name the current hop and some are deliberately stale.
+// ---------------------------------------------------------------------------
+
+type Usage = { inputTokens: number; outputTokens: number; costUsd: number; elapsedMs: number };
+type Desc =
+  | { t: 'START' }
+  | { t: 'SUCCEED'; hopDelta: number; attemptDelta: number; usage?: Usage }
+  | { t: 'FAIL'; hopDelta: number; attemptDelta: number; errorType: number; retryable?: boolean; usage?: Usage }
+  | { t: 'SUSPEND'; hopDelta: number; continuation: string; usage?: Usage }
+  | { t: 'RESUME'; hopDelta: number; continuation: string; usage?: Usage }
+  | { t: 'APPROVAL_REQUIRED'; hopDelta: number; approvers?: string[] }
+  | { t: 'APPROVE'; by: string }
+  | { t: 'DENY'; by: string }
+  | { t: 'GOVERNANCE_DENIED'; hopDelta: number }
+  | { t: 'BUDGET_EXCEEDED' }
+  | { t: 'CANCEL' }
+  | { t: 'MALFORMED'; which: number };
+
+const MALFORMED: unknown[] = [
+  { type: 'NOPE' },
+  { type: 'HOP_SUCCEEDED', hop: 0, attempt: 1 },
+  { type: 'HOP_FAILED', hop: 1, attempt: 1 },
+  { type: 'APPROVED' },
+  { type: 'HOP_SUCCEEDED', hop: 1, attempt: 1, usage: { inputTokens: -1, outputTokens: 0, costUsd: 0, elapsedMs: 0 } },
+  { type: 'START', extra: true },
+];
+
+/** The error types a definition names (in rules and retry policies), and one it does not. */
+function errorTypesOf(def: WorkflowDefinition): string[] {
+  const named = new Set<string>(def.defaults?.retry?.nonRetryableErrorTypes ?? []);
+  for (const stage of Object.values(def.stages)) {
+    for (const t of stage.retry?.nonRetryableErrorTypes ?? []) named.add(t);
+    for (const rule of stage.next) if (rule.errorType) named.add(rule.errorType);
+  }
+  return [...named, 'Boom'];
+}
+
+function toEvent(d: Desc, c: WorkflowRunContext): WorkflowRunEvent | { type: string; malformed: true } {
+  const hop = Math.max(1, c.hop + ('hopDelta' in d ? d.hopDelta : 0));
+  const attempt = Math.max(1, c.attempt + ('attemptDelta' in d ? d.attemptDelta : 0));
+  const usage = 'usage' in d && d.usage ? { usage: d.usage } : {};
+  switch (d.t) {
+    case 'START':
+      return { type: 'START' };
+    case 'SUCCEED':
+      return { type: 'HOP_SUCCEEDED', hop, attempt, ...usage };
+    case 'FAIL':
+      return {
+        type: 'HOP_FAILED',
+        hop,
+        attempt,
+        errorType: pick(errorTypesOf(c.definition), d.errorType),
+        ...(d.retryable === undefined ? {} : { retryable: d.retryable }),
+        ...usage,
+      };
+    case 'SUSPEND':
+      return { type: 'HOP_SUSPENDED', hop, attempt, continuation: d.continuation, askedRole: 'architect', ...usage };
+    case 'RESUME':
+      return { type: 'HOP_RESUMED', hop, continuation: d.continuation, ...usage };
+    case 'APPROVAL_REQUIRED':
+      return { type: 'APPROVAL_REQUIRED', hop, reason: 'policy', ...(d.approvers ? { approvers: d.approvers } : {}) };
+    case 'APPROVE':
+      return { type: 'APPROVED', by: d.by };
+    case 'DENY':
+      return { type: 'DENIED', by: d.by, reason: 'no' };
+    case 'GOVERNANCE_DENIED':
+      return { type: 'GOVERNANCE_DENIED', hop, reason: 'not allowed', policy: 'p' };
+    case 'BUDGET_EXCEEDED':
+      return { type: 'BUDGET_EXCEEDED', reason: 'over budget' };
+    case 'CANCEL':
+      return { type: 'CANCEL', by: 'human' };
+    case 'MALFORMED':
+      return { ...(MALFORMED[d.which] as { type: string }), malformed: true };
+  }
+}
+
+function pick<T>(list: readonly T[], n: number): T {
+  return list[n % list.length]!;
+}
+
+function send(actor: RunActor, e: WorkflowRunEvent | { type: string; malformed: true }): void {
+  // A final run's actor is stopped and takes nothing more (XState warns on such a send).
+  if (actor.getSnapshot().status !== 'active') return;
+  if ('malformed' in e) {
+    const { malformed: _m, ...raw } = e;
+    actor.send(raw as unknown as WorkflowRunEvent);
+  } else {
+    actor.send(e);
+  }
+}
+
+const usageArb: fc.Arbitrary<Usage | undefined> = fc.option(
+  fc.record({
+    inputTokens: fc.integer({ min: 0, max: 5_000 }),
+    outputTokens: fc.integer({ min: 0, max: 5_000 }),
+    costUsd: fc.integer({ min: 0, max: 50_000 }).map((m) => m / 1e6),
+    elapsedMs: fc.integer({ min: 0, max: 60_000 }),
+  }),
+  { nil: undefined },
+);
+const hopDelta = fc.constantFrom(0, 0, 0, 0, 0, 0, -1, 1);
+const attemptDelta = fc.constantFrom(0, 0, 0, 0, 0, -1, 1);
+const errorTypes = fc.nat({ max: 1_000 });
+const people = fc.constantFrom('release-manager', 'editor', 'chief', 'security', 'mallory');
+const continuation = fc.constantFrom('k1', 'k1', 'k2');
+
+const asDesc = <T extends Desc>(a: fc.Arbitrary<T>): fc.Arbitrary<Desc> => a as unknown as fc.Arbitrary<Desc>;
+const descArbs: fc.Arbitrary<Desc>[] = [
+  asDesc(fc.constant({ t: 'START' as const })),
+  ...Array.from({ length: 6 }, () =>
+    asDesc(fc.record({ t: fc.constant('SUCCEED' as const), hopDelta, attemptDelta, usage: usageArb })),
+  ),
+  ...Array.from({ length: 3 }, () =>
+    asDesc(
+      fc.record({
+        t: fc.constant('FAIL' as const),
+        hopDelta,
+        attemptDelta,
+        errorType: errorTypes,
+        retryable: fc.constantFrom(undefined, undefined, true, false),
+        usage: usageArb,
+      }),
+    ),
+  ),
+  asDesc(fc.record({ t: fc.constant('SUSPEND' as const), hopDelta, continuation, usage: usageArb })),
+  ...Array.from({ length: 2 }, () =>
+    asDesc(fc.record({ t: fc.constant('RESUME' as const), hopDelta, continuation, usage: usageArb })),
+  ),
+  asDesc(
+    fc.record({
+      t: fc.constant('APPROVAL_REQUIRED' as const),
+      hopDelta,
+      approvers: fc.option(fc.constant(['security'] as string[]), { nil: undefined }),
+    }),
+  ),
+  ...Array.from({ length: 3 }, () => asDesc(fc.record({ t: fc.constant('APPROVE' as const), by: people }))),
+  asDesc(fc.record({ t: fc.constant('DENY' as const), by: people })),
+  asDesc(fc.record({ t: fc.constant('GOVERNANCE_DENIED' as const), hopDelta })),
+  asDesc(fc.constant({ t: 'BUDGET_EXCEEDED' as const })),
+  asDesc(fc.constant({ t: 'CANCEL' as const })),
+  asDesc(fc.record({ t: fc.constant('MALFORMED' as const), which: fc.integer({ min: 0, max: MALFORMED.length - 1 }) })),
+];
+/** START is weighted up so that most sequences get going. */
+const descSeq = fc
+  .tuple(fc.array(fc.oneof(...descArbs), { maxLength: 40, size: 'max' }), fc.boolean())
+  .map(([rest, startFirst]) => (startFirst ? [{ t: 'START' as const }, ...rest] : rest));
+const definitionArb = fc.constantFrom(...ALL_FIXTURES);
+
+// ---------------------------------------------------------------------------
+// Model-based run
+// ---------------------------------------------------------------------------
+
+class EventCommand implements fc.Command<RunModel, RunActor> {
+  constructor(readonly desc: Desc) {}
+  check(model: Readonly<RunModel>): boolean {
+    // A final run's actor is stopped; that a final snapshot never moves is checked below with `transition`.
+    return !FINAL.has(model.state);
+  }
+  run(model: RunModel, actor: RunActor): void {
+    const event = toEvent(this.desc, ctx(actor));
+    send(actor, event);
+    model.apply(event);
+    expectSame(model, actor);
+  }
+  toString(): string {
+    return JSON.stringify(this.desc);
+  }
+}
+
+const commandArbs = descArbs.map((a) => a.map((d) => new EventCommand(d) as fc.Command<RunModel, RunActor>));
+
+describe('WorkflowRun against a reference model', () => {
+  test.prop(
+    [
+      definitionArb,
+      fc.commands([fc.constant(new EventCommand({ t: 'START' })), ...commandArbs], { maxCommands: 40, size: 'max' }),
+    ],
+    {
+      numRuns: 1_000,
+    },
+  )('random event sequences move the machine as the model says', (definition, commands) => {
+    fc.modelRun(() => ({ model: new RunModel(definition), real: startRun(definition) }), commands);
+  });
+
+  const hopResult = fc.oneof(
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        t: fc.constant('SUCCEED' as const),
+        hopDelta: fc.constant(0),
+        attemptDelta: fc.constant(0),
+      }),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        t: fc.constant('FAIL' as const),
+        hopDelta: fc.constant(0),
+        attemptDelta: fc.constant(0),
+        errorType: errorTypes,
+        retryable: fc.constantFrom(undefined, undefined, true, false),
+      }),
+    },
+    { weight: 1, arbitrary: fc.record({ t: fc.constant('APPROVE' as const), by: people }) },
+  ) as fc.Arbitrary<Desc>;
+  test.prop(
+    [
+      definitionArb,
+      fc.commands([hopResult.map((d) => new EventCommand(d) as fc.Command<RunModel, RunActor>)], {
+        maxCommands: 30,
+        size: 'max',
+      }),
+    ],
+    { numRuns: 500 },
+  )('long runs of hop results route, retry and bound loops as the model says', (definition, commands) => {
+    fc.modelRun(() => {
+      const real = startRun(definition);
+      const model = new RunModel(definition);
+      real.send({ type: 'START' });
+      model.apply({ type: 'START' });
+      return { model, real };
+    }, commands);
+  });
+
+  test.prop([definitionArb, descSeq], { numRuns: 200 })(
+    'a final run never moves again (pure transition)',
+    (definition, descs) => {
+      let [snap] = initialTransition(workflowRunMachine, { runId: 'r', definition });
+      for (const d of descs) {
+        const before = snap;
+        const event = toEvent(d, snap.context);
+        const raw = 'malformed' in event ? (({ malformed: _m, ...r }) => r)(event) : event;
+        [snap] = transition(workflowRunMachine, snap, raw as WorkflowRunEvent);
+        if (FINAL.has(before.value)) expect(snap).toBe(before);
+      }
+    },
+  );
+});
+
+// ---------------------------------------------------------------------------
+// Snapshot, restore, continue
+// ---------------------------------------------------------------------------
+
+describe('snapshot, restore, continue', () => {
+  test.prop([definitionArb, descSeq, fc.nat()], { numRuns: 300 })(
+    'a JSON round trip at any point ends where never stopping ends',
+    (definition, descs, cutAt) => {
+      const straight = startRun(definition);
+      for (const d of descs) send(straight, toEvent(d, ctx(straight)));
+
+      const cut = descs.length === 0 ? 0 : cutAt % (descs.length + 1);
+      let actor = startRun(definition);
+      for (const d of descs.slice(0, cut)) send(actor, toEvent(d, ctx(actor)));
+      const stored = JSON.stringify(actor.getPersistedSnapshot());
+      actor.stop();
+      actor = restoreWorkflowRun(JSON.parse(stored)).start();
+      for (const d of descs.slice(cut)) send(actor, toEvent(d, ctx(actor)));
+
+      expect(JSON.parse(JSON.stringify(actor.getPersistedSnapshot()))).toEqual(
+        JSON.parse(JSON.stringify(straight.getPersistedSnapshot())),
+      );
+    },
+  );
+});
+
+// ---------------------------------------------------------------------------
+// Graph coverage
+// ---------------------------------------------------------------------------
+
+function graphEvents(snap: { context: WorkflowRunContext }): WorkflowRunEvent[] {
+  const { hop, attempt, directive } = snap.context;
+  const h = Math.max(hop, 1);
+  const a = Math.max(attempt, 1);
+  const approver = directive.kind === 'await-approval' && directive.approvers ? directive.approvers[0]! : 'anyone';
+  return [
+    { type: 'START' },
+    { type: 'HOP_SUCCEEDED', hop: h, attempt: a },
+    { type: 'HOP_FAILED', hop: h, attempt: a, errorType: 'TestsFailed' },
+    { type: 'HOP_FAILED', hop: h, attempt: a, errorType: 'Boom' },
+    { type: 'HOP_FAILED', hop: h, attempt: a, errorType: 'Rewrite' },
+    { type: 'HOP_FAILED', hop: h, attempt: a, errorType: 'Duplicate' },
+    { type: 'HOP_SUSPENDED', hop: h, attempt: a, continuation: 'k' },
+    { type: 'HOP_RESUMED', hop: h, continuation: 'k' },
+    { type: 'APPROVAL_REQUIRED', hop: h, reason: 'policy' },
+    { type: 'APPROVED', by: approver },
+    { type: 'DENIED', by: approver },
+    { type: 'GOVERNANCE_DENIED', hop: h, reason: 'no' },
+    { type: 'BUDGET_EXCEEDED', reason: 'over' },
+    { type: 'CANCEL' },
+  ];
+}
+
+describe('xstate/graph', () => {
+  it('reaches every state, and every stage of the dev SDLC while running', () => {
+    const paths = getShortestPaths(workflowRunMachine, {
+      input: { runId: 'graph', definition: DEV_SDLC },
+      events: graphEvents,
+      serializeState: (s) => `${String(s.value)}|${s.context.stage}`,
+    });
+    const reached = new Set(paths.map((p) => String(p.state.value)));
+    expect([...reached].sort()).toEqual([...WORKFLOW_RUN_STATES].sort());
+    const runningStages = new Set(paths.filter((p) => p.state.value === 'running').map((p) => p.state.context.stage));
+    expect([...runningStages].sort()).toEqual(['architect', 'coding', 'devops', 'testing']);
+    // Each shortest path replays on a live actor to the same state.
+    for (const path of paths) {
+      const actor = startRun(DEV_SDLC, 'graph');
+      for (const step of path.steps) actor.send(step.event);
+      expect(actor.getSnapshot().value).toBe(path.state.value);
+    }
+  });
+
+  it('takes every row of the transition table on some edge of the state graph', () => {
+    const taken = new Set<string>();
+    for (const definition of ALL_FIXTURES) {
+      const edges = adjacencyMapToArray(
+        getAdjacencyMap(workflowRunMachine, {
+          input: { runId: 'graph', definition },
+          events: graphEvents,
+          serializeState: (s) =>
+            `${String(s.value)}|${s.context.stage}|${s.context.attempt}|${JSON.stringify(s.context.visits)}|${s.context.directive.kind}`,
+        }),
+      );
+      for (const { state, event, nextState } of edges) {
+        if (nextState.context.refusal === null && !FINAL.has(String(state.value))) {
+          taken.add(`${String(state.value)} ${event.type} -> ${String(nextState.value)}`);
+        }
+      }
+    }
+    const rows = new Set(WORKFLOW_RUN_TRANSITIONS.map((t) => `${t.from} ${t.event} -> ${t.to}`));
+    expect([...rows].filter((r) => !taken.has(r))).toEqual([]);
+    // ...and nothing outside the table is ever accepted.
+    expect([...taken].filter((r) => !rows.has(r))).toEqual([]);
+  });
+});
+
+// ---------------------------------------------------------------------------
+// Examples
+// ---------------------------------------------------------------------------
+
+describe('the dev SDLC run', () => {
+  it('goes architect, coding (suspends and resumes), testing (fails once), coding, testing, gate, devops', () => {
+    const run = startRun(DEV_SDLC);
+    const usage = { inputTokens: 100, outputTokens: 50, costUsd: 0.002, elapsedMs: 10 };
+    run.send({ type: 'START' });
+    run.send({ type: 'HOP_SUCCEEDED', ...current(run), usage });
+    expect(ctx(run).stage).toBe('coding');
+    run.send({ type: 'HOP_SUSPENDED', ...current(run), continuation: 'cont-1', askedRole: 'architect' });
+    expect(run.getSnapshot().value).toBe('suspended');
+    expect(ctx(run).directive).toEqual({
+      kind: 'await-reply',
+      stage: 'coding',
+      hop: 2,
+      continuation: 'cont-1',
+      askedRole: 'architect',
+    });
+    run.send({ type: 'HOP_RESUMED', hop: 2, continuation: 'cont-1', usage });
+    expect(ctx(run).directive).toMatchObject({ kind: 'dispatch', stage: 'coding', hop: 2, resume: 'cont-1' });
+    run.send({ type: 'HOP_SUCCEEDED', ...current(run), usage });
+    run.send({ type: 'HOP_FAILED', ...current(run), errorType: 'TestsFailed', message: '2 tests failed', usage });
+    expect(ctx(run)).toMatchObject({ stage: 'coding', hop: 4, visits: { coding: 2, testing: 1 } });
+    expect(ctx(run).traversals).toEqual({ 'architect.next[0]': 1, 'coding.next[0]': 1, 'testing.next[1]': 1 });
+    run.send({ type: 'HOP_SUCCEEDED', ...current(run), usage });
+    run.send({ type: 'HOP_SUCCEEDED', ...current(run), usage });
+    expect(run.getSnapshot().value).toBe('awaiting-approval');
+    expect(ctx(run).directive).toMatchObject({
+      kind: 'await-approval',
+      source: 'gate',
+      approvers: ['release-manager'],
+    });
+    run.send({ type: 'APPROVED', by: 'release-manager' });
+    expect(ctx(run).directive).toMatchObject({ kind: 'dispatch', stage: 'devops', approvedBy: 'release-manager' });
+    run.send({ type: 'HOP_SUCCEEDED', ...current(run), usage });
+    expect(run.getSnapshot().value).toBe('completed');
+    expect(run.getSnapshot().status).toBe('done');
+    expect(ctx(run).hop).toBe(6);
+    expect(ctx(run).usage).toEqual({ inputTokens: 700, outputTokens: 350, costUsd: 0.014, elapsedMs: 70 });
+  });
+
+  it('gives up when testing keeps failing: the loop bound fails the run', () => {
+    const run = startRun(DEV_SDLC);
+    run.send({ type: 'START' });
+    run.send({ type: 'HOP_SUCCEEDED', ...current(run) });
+    for (let i = 0; i < 4; i++) {
+      run.send({ type: 'HOP_SUCCEEDED', ...current(run) });
+      expect(ctx(run).stage).toBe('testing');
+      run.send({ type: 'HOP_FAILED', ...current(run), errorType: 'TestsFailed' });
+    }
+    expect(run.getSnapshot().value).toBe('failed');
+    expect(ctx(run).failure).toEqual({
+      code: 'LOOP_BOUND',
+      reason: 'stage testing: every rule for TestsFailed is used up (maxTraversals or maxVisits reached)',
+      stage: 'testing',
+      hop: 9,
+    });
+    expect(ctx(run).visits).toEqual({ architect: 1, coding: 4, testing: 4 });
+  });
+
+  it('retries a retryable failure with backoff, then fails with the reason when retries are exhausted', () => {
+    const run = startRun(DEV_SDLC);
+    run.send({ type: 'START' });
+    run.send({ type: 'HOP_FAILED', ...current(run), errorType: 'Timeout' });
+    expect(ctx(run).directive).toMatchObject({ kind: 'dispatch', hop: 1, attempt: 2, delayMs: 1_000 });
+    run.send({ type: 'HOP_FAILED', ...current(run), errorType: 'Timeout' });
+    expect(ctx(run).directive).toMatchObject({ attempt: 3, delayMs: 2_000 });
+    // A late result of attempt 2 is refused and changes nothing.
+    run.send({ type: 'HOP_SUCCEEDED', hop: 1, attempt: 2 });
+    expect(ctx(run).refusal).toEqual({ event: 'HOP_SUCCEEDED', state: 'running', reason: 'stale-hop' });
+    run.send({ type: 'HOP_FAILED', ...current(run), errorType: 'Timeout', message: 'no answer in 30s' });
+    expect(run.getSnapshot().value).toBe('failed');
+    expect(ctx(run).failure).toEqual({
+      code: 'RETRIES_EXHAUSTED',
+      reason: 'hop 1 (architect) failed with Timeout: no answer in 30s after 3 attempts',
+      stage: 'architect',
+      hop: 1,
+    });
+  });
+
+  it('fails on a denial, a governance deny and a budget overrun, each with its reason', () => {
+    const toGate = () => {
+      const run = startRun(DEV_SDLC);
+      run.send({ type: 'START' });
+      for (let i = 0; i < 3; i++) run.send({ type: 'HOP_SUCCEEDED', ...current(run) });
+      return run;
+    };
+    const denied = toGate();
+    denied.send({ type: 'DENIED', by: 'mallory' });
+    expect(ctx(denied).refusal?.reason).toBe('not-an-approver');
+    denied.send({ type: 'DENIED', by: 'release-manager', reason: 'freeze week' });
+    expect(ctx(denied).failure).toMatchObject({
+      code: 'APPROVAL_DENIED',
+      reason: 'approval denied by release-manager: freeze week',
+    });
+
+    const governed = startRun(DEV_SDLC);
+    governed.send({ type: 'START' });
+    governed.send({
+      type: 'GOVERNANCE_DENIED',
+      hop: 1,
+      reason: 'role architect is not allowed',
+      policy: 'role-allow-list',
+    });
+    expect(ctx(governed).failure).toEqual({
+      code: 'GOVERNANCE_DENIED',
+      reason: 'role-allow-list: role architect is not allowed',
+      stage: 'architect',
+      hop: 1,
+    });
+
+    const budget = toGate();
+    budget.send({ type: 'BUDGET_EXCEEDED', reason: 'cost 1.2 USD over 1 USD' });
+    expect(budget.getSnapshot().value).toBe('failed');
+    expect(ctx(budget).failure?.code).toBe('BUDGET_EXCEEDED');
+  });
+
+  it('waits on a governance approval and lets only its approvers through', () => {
+    const run = startRun(DEV_SDLC);
+    run.send({ type: 'START' });
+    run.send({ type: 'APPROVAL_REQUIRED', hop: 1, reason: 'first hop of the day', approvers: ['security'] });
+    expect(ctx(run).directive).toEqual({
+      kind: 'await-approval',
+      stage: 'architect',
+      hop: 1,
+      source: 'governance',
+      approvers: ['security'],
+      reason: 'first hop of the day',
+    });
+    run.send({ type: 'APPROVED', by: 'release-manager' });
+    expect(run.getSnapshot().value).toBe('awaiting-approval');
+    run.send({ type: 'APPROVED', by: 'security' });
+    expect(ctx(run).directive).toMatchObject({ kind: 'dispatch', hop: 1, attempt: 1, approvedBy: 'security' });
+  });
+});
+
+describe('other definitions', () => {
+  it('gates the start stage, bounds a self-loop by maxVisits, and completes on a listed failure', () => {
+    const run = startRun(REVIEW_LOOP);
+    run.send({ type: 'START' });
+    expect(run.getSnapshot().value).toBe('awaiting-approval');
+    run.send({ type: 'APPROVED', by: 'chief' });
+    run.send({ type: 'HOP_SUCCEEDED', ...current(run) });
+    run.send({ type: 'HOP_SUCCEEDED', ...current(run) });
+    run.send({ type: 'HOP_SUCCEEDED', ...current(run) });
+    expect(ctx(run).visits.review).toBe(3);
+    run.send({ type: 'HOP_FAILED', ...current(run), errorType: 'Anything' });
+    expect(ctx(run).stage).toBe('publish');
+    run.send({ type: 'HOP_FAILED', ...current(run), errorType: 'Duplicate' });
+    expect(run.getSnapshot().value).toBe('completed');
+
+    const bounded = startRun(REVIEW_LOOP);
+    bounded.send({ type: 'START' });
+    bounded.send({ type: 'APPROVED', by: 'editor' });
+    bounded.send({ type: 'HOP_SUCCEEDED', ...current(bounded) });
+    for (let i = 0; i < 3; i++) bounded.send({ type: 'HOP_SUCCEEDED', ...current(bounded) });
+    expect(ctx(bounded).failure?.code).toBe('LOOP_BOUND');
+  });
+
+  it('ends with a rule reason, and with the built-in defaults when no rule matches', () => {
+    const run = startRun(REVIEW_LOOP);
+    run.send({ type: 'START' });
+    run.send({ type: 'APPROVED', by: 'editor' });
+    run.send({ type: 'HOP_FAILED', ...current(run), errorType: 'Writer-block' });
+    run.send({ type: 'HOP_FAILED', ...current(run), errorType: 'Writer-block' });
+    expect(ctx(run).failure).toMatchObject({ code: 'RULE_ENDED', reason: 'the writer gave up' });
+
+    const single = startRun(SINGLE);
+    single.send({ type: 'START' });
+    single.send({ type: 'HOP_FAILED', ...current(single), errorType: 'Boom', retryable: false });
+    expect(ctx(single).failure).toEqual({
+      code: 'NON_RETRYABLE',
+      reason: 'hop 1 (only) failed with Boom',
+      stage: 'only',
+      hop: 1,
+    });
+    const ok = startRun(SINGLE);
+    ok.send({ type: 'START' });
+    ok.send({ type: 'HOP_SUCCEEDED', ...current(ok) });
+    expect(ok.getSnapshot().value).toBe('completed');
+  });
+
+  it('refuses malformed events and events of another state, changing nothing but the refusal', () => {
+    const run = startRun(SINGLE);
+    const before = ctx(run);
+    run.send({ type: 'HOP_SUCCEEDED', hop: 1, attempt: 1 });
+    expect(ctx(run)).toEqual({
+      ...before,
+      refusal: { event: 'HOP_SUCCEEDED', state: 'pending', reason: 'not-in-state' },
+    });
+    run.send({ type: 'START', by: 'x' } as unknown as WorkflowRunEvent);
+    expect(ctx(run).refusal).toEqual({ event: 'START', state: 'pending', reason: 'malformed' });
+    expect(run.getSnapshot().value).toBe('pending');
+    run.send({ type: 'CANCEL', reason: 'changed my mind' });
+    expect(run.getSnapshot().value).toBe('canceled');
+    expect(ctx(run).cancellation).toEqual({ by: null, reason: 'changed my mind' });
+  });
+
+  it('refuses to restore a snapshot that is not a run, with a typed error', () => {
+    const run = startRun(DEV_SDLC);
+    run.send({ type: 'START' });
+    const good = JSON.parse(JSON.stringify(run.getPersistedSnapshot()));
+    const broken = [
+      null,
+      { ...good, value: 'dancing' },
+      { ...good, status: 'error' },
+      { ...good, context: { ...good.context, runId: 7 } },
+      { ...good, context: { ...good.context, definition: { ...good.context.definition, start: 'nowhere' } } },
+      { ...good, context: { ...good.context, workflow: { id: 'dev-sdlc', version: 2 } } },
+    ];
+    for (const snapshot of broken) {
+      expect(() => restoreWorkflowRun(snapshot)).toThrow(WorkflowRunSnapshotError);
+    }
+    expect(() => restoreWorkflowRun(broken[4])).toThrow(
+      'its definition is invalid: start: start "nowhere" is not a stage',
+    );
+  });
+
+  it('keeps the definition it started with in its snapshot', () => {
+    const run = startRun(DEV_SDLC);
+    run.send({ type: 'START' });
+    const snapshot = JSON.parse(JSON.stringify(run.getPersistedSnapshot()));
+    expect(snapshot.context.workflow).toEqual({ id: 'dev-sdlc', version: 1 });
+    expect(snapshot.context.definition).toEqual(JSON.parse(JSON.stringify(DEV_SDLC)));
+    const restored = restoreWorkflowRun(snapshot).start();
+    restored.send({ type: 'HOP_SUCCEEDED', hop: 1, attempt: 1 });
+    expect(restored.getSnapshot().context.stage).toBe('coding');
+  });
+});
