@@ -50,8 +50,8 @@ export class RawServe {
     this.child.stdin.on('error', () => {});
   }
 
-  write(text: string): void {
-    this.child.stdin.write(text);
+  write(data: string | Uint8Array): void {
+    this.child.stdin.write(data);
   }
 
   /** Sends a request and resolves with its answer (the whole response object). */
