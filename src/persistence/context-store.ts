@@ -1,0 +1,499 @@
+import type Database from 'better-sqlite3';
+import type { Artifact } from '../protocol/task.js';
+import type { Part } from '../protocol/parts.js';
+import type { BusEnvelope, HopOutcome, Usage, WorkHeaders } from '../protocol/work-envelope.js';
+import { type Clock, systemClock } from './clock.js';
+import { type SqliteDatabase, openDatabase } from './database.js';
+import { type MigrationSet, migrate } from './migrations.js';
+
+/**
+ * The Context Engine: what a stateless worker needs to pick up a work item
+ * (a workflow run) where the previous hop left it, durable in SQLite.
+ * - outputs of the run's past hops, in the order they completed;
+ * - the run's memory: a JSON map any hop may update;
+ * - checkpoints of suspended hops, under continuation tokens;
+ * - completion records by idempotency key: a redelivered hop that already
+ *   completed is recognised and its results re-published, never re-run;
+ * - effect markers: a side effect keyed by (hop, effect key) is applied once.
+ * Everything a hop's completion writes commits in one transaction.
+ */
+
+export interface HopOutput {
+  runId: string;
+  hop: number;
+  role: string;
+  taskId: string;
+  idempotencyKey: string;
+  parts: Part[];
+  artifacts: Artifact[];
+  usage: Usage | undefined;
+  recordedAt: number;
+}
+
+export interface WorkItemContext {
+  runId: string;
+  /** The run's completed hops, oldest first. */
+  outputs: HopOutput[];
+  memory: Record<string, unknown>;
+}
+
+export interface Checkpoint {
+  token: string;
+  runId: string;
+  taskId: string;
+  hop: number;
+  role: string;
+  /** The headers of the hop that suspended. */
+  headers: WorkHeaders;
+  /** What the handler asked to keep. */
+  state: unknown;
+  createdAt: number;
+  /** When a reply resumed it and the resumed hop completed. */
+  resumedAt: number | undefined;
+}
+
+/** A message to publish as part of a hop's completion (re-published as-is on a redelivery). */
+export interface PendingPublish {
+  role: string;
+  envelope: BusEnvelope;
+  idempotencyKey: string;
+  taskKey?: string;
+}
+
+export interface HopCompletion {
+  idempotencyKey: string;
+  outcome: HopOutcome;
+  publishes: PendingPublish[];
+  recordedAt: number;
+}
+
+export interface CompletionRecord {
+  idempotencyKey: string;
+  runId: string;
+  taskId: string;
+  hop: number;
+  role: string;
+  outcome: HopOutcome;
+  /** A completed hop's output, visible to the run's later hops. */
+  output?: { parts: Part[]; artifacts: Artifact[]; usage?: Usage };
+  /** Memory updates: a key set to `null` is deleted. */
+  memory?: Record<string, unknown>;
+  /** A suspending hop's checkpoint. */
+  checkpoint?: { token: string; state: unknown; headers: WorkHeaders };
+  /** The checkpoint this (resumed) hop consumed. */
+  resumedToken?: string;
+  publishes: PendingPublish[];
+}
+
+/** The Context Engine's contract; `SqliteContextStore` is the embedded implementation. */
+export interface ContextStore {
+  hydrate(runId: string): Promise<WorkItemContext>;
+  /** Updates a run's memory outside a hop (the Coordinator seeding a run): `null` deletes a key. */
+  updateMemory(runId: string, patch: Record<string, unknown>): Promise<void>;
+  checkpoint(token: string): Promise<Checkpoint | undefined>;
+  completion(idempotencyKey: string): Promise<HopCompletion | undefined>;
+  /**
+   * Records a hop's completion and everything it implies, atomically. When the
+   * idempotency key was already completed nothing is written and the first
+   * completion is returned (with `first: false`).
+   */
+  complete(record: CompletionRecord): Promise<{ completion: HopCompletion; first: boolean }>;
+  /** The recorded value of an effect, if it was applied. */
+  effect(scope: string, key: string): Promise<{ value: unknown } | undefined>;
+  /** Records an applied effect; false when it was already recorded (the first value stays). */
+  recordEffect(scope: string, key: string, value: unknown): Promise<boolean>;
+  /**
+   * Runs `apply` at most once per (scope, key), in the same transaction as its
+   * marker, on the store's own database: writes `apply` makes there commit
+   * with the marker or not at all (exactly once across crashes).
+   */
+  applyOnce?<T>(scope: string, key: string, apply: (db: SqliteDatabase) => T): { value: T; applied: boolean };
+  close(): Promise<void>;
+}
+
+export const CONTEXT_SCHEMA: MigrationSet = {
+  component: 'context',
+  current: 1,
+  migrations: [
+    {
+      version: 1,
+      name: 'context engine',
+      up(db) {
+        db.exec(`
+          CREATE TABLE context_outputs (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id TEXT NOT NULL,
+            hop INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            task_id TEXT NOT NULL,
+            idempotency_key TEXT NOT NULL UNIQUE,
+            body TEXT NOT NULL,
+            recorded_at INTEGER NOT NULL
+          ) STRICT;
+          CREATE INDEX context_outputs_run ON context_outputs (run_id, seq);
+          CREATE TABLE context_memory (
+            run_id TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (run_id, key)
+          ) STRICT;
+          CREATE TABLE context_checkpoints (
+            token TEXT PRIMARY KEY,
+            run_id TEXT NOT NULL,
+            task_id TEXT NOT NULL,
+            hop INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            headers TEXT NOT NULL,
+            state TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            resumed_at INTEGER
+          ) STRICT;
+          CREATE TABLE context_completions (
+            idempotency_key TEXT PRIMARY KEY,
+            outcome TEXT NOT NULL,
+            publishes TEXT NOT NULL,
+            recorded_at INTEGER NOT NULL
+          ) STRICT;
+          CREATE INDEX context_completions_age ON context_completions (recorded_at);
+          CREATE TABLE context_effects (
+            scope TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            recorded_at INTEGER NOT NULL,
+            PRIMARY KEY (scope, key)
+          ) STRICT;
+          CREATE INDEX context_effects_age ON context_effects (recorded_at);
+        `);
+      },
+    },
+  ],
+};
+
+export type ContextStoreErrorCode = 'CONTEXT_CLOSED' | 'CONTEXT_NOT_JSON' | 'CONTEXT_INVALID_ARGUMENT';
+
+export class ContextStoreError extends Error {
+  readonly code: ContextStoreErrorCode;
+  constructor(code: ContextStoreErrorCode, message: string) {
+    super(message);
+    this.name = 'ContextStoreError';
+    this.code = code;
+  }
+}
+
+function toJson(value: unknown, what: string): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value === undefined ? null : value);
+  } catch (error) {
+    throw new ContextStoreError('CONTEXT_NOT_JSON', `${what} is not JSON-serializable: ${(error as Error).message}`);
+  }
+  if (text === undefined) throw new ContextStoreError('CONTEXT_NOT_JSON', `${what} is not JSON-serializable`);
+  return text;
+}
+
+function checkKey(value: unknown, what: string): string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 1024) {
+    throw new ContextStoreError(
+      'CONTEXT_INVALID_ARGUMENT',
+      `${what} must be a non-empty string of at most 1024 characters`,
+    );
+  }
+  return value;
+}
+
+interface OutputRow {
+  run_id: string;
+  hop: number;
+  role: string;
+  task_id: string;
+  idempotency_key: string;
+  body: string;
+  recorded_at: number;
+}
+
+interface CheckpointRow {
+  token: string;
+  run_id: string;
+  task_id: string;
+  hop: number;
+  role: string;
+  headers: string;
+  state: string;
+  created_at: number;
+  resumed_at: number | null;
+}
+
+interface CompletionRow {
+  idempotency_key: string;
+  outcome: HopOutcome;
+  publishes: string;
+  recorded_at: number;
+}
+
+export interface SqliteContextStoreOptions {
+  /** An open database (the caller closes it) or a path (closed by `close()`). */
+  database: SqliteDatabase | string;
+  clock?: Clock;
+}
+
+/** The Context Engine on SQLite: its own migration component (`context`) in the file the user passes. */
+export class SqliteContextStore implements ContextStore {
+  readonly database: SqliteDatabase;
+  private readonly ownsDb: boolean;
+  private readonly clock: Clock;
+  private closed = false;
+  private readonly s: Record<
+    | 'outputs'
+    | 'memory'
+    | 'setMemory'
+    | 'deleteMemory'
+    | 'checkpoint'
+    | 'insertCheckpoint'
+    | 'resumeCheckpoint'
+    | 'completion'
+    | 'insertCompletion'
+    | 'insertOutput'
+    | 'effect'
+    | 'insertEffect'
+    | 'pruneCompletions'
+    | 'pruneEffects'
+    | 'pruneCheckpoints',
+    Database.Statement
+  >;
+
+  constructor(options: SqliteContextStoreOptions) {
+    if (typeof options.database === 'string') {
+      this.database = openDatabase(options.database);
+      this.ownsDb = true;
+    } else {
+      this.database = options.database;
+      this.ownsDb = false;
+    }
+    this.clock = options.clock ?? systemClock;
+    migrate(this.database, CONTEXT_SCHEMA);
+    const db = this.database;
+    this.s = {
+      outputs: db.prepare(
+        'SELECT run_id, hop, role, task_id, idempotency_key, body, recorded_at FROM context_outputs WHERE run_id = ? ORDER BY seq',
+      ),
+      memory: db.prepare('SELECT key, value FROM context_memory WHERE run_id = ? ORDER BY key'),
+      setMemory: db.prepare(
+        `INSERT INTO context_memory (run_id, key, value, updated_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+      ),
+      deleteMemory: db.prepare('DELETE FROM context_memory WHERE run_id = ? AND key = ?'),
+      checkpoint: db.prepare('SELECT * FROM context_checkpoints WHERE token = ?'),
+      insertCheckpoint: db.prepare(
+        `INSERT INTO context_checkpoints (token, run_id, task_id, hop, role, headers, state, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      resumeCheckpoint: db.prepare(
+        'UPDATE context_checkpoints SET resumed_at = ? WHERE token = ? AND resumed_at IS NULL',
+      ),
+      completion: db.prepare('SELECT * FROM context_completions WHERE idempotency_key = ?'),
+      insertCompletion: db.prepare(
+        `INSERT INTO context_completions (idempotency_key, outcome, publishes, recorded_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (idempotency_key) DO NOTHING`,
+      ),
+      insertOutput: db.prepare(
+        `INSERT INTO context_outputs (run_id, hop, role, task_id, idempotency_key, body, recorded_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (idempotency_key) DO NOTHING`,
+      ),
+      effect: db.prepare('SELECT value FROM context_effects WHERE scope = ? AND key = ?'),
+      insertEffect: db.prepare(
+        `INSERT INTO context_effects (scope, key, value, recorded_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (scope, key) DO NOTHING`,
+      ),
+      pruneCompletions: db.prepare('DELETE FROM context_completions WHERE recorded_at < ?'),
+      pruneEffects: db.prepare('DELETE FROM context_effects WHERE recorded_at < ?'),
+      pruneCheckpoints: db.prepare('DELETE FROM context_checkpoints WHERE resumed_at IS NOT NULL AND resumed_at < ?'),
+    };
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new ContextStoreError('CONTEXT_CLOSED', 'the context store is closed');
+  }
+
+  async hydrate(runId: string): Promise<WorkItemContext> {
+    this.assertOpen();
+    const run = checkKey(runId, 'runId');
+    const read = this.database.transaction(() => {
+      const outputs = (this.s.outputs.all(run) as OutputRow[]).map((row): HopOutput => {
+        const body = JSON.parse(row.body) as { parts: Part[]; artifacts: Artifact[]; usage?: Usage };
+        return {
+          runId: row.run_id,
+          hop: row.hop,
+          role: row.role,
+          taskId: row.task_id,
+          idempotencyKey: row.idempotency_key,
+          parts: body.parts,
+          artifacts: body.artifacts,
+          usage: body.usage,
+          recordedAt: row.recorded_at,
+        };
+      });
+      const memory: Record<string, unknown> = {};
+      for (const row of this.s.memory.all(run) as { key: string; value: string }[]) {
+        memory[row.key] = JSON.parse(row.value);
+      }
+      return { runId: run, outputs, memory };
+    });
+    return read.deferred();
+  }
+
+  private applyMemory(runId: string, patch: Record<string, unknown>, now: number): void {
+    for (const [key, value] of Object.entries(patch)) {
+      if (value === null) this.s.deleteMemory.run(runId, key);
+      else this.s.setMemory.run(runId, key, toJson(value, `memory.${key}`), now);
+    }
+  }
+
+  private checkPatch(patch: unknown): Record<string, unknown> {
+    if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) {
+      throw new ContextStoreError('CONTEXT_INVALID_ARGUMENT', 'a memory patch is an object');
+    }
+    for (const [key, value] of Object.entries(patch)) {
+      checkKey(key, 'a memory key');
+      toJson(value, `memory.${key}`);
+    }
+    return patch as Record<string, unknown>;
+  }
+
+  async updateMemory(runId: string, patch: Record<string, unknown>): Promise<void> {
+    this.assertOpen();
+    const run = checkKey(runId, 'runId');
+    const checked = this.checkPatch(patch);
+    this.database.transaction(() => this.applyMemory(run, checked, this.clock.now())).immediate();
+  }
+
+  async checkpoint(token: string): Promise<Checkpoint | undefined> {
+    this.assertOpen();
+    const row = this.s.checkpoint.get(checkKey(token, 'token')) as CheckpointRow | undefined;
+    if (row === undefined) return undefined;
+    return {
+      token: row.token,
+      runId: row.run_id,
+      taskId: row.task_id,
+      hop: row.hop,
+      role: row.role,
+      headers: JSON.parse(row.headers) as WorkHeaders,
+      state: JSON.parse(row.state) as unknown,
+      createdAt: row.created_at,
+      resumedAt: row.resumed_at ?? undefined,
+    };
+  }
+
+  private rowToCompletion(row: CompletionRow): HopCompletion {
+    return {
+      idempotencyKey: row.idempotency_key,
+      outcome: row.outcome,
+      publishes: JSON.parse(row.publishes) as PendingPublish[],
+      recordedAt: row.recorded_at,
+    };
+  }
+
+  async completion(idempotencyKey: string): Promise<HopCompletion | undefined> {
+    this.assertOpen();
+    const row = this.s.completion.get(checkKey(idempotencyKey, 'idempotencyKey')) as CompletionRow | undefined;
+    return row === undefined ? undefined : this.rowToCompletion(row);
+  }
+
+  async complete(record: CompletionRecord): Promise<{ completion: HopCompletion; first: boolean }> {
+    this.assertOpen();
+    const key = checkKey(record.idempotencyKey, 'idempotencyKey');
+    const runId = checkKey(record.runId, 'runId');
+    const memory = record.memory === undefined ? undefined : this.checkPatch(record.memory);
+    const publishes = toJson(record.publishes, 'publishes');
+    const output = record.output === undefined ? undefined : toJson(record.output, 'output');
+    const checkpoint =
+      record.checkpoint === undefined
+        ? undefined
+        : {
+            token: checkKey(record.checkpoint.token, 'checkpoint token'),
+            state: toJson(record.checkpoint.state, 'checkpoint state'),
+            headers: toJson(record.checkpoint.headers, 'checkpoint headers'),
+          };
+    const write = this.database.transaction(() => {
+      const now = this.clock.now();
+      const inserted = this.s.insertCompletion.run(key, record.outcome, publishes, now).changes === 1;
+      if (!inserted) {
+        return { completion: this.rowToCompletion(this.s.completion.get(key) as CompletionRow), first: false };
+      }
+      if (output !== undefined) {
+        this.s.insertOutput.run(runId, record.hop, record.role, record.taskId, key, output, now);
+      }
+      if (memory !== undefined) this.applyMemory(runId, memory, now);
+      if (checkpoint !== undefined) {
+        this.s.insertCheckpoint.run(
+          checkpoint.token,
+          runId,
+          record.taskId,
+          record.hop,
+          record.role,
+          checkpoint.headers,
+          checkpoint.state,
+          now,
+        );
+      }
+      if (record.resumedToken !== undefined) this.s.resumeCheckpoint.run(now, record.resumedToken);
+      return {
+        completion: { idempotencyKey: key, outcome: record.outcome, publishes: record.publishes, recordedAt: now },
+        first: true,
+      };
+    });
+    return write.immediate();
+  }
+
+  async effect(scope: string, key: string): Promise<{ value: unknown } | undefined> {
+    this.assertOpen();
+    const row = this.s.effect.get(checkKey(scope, 'effect scope'), checkKey(key, 'effect key')) as
+      | { value: string }
+      | undefined;
+    return row === undefined ? undefined : { value: JSON.parse(row.value) as unknown };
+  }
+
+  async recordEffect(scope: string, key: string, value: unknown): Promise<boolean> {
+    this.assertOpen();
+    const text = toJson(value, 'effect value');
+    return (
+      this.s.insertEffect.run(checkKey(scope, 'effect scope'), checkKey(key, 'effect key'), text, this.clock.now())
+        .changes === 1
+    );
+  }
+
+  applyOnce<T>(scope: string, key: string, apply: (db: SqliteDatabase) => T): { value: T; applied: boolean } {
+    this.assertOpen();
+    const s = checkKey(scope, 'effect scope');
+    const k = checkKey(key, 'effect key');
+    const run = this.database.transaction(() => {
+      const existing = this.s.effect.get(s, k) as { value: string } | undefined;
+      if (existing !== undefined) return { value: JSON.parse(existing.value) as T, applied: false };
+      const value = apply(this.database);
+      this.s.insertEffect.run(s, k, toJson(value, 'effect value'), this.clock.now());
+      return { value, applied: true };
+    });
+    return run.immediate();
+  }
+
+  /** Deletes completion records, effect markers and resumed checkpoints recorded before `epochMs`. */
+  async prune(epochMs: number): Promise<{ completions: number; effects: number; checkpoints: number }> {
+    this.assertOpen();
+    const run = this.database.transaction(() => ({
+      completions: this.s.pruneCompletions.run(epochMs).changes,
+      effects: this.s.pruneEffects.run(epochMs).changes,
+      checkpoints: this.s.pruneCheckpoints.run(epochMs).changes,
+    }));
+    return run.immediate();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.ownsDb) this.database.close();
+  }
+}
+
+export function createSqliteContextStore(options: SqliteContextStoreOptions): SqliteContextStore {
+  return new SqliteContextStore(options);
+}

@@ -1,0 +1,82 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SqliteQueue, type SqliteQueueOptions } from '../../src/bus/sqlite-queue.js';
+import type { WorkQueue } from '../../src/bus/work-queue.js';
+import { SqliteContextStore } from '../../src/persistence/context-store.js';
+import { type SqliteDatabase, openDatabase } from '../../src/persistence/database.js';
+import { RESULTS_ROLE, type ResultEnvelope, type WorkEnvelope } from '../../src/protocol/work-envelope.js';
+
+export interface Harness {
+  dir: string;
+  path: string;
+  db: SqliteDatabase;
+  bus: SqliteQueue;
+  store: SqliteContextStore;
+  close(): Promise<void>;
+}
+
+export function openHarness(queueOptions: Partial<SqliteQueueOptions> = {}): Harness {
+  const dir = mkdtempSync(join(tmpdir(), 'sb-worker-'));
+  const path = join(dir, 'switchboard.db');
+  const db = openDatabase(path);
+  const bus = new SqliteQueue({ database: db, pollIntervalMs: { min: 2, max: 20 }, ...queueOptions });
+  const store = new SqliteContextStore({ database: db });
+  return {
+    dir,
+    path,
+    db,
+    bus,
+    store,
+    async close() {
+      await bus.close();
+      await store.close();
+      db.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function hop(n: number | string, extra: Partial<WorkEnvelope['headers']> = {}, text = `do ${n}`): WorkEnvelope {
+  return {
+    kind: 'work',
+    headers: { taskId: `task-${n}`, runId: 'run-1', hop: 0, attempt: 1, idempotencyKey: `hop-${n}`, ...extra },
+    message: { role: 'user', parts: [{ kind: 'text', text }] },
+  };
+}
+
+/** Consumes results until `count` arrive or the time runs out; acks each. */
+export async function takeResults(bus: WorkQueue, count: number, timeoutMs = 5000): Promise<ResultEnvelope[]> {
+  const out: ResultEnvelope[] = [];
+  const deadline = Date.now() + timeoutMs;
+  while (out.length < count && Date.now() < deadline) {
+    const got = await bus.consume(RESULTS_ROLE, {
+      consumer: 'test-coordinator',
+      visibilityTimeoutMs: 10_000,
+      max: 50,
+      waitMs: Math.max(1, Math.min(200, deadline - Date.now())),
+    });
+    for (const d of got) {
+      if (d.envelope.kind === 'result') out.push(d.envelope);
+      await bus.ack(d);
+    }
+  }
+  return out;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+export async function until(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 5000,
+  what = 'condition',
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await sleep(10);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
