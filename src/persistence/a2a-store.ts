@@ -129,23 +129,23 @@ export class A2AStore {
         'UPDATE a2a_artifacts SET body = ?, updated_at = ? WHERE task_id = ? AND artifact_id = ?',
       ),
       tasksAsRequester: db.prepare(
-        `SELECT ${TASK_HEAD_COLUMNS} FROM a2a_tasks WHERE context_id = ? AND requester_name = ? ORDER BY created_at, task_id`,
+        `SELECT ${TASK_HEAD_COLUMNS} FROM a2a_tasks WHERE context_id = ? AND requester_name = ? ORDER BY rowid`,
       ),
       tasksAsWorker: db.prepare(
-        `SELECT ${TASK_HEAD_COLUMNS} FROM a2a_tasks WHERE agent_context_id = ? AND agent_name = ? ORDER BY created_at, task_id`,
+        `SELECT ${TASK_HEAD_COLUMNS} FROM a2a_tasks WHERE agent_context_id = ? AND agent_name = ? ORDER BY rowid`,
       ),
       tasksAsEither: db.prepare(
         `SELECT ${TASK_HEAD_COLUMNS} FROM a2a_tasks
          WHERE (context_id = @contextId AND requester_name = @name) OR (agent_context_id = @contextId AND agent_name = @name)
-         ORDER BY created_at, task_id`,
+         ORDER BY rowid`,
       ),
       openAsRequester: db.prepare(
         `SELECT ${TASK_HEAD_COLUMNS} FROM a2a_tasks WHERE context_id = ? AND requester_name = ?
-         AND state IN ('submitted', 'working', 'input-required', 'auth-required') ORDER BY created_at, task_id`,
+         AND state IN ('submitted', 'working', 'input-required', 'auth-required') ORDER BY rowid`,
       ),
       openAsWorker: db.prepare(
         `SELECT ${TASK_HEAD_COLUMNS} FROM a2a_tasks WHERE agent_context_id = ? AND agent_name = ?
-         AND state IN ('submitted', 'working', 'input-required', 'auth-required') ORDER BY created_at, task_id`,
+         AND state IN ('submitted', 'working', 'input-required', 'auth-required') ORDER BY rowid`,
       ),
       pushConfig: db.prepare('SELECT config FROM a2a_push_configs WHERE task_id = ?'),
       setPushConfig: db.prepare(

@@ -36,6 +36,7 @@ export function harness(options: Partial<BrokerOptions> = {}): Harness {
   const { dir, cleanup } = tempDir();
   const path = join(dir, 'a2a.db');
   let ids = 0;
+  const clock = steppingClock();
   const h: Harness = {
     path,
     broker: undefined as unknown as Broker,
@@ -43,7 +44,7 @@ export function harness(options: Partial<BrokerOptions> = {}): Harness {
       ids++;
       h.broker = createBroker({
         path,
-        clock: steppingClock(),
+        clock,
         ids: createSequentialIdSource(`r${ids}`),
         ...options,
         ...extra,
