@@ -1,5 +1,6 @@
 import type { z } from 'zod';
-import { type RetryPolicy, RetryPolicySchema } from '../protocol/retry-policy.js';
+import { checkRetryPolicy, resolveRetryPolicy } from '../protocol/retry-policy.js';
+import type { RetryPolicy } from '../protocol/work-envelope.js';
 import {
   type NextRule,
   type Stage,
@@ -154,15 +155,13 @@ function graphProblems(def: WorkflowDefinition, options: WorkflowCheckOptions): 
       }
     }
     problems.push(...shadowedRules(def, name));
-    const retry = RetryPolicySchema.safeParse({ ...def.defaults?.retry, ...stage.retry });
-    if (!retry.success) {
-      for (const issue of retry.error.issues) {
-        problems.push({
-          code: 'INVALID_RETRY_POLICY',
-          path: ['stages', name, 'retry', ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))],
-          message: issue.message,
-        });
-      }
+    const retry = checkRetryPolicy(def.defaults?.retry, stage.retry);
+    if (!retry.ok) {
+      problems.push({
+        code: 'INVALID_RETRY_POLICY',
+        path: ['stages', name, 'retry', ...retry.path],
+        message: retry.message,
+      });
     }
   }
 
@@ -312,8 +311,7 @@ function cycleThrough(group: string[], edges: Map<string, string[]>, order: stri
 
 /** The retry policy a stage's hops run under: the stage's fields over the definition's defaults over the built-in defaults. */
 export function stageRetryPolicy(def: WorkflowDefinition, stageName: string): RetryPolicy {
-  const stage = def.stages[stageName];
-  return RetryPolicySchema.parse({ ...def.defaults?.retry, ...stage?.retry });
+  return resolveRetryPolicy(def.defaults?.retry, def.stages[stageName]?.retry);
 }
 
 export function workflowRef(def: WorkflowDefinition): WorkflowRef {

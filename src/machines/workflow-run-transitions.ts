@@ -1,13 +1,13 @@
-import { decideRetry } from '../protocol/retry-policy.js';
+import { type NoRetryReason, decideRetry } from '../protocol/retry-policy.js';
 import {
   type NextRule,
-  type Usage,
+  type RunUsage,
   type WorkflowDefinition,
   type WorkflowRef,
   type WorkflowRunEvent,
   WorkflowRunEventSchema,
   type WorkflowRunEventType,
-  addUsage,
+  addRunUsage,
 } from '../protocol/workflow.js';
 import { stageRetryPolicy } from './workflow-definition.js';
 
@@ -117,7 +117,7 @@ export interface WorkflowRunContext {
   /** Times each `goto` rule was taken, by `ruleKey(stage, index)`. */
   traversals: Record<string, number>;
   /** Accrued over every accepted hop result. */
-  usage: Usage;
+  usage: RunUsage;
   directive: RunDirective;
   failure: RunFailure | null;
   cancellation: { by: string | null; reason: string | null } | null;
@@ -161,7 +161,7 @@ export function routeStart(def: WorkflowDefinition): Route {
 
 export type HopOutcomeReport =
   | { outcome: 'succeeded' }
-  | { outcome: 'failed'; errorType: string; message?: string | undefined; retryable?: boolean | undefined };
+  | { outcome: 'failed'; errorType: string; message?: string | undefined; final?: NoRetryReason | undefined };
 
 /**
  * Where the current hop's outcome leads, decided from the definition alone:
@@ -178,12 +178,12 @@ export function routeOutcome(ctx: WorkflowRunContext, report: HopOutcomeReport):
   if (stageName === null || stage === undefined) {
     return { kind: 'fail', code: 'RULE_ENDED', reason: `the run is at no stage of ${def.id}@${def.version}` };
   }
-  let retryWhy: 'non-retryable' | 'attempts-exhausted' | null = null;
+  let retryWhy: NoRetryReason | null = null;
   if (report.outcome === 'failed') {
     const retry = decideRetry(stageRetryPolicy(def, stageName), {
       attempt: ctx.attempt,
       errorType: report.errorType,
-      ...(report.retryable === undefined ? {} : { retryable: report.retryable }),
+      final: report.final,
     });
     if (retry.retry) return { kind: 'retry', attempt: retry.nextAttempt, delayMs: retry.delayMs };
     retryWhy = retry.why;
@@ -220,10 +220,10 @@ export function routeOutcome(ctx: WorkflowRunContext, report: HopOutcomeReport):
   if (report.outcome === 'succeeded') return { kind: 'complete' };
   return {
     kind: 'fail',
-    code: retryWhy === 'attempts-exhausted' ? 'RETRIES_EXHAUSTED' : 'NON_RETRYABLE',
+    code: retryWhy === 'exhausted' ? 'RETRIES_EXHAUSTED' : 'NON_RETRYABLE',
     reason:
       `hop ${ctx.hop} (${stageName}) failed with ${describeOutcome(report)}` +
-      (retryWhy === 'attempts-exhausted' ? ` after ${ctx.attempt} attempt${ctx.attempt === 1 ? '' : 's'}` : ''),
+      (retryWhy === 'exhausted' ? ` after ${ctx.attempt} attempt${ctx.attempt === 1 ? '' : 's'}` : ''),
   };
 }
 
@@ -315,7 +315,7 @@ function isCurrentHop(ctx: WorkflowRunContext, event: WorkflowRunEvent): boolean
 function outcomeOf(event: WorkflowRunEvent): HopOutcomeReport | null {
   if (event.type === 'HOP_SUCCEEDED') return { outcome: 'succeeded' };
   if (event.type === 'HOP_FAILED') {
-    return { outcome: 'failed', errorType: event.errorType, message: event.message, retryable: event.retryable };
+    return { outcome: 'failed', errorType: event.errorType, message: event.message, final: event.final };
   }
   return null;
 }
@@ -367,8 +367,8 @@ export function refusalReason(state: WorkflowRunState, ctx: WorkflowRunContext, 
   return 'not-in-state';
 }
 
-function accrue(ctx: WorkflowRunContext, event: WorkflowRunEvent): Usage {
-  return 'usage' in event && event.usage !== undefined ? addUsage(ctx.usage, event.usage) : ctx.usage;
+function accrue(ctx: WorkflowRunContext, event: WorkflowRunEvent): RunUsage {
+  return 'usage' in event && event.usage !== undefined ? addRunUsage(ctx.usage, event.usage) : ctx.usage;
 }
 
 function dispatchDirective(

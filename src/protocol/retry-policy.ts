@@ -1,9 +1,17 @@
 import { z } from 'zod';
+import { DEFAULT_RETRY_POLICY, type RetryPolicy, RetryPolicySchema } from './work-envelope.js';
 
 /**
- * A duration as written in a definition or an option: a whole number of
- * milliseconds, or a string with a unit (`'250ms'`, `'1s'`, `'1.5s'`, `'2m'`,
- * `'1h'`), as in the Temporal TypeScript SDK. Parsed to milliseconds.
+ * Retry policies as written in workflow definitions, and the pure decisions
+ * over them. The policy itself (`RetryPolicy`, Temporal-shaped, milliseconds)
+ * is the one of the work bus (`./work-envelope.ts`): a stage's policy is the
+ * policy its hops are published with.
+ */
+
+/**
+ * A duration as written in a definition: a whole number of milliseconds, or
+ * a string with a unit (`'250ms'`, `'1s'`, `'1.5s'`, `'2m'`, `'1h'`), as in
+ * the Temporal TypeScript SDK. Parsed to milliseconds.
  */
 export const DurationSchema = z
   .union([
@@ -15,79 +23,88 @@ export const DurationSchema = z
 
 const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 } as const;
 
-/** Milliseconds of a duration string such as `'1.5s'` (rounded to a whole millisecond). */
+/** Milliseconds of a duration string such as `'1.5s'` (rounded to a whole millisecond); NaN if it is not one. */
 export function parseDurationMs(text: string): number {
   const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(text);
   if (!match) return Number.NaN;
   return Math.round(Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS]);
 }
 
-/** The defaults of a retry policy, where a definition leaves a field out. */
-export const DEFAULT_RETRY_POLICY = Object.freeze({
-  initialInterval: 1_000,
-  backoffCoefficient: 2,
-  maximumInterval: 100_000,
-  maximumAttempts: 3,
-  nonRetryableErrorTypes: Object.freeze([]) as readonly string[],
-});
-
 /**
- * How a failed attempt is retried, shaped as Temporal's `RetryPolicy`:
- * attempt `n` (1-based) that fails is retried after
- * `min(initialInterval * backoffCoefficient^(n-1), maximumInterval)` unless
- * `n >= maximumAttempts` or its error type is listed in
- * `nonRetryableErrorTypes`. Intervals are milliseconds (or duration strings).
- * Differences from Temporal: `maximumAttempts` must be at least 1 (there is
- * no "unlimited"), and it defaults to 3; `maximumInterval` defaults to 100x
- * `initialInterval` as in Temporal.
- */
-/**
- * The fields of a retry policy as written, each checked on its own (durations
- * already in milliseconds); defaults are not filled in. A workflow definition
- * holds these so that a stage's fields override the definition's defaults
- * field by field.
+ * The fields of a retry policy as written: each optional, durations as
+ * numbers or strings (parsed to milliseconds). A stage's fields override the
+ * definition's defaults field by field; `resolveRetryPolicy` fills the rest.
  */
 export const RetryPolicyFieldsSchema = z.strictObject({
   initialInterval: DurationSchema.optional(),
   backoffCoefficient: z.number().min(1).max(1_000).optional(),
   maximumInterval: DurationSchema.optional(),
-  maximumAttempts: z.number().int().min(1).max(1_000).optional(),
+  /** 0 means unlimited, as in Temporal (the bus still bounds deliveries by its `maxDeliveries`). */
+  maximumAttempts: z.number().int().min(0).max(1_000).optional(),
   nonRetryableErrorTypes: z.array(z.string().min(1).max(128)).max(64).optional(),
 });
 export type RetryPolicyFields = z.output<typeof RetryPolicyFieldsSchema>;
+/** Retry policy fields as written (durations may be strings). */
+export type RetryPolicyFieldsInput = z.input<typeof RetryPolicyFieldsSchema>;
 
-export const RetryPolicySchema = RetryPolicyFieldsSchema.transform((p, ctx) => {
-  const initialInterval = p.initialInterval ?? DEFAULT_RETRY_POLICY.initialInterval;
-  const maximumInterval = p.maximumInterval ?? initialInterval * 100;
+export type RetryPolicyCheck = { ok: true; policy: RetryPolicy } | { ok: false; path: string[]; message: string };
+
+/**
+ * Layers policy fields (later layers win, field by field) over the bus's
+ * `DEFAULT_RETRY_POLICY` and checks the result: `maximumInterval` must not be
+ * below `initialInterval`; a missing `maximumInterval` is the default's, or
+ * `initialInterval` when that is longer.
+ */
+export function checkRetryPolicy(...layers: (RetryPolicyFields | undefined)[]): RetryPolicyCheck {
+  const merged: RetryPolicyFields = {};
+  for (const layer of layers) {
+    if (layer === undefined) continue;
+    for (const [key, value] of Object.entries(layer)) {
+      if (value !== undefined) (merged as Record<string, unknown>)[key] = value;
+    }
+  }
+  const initialInterval = merged.initialInterval ?? DEFAULT_RETRY_POLICY.initialInterval;
+  const maximumInterval = merged.maximumInterval ?? Math.max(DEFAULT_RETRY_POLICY.maximumInterval, initialInterval);
   if (maximumInterval < initialInterval) {
-    ctx.addIssue({
-      code: 'custom',
+    return {
+      ok: false,
       path: ['maximumInterval'],
       message: `maximumInterval (${maximumInterval} ms) is below initialInterval (${initialInterval} ms)`,
-    });
+    };
   }
-  return {
+  const policy = RetryPolicySchema.parse({
     initialInterval,
-    backoffCoefficient: p.backoffCoefficient ?? DEFAULT_RETRY_POLICY.backoffCoefficient,
+    backoffCoefficient: merged.backoffCoefficient ?? DEFAULT_RETRY_POLICY.backoffCoefficient,
     maximumInterval,
-    maximumAttempts: p.maximumAttempts ?? DEFAULT_RETRY_POLICY.maximumAttempts,
-    nonRetryableErrorTypes: p.nonRetryableErrorTypes ?? [...DEFAULT_RETRY_POLICY.nonRetryableErrorTypes],
-  };
-});
+    maximumAttempts: merged.maximumAttempts ?? DEFAULT_RETRY_POLICY.maximumAttempts,
+    nonRetryableErrorTypes: [...(merged.nonRetryableErrorTypes ?? DEFAULT_RETRY_POLICY.nonRetryableErrorTypes)],
+  });
+  return { ok: true, policy };
+}
 
-/** A retry policy as written (every field optional, durations as numbers or strings). */
-export type RetryPolicyInput = z.input<typeof RetryPolicySchema>;
-/** A retry policy with every field filled in and every interval in milliseconds. */
-export type RetryPolicy = z.output<typeof RetryPolicySchema>;
+/** Thrown by `resolveRetryPolicy` for fields that do not make a policy. */
+export class RetryPolicyError extends Error {
+  readonly code = 'RETRY_POLICY_INVALID' as const;
+  constructor(
+    readonly path: string[],
+    readonly detail: string,
+  ) {
+    super(`invalid retry policy: ${path.join('.')}: ${detail}`);
+    this.name = 'RetryPolicyError';
+  }
+}
 
-/** The policy with every default filled in. */
-export function resolveRetryPolicy(input: RetryPolicyInput = {}): RetryPolicy {
-  return RetryPolicySchema.parse(input);
+/** The policy of the given layers (see `checkRetryPolicy`); throws `RetryPolicyError`. */
+export function resolveRetryPolicy(...layers: (RetryPolicyFields | undefined)[]): RetryPolicy {
+  const check = checkRetryPolicy(...layers);
+  if (!check.ok) throw new RetryPolicyError(check.path, check.message);
+  return check.policy;
 }
 
 /**
  * Milliseconds to wait before retrying after attempt `attempt` (1-based)
  * failed: `min(initialInterval * backoffCoefficient^(attempt-1), maximumInterval)`.
+ * No jitter: the WorkflowRun must decide the same way on every replay.
  */
 export function retryDelayMs(policy: RetryPolicy, attempt: number): number {
   const exponent = Math.max(0, attempt - 1);
@@ -95,21 +112,26 @@ export function retryDelayMs(policy: RetryPolicy, attempt: number): number {
   return Math.round(Math.min(raw, policy.maximumInterval));
 }
 
+/** Why a failure is not retried. */
+export type NoRetryReason = 'non-retryable' | 'exhausted';
+
 export type RetryDecision =
   | { retry: true; nextAttempt: number; delayMs: number }
-  | { retry: false; why: 'non-retryable' | 'attempts-exhausted' };
+  | { retry: false; why: NoRetryReason };
 
 /**
- * Whether a failed attempt is retried. `retryable: false` marks a failure the
- * reporter already knows is final (the error type need not be listed).
+ * Whether a failed attempt is retried: not if the reporter says the failure
+ * is final (`final`), not if its error type is listed in
+ * `nonRetryableErrorTypes`, not if it was the last allowed attempt
+ * (`maximumAttempts`, 0 meaning unlimited).
  */
 export function decideRetry(
   policy: RetryPolicy,
-  failure: { attempt: number; errorType: string; retryable?: boolean },
+  failure: { attempt: number; errorType: string; final?: NoRetryReason | undefined },
 ): RetryDecision {
-  if (failure.retryable === false || policy.nonRetryableErrorTypes.includes(failure.errorType)) {
-    return { retry: false, why: 'non-retryable' };
-  }
-  if (failure.attempt >= policy.maximumAttempts) return { retry: false, why: 'attempts-exhausted' };
+  if (failure.final !== undefined) return { retry: false, why: failure.final };
+  if (policy.nonRetryableErrorTypes.includes(failure.errorType)) return { retry: false, why: 'non-retryable' };
+  if (policy.maximumAttempts !== 0 && failure.attempt >= policy.maximumAttempts)
+    return { retry: false, why: 'exhausted' };
   return { retry: true, nextAttempt: failure.attempt + 1, delayMs: retryDelayMs(policy, failure.attempt) };
 }

@@ -23,10 +23,10 @@ export const RoleNameSchema = z
 /** A person or agent allowed to approve a gate. */
 export const ApproverNameSchema = z.string().min(1).max(128);
 
-/** What a hop ended with, as seen by the workflow. */
-export const HOP_OUTCOMES = ['succeeded', 'failed'] as const;
-export const HopOutcomeSchema = z.enum(HOP_OUTCOMES);
-export type HopOutcome = z.infer<typeof HopOutcomeSchema>;
+/** The outcomes a `next` rule branches on. */
+export const NEXT_RULE_OUTCOMES = ['succeeded', 'failed'] as const;
+export const NextRuleOutcomeSchema = z.enum(NEXT_RULE_OUTCOMES);
+export type NextRuleOutcome = z.infer<typeof NextRuleOutcomeSchema>;
 
 /** How a run ends when a rule ends it. */
 export const RUN_ENDINGS = ['completed', 'failed'] as const;
@@ -41,7 +41,7 @@ export type RunEnding = z.infer<typeof RunEndingSchema>;
  */
 export const NextRuleSchema = z
   .strictObject({
-    on: HopOutcomeSchema,
+    on: NextRuleOutcomeSchema,
     /** Only for `on: 'failed'`: the rule matches this error type only. */
     errorType: z.string().min(1).max(128).optional(),
     goto: StageNameSchema.optional(),
@@ -115,19 +115,29 @@ export type WorkflowDefinition = z.output<typeof WorkflowDefinitionSchema>;
 export const WorkflowRefSchema = z.strictObject({ id: WorkflowIdSchema, version: z.number().int().min(1) });
 export type WorkflowRef = z.infer<typeof WorkflowRefSchema>;
 
-/** What one hop (or a whole work item) cost. */
-export const UsageSchema = z.strictObject({
+/**
+ * What a run has cost so far, or what one of its hops added: tokens, dollars
+ * and elapsed time. (A worker's own report per hop, with its model, is
+ * `Usage` of `./work-envelope.ts`; the Coordinator adds the elapsed time it
+ * measured and accrues it here.)
+ */
+export const RunUsageSchema = z.strictObject({
   inputTokens: z.number().int().nonnegative(),
   outputTokens: z.number().int().nonnegative(),
   costUsd: z.number().nonnegative().finite(),
   elapsedMs: z.number().nonnegative().finite(),
 });
-export type Usage = z.infer<typeof UsageSchema>;
+export type RunUsage = z.infer<typeof RunUsageSchema>;
 
-export const ZERO_USAGE: Readonly<Usage> = Object.freeze({ inputTokens: 0, outputTokens: 0, costUsd: 0, elapsedMs: 0 });
+export const ZERO_RUN_USAGE: Readonly<RunUsage> = Object.freeze({
+  inputTokens: 0,
+  outputTokens: 0,
+  costUsd: 0,
+  elapsedMs: 0,
+});
 
 /** The sum of two usages (cost rounded to a nano-dollar to keep sums stable). */
-export function addUsage(a: Usage, b: Usage): Usage {
+export function addRunUsage(a: RunUsage, b: RunUsage): RunUsage {
   return {
     inputTokens: a.inputTokens + b.inputTokens,
     outputTokens: a.outputTokens + b.outputTokens,
@@ -152,7 +162,7 @@ export const WorkflowRunEventSchema = z.discriminatedUnion('type', [
     type: z.literal('HOP_SUCCEEDED'),
     hop: HopNumberSchema,
     attempt: AttemptSchema,
-    usage: UsageSchema.optional(),
+    usage: RunUsageSchema.optional(),
   }),
   z.strictObject({
     type: z.literal('HOP_FAILED'),
@@ -160,9 +170,13 @@ export const WorkflowRunEventSchema = z.discriminatedUnion('type', [
     attempt: AttemptSchema,
     errorType: z.string().min(1).max(128),
     message: z.string().max(2_000).optional(),
-    /** `false` when the reporter knows the failure is final (its retries are already spent). */
-    retryable: z.boolean().optional(),
-    usage: UsageSchema.optional(),
+    /**
+     * Set when the reporter knows the failure is final: `non-retryable`, or
+     * `exhausted` (its retries were already spent, say by the bus). Without
+     * it, the stage's retry policy decides.
+     */
+    final: z.enum(['non-retryable', 'exhausted']).optional(),
+    usage: RunUsageSchema.optional(),
   }),
   z.strictObject({
     type: z.literal('HOP_SUSPENDED'),
@@ -172,14 +186,14 @@ export const WorkflowRunEventSchema = z.discriminatedUnion('type', [
     continuation: ContinuationSchema,
     /** The role the worker asked. */
     askedRole: RoleNameSchema.optional(),
-    usage: UsageSchema.optional(),
+    usage: RunUsageSchema.optional(),
   }),
   z.strictObject({
     type: z.literal('HOP_RESUMED'),
     hop: HopNumberSchema,
     continuation: ContinuationSchema,
     /** What answering the worker's question cost. */
-    usage: UsageSchema.optional(),
+    usage: RunUsageSchema.optional(),
   }),
   z.strictObject({
     type: z.literal('APPROVAL_REQUIRED'),

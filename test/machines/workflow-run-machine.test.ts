@@ -70,12 +70,13 @@ class RunModel {
   retry(stage: string) {
     const s = this.def.stages[stage]?.retry ?? {};
     const d = this.def.defaults?.retry ?? {};
+    // The work bus's defaults: 1 s, x2, 60 s (or the initial interval if longer), 5 attempts.
     const initial = s.initialInterval ?? d.initialInterval ?? 1000;
     return {
       initial,
       coefficient: s.backoffCoefficient ?? d.backoffCoefficient ?? 2,
-      max: s.maximumInterval ?? d.maximumInterval ?? initial * 100,
-      attempts: s.maximumAttempts ?? d.maximumAttempts ?? 3,
+      max: s.maximumInterval ?? d.maximumInterval ?? Math.max(60_000, initial),
+      attempts: s.maximumAttempts ?? d.maximumAttempts ?? 5,
       nonRetryable: s.nonRetryableErrorTypes ?? d.nonRetryableErrorTypes ?? [],
     };
   }
@@ -113,20 +114,18 @@ class RunModel {
     this.directive = { kind: 'none' };
   }
 
-  outcome(on: 'succeeded' | 'failed', errorType?: string, retryable?: boolean) {
+  outcome(on: 'succeeded' | 'failed', errorType?: string, final?: 'non-retryable' | 'exhausted') {
     const stage = this.stage!;
     const policy = this.retry(stage);
-    let exhausted = false;
-    if (on === 'failed') {
-      if (retryable !== false && !policy.nonRetryable.includes(errorType!)) {
-        if (this.attempt < policy.attempts) {
-          const delay = Math.min(policy.initial * policy.coefficient ** (this.attempt - 1), policy.max);
-          this.attempt += 1;
-          this.dispatch(Math.round(delay), null, null);
-          return;
-        }
-        exhausted = true;
+    let exhausted = final === 'exhausted';
+    if (on === 'failed' && final === undefined && !policy.nonRetryable.includes(errorType!)) {
+      if (policy.attempts === 0 || this.attempt < policy.attempts) {
+        const delay = Math.min(policy.initial * policy.coefficient ** (this.attempt - 1), policy.max);
+        this.attempt += 1;
+        this.dispatch(Math.round(delay), null, null);
+        return;
       }
+      exhausted = true;
     }
     const rules = this.def.stages[stage]!.next;
     let anyMatched = false;
@@ -190,7 +189,7 @@ class RunModel {
             this.accrue(e.usage);
             return e.type === 'HOP_SUCCEEDED'
               ? this.outcome('succeeded')
-              : this.outcome('failed', e.errorType, e.retryable);
+              : this.outcome('failed', e.errorType, e.final);
           case 'HOP_SUSPENDED':
             if (!hopOk(e.hop, e.attempt)) return refuse('stale-hop');
             accept();
@@ -297,7 +296,14 @@ type Usage = { inputTokens: number; outputTokens: number; costUsd: number; elaps
 type Desc =
   | { t: 'START' }
   | { t: 'SUCCEED'; hopDelta: number; attemptDelta: number; usage?: Usage }
-  | { t: 'FAIL'; hopDelta: number; attemptDelta: number; errorType: number; retryable?: boolean; usage?: Usage }
+  | {
+      t: 'FAIL';
+      hopDelta: number;
+      attemptDelta: number;
+      errorType: number;
+      final?: 'non-retryable' | 'exhausted';
+      usage?: Usage;
+    }
   | { t: 'SUSPEND'; hopDelta: number; continuation: string; usage?: Usage }
   | { t: 'RESUME'; hopDelta: number; continuation: string; usage?: Usage }
   | { t: 'APPROVAL_REQUIRED'; hopDelta: number; approvers?: string[] }
@@ -342,7 +348,7 @@ function toEvent(d: Desc, c: WorkflowRunContext): WorkflowRunEvent | { type: str
         hop,
         attempt,
         errorType: pick(errorTypesOf(c.definition), d.errorType),
-        ...(d.retryable === undefined ? {} : { retryable: d.retryable }),
+        ...(d.final === undefined ? {} : { final: d.final }),
         ...usage,
       };
     case 'SUSPEND':
@@ -409,7 +415,7 @@ const descArbs: fc.Arbitrary<Desc>[] = [
         hopDelta,
         attemptDelta,
         errorType: errorTypes,
-        retryable: fc.constantFrom(undefined, undefined, true, false),
+        final: fc.constantFrom(undefined, undefined, undefined, 'non-retryable' as const, 'exhausted' as const),
         usage: usageArb,
       }),
     ),
@@ -490,7 +496,7 @@ describe('WorkflowRun against a reference model', () => {
         hopDelta: fc.constant(0),
         attemptDelta: fc.constant(0),
         errorType: errorTypes,
-        retryable: fc.constantFrom(undefined, undefined, true, false),
+        final: fc.constantFrom(undefined, undefined, undefined, 'non-retryable' as const, 'exhausted' as const),
       }),
     },
     { weight: 1, arbitrary: fc.record({ t: fc.constant('APPROVE' as const), by: people }) },
@@ -796,7 +802,7 @@ describe('other definitions', () => {
 
     const single = startRun(SINGLE);
     single.send({ type: 'START' });
-    single.send({ type: 'HOP_FAILED', ...current(single), errorType: 'Boom', retryable: false });
+    single.send({ type: 'HOP_FAILED', ...current(single), errorType: 'Boom', final: 'non-retryable' });
     expect(ctx(single).failure).toEqual({
       code: 'NON_RETRYABLE',
       reason: 'hop 1 (only) failed with Boom',
