@@ -46,3 +46,31 @@ export type { Dispatch, JsonRpcServerOptions } from './transport/jsonrpc-server.
 export { LineSplitter } from './transport/ndjson.js';
 export { LineWriter } from './transport/line-writer.js';
 export { AgentInbox, MAX_BUFFERED_EVENTS } from './transport/agent-inbox.js';
+// The work bus (issue 5): queues, the SQLite backend, the worker harness, the Context Engine and pools.
+export * from './protocol/work-envelope.js';
+export * from './machines/delivery-machine.js';
+export * from './machines/pool-machine.js';
+export * from './bus/work-queue.js';
+export { SqliteQueue, createSqliteQueue } from './bus/sqlite-queue.js';
+export type { SqliteQueueOptions } from './bus/sqlite-queue.js';
+export { replyDispatch, replyInfo, resumeKey, REPLY_METADATA_KEY } from './bus/reply-routing.js';
+export type { ReplyInfo } from './bus/reply-routing.js';
+export { deliveries } from './bus/deliveries.js';
+export type { DeliveriesOptions } from './bus/deliveries.js';
+export * from './persistence/context-store.js';
+export { createWorker, complete, suspend, NonRetryableError, WorkerError } from './actors/worker.js';
+export type {
+  Worker,
+  WorkerOptions,
+  WorkHandler,
+  HopInput,
+  HopResume,
+  HandlerResult,
+  Completion,
+  Suspension,
+  Effects,
+  StopOptions,
+  WorkerErrorCode,
+} from './actors/worker.js';
+export { createPool, PoolConfigError } from './actors/pool.js';
+export type { Pool, PoolOptions } from './actors/pool.js';

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
+import { deliveries } from '../../src/bus/deliveries.js';
 import { BusError, type Delivery, type RoleSettings, type WorkQueue } from '../../src/bus/work-queue.js';
 import type { Clock } from '../../src/persistence/clock.js';
 import type { WorkEnvelope } from '../../src/protocol/work-envelope.js';
@@ -177,6 +178,48 @@ export function runWorkQueueContract(name: string, factory: WorkQueueFactory): v
         setTimeout(() => controller.abort(), 30);
         expect(await waiting).toEqual([]);
         expect(Date.now() - started).toBeLessThan(2000);
+      });
+    });
+
+    describe('deliveries()', () => {
+      it('iterates deliveries as they are published, blocking in between, and ends on abort', async () => {
+        const { queue, role } = await setup();
+        let consumes = 0;
+        const counting = new Proxy(queue, {
+          get(target, prop, receiver) {
+            if (prop === 'consume') {
+              return (...args: Parameters<WorkQueue['consume']>) => {
+                consumes++;
+                return target.consume(...args);
+              };
+            }
+            const value = Reflect.get(target, prop, receiver);
+            return typeof value === 'function' ? value.bind(target) : value;
+          },
+        });
+        const controller = new AbortController();
+        const got: string[] = [];
+        const reading = (async () => {
+          for await (const d of deliveries(counting, role, {
+            consumer: 'iter',
+            visibilityTimeoutMs: 5000,
+            waitMs: 200,
+            signal: controller.signal,
+          })) {
+            got.push(d.envelope.kind === 'work' ? d.envelope.headers.taskId : '?');
+            await queue.ack(d);
+          }
+        })();
+        await sleep(450);
+        // Idle for 450 ms with a 200 ms wait: a handful of consumes, not a busy loop.
+        expect(consumes).toBeLessThanOrEqual(4);
+        await queue.publish(role, workEnvelope(1), { idempotencyKey: 'a' });
+        await queue.publish(role, workEnvelope(2), { idempotencyKey: 'b' });
+        const deadline = Date.now() + 3000;
+        while (got.length < 2 && Date.now() < deadline) await sleep(10);
+        expect(got).toEqual(['task-1', 'task-2']);
+        controller.abort();
+        await reading;
       });
     });
 
