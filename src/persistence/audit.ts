@@ -1,0 +1,375 @@
+import { createHash } from 'node:crypto';
+import type { Statement } from 'better-sqlite3';
+import canonicalize from 'canonicalize';
+import {
+  AUDIT_KINDS,
+  type AuditEntryInput,
+  AuditEntryInputSchema,
+  type AuditHead,
+  type AuditKind,
+  type AuditRow,
+  type JsonObject,
+  MAX_AUDIT_DATA_BYTES,
+} from '../protocol/audit.js';
+import { type Clock, isoTime, systemClock } from './clock.js';
+import type { SqliteDatabase } from './database.js';
+import { type MigrationSet, migrate } from './migrations.js';
+
+/**
+ * The hash-chained audit. Every row's hash is
+ *
+ *   SHA-256( "switchboard.audit.v1" || 0x00 || prevHash (32 bytes) || JCS(row) )
+ *
+ * where JCS is the RFC 8785 canonical JSON of
+ * `{ seq, at, kind, itemId, hop?, actor, data }` (`hop` left out when absent)
+ * and `prevHash` is the previous row's hash (32 zero bytes before the first
+ * row). Hashes are stored as lower-case hex. The chain head `(seq, hash)` is
+ * kept in `audit_head`, updated in the same transaction as the row, so that
+ * rows cut from the end are detected; `append` also returns it so that
+ * callers can keep it elsewhere and pass it to `verifyChain`.
+ */
+
+export const AUDIT_DOMAIN_TAG = 'switchboard.audit.v1';
+export const AUDIT_GENESIS_HASH = '0'.repeat(64);
+
+export const AUDIT_MIGRATIONS: MigrationSet = {
+  component: 'audit',
+  current: 1,
+  migrations: [
+    {
+      version: 1,
+      name: 'audit log and head',
+      up(db) {
+        db.exec(`
+          CREATE TABLE audit_log (
+            seq INTEGER PRIMARY KEY,
+            at TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            item_id TEXT NOT NULL,
+            hop INTEGER,
+            actor TEXT NOT NULL,
+            data TEXT NOT NULL,
+            prev_hash TEXT NOT NULL,
+            hash TEXT NOT NULL
+          ) STRICT;
+          CREATE INDEX audit_log_item ON audit_log (item_id, seq);
+          CREATE TABLE audit_head (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            seq INTEGER NOT NULL,
+            hash TEXT NOT NULL
+          ) STRICT;
+        `);
+        db.prepare('INSERT INTO audit_head (id, seq, hash) VALUES (1, 0, ?)').run(AUDIT_GENESIS_HASH);
+      },
+    },
+  ],
+};
+
+export const AUDIT_ERROR_CODES = ['AUDIT_INVALID_ENTRY', 'AUDIT_HEAD_MISSING'] as const;
+export type AuditErrorCode = (typeof AUDIT_ERROR_CODES)[number];
+
+export class AuditError extends Error {
+  constructor(
+    readonly code: AuditErrorCode,
+    message: string,
+    readonly path: (string | number)[] = [],
+  ) {
+    super(message);
+    this.name = 'AuditError';
+  }
+}
+
+/** Why `verifyChain` stopped. */
+export type AuditBreak =
+  /** A row's stored hash is not the hash of its content. */
+  | 'hash-mismatch'
+  /** A row's `prevHash` is not the hash of the row before (rows reordered, replaced or inserted). */
+  | 'prev-hash-mismatch'
+  /** A row is missing from the middle (or the first row is not seq 1). */
+  | 'seq-gap'
+  /** Rows were cut from the end: the head names a later row than the last one. */
+  | 'truncated'
+  /** The head does not match the last row (edited, or rows added past it). */
+  | 'head-mismatch'
+  /** A row cannot be read back (bad JSON, unknown kind). */
+  | 'malformed-row';
+
+export type AuditVerification =
+  | { ok: true; entries: number; head: AuditHead }
+  | { ok: false; seq: number; reason: AuditBreak; detail: string };
+
+/** The hash of one row, given the previous row's hash (both hex). */
+export function auditRowHash(
+  prevHash: string,
+  row: { seq: number; at: string; kind: string; itemId: string; hop: number | null; actor: string; data: JsonObject },
+): string {
+  const canonical = canonicalize({
+    seq: row.seq,
+    at: row.at,
+    kind: row.kind,
+    itemId: row.itemId,
+    ...(row.hop === null ? {} : { hop: row.hop }),
+    actor: row.actor,
+    data: row.data,
+  });
+  return createHash('sha256')
+    .update(AUDIT_DOMAIN_TAG, 'utf8')
+    .update(ZERO_BYTE)
+    .update(Buffer.from(prevHash, 'hex'))
+    .update(canonical ?? '', 'utf8')
+    .digest('hex');
+}
+const ZERO_BYTE = Buffer.from([0]);
+
+interface StoredRow {
+  seq: number;
+  at: string;
+  kind: string;
+  item_id: string;
+  hop: number | null;
+  actor: string;
+  data: string;
+  prev_hash: string;
+  hash: string;
+}
+
+export interface AuditLogOptions {
+  clock?: Clock;
+}
+
+export interface AuditListOptions {
+  itemId?: string;
+  /** Rows with a larger `seq` only. */
+  afterSeq?: number;
+  limit?: number;
+}
+
+/** One appended row's place in the chain: the new head. */
+export interface AuditAppended extends AuditHead {
+  at: string;
+  prevHash: string;
+}
+
+/**
+ * The audit of one database. `append` runs inside the caller's transaction
+ * when there is one (as a savepoint), or in its own.
+ */
+export class AuditLog {
+  readonly #db: SqliteDatabase;
+  readonly #clock: Clock;
+  readonly #readHead: Statement<[], { seq: number; hash: string }>;
+  readonly #insert: Statement<[number, string, string, string, number | null, string, string, string, string]>;
+  readonly #writeHead: Statement<[number, string]>;
+  readonly #appendTx: (entries: readonly AuditEntryInput[]) => AuditAppended[];
+
+  constructor(db: SqliteDatabase, options: AuditLogOptions = {}) {
+    this.#db = db;
+    this.#clock = options.clock ?? systemClock;
+    migrate(db, AUDIT_MIGRATIONS);
+    this.#readHead = db.prepare('SELECT seq, hash FROM audit_head WHERE id = 1');
+    this.#insert = db.prepare(
+      'INSERT INTO audit_log (seq, at, kind, item_id, hop, actor, data, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    );
+    this.#writeHead = db.prepare('UPDATE audit_head SET seq = ?, hash = ? WHERE id = 1');
+    const tx = db.transaction((entries: readonly AuditEntryInput[]) => {
+      const head = this.#readHead.get();
+      if (head === undefined) throw new AuditError('AUDIT_HEAD_MISSING', 'the audit head row is missing');
+      let { seq, hash } = head;
+      const out: AuditAppended[] = [];
+      for (const entry of entries) {
+        const row = checkEntry(entry, this.#clock);
+        const prevHash = hash;
+        seq += 1;
+        hash = auditRowHash(prevHash, { seq, ...row });
+        this.#insert.run(seq, row.at, row.kind, row.itemId, row.hop, row.actor, row.dataText, prevHash, hash);
+        out.push({ seq, hash, at: row.at, prevHash });
+      }
+      this.#writeHead.run(seq, hash);
+      return out;
+    });
+    // Its own transaction takes the write lock at once (BEGIN IMMEDIATE);
+    // inside a caller's transaction it is a savepoint.
+    this.#appendTx = tx.immediate;
+  }
+
+  /** Appends one row; returns the new head. Bad input throws `AuditError` and appends nothing. */
+  append(entry: AuditEntryInput): AuditAppended {
+    return this.#appendTx([entry])[0]!;
+  }
+
+  /** Appends rows in order, all or none. */
+  appendMany(entries: readonly AuditEntryInput[]): AuditAppended[] {
+    if (entries.length === 0) return [];
+    return this.#appendTx(entries);
+  }
+
+  /** The chain head as stored. */
+  head(): AuditHead {
+    const head = this.#readHead.get();
+    if (head === undefined) throw new AuditError('AUDIT_HEAD_MISSING', 'the audit head row is missing');
+    return { seq: head.seq, hash: head.hash };
+  }
+
+  /** Rows in order (of one work item, after a seq, up to a limit). */
+  list(options: AuditListOptions = {}): AuditRow[] {
+    const where: string[] = ['seq > ?'];
+    const params: (string | number)[] = [options.afterSeq ?? 0];
+    if (options.itemId !== undefined) {
+      where.push('item_id = ?');
+      params.push(options.itemId);
+    }
+    const limit = Math.max(0, Math.min(options.limit ?? 10_000, 100_000));
+    const rows = this.#db
+      .prepare(`SELECT * FROM audit_log WHERE ${where.join(' AND ')} ORDER BY seq LIMIT ${limit}`)
+      .all(...params) as StoredRow[];
+    return rows.map((r) => {
+      const row = readRow(r);
+      if (typeof row === 'string') throw new AuditError('AUDIT_INVALID_ENTRY', `row ${r.seq}: ${row}`);
+      return row;
+    });
+  }
+
+  /**
+   * Walks the whole chain from the first row and returns the first break:
+   * a missing row, a row whose `prevHash` is not the hash before it, a row
+   * whose content does not hash to its `hash`, a head that does not match the
+   * last row. With `expectedHead` (a head the caller kept elsewhere), a chain
+   * cut short together with its head is caught too.
+   */
+  verifyChain(options: { expectedHead?: AuditHead } = {}): AuditVerification {
+    let expectedSeq = 1;
+    let prevHash = AUDIT_GENESIS_HASH;
+    const iterate = this.#db.prepare('SELECT * FROM audit_log ORDER BY seq').iterate() as IterableIterator<StoredRow>;
+    for (const stored of iterate) {
+      if (stored.seq !== expectedSeq) {
+        return {
+          ok: false,
+          seq: expectedSeq,
+          reason: 'seq-gap',
+          detail:
+            stored.seq > expectedSeq
+              ? `row ${expectedSeq} is missing (the next row is ${stored.seq})`
+              : `row ${stored.seq} is out of place (expected ${expectedSeq})`,
+        };
+      }
+      const row = readRow(stored);
+      if (typeof row === 'string') return { ok: false, seq: stored.seq, reason: 'malformed-row', detail: row };
+      if (row.prevHash !== prevHash) {
+        return {
+          ok: false,
+          seq: row.seq,
+          reason: 'prev-hash-mismatch',
+          detail: `row ${row.seq} does not follow row ${row.seq - 1}: its prevHash is not that row's hash`,
+        };
+      }
+      if (auditRowHash(prevHash, row) !== row.hash) {
+        return {
+          ok: false,
+          seq: row.seq,
+          reason: 'hash-mismatch',
+          detail: `row ${row.seq} was changed: its content does not hash to its stored hash`,
+        };
+      }
+      prevHash = row.hash;
+      expectedSeq += 1;
+    }
+    const last: AuditHead = { seq: expectedSeq - 1, hash: prevHash };
+    const stored = this.#readHead.get();
+    const heads: [string, AuditHead | undefined][] = [['stored head', stored]];
+    if (options.expectedHead) heads.push(['expected head', options.expectedHead]);
+    for (const [name, head] of heads) {
+      if (head === undefined) {
+        return { ok: false, seq: last.seq, reason: 'head-mismatch', detail: `the ${name} is missing` };
+      }
+      if (head.seq > last.seq) {
+        return {
+          ok: false,
+          seq: last.seq + 1,
+          reason: 'truncated',
+          detail: `the ${name} is at row ${head.seq} but the last row is ${last.seq}: rows were cut from the end`,
+        };
+      }
+      if (head.seq < last.seq) {
+        return {
+          ok: false,
+          seq: head.seq + 1,
+          reason: 'head-mismatch',
+          detail: `the ${name} is at row ${head.seq} but rows go on to ${last.seq}`,
+        };
+      }
+      if (head.hash !== last.hash) {
+        return {
+          ok: false,
+          seq: last.seq,
+          reason: 'head-mismatch',
+          detail: `the ${name}'s hash is not the hash of row ${last.seq}`,
+        };
+      }
+    }
+    return { ok: true, entries: last.seq, head: last };
+  }
+}
+
+interface CheckedEntry {
+  at: string;
+  kind: AuditKind;
+  itemId: string;
+  hop: number | null;
+  actor: string;
+  data: JsonObject;
+  dataText: string;
+}
+
+function checkEntry(entry: AuditEntryInput, clock: Clock): CheckedEntry {
+  const parsed = AuditEntryInputSchema.safeParse(entry);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const path = issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p));
+    throw new AuditError(
+      'AUDIT_INVALID_ENTRY',
+      `invalid audit entry: ${path.join('.') || '(root)'}: ${issue.message}`,
+      path,
+    );
+  }
+  const e = parsed.data;
+  const dataText = canonicalize(e.data) ?? '{}';
+  if (Buffer.byteLength(dataText, 'utf8') > MAX_AUDIT_DATA_BYTES) {
+    throw new AuditError(
+      'AUDIT_INVALID_ENTRY',
+      `invalid audit entry: data: over ${MAX_AUDIT_DATA_BYTES} bytes (record sizes, not bodies)`,
+      ['data'],
+    );
+  }
+  return {
+    at: e.at ?? isoTime(clock),
+    kind: e.kind,
+    itemId: e.itemId,
+    hop: e.hop ?? null,
+    actor: e.actor,
+    data: e.data,
+    dataText,
+  };
+}
+
+function readRow(r: StoredRow): AuditRow | string {
+  if (!(AUDIT_KINDS as readonly string[]).includes(r.kind))
+    return `row ${r.seq} has an unknown kind ${JSON.stringify(r.kind)}`;
+  let data: unknown;
+  try {
+    data = JSON.parse(r.data);
+  } catch {
+    return `row ${r.seq}: data is not JSON`;
+  }
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) return `row ${r.seq}: data is not an object`;
+  return {
+    seq: r.seq,
+    at: r.at,
+    kind: r.kind as AuditKind,
+    itemId: r.item_id,
+    hop: r.hop,
+    actor: r.actor,
+    data: data as JsonObject,
+    prevHash: r.prev_hash,
+    hash: r.hash,
+  };
+}
