@@ -1,0 +1,87 @@
+// The reference side of `npm run bench:peer`: the official @a2a-js/sdk server
+// (DefaultRequestHandler, InMemoryTaskStore, JSON-RPC over HTTP with express)
+// on 127.0.0.1. Its agent completes every task it is sent, as the worker of
+// switchboard's side of the bench does. Plain JavaScript so that its RSS is
+// not inflated by a TypeScript loader. Prints `{"port":N}` once listening;
+// answers `GET /rss` with its resident set size.
+import express from 'express';
+import { A2A_PROTOCOL_VERSION, AGENT_CARD_PATH, Role, TaskState } from '@a2a-js/sdk';
+import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
+import { UserBuilder, agentCardHandler, jsonRpcHandler } from '@a2a-js/sdk/server/express';
+
+function textPart(value) {
+  return { content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: 'text/plain' };
+}
+
+const worker = {
+  async execute(requestContext, eventBus) {
+    const { taskId, contextId, userMessage } = requestContext;
+    eventBus.publish(
+      AgentEvent.task(
+        requestContext.task ?? {
+          id: taskId,
+          contextId,
+          status: { state: TaskState.TASK_STATE_SUBMITTED, timestamp: new Date().toISOString(), message: undefined },
+          artifacts: [],
+          history: [userMessage],
+          metadata: undefined,
+        },
+      ),
+    );
+    eventBus.publish(
+      AgentEvent.statusUpdate({
+        taskId,
+        contextId,
+        status: {
+          state: TaskState.TASK_STATE_COMPLETED,
+          timestamp: new Date().toISOString(),
+          message: {
+            role: Role.ROLE_AGENT,
+            messageId: crypto.randomUUID(),
+            parts: [textPart('done')],
+            taskId,
+            contextId,
+            extensions: [],
+            metadata: {},
+            referenceTaskIds: [],
+          },
+        },
+        metadata: undefined,
+      }),
+    );
+  },
+  async cancelTask() {},
+};
+
+async function main() {
+  const app = express();
+  const port = await new Promise((resolve, reject) => {
+    const server = app.listen(0, '127.0.0.1', (error) => (error ? reject(error) : resolve(server.address().port)));
+  });
+  const url = `http://127.0.0.1:${port}/`;
+  const card = {
+    name: 'bench worker',
+    description: 'completes every task',
+    supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: A2A_PROTOCOL_VERSION }],
+    provider: undefined,
+    version: '1.0.0',
+    capabilities: { streaming: false, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    securitySchemes: {},
+    securityRequirements: [],
+    defaultInputModes: ['text'],
+    defaultOutputModes: ['text'],
+    skills: [],
+    documentationUrl: '',
+    signatures: [],
+  };
+  const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), worker);
+  app.get('/rss', (_req, res) => res.json({ rss: process.memoryUsage.rss() }));
+  app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler }));
+  app.use(jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication }));
+  process.stdout.write(`${JSON.stringify({ port })}\n`);
+}
+
+main().catch((error) => {
+  process.stderr.write(`${error?.stack ?? error}\n`);
+  process.exit(1);
+});
