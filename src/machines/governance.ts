@@ -1,0 +1,255 @@
+import type { RunUsage, WorkflowRef } from '../protocol/workflow.js';
+
+/**
+ * Governance: before every hop, the Coordinator runs an ordered cascade of
+ * policies over the hop. Each policy is a plain, synchronous function of the
+ * hop's context returning allow, deny (with a reason) or require-approval
+ * (with a reason and, optionally, who may approve). Pure: no clock, no I/O,
+ * so that a decision can be recorded in the audit and reproduced.
+ */
+
+/** What a policy sees of the hop about to be dispatched. */
+export interface HopContext {
+  /** The work item (top-level task). */
+  itemId: string;
+  workflow: WorkflowRef;
+  stage: string;
+  role: string;
+  /** The hop's number in its run (1-based). */
+  hop: number;
+  attempt: number;
+  /** What the work item has cost so far (before this hop). */
+  usage: RunUsage;
+  /** Who approved this hop, if anyone (its gate, or an earlier require-approval). */
+  approvedBy: string | null;
+  /** Anything else the Coordinator passes to user policies (the requester, labels). */
+  attributes?: Readonly<Record<string, string | number | boolean>>;
+}
+
+export type PolicyVerdict =
+  | { decision: 'allow' }
+  | { decision: 'deny'; reason: string }
+  | { decision: 'require-approval'; reason: string; approvers?: string[] };
+
+/** A policy: a plain function. It must not throw; if it does, the cascade denies (fails closed). */
+export type Policy = (ctx: Readonly<HopContext>) => PolicyVerdict;
+
+/** A policy with the name its verdicts are recorded under. */
+export interface NamedPolicy {
+  name: string;
+  check: Policy;
+}
+
+export type PolicyEntry = Policy | NamedPolicy;
+
+/** One policy's verdict as recorded in the audit. */
+export interface PolicyRecord {
+  policy: string;
+  decision: PolicyVerdict['decision'];
+  reason?: string;
+  approvers?: string[];
+  /** For a require-approval already met by `HopContext.approvedBy`. */
+  satisfiedBy?: string;
+}
+
+/** The name the cascade itself records verdicts under (conflicting approval requirements). */
+export const CASCADE_POLICY_NAME = '$cascade';
+
+export type GovernanceDecision =
+  | { decision: 'allow'; verdicts: PolicyRecord[] }
+  | { decision: 'deny'; policy: string; reason: string; verdicts: PolicyRecord[] }
+  | {
+      decision: 'require-approval';
+      reason: string;
+      /** Who may approve so that every requirement is met; `null`: any named approver. */
+      approvers: string[] | null;
+      /** The policies that asked. */
+      policies: string[];
+      verdicts: PolicyRecord[];
+    };
+
+/** Bad arguments to a built-in policy. */
+export class GovernanceConfigError extends Error {
+  readonly code = 'GOVERNANCE_INVALID_POLICY' as const;
+  constructor(message: string) {
+    super(message);
+    this.name = 'GovernanceConfigError';
+  }
+}
+
+function policyName(entry: PolicyEntry, index: number): string {
+  if (typeof entry === 'function') return entry.name || `policy-${index + 1}`;
+  return entry.name;
+}
+
+/** Why a returned value is not a verdict, or null if it is one. */
+function verdictProblem(value: unknown): string | null {
+  if (value === null || typeof value !== 'object') return 'it returned no verdict';
+  const v = value as Record<string, unknown>;
+  if (v.decision === 'allow') return null;
+  if (v.decision !== 'deny' && v.decision !== 'require-approval') {
+    return `unknown decision ${JSON.stringify(v.decision)}`;
+  }
+  if (typeof v.reason !== 'string' || v.reason.length === 0) return `a ${v.decision} verdict needs a reason`;
+  if (v.decision === 'require-approval' && v.approvers !== undefined) {
+    const a = v.approvers;
+    if (!Array.isArray(a) || a.length === 0 || !a.every((x) => typeof x === 'string' && x.length > 0)) {
+      return 'approvers must be a non-empty list of names';
+    }
+  }
+  return null;
+}
+
+function frozenContext(ctx: HopContext): Readonly<HopContext> {
+  return Object.freeze({
+    ...ctx,
+    workflow: Object.freeze({ ...ctx.workflow }),
+    usage: Object.freeze({ ...ctx.usage }),
+    ...(ctx.attributes ? { attributes: Object.freeze({ ...ctx.attributes }) } : {}),
+  });
+}
+
+/**
+ * Runs the cascade in order. The first deny wins (later policies are not
+ * asked). Require-approval verdicts are collected: a verdict whose approvers
+ * include `ctx.approvedBy` (or that names none, when someone approved) is met;
+ * if any is not met, the decision is require-approval from the approvers
+ * common to every requirement (a deny when no one is common to them all).
+ * A policy that throws or returns something other than a verdict denies.
+ * Every policy's verdict is returned for the audit.
+ */
+export function runGovernance(policies: readonly PolicyEntry[], ctx: HopContext): GovernanceDecision {
+  const view = frozenContext(ctx);
+  const verdicts: PolicyRecord[] = [];
+  const requirements: { policy: string; reason: string; approvers: string[] | null; met: boolean }[] = [];
+  for (const [index, entry] of policies.entries()) {
+    const name = policyName(entry, index);
+    const check = typeof entry === 'function' ? entry : entry.check;
+    let verdict: PolicyVerdict;
+    try {
+      const returned: unknown = check(view);
+      const problem = verdictProblem(returned);
+      verdict =
+        problem === null ? (returned as PolicyVerdict) : { decision: 'deny', reason: `policy ${name}: ${problem}` };
+    } catch (error) {
+      verdict = { decision: 'deny', reason: `policy ${name} failed: ${(error as Error)?.message ?? String(error)}` };
+    }
+    if (verdict.decision === 'allow') {
+      verdicts.push({ policy: name, decision: 'allow' });
+      continue;
+    }
+    if (verdict.decision === 'deny') {
+      verdicts.push({ policy: name, decision: 'deny', reason: verdict.reason });
+      return { decision: 'deny', policy: name, reason: verdict.reason, verdicts };
+    }
+    const approvers = verdict.approvers ? [...new Set(verdict.approvers)] : null;
+    const met = ctx.approvedBy !== null && (approvers === null || approvers.includes(ctx.approvedBy));
+    verdicts.push({
+      policy: name,
+      decision: 'require-approval',
+      reason: verdict.reason,
+      ...(approvers ? { approvers } : {}),
+      ...(met ? { satisfiedBy: ctx.approvedBy! } : {}),
+    });
+    requirements.push({ policy: name, reason: verdict.reason, approvers, met });
+  }
+  if (requirements.every((r) => r.met)) return { decision: 'allow', verdicts };
+
+  // One approval must meet every requirement, including those met so far,
+  // or approvals could take turns undoing each other.
+  let common: string[] | null = null;
+  for (const r of requirements) {
+    if (r.approvers === null) continue;
+    common = common === null ? [...r.approvers] : common.filter((a) => r.approvers!.includes(a));
+  }
+  const asking = requirements.filter((r) => !r.met);
+  if (common !== null && common.length === 0) {
+    const reason = `no approver can meet every approval requirement (${requirements.map((r) => r.policy).join(', ')})`;
+    verdicts.push({ policy: CASCADE_POLICY_NAME, decision: 'deny', reason });
+    return { decision: 'deny', policy: CASCADE_POLICY_NAME, reason, verdicts };
+  }
+  return {
+    decision: 'require-approval',
+    reason: asking.map((r) => `${r.policy}: ${r.reason}`).join('; '),
+    approvers: common,
+    policies: asking.map((r) => r.policy),
+    verdicts,
+  };
+}
+
+export interface Budget {
+  /** Input plus output tokens the work item may spend. */
+  maxTokens?: number;
+  maxCostUsd?: number;
+}
+
+function checkBudget(budget: Budget): void {
+  if (budget.maxTokens === undefined && budget.maxCostUsd === undefined) {
+    throw new GovernanceConfigError('a budget sets maxTokens, maxCostUsd or both');
+  }
+  if (budget.maxTokens !== undefined && !(Number.isInteger(budget.maxTokens) && budget.maxTokens >= 0)) {
+    throw new GovernanceConfigError(`maxTokens must be a whole number of tokens, not ${budget.maxTokens}`);
+  }
+  if (budget.maxCostUsd !== undefined && !(Number.isFinite(budget.maxCostUsd) && budget.maxCostUsd >= 0)) {
+    throw new GovernanceConfigError(`maxCostUsd must be a finite amount of dollars, not ${budget.maxCostUsd}`);
+  }
+}
+
+/**
+ * How the usage stands against a budget: `exceeded` (strictly over: the item
+ * fails, BUDGET_EXCEEDED), `spent` (at or over: no further hop is allowed), or
+ * null when there is budget left.
+ */
+export function budgetStatus(budget: Budget, usage: RunUsage): { state: 'spent' | 'exceeded'; reason: string } | null {
+  const tokens = usage.inputTokens + usage.outputTokens;
+  const overTokens = budget.maxTokens !== undefined && tokens > budget.maxTokens;
+  const overCost = budget.maxCostUsd !== undefined && usage.costUsd > budget.maxCostUsd;
+  const atTokens = budget.maxTokens !== undefined && tokens >= budget.maxTokens;
+  const atCost = budget.maxCostUsd !== undefined && usage.costUsd >= budget.maxCostUsd;
+  const parts: string[] = [];
+  if (atTokens) parts.push(`${tokens} of ${budget.maxTokens} tokens`);
+  if (atCost) parts.push(`${usage.costUsd} of ${budget.maxCostUsd} USD`);
+  if (overTokens || overCost) return { state: 'exceeded', reason: `budget exceeded: ${parts.join(', ')}` };
+  if (atTokens || atCost) return { state: 'spent', reason: `budget spent: ${parts.join(', ')}` };
+  return null;
+}
+
+/** Denies a hop once the work item has spent its budget in tokens or dollars. */
+export function budgetPolicy(budget: Budget): NamedPolicy {
+  checkBudget(budget);
+  const limits = { ...budget };
+  return {
+    name: 'budget',
+    check: (ctx) => {
+      const status = budgetStatus(limits, ctx.usage);
+      return status === null ? { decision: 'allow' } : { decision: 'deny', reason: status.reason };
+    },
+  };
+}
+
+/** Denies a hop to any role not listed. */
+export function roleAllowListPolicy(roles: Iterable<string>): NamedPolicy {
+  const allowed = new Set(roles);
+  if (allowed.size === 0) throw new GovernanceConfigError('a role allow-list names at least one role');
+  const listed = [...allowed].sort().join(', ');
+  return {
+    name: 'role-allow-list',
+    check: (ctx) =>
+      allowed.has(ctx.role)
+        ? { decision: 'allow' }
+        : { decision: 'deny', reason: `role ${ctx.role} is not allowed (allowed: ${listed})` },
+  };
+}
+
+/** Denies any hop past the `max`-th of a work item (a backstop against runaway loops). */
+export function maxHopsPolicy(max: number): NamedPolicy {
+  if (!(Number.isInteger(max) && max >= 1))
+    throw new GovernanceConfigError(`max hops must be a whole number >= 1, not ${max}`);
+  return {
+    name: 'max-hops',
+    check: (ctx) =>
+      ctx.hop <= max
+        ? { decision: 'allow' }
+        : { decision: 'deny', reason: `hop ${ctx.hop} is over the limit of ${max} hops` },
+  };
+}
