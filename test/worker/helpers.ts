@@ -45,7 +45,7 @@ export function hop(n: number | string, extra: Partial<WorkEnvelope['headers']> 
   };
 }
 
-/** Consumes results until `count` arrive or the time runs out; acks each. */
+/** Consumes results until `count` arrive or the time runs out; acks each, and takes no more than `count`. */
 export async function takeResults(bus: WorkQueue, count: number, timeoutMs = 5000): Promise<ResultEnvelope[]> {
   const out: ResultEnvelope[] = [];
   const deadline = Date.now() + timeoutMs;
@@ -53,7 +53,7 @@ export async function takeResults(bus: WorkQueue, count: number, timeoutMs = 500
     const got = await bus.consume(RESULTS_ROLE, {
       consumer: 'test-coordinator',
       visibilityTimeoutMs: 10_000,
-      max: 50,
+      max: count - out.length,
       waitMs: Math.max(1, Math.min(200, deadline - Date.now())),
     });
     for (const d of got) {
