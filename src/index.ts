@@ -74,3 +74,13 @@ export type {
 } from './actors/worker.js';
 export { createPool, PoolConfigError } from './actors/pool.js';
 export type { Pool, PoolOptions } from './actors/pool.js';
+// Workflows, the WorkflowRun, governance and the hash-chained audit (issue 6).
+export * from './protocol/retry-policy.js';
+export * from './protocol/workflow.js';
+export * from './protocol/audit.js';
+export * from './machines/workflow-definition.js';
+export * from './machines/workflow-run-transitions.js';
+export * from './machines/workflow-run-machine.js';
+export * from './machines/governance.js';
+export * from './persistence/audit.js';
+export * from './actors/workflow-loader.js';
