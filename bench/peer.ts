@@ -1,0 +1,332 @@
+/**
+ * `npm run bench:peer`: the same delegation (a requester creates a task, a
+ * worker completes it, the requester learns the outcome) through
+ *  - the official @a2a-js/sdk server and client over JSON-RPC/HTTP on
+ *    127.0.0.1 (express, InMemoryTaskStore), and
+ *  - `switchboard serve` on stdio with a real SQLite file (durability normal),
+ *    driven by this package's client: the requester sends, the worker wakes on
+ *    its `a2a.task.event` and completes, the requester wakes on its own.
+ * Sequential and 32 in flight: tasks/s, p50/p99 latency, and the server's RSS
+ * (its own process, from /proc) before and after 10,000 tasks, side by side
+ * with ratios. Targets: switchboard >= 3x the SDK sequential, >= 5x
+ * concurrent, lower RSS growth. Progress goes to stderr, figures to stdout.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Role, TaskState } from '@a2a-js/sdk';
+import { ClientFactory } from '@a2a-js/sdk/client';
+import { type SwitchboardClient, connect } from '../src/transport/client.js';
+
+const WARMUP_TASKS = 300;
+const SEQUENTIAL_TASKS = 1000;
+const CONCURRENT_TASKS = 10_000;
+const IN_FLIGHT = 32;
+
+interface Side {
+  name: string;
+  pid: number;
+  /** One whole delegation; resolves once the requester knows the outcome. */
+  delegate(): Promise<void>;
+  close(): Promise<void>;
+}
+
+interface Run {
+  tasksPerSecond: number;
+  p50: number;
+  p99: number;
+}
+
+interface Figures {
+  sequential: Run;
+  concurrent: Run;
+  rssBefore: number;
+  rssAfter: number;
+}
+
+function rssOf(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const match = /VmRSS:\s+(\d+) kB/.exec(status);
+  return match ? Number(match[1]) * 1024 : Number.NaN;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
+}
+
+async function drive(side: Side, tasks: number, inFlight: number, label: string): Promise<Run> {
+  const latencies: number[] = [];
+  let issued = 0;
+  let done = 0;
+  const progress = setInterval(() => process.stderr.write(`  ${side.name} ${label}: ${done}/${tasks}\n`), 2000);
+  const started = performance.now();
+  const lane = async () => {
+    while (issued < tasks) {
+      issued++;
+      const t0 = performance.now();
+      await side.delegate();
+      latencies.push(performance.now() - t0);
+      done++;
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: inFlight }, lane));
+  } finally {
+    clearInterval(progress);
+  }
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  return { tasksPerSecond: tasks / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+}
+
+async function measure(side: Side): Promise<Figures> {
+  process.stderr.write(`${side.name}: warm-up (${WARMUP_TASKS} tasks)\n`);
+  await drive(side, WARMUP_TASKS, 4, 'warm-up');
+  const rssBefore = rssOf(side.pid);
+  process.stderr.write(`${side.name}: sequential (${SEQUENTIAL_TASKS} tasks)\n`);
+  const sequential = await drive(side, SEQUENTIAL_TASKS, 1, 'sequential');
+  process.stderr.write(`${side.name}: ${IN_FLIGHT} in flight (${CONCURRENT_TASKS} tasks)\n`);
+  const concurrent = await drive(side, CONCURRENT_TASKS, IN_FLIGHT, 'concurrent');
+  return { sequential, concurrent, rssBefore, rssAfter: rssOf(side.pid) };
+}
+
+// ---- the @a2a-js/sdk side ----
+
+async function sdkSide(): Promise<Side> {
+  const script = fileURLToPath(new URL('./peer-sdk-server.mjs', import.meta.url));
+  const child = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`the SDK server exited (${code})`)));
+    child.stdout?.once('data', (line: Buffer) => resolve((JSON.parse(line.toString('utf8')) as { port: number }).port));
+  });
+  const client = await new ClientFactory().createFromUrl(`http://127.0.0.1:${port}`);
+  return {
+    name: '@a2a-js/sdk',
+    pid: child.pid as number,
+    async delegate() {
+      const result = (await client.sendMessage({
+        tenant: '',
+        message: {
+          messageId: crypto.randomUUID(),
+          contextId: '',
+          taskId: '',
+          role: Role.ROLE_USER,
+          parts: [
+            {
+              content: { $case: 'text', value: 'do the thing' },
+              metadata: undefined,
+              filename: '',
+              mediaType: 'text/plain',
+            },
+          ],
+          metadata: undefined,
+          extensions: [],
+          referenceTaskIds: [],
+        },
+        configuration: undefined,
+        metadata: undefined,
+      } as never)) as { status?: { state: TaskState } };
+      if (result.status?.state !== TaskState.TASK_STATE_COMPLETED) throw new Error('the SDK task did not complete');
+    },
+    close: () => stop(child),
+  };
+}
+
+// ---- the switchboard side ----
+
+/** Requesters rotate: a context may create 128 tasks and a registration send 200 messages. */
+const TASKS_PER_REQUESTER = 120;
+
+interface Requester {
+  token: string;
+  outstanding: number;
+  retired: boolean;
+}
+
+async function switchboardSide(db: string): Promise<Side> {
+  const client: SwitchboardClient = await connect({ spawn: { db, logLevel: 'warn' } });
+  const worker = await client.register({
+    name: 'worker',
+    contextId: 'bench-workers',
+    description: 'completes every task',
+  });
+  let stopped = false;
+  let failures = 0;
+  const done = { parts: [{ kind: 'text' as const, text: 'done' }] };
+  const workerLoop = (async () => {
+    while (!stopped) {
+      const events = await client.wait({ token: worker.token, timeoutSeconds: 1 });
+      for (const event of events) {
+        if (event.method !== 'a2a.task.event' || event.params.event.kind !== 'status-update') continue;
+        if (event.params.event.status.state !== 'submitted') continue;
+        client
+          .setStatus({ token: worker.token, id: event.params.event.taskId, state: 'completed', message: done })
+          .catch(() => {
+            failures++;
+          });
+      }
+    }
+  })();
+
+  let contexts = 0;
+  let used = TASKS_PER_REQUESTER;
+  let current: Promise<Requester> | undefined;
+  const register = async (): Promise<Requester> => {
+    const { token } = await client.register({ name: 'requester', contextId: `bench-${contexts++}` });
+    return { token, outstanding: 0, retired: false };
+  };
+  const acquire = async (): Promise<Requester> => {
+    if (used >= TASKS_PER_REQUESTER || current === undefined) {
+      const previous = current;
+      current = register();
+      used = 0;
+      if (previous) void previous.then((r) => retire(r));
+    }
+    used++;
+    const requester = await current;
+    requester.outstanding++;
+    return requester;
+  };
+  const retire = (requester: Requester) => {
+    requester.retired = true;
+    if (requester.outstanding === 0) void client.deregister({ token: requester.token });
+  };
+  const release = (requester: Requester) => {
+    requester.outstanding--;
+    if (requester.retired && requester.outstanding === 0) void client.deregister({ token: requester.token });
+  };
+
+  return {
+    name: 'switchboard serve',
+    pid: client.serveProcess?.pid as number,
+    async delegate() {
+      const requester = await acquire();
+      const { task } = await client.send({
+        token: requester.token,
+        to: 'worker',
+        message: { parts: [{ kind: 'text', text: 'do the thing' }] },
+      });
+      for (;;) {
+        const events = await client.wait({ token: requester.token, taskId: task.id, timeoutSeconds: 30 });
+        if (events.length === 0) throw new Error(`task ${task.id} did not complete within 30 s`);
+        const final = events.find(
+          (e) => e.method === 'a2a.task.event' && e.params.event.kind === 'status-update' && e.params.event.final,
+        );
+        if (final) {
+          if (
+            final.method === 'a2a.task.event' &&
+            final.params.event.kind === 'status-update' &&
+            final.params.event.status.state !== 'completed'
+          ) {
+            throw new Error('the switchboard task did not complete');
+          }
+          break;
+        }
+      }
+      release(requester);
+    },
+    async close() {
+      stopped = true;
+      await workerLoop;
+      if (failures > 0) throw new Error(`${failures} completions failed`);
+      await client.close();
+    },
+  };
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+function mb(bytes: number): string {
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+}
+
+async function main() {
+  const dir = mkdtempSync(join(tmpdir(), 'switchboard-bench-peer-'));
+  try {
+    const sdk = await sdkSide();
+    const sdkFigures = await measure(sdk);
+    await sdk.close();
+    const switchboard = await switchboardSide(join(dir, 'bench.db'));
+    const sbFigures = await measure(switchboard);
+    await switchboard.close();
+
+    const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
+    const ms = (v: number) => `${v.toFixed(2)} ms`;
+    const rows: string[][] = [
+      ['', '@a2a-js/sdk (HTTP, in-memory)', 'switchboard (stdio, SQLite)', 'switchboard / sdk'],
+      [
+        'sequential tasks/s',
+        sdkFigures.sequential.tasksPerSecond.toFixed(0),
+        sbFigures.sequential.tasksPerSecond.toFixed(0),
+        ratio(sbFigures.sequential.tasksPerSecond, sdkFigures.sequential.tasksPerSecond),
+      ],
+      [
+        'sequential p50',
+        ms(sdkFigures.sequential.p50),
+        ms(sbFigures.sequential.p50),
+        ratio(sbFigures.sequential.p50, sdkFigures.sequential.p50),
+      ],
+      [
+        'sequential p99',
+        ms(sdkFigures.sequential.p99),
+        ms(sbFigures.sequential.p99),
+        ratio(sbFigures.sequential.p99, sdkFigures.sequential.p99),
+      ],
+      [
+        `${IN_FLIGHT} in flight tasks/s`,
+        sdkFigures.concurrent.tasksPerSecond.toFixed(0),
+        sbFigures.concurrent.tasksPerSecond.toFixed(0),
+        ratio(sbFigures.concurrent.tasksPerSecond, sdkFigures.concurrent.tasksPerSecond),
+      ],
+      [
+        `${IN_FLIGHT} in flight p50`,
+        ms(sdkFigures.concurrent.p50),
+        ms(sbFigures.concurrent.p50),
+        ratio(sbFigures.concurrent.p50, sdkFigures.concurrent.p50),
+      ],
+      [
+        `${IN_FLIGHT} in flight p99`,
+        ms(sdkFigures.concurrent.p99),
+        ms(sbFigures.concurrent.p99),
+        ratio(sbFigures.concurrent.p99, sdkFigures.concurrent.p99),
+      ],
+      ['server RSS before', mb(sdkFigures.rssBefore), mb(sbFigures.rssBefore), ''],
+      [
+        `server RSS after ${SEQUENTIAL_TASKS + CONCURRENT_TASKS} tasks`,
+        mb(sdkFigures.rssAfter),
+        mb(sbFigures.rssAfter),
+        '',
+      ],
+      [
+        'RSS growth',
+        mb(sdkFigures.rssAfter - sdkFigures.rssBefore),
+        mb(sbFigures.rssAfter - sbFigures.rssBefore),
+        ratio(sbFigures.rssAfter - sbFigures.rssBefore, sdkFigures.rssAfter - sdkFigures.rssBefore),
+      ],
+    ];
+    const widths = rows[0]?.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length))) ?? [];
+    process.stdout.write(
+      `bench:peer: one delegation = requester creates a task, worker completes it, requester learns the outcome\n`,
+    );
+    for (const row of rows) process.stdout.write(`${row.map((cell, c) => cell.padEnd(widths[c] ?? 0)).join('  ')}\n`);
+    process.stdout.write(
+      `targets: sequential >= 3x (${ratio(sbFigures.sequential.tasksPerSecond, sdkFigures.sequential.tasksPerSecond)}), ` +
+        `concurrent >= 5x (${ratio(sbFigures.concurrent.tasksPerSecond, sdkFigures.concurrent.tasksPerSecond)}), ` +
+        `lower RSS growth (${mb(sbFigures.rssAfter - sbFigures.rssBefore)} vs ${mb(sdkFigures.rssAfter - sdkFigures.rssBefore)})\n`,
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench:peer failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exitCode = 1;
+});
