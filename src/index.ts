@@ -57,6 +57,8 @@ export { replyDispatch, replyInfo, resumeKey, REPLY_METADATA_KEY } from './bus/r
 export type { ReplyInfo } from './bus/reply-routing.js';
 export { deliveries } from './bus/deliveries.js';
 export type { DeliveriesOptions } from './bus/deliveries.js';
+export { createDispatcher } from './bus/dispatcher.js';
+export type { Dispatcher, StartHop, Started, RoleQuery, ResultDelivery } from './bus/dispatcher.js';
 export * from './persistence/context-store.js';
 export { createWorker, complete, suspend, NonRetryableError, WorkerError } from './actors/worker.js';
 export type {

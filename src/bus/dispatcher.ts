@@ -1,0 +1,131 @@
+import {
+  RESULTS_ROLE,
+  type ResultEnvelope,
+  type RetryPolicy,
+  type WorkEnvelope,
+  type WorkMessage,
+} from '../protocol/work-envelope.js';
+import { type DeliveriesOptions, deliveries } from './deliveries.js';
+import { replyDispatch } from './reply-routing.js';
+import type { DeadLetter, Delivery, NackOptions, QueueStats, WorkQueue } from './work-queue.js';
+
+/**
+ * The Coordinator's side of the bus, Temporal-shaped: `start` schedules an
+ * activity (a hop) on a role's task queue with its retry policy, `signal`
+ * delivers a reply to a suspended hop, `query` reads a role's queue, and
+ * `results` is the stream of hop results to react to. It holds no state of
+ * its own; a Temporal backend can implement the same four calls.
+ */
+export interface StartHop {
+  role: string;
+  taskId: string;
+  runId: string;
+  hop: number;
+  /** The Coordinator's attempt number of this hop (default 1). */
+  attempt?: number;
+  message: WorkMessage;
+  /** Default `<runId>/<hop>/<attempt>`: starting the same hop attempt twice schedules it once. */
+  idempotencyKey?: string;
+  /** Per-task serialization key (e.g. the work item's task id). */
+  taskKey?: string;
+  retryPolicy?: Partial<RetryPolicy>;
+  delayMs?: number;
+  /** Where the hop's result goes (default the dispatcher's results role). */
+  resultRole?: string;
+  metadata?: Record<string, unknown>;
+}
+
+export interface Started {
+  messageId: string;
+  idempotencyKey: string;
+  /** The hop attempt was already scheduled: nothing new was published. */
+  duplicate: boolean;
+}
+
+export interface RoleQuery extends QueueStats {
+  /** The oldest dead letters (up to `deadLetterLimit`). */
+  deadLetterSample: DeadLetter[];
+}
+
+export interface ResultDelivery {
+  result: ResultEnvelope;
+  delivery: Delivery;
+  ack(): Promise<boolean>;
+  nack(options: NackOptions): ReturnType<WorkQueue['nack']>;
+}
+
+export interface Dispatcher {
+  start(hop: StartHop): Promise<Started>;
+  /** Re-dispatches a result that answers a suspended hop's query; `resumed: false` when it answers none. */
+  signal(result: ResultEnvelope): Promise<{ resumed: boolean; messageId?: string; duplicate?: boolean }>;
+  query(role: string, options?: { deadLetterLimit?: number }): Promise<RoleQuery>;
+  /** Hop results (from the results role) as they arrive; the caller acks each once it has recorded it. */
+  results(
+    options: Omit<DeliveriesOptions, 'visibilityTimeoutMs'> & { visibilityTimeoutMs?: number },
+  ): AsyncGenerator<ResultDelivery>;
+}
+
+export function createDispatcher(options: { bus: WorkQueue; resultsRole?: string }): Dispatcher {
+  const { bus } = options;
+  const resultsRole = options.resultsRole ?? RESULTS_ROLE;
+  return {
+    async start(hop) {
+      const attempt = hop.attempt ?? 1;
+      const idempotencyKey = hop.idempotencyKey ?? `${hop.runId}/${hop.hop}/${attempt}`;
+      const envelope: WorkEnvelope = {
+        kind: 'work',
+        headers: {
+          taskId: hop.taskId,
+          runId: hop.runId,
+          hop: hop.hop,
+          attempt,
+          idempotencyKey,
+          ...(hop.resultRole === undefined ? {} : { resultRole: hop.resultRole }),
+        },
+        message: hop.message,
+        ...(hop.metadata === undefined ? {} : { metadata: hop.metadata }),
+      };
+      const published = await bus.publish(hop.role, envelope, {
+        idempotencyKey,
+        ...(hop.taskKey === undefined ? {} : { taskKey: hop.taskKey }),
+        ...(hop.retryPolicy === undefined ? {} : { retryPolicy: hop.retryPolicy }),
+        ...(hop.delayMs === undefined ? {} : { delayMs: hop.delayMs }),
+      });
+      return { messageId: published.id, idempotencyKey, duplicate: published.duplicate };
+    },
+    async signal(result) {
+      const dispatch = replyDispatch(result);
+      if (dispatch === undefined) return { resumed: false };
+      const published = await bus.publish(dispatch.role, dispatch.envelope, {
+        idempotencyKey: dispatch.idempotencyKey,
+      });
+      return { resumed: true, messageId: published.id, duplicate: published.duplicate };
+    },
+    async query(role, queryOptions = {}) {
+      const stats = await bus.stats(role);
+      const limit = queryOptions.deadLetterLimit ?? 10;
+      const deadLetterSample = stats.deadLetters > 0 ? await bus.deadLetters.list(role, { limit }) : [];
+      return { ...stats, deadLetterSample };
+    },
+    async *results(resultOptions) {
+      for await (const delivery of deliveries(bus, resultsRole, {
+        ...resultOptions,
+        visibilityTimeoutMs: resultOptions.visibilityTimeoutMs ?? 30_000,
+      })) {
+        if (delivery.envelope.kind !== 'result') {
+          await bus.nack(delivery, {
+            error: { type: 'InvalidResult', message: 'a work envelope on the results role' },
+            retryable: false,
+          });
+          continue;
+        }
+        yield {
+          result: delivery.envelope,
+          delivery,
+          ack: () => bus.ack(delivery),
+          nack: (nackOptions) => bus.nack(delivery, nackOptions),
+        };
+      }
+    },
+  };
+}
