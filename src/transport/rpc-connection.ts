@@ -49,8 +49,9 @@ export class RpcConnection {
     this.readable.on('end', this.onEnd);
     this.readable.on('close', this.onEnd);
     this.readable.on('error', this.onError);
+    // The request side closing is not the end: after `end()` the answers to
+    // the calls in flight still come. The answer side ending is.
     this.writable.on('error', this.onError);
-    this.writable.on('close', this.onEnd);
   }
 
   get closed(): boolean {

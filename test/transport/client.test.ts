@@ -196,6 +196,21 @@ describe('the client', () => {
     expect(client.lastSeq(worker.token)).toBe(1);
   });
 
+  it('close() lets the broker answer every call already sent, then waits for it to exit', async () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.cleanup);
+    const client = await connect({ spawn: { db: tmp.db, stderr: 'pipe' } });
+    await client.register({ name: 'w', contextId: 'c' });
+    const requester = await client.register({ name: 'r', contextId: 'c' });
+    const sends = Array.from({ length: 40 }, (_, i) =>
+      client.send({ token: requester.token, to: 'w', message: text(`job ${i}`) }),
+    );
+    await client.close();
+    const tasks = await Promise.all(sends);
+    expect(new Set(tasks.map((t) => t.task.id)).size).toBe(40);
+    expect(await client.serveProcess?.whenExited()).toEqual({ code: 0, signal: null });
+  });
+
   it('rejects calls in flight with CONNECTION_CLOSED when the broker dies', async () => {
     const { client } = await spawnClient();
     const agent = await client.register({ name: 'a', contextId: 'c' });
