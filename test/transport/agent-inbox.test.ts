@@ -1,0 +1,102 @@
+import { describe, expect, it } from 'vitest';
+import type { DurableEvent } from '../../src/protocol/events.js';
+import { AgentInbox } from '../../src/transport/agent-inbox.js';
+
+function event(seq: number, taskId = 't1'): DurableEvent {
+  return {
+    seq,
+    method: 'a2a.task.event',
+    params: {
+      recipient: 'agent',
+      recipientName: 'a',
+      contextId: 'c',
+      seq,
+      event: {
+        kind: 'status-update',
+        taskId,
+        contextId: 'c',
+        status: { state: 'working', timestamp: '2026-01-01T00:00:00.000Z' },
+        final: false,
+      },
+    },
+  };
+}
+
+/** The party's durable log, as `a2a.events.since` pages it. */
+function log(events: DurableEvent[]) {
+  const reads: number[] = [];
+  const fetch = async (after: number, limit: number) => {
+    reads.push(after);
+    return events.filter((e) => e.seq > after).slice(0, limit);
+  };
+  return { fetch, reads };
+}
+
+const seqs = (events: DurableEvent[]) => events.map((e) => e.seq);
+
+describe('AgentInbox', () => {
+  it('delivers contiguous live events without reading the log', async () => {
+    const source = log([]);
+    const inbox = new AgentInbox(source.fetch);
+    inbox.accept(event(1));
+    inbox.accept(event(2));
+    inbox.accept(event(2));
+    expect(seqs(await inbox.wait(undefined, 0))).toEqual([1, 2]);
+    expect(source.reads).toEqual([]);
+  });
+
+  it('fills a gap from the log before delivering what came live, each event once and in order', async () => {
+    const all = [1, 2, 3, 4, 5].map((s) => event(s));
+    const source = log(all);
+    const inbox = new AgentInbox(source.fetch);
+    inbox.accept(event(1));
+    inbox.accept(event(4));
+    inbox.accept(event(5));
+    await inbox.catchUp();
+    expect(seqs(await inbox.wait(undefined, 0))).toEqual([1, 2, 3, 4, 5]);
+    expect(source.reads).toEqual([1]);
+    expect(inbox.lastSeq).toBe(5);
+  });
+
+  it('resolves a wait with the events of its task only, and [] at the timeout', async () => {
+    const inbox = new AgentInbox(log([]).fetch);
+    const forB = inbox.wait('b', 5000);
+    inbox.accept(event(1, 'a'));
+    inbox.accept(event(2, 'b'));
+    expect(seqs(await forB)).toEqual([2]);
+    expect(seqs(await inbox.wait(undefined, 0))).toEqual([1]);
+    const started = Date.now();
+    expect(await inbox.wait(undefined, 50)).toEqual([]);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(45);
+  });
+
+  it('keeps its place when the log cannot be read, and resumes from there', async () => {
+    let failing = true;
+    const all = [1, 2, 3].map((s) => event(s));
+    const inbox = new AgentInbox(async (after) => {
+      if (failing) throw new Error('connection closed');
+      return all.filter((e) => e.seq > after);
+    });
+    inbox.accept(event(1));
+    inbox.accept(event(3));
+    await inbox.catchUp();
+    expect(inbox.lastSeq).toBe(1);
+    failing = false;
+    await inbox.catchUp();
+    expect(seqs(await inbox.wait(undefined, 0))).toEqual([1, 2, 3]);
+  });
+
+  it('replays from a given seq (a runtime that kept its place)', async () => {
+    const all = [1, 2, 3, 4].map((s) => event(s));
+    const inbox = new AgentInbox(log(all).fetch, 2);
+    await inbox.catchUp();
+    expect(seqs(await inbox.wait(undefined, 0))).toEqual([3, 4]);
+  });
+
+  it('resolves pending waits when it closes', async () => {
+    const inbox = new AgentInbox(log([]).fetch);
+    const pending = inbox.wait(undefined, 60_000);
+    inbox.close();
+    expect(await pending).toEqual([]);
+  });
+});
