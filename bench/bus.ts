@@ -1,7 +1,8 @@
 /**
  * `npm run bench:bus`: publish-consume-ack throughput of no-op jobs on the
- * embedded SQLite work bus (durable in one WAL file, synchronous=NORMAL) with
- * 1 and 32 concurrent consumers, against BullMQ on the local Redis
+ * embedded SQLite work bus (durable in one WAL file, synchronous=NORMAL, and
+ * for 32 consumers also synchronous=FULL: fsync per group commit) with 1 and
+ * 32 concurrent consumers, against BullMQ on the local Redis
  * (127.0.0.1:6379) doing the same no-op jobs in the same run.
  *
  * Each round starts the consumers, then a producer publishes the jobs in
@@ -16,6 +17,7 @@ import { join } from 'node:path';
 import { Queue, Worker } from 'bullmq';
 import { SqliteQueue } from '../src/bus/sqlite-queue.js';
 import type { PublishRequest } from '../src/bus/work-queue.js';
+import type { Durability } from '../src/persistence/database.js';
 import type { WorkEnvelope } from '../src/protocol/work-envelope.js';
 
 const ROUNDS = 3;
@@ -40,9 +42,15 @@ function envelope(i: number): WorkEnvelope {
   };
 }
 
-async function sqliteRound(dir: string, round: number, jobs: number, consumers: number): Promise<number> {
-  const path = join(dir, `bus-${consumers}-${round}.db`);
-  const queue = new SqliteQueue({ database: path });
+async function sqliteRound(
+  dir: string,
+  round: number,
+  jobs: number,
+  consumers: number,
+  durability: Durability,
+): Promise<number> {
+  const path = join(dir, `bus-${consumers}-${durability}-${round}.db`);
+  const queue = new SqliteQueue({ database: path, durability });
   const role = 'noop';
   let acked = 0;
   let finish!: () => void;
@@ -84,7 +92,7 @@ async function sqliteRound(dir: string, round: number, jobs: number, consumers: 
   await queue.close();
   const size = statSync(path).size;
   log(
-    `  sqlite c=${consumers} round ${round + 1}: ${jobs} jobs in ${elapsed.toFixed(0)} ms (file ${(size / 1e6).toFixed(1)} MB)`,
+    `  sqlite ${durability} c=${consumers} round ${round + 1}: ${jobs} jobs in ${elapsed.toFixed(0)} ms (file ${(size / 1e6).toFixed(1)} MB)`,
   );
   return (jobs / elapsed) * 1000;
 }
@@ -128,7 +136,7 @@ async function bullRound(round: number, jobs: number, concurrency: number): Prom
 }
 
 interface Row {
-  consumers: number;
+  label: string;
   sqlite: number;
   bullmq: number;
 }
@@ -137,29 +145,33 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'sb-bench-bus-'));
   const rows: Row[] = [];
   try {
-    for (const [consumers, sqliteJobs, bullJobs] of [
-      [1, 10_000, 3_000],
-      [32, 30_000, 15_000],
+    for (const [consumers, sqliteJobs, bullJobs, fullJobs] of [
+      [1, 6_000, 2_000, 0],
+      [32, 20_000, 10_000, 12_000],
     ] as const) {
       log(`consumers=${consumers}`);
       const sqlite: number[] = [];
+      const full: number[] = [];
       const bull: number[] = [];
       for (let r = 0; r < ROUNDS; r++) {
-        sqlite.push(await sqliteRound(dir, r, sqliteJobs, consumers));
+        sqlite.push(await sqliteRound(dir, r, sqliteJobs, consumers, 'normal'));
+        if (fullJobs > 0) full.push(await sqliteRound(dir, r, fullJobs, consumers, 'full'));
         bull.push(await bullRound(r, bullJobs, consumers));
       }
-      rows.push({ consumers, sqlite: median(sqlite), bullmq: median(bull) });
+      const bullmq = median(bull);
+      rows.push({ label: `${consumers}`, sqlite: median(sqlite), bullmq });
+      if (full.length > 0) rows.push({ label: `${consumers} (FULL)`, sqlite: median(full), bullmq });
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
   const lines = [
-    'publish-consume-ack of no-op jobs (jobs/s, median of 3 rounds)',
+    'publish-consume-ack of no-op jobs (jobs/s, median of 3 rounds; sqlite synchronous=NORMAL unless FULL)',
     'consumers | sqlite bus | bullmq 6.7 (redis) | sqlite / bullmq',
     '--------- | ---------- | ------------------ | ---------------',
     ...rows.map(
       (r) =>
-        `${String(r.consumers).padStart(9)} | ${r.sqlite.toFixed(0).padStart(10)} | ${r.bullmq.toFixed(0).padStart(18)} | ${(r.sqlite / r.bullmq).toFixed(2).padStart(14)}x`,
+        `${r.label.padStart(9)} | ${r.sqlite.toFixed(0).padStart(10)} | ${r.bullmq.toFixed(0).padStart(18)} | ${(r.sqlite / r.bullmq).toFixed(2).padStart(14)}x`,
     ),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
