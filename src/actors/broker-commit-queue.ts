@@ -47,9 +47,28 @@ export class CommitQueue {
   private counters = { commits: 0, calls: 0, failedCommits: 0 };
 
   constructor(
-    private readonly db: SqliteDatabase,
+    db: SqliteDatabase,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.single = db.transaction((outcome: Outcome) => {
+      outcome.value = outcome.job.run(scopeOf(outcome));
+      outcome.ok = true;
+    });
+    const savepoint = db.transaction((outcome: Outcome) => outcome.job.run(scopeOf(outcome)));
+    this.batch = db.transaction((outcomes: Outcome[]) => {
+      for (const outcome of outcomes) {
+        try {
+          outcome.value = savepoint(outcome);
+          outcome.ok = true;
+        } catch (error) {
+          runUndos(outcome.undos, logger);
+          outcome.undos = [];
+          outcome.effects = [];
+          outcome.value = error;
+        }
+      }
+    });
+  }
 
   /** Queues a call; resolves with its result once its writes are committed. */
   enqueue<T>(run: (scope: CallScope) => T): Promise<T> {
@@ -97,29 +116,24 @@ export class CommitQueue {
     else this.notifyIdle();
   }
 
+  /** One call alone: its own transaction, no SAVEPOINT (a refusal rolls back the whole, which is only it). */
+  private readonly single: { immediate(outcome: Outcome): void };
+  /** Several calls: one transaction, each call inside its own SAVEPOINT. */
+  private readonly batch: { immediate(outcomes: Outcome[]): void };
+
   private runBatch(jobs: Job[]): void {
-    const outcomes: Outcome[] = [];
-    const savepoint = this.db.transaction((job: Job, scope: CallScope) => job.run(scope));
-    const batch = this.db.transaction(() => {
-      for (const job of jobs) {
-        const outcome: Outcome = { job, ok: false, value: undefined, undos: [], effects: [] };
-        const scope: CallScope = {
-          onUndo: (undo) => outcome.undos.push(undo),
-          afterCommit: (effect) => outcome.effects.push(effect),
-        };
-        try {
-          outcome.value = savepoint(job, scope);
-          outcome.ok = true;
-        } catch (error) {
-          runUndos(outcome.undos, this.logger);
-          outcome.value = error;
-        }
-        outcomes.push(outcome);
-      }
-    });
+    const outcomes: Outcome[] = jobs.map((job) => ({ job, ok: false, value: undefined, undos: [], effects: [] }));
     try {
-      batch.immediate();
+      if (outcomes.length === 1) this.single.immediate(outcomes[0] as Outcome);
+      else this.batch.immediate(outcomes);
     } catch (error) {
+      if (outcomes.length === 1 && !outcomes[0]?.ok) {
+        // The call itself refused or failed: everything it wrote is rolled back.
+        const outcome = outcomes[0] as Outcome;
+        runUndos(outcome.undos, this.logger);
+        outcome.job.reject(publicError(error, this.logger));
+        return;
+      }
       this.logger.error({ err: describe(error), calls: jobs.length }, 'a2a commit failed: the batch is undone');
       for (let i = outcomes.length - 1; i >= 0; i--) {
         const outcome = outcomes[i];
@@ -159,6 +173,13 @@ export class CommitQueue {
     this.idleWaiters = [];
     for (const w of waiters) w();
   }
+}
+
+function scopeOf(outcome: Outcome): CallScope {
+  return {
+    onUndo: (undo) => outcome.undos.push(undo),
+    afterCommit: (effect) => outcome.effects.push(effect),
+  };
 }
 
 function runUndos(undos: (() => void)[], logger: Logger): void {

@@ -523,7 +523,22 @@ class EmbeddedBroker implements Broker {
     };
     // Task creation addresses the worker; the event carries the first message.
     this.notify(scope, worker.party, head, statusEvent(head, false, message));
-    return { task: this.store.loadTask(head) };
+    // The new task is known whole: no need to read it back.
+    return {
+      task: {
+        kind: 'task',
+        id: taskId,
+        contextId: head.contextId,
+        agentName: head.agentName,
+        agentContextId: head.agentContextId,
+        requesterName: head.requesterName,
+        status,
+        history: [message],
+        artifacts: [],
+        createdAt: at,
+        updatedAt: at,
+      },
+    };
   }
 
   private followUp(

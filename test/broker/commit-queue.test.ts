@@ -103,6 +103,42 @@ describe('the commit queue', () => {
     expect(rows(d)).toEqual(['c']);
   });
 
+  it('alone in its transaction, a refused call still rolls back its rows and its in-memory changes', async () => {
+    const d = open();
+    const q = new CommitQueue(d, silentLogger());
+    const memory: string[] = [];
+    const e = await q
+      .enqueue((scope) => {
+        d.prepare('INSERT INTO log (v) VALUES (?)').run('x');
+        memory.push('x');
+        scope.onUndo(() => memory.pop());
+        throw a2aError('A2A_TASK_TERMINAL', 'refused');
+      })
+      .catch((x: unknown) => x);
+    expect(e).toMatchObject({ errorCode: 'A2A_TASK_TERMINAL' });
+    expect(rows(d)).toEqual([]);
+    expect(memory).toEqual([]);
+    expect(q.stats()).toEqual({ commits: 0, calls: 0, failedCommits: 0 });
+  });
+
+  it('alone in its transaction, a call whose COMMIT fails is undone and rejected with -32603', async () => {
+    const d = open();
+    const q = new CommitQueue(d, silentLogger());
+    const memory: string[] = [];
+    const e = await q
+      .enqueue((scope) => {
+        d.prepare('INSERT INTO child (id, parent) VALUES (1, 42)').run();
+        memory.push('x');
+        scope.onUndo(() => memory.pop());
+        return 'ok';
+      })
+      .catch((x: unknown) => x);
+    expect(e).toMatchObject({ code: -32603 });
+    expect(memory).toEqual([]);
+    expect(d.prepare('SELECT COUNT(*) AS n FROM child').get()).toEqual({ n: 0 });
+    expect(q.stats().failedCommits).toBe(1);
+  });
+
   it('runs effects after the answers, in call order', async () => {
     const d = open();
     const q = new CommitQueue(d, silentLogger());
