@@ -1,0 +1,364 @@
+import { randomUUID } from 'node:crypto';
+import { createClient } from 'redis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { RedisQueue, createRedisQueue } from '../../src/bus/redis-queue.js';
+import type { WorkQueue } from '../../src/bus/work-queue.js';
+import { type ContractQueueOptions, runWorkQueueContract, sleep, workEnvelope } from './contract.js';
+
+const REDIS_URL = process.env.SWITCHBOARD_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const IN_CI = process.env.CI === 'true';
+
+/** Whether a Redis answers: decided once, before the suites are declared. */
+async function probe(): Promise<boolean> {
+  const client = createClient({ url: REDIS_URL, socket: { reconnectStrategy: false, connectTimeout: 1000 } });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.ping();
+    await client.close();
+    return true;
+  } catch {
+    client.destroy();
+    return false;
+  }
+}
+
+const redisUp = await probe();
+const runRedis = redisUp || IN_CI;
+
+/** The Redis Cluster slot of a key: CRC16 (XMODEM) of its hash tag, mod 16384. */
+function clusterSlot(key: string): number {
+  let tagged = key;
+  const open = key.indexOf('{');
+  if (open >= 0) {
+    const close = key.indexOf('}', open + 1);
+    if (close > open + 1) tagged = key.slice(open + 1, close);
+  }
+  let crc = 0;
+  for (const byte of Buffer.from(tagged)) {
+    crc ^= byte << 8;
+    for (let i = 0; i < 8; i++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  }
+  return crc % 16384;
+}
+
+function testPrefix(): string {
+  return `sbtest:${randomUUID().slice(0, 12)}`;
+}
+
+/** Deletes every key of a prefix (`SCAN` + `DEL`). */
+async function dropPrefix(prefix: string): Promise<number> {
+  const client = createClient({ url: REDIS_URL });
+  client.on('error', () => undefined);
+  await client.connect();
+  let dropped = 0;
+  try {
+    for await (const keys of client.scanIterator({ MATCH: `{${prefix}}:*`, COUNT: 500 })) {
+      if (keys.length > 0) dropped += await client.del(keys);
+    }
+  } finally {
+    await client.close();
+  }
+  return dropped;
+}
+
+const suiteName = runRedis
+  ? 'Redis work queue'
+  : `Redis work queue (not run: no Redis answers at ${REDIS_URL}; with CI=true this fails instead)`;
+
+describe.skipIf(!runRedis)(suiteName, () => {
+  beforeAll(() => {
+    if (!redisUp) {
+      throw new Error(
+        `CI=true and no Redis answers at ${REDIS_URL}: the Redis work queue tests must run in CI (.ci/run starts one)`,
+      );
+    }
+  });
+
+  runWorkQueueContract('redis', async (options: ContractQueueOptions) => {
+    const prefix = testPrefix();
+    const open = (): Promise<RedisQueue> =>
+      createRedisQueue({
+        url: REDIS_URL,
+        prefix,
+        clock: options.clock,
+        ...(options.random === undefined ? {} : { random: options.random }),
+        ...(options.defaults === undefined ? {} : { defaults: options.defaults }),
+      });
+    const queue = await open();
+    const handles: WorkQueue[] = [queue];
+    return {
+      queue,
+      async connect() {
+        const q = await open();
+        handles.push(q);
+        return q;
+      },
+      async cleanup() {
+        for (const h of handles) await h.close();
+        await dropPrefix(prefix);
+      },
+    };
+  });
+
+  describe('RedisQueue specifics', () => {
+    const prefixes: string[] = [];
+    const queues: RedisQueue[] = [];
+    let admin: ReturnType<typeof createClient>;
+
+    beforeAll(async () => {
+      admin = createClient({ url: REDIS_URL });
+      admin.on('error', () => undefined);
+      await admin.connect();
+    });
+    afterAll(async () => {
+      await admin?.close();
+    });
+    afterEach(async () => {
+      for (const q of queues.splice(0)) await q.close();
+      for (const p of prefixes.splice(0)) await dropPrefix(p);
+    });
+
+    async function open(prefix?: string): Promise<RedisQueue> {
+      const p = prefix ?? testPrefix();
+      if (!prefixes.includes(p)) prefixes.push(p);
+      const q = await createRedisQueue({ url: REDIS_URL, prefix: p, clientName: `sbtest-${randomUUID().slice(0, 8)}` });
+      queues.push(q);
+      return q;
+    }
+
+    /** `CLIENT KILL` every connection of a queue (by the client name it sets). */
+    async function killConnections(queue: RedisQueue, kind: 'cmd' | 'block'): Promise<number> {
+      const list = await admin.clientList();
+      const victims = list.filter((c) => c.name.startsWith('sbtest-') && c.name.includes(`:${kind}:`));
+      let killed = 0;
+      for (const c of victims) {
+        if (!queueOwns(queue, c.name)) continue;
+        killed += Number(await admin.sendCommand(['CLIENT', 'KILL', 'ID', String(c.id)]));
+      }
+      return killed;
+    }
+
+    function queueOwns(queue: RedisQueue, name: string): boolean {
+      return name.endsWith(`:${(queue as unknown as { nonce: string }).nonce}`);
+    }
+
+    it('keeps every key under the {prefix} hash tag, in one cluster slot', async () => {
+      const prefix = testPrefix();
+      const queue = await open(prefix);
+      await queue.publish('coder', workEnvelope(1), { idempotencyKey: 'a', taskKey: 'T' });
+      await queue.publish('coder', workEnvelope(2), { idempotencyKey: 'b', taskKey: 'T', delayMs: 60_000 });
+      await queue.publish('reviewer', workEnvelope(3), { idempotencyKey: 'c', taskKey: 'T' });
+      const [d] = await queue.consume('coder', { consumer: 'c', visibilityTimeoutMs: 60_000 });
+      await queue.consume('reviewer', { consumer: 'c', visibilityTimeoutMs: 60_000 });
+      await queue.nack(d!, { error: { type: 'E', message: 'm' }, retryable: false });
+      const keys: string[] = [];
+      for await (const batch of admin.scanIterator({ MATCH: `*${prefix}*`, COUNT: 1000 })) keys.push(...batch);
+      expect(keys.length).toBeGreaterThanOrEqual(8);
+      for (const key of keys) expect(key.startsWith(`{${prefix}}:`)).toBe(true);
+      const slots = new Set<number>();
+      for (const key of keys) slots.add(clusterSlot(key));
+      expect(slots.size).toBe(1);
+      expect(keys).toContain(queue.keys.stream('coder'));
+      expect(keys).toContain(queue.keys.deadLetters('coder'));
+      expect(keys).toContain(queue.keys.taskLock('T'));
+    });
+
+    it('refuses a prefix that would break the hash tag', async () => {
+      expect(() => new RedisQueue({ url: REDIS_URL, prefix: 'a{b}' })).toThrow(/prefix/);
+      expect(() => new RedisQueue({ url: REDIS_URL, prefix: '' })).toThrow(/prefix/);
+    });
+
+    it('uses one stream and one consumer group per role, and XACKs what is settled', async () => {
+      const queue = await open();
+      await queue.publish('coder', workEnvelope(1), { idempotencyKey: 'a' });
+      await queue.publish('coder', workEnvelope(2), { idempotencyKey: 'b' });
+      const got = await queue.consume('coder', { consumer: 'w1', visibilityTimeoutMs: 60_000, max: 2 });
+      const stream = queue.keys.stream('coder');
+      const groups = (await admin.sendCommand(['XINFO', 'GROUPS', stream])) as unknown[][];
+      expect(groups).toHaveLength(1);
+      const pending = (await admin.sendCommand(['XPENDING', stream, 'g'])) as [number, ...unknown[]];
+      expect(Number(pending[0])).toBe(2);
+      await queue.ackMany(got);
+      const after = (await admin.sendCommand(['XPENDING', stream, 'g'])) as [number, ...unknown[]];
+      expect(Number(after[0])).toBe(0);
+    });
+
+    it('trims acked entries below the oldest pending one and never drops unacked work', async () => {
+      const queue = await open();
+      const role = 'trim';
+      await queue.publishMany(
+        Array.from({ length: 20 }, (_, i) => ({ role, envelope: workEnvelope(i), idempotencyKey: `k${i}` })),
+      );
+      const stream = queue.keys.stream(role);
+      // The 3 oldest are leased and held; the next 10 are acked; 7 were never read.
+      const held = await queue.consume(role, { consumer: 'holder', visibilityTimeoutMs: 60_000, max: 3 });
+      const done = await queue.consume(role, { consumer: 'fast', visibilityTimeoutMs: 60_000, max: 10 });
+      expect(await queue.ackMany(done)).toEqual(Array(10).fill(true));
+      await queue.trim(role);
+      // Nothing below the oldest pending entry was acked yet: all 20 entries stay.
+      expect(await admin.xLen(stream)).toBe(20);
+      expect(await queue.ackMany(held.slice(0, 2))).toEqual([true, true]);
+      await queue.trim(role);
+      // The 2 acked below the oldest pending one go; the pending one, the 10
+      // acked after it and the 7 unread stay until the pending one settles.
+      expect(await admin.xLen(stream)).toBe(18);
+      expect(await queue.ack(held[2]!)).toBe(true);
+      await queue.trim(role);
+      expect(await admin.xLen(stream)).toBe(7);
+      const rest = await queue.consume(role, { consumer: 'fast', visibilityTimeoutMs: 60_000, max: 20 });
+      expect(rest.map((d) => d.envelope.kind === 'work' && d.envelope.headers.taskId)).toEqual(
+        Array.from({ length: 7 }, (_, i) => `task-${13 + i}`),
+      );
+      expect(await queue.ackMany(rest)).toEqual(Array(7).fill(true));
+      await queue.trim(role);
+      expect(await admin.xLen(stream)).toBeLessThanOrEqual(1);
+      expect(await queue.stats(role)).toMatchObject({ depth: 0, inFlight: 0 });
+    });
+
+    it('resumes consuming after its blocking connection is killed mid-wait', async () => {
+      const queue = await open();
+      const role = 'reconnect';
+      const started = Date.now();
+      const waiting = queue.consume(role, { consumer: 'w', visibilityTimeoutMs: 60_000, waitMs: 8000 });
+      await sleep(150);
+      expect(await killConnections(queue, 'block')).toBe(1);
+      await sleep(150);
+      await queue.publish(role, workEnvelope(1), { idempotencyKey: 'a' });
+      const got = await waiting;
+      expect(got).toHaveLength(1);
+      expect(Date.now() - started).toBeLessThan(5000);
+      expect(await queue.ack(got[0]!)).toBe(true);
+    });
+
+    it('keeps its pending entries when its command connection is killed, and goes on consuming', async () => {
+      const queue = await open();
+      const role = 'reconnect-cmd';
+      await queue.publishMany(
+        Array.from({ length: 4 }, (_, i) => ({ role, envelope: workEnvelope(i), idempotencyKey: `k${i}` })),
+      );
+      const held = await queue.consume(role, { consumer: 'w', visibilityTimeoutMs: 60_000, max: 2 });
+      expect(held).toHaveLength(2);
+      expect(await killConnections(queue, 'cmd')).toBe(1);
+      // The same queue object, no restart: the leases it holds are still its own.
+      let acked: boolean[] = [];
+      const deadline = Date.now() + 5000;
+      while (Date.now() < deadline) {
+        try {
+          acked = await queue.ackMany(held);
+          break;
+        } catch {
+          await sleep(50);
+        }
+      }
+      expect(acked).toEqual([true, true]);
+      const rest = await queue.consume(role, { consumer: 'w', visibilityTimeoutMs: 60_000, max: 10, waitMs: 2000 });
+      expect(rest).toHaveLength(2);
+      expect(await queue.ackMany(rest)).toEqual([true, true]);
+      expect(await queue.stats(role)).toMatchObject({ depth: 0, inFlight: 0, deadLetters: 0 });
+    });
+
+    it('re-reads its own pending entries (id 0) after its blocking read fails, so a lost reply loses nothing', async () => {
+      const queue = await open();
+      const role = 'lost-reply';
+      await queue.publish(role, workEnvelope(1), { idempotencyKey: 'a' });
+      await queue.stats(role);
+      // What a blocking read whose reply was lost with the connection leaves:
+      // the entry is pending for the consumer, which never saw it.
+      await admin.sendCommand(['XREADGROUP', 'GROUP', 'g', 'w', 'COUNT', '5', 'STREAMS', queue.keys.stream(role), '>']);
+      const started = Date.now();
+      const waiting = queue.consume(role, { consumer: 'w', visibilityTimeoutMs: 60_000, waitMs: 5000 });
+      await sleep(150);
+      expect(await killConnections(queue, 'block')).toBe(1);
+      const got = await waiting;
+      expect(got.map((d) => d.deliveries)).toEqual([1]);
+      expect(Date.now() - started).toBeLessThan(3000);
+      expect(await queue.ack(got[0]!)).toBe(true);
+    });
+
+    it('claims with XAUTOCLAIM the entries a consumer read but never leased (it died in between)', async () => {
+      const prefix = testPrefix();
+      const queue = await open(prefix);
+      const role = 'orphans';
+      await queue.publish(role, workEnvelope(1), { idempotencyKey: 'a' });
+      await queue.publish(role, workEnvelope(2), { idempotencyKey: 'b' });
+      await queue.stats(role);
+      // What a consumer whose process died right after XREADGROUP leaves behind:
+      // entries pending for it, which no lease covers.
+      const stream = queue.keys.stream(role);
+      await admin.sendCommand(['XREADGROUP', 'GROUP', 'g', 'dead-worker', 'COUNT', '2', 'STREAMS', stream, '>']);
+      expect(await queue.consume(role, { consumer: 'other', visibilityTimeoutMs: 60_000, max: 5 })).toEqual([]);
+      // Another process with a short orphan idle time claims them.
+      const claimer = await createRedisQueue({ url: REDIS_URL, prefix, orphanIdleMs: 100 });
+      queues.push(claimer);
+      await sleep(250);
+      const got = await claimer.consume(role, { consumer: 'claimer', visibilityTimeoutMs: 60_000, max: 5 });
+      expect(got.map((d) => d.deliveries)).toEqual([1, 1]);
+      expect(await claimer.ackMany(got)).toEqual([true, true]);
+      expect(await claimer.stats(role)).toMatchObject({ depth: 0, inFlight: 0 });
+    });
+
+    it('consumes through killed connections without a restart: nothing lost, nothing completed twice', async () => {
+      const queue = await open();
+      const role = 'soak';
+      const acked = new Map<string, number>();
+      const unsure = new Set<string>();
+      const controller = new AbortController();
+      const loop = (async () => {
+        while (!controller.signal.aborted) {
+          let got: Awaited<ReturnType<WorkQueue['consume']>> = [];
+          try {
+            got = await queue.consume(role, {
+              consumer: 'soak',
+              visibilityTimeoutMs: 1000,
+              max: 4,
+              waitMs: 200,
+              signal: controller.signal,
+            });
+          } catch {
+            await sleep(20);
+            continue;
+          }
+          for (const d of got) {
+            try {
+              if (await queue.ack(d)) acked.set(d.id, (acked.get(d.id) ?? 0) + 1);
+            } catch {
+              // The connection dropped under the ack: it may or may not have
+              // happened. If not, the lease expires and the message comes back.
+              unsure.add(d.id);
+            }
+          }
+        }
+      })();
+      const total = 60;
+      const ids = new Set<string>();
+      for (let i = 0; i < total; i++) {
+        for (;;) {
+          try {
+            // A publish retried after a dropped connection is deduplicated by its key.
+            ids.add((await queue.publish(role, workEnvelope(i), { idempotencyKey: `k${i}` })).id);
+            break;
+          } catch {
+            await sleep(20);
+          }
+        }
+        if (i === 20) expect(await killConnections(queue, 'block')).toBeGreaterThanOrEqual(1);
+        if (i === 40) expect(await killConnections(queue, 'cmd')).toBe(1);
+        await sleep(5);
+      }
+      expect(ids.size).toBe(total);
+      const settled = async () => {
+        const s = await queue.stats(role).catch(() => undefined);
+        return s !== undefined && s.depth === 0 && s.inFlight === 0;
+      };
+      const deadline = Date.now() + 15_000;
+      while (Date.now() < deadline && !(acked.size + unsure.size >= total && (await settled()))) await sleep(50);
+      controller.abort();
+      await loop;
+      expect(await queue.stats(role)).toMatchObject({ depth: 0, inFlight: 0, delayed: 0, deadLetters: 0 });
+      expect([...acked.values()].every((n) => n === 1)).toBe(true);
+      for (const id of ids) expect(acked.has(id) || unsure.has(id)).toBe(true);
+      expect(acked.size).toBeGreaterThanOrEqual(total - unsure.size);
+    });
+  });
+});
