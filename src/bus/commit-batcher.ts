@@ -3,6 +3,8 @@ import type { SqliteDatabase } from '../persistence/database.js';
 
 interface PendingOp {
   run: () => unknown;
+  /** Runs in a savepoint of its own (several writes that must stand or fall together). */
+  atomic: boolean;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
@@ -30,7 +32,7 @@ export class CommitBatcher {
       const out: { ok: boolean; value: unknown }[] = [];
       for (const op of ops) {
         try {
-          out.push({ ok: true, value: savepoint(op) });
+          out.push({ ok: true, value: op.atomic ? savepoint(op) : op.run() });
         } catch (error) {
           out.push({ ok: false, value: error });
         }
@@ -39,10 +41,15 @@ export class CommitBatcher {
     });
   }
 
-  /** Runs `run` inside the next group transaction; resolves with its value after the commit. */
-  submit<T>(run: () => T): Promise<T> {
+  /**
+   * Runs `run` inside the next group transaction; resolves with its value
+   * after the commit. `atomic: false` skips the savepoint: only for an
+   * operation that makes at most one write statement (a statement is atomic
+   * by itself), which saves two statements per call.
+   */
+  submit<T>(run: () => T, options: { atomic?: boolean } = {}): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.pending.push({ run, resolve: resolve as (value: unknown) => void, reject });
+      this.pending.push({ run, atomic: options.atomic ?? true, resolve: resolve as (value: unknown) => void, reject });
       if (this.pending.length >= this.maxBatch) {
         this.flush();
       } else if (!this.scheduled) {

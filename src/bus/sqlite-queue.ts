@@ -91,6 +91,9 @@ interface SqliteDelivery extends Delivery {
   readonly seq: number;
 }
 
+/** Done rows past their retention are pruned every this many acks. */
+const PRUNE_EVERY_ACKS = 5000;
+
 function prepare(db: SqliteDatabase, sql: string): Database.Statement {
   return db.prepare(sql);
 }
@@ -302,8 +305,8 @@ export class SqliteQueue implements WorkQueue {
     if (this.closed) throw new BusError('BUS_CLOSED', 'the work queue is closed');
   }
 
-  private run<T>(op: () => T): Promise<T> {
-    return this.batcher.submit(op).catch((error: unknown) => {
+  private run<T>(op: () => T, atomic = true): Promise<T> {
+    return this.batcher.submit(op, { atomic }).catch((error: unknown) => {
       if (error instanceof BusError) throw error;
       throw new BusError('BUS_BACKEND', `SQLite work queue: ${(error as Error)?.message ?? String(error)}`, {
         cause: error,
@@ -483,7 +486,7 @@ export class SqliteQueue implements WorkQueue {
 
   private maybePrune(now: number, acked: number): void {
     this.acksSincePrune += acked;
-    if (this.acksSincePrune < 5000) return;
+    if (this.acksSincePrune < PRUNE_EVERY_ACKS) return;
     this.acksSincePrune = 0;
     this.s.prune.run(now - this.retentionMs);
   }
@@ -498,12 +501,15 @@ export class SqliteQueue implements WorkQueue {
     if (!Array.isArray(deliveries)) throw new BusError('BUS_INVALID_ARGUMENT', 'ackMany takes an array');
     const own = deliveries.map((d) => this.own(d));
     if (own.length === 0) return [];
-    return this.run(() => {
-      const now = this.clock.now();
-      const out = own.map((d) => this.ackOne(d, now));
-      this.maybePrune(now, own.length);
-      return out;
-    });
+    return this.run(
+      () => {
+        const now = this.clock.now();
+        const out = own.map((d) => this.ackOne(d, now));
+        this.maybePrune(now, own.length);
+        return out;
+      },
+      own.length > 1 || this.acksSincePrune + own.length >= PRUNE_EVERY_ACKS,
+    );
   }
 
   async heartbeat(delivery: Delivery, extendMs?: number): Promise<number | null> {
@@ -513,7 +519,7 @@ export class SqliteQueue implements WorkQueue {
     return this.run(() => {
       const until = this.clock.now() + extend;
       return this.s.heartbeat.run(until, d.seq, d.leaseId).changes === 1 ? until : null;
-    });
+    }, false);
   }
 
   async nack(delivery: Delivery, options: NackOptions): Promise<NackResult> {
@@ -541,7 +547,7 @@ export class SqliteQueue implements WorkQueue {
       }
       this.s.retry.run(now + decision.delayMs, error, d.seq);
       return { outcome: 'retry', availableAt: now + decision.delayMs, delayMs: decision.delayMs };
-    });
+    }, false);
     if (result.outcome === 'retry' && result.delayMs === 0) this.wake.notify(d.role, 1);
     return result;
   }
@@ -549,7 +555,7 @@ export class SqliteQueue implements WorkQueue {
   async release(delivery: Delivery): Promise<boolean> {
     this.assertOpen();
     const d = this.own(delivery);
-    const ok = await this.run(() => this.s.release.run(this.clock.now(), d.seq, d.leaseId).changes === 1);
+    const ok = await this.run(() => this.s.release.run(this.clock.now(), d.seq, d.leaseId).changes === 1, false);
     if (ok) this.wake.notify(d.role, 1);
     return ok;
   }

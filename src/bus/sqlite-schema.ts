@@ -39,7 +39,7 @@ export const BUS_SCHEMA: MigrationSet = {
           CREATE UNIQUE INDEX bus_jobs_idempotency ON bus_jobs (role, idempotency_key);
           CREATE INDEX bus_jobs_ready ON bus_jobs (role, available_at, seq) WHERE state = 'ready';
           CREATE INDEX bus_jobs_leased ON bus_jobs (role, leased_until) WHERE state = 'leased';
-          CREATE INDEX bus_jobs_task_leased ON bus_jobs (task_key) WHERE state = 'leased';
+          CREATE INDEX bus_jobs_task_leased ON bus_jobs (task_key) WHERE state = 'leased' AND task_key IS NOT NULL;
           CREATE INDEX bus_jobs_dead ON bus_jobs (role, finished_at, seq) WHERE state = 'dead';
           CREATE INDEX bus_jobs_done ON bus_jobs (finished_at) WHERE state = 'done';
         `);
