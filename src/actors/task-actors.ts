@@ -69,11 +69,15 @@ export class TaskActors {
   restore(taskId: string, state: TaskState, machineVersion: number, snapshot: string | null): 'restored' | 'rebuilt' {
     if (isTerminalState(state)) return 'rebuilt';
     if (snapshot !== null && machineVersion === TASK_MACHINE_VERSION) {
-      const parsed = JSON.parse(snapshot) as PersistedTaskSnapshot;
-      if ((parsed as { value?: unknown }).value === state) {
-        const actor = createActor(taskMachine, { snapshot: parsed, input: { taskId } }).start();
-        this.live.set(taskId, actor);
-        return 'restored';
+      const parsed = parseSnapshot(snapshot);
+      if (parsed !== undefined && (parsed as { value?: unknown }).value === state) {
+        try {
+          const actor = createActor(taskMachine, { snapshot: parsed, input: { taskId } }).start();
+          this.live.set(taskId, actor);
+          return 'restored';
+        } catch {
+          // An unreadable snapshot is rebuilt from the row below.
+        }
       }
     }
     this.live.set(taskId, this.rebuilt(taskId, state));
@@ -130,5 +134,14 @@ export class TaskActors {
       context: { taskId, moves: 0, lastMove: null, refusal: null },
     });
     return createActor(taskMachine, { snapshot, input: { taskId } }).start();
+  }
+}
+
+function parseSnapshot(text: string): PersistedTaskSnapshot | undefined {
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return parsed !== null && typeof parsed === 'object' ? (parsed as PersistedTaskSnapshot) : undefined;
+  } catch {
+    return undefined;
   }
 }

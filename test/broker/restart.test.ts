@@ -186,6 +186,23 @@ describe('restart', () => {
     expect((await b.setStatus({ token: wrk2.token, id: task.id, state: 'working' })).task.status.state).toBe('working');
   });
 
+  it('rebuilds a task actor whose snapshot row is corrupt instead of refusing to open', async () => {
+    h = harness();
+    const req = await register(h.broker, 'req', 'ctx-a');
+    const wrk = await register(h.broker, 'wrk', 'ctx-b');
+    const { task } = await h.broker.send({ token: req.token, to: 'wrk', message: text('1') });
+    await h.broker.setStatus({ token: wrk.token, id: task.id, state: 'input-required' });
+    await h.broker.close();
+    const db = new Database(h.path);
+    db.prepare("UPDATE a2a_task_actors SET snapshot = '{not json'").run();
+    db.close();
+    const b = h.open();
+    expect(b.opened).toMatchObject({ restoredTasks: 0, rebuiltTasks: 1 });
+    const req2 = await register(b, 'req', 'ctx-a');
+    const woken = await b.send({ token: req2.token, taskId: task.id, message: text('answer') });
+    expect(woken.task.status.state).toBe('working');
+  });
+
   it('keeps no snapshot row for a terminal task', async () => {
     h = harness();
     const req = await register(h.broker, 'req', 'ctx-a');
