@@ -2,12 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { type ReplyInfo, replyInfo } from '../bus/reply-routing.js';
 import { BusError, type Delivery, type WorkQueue } from '../bus/work-queue.js';
 import { type Logger, silentLogger } from '../log/logger.js';
-import type {
-  Checkpoint,
-  CompletionRecord,
-  ContextStore,
-  PendingPublish,
-  WorkItemContext,
+import {
+  type Checkpoint,
+  type CompletionRecord,
+  type ContextStore,
+  ContextStoreError,
+  type PendingPublish,
+  type WorkItemContext,
 } from '../persistence/context-store.js';
 import type { SqliteDatabase } from '../persistence/database.js';
 import type { Part } from '../protocol/parts.js';
@@ -176,6 +177,10 @@ export interface Worker {
 }
 
 function errorInfo(error: unknown): { error: WorkError; retryable: boolean } {
+  if (error instanceof ContextStoreError && error.code !== 'CONTEXT_CLOSED') {
+    // The handler's result (state, memory) cannot be stored: running it again gives the same.
+    return { error: { type: 'InvalidResult', message: error.message.slice(0, 4000) }, retryable: false };
+  }
   if (error instanceof Error) {
     const e = error as Error & { type?: unknown; retryable?: unknown };
     const type = typeof e.type === 'string' && e.type.length > 0 ? e.type : e.name || 'Error';

@@ -301,4 +301,26 @@ describe('worker harness', () => {
     expect(r).toMatchObject({ outcome: 'failed', error: { type: 'InvalidResult' } });
     expect(await store.completion('hop-1')).toBeUndefined();
   });
+
+  it('dead-letters at once a result whose memory or state cannot be stored', async () => {
+    const { bus, store } = open();
+    let calls = 0;
+    workers.push(
+      createWorker({
+        role: 'r',
+        bus,
+        contextStore: store,
+        pollWaitMs: 20,
+        handler: () => {
+          calls++;
+          return { parts: [{ kind: 'text', text: 'x' }], memory: { big: 10n } };
+        },
+      }),
+    );
+    await bus.publish('r', hop(1), { idempotencyKey: 'x' });
+    const [r] = await takeResults(bus, 1);
+    expect(r).toMatchObject({ outcome: 'failed', error: { type: 'InvalidResult' }, deliveries: 1 });
+    expect(calls).toBe(1);
+    expect((await store.hydrate('run-1')).memory).toEqual({});
+  });
 });
