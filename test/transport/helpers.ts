@@ -29,7 +29,8 @@ export class RawServe {
 
   constructor(db: string, args: string[] = []) {
     this.child = spawn(process.execPath, [SWITCHBOARD_BIN, 'serve', '--db', db, ...args], { stdio: 'pipe' });
-    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })));
+    // 'close': the process exited and its stdout was read to the end.
+    this.exited = new Promise((resolve) => this.child.once('close', (code, signal) => resolve({ code, signal })));
     this.child.stdout.setEncoding('utf8');
     this.child.stdout.on('data', (text: string) => {
       this.buffered += text;
