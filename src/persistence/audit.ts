@@ -98,26 +98,44 @@ export type AuditVerification =
   | { ok: true; entries: number; head: AuditHead }
   | { ok: false; seq: number; reason: AuditBreak; detail: string };
 
-/** The hash of one row, given the previous row's hash (both hex). */
-export function auditRowHash(
-  prevHash: string,
-  row: { seq: number; at: string; kind: string; itemId: string; hop: number | null; actor: string; data: JsonObject },
-): string {
-  const canonical = canonicalize({
-    seq: row.seq,
-    at: row.at,
-    kind: row.kind,
-    itemId: row.itemId,
-    ...(row.hop === null ? {} : { hop: row.hop }),
-    actor: row.actor,
-    data: row.data,
-  });
+/** A row's fields, as hashed. */
+export interface AuditHashedRow {
+  seq: number;
+  at: string;
+  kind: string;
+  itemId: string;
+  hop: number | null;
+  actor: string;
+  data: JsonObject;
+}
+
+/**
+ * The RFC 8785 canonical JSON of a row, given the canonical JSON of its
+ * `data`. The row's own keys are ASCII and its other values strings and whole
+ * numbers, so their canonical form is fixed: keys in code-unit order,
+ * strings as `JSON.stringify` writes them. (Equal to `canonicalize(row)`; a
+ * property test checks it.)
+ */
+export function canonicalAuditRow(row: Omit<AuditHashedRow, 'data'>, canonicalData: string): string {
+  return (
+    `{"actor":${JSON.stringify(row.actor)},"at":${JSON.stringify(row.at)},"data":${canonicalData},` +
+    (row.hop === null ? '' : `"hop":${row.hop},`) +
+    `"itemId":${JSON.stringify(row.itemId)},"kind":${JSON.stringify(row.kind)},"seq":${row.seq}}`
+  );
+}
+
+function hashCanonical(prevHash: string, canonicalRow: string): string {
   return createHash('sha256')
     .update(AUDIT_DOMAIN_TAG, 'utf8')
     .update(ZERO_BYTE)
     .update(Buffer.from(prevHash, 'hex'))
-    .update(canonical ?? '', 'utf8')
+    .update(canonicalRow, 'utf8')
     .digest('hex');
+}
+
+/** The hash of one row, given the previous row's hash (both hex). */
+export function auditRowHash(prevHash: string, row: AuditHashedRow): string {
+  return hashCanonical(prevHash, canonicalAuditRow(row, canonicalize(row.data) ?? '{}'));
 }
 const ZERO_BYTE = Buffer.from([0]);
 
@@ -160,7 +178,7 @@ export class AuditLog {
   readonly #readHead: Statement<[], { seq: number; hash: string }>;
   readonly #insert: Statement<[number, string, string, string, number | null, string, string, string, string]>;
   readonly #writeHead: Statement<[number, string]>;
-  readonly #appendTx: (entries: readonly AuditEntryInput[]) => AuditAppended[];
+  readonly #appendTx: (entries: readonly CheckedEntry[]) => AuditAppended[];
 
   constructor(db: SqliteDatabase, options: AuditLogOptions = {}) {
     this.#db = db;
@@ -171,16 +189,15 @@ export class AuditLog {
       'INSERT INTO audit_log (seq, at, kind, item_id, hop, actor, data, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
     );
     this.#writeHead = db.prepare('UPDATE audit_head SET seq = ?, hash = ? WHERE id = 1');
-    const tx = db.transaction((entries: readonly AuditEntryInput[]) => {
+    const tx = db.transaction((entries: readonly CheckedEntry[]) => {
       const head = this.#readHead.get();
       if (head === undefined) throw new AuditError('AUDIT_HEAD_MISSING', 'the audit head row is missing');
       let { seq, hash } = head;
       const out: AuditAppended[] = [];
-      for (const entry of entries) {
-        const row = checkEntry(entry, this.#clock);
+      for (const row of entries) {
         const prevHash = hash;
         seq += 1;
-        hash = auditRowHash(prevHash, { seq, ...row });
+        hash = hashCanonical(prevHash, canonicalAuditRow({ seq, ...row }, row.dataText));
         this.#insert.run(seq, row.at, row.kind, row.itemId, row.hop, row.actor, row.dataText, prevHash, hash);
         out.push({ seq, hash, at: row.at, prevHash });
       }
@@ -194,13 +211,14 @@ export class AuditLog {
 
   /** Appends one row; returns the new head. Bad input throws `AuditError` and appends nothing. */
   append(entry: AuditEntryInput): AuditAppended {
-    return this.#appendTx([entry])[0]!;
+    return this.#appendTx([checkEntry(entry, this.#clock)])[0]!;
   }
 
   /** Appends rows in order, all or none. */
   appendMany(entries: readonly AuditEntryInput[]): AuditAppended[] {
     if (entries.length === 0) return [];
-    return this.#appendTx(entries);
+    // Every entry is checked before anything is written.
+    return this.#appendTx(entries.map((e) => checkEntry(e, this.#clock)));
   }
 
   /** The chain head as stored. */
@@ -252,25 +270,40 @@ export class AuditLog {
               : `row ${stored.seq} is out of place (expected ${expectedSeq})`,
         };
       }
-      const row = readRow(stored);
-      if (typeof row === 'string') return { ok: false, seq: stored.seq, reason: 'malformed-row', detail: row };
-      if (row.prevHash !== prevHash) {
+      if (stored.prev_hash !== prevHash) {
         return {
           ok: false,
-          seq: row.seq,
+          seq: stored.seq,
           reason: 'prev-hash-mismatch',
-          detail: `row ${row.seq} does not follow row ${row.seq - 1}: its prevHash is not that row's hash`,
+          detail: `row ${stored.seq} does not follow row ${stored.seq - 1}: its prevHash is not that row's hash`,
         };
       }
-      if (auditRowHash(prevHash, row) !== row.hash) {
+      // The stored data is the canonical JSON append wrote: it is hashed as
+      // stored, so any change to its bytes shows.
+      const canonical = canonicalAuditRow(
+        {
+          seq: stored.seq,
+          at: stored.at,
+          kind: stored.kind,
+          itemId: stored.item_id,
+          hop: stored.hop,
+          actor: stored.actor,
+        },
+        stored.data,
+      );
+      if (hashCanonical(prevHash, canonical) !== stored.hash) {
+        const unreadable = readRow(stored);
+        if (typeof unreadable === 'string') {
+          return { ok: false, seq: stored.seq, reason: 'malformed-row', detail: unreadable };
+        }
         return {
           ok: false,
-          seq: row.seq,
+          seq: stored.seq,
           reason: 'hash-mismatch',
-          detail: `row ${row.seq} was changed: its content does not hash to its stored hash`,
+          detail: `row ${stored.seq} was changed: its content does not hash to its stored hash`,
         };
       }
-      prevHash = row.hash;
+      prevHash = stored.hash;
       expectedSeq += 1;
     }
     const last: AuditHead = { seq: expectedSeq - 1, hash: prevHash };

@@ -92,14 +92,14 @@ export const AuditDataSchema = z.custom<JsonObject>(
 export const AuditEntryInputSchema = z.strictObject({
   kind: AuditKindSchema,
   /** The work item (top-level task id). */
-  itemId: IdSchema,
+  itemId: IdSchema.refine(isWellFormed, 'a lone surrogate is not JSON'),
   /** The hop number, for hop events. */
   hop: z.number().int().nonnegative().optional(),
   /** Who acted: `coordinator`, a policy, an approver, an agent. */
-  actor: z.string().min(1).max(256),
+  actor: z.string().min(1).max(256).refine(isWellFormed, 'a lone surrogate is not JSON'),
   data: AuditDataSchema,
   /** An ISO 8601 time; the audit's clock when left out. */
-  at: z.string().min(1).max(64).optional(),
+  at: z.string().min(1).max(64).refine(isWellFormed, 'a lone surrogate is not JSON').optional(),
 });
 export type AuditEntryInput = z.input<typeof AuditEntryInputSchema>;
 

@@ -11,6 +11,7 @@ import {
   AuditError,
   AuditLog,
   auditRowHash,
+  canonicalAuditRow,
 } from '../../src/persistence/audit.js';
 import { type SqliteDatabase, openDatabase } from '../../src/persistence/database.js';
 import { SchemaVersionError, schemaVersion } from '../../src/persistence/migrations.js';
@@ -111,6 +112,22 @@ describe('appending', () => {
     expect(AUDIT_DOMAIN_TAG).toBe('switchboard.audit.v1');
   });
 
+  test.prop([
+    fc.record({
+      seq: fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
+      at: fc.string(),
+      kind: fc.string(),
+      itemId: fc.string({ unit: 'grapheme' }),
+      hop: fc.option(fc.nat(), { nil: null }),
+      actor: fc.string({ unit: 'binary' }),
+    }),
+    fc.jsonValue(),
+  ])('the fast canonical row is exactly what canonicalize writes', (row, value) => {
+    const data = { value } as never;
+    const expected = canonicalize({ ...row, ...(row.hop === null ? { hop: undefined } : {}), data });
+    expect(canonicalAuditRow(row, canonicalize(data)!)).toBe(expected);
+  });
+
   it('refuses bad entries with a typed error and appends nothing', () => {
     const { audit } = filledLog(3);
     const head = audit.head();
@@ -121,6 +138,7 @@ describe('appending', () => {
       { kind: 'dispatch', itemId: 'w', actor: 'a', data: { when: new Date() } },
       { kind: 'dispatch', itemId: 'w', actor: 'a', data: [1, 2] },
       { kind: 'dispatch', itemId: 'w', actor: 'a', data: { s: '\ud800' } },
+      { kind: 'dispatch', itemId: 'w', actor: '\udc00', data: {} },
       { kind: 'dispatch', itemId: 'w', actor: 'a', hop: -1, data: {} },
       { kind: 'dispatch', itemId: 'w', actor: 'a', data: { body: 'x'.repeat(70_000) } },
       { kind: 'dispatch', itemId: 'w', actor: 'a', data: {}, extra: 1 },
