@@ -111,8 +111,16 @@ try {
   const plainUs: number[] = [];
   for (let round = 0; round < ROUNDS; round++) {
     const batches = Array.from({ length: HOPS_PER_ROUND }, (_, h) => hopRows(`item-${round}`, h + 1));
-    plainUs.push(microsPer(rowsPerRound, () => batches.forEach((b) => plainHop(b))));
-    auditUs.push(microsPer(rowsPerRound, () => batches.forEach((b) => auditHop(b))));
+    plainUs.push(
+      microsPer(rowsPerRound, () => {
+        for (const b of batches) plainHop(b);
+      }),
+    );
+    auditUs.push(
+      microsPer(rowsPerRound, () => {
+        for (const b of batches) auditHop(b);
+      }),
+    );
   }
   const single = microsPer(500, () => {
     for (let i = 0; i < 500; i++) audit.append(hopRows('single', i + 1)[1]!);
