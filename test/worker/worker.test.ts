@@ -205,6 +205,42 @@ describe('worker harness', () => {
     expect(calls).toBe(1);
   });
 
+  it('a worker that stalls past its lease never completes the hop a second time', async () => {
+    const { bus, store } = open();
+    h.db.exec('CREATE TABLE applied (worker TEXT)');
+    let calls = 0;
+    const make = (name: string, stallMs: number) =>
+      createWorker({
+        role: 'r',
+        bus,
+        contextStore: store,
+        consumer: name,
+        visibilityTimeoutMs: 100,
+        // No heartbeat within the lease: the stalled worker loses it.
+        heartbeatIntervalMs: 10_000,
+        pollWaitMs: 20,
+        handler: async ({ effects }) => {
+          calls++;
+          effects.atomic('apply', (db) => db.prepare('INSERT INTO applied (worker) VALUES (?)').run(name));
+          await sleep(stallMs);
+          return { parts: [{ kind: 'text', text: `by ${name}` }] };
+        },
+      });
+    const zombie = make('zombie', 400);
+    workers.push(zombie);
+    await bus.publish('r', hop(1), { idempotencyKey: 'z' });
+    await until(() => zombie.inFlight === 1);
+    workers.push(make('healthy', 0));
+    const results = await takeResults(bus, 2, 1500);
+    await until(() => zombie.inFlight === 0, 3000, 'the zombie to finish');
+    expect(calls).toBe(2);
+    expect(results).toHaveLength(1);
+    expect(results[0]!.parts).toEqual([{ kind: 'text', text: 'by healthy' }]);
+    expect(h.db.prepare('SELECT worker FROM applied').all()).toEqual([{ worker: 'zombie' }]);
+    expect((await store.hydrate('run-1')).outputs).toHaveLength(1);
+    expect(await bus.stats('r')).toMatchObject({ depth: 0, inFlight: 0, deadLetters: 0 });
+  });
+
   it('stop() lets an in-flight hop finish within the grace period', async () => {
     const { bus, store } = open();
     const w = createWorker({
