@@ -207,7 +207,8 @@ export class ClientBase {
     const after = options.after ?? this.partySeq.get(key) ?? 0;
     const registration: Registration = {
       handle: result.token,
-      params,
+      // A copy: the caller may reuse its object; reconnect() registers with these.
+      params: { ...params },
       token: result.token,
       agentId: result.agentId,
       inbox: new AgentInbox((since, limit) => this.fetchSince(registration, since, limit), after),
