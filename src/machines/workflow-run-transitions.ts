@@ -116,6 +116,8 @@ export interface WorkflowRunContext {
   visits: Record<string, number>;
   /** Times each `goto` rule was taken, by `ruleKey(stage, index)`. */
   traversals: Record<string, number>;
+  /** Who approved the current hop (its gate or governance); kept across its retries and resumes. */
+  approvedBy: string | null;
   /** Accrued over every accepted hop result. */
   usage: RunUsage;
   directive: RunDirective;
@@ -405,6 +407,7 @@ function enter(ctx: WorkflowRunContext, route: Extract<Route, { kind: 'enter' }>
     hop,
     attempt: 1,
     visits: { ...ctx.visits, [stage]: (ctx.visits[stage] ?? 0) + 1 },
+    approvedBy: null,
     traversals,
     directive: gate
       ? {
@@ -452,6 +455,7 @@ function effectChanges(
               hop: ctx.hop,
               attempt: route.attempt,
               delayMs: route.delayMs,
+              approvedBy: ctx.approvedBy,
             }),
           };
         case 'complete':
@@ -479,6 +483,7 @@ function effectChanges(
           hop: ctx.hop,
           attempt: ctx.attempt,
           resume: event.continuation,
+          approvedBy: ctx.approvedBy,
         }),
       };
     case 'require-approval':
@@ -496,6 +501,7 @@ function effectChanges(
     case 'approve':
       if (event.type !== 'APPROVED') return {};
       return {
+        approvedBy: event.by,
         directive: dispatchDirective(ctx, ctx.stage!, { hop: ctx.hop, attempt: ctx.attempt, approvedBy: event.by }),
       };
     case 'deny':
@@ -524,6 +530,7 @@ export function initialRunContext(runId: string, definition: WorkflowDefinition)
     attempt: 0,
     visits: {},
     traversals: {},
+    approvedBy: null,
     usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, elapsedMs: 0 },
     directive: { kind: 'start' },
     failure: null,

@@ -65,6 +65,8 @@ class RunModel {
   failure: string | null = null;
   directive: ModelDirective = { kind: 'start' };
   refusal: string | null = null;
+  /** Who approved the current hop: kept across its retries and resumes. */
+  approvedBy: string | null = null;
   constructor(readonly def: WorkflowDefinition) {}
 
   retry(stage: string) {
@@ -86,17 +88,18 @@ class RunModel {
     this.hop += 1;
     this.attempt = 1;
     this.visits[stage] = (this.visits[stage] ?? 0) + 1;
+    this.approvedBy = null;
     const gate = this.def.stages[stage]!.approval;
     if (gate) {
       this.state = 'awaiting-approval';
       this.directive = { kind: 'await-approval', source: 'gate', approvers: [...gate.approvers] };
     } else {
       this.state = 'running';
-      this.dispatch(0, null, null);
+      this.dispatch(0, null);
     }
   }
 
-  dispatch(delayMs: number, resume: string | null, approvedBy: string | null) {
+  dispatch(delayMs: number, resume: string | null) {
     this.directive = {
       kind: 'dispatch',
       stage: this.stage!,
@@ -104,7 +107,7 @@ class RunModel {
       attempt: this.attempt,
       delayMs,
       resume,
-      approvedBy,
+      approvedBy: this.approvedBy,
     };
   }
 
@@ -122,7 +125,7 @@ class RunModel {
       if (policy.attempts === 0 || this.attempt < policy.attempts) {
         const delay = Math.min(policy.initial * policy.coefficient ** (this.attempt - 1), policy.max);
         this.attempt += 1;
-        this.dispatch(Math.round(delay), null, null);
+        this.dispatch(Math.round(delay), null);
         return;
       }
       exhausted = true;
@@ -225,7 +228,8 @@ class RunModel {
             accept();
             if (e.type === 'DENIED') return this.end('failed', 'APPROVAL_DENIED');
             this.state = 'running';
-            return this.dispatch(0, null, e.by);
+            this.approvedBy = e.by;
+            return this.dispatch(0, null);
           case 'BUDGET_EXCEEDED':
             accept();
             return this.end('failed', 'BUDGET_EXCEEDED');
@@ -245,7 +249,7 @@ class RunModel {
             accept();
             this.accrue(e.usage);
             this.state = 'running';
-            return this.dispatch(0, e.continuation, null);
+            return this.dispatch(0, e.continuation);
           case 'BUDGET_EXCEEDED':
             accept();
             return this.end('failed', 'BUDGET_EXCEEDED');
@@ -273,6 +277,7 @@ function expectSame(model: RunModel, actor: RunActor): void {
   expect(Math.round(c.usage.costUsd * 1e6)).toBe(model.costMicros);
   expect(c.failure?.code ?? null).toBe(model.failure);
   expect(c.refusal?.reason ?? null).toBe(model.refusal);
+  expect(c.approvedBy).toBe(model.approvedBy);
   const d = c.directive;
   expect(d.kind).toBe(model.directive.kind);
   if (d.kind === 'dispatch') {
@@ -766,6 +771,11 @@ describe('the dev SDLC run', () => {
     expect(run.getSnapshot().value).toBe('awaiting-approval');
     run.send({ type: 'APPROVED', by: 'security' });
     expect(ctx(run).directive).toMatchObject({ kind: 'dispatch', hop: 1, attempt: 1, approvedBy: 'security' });
+    // The approval holds for the hop's retries, not for the next hop.
+    run.send({ type: 'HOP_FAILED', ...current(run), errorType: 'Timeout' });
+    expect(ctx(run).directive).toMatchObject({ kind: 'dispatch', hop: 1, attempt: 2, approvedBy: 'security' });
+    run.send({ type: 'HOP_SUCCEEDED', ...current(run) });
+    expect(ctx(run).directive).toMatchObject({ kind: 'dispatch', hop: 2, attempt: 1, approvedBy: null });
   });
 });
 
