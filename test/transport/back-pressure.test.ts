@@ -107,4 +107,26 @@ describe('notifications under back-pressure', () => {
     const all = [...before, ...seen];
     expect(all).toEqual(Array.from({ length: total }, (_, i) => i + 1));
   });
+
+  it('relays only for agents registered through the session, and stops when they deregister', async () => {
+    const h = setup(64 * 1024);
+    h.read();
+    const worker = (await h.call('a2a.agents.register', { name: 'w', contextId: 'c' })) as {
+      token: string;
+      agentId: string;
+    };
+    // An agent registered in-process, not through this session: its events are not relayed here.
+    const outsider = await h.broker.register({ name: 'r', contextId: 'c' });
+    expect(h.session.relayCount).toBe(1);
+    await h.broker.send({ token: outsider.token, to: 'w', message: text('one') });
+    await h.broker.send({ token: outsider.token, to: 'w', message: text('two') });
+    await h.call('a2a.agents.list', { token: worker.token });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(h.notifications.map((n) => [n.params.recipient, n.params.seq])).toEqual([
+      [worker.agentId, 1],
+      [worker.agentId, 2],
+    ]);
+    await h.call('a2a.agents.deregister', { token: worker.token });
+    expect(h.session.relayCount).toBe(0);
+  });
 });

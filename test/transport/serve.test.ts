@@ -236,6 +236,14 @@ describe('switchboard serve', () => {
     });
   }
 
+  it('serves with --durability full and --log-level silent (nothing on stderr)', async () => {
+    const server = serve(undefined, ['--durability', 'full', '--log-level', 'silent']);
+    const agent = await register(server, 'a', 'c');
+    expect(agent.token.length).toBeGreaterThan(20);
+    expect(await server.end()).toEqual({ code: 0, signal: null });
+    expect(server.stderr).toBe('');
+  });
+
   it('documents every flag in --help and refuses unknown flags with exit code 2', async () => {
     const { stdout } = await run(process.execPath, [SWITCHBOARD_BIN, 'serve', '--help']);
     for (const flag of ['--db', '--durability', '--log-level', 'normal', 'full', './switchboard.db']) {
