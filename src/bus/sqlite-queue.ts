@@ -4,7 +4,7 @@ import { LEASE_EXPIRED_ERROR, decideExpiry, decideNack } from '../machines/deliv
 import type { BusEnvelope, RetryPolicy, WorkError } from '../protocol/work-envelope.js';
 import { type Clock, systemClock } from '../persistence/clock.js';
 import { type SqliteDatabase, openDatabase, type Durability } from '../persistence/database.js';
-import { CommitBatcher } from './commit-batcher.js';
+import { CommitBatcher } from '../persistence/bus-commit-batcher.js';
 import {
   BASE_ROLE_SETTINGS,
   type CheckedPublish,

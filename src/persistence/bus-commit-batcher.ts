@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { SqliteDatabase } from '../persistence/database.js';
+import type { SqliteDatabase } from './database.js';
 
 interface PendingOp {
   run: () => unknown;

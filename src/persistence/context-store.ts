@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import type { Artifact } from '../protocol/task.js';
 import type { Part } from '../protocol/parts.js';
 import type { BusEnvelope, HopOutcome, Usage, WorkHeaders } from '../protocol/work-envelope.js';
+import { CommitBatcher } from './bus-commit-batcher.js';
 import { type Clock, systemClock } from './clock.js';
 import { type SqliteDatabase, openDatabase } from './database.js';
 import { type MigrationSet, migrate } from './migrations.js';
@@ -237,12 +238,19 @@ export interface SqliteContextStoreOptions {
   clock?: Clock;
 }
 
-/** The Context Engine on SQLite: its own migration component (`context`) in the file the user passes. */
+/**
+ * The Context Engine on SQLite: its own migration component (`context`) in
+ * the file the user passes. Writes made in one event-loop turn share one
+ * transaction (group commit); each resolves after its commit.
+ */
 export class SqliteContextStore implements ContextStore {
   readonly database: SqliteDatabase;
   private readonly ownsDb: boolean;
   private readonly clock: Clock;
   private closed = false;
+  /** Writes of one event-loop turn share a commit (many workers completing hops at once). */
+  private readonly batcher: CommitBatcher;
+  private readonly readContext: Database.Transaction<(runId: string) => WorkItemContext>;
   private readonly s: Record<
     | 'outputs'
     | 'memory'
@@ -309,16 +317,8 @@ export class SqliteContextStore implements ContextStore {
       pruneEffects: db.prepare('DELETE FROM context_effects WHERE recorded_at < ?'),
       pruneCheckpoints: db.prepare('DELETE FROM context_checkpoints WHERE resumed_at IS NOT NULL AND resumed_at < ?'),
     };
-  }
-
-  private assertOpen(): void {
-    if (this.closed) throw new ContextStoreError('CONTEXT_CLOSED', 'the context store is closed');
-  }
-
-  async hydrate(runId: string): Promise<WorkItemContext> {
-    this.assertOpen();
-    const run = checkKey(runId, 'runId');
-    const read = this.database.transaction(() => {
+    this.batcher = new CommitBatcher(db);
+    this.readContext = db.transaction((run: string) => {
       const outputs = (this.s.outputs.all(run) as OutputRow[]).map((row): HopOutput => {
         const body = JSON.parse(row.body) as { parts: Part[]; artifacts: Artifact[]; usage?: Usage };
         return {
@@ -339,7 +339,16 @@ export class SqliteContextStore implements ContextStore {
       }
       return { runId: run, outputs, memory };
     });
-    return read.deferred();
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new ContextStoreError('CONTEXT_CLOSED', 'the context store is closed');
+  }
+
+  async hydrate(runId: string): Promise<WorkItemContext> {
+    this.assertOpen();
+    const run = checkKey(runId, 'runId');
+    return this.readContext.deferred(run);
   }
 
   private applyMemory(runId: string, patch: Record<string, unknown>, now: number): void {
@@ -364,7 +373,7 @@ export class SqliteContextStore implements ContextStore {
     this.assertOpen();
     const run = checkKey(runId, 'runId');
     const checked = this.checkPatch(patch);
-    this.database.transaction(() => this.applyMemory(run, checked, this.clock.now())).immediate();
+    await this.batcher.submit(() => this.applyMemory(run, checked, this.clock.now()));
   }
 
   async checkpoint(token: string): Promise<Checkpoint | undefined> {
@@ -414,7 +423,7 @@ export class SqliteContextStore implements ContextStore {
             state: toJson(record.checkpoint.state, 'checkpoint state'),
             headers: toJson(record.checkpoint.headers, 'checkpoint headers'),
           };
-    const write = this.database.transaction(() => {
+    return this.batcher.submit(() => {
       const now = this.clock.now();
       const inserted = this.s.insertCompletion.run(key, record.outcome, publishes, now).changes === 1;
       if (!inserted) {
@@ -442,7 +451,6 @@ export class SqliteContextStore implements ContextStore {
         first: true,
       };
     });
-    return write.immediate();
   }
 
   async effect(scope: string, key: string): Promise<{ value: unknown } | undefined> {
@@ -456,10 +464,11 @@ export class SqliteContextStore implements ContextStore {
   async recordEffect(scope: string, key: string, value: unknown): Promise<boolean> {
     this.assertOpen();
     const text = toJson(value, 'effect value');
-    return (
-      this.s.insertEffect.run(checkKey(scope, 'effect scope'), checkKey(key, 'effect key'), text, this.clock.now())
-        .changes === 1
-    );
+    const s = checkKey(scope, 'effect scope');
+    const k = checkKey(key, 'effect key');
+    return this.batcher.submit(() => this.s.insertEffect.run(s, k, text, this.clock.now()).changes === 1, {
+      atomic: false,
+    });
   }
 
   applyOnce<T>(scope: string, key: string, apply: (db: SqliteDatabase) => T): { value: T; applied: boolean } {
@@ -479,17 +488,17 @@ export class SqliteContextStore implements ContextStore {
   /** Deletes completion records, effect markers and resumed checkpoints recorded before `epochMs`. */
   async prune(epochMs: number): Promise<{ completions: number; effects: number; checkpoints: number }> {
     this.assertOpen();
-    const run = this.database.transaction(() => ({
+    return this.batcher.submit(() => ({
       completions: this.s.pruneCompletions.run(epochMs).changes,
       effects: this.s.pruneEffects.run(epochMs).changes,
       checkpoints: this.s.pruneCheckpoints.run(epochMs).changes,
     }));
-    return run.immediate();
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.batcher.flush();
     if (this.ownsDb) this.database.close();
   }
 }
