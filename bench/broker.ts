@@ -16,7 +16,7 @@
  * Needs `--expose-gc` (the npm script passes it).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { firstValueFrom } from 'rxjs';
 import { filter, take } from 'rxjs/operators';
@@ -90,11 +90,23 @@ async function roundTrip(
   await arrived;
 }
 
-async function brokerRoundTrips(dir: string, round: number, inFlight: number): Promise<number> {
+/** A rate (per wall-clock second) and the process CPU time per unit, in µs. */
+interface Rate {
+  perSecond: number;
+  cpuMicros: number;
+}
+
+function cpuMicros(since: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(since);
+  return used.user + used.system;
+}
+
+async function brokerRoundTrips(dir: string, round: number, inFlight: number): Promise<Rate> {
   const broker = createBroker({ path: join(dir, `rt-${inFlight}-${round}.db`) });
   const worker = await broker.register({ name: 'worker', contextId: `w-${round}` });
   const lanes = Array.from({ length: inFlight }, (_, lane) => rotatingRequester(broker, `${round}-${lane}`));
   const perLane = Math.ceil(ROUND_TRIPS / inFlight);
+  const cpu = process.cpuUsage();
   const started = performance.now();
   await Promise.all(
     lanes.map(async (requester) => {
@@ -102,15 +114,16 @@ async function brokerRoundTrips(dir: string, round: number, inFlight: number): P
     }),
   );
   const seconds = (performance.now() - started) / 1000;
+  const micros = cpuMicros(cpu);
   await broker.close();
-  return (perLane * inFlight) / seconds;
+  return { perSecond: (perLane * inFlight) / seconds, cpuMicros: micros / (perLane * inFlight) };
 }
 
 /**
  * The reference: the broker's writes (and the reads they depend on), as plain
  * prepared statements on the same schema, one transaction per call.
  */
-function rawRoundTrips(dir: string, round: number): number {
+function rawRoundTrips(dir: string, round: number): Rate {
   const db = openDatabase(join(dir, `raw-${round}.db`));
   migrate(db, A2A_MIGRATION_SET);
   const ids = createUuidV7Source();
@@ -179,6 +192,7 @@ function rawRoundTrips(dir: string, round: number): number {
     s.event.run(requester.contextId, requester.name, seq, taskId, JSON.stringify({ seq, taskId }), now);
     s.push.get(taskId);
   });
+  const cpu = process.cpuUsage();
   const started = performance.now();
   for (let i = 0; i < ROUND_TRIPS; i++) {
     if (i % TASKS_PER_REQUESTER === 0) {
@@ -190,11 +204,12 @@ function rawRoundTrips(dir: string, round: number): number {
     complete(taskId, ids.next());
   }
   const seconds = (performance.now() - started) / 1000;
+  const micros = cpuMicros(cpu);
   db.close();
-  return ROUND_TRIPS / seconds;
+  return { perSecond: ROUND_TRIPS / seconds, cpuMicros: micros / ROUND_TRIPS };
 }
 
-async function liveTasks(dir: string): Promise<{ heapPerTask: number; reopenMs: number[] }> {
+async function liveTasks(dir: string): Promise<{ heapPerTask: number; reopenMs: number[]; reopenCpuMs: number[] }> {
   const path = join(dir, 'live.db');
   let broker = createBroker({ path });
   const worker = await broker.register({ name: 'worker', contextId: 'w' });
@@ -217,23 +232,28 @@ async function liveTasks(dir: string): Promise<{ heapPerTask: number; reopenMs: 
   const heapPerTask = (after - before) / LIVE_TASKS;
   await broker.close();
   const reopenMs: number[] = [];
+  const reopenCpuMs: number[] = [];
   for (let i = 0; i < ROUNDS; i++) {
+    // As in a fresh process: the previous broker's actors are not left for this open to collect.
+    collect();
+    const cpu = process.cpuUsage();
     const started = performance.now();
     broker = createBroker({ path });
     reopenMs.push(performance.now() - started);
+    reopenCpuMs.push(cpuMicros(cpu) / 1000);
     if (broker.opened.restoredTasks !== LIVE_TASKS) throw new Error('not every task was restored');
     await broker.close();
   }
-  return { heapPerTask, reopenMs };
+  return { heapPerTask, reopenMs, reopenCpuMs };
 }
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'switchboard-bench-broker-'));
   try {
     log(`broker bench: ${ROUNDS} rounds of ${ROUND_TRIPS} round trips; ${LIVE_TASKS} live tasks`);
-    const sequential: number[] = [];
-    const pipelined: number[] = [];
-    const raw: number[] = [];
+    const raw: Rate[] = [];
+    const sequential: Rate[] = [];
+    const pipelined: Rate[] = [];
     const seqRatios: number[] = [];
     const pipeRatios: number[] = [];
     // Interleaved, so that each ratio compares runs made under the same machine load.
@@ -244,26 +264,25 @@ async function main(): Promise<void> {
       raw.push(r);
       sequential.push(b);
       pipelined.push(p);
-      seqRatios.push(b / r);
-      pipeRatios.push(p / r);
+      seqRatios.push(b.perSecond / r.perSecond);
+      pipeRatios.push(p.perSecond / r.perSecond);
       log(
-        `round ${round + 1}: raw ${r.toFixed(0)}/s, broker ${b.toFixed(0)}/s (${(b / r).toFixed(2)}), ` +
-          `broker x${IN_FLIGHT} ${p.toFixed(0)}/s (${(p / r).toFixed(2)})`,
+        `round ${round + 1}: raw ${r.perSecond.toFixed(0)}/s, broker ${b.perSecond.toFixed(0)}/s ` +
+          `(${(b.perSecond / r.perSecond).toFixed(2)}), broker x${IN_FLIGHT} ${p.perSecond.toFixed(0)}/s ` +
+          `(${(p.perSecond / r.perSecond).toFixed(2)})`,
       );
     }
     log('live tasks: creating, measuring heap, reopening');
-    const { heapPerTask, reopenMs } = await liveTasks(dir);
-    const rawRate = median(raw);
-    const seqRate = median(sequential);
-    const pipeRate = median(pipelined);
-    const reopen = median(reopenMs);
+    const { heapPerTask, reopenMs, reopenCpuMs } = await liveTasks(dir);
+    const rate = (rs: Rate[]) => median(rs.map((x) => x.perSecond)).toFixed(0);
+    const cpuOf = (rs: Rate[]) => median(rs.map((x) => x.cpuMicros)).toFixed(0);
     const lines = [
-      'broker bench (medians)',
-      `  raw better-sqlite3, same writes, 1 txn/call : ${rawRate.toFixed(0)} round trips/s`,
-      `  broker, one at a time                     : ${seqRate.toFixed(0)} round trips/s  ratio ${median(seqRatios).toFixed(2)} (target >= 0.50)`,
-      `  broker, ${IN_FLIGHT} in flight (group commit)      : ${pipeRate.toFixed(0)} round trips/s  ratio ${median(pipeRatios).toFixed(2)}`,
-      `  heap per live task at ${LIVE_TASKS}              : ${heapPerTask.toFixed(0)} bytes (target <= 8192)`,
-      `  reopen with ${LIVE_TASKS} live tasks             : ${reopen.toFixed(0)} ms (target < 1000; runs ${reopenMs.map((m) => m.toFixed(0)).join(', ')})`,
+      `broker bench (medians of ${ROUNDS} rounds; load average ${loadavg()[0]?.toFixed(1)} on ${cpus().length} cores)`,
+      `  raw better-sqlite3, same writes, 1 txn/call : ${rate(raw)} round trips/s, ${cpuOf(raw)} µs CPU each`,
+      `  broker, one at a time                      : ${rate(sequential)} round trips/s, ${cpuOf(sequential)} µs CPU each, ratio ${median(seqRatios).toFixed(2)} (target >= 0.50)`,
+      `  broker, ${IN_FLIGHT} in flight (group commit)       : ${rate(pipelined)} round trips/s, ${cpuOf(pipelined)} µs CPU each, ratio ${median(pipeRatios).toFixed(2)}`,
+      `  heap per live task at ${LIVE_TASKS}               : ${heapPerTask.toFixed(0)} bytes (target <= 8192)`,
+      `  reopen with ${LIVE_TASKS} live tasks              : ${median(reopenMs).toFixed(0)} ms wall, ${median(reopenCpuMs).toFixed(0)} ms CPU (target < 1000; runs ${reopenMs.map((m) => m.toFixed(0)).join(', ')})`,
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
