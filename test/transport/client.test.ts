@@ -1,4 +1,6 @@
-import { PassThrough } from 'node:stream';
+import { Duplex, PassThrough } from 'node:stream';
+import { createBroker } from '../../src/actors/broker.js';
+import { BrokerSession } from '../../src/transport/broker-session.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SwitchboardError } from '../../src/protocol/errors.js';
 import { type SwitchboardClient, connect } from '../../src/transport/client.js';
@@ -42,6 +44,27 @@ describe('connect()', () => {
     expect(client.host).toMatchObject({ protocolVersion: 10, schemaVersion: 12 });
     expect(client.host.capabilities).toContain('a2a');
     expect(client.serveProcess?.pid).toBeGreaterThan(0);
+  });
+
+  it('talks to an embedded broker over any duplex stream', async () => {
+    const tmp = tempDir();
+    const broker = createBroker({ path: tmp.db });
+    const toBroker = new PassThrough();
+    const fromBroker = new PassThrough();
+    const session = new BrokerSession({ broker, input: toBroker, output: fromBroker });
+    cleanups.push(async () => {
+      await session.close();
+      await broker.close();
+      tmp.cleanup();
+    });
+    const client = await connect({ streams: Duplex.from({ readable: fromBroker, writable: toBroker }) });
+    expect(client.serveProcess).toBeUndefined();
+    const worker = await client.register({ name: 'w', contextId: 'c' });
+    const requester = await client.register({ name: 'r', contextId: 'c' });
+    const { task } = await client.send({ token: requester.token, to: 'w', message: text('hi') });
+    const [created] = await client.wait({ token: worker.token, timeoutSeconds: 5 });
+    expect(created?.method === 'a2a.task.event' && created.params.event.taskId).toBe(task.id);
+    await client.close();
   });
 
   it('refuses a host below protocol version 10', async () => {
