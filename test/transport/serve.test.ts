@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MAX_LINE_BYTES } from '../../src/protocol/bounds.js';
-import { JsonRpcResponseSchema } from '../../src/protocol/jsonrpc.js';
+import { JsonRpcNotificationSchema, JsonRpcResponseSchema } from '../../src/protocol/jsonrpc.js';
 import { SWITCHBOARD_BIN } from '../../src/transport/serve-process.js';
 import { type Line, RawServe, isObject, tempDir, text } from './helpers.js';
 
@@ -38,22 +38,29 @@ function eventsFor(server: RawServe, agentId: string): Line[] {
 }
 
 describe('switchboard serve', () => {
-  it('answers the handshake and writes only JSON-RPC lines to stdout, logs to stderr', async () => {
-    const server = serve();
+  it('answers the handshake and writes only JSON-RPC lines to stdout, logs to stderr (never a token)', async () => {
+    const server = serve(undefined, ['--log-level', 'trace']);
     const result = await server.call('app.handshake', { protocolVersion: 10, client: { name: 't', version: '1' } });
     expect(result).toMatchObject({ protocolVersion: 10, schemaVersion: 12, server: { name: 'switchboard' } });
     expect(result.capabilities).toContain('a2a');
-    await register(server, 'w', 'c1');
+    const worker = await register(server, 'w', 'c1');
+    const requester = await register(server, 'r', 'c1');
+    await server.call('a2a.message.send', { token: requester.token, to: 'w', message: text('secret payload') });
+    await server.request('a2a.tasks.get', { token: 'not-a-real-token', id: 'x' });
     server.write('not json\n');
     await server.waitFor((l) => isObject(l) && isObject(l.error) && l.error.code === -32700);
     expect(await server.end()).toEqual({ code: 0, signal: null });
     for (const line of server.rawStdout) {
       const parsed = JSON.parse(line) as unknown;
-      expect(JsonRpcResponseSchema.safeParse(parsed).success).toBe(true);
+      const wellFormed =
+        JsonRpcResponseSchema.safeParse(parsed).success || JsonRpcNotificationSchema.safeParse(parsed).success;
+      expect(wellFormed, line).toBe(true);
     }
     const logs = server.stderr.trim().split('\n');
     for (const log of logs) expect(() => JSON.parse(log)).not.toThrow();
-    expect(server.stderr).not.toContain((server.lines[1] as { result: { token: string } }).result.token);
+    for (const secret of [worker.token, requester.token, 'not-a-real-token', 'secret payload']) {
+      expect(server.stderr).not.toContain(secret);
+    }
   });
 
   it('routes a delegation round trip to the counterpart of each caller', async () => {
