@@ -135,13 +135,12 @@ function rawRoundTrips(dir: string, round: number): Rate {
     count: db.prepare('SELECT COUNT(*) AS n FROM a2a_tasks WHERE context_id = ?'),
     insertTask: db.prepare(
       `INSERT INTO a2a_tasks (task_id, context_id, requester_name, agent_context_id, agent_name, state, status,
-         creation_message_id, history_count, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)`,
+         creation_message_id, history_count, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
     ),
     insertMessage: db.prepare(
       `INSERT INTO a2a_messages (task_id, message_id, position, role, from_name, body)
-       VALUES (?, ?, (SELECT history_count + 1 FROM a2a_tasks WHERE task_id = ?), ?, ?, ?)`,
+       VALUES (?, ?, ?, ?, ?, ?)`,
     ),
-    bump: db.prepare('UPDATE a2a_tasks SET history_count = history_count + 1 WHERE task_id = ?'),
     putActor: db.prepare('INSERT INTO a2a_task_actors (task_id, machine_version, snapshot) VALUES (?, 1, ?)'),
     sends: db.prepare('UPDATE a2a_agents SET sends = sends + 1 WHERE agent_id = ?'),
     seq: db.prepare(
@@ -152,7 +151,9 @@ function rawRoundTrips(dir: string, round: number): Rate {
        VALUES (?, ?, ?, 'a2a.task.event', ?, ?, ?)`,
     ),
     head: db.prepare('SELECT * FROM a2a_tasks WHERE task_id = ?'),
-    setStatus: db.prepare('UPDATE a2a_tasks SET state = ?, status = ?, updated_at = ? WHERE task_id = ?'),
+    writeHead: db.prepare(
+      'UPDATE a2a_tasks SET state = ?, status = ?, history_count = ?, updated_at = ? WHERE task_id = ?',
+    ),
     deleteActor: db.prepare('DELETE FROM a2a_task_actors WHERE task_id = ?'),
     push: db.prepare('SELECT config FROM a2a_push_configs WHERE task_id = ?'),
   };
@@ -174,8 +175,7 @@ function rawRoundTrips(dir: string, round: number): Rate {
       now,
       now,
     );
-    s.insertMessage.run(taskId, messageId, taskId, 'user', requester.name, JSON.stringify({ messageId, ...message }));
-    s.bump.run(taskId);
+    s.insertMessage.run(taskId, messageId, 1, 'user', requester.name, JSON.stringify({ messageId, ...message }));
     s.putActor.run(taskId, '{"status":"active","value":"submitted"}');
     s.sends.run(requester.id);
     const seq = (s.seq.get(worker.contextId, worker.name) as { seq: number }).seq + 1;
@@ -184,9 +184,8 @@ function rawRoundTrips(dir: string, round: number): Rate {
   const complete = db.transaction((taskId: string, messageId: string) => {
     const now = new Date().toISOString();
     s.head.get(taskId);
-    s.insertMessage.run(taskId, messageId, taskId, 'agent', worker.name, JSON.stringify({ messageId, ...reply }));
-    s.bump.run(taskId);
-    s.setStatus.run('completed', JSON.stringify({ state: 'completed', timestamp: now }), now, taskId);
+    s.insertMessage.run(taskId, messageId, 2, 'agent', worker.name, JSON.stringify({ messageId, ...reply }));
+    s.writeHead.run('completed', JSON.stringify({ state: 'completed', timestamp: now }), 2, now, taskId);
     s.deleteActor.run(taskId);
     const seq = (s.seq.get(requester.contextId, requester.name) as { seq: number }).seq + 1;
     s.event.run(requester.contextId, requester.name, seq, taskId, JSON.stringify({ seq, taskId }), now);

@@ -312,11 +312,13 @@ class EmbeddedBroker implements Broker {
     return agentId === undefined ? undefined : byId.get(agentId);
   }
 
-  /** Moves a task through its actor and commits the new status; returns the new head. */
+  /**
+   * Moves a task through its actor and writes the actor's snapshot; returns
+   * the new head, which the caller writes (`writeHead`) once it is complete.
+   */
   private moveTask(scope: CallScope, head: TaskHead, move: TaskMove, status: TaskStatus): TaskHead {
     const moved = this.tasks.move(head.taskId, head.state, move);
     scope.onUndo(moved.undo);
-    this.store.setStatus(head.taskId, status, status.timestamp);
     if (moved.snapshot === null) this.store.deleteActorSnapshot(head.taskId);
     else this.store.putActorSnapshot(head.taskId, TASK_MACHINE_VERSION, moved.snapshot);
     return { ...head, state: status.state, status, updatedAt: status.timestamp };
@@ -344,13 +346,13 @@ class EmbeddedBroker implements Broker {
 
   /** Counts an accepted new message against `A2A_MAX_SENDS_PER_RUN`. */
   private countSend(scope: CallScope, caller: Registration): void {
-    const before = caller.actor.getPersistedSnapshot();
+    const before = caller.actor.getSnapshot().context.sends;
     caller.actor.send({ type: 'SEND' });
     const sends = caller.actor.getSnapshot().context.sends;
     this.store.setAgentSends(caller.agentId, sends);
     scope.onUndo(() => {
       caller.actor.stop();
-      caller.actor = createActor(agentMachine, { snapshot: before, input: { agentId: caller.agentId } }).start();
+      caller.actor = createActor(agentMachine, { input: { agentId: caller.agentId, sends: before } }).start();
     });
   }
 
@@ -410,6 +412,7 @@ class EmbeddedBroker implements Broker {
     for (const head of this.store.openTasksOfParty(caller.party, 'worker')) {
       const status: TaskStatus = { state: 'failed', timestamp: at };
       const moved = this.moveTask(scope, head, { to: 'failed', by: 'broker', via: 'deregistration' }, status);
+      this.store.writeHead(moved);
       const requester = { contextId: head.contextId, name: head.requesterName };
       this.notify(scope, requester, moved, statusEvent(moved, true));
       this.push(scope, requester, moved, status);
@@ -417,6 +420,7 @@ class EmbeddedBroker implements Broker {
     for (const head of this.store.openTasksOfParty(caller.party, 'requester')) {
       const status: TaskStatus = { state: 'canceled', timestamp: at };
       const moved = this.moveTask(scope, head, { to: 'canceled', by: 'broker', via: 'deregistration' }, status);
+      this.store.writeHead(moved);
       const worker = { contextId: head.agentContextId, name: head.agentName };
       this.notify(scope, worker, moved, statusEvent(moved, true));
       this.push(scope, worker, moved, status);
@@ -494,21 +498,6 @@ class EmbeddedBroker implements Broker {
     const at = this.now();
     const message = this.stamp(caller, 'requester', { taskId, contextId: caller.party.contextId }, p.message);
     const status: TaskStatus = { state: 'submitted', timestamp: at };
-    this.store.insertTask({
-      taskId,
-      contextId: caller.party.contextId,
-      requesterName: caller.party.name,
-      agentContextId: worker.party.contextId,
-      agentName: worker.party.name,
-      status,
-      creationMessageId: message.messageId,
-      createdAt: at,
-    });
-    this.store.appendMessage(message);
-    const created = this.tasks.create(taskId);
-    scope.onUndo(created.undo);
-    this.store.putActorSnapshot(taskId, TASK_MACHINE_VERSION, created.snapshot);
-    this.countSend(scope, caller);
     const head: TaskHead = {
       taskId,
       contextId: caller.party.contextId,
@@ -521,6 +510,12 @@ class EmbeddedBroker implements Broker {
       createdAt: at,
       updatedAt: at,
     };
+    this.store.insertTask(head, message.messageId);
+    this.store.appendMessage(message, 1);
+    const created = this.tasks.create(taskId);
+    scope.onUndo(created.undo);
+    this.store.putActorSnapshot(taskId, TASK_MACHINE_VERSION, created.snapshot);
+    this.countSend(scope, caller);
     // Task creation addresses the worker; the event carries the first message.
     this.notify(scope, worker.party, head, statusEvent(head, false, message));
     // The new task is known whole: no need to read it back.
@@ -558,18 +553,14 @@ class EmbeddedBroker implements Broker {
     if (head.historyCount >= A2A_MAX_TASK_HISTORY) throw boundError('A2A_SEND_CAP', 'A2A_MAX_TASK_HISTORY');
     this.checkSendCap(caller);
     const message = this.stamp(caller, role, head, m);
-    this.store.appendMessage(message);
+    this.store.appendMessage(message, head.historyCount + 1);
     this.countSend(scope, caller);
     let current: TaskHead = { ...head, historyCount: head.historyCount + 1, updatedAt: message.timestamp };
     if (role === 'requester' && (head.state === 'input-required' || head.state === 'auth-required')) {
       const status: TaskStatus = { state: 'working', message, timestamp: message.timestamp };
-      current = {
-        ...this.moveTask(scope, current, { to: 'working', by: 'broker', via: 'follow-up' }, status),
-        historyCount: current.historyCount,
-      };
-    } else {
-      this.store.touchTask(taskId, message.timestamp);
+      current = this.moveTask(scope, current, { to: 'working', by: 'broker', via: 'follow-up' }, status);
     }
+    this.store.writeHead(current);
     this.notify(scope, counterpart(current, role), current, statusEvent(current, false, message));
     return { task: this.store.loadTask(current) };
   }
@@ -605,12 +596,13 @@ class EmbeddedBroker implements Broker {
     if (p.message !== undefined) {
       if (head.historyCount >= A2A_MAX_TASK_HISTORY) throw boundError('A2A_SEND_CAP', 'A2A_MAX_TASK_HISTORY');
       message = this.stamp(caller, role, head, p.message);
-      this.store.appendMessage(message);
+      this.store.appendMessage(message, head.historyCount + 1);
       current = { ...current, historyCount: current.historyCount + 1 };
     }
     const status: TaskStatus = { state: p.state, timestamp: message?.timestamp ?? this.now() };
     if (message !== undefined) status.message = message;
-    current = { ...this.moveTask(scope, current, { to: p.state, by: 'worker', via: 'status' }, status) };
+    current = this.moveTask(scope, current, { to: p.state, by: 'worker', via: 'status' }, status);
+    this.store.writeHead(current);
     const final = isTerminalState(p.state);
     const requester = counterpart(current, role);
     this.notify(scope, requester, current, statusEvent(current, final));
@@ -637,8 +629,8 @@ class EmbeddedBroker implements Broker {
     const existing = this.store.artifact(head.taskId, chunk.artifactId);
     const stored = append && existing !== undefined ? appended(existing, chunk) : chunk;
     this.store.putArtifact(head.taskId, stored, existing !== undefined, at);
-    this.store.touchTask(head.taskId, at);
     const current: TaskHead = { ...head, updatedAt: at };
+    this.store.writeHead(current);
     this.notify(scope, counterpart(current, role), current, {
       kind: 'artifact-update',
       taskId: head.taskId,
@@ -658,6 +650,7 @@ class EmbeddedBroker implements Broker {
     if (!check.ok) throw moveRefusal(check);
     const status: TaskStatus = { state: 'canceled', timestamp: this.now() };
     const current = this.moveTask(scope, head, move, status);
+    this.store.writeHead(current);
     const other = counterpart(current, role);
     this.notify(scope, other, current, statusEvent(current, true));
     this.push(scope, other, current, status);

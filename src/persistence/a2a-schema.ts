@@ -20,7 +20,8 @@ export const A2A_COMPONENT = 'a2a';
  * - `a2a_messages`: the history, keyed `(task_id, message_id)`.
  * - `a2a_artifacts`: keyed `(task_id, artifact_id)`, in insertion order.
  * - `a2a_push_configs`: at most one per task (last write wins).
- * - `a2a_events`: the durable log of notifications per party, `seq` from 1.
+ * - `a2a_events`: the durable log of notifications per party, `seq` from 1
+ *   (unique per party; a rowid table, since `params` can be large).
  * - `a2a_task_actors`: the persisted snapshot of every live (non-terminal)
  *   task actor with the machine version it was taken from; deleted when the
  *   task reaches a terminal state.
@@ -94,9 +95,9 @@ function createBrokerTables(db: SqliteDatabase): void {
       method TEXT NOT NULL CHECK (method IN ('a2a.task.event', 'a2a.push')),
       task_id TEXT NOT NULL,
       params TEXT NOT NULL,
-      created_at TEXT NOT NULL,
-      PRIMARY KEY (party_context_id, party_name, seq)
-    ) STRICT, WITHOUT ROWID;
+      created_at TEXT NOT NULL
+    ) STRICT;
+    CREATE UNIQUE INDEX IF NOT EXISTS a2a_events_party_seq ON a2a_events (party_context_id, party_name, seq);
 
     CREATE TABLE IF NOT EXISTS a2a_task_actors (
       task_id TEXT PRIMARY KEY REFERENCES a2a_tasks (task_id),

@@ -100,20 +100,20 @@ export class A2AStore {
         `INSERT INTO a2a_tasks (task_id, context_id, requester_name, agent_context_id, agent_name, state, status,
            creation_message_id, history_count, created_at, updated_at)
          VALUES (@taskId, @contextId, @requesterName, @agentContextId, @agentName, @state, @status,
-           @creationMessageId, 0, @createdAt, @createdAt)`,
+           @creationMessageId, @historyCount, @createdAt, @updatedAt)`,
       ),
       taskHead: db.prepare(`SELECT ${TASK_HEAD_COLUMNS} FROM a2a_tasks WHERE task_id = ?`),
       createdTask: db.prepare(
         'SELECT task_id FROM a2a_tasks WHERE context_id = ? AND requester_name = ? AND creation_message_id = ? LIMIT 1',
       ),
       countTasksInContext: db.prepare('SELECT COUNT(*) AS n FROM a2a_tasks WHERE context_id = ?'),
-      setStatus: db.prepare('UPDATE a2a_tasks SET state = ?, status = ?, updated_at = ? WHERE task_id = ?'),
-      touchTask: db.prepare('UPDATE a2a_tasks SET updated_at = ? WHERE task_id = ?'),
+      writeHead: db.prepare(
+        'UPDATE a2a_tasks SET state = ?, status = ?, history_count = ?, updated_at = ? WHERE task_id = ?',
+      ),
       insertMessage: db.prepare(
         `INSERT INTO a2a_messages (task_id, message_id, position, role, from_name, body)
-         VALUES (?, ?, (SELECT history_count + 1 FROM a2a_tasks WHERE task_id = ?), ?, ?, ?)`,
+         VALUES (?, ?, ?, ?, ?, ?)`,
       ),
-      bumpHistory: db.prepare('UPDATE a2a_tasks SET history_count = history_count + 1 WHERE task_id = ?'),
       hasMessage: db.prepare('SELECT 1 FROM a2a_messages WHERE task_id = ? AND message_id = ?'),
       history: db.prepare('SELECT body FROM a2a_messages WHERE task_id = ? ORDER BY position'),
       historyTail: db.prepare(
@@ -209,17 +209,21 @@ export class A2AStore {
 
   // ---- tasks ----
 
-  insertTask(head: {
-    taskId: string;
-    contextId: string;
-    requesterName: string;
-    agentContextId: string;
-    agentName: string;
-    status: TaskStatus;
-    creationMessageId: string;
-    createdAt: string;
-  }): void {
-    this.s.insertTask.run({ ...head, state: head.status.state, status: JSON.stringify(head.status) });
+  /** A new task row; its messages follow with `appendMessage`. */
+  insertTask(head: TaskHead, creationMessageId: string): void {
+    this.s.insertTask.run({
+      taskId: head.taskId,
+      contextId: head.contextId,
+      requesterName: head.requesterName,
+      agentContextId: head.agentContextId,
+      agentName: head.agentName,
+      state: head.status.state,
+      status: JSON.stringify(head.status),
+      creationMessageId,
+      historyCount: head.historyCount,
+      createdAt: head.createdAt,
+      updatedAt: head.updatedAt,
+    });
   }
 
   taskHead(taskId: string): TaskHead | undefined {
@@ -239,24 +243,27 @@ export class A2AStore {
     return (this.s.countTasksInContext.get(contextId) as { n: number }).n;
   }
 
-  setStatus(taskId: string, status: TaskStatus, updatedAt: string): void {
-    this.s.setStatus.run(status.state, JSON.stringify(status), updatedAt, taskId);
+  /** Writes a task's mutable columns (state, status, history count, updatedAt) in one statement. */
+  writeHead(head: TaskHead): void {
+    this.s.writeHead.run(
+      head.status.state,
+      JSON.stringify(head.status),
+      head.historyCount,
+      head.updatedAt,
+      head.taskId,
+    );
   }
 
-  touchTask(taskId: string, updatedAt: string): void {
-    this.s.touchTask.run(updatedAt, taskId);
-  }
-
-  appendMessage(message: Message): void {
+  /** Adds a message at `position` (1-based); the caller writes the new `historyCount` with the head. */
+  appendMessage(message: Message, position: number): void {
     this.s.insertMessage.run(
       message.taskId,
       message.messageId,
-      message.taskId,
+      position,
       message.role,
       message.from,
       JSON.stringify(message),
     );
-    this.s.bumpHistory.run(message.taskId);
   }
 
   hasMessage(taskId: string, messageId: string): boolean {
