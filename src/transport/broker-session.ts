@@ -74,7 +74,7 @@ export class BrokerSession {
     return this.server.writer.backlog;
   }
 
-  /** How many times a relay let go of the live stream because the peer was not reading (and caught up later). */
+  /** How many times a relay let go of the live stream (the peer was not reading, or a gap) and caught up from the log. */
   get relayPauses(): number {
     return this.pauses;
   }

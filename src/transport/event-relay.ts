@@ -23,7 +23,7 @@ export interface EventRelayOptions {
   logger: Logger;
   /** Called once the relay has stopped for good. */
   onStop?: () => void;
-  /** Called each time the relay lets go of the live stream because output backed up. */
+  /** Called each time the relay lets go of the live stream to read the durable log (output backed up, or a gap). */
   onPause?: () => void;
 }
 
@@ -103,6 +103,12 @@ export class EventRelay {
       return;
     }
     if (this.mode !== 'live') return;
+    // A party's seqs have no holes: one skipped means the live stream lost
+    // events (none should); the durable log fills the gap.
+    if (this.lastSeq > 0 && event.seq > this.lastSeq + 1) {
+      this.pause();
+      return;
+    }
     this.deliver(event);
     if (this.options.sink.congested) this.pause();
   }
