@@ -26,6 +26,8 @@ export interface JsonRpcServerOptions {
   maxLineBytes?: number;
   /** Characters of output held back before input is paused (default 1 MiB). */
   outputHighWaterMark?: number;
+  /** Calls in flight before input is paused until half of them are answered (default 4096). */
+  maxInFlight?: number;
 }
 
 /**
@@ -45,6 +47,8 @@ export class JsonRpcServer {
   private inputEnded = false;
   private stopping = false;
   private pausedForOutput = false;
+  private pausedForLoad = false;
+  private readonly maxInFlight: number;
   private idleWaiters: (() => void)[] = [];
   private readonly done: Promise<void>;
   private resolveDone!: () => void;
@@ -53,6 +57,7 @@ export class JsonRpcServer {
     this.input = options.input;
     this.dispatch = options.dispatch;
     this.logger = options.logger ?? silentLogger();
+    this.maxInFlight = options.maxInFlight ?? 4096;
     this.writer = new LineWriter(options.output, { highWaterMark: options.outputHighWaterMark });
     this.splitter = new LineSplitter(
       { line: (text) => this.onLine(text), oversized: (bytes) => this.onOversized(bytes) },
@@ -135,14 +140,30 @@ export class JsonRpcServer {
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
+  /**
+   * Input is paused while output is congested (a peer that does not read)
+   * or while too many calls are in flight (a peer that floods a slow
+   * broker), so that neither makes the server buffer without bound.
+   */
   private applyBackPressure(): void {
-    if (this.pausedForOutput || this.stopping || !this.writer.congested) return;
-    this.pausedForOutput = true;
-    this.input.pause();
-    void this.writer.whenDrained().then(() => {
-      this.pausedForOutput = false;
-      if (!this.stopping) this.input.resume();
-    });
+    if (this.stopping) return;
+    if (!this.pausedForLoad && this.inFlight >= this.maxInFlight) {
+      this.pausedForLoad = true;
+      this.input.pause();
+    }
+    if (!this.pausedForOutput && this.writer.congested) {
+      this.pausedForOutput = true;
+      this.input.pause();
+      void this.writer.whenDrained().then(() => {
+        this.pausedForOutput = false;
+        this.resumeInput();
+      });
+    }
+  }
+
+  private resumeInput(): void {
+    if (this.stopping || this.pausedForOutput || this.pausedForLoad) return;
+    this.input.resume();
   }
 
   private onOversized(bytes: number): void {
@@ -199,6 +220,10 @@ export class JsonRpcServer {
     this.inFlight++;
     const settle = () => {
       this.inFlight--;
+      if (this.pausedForLoad && this.inFlight <= this.maxInFlight / 2) {
+        this.pausedForLoad = false;
+        this.resumeInput();
+      }
       if (this.inFlight === 0 && this.idleWaiters.length > 0) {
         const waiters = this.idleWaiters;
         this.idleWaiters = [];

@@ -234,4 +234,32 @@ describe('JsonRpcServer', () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect(received.sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i));
   });
+
+  it('stops reading while too many calls are in flight, and resumes as they are answered', async () => {
+    const gates: (() => void)[] = [];
+    const input = new PassThrough();
+    const output = new PassThrough();
+    const answers: number[] = [];
+    output.setEncoding('utf8');
+    output.on('data', (chunk: string) => {
+      for (const line of chunk.trim().split('\n')) answers.push((JSON.parse(line) as { id: number }).id);
+    });
+    const server = new JsonRpcServer({
+      input,
+      output,
+      maxInFlight: 4,
+      dispatch: () => new Promise<void>((resolve) => gates.push(resolve)),
+    });
+    for (let i = 0; i < 20; i++) input.write(`{"jsonrpc":"2.0","id":${i},"method":"m"}\n`);
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(input.isPaused()).toBe(true);
+    expect(server.pending).toBeLessThan(20);
+    while (answers.length < 20) {
+      for (const open of gates.splice(0)) open();
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect(answers.sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    input.end();
+    await server.closed;
+  });
 });
