@@ -98,6 +98,8 @@ const EXPIRED_ERROR = JSON.stringify({
 } satisfies WorkError);
 
 const DEAD_BATCH = 500;
+/** Deliveries per ack script call (each is atomic). */
+const ACK_BATCH = 500;
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
@@ -462,10 +464,15 @@ export class RedisQueue implements WorkQueue {
     if (!Array.isArray(deliveries)) throw new BusError('BUS_INVALID_ARGUMENT', 'ackMany takes an array');
     const own = deliveries.map((d) => this.own(d));
     if (own.length === 0) return [];
-    const args: string[] = [this.keys.tag, String(this.retentionMs)];
-    for (const d of own) args.push(d.id, d.leaseId);
-    const res = await this.call<number[]>(() => this.command.sbAck(this.keys.message(own[0]!.id), args));
-    return res.map((n) => n === 1);
+    const out: boolean[] = [];
+    for (let i = 0; i < own.length; i += ACK_BATCH) {
+      const chunk = own.slice(i, i + ACK_BATCH);
+      const args: string[] = [this.keys.tag, String(this.retentionMs)];
+      for (const d of chunk) args.push(d.id, d.leaseId);
+      const res = await this.call<number[]>(() => this.command.sbAck(this.keys.message(chunk[0]!.id), args));
+      for (const n of res) out.push(n === 1);
+    }
+    return out;
   }
 
   async heartbeat(delivery: Delivery, extendMs?: number): Promise<number | null> {

@@ -156,8 +156,9 @@ function script(body: string) {
  * maximumAttempts ('' = none). Returns {id, duplicate (0|1)} per message.
  */
 const PUBLISH = script(`
-local now = tonumber(ARGV[2])
 local res = {}
+local ensured = {}
+local added = {}
 for i = 3, #ARGV, 7 do
   local role, k, t, env = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local delay, rp, ma = tonumber(ARGV[i + 4]), ARGV[i + 5], ARGV[i + 6]
@@ -168,23 +169,32 @@ for i = 3, #ARGV, 7 do
   else
     local id = tostring(redis.call('INCR', P .. ':seq'))
     redis.call('SET', ik, id)
-    local h = mkey(id)
-    redis.call('HSET', h, 'role', role, 'k', k, 'env', env, 'd', 0, 'pa', ARGV[2])
-    if t ~= '' then redis.call('HSET', h, 't', t) end
-    if rp ~= '' then redis.call('HSET', h, 'rp', rp) end
-    if ma ~= '' then redis.call('HSET', h, 'ma', ma) end
-    if delay > 0 then
+    local fields = {'role', role, 'k', k, 'env', env, 'd', '0', 'pa', ARGV[2]}
+    if t ~= '' then fields[#fields + 1] = 't'; fields[#fields + 1] = t end
+    if rp ~= '' then fields[#fields + 1] = 'rp'; fields[#fields + 1] = rp end
+    if ma ~= '' then fields[#fields + 1] = 'ma'; fields[#fields + 1] = ma end
+    if not ensured[role] then
       ensure_group(role)
-      local av = now + delay
-      redis.call('HSET', h, 'st', 'z', 'av', string.format('%d', av))
+      ensured[role] = true
+    end
+    if delay > 0 then
+      local av = string.format('%d', tonumber(ARGV[2]) + delay)
+      fields[#fields + 1] = 'st'; fields[#fields + 1] = 'z'
+      fields[#fields + 1] = 'av'; fields[#fields + 1] = av
+      redis.call('HSET', mkey(id), unpack(fields))
       redis.call('ZADD', rkey(role, 'z'), av, id)
     else
-      to_stream(id, role, ARGV[2])
-      ready_add(role, 1)
+      local e = redis.call('XADD', rkey(role, 's'), '*', 'm', id)
+      fields[#fields + 1] = 'st'; fields[#fields + 1] = 'r'
+      fields[#fields + 1] = 'e'; fields[#fields + 1] = e
+      fields[#fields + 1] = 'av'; fields[#fields + 1] = ARGV[2]
+      redis.call('HSET', mkey(id), unpack(fields))
+      added[role] = (added[role] or 0) + 1
     end
     res[#res + 1] = {id, 0}
   end
 end
+for role, n in pairs(added) do ready_add(role, n) end
 return res
 `);
 
@@ -231,16 +241,17 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', L, '-inf', now, 'LIMIT', 0, 1000
 end
 
 local out = {}
-local function lease(id, h, t)
+local taken = 0
+-- f: HMGET of st, e, t, env, k, pa, err, rp, d
+local function lease(id, h, f)
   local lid = nonce .. '.' .. (#out + 1)
-  local u = now + vt
-  local d = redis.call('HINCRBY', h, 'd', 1)
-  redis.call('HSET', h, 'st', 'l', 'l', lid, 'c', consumer, 'u', string.format('%d', u), 'vt', vt)
+  local u = string.format('%d', now + vt)
+  local d = tonumber(f[9]) + 1
+  redis.call('HSET', h, 'st', 'l', 'd', d, 'l', lid, 'c', consumer, 'u', u, 'vt', vt)
   redis.call('ZADD', L, u, id)
-  if t then redis.call('SET', tkey(t), 'l:' .. id) end
-  ready_add(role, -1)
-  local f = redis.call('HMGET', h, 'env', 'k', 'pa', 'err', 'rp')
-  out[#out + 1] = {id, lid, d, f[1], f[2], t or '', f[3], f[4] or '', f[5] or ''}
+  if f[3] then redis.call('SET', tkey(f[3]), 'l:' .. id) end
+  taken = taken + 1
+  out[#out + 1] = {id, lid, d, f[4], f[5], f[3] or '', f[6], f[7] or '', f[8] or ''}
 end
 
 -- An entry read from the stream: lease its message, park it behind its
@@ -251,7 +262,7 @@ local function consider(eid, id)
     return
   end
   local h = mkey(id)
-  local f = redis.call('HMGET', h, 'st', 'e', 't')
+  local f = redis.call('HMGET', h, 'st', 'e', 't', 'env', 'k', 'pa', 'err', 'rp', 'd')
   if f[2] ~= eid then
     redis.call('XACK', s, G, eid)
     return
@@ -281,7 +292,7 @@ local function consider(eid, id)
       return
     end
   end
-  lease(id, h, t)
+  lease(id, h, f)
 end
 
 local function consider_entries(entries)
@@ -321,6 +332,7 @@ while #out < max and budget > 0 do
   if #entries < want then break end
 end
 
+if taken > 0 then ready_add(role, -taken) end
 local next = -1
 local zf = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')
 if zf[2] then next = tonumber(zf[2]) end
@@ -338,16 +350,24 @@ for i = 3, #ARGV, 2 do
   local h = mkey(id)
   local f = redis.call('HMGET', h, 'st', 'l', 'role', 'e', 't', 'k')
   if f[1] == 'l' and f[2] == lid then
-    end_lease(id, f[3], f[4], f[5])
+    local r = roles[f[3]]
+    if not r then
+      r = {ids = {}, entries = {}}
+      roles[f[3]] = r
+    end
+    r.ids[#r.ids + 1] = id
+    if f[4] then r.entries[#r.entries + 1] = f[4] end
     redis.call('DEL', h)
     redis.call('PEXPIRE', ikey(f[3], f[6]), ARGV[2])
-    roles[f[3]] = true
+    if f[5] then unlock_task(f[5], id) end
     res[#res + 1] = 1
   else
     res[#res + 1] = 0
   end
 end
-for role in pairs(roles) do
+for role, r in pairs(roles) do
+  redis.call('ZREM', rkey(role, 'L'), unpack(r.ids))
+  if #r.entries > 0 then redis.call('XACK', rkey(role, 's'), G, unpack(r.entries)) end
   if redis.call('SET', rkey(role, 'tr'), '1', 'NX', 'PX', 1000) then trim(role) end
 end
 return res

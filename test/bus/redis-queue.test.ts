@@ -139,6 +139,17 @@ describe.skipIf(!runRedis)(suiteName, () => {
       return killed;
     }
 
+    /** Waits until one of the queue's blocking connections is blocked in XREADGROUP. */
+    async function blocked(queue: RedisQueue): Promise<void> {
+      const deadline = Date.now() + 5000;
+      while (Date.now() < deadline) {
+        const list = await admin.clientList();
+        if (list.some((c) => queueOwns(queue, c.name) && c.name.includes(':block:') && c.flags.includes('b'))) return;
+        await sleep(10);
+      }
+      throw new Error('the queue never blocked in XREADGROUP');
+    }
+
     function queueOwns(queue: RedisQueue, name: string): boolean {
       return name.endsWith(`:${(queue as unknown as { nonce: string }).nonce}`);
     }
@@ -221,7 +232,7 @@ describe.skipIf(!runRedis)(suiteName, () => {
       const role = 'reconnect';
       const started = Date.now();
       const waiting = queue.consume(role, { consumer: 'w', visibilityTimeoutMs: 60_000, waitMs: 8000 });
-      await sleep(150);
+      await blocked(queue);
       expect(await killConnections(queue, 'block')).toBe(1);
       await sleep(150);
       await queue.publish(role, workEnvelope(1), { idempotencyKey: 'a' });
@@ -268,7 +279,7 @@ describe.skipIf(!runRedis)(suiteName, () => {
       await admin.sendCommand(['XREADGROUP', 'GROUP', 'g', 'w', 'COUNT', '5', 'STREAMS', queue.keys.stream(role), '>']);
       const started = Date.now();
       const waiting = queue.consume(role, { consumer: 'w', visibilityTimeoutMs: 60_000, waitMs: 5000 });
-      await sleep(150);
+      await blocked(queue);
       expect(await killConnections(queue, 'block')).toBe(1);
       const got = await waiting;
       expect(got.map((d) => d.deliveries)).toEqual([1]);

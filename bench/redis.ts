@@ -1,0 +1,473 @@
+/**
+ * `npm run bench:redis`: hops per second through the Redis Streams work bus
+ * (`RedisQueue`) with 1, 2 and 4 worker PROCESSES, against BullMQ 6.7 doing
+ * the same no-op jobs and raw `XADD` / `XREADGROUP` / `XACK` in batches, all
+ * in the same run on the local Redis (127.0.0.1:6379, or REDIS_URL).
+ *
+ * A hop here is publish + lease + ack of one no-op job. Worker processes are
+ * children of this script (the same file, `child` mode). The switchboard
+ * workers run a minimal consume/ack loop on the `WorkQueue` interface (4
+ * concurrent loops per process, `consume` up to 32 deliveries, then
+ * `ackMany`), not the worker harness, so the figure is the bus's own cost;
+ * BullMQ workers are `Worker`s with concurrency 32; raw workers run 2 loops of
+ * `XREADGROUP COUNT 100 BLOCK` + one `XACK` of the batch. Every job carries the
+ * same ~170-byte envelope. The parent produces in batches of 100 (one
+ * `publishMany` script call, one `addBulk`, or a pipeline of 100 `XADD`s)
+ * while the workers consume; time runs from the first publish to the last ack
+ * reported by the workers. Each configuration runs ROUNDS rounds with the same
+ * worker processes; the table shows medians. CPU of redis-server, the workers
+ * and the producer comes from /proc over each round (100% = one core).
+ *
+ * Progress goes to stderr, the table to stdout. Keys use their own prefix and
+ * are deleted at the end.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { Queue, Worker } from 'bullmq';
+import { createClient } from 'redis';
+import { createRedisQueue } from '../src/bus/redis-queue.js';
+import type { Delivery, PublishRequest } from '../src/bus/work-queue.js';
+import type { WorkEnvelope } from '../src/protocol/work-envelope.js';
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const ROUNDS = 3;
+const BATCH = 100;
+/** BENCH_PROCESSES=1,2 and BENCH_SYSTEMS=raw,switchboard narrow a run (the table needs all three systems). */
+const PROCESSES = (process.env.BENCH_PROCESSES ?? '1,2,4').split(',').map(Number);
+const SYSTEMS = (process.env.BENCH_SYSTEMS ?? 'switchboard,bullmq,raw').split(',') as System[];
+const JOBS: Record<System, number> = { switchboard: 20_000, bullmq: 10_000, raw: 60_000 };
+const SB_LOOPS = 4;
+const SB_MAX = 32;
+const BULL_CONCURRENCY = 32;
+const RAW_LOOPS = 2;
+const RAW_COUNT = 100;
+
+type System = 'switchboard' | 'bullmq' | 'raw';
+
+function log(message: string): void {
+  process.stderr.write(`${message}\n`);
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+function envelope(i: number): WorkEnvelope {
+  return {
+    kind: 'work',
+    headers: { taskId: `task-${i}`, runId: 'bench-run', hop: 0, attempt: 1, idempotencyKey: `hop-${i}` },
+    message: { role: 'user', parts: [{ kind: 'text', text: `no-op job ${i}` }] },
+  };
+}
+
+function adminClient() {
+  return createClient({ url: REDIS_URL });
+}
+type Admin = ReturnType<typeof adminClient>;
+
+function redisConnection(): { host: string; port: number } {
+  const u = new URL(REDIS_URL);
+  return { host: u.hostname, port: Number(u.port || 6379) };
+}
+
+// ------------------------------------------------------------------ child (a worker process)
+
+async function child(system: System, prefix: string): Promise<void> {
+  let round = -1;
+  let name = '';
+  let acked = 0;
+  let controller = new AbortController();
+  let scheduled = false;
+  const report = () => {
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(() => {
+      scheduled = false;
+      process.stdout.write(`a ${round} ${acked}\n`);
+    });
+  };
+  const loops: Promise<void>[] = [];
+
+  const sb = system === 'switchboard' ? await createRedisQueue({ url: REDIS_URL, prefix }) : undefined;
+  const raw =
+    system === 'raw' ? Array.from({ length: RAW_LOOPS }, () => createClient({ url: REDIS_URL, RESP: 2 })) : [];
+  for (const c of raw) await c.connect();
+  let bull: Worker | undefined;
+
+  const sbLoop = async (n: number, signal: AbortSignal) => {
+    while (!signal.aborted) {
+      let got: Delivery[];
+      try {
+        got = await sb!.consume(name, {
+          consumer: `w${process.pid}-${n}`,
+          visibilityTimeoutMs: 30_000,
+          max: SB_MAX,
+          waitMs: 200,
+          signal,
+        });
+      } catch (error) {
+        if (signal.aborted) return;
+        throw error;
+      }
+      if (got.length === 0) continue;
+      const ok = await sb!.ackMany(got);
+      acked += ok.filter(Boolean).length;
+      report();
+    }
+  };
+  const rawLoop = async (n: number, signal: AbortSignal) => {
+    const c = raw[n]!;
+    while (!signal.aborted) {
+      const reply = (await c.sendCommand([
+        'XREADGROUP',
+        'GROUP',
+        'g',
+        `w${process.pid}-${n}`,
+        'COUNT',
+        String(RAW_COUNT),
+        'BLOCK',
+        '100',
+        'STREAMS',
+        name,
+        '>',
+      ])) as [string, [string, string[]][]][] | null;
+      const entries = reply?.[0]?.[1] ?? [];
+      if (entries.length === 0) continue;
+      await c.sendCommand(['XACK', name, 'g', ...entries.map(([id]) => id)]);
+      acked += entries.length;
+      report();
+    }
+  };
+
+  const lines = createInterface({ input: process.stdin });
+  process.stdout.write('ready\n');
+  for await (const line of lines) {
+    const [cmd, r, n] = line.split(' ');
+    if (cmd === 'go') {
+      round = Number(r);
+      name = n!;
+      acked = 0;
+      controller = new AbortController();
+      const signal = controller.signal;
+      if (system === 'switchboard') {
+        for (let i = 0; i < SB_LOOPS; i++) loops.push(sbLoop(i, signal));
+      } else if (system === 'raw') {
+        for (let i = 0; i < RAW_LOOPS; i++) loops.push(rawLoop(i, signal));
+      } else {
+        bull = new Worker(name, async () => undefined, {
+          connection: redisConnection(),
+          prefix,
+          concurrency: BULL_CONCURRENCY,
+        });
+        bull.on('completed', () => {
+          acked++;
+          report();
+        });
+      }
+    } else if (cmd === 'stop') {
+      controller.abort();
+      await Promise.all(loops.splice(0));
+      if (bull !== undefined) {
+        await bull.close();
+        bull = undefined;
+      }
+      process.stdout.write(`a ${round} ${acked}\nstopped ${round}\n`);
+    } else if (cmd === 'exit') {
+      break;
+    }
+  }
+  await sb?.close();
+  for (const c of raw) await c.close();
+  process.exit(0);
+}
+
+// ------------------------------------------------------------------ parent
+
+interface WorkerProc {
+  child: ChildProcess;
+  acked: Map<number, number>;
+  waiters: ((line: string) => void)[];
+}
+
+function spawnWorker(system: System, prefix: string): WorkerProc {
+  const path = fileURLToPath(import.meta.url);
+  const c = spawn(process.execPath, ['--import', 'tsx', path, 'child', system, prefix], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const proc: WorkerProc = { child: c, acked: new Map(), waiters: [] };
+  createInterface({ input: c.stdout! }).on('line', (line) => {
+    if (line.startsWith('a ')) {
+      const [, r, n] = line.split(' ');
+      proc.acked.set(Number(r), Math.max(proc.acked.get(Number(r)) ?? 0, Number(n)));
+    }
+    for (const w of proc.waiters.splice(0)) w(line);
+  });
+  return proc;
+}
+
+function nextLine(proc: WorkerProc, prefix: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const check = (line: string) => {
+      if (line.startsWith(prefix)) resolve(line);
+      else proc.waiters.push(check);
+    };
+    proc.waiters.push(check);
+    proc.child.once('exit', (code) => reject(new Error(`worker exited with ${code}`)));
+  });
+}
+
+/** utime + stime of a process, in clock ticks (100 per second). */
+function cpuTicks(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return 0;
+  }
+}
+
+interface Producer {
+  prepare(round: number): Promise<string>;
+  publish(name: string, from: number, to: number): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+async function producerFor(system: System, prefix: string, admin: Admin): Promise<Producer> {
+  if (system === 'switchboard') {
+    const queue = await createRedisQueue({ url: REDIS_URL, prefix });
+    return {
+      prepare: async (round) => `noop-${round}`,
+      async publish(name, from, to) {
+        const batch: PublishRequest[] = [];
+        for (let j = from; j < to; j++) batch.push({ role: name, envelope: envelope(j), idempotencyKey: `k${j}` });
+        await queue.publishMany(batch);
+      },
+      cleanup: () => queue.close(),
+    };
+  }
+  if (system === 'bullmq') {
+    const queues = new Map<string, Queue>();
+    return {
+      async prepare(round) {
+        const name = `noop-${round}`;
+        const q = new Queue(name, { connection: redisConnection(), prefix });
+        await q.obliterate({ force: true });
+        queues.set(name, q);
+        return name;
+      },
+      async publish(name, from, to) {
+        const batch = [];
+        for (let j = from; j < to; j++) {
+          batch.push({ name: 'noop', data: envelope(j), opts: { jobId: `k${j}`, removeOnComplete: true } });
+        }
+        await queues.get(name)!.addBulk(batch);
+      },
+      async cleanup() {
+        for (const q of queues.values()) {
+          await q.obliterate({ force: true }).catch(() => undefined);
+          await q.close();
+        }
+      },
+    };
+  }
+  return {
+    async prepare(round) {
+      const name = `{${prefix}}:raw-${round}`;
+      await admin.del(name);
+      await admin.sendCommand(['XGROUP', 'CREATE', name, 'g', '0', 'MKSTREAM']);
+      return name;
+    },
+    async publish(name, from, to) {
+      const multi = admin.multi();
+      for (let j = from; j < to; j++) multi.xAdd(name, '*', { d: JSON.stringify(envelope(j)) });
+      await multi.execAsPipeline();
+    },
+    cleanup: async () => undefined,
+  };
+}
+
+interface Measure {
+  rate: number;
+  redisCpu: number;
+  workerCpu: number;
+  producerCpu: number;
+}
+
+async function runConfig(
+  system: System,
+  processes: number,
+  prefix: string,
+  admin: Admin,
+  redisPid: number | undefined,
+  roundBase: number,
+): Promise<Measure[]> {
+  const workers = Array.from({ length: processes }, () => spawnWorker(system, prefix));
+  await Promise.all(workers.map((w) => nextLine(w, 'ready')));
+  const producer = await producerFor(system, prefix, admin);
+  const jobs = JOBS[system];
+  const out: Measure[] = [];
+  try {
+    for (let r = 0; r < ROUNDS; r++) {
+      const round = roundBase + r;
+      const name = await producer.prepare(round);
+      for (const w of workers) w.child.stdin!.write(`go ${round} ${name}\n`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const redis0 = cpuTicks(redisPid);
+      const workers0 = workers.reduce((s, w) => s + cpuTicks(w.child.pid), 0);
+      const self0 = process.cpuUsage();
+      const started = performance.now();
+      for (let i = 0; i < jobs; i += BATCH) await producer.publish(name, i, Math.min(jobs, i + BATCH));
+      const total = () => workers.reduce((s, w) => s + (w.acked.get(round) ?? 0), 0);
+      const deadline = Date.now() + 60_000;
+      while (total() < jobs) {
+        if (Date.now() > deadline) throw new Error(`${system} round ${round}: ${total()} of ${jobs} acked in 60 s`);
+        await new Promise((resolve) => setImmediate(resolve));
+        await new Promise((resolve) => setTimeout(resolve, 1));
+      }
+      const elapsed = performance.now() - started;
+      const seconds = elapsed / 1000;
+      const redisCpu = (cpuTicks(redisPid) - redis0) / 100 / seconds;
+      const workerCpu = (workers.reduce((s, w) => s + cpuTicks(w.child.pid), 0) - workers0) / 100 / seconds;
+      const self = process.cpuUsage(self0);
+      const producerCpu = (self.user + self.system) / 1e6 / seconds;
+      for (const w of workers) w.child.stdin!.write('stop\n');
+      await Promise.all(workers.map((w) => nextLine(w, 'stopped')));
+      const rate = (jobs / elapsed) * 1000;
+      out.push({ rate, redisCpu, workerCpu, producerCpu });
+      log(
+        `  ${system} p=${processes} round ${r + 1}: ${jobs} hops in ${elapsed.toFixed(0)} ms = ${rate.toFixed(0)}/s` +
+          ` (cpu: redis ${(redisCpu * 100).toFixed(0)}%, workers ${(workerCpu * 100).toFixed(0)}%, producer ${(producerCpu * 100).toFixed(0)}%)`,
+      );
+    }
+  } finally {
+    for (const w of workers) w.child.stdin!.write('exit\n');
+    await Promise.all(
+      workers.map(
+        (w) =>
+          new Promise<void>((resolve) => {
+            if (w.child.exitCode !== null) resolve();
+            else w.child.once('exit', () => resolve());
+          }),
+      ),
+    );
+    await producer.cleanup();
+  }
+  return out;
+}
+
+async function dropPrefix(admin: Admin, pattern: string): Promise<number> {
+  let n = 0;
+  for await (const keys of admin.scanIterator({ MATCH: pattern, COUNT: 1000 })) {
+    if (keys.length > 0) n += await admin.del(keys);
+  }
+  return n;
+}
+
+function pct(x: number): string {
+  return `${(x * 100).toFixed(0)}%`;
+}
+
+async function main(): Promise<void> {
+  const prefix = `sbbench-redis-${process.pid}`;
+  const admin = adminClient();
+  await admin.connect();
+  const info = await admin.info('server');
+  const redisPid = Number(/process_id:(\d+)/.exec(info)?.[1]) || undefined;
+  const version = /redis_version:([\d.]+)/.exec(info)?.[1] ?? '?';
+  log(`bench:redis against Redis ${version} at ${REDIS_URL} (redis-server pid ${redisPid ?? 'unknown'})`);
+  const results = new Map<string, Measure>();
+  let roundBase = 0;
+  const started = Date.now();
+  try {
+    for (const processes of PROCESSES) {
+      for (const system of SYSTEMS) {
+        log(`${system}, ${processes} worker process(es):`);
+        const rounds = await runConfig(system, processes, prefix, admin, redisPid, roundBase);
+        roundBase += ROUNDS;
+        const m = rounds.find((x) => x.rate === median(rounds.map((y) => y.rate)))!;
+        results.set(`${system}/${processes}`, m);
+      }
+    }
+  } finally {
+    const dropped =
+      (await dropPrefix(admin, `{${prefix}}:*`)) + (await dropPrefix(admin, `${prefix}:*`).catch(() => 0));
+    log(`cleaned up ${dropped} keys`);
+    await admin.close();
+  }
+
+  if (results.size < PROCESSES.length * 3) {
+    // A narrowed run: the per-round lines above are the figures.
+    process.stdout.write(
+      `${[...results].map(([k, m]) => `${k}: ${m.rate.toFixed(0)}/s (cpu redis ${pct(m.redisCpu)}, workers ${pct(m.workerCpu)}, producer ${pct(m.producerCpu)})`).join('\n')}\n`,
+    );
+    return;
+  }
+  const get = (s: System, p: number) => results.get(`${s}/${p}`)!;
+  const lines: string[] = [];
+  lines.push(
+    `\nHops/s (publish + lease + ack of a no-op job), median of ${ROUNDS} rounds; Redis ${version}, ${PROCESSES.join('/')} worker processes, 2 CPUs shared by everything:\n`,
+  );
+  lines.push(
+    '| processes | switchboard RedisQueue | BullMQ 6.7 | raw Streams | vs BullMQ | vs raw | CPU redis / workers / producer (switchboard) |',
+  );
+  lines.push('|---:|---:|---:|---:|---:|---:|---|');
+  for (const p of PROCESSES) {
+    const sb = get('switchboard', p);
+    const bull = get('bullmq', p);
+    const raw = get('raw', p);
+    lines.push(
+      `| ${p} | ${sb.rate.toFixed(0)} | ${bull.rate.toFixed(0)} | ${raw.rate.toFixed(0)} | ${(sb.rate / bull.rate).toFixed(2)}x | ${pct(sb.rate / raw.rate)} | ${pct(sb.redisCpu)} / ${pct(sb.workerCpu)} / ${pct(sb.producerCpu)} |`,
+    );
+  }
+  lines.push('\nCPU per system at each process count (redis-server / workers / producer; 100% = one core):');
+  for (const system of ['switchboard', 'bullmq', 'raw'] as const) {
+    const cells = PROCESSES.map((p) => {
+      const m = get(system, p);
+      return `p=${p}: ${pct(m.redisCpu)} / ${pct(m.workerCpu)} / ${pct(m.producerCpu)}`;
+    });
+    lines.push(`  ${system.padEnd(11)} ${cells.join('   ')}`);
+  }
+  const best = Math.max(...PROCESSES.map((p) => get('switchboard', p).rate));
+  const bestBull = Math.max(...PROCESSES.map((p) => get('bullmq', p).rate));
+  const bestRaw = Math.max(...PROCESSES.map((p) => get('raw', p).rate));
+  lines.push(
+    `\nTargets: >= BullMQ: ${best >= bestBull ? 'met' : 'NOT met'} (best ${best.toFixed(0)} vs ${bestBull.toFixed(0)}, ${(best / bestBull).toFixed(2)}x);` +
+      ` >= 30% of raw Streams: ${best >= 0.3 * bestRaw ? 'met' : 'NOT met'} (${pct(best / bestRaw)} of ${bestRaw.toFixed(0)}).`,
+  );
+  const sbRates = PROCESSES.map((p) => get('switchboard', p));
+  const grows = PROCESSES.map((p, i) =>
+    i === 0 ? '' : `${PROCESSES[i - 1]}->${p}: ${pct(sbRates[i]!.rate / sbRates[i - 1]!.rate - 1)}`,
+  )
+    .filter(Boolean)
+    .join(', ');
+  const top = sbRates[sbRates.length - 1]!;
+  const totalCpu = top.redisCpu + top.workerCpu + top.producerCpu;
+  const saturated =
+    top.redisCpu >= 0.85
+      ? 'redis-server is near one full core (Redis-bound)'
+      : totalCpu >= 1.7
+        ? `the 2 CPUs are saturated (${pct(totalCpu)} in all)`
+        : `neither Redis nor the CPUs are saturated (${pct(totalCpu)} in all)`;
+  lines.push(
+    `Scaling of switchboard with worker processes: ${grows}; at ${PROCESSES[PROCESSES.length - 1]} processes ${saturated}.`,
+  );
+  lines.push(`(run took ${((Date.now() - started) / 1000).toFixed(0)} s)`);
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+if (process.argv[2] === 'child') {
+  child(process.argv[3] as System, process.argv[4]!).catch((error: unknown) => {
+    process.stderr.write(`worker failed: ${(error as Error)?.stack ?? String(error)}\n`);
+    process.exit(1);
+  });
+} else {
+  main().catch((error: unknown) => {
+    process.stderr.write(`${(error as Error)?.stack ?? String(error)}\n`);
+    process.exit(1);
+  });
+}
