@@ -7,7 +7,9 @@
  *
  * Each round starts the consumers, then a producer publishes the jobs in
  * batches of 100 while they consume; the time runs from the first publish to
- * the last ack. Figures are medians of the rounds. Progress goes to stderr,
+ * the last ack. A last row runs the same jobs through the worker harness
+ * (Context Engine and results queue included), for information. Figures are
+ * medians of the rounds. Progress goes to stderr,
  * the table to stdout.
  */
 import { setMaxListeners } from 'node:events';
@@ -16,9 +18,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue, Worker } from 'bullmq';
 import { SqliteQueue } from '../src/bus/sqlite-queue.js';
+import { createWorker } from '../src/actors/worker.js';
 import type { PublishRequest } from '../src/bus/work-queue.js';
-import type { Durability } from '../src/persistence/database.js';
-import type { WorkEnvelope } from '../src/protocol/work-envelope.js';
+import { SqliteContextStore } from '../src/persistence/context-store.js';
+import { type Durability, openDatabase } from '../src/persistence/database.js';
+import { RESULTS_ROLE, type WorkEnvelope } from '../src/protocol/work-envelope.js';
 
 const ROUNDS = 3;
 const BATCH = 100;
@@ -37,7 +41,7 @@ function median(values: number[]): number {
 function envelope(i: number): WorkEnvelope {
   return {
     kind: 'work',
-    headers: { taskId: `t${i}`, runId: 'bench', hop: 0, attempt: 1, idempotencyKey: `k${i}` },
+    headers: { taskId: `t${i}`, runId: `run-${i}`, hop: 0, attempt: 1, idempotencyKey: `k${i}` },
     message: { parts: [{ kind: 'data', data: { i } }] },
   };
 }
@@ -135,6 +139,55 @@ async function bullRound(round: number, jobs: number, concurrency: number): Prom
   return (jobs / elapsed) * 1000;
 }
 
+/**
+ * The same no-op work through the worker harness: each hop is leased,
+ * checked for a completion, its run context hydrated, its completion recorded
+ * in the Context Engine, its result published on `$results`, acked; a
+ * Coordinator-side loop consumes and acks the results.
+ */
+async function harnessRound(dir: string, round: number, hops: number, concurrency: number): Promise<number> {
+  const path = join(dir, `harness-${round}.db`);
+  const db = openDatabase(path);
+  const queue = new SqliteQueue({ database: db });
+  const store = new SqliteContextStore({ database: db });
+  const worker = createWorker({
+    role: 'noop',
+    bus: queue,
+    contextStore: store,
+    concurrency,
+    handler: () => ({ parts: [{ kind: 'text', text: 'ok' }] }),
+  });
+  const started = performance.now();
+  const producing = (async () => {
+    for (let i = 0; i < hops; i += BATCH) {
+      const batch: PublishRequest[] = [];
+      for (let j = i; j < Math.min(hops, i + BATCH); j++) {
+        batch.push({ role: 'noop', envelope: envelope(j), idempotencyKey: `k${j}` });
+      }
+      await queue.publishMany(batch);
+    }
+  })();
+  let results = 0;
+  while (results < hops) {
+    const got = await queue.consume(RESULTS_ROLE, {
+      consumer: 'coordinator',
+      visibilityTimeoutMs: 30_000,
+      max: 100,
+      waitMs: 1000,
+    });
+    const acked = await queue.ackMany(got);
+    results += acked.filter(Boolean).length;
+  }
+  const elapsed = performance.now() - started;
+  await producing;
+  await worker.stop();
+  await queue.close();
+  await store.close();
+  db.close();
+  log(`  harness c=${concurrency} round ${round + 1}: ${hops} hops in ${elapsed.toFixed(0)} ms`);
+  return (hops / elapsed) * 1000;
+}
+
 interface Row {
   label: string;
   sqlite: number;
@@ -161,17 +214,22 @@ async function main(): Promise<void> {
       const bullmq = median(bull);
       rows.push({ label: `${consumers}`, sqlite: median(sqlite), bullmq });
       if (full.length > 0) rows.push({ label: `${consumers} (FULL)`, sqlite: median(full), bullmq });
+      if (consumers === 32) {
+        const harness: number[] = [];
+        for (let r = 0; r < ROUNDS; r++) harness.push(await harnessRound(dir, r, 5_000, consumers));
+        rows.push({ label: '32 (worker harness)', sqlite: median(harness), bullmq });
+      }
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
   const lines = [
     'publish-consume-ack of no-op jobs (jobs/s, median of 3 rounds; sqlite synchronous=NORMAL unless FULL)',
-    'consumers | sqlite bus | bullmq 6.7 (redis) | sqlite / bullmq',
-    '--------- | ---------- | ------------------ | ---------------',
+    '                  consumers | sqlite bus | bullmq 6.7 (redis) | sqlite / bullmq',
+    '--------------------------- | ---------- | ------------------ | ---------------',
     ...rows.map(
       (r) =>
-        `${r.label.padStart(9)} | ${r.sqlite.toFixed(0).padStart(10)} | ${r.bullmq.toFixed(0).padStart(18)} | ${(r.sqlite / r.bullmq).toFixed(2).padStart(14)}x`,
+        `${r.label.padStart(27)} | ${r.sqlite.toFixed(0).padStart(10)} | ${r.bullmq.toFixed(0).padStart(18)} | ${(r.sqlite / r.bullmq).toFixed(2).padStart(14)}x`,
     ),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
