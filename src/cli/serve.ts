@@ -1,3 +1,4 @@
+import { Console } from 'node:console';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createBroker } from '../actors/broker.js';
@@ -80,6 +81,9 @@ async function runServe(argv: string[]): Promise<number> {
     process.stderr.write(`switchboard serve: ${(error as Error).message}\n\n${SERVE_USAGE}\n`);
     return 2;
   }
+  // stdout carries protocol lines only: anything a dependency prints through
+  // the console goes to stderr in this process.
+  globalThis.console = new Console({ stdout: process.stderr, stderr: process.stderr });
   const logger = createLogger({ level: flags.logLevel, name: 'switchboard-serve' });
   let broker: ReturnType<typeof createBroker>;
   try {
