@@ -1,0 +1,644 @@
+import type { Statement } from 'better-sqlite3';
+import type { SqliteDatabase } from '../persistence/database.js';
+import { type MigrationSet, migrate } from '../persistence/migrations.js';
+import type { Part } from '../protocol/parts.js';
+import type { RunUsage } from '../protocol/workflow.js';
+
+/**
+ * The Coordinator's tables: its own migration component (`coordinator`) in
+ * the file it shares with the broker, the bus, the Context Engine and the
+ * audit. Rows in, plain objects out; it never opens a transaction itself
+ * (the Coordinator wraps each result it handles in one).
+ *
+ * The read functions (`getItem`, `listItems`, `listHops`, `usageBy`,
+ * `usageTotals`) are public: the CLI (`tasks`, `usage`) reads through them.
+ */
+
+export const COORDINATOR_SCHEMA: MigrationSet = {
+  component: 'coordinator',
+  current: 1,
+  migrations: [
+    {
+      version: 1,
+      name: 'work items, hops, runs, usage, handled results, outbox',
+      up(db) {
+        db.exec(`
+          CREATE TABLE coord_items (
+            id TEXT PRIMARY KEY,
+            task_id TEXT,
+            workflow_id TEXT NOT NULL,
+            workflow_version INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            stage TEXT,
+            hop INTEGER NOT NULL DEFAULT 0,
+            hops INTEGER NOT NULL DEFAULT 0,
+            input TEXT NOT NULL,
+            budget TEXT,
+            attributes TEXT,
+            input_tokens INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            cost_usd REAL NOT NULL DEFAULT 0,
+            elapsed_ms REAL NOT NULL DEFAULT 0,
+            failure TEXT,
+            approval TEXT,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            finished_at INTEGER,
+            mirrored INTEGER NOT NULL DEFAULT 0
+          ) STRICT;
+          CREATE INDEX coord_items_live ON coord_items (state) WHERE finished_at IS NULL;
+          CREATE TABLE coord_runs (
+            item_id TEXT PRIMARY KEY,
+            machine_version INTEGER NOT NULL,
+            snapshot TEXT NOT NULL,
+            updated_at INTEGER NOT NULL
+          ) STRICT;
+          CREATE TABLE coord_hops (
+            id TEXT PRIMARY KEY,
+            item_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            hop INTEGER NOT NULL,
+            attempt INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            stage TEXT NOT NULL,
+            role TEXT NOT NULL,
+            idempotency_key TEXT NOT NULL UNIQUE,
+            continuation TEXT UNIQUE,
+            asked_by TEXT,
+            state TEXT NOT NULL,
+            task_id TEXT,
+            model TEXT,
+            input_tokens INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            cost_usd REAL NOT NULL DEFAULT 0,
+            elapsed_ms REAL NOT NULL DEFAULT 0,
+            error TEXT,
+            reply TEXT,
+            dispatched_at INTEGER NOT NULL,
+            active_since INTEGER,
+            finished_at INTEGER,
+            UNIQUE (item_id, seq)
+          ) STRICT;
+          CREATE TABLE coord_usage (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            hop_id TEXT NOT NULL,
+            item_id TEXT NOT NULL,
+            agent TEXT NOT NULL,
+            model TEXT NOT NULL,
+            input_tokens INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL,
+            cost_usd REAL NOT NULL,
+            elapsed_ms REAL NOT NULL,
+            at INTEGER NOT NULL
+          ) STRICT;
+          CREATE INDEX coord_usage_item ON coord_usage (item_id);
+          CREATE TABLE coord_handled (
+            key TEXT PRIMARY KEY,
+            at INTEGER NOT NULL
+          ) STRICT;
+          CREATE TABLE coord_outbox (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            item_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            body TEXT NOT NULL
+          ) STRICT;
+        `);
+      },
+    },
+  ],
+};
+
+/** A work item's state: its run's state. */
+export const ITEM_STATES = [
+  'pending',
+  'running',
+  'awaiting-approval',
+  'suspended',
+  'completed',
+  'failed',
+  'canceled',
+] as const;
+export type ItemState = (typeof ITEM_STATES)[number];
+
+export interface ItemFailure {
+  code: string;
+  reason: string;
+  stage: string | null;
+  hop: number;
+}
+
+export interface ItemApproval {
+  stage: string;
+  hop: number;
+  source: 'gate' | 'governance';
+  approvers: string[] | null;
+  reason: string;
+}
+
+export interface ItemBudget {
+  maxTokens?: number;
+  maxCostUsd?: number;
+}
+
+/** A work item as stored. `usage` is the rollup of every hop's accruals. */
+export interface ItemRecord {
+  id: string;
+  /** The work item's A2A task in the broker (requester: the human edge; worker: the Coordinator). */
+  taskId: string | null;
+  workflow: { id: string; version: number };
+  state: ItemState;
+  stage: string | null;
+  /** The run's current hop number. */
+  hop: number;
+  /** Hop rows (stage hops and queries) so far. */
+  hops: number;
+  input: Part[];
+  budget: ItemBudget | null;
+  attributes: Record<string, string | number | boolean> | null;
+  usage: RunUsage;
+  failure: ItemFailure | null;
+  /** Set while the item waits for an approval. */
+  approval: ItemApproval | null;
+  createdAt: number;
+  updatedAt: number;
+  finishedAt: number | null;
+  /** Whether the broker mirror caught up with the item's final state. */
+  mirrored: boolean;
+}
+
+export type HopKind = 'stage' | 'query';
+export type HopState = 'dispatched' | 'suspended' | 'completed' | 'failed';
+
+/** One hop (a stage's hop attempt, or a query a suspended hop asked), with what it cost. */
+export interface HopRecord {
+  id: string;
+  itemId: string;
+  /** Order within the item (queries included), from 1. */
+  seq: number;
+  /** The run's hop number (a query carries the number of the hop that asked). */
+  hop: number;
+  attempt: number;
+  kind: HopKind;
+  stage: string;
+  role: string;
+  idempotencyKey: string;
+  /** For a query: the continuation token of the suspended hop it answers. */
+  continuation: string | null;
+  /** For a query: the id of the hop that asked. */
+  askedBy: string | null;
+  state: HopState;
+  /** The hop's child A2A task in the broker (parent: the work item's task). */
+  taskId: string | null;
+  model: string | null;
+  usage: RunUsage;
+  error: { type: string; message: string } | null;
+  /** For an answered query: the answer's result envelope (what resumes the hop that asked). */
+  reply: unknown;
+  dispatchedAt: number;
+  /** When the hop last started running (null while it is suspended or done). */
+  activeSince: number | null;
+  finishedAt: number | null;
+}
+
+/** One accrual of cost onto a hop (a suspended hop accrues twice: before it asked and after it resumed). */
+export interface UsageRow {
+  hopId: string;
+  itemId: string;
+  agent: string;
+  model: string;
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number;
+  elapsedMs: number;
+  at: number;
+}
+
+export type UsageGrouping = 'agent' | 'model' | 'task';
+
+export interface UsageGroup {
+  /** The agent (role), model or work item id. */
+  key: string;
+  hops: number;
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number;
+  elapsedMs: number;
+}
+
+export type OutboxKind = 'start' | 'signal';
+export interface OutboxRow {
+  id: number;
+  itemId: string;
+  kind: OutboxKind;
+  body: unknown;
+}
+
+interface ItemRow {
+  id: string;
+  task_id: string | null;
+  workflow_id: string;
+  workflow_version: number;
+  state: string;
+  stage: string | null;
+  hop: number;
+  hops: number;
+  input: string;
+  budget: string | null;
+  attributes: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+  elapsed_ms: number;
+  failure: string | null;
+  approval: string | null;
+  created_at: number;
+  updated_at: number;
+  finished_at: number | null;
+  mirrored: number;
+}
+
+interface HopRow {
+  id: string;
+  item_id: string;
+  seq: number;
+  hop: number;
+  attempt: number;
+  kind: string;
+  stage: string;
+  role: string;
+  idempotency_key: string;
+  continuation: string | null;
+  asked_by: string | null;
+  state: string;
+  task_id: string | null;
+  model: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+  elapsed_ms: number;
+  error: string | null;
+  reply: string | null;
+  dispatched_at: number;
+  active_since: number | null;
+  finished_at: number | null;
+}
+
+function parseJson<T>(text: string | null): T | null {
+  return text === null ? null : (JSON.parse(text) as T);
+}
+
+function itemFrom(r: ItemRow): ItemRecord {
+  return {
+    id: r.id,
+    taskId: r.task_id,
+    workflow: { id: r.workflow_id, version: r.workflow_version },
+    state: r.state as ItemState,
+    stage: r.stage,
+    hop: r.hop,
+    hops: r.hops,
+    input: JSON.parse(r.input) as Part[],
+    budget: parseJson<ItemBudget>(r.budget),
+    attributes: parseJson<Record<string, string | number | boolean>>(r.attributes),
+    usage: {
+      inputTokens: r.input_tokens,
+      outputTokens: r.output_tokens,
+      costUsd: r.cost_usd,
+      elapsedMs: r.elapsed_ms,
+    },
+    failure: parseJson<ItemFailure>(r.failure),
+    approval: parseJson<ItemApproval>(r.approval),
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    finishedAt: r.finished_at,
+    mirrored: r.mirrored === 1,
+  };
+}
+
+function hopFrom(r: HopRow): HopRecord {
+  return {
+    id: r.id,
+    itemId: r.item_id,
+    seq: r.seq,
+    hop: r.hop,
+    attempt: r.attempt,
+    kind: r.kind as HopKind,
+    stage: r.stage,
+    role: r.role,
+    idempotencyKey: r.idempotency_key,
+    continuation: r.continuation,
+    askedBy: r.asked_by,
+    state: r.state as HopState,
+    taskId: r.task_id,
+    model: r.model,
+    usage: {
+      inputTokens: r.input_tokens,
+      outputTokens: r.output_tokens,
+      costUsd: r.cost_usd,
+      elapsedMs: r.elapsed_ms,
+    },
+    error: parseJson<{ type: string; message: string }>(r.error),
+    reply: parseJson<unknown>(r.reply),
+    dispatchedAt: r.dispatched_at,
+    activeSince: r.active_since,
+    finishedAt: r.finished_at,
+  };
+}
+
+const USAGE_COLUMNS: Record<UsageGrouping, string> = { agent: 'agent', model: 'model', task: 'item_id' };
+
+/** The Coordinator's tables on one open database (migrated on construction). */
+export class CoordinatorStore {
+  readonly db: SqliteDatabase;
+  readonly #s: {
+    item: Statement<[string], ItemRow>;
+    items: Statement<[number], ItemRow>;
+    itemsIn: Statement<[string, number], ItemRow>;
+    liveItems: Statement<[], ItemRow>;
+    unmirrored: Statement<[], ItemRow>;
+    insertItem: Statement<unknown[]>;
+    updateItem: Statement<unknown[]>;
+    setItemTask: Statement<[string, string]>;
+    setMirrored: Statement<[string]>;
+    hop: Statement<[string], HopRow>;
+    hopByKey: Statement<[string], HopRow>;
+    hopByContinuation: Statement<[string], HopRow>;
+    hopsOf: Statement<[string], HopRow>;
+    insertHop: Statement<unknown[]>;
+    updateHop: Statement<unknown[]>;
+    setHopTask: Statement<[string, string]>;
+    run: Statement<[string], { machine_version: number; snapshot: string }>;
+    saveRun: Statement<[string, number, string, number]>;
+    insertUsage: Statement<unknown[]>;
+    handled: Statement<[string], { key: string }>;
+    markHandled: Statement<[string, number]>;
+    addOutbox: Statement<[string, string, string]>;
+    outbox: Statement<[], { id: number; item_id: string; kind: string; body: string }>;
+    deleteOutbox: Statement<[number]>;
+  };
+
+  constructor(db: SqliteDatabase) {
+    this.db = db;
+    migrate(db, COORDINATOR_SCHEMA);
+    this.#s = {
+      item: db.prepare('SELECT * FROM coord_items WHERE id = ?'),
+      items: db.prepare('SELECT * FROM coord_items ORDER BY created_at, id LIMIT ?'),
+      itemsIn: db.prepare('SELECT * FROM coord_items WHERE state = ? ORDER BY created_at, id LIMIT ?'),
+      liveItems: db.prepare('SELECT * FROM coord_items WHERE finished_at IS NULL ORDER BY created_at, id'),
+      unmirrored: db.prepare('SELECT * FROM coord_items WHERE mirrored = 0 ORDER BY created_at, id'),
+      insertItem: db.prepare(
+        `INSERT INTO coord_items (id, task_id, workflow_id, workflow_version, state, input, budget, attributes,
+           created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      updateItem: db.prepare(
+        `UPDATE coord_items SET state = ?, stage = ?, hop = ?, hops = ?, input_tokens = ?, output_tokens = ?,
+           cost_usd = ?, elapsed_ms = ?, failure = ?, approval = ?, updated_at = ?, finished_at = ? WHERE id = ?`,
+      ),
+      setItemTask: db.prepare('UPDATE coord_items SET task_id = ? WHERE id = ?'),
+      setMirrored: db.prepare('UPDATE coord_items SET mirrored = 1 WHERE id = ?'),
+      hop: db.prepare('SELECT * FROM coord_hops WHERE id = ?'),
+      hopByKey: db.prepare('SELECT * FROM coord_hops WHERE idempotency_key = ?'),
+      hopByContinuation: db.prepare('SELECT * FROM coord_hops WHERE continuation = ?'),
+      hopsOf: db.prepare('SELECT * FROM coord_hops WHERE item_id = ? ORDER BY seq'),
+      insertHop: db.prepare(
+        `INSERT INTO coord_hops (id, item_id, seq, hop, attempt, kind, stage, role, idempotency_key, continuation,
+           asked_by, state, dispatched_at, active_since) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      updateHop: db.prepare(
+        `UPDATE coord_hops SET state = ?, model = ?, input_tokens = ?, output_tokens = ?, cost_usd = ?,
+           elapsed_ms = ?, error = ?, reply = ?, active_since = ?, finished_at = ? WHERE id = ?`,
+      ),
+      setHopTask: db.prepare('UPDATE coord_hops SET task_id = ? WHERE id = ?'),
+      run: db.prepare('SELECT machine_version, snapshot FROM coord_runs WHERE item_id = ?'),
+      saveRun: db.prepare(
+        `INSERT INTO coord_runs (item_id, machine_version, snapshot, updated_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (item_id) DO UPDATE SET machine_version = excluded.machine_version,
+           snapshot = excluded.snapshot, updated_at = excluded.updated_at`,
+      ),
+      insertUsage: db.prepare(
+        `INSERT INTO coord_usage (hop_id, item_id, agent, model, input_tokens, output_tokens, cost_usd, elapsed_ms, at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      handled: db.prepare('SELECT key FROM coord_handled WHERE key = ?'),
+      markHandled: db.prepare('INSERT INTO coord_handled (key, at) VALUES (?, ?)'),
+      addOutbox: db.prepare('INSERT INTO coord_outbox (item_id, kind, body) VALUES (?, ?, ?)'),
+      outbox: db.prepare('SELECT id, item_id, kind, body FROM coord_outbox ORDER BY id'),
+      deleteOutbox: db.prepare('DELETE FROM coord_outbox WHERE id = ?'),
+    };
+  }
+
+  // ------------------------------------------------------------ public reads
+
+  /** One work item, or undefined. */
+  getItem(id: string): ItemRecord | undefined {
+    const row = this.#s.item.get(id);
+    return row === undefined ? undefined : itemFrom(row);
+  }
+
+  /** Work items, oldest first (optionally only those in one state). */
+  listItems(options: { state?: ItemState; limit?: number } = {}): ItemRecord[] {
+    const limit = Math.max(0, Math.min(options.limit ?? 10_000, 100_000));
+    const rows = options.state === undefined ? this.#s.items.all(limit) : this.#s.itemsIn.all(options.state, limit);
+    return rows.map(itemFrom);
+  }
+
+  /** Work items not yet completed, failed or canceled. */
+  liveItems(): ItemRecord[] {
+    return this.#s.liveItems.all().map(itemFrom);
+  }
+
+  /** A work item's hops (stage hops and queries) in order. */
+  listHops(itemId: string): HopRecord[] {
+    return this.#s.hopsOf.all(itemId).map(hopFrom);
+  }
+
+  getHop(id: string): HopRecord | undefined {
+    const row = this.#s.hop.get(id);
+    return row === undefined ? undefined : hopFrom(row);
+  }
+
+  hopByKey(idempotencyKey: string): HopRecord | undefined {
+    const row = this.#s.hopByKey.get(idempotencyKey);
+    return row === undefined ? undefined : hopFrom(row);
+  }
+
+  hopByContinuation(token: string): HopRecord | undefined {
+    const row = this.#s.hopByContinuation.get(token);
+    return row === undefined ? undefined : hopFrom(row);
+  }
+
+  /**
+   * Cost and effort grouped by agent (the role that ran the hop), model, or
+   * task (work item), largest cost first; `itemId` restricts it to one item.
+   */
+  usageBy(grouping: UsageGrouping, options: { itemId?: string } = {}): UsageGroup[] {
+    const column = USAGE_COLUMNS[grouping];
+    const where = options.itemId === undefined ? '' : 'WHERE item_id = ?';
+    const rows = this.db
+      .prepare(
+        `SELECT ${column} AS key, COUNT(DISTINCT hop_id) AS hops, SUM(input_tokens) AS inputTokens,
+           SUM(output_tokens) AS outputTokens, SUM(cost_usd) AS costUsd, SUM(elapsed_ms) AS elapsedMs
+         FROM coord_usage ${where} GROUP BY ${column} ORDER BY costUsd DESC, key`,
+      )
+      .all(...(options.itemId === undefined ? [] : [options.itemId])) as UsageGroup[];
+    return rows.map((r) => ({ ...r, costUsd: Math.round(r.costUsd * 1e9) / 1e9 }));
+  }
+
+  /** Every accrual row of one item (or all), in order. */
+  usageRows(options: { itemId?: string } = {}): UsageRow[] {
+    const where = options.itemId === undefined ? '' : 'WHERE item_id = ?';
+    return this.db
+      .prepare(
+        `SELECT hop_id AS hopId, item_id AS itemId, agent, model, input_tokens AS inputTokens,
+           output_tokens AS outputTokens, cost_usd AS costUsd, elapsed_ms AS elapsedMs, at
+         FROM coord_usage ${where} ORDER BY seq`,
+      )
+      .all(...(options.itemId === undefined ? [] : [options.itemId])) as UsageRow[];
+  }
+
+  // ------------------------------------------------------ Coordinator writes
+
+  insertItem(item: {
+    id: string;
+    taskId: string | null;
+    workflow: { id: string; version: number };
+    state: ItemState;
+    input: Part[];
+    budget: ItemBudget | null;
+    attributes: Record<string, string | number | boolean> | null;
+    now: number;
+  }): void {
+    this.#s.insertItem.run(
+      item.id,
+      item.taskId,
+      item.workflow.id,
+      item.workflow.version,
+      item.state,
+      JSON.stringify(item.input),
+      item.budget === null ? null : JSON.stringify(item.budget),
+      item.attributes === null ? null : JSON.stringify(item.attributes),
+      item.now,
+      item.now,
+    );
+  }
+
+  updateItem(item: ItemRecord): void {
+    this.#s.updateItem.run(
+      item.state,
+      item.stage,
+      item.hop,
+      item.hops,
+      item.usage.inputTokens,
+      item.usage.outputTokens,
+      item.usage.costUsd,
+      item.usage.elapsedMs,
+      item.failure === null ? null : JSON.stringify(item.failure),
+      item.approval === null ? null : JSON.stringify(item.approval),
+      item.updatedAt,
+      item.finishedAt,
+      item.id,
+    );
+  }
+
+  setItemTask(itemId: string, taskId: string): void {
+    this.#s.setItemTask.run(taskId, itemId);
+  }
+
+  /** Items whose broker mirror has not caught up with their final state. */
+  unmirroredItems(): ItemRecord[] {
+    return this.#s.unmirrored.all().map(itemFrom);
+  }
+
+  markMirrored(itemId: string): void {
+    this.#s.setMirrored.run(itemId);
+  }
+
+  insertHop(hop: HopRecord): void {
+    this.#s.insertHop.run(
+      hop.id,
+      hop.itemId,
+      hop.seq,
+      hop.hop,
+      hop.attempt,
+      hop.kind,
+      hop.stage,
+      hop.role,
+      hop.idempotencyKey,
+      hop.continuation,
+      hop.askedBy,
+      hop.state,
+      hop.dispatchedAt,
+      hop.activeSince,
+    );
+  }
+
+  updateHop(hop: HopRecord): void {
+    this.#s.updateHop.run(
+      hop.state,
+      hop.model,
+      hop.usage.inputTokens,
+      hop.usage.outputTokens,
+      hop.usage.costUsd,
+      hop.usage.elapsedMs,
+      hop.error === null ? null : JSON.stringify(hop.error),
+      hop.reply === null || hop.reply === undefined ? null : JSON.stringify(hop.reply),
+      hop.activeSince,
+      hop.finishedAt,
+      hop.id,
+    );
+  }
+
+  setHopTask(hopId: string, taskId: string): void {
+    this.#s.setHopTask.run(taskId, hopId);
+  }
+
+  loadRun(itemId: string): { machineVersion: number; snapshot: unknown } | undefined {
+    const row = this.#s.run.get(itemId);
+    return row === undefined ? undefined : { machineVersion: row.machine_version, snapshot: JSON.parse(row.snapshot) };
+  }
+
+  saveRun(itemId: string, machineVersion: number, snapshot: unknown, now: number): void {
+    this.#s.saveRun.run(itemId, machineVersion, JSON.stringify(snapshot), now);
+  }
+
+  addUsage(row: UsageRow): void {
+    this.#s.insertUsage.run(
+      row.hopId,
+      row.itemId,
+      row.agent,
+      row.model,
+      row.inputTokens,
+      row.outputTokens,
+      row.costUsd,
+      row.elapsedMs,
+      row.at,
+    );
+  }
+
+  /** Whether a result (by its handling key) was already applied. */
+  isHandled(key: string): boolean {
+    return this.#s.handled.get(key) !== undefined;
+  }
+
+  markHandled(key: string, now: number): void {
+    this.#s.markHandled.run(key, now);
+  }
+
+  /** Adds a publish to make after the commit; returns its row. */
+  addOutbox(itemId: string, kind: OutboxKind, body: unknown): OutboxRow {
+    const info = this.#s.addOutbox.run(itemId, kind, JSON.stringify(body));
+    return { id: Number(info.lastInsertRowid), itemId, kind, body };
+  }
+
+  outbox(): OutboxRow[] {
+    return this.#s.outbox.all().map((r) => ({
+      id: r.id,
+      itemId: r.item_id,
+      kind: r.kind as OutboxKind,
+      body: JSON.parse(r.body) as unknown,
+    }));
+  }
+
+  deleteOutbox(ids: readonly number[]): void {
+    for (const id of ids) this.#s.deleteOutbox.run(id);
+  }
+}

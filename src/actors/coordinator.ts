@@ -1,0 +1,579 @@
+import { type Observable, Subject, concat, defer, filter, of, takeWhile } from 'rxjs';
+import { z } from 'zod';
+import { type Dispatcher, type StartHop, createDispatcher } from '../bus/dispatcher.js';
+import { SqliteQueue } from '../bus/sqlite-queue.js';
+import type { WorkQueue } from '../bus/work-queue.js';
+import { type Logger, silentLogger } from '../log/logger.js';
+import { GovernanceConfigError, type PolicyEntry } from '../machines/governance.js';
+import type { PoolDeployment } from '../machines/pool-machine.js';
+import { WorkflowRegistry } from '../machines/workflow-definition.js';
+import { isFinalRunState } from '../machines/workflow-run-transitions.js';
+import { AuditLog } from '../persistence/audit.js';
+import { type Clock, systemClock } from '../persistence/clock.js';
+import { type ContextStore, SqliteContextStore } from '../persistence/context-store.js';
+import { type Durability, type SqliteDatabase, openDatabase } from '../persistence/database.js';
+import { type IdSource, createUuidV7Source } from '../persistence/ids.js';
+import { type Part, PartSchema } from '../protocol/parts.js';
+import type { ResultEnvelope } from '../protocol/work-envelope.js';
+import type { WorkflowDefinition, WorkflowRef } from '../protocol/workflow.js';
+import { type Broker, createBroker } from './broker.js';
+import { CoordinatorEngine, type Step } from './coordinator-engine.js';
+import { BrokerMirror } from './coordinator-mirror.js';
+import { CoordinatorGovernance } from './coordinator-policies.js';
+import {
+  CoordinatorStore,
+  type HopRecord,
+  type ItemBudget,
+  type ItemRecord,
+  type OutboxRow,
+} from './coordinator-store.js';
+import { CoordinatorError, type ItemStatus, statusOf } from './coordinator-types.js';
+import { HumanEdge } from './human-edge.js';
+import { type Pool, createPool } from './pool.js';
+import type { WorkHandler } from './worker.js';
+
+/**
+ * The Coordinator (ADR-0015's "small brain"): a deterministic actor that owns
+ * every work item's lifecycle. A work item is a top-level A2A task (requester:
+ * the human edge; worker: the Coordinator) with one WorkflowRun actor; each
+ * hop is a child task to a role's agent, dispatched through the work bus.
+ * At every hop it governs (the policy cascade), audits (hash-chained), accrues
+ * cost, and routes by the workflow definition; approval gates wait for a
+ * named approver; suspended hops wait with no worker running.
+ *
+ * Crash safety: each result is applied in ONE SQLite transaction (hop rows,
+ * cost, run snapshot, audit rows and the outbox of publishes), and its
+ * delivery is acked only after the outbox is published. A redelivered result
+ * is recognised and changes nothing; publishes carry deterministic
+ * idempotency keys, so re-publishing the outbox after a crash is harmless.
+ */
+
+/** A role's workers, run in this process by a pool. */
+export interface RoleDeployment {
+  handler: WorkHandler;
+  deployment: PoolDeployment;
+  /** Lease per hop delivery (default 30 s). */
+  visibilityTimeoutMs?: number;
+  /** How often the pool looks at its queue (default 50 ms). */
+  observeIntervalMs?: number;
+  /** How long a worker's consume waits before looping (default 200 ms). */
+  pollWaitMs?: number;
+}
+
+export interface CoordinatorOptions {
+  /** Embedded default: one SQLite file for the broker, the bus, the Context Engine, the audit and the Coordinator. */
+  path?: string;
+  durability?: Durability;
+  /** Or bring the parts (all of them; the caller closes them). */
+  broker?: Broker;
+  bus?: WorkQueue;
+  /** The database the Coordinator's tables and the audit live in. */
+  db?: SqliteDatabase;
+  contextStore?: ContextStore;
+  /** The workflow definitions work items may follow (checked ones). */
+  definitions: readonly WorkflowDefinition[] | WorkflowRegistry;
+  /** User policies, run after the built-ins (budget, role allow-list, max hops). */
+  policies?: readonly PolicyEntry[];
+  /** Roles hops may go to (default: the roles of the definitions). */
+  allowedRoles?: Iterable<string>;
+  /** Hops per work item (default 50). */
+  maxHops?: number;
+  /** Worker pools to run in this process, by role. */
+  deployments?: Record<string, RoleDeployment>;
+  /** Lease on each result the Coordinator takes from the bus (default 30 s): how soon a crashed Coordinator's results come back. */
+  resultsVisibilityTimeoutMs?: number;
+  /** The Coordinator's consumer name on the results role. */
+  consumer?: string;
+  clock?: Clock;
+  ids?: IdSource;
+  logger?: Logger;
+}
+
+export interface CreateWorkItem {
+  /** A workflow id (its latest version) or an exact reference. */
+  workflow: string | WorkflowRef;
+  /** The request: text, or A2A parts. */
+  input: string | Part[];
+  budget?: ItemBudget;
+  /** Passed to user policies (`HopContext.attributes`). */
+  attributes?: Record<string, string | number | boolean>;
+}
+
+export interface Coordinator {
+  createWorkItem(request: CreateWorkItem): Promise<string>;
+  /** The item's status now, then on every change; completes after its final status. */
+  watch(itemId: string): Observable<ItemStatus>;
+  /** Every item's status changes (no initial value). */
+  readonly statuses$: Observable<ItemStatus>;
+  /** Resolves with the item's final status. */
+  settled(itemId: string): Promise<ItemStatus>;
+  approve(itemId: string, approver: string): Promise<void>;
+  deny(itemId: string, approver: string, reason?: string): Promise<void>;
+  cancel(itemId: string, options?: { by?: string; reason?: string }): Promise<void>;
+  get(itemId: string): ItemRecord | undefined;
+  list(): ItemRecord[];
+  hops(itemId: string): HopRecord[];
+  /** Changes a role's pool deployment (warm ↔ scale-to-zero), nothing else. */
+  configureRole(role: string, deployment: PoolDeployment): void;
+  readonly pools: ReadonlyMap<string, Pool>;
+  readonly store: CoordinatorStore;
+  readonly audit: AuditLog;
+  readonly bus: WorkQueue;
+  readonly broker: Broker;
+  readonly contextStore: ContextStore;
+  readonly dispatcher: Dispatcher;
+  /** What restoring found on open. */
+  readonly restored: { items: string[]; refused: { itemId: string; reason: string }[]; republished: number };
+  /** Coordinator CPU time inside its transactions (governance, audit, cost, routing, store). */
+  readonly timing: { ns: bigint; count: number };
+  /** Resolves when the broker mirror has caught up. */
+  mirrored(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const PartsSchema = z.array(PartSchema).min(1).max(64);
+const AttributesSchema = z.record(z.string().min(1).max(128), z.union([z.string().max(1024), z.number(), z.boolean()]));
+
+function invalid(message: string): CoordinatorError {
+  return new CoordinatorError('COORD_INVALID_ARGUMENT', message);
+}
+
+function rolesOf(registry: WorkflowRegistry): Set<string> {
+  const roles = new Set<string>();
+  for (const def of registry.list()) for (const stage of Object.values(def.stages)) roles.add(stage.role);
+  return roles;
+}
+
+export async function createCoordinator(options: CoordinatorOptions): Promise<Coordinator> {
+  const log = (options.logger ?? silentLogger()).child({ component: 'coordinator' });
+  const clock = options.clock ?? systemClock;
+  const ids = options.ids ?? createUuidV7Source(() => clock.now());
+  const registry =
+    options.definitions instanceof WorkflowRegistry
+      ? options.definitions
+      : (() => {
+          const r = new WorkflowRegistry();
+          for (const def of options.definitions) r.add(def);
+          return r;
+        })();
+  if (registry.list().length === 0) throw invalid('a Coordinator needs at least one workflow definition');
+
+  const owned: (() => Promise<void> | void)[] = [];
+  let db: SqliteDatabase;
+  let bus: WorkQueue;
+  let contextStore: ContextStore;
+  let broker: Broker;
+  if (options.path !== undefined) {
+    const durability = options.durability ?? 'normal';
+    db = openDatabase(options.path, { durability });
+    owned.push(() => {
+      db.close();
+    });
+    broker = createBroker({
+      path: options.path,
+      durability,
+      clock,
+      ...(options.ids === undefined ? {} : { ids: options.ids }),
+      ...(options.logger === undefined ? {} : { logger: options.logger }),
+    });
+    owned.push(() => broker.close());
+    bus = new SqliteQueue({ database: db, clock, pollIntervalMs: { min: 2, max: 20 } });
+    owned.push(() => bus.close());
+    contextStore = new SqliteContextStore({ database: db, clock });
+    owned.push(() => contextStore.close());
+  } else {
+    if (!options.broker || !options.bus || !options.db || !options.contextStore) {
+      throw invalid('give path (embedded), or broker, bus, db and contextStore');
+    }
+    ({ broker, bus, db, contextStore } = options as Required<
+      Pick<CoordinatorOptions, 'broker' | 'bus' | 'db' | 'contextStore'>
+    >);
+  }
+  const closeOwned = async () => {
+    for (const close of owned.reverse()) {
+      try {
+        await close();
+      } catch (error) {
+        log.warn({ err: error }, 'close failed');
+      }
+    }
+  };
+
+  try {
+    const store = new CoordinatorStore(db);
+    const audit = new AuditLog(db, { clock });
+    const knownRoles = rolesOf(registry);
+    const governance = new CoordinatorGovernance({
+      knownRoles,
+      ...(options.allowedRoles === undefined ? {} : { allowedRoles: options.allowedRoles }),
+      ...(options.maxHops === undefined ? {} : { maxHops: options.maxHops }),
+      ...(options.policies === undefined ? {} : { policies: options.policies }),
+    });
+    const engine = new CoordinatorEngine({ store, audit, registry, governance, clock, ids, logger: log });
+    const dispatcher = createDispatcher({ bus });
+    const edge = new HumanEdge(broker);
+    const mirror = new BrokerMirror({ broker, store, edge, logger: log });
+    const coordinator = new RunningCoordinator({
+      options,
+      log,
+      registry,
+      governance,
+      engine,
+      store,
+      audit,
+      dispatcher,
+      bus,
+      broker,
+      contextStore,
+      edge,
+      mirror,
+      ids,
+      closeOwned,
+      roles: new Set([...knownRoles, ...Object.keys(options.deployments ?? {})]),
+    });
+    await coordinator.start();
+    return coordinator;
+  } catch (error) {
+    await closeOwned();
+    throw error;
+  }
+}
+
+interface Parts {
+  options: CoordinatorOptions;
+  log: Logger;
+  registry: WorkflowRegistry;
+  governance: CoordinatorGovernance;
+  engine: CoordinatorEngine;
+  store: CoordinatorStore;
+  audit: AuditLog;
+  dispatcher: Dispatcher;
+  bus: WorkQueue;
+  broker: Broker;
+  contextStore: ContextStore;
+  edge: HumanEdge;
+  mirror: BrokerMirror;
+  ids: IdSource;
+  closeOwned: () => Promise<void>;
+  roles: Set<string>;
+}
+
+class RunningCoordinator implements Coordinator {
+  readonly store: CoordinatorStore;
+  readonly audit: AuditLog;
+  readonly bus: WorkQueue;
+  readonly broker: Broker;
+  readonly contextStore: ContextStore;
+  readonly dispatcher: Dispatcher;
+  readonly pools = new Map<string, Pool>();
+  restored: Coordinator['restored'] = { items: [], refused: [], republished: 0 };
+  readonly #p: Parts;
+  readonly #all = new Subject<ItemStatus>();
+  readonly statuses$: Observable<ItemStatus> = this.#all.asObservable();
+  readonly #stop = new AbortController();
+  #loop: Promise<void> | undefined;
+  /** Outbox rows not yet published (a failed publish is retried). */
+  readonly #unsent = new Map<number, OutboxRow>();
+  #sending: Promise<void> | undefined;
+  #retryTimer: NodeJS.Timeout | undefined;
+  readonly #acks = new Set<Promise<unknown>>();
+  #closed = false;
+
+  constructor(parts: Parts) {
+    this.#p = parts;
+    this.store = parts.store;
+    this.audit = parts.audit;
+    this.bus = parts.bus;
+    this.broker = parts.broker;
+    this.contextStore = parts.contextStore;
+    this.dispatcher = parts.dispatcher;
+  }
+
+  get timing() {
+    return this.#p.engine.timing;
+  }
+
+  async start(): Promise<void> {
+    const { engine, mirror, options } = this.#p;
+    const { restored, refused } = engine.restore();
+    for (const r of refused) this.#p.log.error(r, 'could not restore a work item');
+    const outbox = engine.outbox();
+    this.restored = { items: restored, refused, republished: outbox.length };
+    for (const row of outbox) this.#unsent.set(row.id, row);
+    await this.#send();
+    for (const role of [...this.#p.roles].sort()) await mirror.roleAgent(role);
+    await mirror.recover();
+    for (const [role, d] of Object.entries(options.deployments ?? {})) {
+      this.pools.set(
+        role,
+        createPool({
+          role,
+          handler: d.handler,
+          bus: this.bus,
+          contextStore: this.contextStore,
+          deployment: d.deployment,
+          stopGraceMs: 2000,
+          ...(d.visibilityTimeoutMs === undefined ? {} : { visibilityTimeoutMs: d.visibilityTimeoutMs }),
+          ...(d.observeIntervalMs === undefined ? {} : { observeIntervalMs: d.observeIntervalMs }),
+          ...(d.pollWaitMs === undefined ? {} : { pollWaitMs: d.pollWaitMs }),
+          ...(options.logger === undefined ? {} : { logger: options.logger }),
+        }),
+      );
+    }
+    this.#loop = this.#consume();
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new CoordinatorError('COORD_CLOSED', 'the Coordinator is closed');
+  }
+
+  // ------------------------------------------------------------------ edge
+
+  async createWorkItem(request: CreateWorkItem): Promise<string> {
+    this.#assertOpen();
+    if (request === null || typeof request !== 'object') throw invalid('createWorkItem takes { workflow, input }');
+    const { registry, governance, engine, edge } = this.#p;
+    const def =
+      typeof request.workflow === 'string'
+        ? registry.latest(request.workflow)
+        : request.workflow !== null && typeof request.workflow === 'object'
+          ? registry.get(request.workflow)
+          : undefined;
+    if (def === undefined) {
+      throw new CoordinatorError('COORD_UNKNOWN_WORKFLOW', `no workflow ${JSON.stringify(request.workflow)}`);
+    }
+    let input: Part[];
+    if (typeof request.input === 'string') {
+      if (request.input.length === 0 || request.input.length > 16_000)
+        throw invalid('input text is 1 to 16000 characters');
+      input = [{ kind: 'text', text: request.input }];
+    } else {
+      const parsed = PartsSchema.safeParse(request.input);
+      if (!parsed.success) throw invalid(`input: ${parsed.error.issues[0]?.message ?? 'invalid parts'}`);
+      input = parsed.data;
+    }
+    let budget: ItemBudget | null = null;
+    if (request.budget !== undefined) {
+      try {
+        governance.budgetEntry(request.budget);
+      } catch (error) {
+        if (error instanceof GovernanceConfigError) throw invalid(error.message);
+        throw error;
+      }
+      budget = {
+        ...(request.budget.maxTokens === undefined ? {} : { maxTokens: request.budget.maxTokens }),
+        ...(request.budget.maxCostUsd === undefined ? {} : { maxCostUsd: request.budget.maxCostUsd }),
+      };
+    }
+    let attributes: Record<string, string | number | boolean> | null = null;
+    if (request.attributes !== undefined) {
+      const parsed = AttributesSchema.safeParse(request.attributes);
+      if (!parsed.success) throw invalid(`attributes: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+      attributes = parsed.data;
+    }
+    const itemId = this.#p.ids.next();
+    const taskId = await edge.createItemTask(itemId, input, { itemId, workflow: { id: def.id, version: def.version } });
+    this.#assertOpen();
+    const step = engine.createItem({ itemId, taskId, definition: def, input, budget, attributes });
+    this.#after(step);
+    return itemId;
+  }
+
+  watch(itemId: string): Observable<ItemStatus> {
+    return defer(() => {
+      const item = this.store.getItem(itemId);
+      if (item === undefined) throw new CoordinatorError('COORD_UNKNOWN_ITEM', `no work item ${itemId}`);
+      const current = statusOf(item, {
+        kind: 'current',
+        itemId,
+        hop: item.hop,
+        stage: item.stage,
+        role: null,
+        detail: `${item.state}`,
+        at: this.#p.options.clock?.now() ?? Date.now(),
+      });
+      if (item.finishedAt !== null) return of(current);
+      return concat(
+        of(current),
+        this.#all.pipe(
+          filter((s) => s.id === itemId),
+          takeWhile((s) => s.finishedAt === null || !isFinalRunState(s.state), true),
+        ),
+      );
+    });
+  }
+
+  settled(itemId: string): Promise<ItemStatus> {
+    return new Promise((resolve, reject) => {
+      let last: ItemStatus | undefined;
+      this.watch(itemId).subscribe({
+        next: (s) => {
+          last = s;
+        },
+        error: reject,
+        complete: () => (last === undefined ? reject(new Error('no status')) : resolve(last)),
+      });
+    });
+  }
+
+  async approve(itemId: string, approver: string): Promise<void> {
+    this.#assertOpen();
+    if (typeof approver !== 'string' || approver.length === 0 || approver.length > 128) {
+      throw invalid('an approver is a name of 1 to 128 characters');
+    }
+    this.#after(this.#p.engine.approve(itemId, approver));
+  }
+
+  async deny(itemId: string, approver: string, reason?: string): Promise<void> {
+    this.#assertOpen();
+    if (typeof approver !== 'string' || approver.length === 0 || approver.length > 128) {
+      throw invalid('an approver is a name of 1 to 128 characters');
+    }
+    if (reason !== undefined && (typeof reason !== 'string' || reason.length > 2000)) {
+      throw invalid('a reason is at most 2000 characters');
+    }
+    this.#after(this.#p.engine.deny(itemId, approver, reason));
+  }
+
+  async cancel(itemId: string, options: { by?: string; reason?: string } = {}): Promise<void> {
+    this.#assertOpen();
+    this.#after(this.#p.engine.cancel(itemId, options.by ?? null, options.reason ?? null));
+  }
+
+  get(itemId: string): ItemRecord | undefined {
+    return this.store.getItem(itemId);
+  }
+
+  list(): ItemRecord[] {
+    return this.store.listItems();
+  }
+
+  hops(itemId: string): HopRecord[] {
+    return this.store.listHops(itemId);
+  }
+
+  configureRole(role: string, deployment: PoolDeployment): void {
+    const pool = this.pools.get(role);
+    if (pool === undefined) throw invalid(`no pool runs role ${role} in this process`);
+    pool.configure(deployment);
+  }
+
+  mirrored(): Promise<void> {
+    return this.#p.mirror.idle();
+  }
+
+  // ------------------------------------------------------------ after commit
+
+  /** What a committed step leads to: statuses out, publishes made, the broker moved. Resolves once published. */
+  #after(step: Step): Promise<void> {
+    for (const status of this.#p.engine.statuses(step)) this.#all.next(status);
+    for (const itemId of step.items.keys()) this.#p.mirror.schedule(itemId);
+    if (step.outbox.length === 0) return Promise.resolve();
+    for (const row of step.outbox) this.#unsent.set(row.id, row);
+    return this.#send();
+  }
+
+  /** Publishes every unsent outbox row; a failure leaves them for a retry soon. */
+  #send(): Promise<void> {
+    if (this.#sending !== undefined)
+      return this.#sending.then(() => (this.#unsent.size > 0 ? this.#send() : undefined));
+    const rows = [...this.#unsent.values()];
+    if (rows.length === 0) return Promise.resolve();
+    const sending = (async () => {
+      const done: number[] = [];
+      const results = await Promise.allSettled(
+        rows.map(async (row) => {
+          if (row.kind === 'start') await this.dispatcher.start(row.body as StartHop);
+          else await this.dispatcher.signal(row.body as ResultEnvelope);
+          return row.id;
+        }),
+      );
+      for (const [i, r] of results.entries()) {
+        if (r.status === 'fulfilled') {
+          done.push(r.value);
+          this.#unsent.delete(rows[i]!.id);
+        } else {
+          this.#p.log.warn({ err: r.reason, outbox: rows[i]!.id }, 'publish failed: will retry');
+        }
+      }
+      this.#p.engine.published(done);
+      if (this.#unsent.size > 0 && !this.#closed && this.#retryTimer === undefined) {
+        this.#retryTimer = setTimeout(() => {
+          this.#retryTimer = undefined;
+          void this.#send();
+        }, 500);
+      }
+    })().finally(() => {
+      this.#sending = undefined;
+    });
+    this.#sending = sending;
+    return sending;
+  }
+
+  async #consume(): Promise<void> {
+    const { engine, options, log } = this.#p;
+    const consumer = options.consumer ?? `coordinator-${process.pid}`;
+    try {
+      for await (const rd of this.dispatcher.results({
+        consumer,
+        max: 64,
+        waitMs: 500,
+        signal: this.#stop.signal,
+        visibilityTimeoutMs: options.resultsVisibilityTimeoutMs ?? 30_000,
+      })) {
+        let applied: ReturnType<CoordinatorEngine['applyResult']>;
+        try {
+          applied = engine.applyResult(rd.result, rd.delivery.deliveries);
+        } catch (error) {
+          log.error({ err: error, delivery: rd.delivery.id }, 'could not apply a result: it will be retried');
+          this.#track(
+            rd.nack({
+              error: { type: 'CoordinatorError', message: (error as Error)?.message ?? String(error) },
+              retryable: true,
+              delayMs: 1000,
+            }),
+          );
+          continue;
+        }
+        if (applied.handling === 'early') {
+          this.#track(
+            rd.nack({
+              error: { type: 'EarlyAnswer', message: 'the suspension this answers is not recorded yet' },
+              retryable: true,
+              delayMs: 100,
+            }),
+          );
+          continue;
+        }
+        this.#track(this.#after(applied.step).then(() => rd.ack()));
+      }
+    } catch (error) {
+      if (!this.#closed) log.error({ err: error }, 'the results loop stopped');
+    }
+  }
+
+  #track(p: Promise<unknown>): void {
+    const tracked = p.catch((error: unknown) => this.#p.log.warn({ err: error }, 'ack or nack failed'));
+    this.#acks.add(tracked);
+    void tracked.finally(() => this.#acks.delete(tracked));
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const pool of this.pools.values()) await pool.stop();
+    this.#stop.abort();
+    await this.#loop;
+    clearTimeout(this.#retryTimer);
+    await this.#sending;
+    await Promise.all([...this.#acks]);
+    await this.#p.mirror.close();
+    try {
+      this.#p.engine.flushPublished();
+    } catch (error) {
+      this.#p.log.warn({ err: error }, 'could not prune the outbox');
+    }
+    this.#all.complete();
+    await this.#p.closeOwned();
+  }
+}

@@ -1,0 +1,155 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline/promises';
+import { parseArgs } from 'node:util';
+import { type ApprovalMode, DEMO_APPROVER, runDemo } from '../demo/run-demo.js';
+import { LOG_LEVELS, type LogLevel, createLogger } from '../log/logger.js';
+import type { CliCommand } from './command.js';
+
+export const DEMO_USAGE = `Usage: switchboard demo [--db PATH] [--approve|--deny] [--json] [--log-level LEVEL]
+
+Runs the dev SDLC workflow (architect, coding, testing, devops, with an
+approval gate before devops) end to end on the embedded default: one SQLite
+file holds the A2A broker, the work bus, the Context Engine, the hash-chained
+audit and the Coordinator's tables; the role workers run in this process as
+pools (architect scales to zero, the others stay warm). Two work items run on
+the same definition: coding suspends to ask the architect a question and
+resumes, testing fails once and sends the item back to coding, and the gate
+waits for the release manager.
+
+The role agents are DEMO scripts: deterministic handlers with made-up token
+counts and prices per model (demo-large, demo-medium, demo-small). Real LLM
+agents plug into the same handler interface.
+
+Progress is printed as it happens, then a table of each item's hops (cost,
+tokens, time) and the audit verification.
+
+Options:
+  --db PATH          the SQLite file (default: a new file in a temporary
+                     folder, printed at the start)
+  --approve          approve the gate without asking
+  --deny             deny the gate without asking (the items end failed)
+                     On a terminal without either flag, the demo asks y/n;
+                     without a terminal it approves and says so.
+  --json             print only a summary on stdout:
+                     {"items":[{"id","state","hops","costUsd","tokens","elapsedMs"}],
+                      "audit":{"ok","entries"}}
+  --log-level LEVEL  ${LOG_LEVELS.join(', ')} (default: error), on stderr
+  -h, --help         show this help
+
+Exit status: 0 when every item ended as the approval asked (completed when
+approved; failed with APPROVAL_DENIED when denied) and the audit verified;
+1 otherwise; 2 for a usage error.`;
+
+interface DemoFlags {
+  db: string | undefined;
+  approval: 'approve' | 'deny' | undefined;
+  json: boolean;
+  logLevel: LogLevel;
+}
+
+class UsageError extends Error {
+  readonly code = 'USAGE';
+}
+
+function parseFlags(argv: string[]): DemoFlags {
+  let values: { db?: string; approve?: boolean; deny?: boolean; json?: boolean; 'log-level'?: string };
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        db: { type: 'string' },
+        approve: { type: 'boolean' },
+        deny: { type: 'boolean' },
+        json: { type: 'boolean' },
+        'log-level': { type: 'string' },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+  if (values.approve && values.deny) throw new UsageError('give --approve or --deny, not both');
+  const logLevel = values['log-level'] ?? 'error';
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
+  }
+  if (values.db !== undefined && values.db.length === 0) throw new UsageError('--db needs a path');
+  return {
+    db: values.db,
+    approval: values.approve ? 'approve' : values.deny ? 'deny' : undefined,
+    json: values.json ?? false,
+    logLevel: logLevel as LogLevel,
+  };
+}
+
+function prompter(output: NodeJS.WritableStream): ApprovalMode {
+  return async (item) => {
+    const rl = createInterface({ input: process.stdin, output });
+    try {
+      for (;;) {
+        const answer = (
+          await rl.question(
+            `\n  ${item.label} (${item.title}) waits at the devops gate. Approve as ${DEMO_APPROVER}? [y/n] `,
+          )
+        )
+          .trim()
+          .toLowerCase();
+        if (answer === 'y' || answer === 'yes') return true;
+        if (answer === 'n' || answer === 'no') return false;
+      }
+    } finally {
+      rl.close();
+    }
+  };
+}
+
+export const demoCommand: CliCommand = {
+  name: 'demo',
+  summary: 'run the dev SDLC workflow end to end (two work items, scripted agents)',
+  usage: DEMO_USAGE,
+  async run(argv) {
+    let flags: DemoFlags;
+    try {
+      flags = parseFlags(argv);
+    } catch (error) {
+      process.stderr.write(`switchboard demo: ${(error as Error).message}\n\n${DEMO_USAGE}\n`);
+      return 2;
+    }
+    const out = (line: string) => {
+      if (!flags.json) process.stdout.write(`${line}\n`);
+    };
+    const note = (line: string) => (flags.json ? process.stderr.write(`${line}\n`) : out(line));
+    const path = resolve(flags.db ?? join(mkdtempSync(join(tmpdir(), 'switchboard-demo-')), 'demo.db'));
+    let approval: ApprovalMode;
+    if (flags.approval !== undefined) {
+      approval = flags.approval;
+    } else if (process.stdin.isTTY) {
+      approval = prompter(flags.json ? process.stderr : process.stdout);
+    } else {
+      approval = 'approve';
+      note(`No terminal and neither --approve nor --deny: the gate will be approved as ${DEMO_APPROVER}.`);
+    }
+    out('switchboard demo: the dev SDLC workflow, two work items, scripted DEMO agents (no LLM is called)');
+    out(`Database: ${path}${flags.db === undefined ? ' (a new file in a temporary folder)' : ''}`);
+    out('');
+    const logger = createLogger({ level: flags.logLevel, name: 'switchboard-demo' });
+    let summary: Awaited<ReturnType<typeof runDemo>>;
+    try {
+      summary = await runDemo({ path, approval, onLine: out, logger });
+    } catch (error) {
+      process.stderr.write(`switchboard demo: ${(error as Error)?.message ?? String(error)}\n`);
+      return 1;
+    }
+    if (flags.json) {
+      process.stdout.write(`${JSON.stringify({ items: summary.items, audit: summary.audit })}\n`);
+    } else {
+      for (const line of summary.report) out(line);
+      out('');
+      out(`Inspect it: switchboard audit verify --db ${path}`);
+    }
+    return summary.asExpected && summary.audit.ok ? 0 : 1;
+  },
+};
