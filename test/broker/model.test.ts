@@ -62,6 +62,8 @@ interface Model {
 interface Real {
   h: Harness;
   agents: (Agent | null)[];
+  /** A second, read-only connection to the broker's file. */
+  reader: Database.Database;
   /** agentIds of ended registrations, per party. */
   lastAgentId: (string | null)[];
   stale: string[];
@@ -115,11 +117,20 @@ function tokenOf(real: Real, party: number, pick: number): string {
   return real.stale.length > 0 && pick % 2 === 0 ? (real.stale[pick % real.stale.length] as string) : BOGUS_TOKEN;
 }
 
-async function outcome<T>(call: Promise<T>): Promise<{ ok: true; value: T } | { ok: false; code: string }> {
+/**
+ * Awaits a call already queued and, when it is refused, checks that the
+ * database did not change (SQLite's data_version, read through a second
+ * connection before the queue flushes, moves on every commit of another
+ * connection).
+ */
+async function outcome<T>(real: Real, call: Promise<T>): Promise<{ ok: true; value: T } | { ok: false; code: string }> {
+  const before = real.reader.pragma('data_version', { simple: true });
   try {
     return { ok: true, value: await call };
   } catch (e) {
     const err = e as { errorCode?: string; code?: number };
+    // Calls here run one at a time: any change to the file would be a commit by the broker's connection.
+    expect(real.reader.pragma('data_version', { simple: true }), 'a refused call changed the database').toBe(before);
     return { ok: false, code: err.errorCode ?? String(err.code) };
   }
 }
@@ -136,8 +147,8 @@ async function verify(model: Model, real: Real): Promise<void> {
     expect(agent.received.map((e) => e.seq)).toEqual(log.slice(live.startSeq).map((_, i) => live.startSeq + i + 1));
     expect(agent.received.map(toMEvent)).toEqual(log.slice(live.startSeq));
   }
-  const db = new Database(real.h.path, { readonly: true });
-  try {
+  const db = real.reader;
+  {
     const rows = db.prepare('SELECT task_id, state, history_count FROM a2a_tasks ORDER BY task_id').all() as {
       task_id: string;
       state: string;
@@ -151,8 +162,6 @@ async function verify(model: Model, real: Real): Promise<void> {
     const live = model.tasks.filter((t) => !isTerminal(t.state)).length;
     expect(actors.n).toBe(live);
     expect(real.h.broker.liveTaskCount()).toBe(live);
-  } finally {
-    db.close();
   }
 }
 
@@ -163,7 +172,7 @@ class Register implements Cmd {
   check = () => true;
   async run(model: Model, real: Real) {
     const p = PARTIES[this.party] as MParty;
-    const r = await outcome(real.h.broker.register({ name: p.name, contextId: p.contextId, kind: p.kind }));
+    const r = await outcome(real, real.h.broker.register({ name: p.name, contextId: p.contextId, kind: p.kind }));
     if (model.live[this.party]) {
       expect(r).toEqual({ ok: false, code: '-32602' });
     } else {
@@ -193,7 +202,7 @@ class Deregister implements Cmd {
   check = () => true;
   async run(model: Model, real: Real) {
     const token = tokenOf(real, this.party, this.pick);
-    const r = await outcome(real.h.broker.deregister({ token }));
+    const r = await outcome(real, real.h.broker.deregister({ token }));
     if (!model.live[this.party]) {
       expect(r).toEqual({ ok: false, code: 'A2A_UNKNOWN_TOKEN' });
     } else {
@@ -275,6 +284,7 @@ class Create implements Cmd {
       ? (target?.agentId ?? real.lastAgentId[this.to] ?? 'ghost')
       : (PARTIES[this.to]?.name as string);
     const r = await outcome(
+      real,
       real.h.broker.send({ token, to, message: { messageId, parts: [{ kind: 'text', text: 'hello' }] } }),
     );
     if (!model.live[this.from]) {
@@ -332,7 +342,7 @@ abstract class OnTask implements Cmd {
     const task = pool[this.taskPick % pool.length] as MTask;
     this.caller = this.from < N ? this.from : (this.from - N) % 2 === 0 ? task.requester : task.worker;
     const token = tokenOf(real, this.caller, this.pick);
-    const r = await outcome(this.call(real, token, task, model));
+    const r = await outcome(real, this.call(real, token, task, model));
     const who = role(task, this.caller);
     if (!model.live[this.caller]) expect(r).toEqual({ ok: false, code: 'A2A_UNKNOWN_TOKEN' });
     else if (who === null) expect(r).toEqual({ ok: false, code: 'A2A_CROSS_CONTEXT_DENIED' });
@@ -518,6 +528,7 @@ class EventsSince implements Cmd {
   check = () => true;
   async run(model: Model, real: Real) {
     const r = await outcome(
+      real,
       real.h.broker.eventsSince({ token: tokenOf(real, this.party, this.pick), after: this.after, limit: 1000 }),
     );
     if (!model.live[this.party]) expect(r).toEqual({ ok: false, code: 'A2A_UNKNOWN_TOKEN' });
@@ -541,6 +552,7 @@ class Oversize implements Cmd {
   check = () => true;
   async run(model: Model, real: Real) {
     const r = await outcome(
+      real,
       real.h.broker.send({
         token: tokenOf(real, this.from, 0),
         to: PARTIES[this.to]?.name as string,
@@ -621,11 +633,18 @@ describe('the broker against a reference model', () => {
         async (first, cmds) => {
           const h = harness();
           const model: Model = { live: PARTIES.map(() => null), tasks: [], logs: PARTIES.map(() => []), counter: 0 };
-          const real: Real = { h, agents: PARTIES.map(() => null), lastAgentId: PARTIES.map(() => null), stale: [] };
+          const real: Real = {
+            h,
+            reader: new Database(h.path, { readonly: true }),
+            agents: PARTIES.map(() => null),
+            lastAgentId: PARTIES.map(() => null),
+            stale: [],
+          };
           try {
             // Most parties start registered, so that most runs reach deep states.
             await fc.asyncModelRun(() => ({ model, real }), [...first.map((p) => new Register(p)), ...cmds]);
           } finally {
+            real.reader.close();
             await h.close();
           }
         },
