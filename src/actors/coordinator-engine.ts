@@ -395,15 +395,18 @@ export class CoordinatorEngine {
         model: accrual.model,
       });
       if (!live) return this.#late(step, work, hop);
-      const decision = this.#govern(step, work, {
-        stage: hop.stage,
-        role: ask.role,
-        hop: hop.hop,
-        attempt: hop.attempt,
-        approvedBy: null,
-        query: true,
-      });
-      if (decision.decision !== 'allow') {
+      // An overrun ends the item before anything else is decided; otherwise the ask is governed like a hop.
+      const decision = this.#overBudget(step, work)
+        ? null
+        : this.#govern(step, work, {
+            stage: hop.stage,
+            role: ask.role,
+            hop: hop.hop,
+            attempt: hop.attempt,
+            approvedBy: null,
+            query: true,
+          });
+      if (decision !== null && decision.decision !== 'allow') {
         const reason =
           decision.decision === 'deny' ? decision.reason : `a query cannot wait for an approval (${decision.reason})`;
         this.#send(work, {
@@ -413,7 +416,7 @@ export class CoordinatorEngine {
           ...(decision.decision === 'deny' ? { policy: decision.policy } : {}),
         });
         this.#event(step, work, 'denied', hop.hop, `query to ${ask.role} denied: ${reason}`, { stage: hop.stage });
-      } else if (!this.#overBudget(step, work)) {
+      } else if (decision !== null) {
         this.#send(work, {
           type: 'HOP_SUSPENDED',
           hop: hop.hop,
@@ -857,10 +860,10 @@ export class CoordinatorEngine {
     });
     const detail =
       state === 'completed'
-        ? 'completed'
+        ? 'work item completed'
         : state === 'failed'
-          ? `failed: ${failure?.code ?? 'FAILED'}: ${failure?.reason ?? ''}`
-          : `canceled${ctx.cancellation?.by ? ` by ${ctx.cancellation.by}` : ''}`;
+          ? `work item failed: ${failure?.code ?? 'FAILED'}: ${failure?.reason ?? ''}`
+          : `work item canceled${ctx.cancellation?.by ? ` by ${ctx.cancellation.by}` : ''}`;
     this.#event(step, work, state as ItemEventKind, ctx.hop, detail);
   }
 

@@ -1,0 +1,205 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { CoordinatorError } from '../../src/actors/coordinator-types.js';
+import { type WorkHandler, complete } from '../../src/actors/worker.js';
+import { DEMO_HANDLERS } from '../../src/demo/roles.js';
+import type { NamedPolicy } from '../../src/machines/governance.js';
+import { RESULTS_ROLE, type ResultEnvelope } from '../../src/protocol/work-envelope.js';
+import { type Fixture, autoApprove, deployments, openFixture, until } from './helpers.js';
+
+/** Governance denials, budget overruns, approvals and refused calls: each audited, each with its reason. */
+describe('governance, budgets and approvals', () => {
+  let f: Fixture | undefined;
+  afterEach(async () => {
+    await f?.close();
+    f = undefined;
+  });
+
+  it('a policy deny fails the item with the audited reason', async () => {
+    const freeze: NamedPolicy = {
+      name: 'deploy-freeze',
+      check: (ctx) =>
+        ctx.role === 'devops' ? { decision: 'deny', reason: 'deploys are frozen' } : { decision: 'allow' },
+    };
+    f = await openFixture({ policies: [freeze] });
+    const { coordinator } = f;
+    const stop = autoApprove(coordinator);
+    const id = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Ship it' });
+    const final = await coordinator.settled(id);
+    stop();
+    expect(final.state).toBe('failed');
+    expect(final.failure).toMatchObject({ code: 'GOVERNANCE_DENIED', stage: 'devops' });
+    expect(final.failure?.reason).toContain('deploys are frozen');
+    const audit = coordinator.audit.list({ itemId: id });
+    const denial = audit.filter((r) => r.kind === 'governance').at(-1)!;
+    expect(denial.data).toMatchObject({ role: 'devops', decision: 'deny', reason: 'deploys are frozen' });
+    expect((denial.data.verdicts as { policy: string; decision: string }[]).at(-1)).toEqual({
+      policy: 'deploy-freeze',
+      decision: 'deny',
+      reason: 'deploys are frozen',
+    });
+    const last = audit.at(-1)!;
+    expect(last.kind).toBe('item-failed');
+    expect(last.data).toMatchObject({ state: 'failed', failure: { code: 'GOVERNANCE_DENIED' } });
+    // No devops hop was dispatched.
+    expect(coordinator.hops(id).some((h) => h.role === 'devops')).toBe(false);
+    expect(coordinator.audit.verifyChain().ok).toBe(true);
+  });
+
+  it('a budget overrun fails the item with the audited reason', async () => {
+    f = await openFixture();
+    const { coordinator } = f;
+    const id = await coordinator.createWorkItem({
+      workflow: 'dev-sdlc',
+      input: 'Big change',
+      budget: { maxTokens: 4_000 },
+    });
+    const final = await coordinator.settled(id);
+    expect(final.state).toBe('failed');
+    expect(final.failure?.code).toBe('BUDGET_EXCEEDED');
+    expect(final.failure?.reason).toMatch(/budget exceeded: \d+ of 4000 tokens/);
+    expect(final.usage.inputTokens + final.usage.outputTokens).toBeGreaterThan(4_000);
+    const last = coordinator.audit.list({ itemId: id }).at(-1)!;
+    expect(last.kind).toBe('item-failed');
+    expect(last.data).toMatchObject({ failure: { code: 'BUDGET_EXCEEDED' } });
+  });
+
+  it('a spent budget is denied by the budget policy before the next hop', async () => {
+    const architect: WorkHandler = () =>
+      complete({ usage: { inputTokens: 600, outputTokens: 400, costUsd: 0.01, model: 'exact' } });
+    f = await openFixture({ deployments: deployments({ ...DEMO_HANDLERS, architect }) });
+    const { coordinator } = f;
+    // Exactly spent after the architect's hop: not over (no overrun), but no budget left for the next hop.
+    const id = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Tiny', budget: { maxTokens: 1_000 } });
+    const final = await coordinator.settled(id);
+    expect(final.state).toBe('failed');
+    expect(final.failure).toMatchObject({ code: 'GOVERNANCE_DENIED', stage: 'coding' });
+    expect(final.failure?.reason).toBe('budget: budget spent: 1000 of 1000 tokens');
+    const governed = coordinator.audit.list({ itemId: id }).filter((r) => r.kind === 'governance');
+    expect(governed.map((g) => g.data.decision)).toEqual(['allow', 'deny']);
+    expect((governed[1]!.data.verdicts as { policy: string }[]).map((v) => v.policy)).toEqual(['budget']);
+    expect(coordinator.hops(id)).toHaveLength(1);
+  });
+
+  it('a require-approval policy holds the hop for a named approver', async () => {
+    const qa: NamedPolicy = {
+      name: 'qa-sign-off',
+      check: (ctx) =>
+        ctx.role === 'testing'
+          ? { decision: 'require-approval', reason: 'testing needs QA', approvers: ['qa-lead'] }
+          : { decision: 'allow' },
+    };
+    f = await openFixture({ policies: [qa] });
+    const { coordinator } = f;
+    const id = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Needs QA' });
+    await until(() => coordinator.get(id)?.state === 'awaiting-approval', 10_000, 'the QA approval');
+    expect(coordinator.get(id)?.approval).toMatchObject({
+      source: 'governance',
+      approvers: ['qa-lead'],
+      stage: 'testing',
+    });
+    await expect(coordinator.approve(id, 'release-manager')).rejects.toMatchObject({ code: 'COORD_APPROVAL_REFUSED' });
+    const stop = autoApprove(coordinator, 'release-manager');
+    const sub = coordinator.statuses$.subscribe((s) => {
+      if (s.event.kind === 'approval-requested' && s.approval?.source === 'governance')
+        void coordinator.approve(s.id, 'qa-lead');
+    });
+    await coordinator.approve(id, 'qa-lead');
+    const final = await coordinator.settled(id);
+    stop();
+    sub.unsubscribe();
+    expect(final.state).toBe('completed');
+    const approvals = coordinator.audit.list({ itemId: id }).filter((r) => r.kind === 'approval');
+    expect(approvals.map((r) => r.data.by)).toEqual(['qa-lead', 'qa-lead', 'release-manager']);
+  });
+
+  it('approval: a non-approver is refused and nothing changes; a denial fails the item, audited', async () => {
+    f = await openFixture();
+    const { coordinator } = f;
+    const id = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Deploy me' });
+    await until(() => coordinator.get(id)?.state === 'awaiting-approval', 10_000, 'the gate');
+    const before = coordinator.audit.head();
+    const err = await coordinator.approve(id, 'intern').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CoordinatorError);
+    expect((err as CoordinatorError).code).toBe('COORD_APPROVAL_REFUSED');
+    expect(coordinator.audit.head()).toEqual(before);
+    expect(coordinator.get(id)?.state).toBe('awaiting-approval');
+    await coordinator.deny(id, 'release-manager', 'not in this release');
+    const final = await coordinator.settled(id);
+    expect(final.state).toBe('failed');
+    expect(final.failure).toMatchObject({ code: 'APPROVAL_DENIED', stage: 'devops' });
+    expect(final.failure?.reason).toContain('release-manager');
+    const audit = coordinator.audit.list({ itemId: id });
+    expect(audit.find((r) => r.kind === 'approval')?.data).toMatchObject({
+      decision: 'denied',
+      by: 'release-manager',
+      reason: 'not in this release',
+    });
+    expect(audit.at(-1)?.kind).toBe('item-failed');
+    await expect(coordinator.approve(id, 'release-manager')).rejects.toMatchObject({ code: 'COORD_ITEM_FINAL' });
+    await coordinator.mirrored();
+  });
+
+  it('cancel ends the item, audited', async () => {
+    f = await openFixture();
+    const { coordinator } = f;
+    const id = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Never mind' });
+    await until(() => coordinator.get(id)?.state === 'awaiting-approval', 10_000, 'the gate');
+    await coordinator.cancel(id, { by: 'edge', reason: 'requirements changed' });
+    const final = await coordinator.settled(id);
+    expect(final.state).toBe('canceled');
+    expect(coordinator.audit.list({ itemId: id }).at(-1)?.kind).toBe('item-canceled');
+    await coordinator.mirrored();
+  });
+
+  it('refuses bad requests and changes nothing', async () => {
+    f = await openFixture();
+    const { coordinator } = f;
+    const head = coordinator.audit.head();
+    await expect(coordinator.createWorkItem({ workflow: 'nope', input: 'x' })).rejects.toMatchObject({
+      code: 'COORD_UNKNOWN_WORKFLOW',
+    });
+    await expect(coordinator.createWorkItem({ workflow: 'dev-sdlc', input: '' })).rejects.toMatchObject({
+      code: 'COORD_INVALID_ARGUMENT',
+    });
+    await expect(
+      coordinator.createWorkItem({ workflow: 'dev-sdlc', input: [{ kind: 'nope' }] as never }),
+    ).rejects.toMatchObject({ code: 'COORD_INVALID_ARGUMENT' });
+    await expect(
+      coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'x', budget: { maxTokens: -1 } }),
+    ).rejects.toMatchObject({ code: 'COORD_INVALID_ARGUMENT' });
+    await expect(coordinator.createWorkItem(null as never)).rejects.toMatchObject({ code: 'COORD_INVALID_ARGUMENT' });
+    await expect(coordinator.approve('no-such-item', 'release-manager')).rejects.toMatchObject({
+      code: 'COORD_UNKNOWN_ITEM',
+    });
+    await expect(coordinator.approve('no-such-item', '')).rejects.toMatchObject({ code: 'COORD_INVALID_ARGUMENT' });
+    expect(coordinator.list()).toHaveLength(0);
+    expect(coordinator.audit.head()).toEqual(head);
+  });
+
+  it('a result delivered again changes nothing', async () => {
+    f = await openFixture();
+    const { coordinator } = f;
+    const stop = autoApprove(coordinator);
+    const id = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Once only' });
+    await coordinator.settled(id);
+    stop();
+    const devops = coordinator.hops(id).find((h) => h.role === 'devops')!;
+    const before = { head: coordinator.audit.head(), item: coordinator.get(id) };
+    const again: ResultEnvelope = {
+      kind: 'result',
+      headers: { taskId: devops.id, runId: id, hop: devops.hop, attempt: 1, idempotencyKey: devops.idempotencyKey },
+      role: 'devops',
+      outcome: 'completed',
+      parts: [],
+      artifacts: [],
+      usage: { inputTokens: 999, outputTokens: 999, costUsd: 9, model: 'demo-small' },
+    };
+    await coordinator.bus.publish(RESULTS_ROLE, again, { idempotencyKey: 'replayed-by-the-test' });
+    await until(async () => {
+      const s = await coordinator.bus.stats(RESULTS_ROLE);
+      return s.depth === 0 && s.inFlight === 0;
+    });
+    expect(coordinator.audit.head()).toEqual(before.head);
+    expect(coordinator.get(id)?.usage).toEqual(before.item?.usage);
+  });
+});
