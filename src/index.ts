@@ -63,7 +63,7 @@ export type { DeliveriesOptions } from './bus/deliveries.js';
 export { createDispatcher } from './bus/dispatcher.js';
 export type { Dispatcher, StartHop, Started, RoleQuery, ResultDelivery } from './bus/dispatcher.js';
 export * from './persistence/context-store.js';
-export { createWorker, complete, suspend, NonRetryableError, WorkerError } from './actors/worker.js';
+export { createWorker, complete, suspend, derivedKey, NonRetryableError, WorkerError } from './actors/worker.js';
 export type {
   Worker,
   WorkerOptions,

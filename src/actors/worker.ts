@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { type ReplyInfo, replyInfo } from '../bus/reply-routing.js';
 import { BusError, type Delivery, type WorkQueue } from '../bus/work-queue.js';
 import { type Logger, silentLogger } from '../log/logger.js';
@@ -11,11 +11,13 @@ import {
   type WorkItemContext,
 } from '../persistence/context-store.js';
 import type { SqliteDatabase } from '../persistence/database.js';
+import { MAX_ID_CHARS } from '../protocol/bounds.js';
 import type { Part } from '../protocol/parts.js';
 import type { Artifact } from '../protocol/task.js';
 import {
   BusEnvelopeSchema,
   RESULTS_ROLE,
+  RoleSchema,
   type ResultEnvelope,
   type Usage,
   type WorkEnvelope,
@@ -187,6 +189,17 @@ function errorInfo(error: unknown): { error: WorkError; retryable: boolean } {
     return { error: { type: type.slice(0, 128), message: e.message.slice(0, 4000) }, retryable: e.retryable !== false };
   }
   return { error: { type: 'Error', message: String(error).slice(0, 4000) }, retryable: true };
+}
+
+/**
+ * The idempotency key of a message a hop publishes: `<hop key>:<suffix>`, or,
+ * when that would pass the 256-character bound of keys, the SHA-256 of the
+ * hop key in its place. Deterministic, so a re-published message is a duplicate.
+ */
+export function derivedKey(hopKey: string, suffix: string): string {
+  const plain = `${hopKey}:${suffix}`;
+  if (plain.length <= MAX_ID_CHARS) return plain;
+  return `sha256-${createHash('sha256').update(hopKey).digest('hex')}:${suffix}`.slice(0, MAX_ID_CHARS);
 }
 
 function isSuspension(result: HandlerResult): result is Suspension {
@@ -466,7 +479,7 @@ class HarnessWorker implements Worker {
       record.checkpoint = { token, state: result.state === undefined ? null : result.state, headers: hopHeaders };
       record.publishes = [
         { role: result.ask.role, envelope: query, idempotencyKey: `${token}:ask` },
-        { role: resultRole, envelope: suspended, idempotencyKey: `${delivered.idempotencyKey}:result` },
+        { role: resultRole, envelope: suspended, idempotencyKey: derivedKey(delivered.idempotencyKey, 'result') },
       ];
     } else {
       const output = { parts: result.parts ?? [], artifacts: result.artifacts ?? [] } as {
@@ -487,10 +500,15 @@ class HarnessWorker implements Worker {
       if (result.metadata !== undefined) completed.metadata = result.metadata;
       record.output = output;
       record.publishes = [
-        { role: resultRole, envelope: completed, idempotencyKey: `${delivered.idempotencyKey}:result` },
+        { role: resultRole, envelope: completed, idempotencyKey: derivedKey(delivered.idempotencyKey, 'result') },
       ];
     }
     for (const p of record.publishes) {
+      if (!RoleSchema.safeParse(p.role).success) {
+        throw new NonRetryableError(`the handler asked an invalid role: ${JSON.stringify(p.role).slice(0, 200)}`, {
+          type: 'InvalidResult',
+        });
+      }
       const parsed = BusEnvelopeSchema.safeParse(p.envelope);
       if (!parsed.success) {
         throw new NonRetryableError(
@@ -532,7 +550,7 @@ class HarnessWorker implements Worker {
     };
     try {
       await this.bus.publish(headers.resultRole ?? this.resultsRole, failed, {
-        idempotencyKey: `${headers.idempotencyKey}:failed:${delivery.leaseId}`,
+        idempotencyKey: derivedKey(headers.idempotencyKey, `failed:${delivery.leaseId}`),
       });
     } catch (publishError) {
       this.log.error({ err: publishError }, 'could not publish the failure');

@@ -1,5 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { NonRetryableError, type Worker, complete, createWorker } from '../../src/actors/worker.js';
+import {
+  NonRetryableError,
+  type Worker,
+  complete,
+  createWorker,
+  derivedKey,
+  suspend,
+} from '../../src/actors/worker.js';
 import type { SqliteQueueOptions } from '../../src/bus/sqlite-queue.js';
 import { type Harness, hop, openHarness, sleep, takeResults, until } from './helpers.js';
 
@@ -335,6 +342,44 @@ describe('worker harness', () => {
     await bus.publish('r', hop(1), { idempotencyKey: 'x' });
     const [r] = await takeResults(bus, 1);
     expect(r).toMatchObject({ outcome: 'failed', error: { type: 'InvalidResult' } });
+    expect(await store.completion('hop-1')).toBeUndefined();
+  });
+
+  it('keeps derived keys within bounds for a hop with a 256-character key', async () => {
+    const { bus, store } = open();
+    workers.push(
+      createWorker({
+        role: 'r',
+        bus,
+        contextStore: store,
+        pollWaitMs: 20,
+        handler: () => ({ parts: [{ kind: 'text', text: 'long key ok' }] }),
+      }),
+    );
+    const key = 'k'.repeat(256);
+    await bus.publish('r', hop(1, { idempotencyKey: key }), { idempotencyKey: key });
+    const [r] = await takeResults(bus, 1);
+    expect(r).toMatchObject({ outcome: 'completed', headers: { idempotencyKey: key } });
+    expect(derivedKey(key, 'result').length).toBeLessThanOrEqual(256);
+    expect(derivedKey(key, 'result')).toBe(derivedKey(key, 'result'));
+    expect(derivedKey('short', 'result')).toBe('short:result');
+  });
+
+  it('dead-letters at once a suspension that asks an invalid role, publishing nothing', async () => {
+    const { bus, store } = open();
+    workers.push(
+      createWorker({
+        role: 'r',
+        bus,
+        contextStore: store,
+        pollWaitMs: 20,
+        handler: () =>
+          suspend({ ask: { role: 'not a role', message: { parts: [{ kind: 'text', text: 'q' }] } }, state: {} }),
+      }),
+    );
+    await bus.publish('r', hop(1), { idempotencyKey: 'x' });
+    const [r] = await takeResults(bus, 1);
+    expect(r).toMatchObject({ outcome: 'failed', error: { type: 'InvalidResult' }, deliveries: 1 });
     expect(await store.completion('hop-1')).toBeUndefined();
   });
 
