@@ -394,12 +394,11 @@ class EmbeddedBroker implements Broker {
       actor,
       outbox: new AgentOutbox(),
     };
-    const before = this.registry.getSnapshot().context;
     this.registry.trigger.added({ registration });
     scope.onUndo(() => {
       this.tokens.revoke(entry);
       actor.stop();
-      this.registry.trigger.restored({ context: before });
+      this.registry.trigger.removed({ agentId });
     });
     this.logger.info({ agentId, contextId: p.contextId, name: p.name, kind: row.kind }, 'a2a agent registered');
     return { agentId, token, card };
@@ -426,7 +425,7 @@ class EmbeddedBroker implements Broker {
       this.push(scope, worker, moved, status);
     }
     this.store.endAgent(caller.agentId, at, 'deregistered');
-    const before = this.registry.getSnapshot().context;
+    const order = this.registry.getSnapshot().context.order.get(caller.agentId);
     const actorBefore = caller.actor.getPersistedSnapshot();
     caller.actor.send({ type: 'DEREGISTER' });
     caller.actor.stop();
@@ -435,7 +434,7 @@ class EmbeddedBroker implements Broker {
     scope.onUndo(() => {
       caller.actor = createActor(agentMachine, { snapshot: actorBefore, input: { agentId: caller.agentId } }).start();
       this.tokens.reinstate(caller.token);
-      this.registry.trigger.restored({ context: before });
+      this.registry.trigger.added({ registration: caller, ...(order === undefined ? {} : { order }) });
     });
     scope.afterCommit(() => caller.outbox.complete());
     this.logger.info({ agentId: caller.agentId }, 'a2a agent deregistered');
@@ -451,19 +450,28 @@ class EmbeddedBroker implements Broker {
 
   /** Live agents of the caller's kind, in any context, except the caller. */
   private addressable(caller: Registration): Registration[] {
+    const { byId, order } = this.registry.getSnapshot().context;
     const out: Registration[] = [];
-    for (const r of this.registry.getSnapshot().context.byId.values()) {
-      if (r.kind === caller.kind && r.agentId !== caller.agentId) out.push(r);
+    for (const r of byId.values()) {
+      if (isAddressable(caller, r)) out.push(r);
     }
-    return out;
+    return out.sort((a, b) => (order.get(a.agentId) ?? 0) - (order.get(b.agentId) ?? 0));
   }
 
-  /** `to` as an agentId, else a name in the caller's context, else a name unique on the host. */
+  /**
+   * `to` as an agentId, else a name in the caller's context, else a name
+   * unique on the host, among the addressable agents only (indexed: no scan
+   * of every live agent).
+   */
   private resolveTo(caller: Registration, to: string): Registration {
-    const peers = this.addressable(caller);
-    const byId = peers.find((r) => r.agentId === to);
-    if (byId !== undefined) return byId;
-    const named = peers.filter((r) => r.party.name === to);
+    const { byId, byName } = this.registry.getSnapshot().context;
+    const direct = byId.get(to);
+    if (direct !== undefined && isAddressable(caller, direct)) return direct;
+    const named: Registration[] = [];
+    for (const agentId of byName.get(to) ?? []) {
+      const r = byId.get(agentId);
+      if (r !== undefined && isAddressable(caller, r)) named.push(r);
+    }
     const local = named.find((r) => r.party.contextId === caller.party.contextId);
     if (local !== undefined) return local;
     if (named.length === 1 && named[0] !== undefined) return named[0];
@@ -722,6 +730,11 @@ class EmbeddedBroker implements Broker {
       throw error;
     }
   }
+}
+
+/** Agents of the caller's kind, in any context, except the caller. */
+function isAddressable(caller: Registration, r: Registration): boolean {
+  return r.kind === caller.kind && r.agentId !== caller.agentId;
 }
 
 function roleOf(head: TaskHead, party: Party): Role | undefined {

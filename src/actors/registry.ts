@@ -19,45 +19,69 @@ export interface Registration {
 }
 
 export interface RegistryContext {
-  /** Live registrations by agentId, in registration order. */
+  /** Live registrations by agentId. */
   readonly byId: ReadonlyMap<string, Registration>;
   /** `partyKey(contextId, name)` → agentId of the live registration. */
   readonly byParty: ReadonlyMap<string, string>;
+  /** name → agentIds of the live registrations with that name, in any context. */
+  readonly byName: ReadonlyMap<string, ReadonlySet<string>>;
+  /** agentId → registration order (kept when a refused deregistration puts a registration back). */
+  readonly order: ReadonlyMap<string, number>;
+  /** Bumped on every change. */
+  readonly version: number;
 }
 
 export function partyKey(party: Party): string {
   return `${party.contextId}\u0000${party.name}`;
 }
 
-const EMPTY: RegistryContext = { byId: new Map(), byParty: new Map() };
-
 /**
- * The broker's registry of live registrations, an `@xstate/store`. Its
- * context is replaced, never mutated, so a refused call restores it by
- * sending back the context it saw before (`restored`).
+ * The broker's registry of live registrations, an `@xstate/store`. Its maps
+ * are updated in place (O(1) per registration, whatever the number of live
+ * agents) and each change yields a new context object with a new `version`.
+ * A refused call undoes its change with the inverse event (`removed` for
+ * `added`, `added` with the old `order` for `removed`).
  */
 export function createRegistry() {
+  const byId = new Map<string, Registration>();
+  const byParty = new Map<string, string>();
+  const byName = new Map<string, Set<string>>();
+  const order = new Map<string, number>();
+  let nextOrder = 0;
   return createStore({
-    context: EMPTY as RegistryContext,
+    context: { byId, byParty, byName, order, version: 0 } as RegistryContext,
     on: {
-      added: (context, event: { registration: Registration }) => {
-        const byId = new Map(context.byId);
-        byId.set(event.registration.agentId, event.registration);
-        const byParty = new Map(context.byParty);
-        byParty.set(partyKey(event.registration.party), event.registration.agentId);
-        return { byId, byParty };
+      added: (context, event: { registration: Registration; order?: number }) => {
+        const r = event.registration;
+        byId.set(r.agentId, r);
+        byParty.set(partyKey(r.party), r.agentId);
+        let named = byName.get(r.party.name);
+        if (named === undefined) {
+          named = new Set();
+          byName.set(r.party.name, named);
+        }
+        named.add(r.agentId);
+        order.set(r.agentId, event.order ?? nextOrder++);
+        return { ...context, version: context.version + 1 };
       },
       removed: (context, event: { agentId: string }) => {
-        const registration = context.byId.get(event.agentId);
-        if (registration === undefined) return context;
-        const byId = new Map(context.byId);
-        byId.delete(event.agentId);
-        const byParty = new Map(context.byParty);
-        byParty.delete(partyKey(registration.party));
-        return { byId, byParty };
+        const r = byId.get(event.agentId);
+        if (r === undefined) return context;
+        byId.delete(r.agentId);
+        byParty.delete(partyKey(r.party));
+        const named = byName.get(r.party.name);
+        named?.delete(r.agentId);
+        if (named?.size === 0) byName.delete(r.party.name);
+        order.delete(r.agentId);
+        return { ...context, version: context.version + 1 };
       },
-      restored: (_context, event: { context: RegistryContext }) => event.context,
-      cleared: () => EMPTY,
+      cleared: (context) => {
+        byId.clear();
+        byParty.clear();
+        byName.clear();
+        order.clear();
+        return { ...context, version: context.version + 1 };
+      },
     },
   });
 }
