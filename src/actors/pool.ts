@@ -10,6 +10,7 @@ import {
   createPoolMachine,
 } from '../machines/pool-machine.js';
 import type { ContextStore } from '../persistence/context-store.js';
+import type { ActorInspector } from './inspection.js';
 import { type WorkHandler, type Worker, createWorker } from './worker.js';
 
 /**
@@ -35,6 +36,8 @@ export interface PoolOptions {
   /** Grace given to a stopping worker's in-flight hops (default: its visibility timeout). */
   stopGraceMs?: number;
   logger?: Logger;
+  /** An inspector (`--inspect`) for the supervisor actor (a root actor); none by default. */
+  inspect?: ActorInspector;
 }
 
 export interface Pool {
@@ -99,7 +102,7 @@ export function createPool(options: PoolOptions): Pool {
     };
   });
   const machine = createPoolMachine(workerLogic);
-  const actor = createActor(machine, { input: { role: options.role, deployment } });
+  const actor = createActor(machine, { input: { role: options.role, deployment }, inspect: options.inspect });
   const replicas = new BehaviorSubject(0);
   actor.subscribe((snapshot) => {
     const n = snapshot.context.workers.length;

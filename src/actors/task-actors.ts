@@ -1,4 +1,5 @@
 import { type Actor, type SnapshotFrom, createActor } from 'xstate';
+import type { ActorInspector } from './inspection.js';
 import { TASK_MACHINE_VERSION, type TaskMachine, taskMachine } from '../machines/task-machine.js';
 import type { TaskMove } from '../machines/task-transitions.js';
 import { type TaskState, isTerminalState } from '../protocol/task.js';
@@ -35,6 +36,9 @@ export interface MoveResult {
 export class TaskActors {
   private readonly live = new Map<string, TaskActor>();
 
+  /** `inspect`: given to every task actor (each is its own root). */
+  constructor(private readonly inspect?: ActorInspector) {}
+
   get size(): number {
     return this.live.size;
   }
@@ -50,7 +54,7 @@ export class TaskActors {
 
   /** Starts the actor of a new task (in `submitted`). */
   create(taskId: string): { snapshot: PersistedTaskSnapshot; undo: () => void } {
-    const actor = createActor(taskMachine, { input: { taskId } }).start();
+    const actor = createActor(taskMachine, { input: { taskId }, inspect: this.inspect }).start();
     this.live.set(taskId, actor);
     return {
       snapshot: actor.getPersistedSnapshot() as PersistedTaskSnapshot,
@@ -72,7 +76,11 @@ export class TaskActors {
       const parsed = parseSnapshot(snapshot);
       if (parsed !== undefined && (parsed as { value?: unknown }).value === state) {
         try {
-          const actor = createActor(taskMachine, { snapshot: parsed, input: { taskId } }).start();
+          const actor = createActor(taskMachine, {
+            snapshot: parsed,
+            input: { taskId },
+            inspect: this.inspect,
+          }).start();
           this.live.set(taskId, actor);
           return 'restored';
         } catch {
@@ -106,7 +114,10 @@ export class TaskActors {
     const undo = () => {
       this.live.get(taskId)?.stop();
       if (hadActor) {
-        this.live.set(taskId, createActor(taskMachine, { snapshot: before, input: { taskId } }).start());
+        this.live.set(
+          taskId,
+          createActor(taskMachine, { snapshot: before, input: { taskId }, inspect: this.inspect }).start(),
+        );
       } else {
         this.live.delete(taskId);
       }
@@ -133,7 +144,7 @@ export class TaskActors {
       value: state,
       context: { taskId, moves: 0, lastMove: null, refusal: null },
     });
-    return createActor(taskMachine, { snapshot, input: { taskId } }).start();
+    return createActor(taskMachine, { snapshot, input: { taskId }, inspect: this.inspect }).start();
   }
 }
 

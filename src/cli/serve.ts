@@ -6,11 +6,20 @@ import { LOG_LEVELS, type LogLevel, createLogger } from '../log/logger.js';
 import type { Durability } from '../persistence/database.js';
 import { BrokerSession } from '../transport/broker-session.js';
 import type { CliCommand } from './command.js';
+import {
+  INSPECT_USAGE,
+  InspectOptionError,
+  type InspectTarget,
+  type RunningInspection,
+  startInspection,
+  takeInspectOption,
+} from './inspect-option.js';
 
 export const DEFAULT_DB_PATH = './switchboard.db';
 const DURABILITIES: readonly Durability[] = ['normal', 'full'];
 
 export const SERVE_USAGE = `Usage: switchboard serve [--db PATH] [--durability normal|full] [--log-level LEVEL]
+                       [--inspect[=[HOST:]PORT]]
 
 Runs the A2A broker on stdin/stdout: JSON-RPC 2.0, one message per line
 (NDJSON, UTF-8). Requests are read from stdin; answers and the notifications
@@ -27,6 +36,7 @@ Options:
                        synchronous=NORMAL; default). full: it also survives
                        power loss (synchronous=FULL, slower)
   --log-level LEVEL    ${LOG_LEVELS.join(', ')} (default: info)
+${INSPECT_USAGE}
   -h, --help           show this help
 
 Protocol: docs/stdio.md and docs/protocol.md.`;
@@ -35,13 +45,22 @@ interface ServeFlags {
   db: string;
   durability: Durability;
   logLevel: LogLevel;
+  inspect: InspectTarget | null;
 }
 
 class UsageError extends Error {
   readonly code = 'USAGE';
 }
 
-function parseFlags(argv: string[]): ServeFlags {
+function parseFlags(all: string[]): ServeFlags {
+  let argv: string[];
+  let inspect: InspectTarget | null;
+  try {
+    ({ argv, inspect } = takeInspectOption(all));
+  } catch (error) {
+    if (error instanceof InspectOptionError) throw new UsageError(error.message);
+    throw error;
+  }
   let values: { db?: string; durability?: string; 'log-level'?: string };
   try {
     ({ values } = parseArgs({
@@ -70,6 +89,7 @@ function parseFlags(argv: string[]): ServeFlags {
     db: resolve(values.db ?? DEFAULT_DB_PATH),
     durability: durability as Durability,
     logLevel: logLevel as LogLevel,
+    inspect,
   };
 }
 
@@ -85,11 +105,21 @@ async function runServe(argv: string[]): Promise<number> {
   // the console goes to stderr in this process.
   globalThis.console = new Console({ stdout: process.stderr, stderr: process.stderr });
   const logger = createLogger({ level: flags.logLevel, name: 'switchboard-serve' });
+  let inspection: RunningInspection | null = null;
+  if (flags.inspect !== null) {
+    try {
+      inspection = await startInspection(flags.inspect, { logger });
+    } catch (error) {
+      logger.fatal({ err: { message: (error as Error).message } }, 'cannot start the inspector');
+      return 1;
+    }
+  }
   let broker: ReturnType<typeof createBroker>;
   try {
-    broker = createBroker({ path: flags.db, durability: flags.durability, logger });
+    broker = createBroker({ path: flags.db, durability: flags.durability, logger, inspect: inspection?.inspect });
   } catch (error) {
     logger.fatal({ db: flags.db, err: { message: (error as Error).message } }, 'cannot open the broker database');
+    await inspection?.stop();
     return 1;
   }
   const session = new BrokerSession({ broker, input: process.stdin, output: process.stdout, logger });
@@ -113,6 +143,8 @@ async function runServe(argv: string[]): Promise<number> {
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    // The inspector's server would keep the process alive.
+    await inspection?.stop();
     // Let the process end: nothing more is read.
     process.stdin.destroy();
   }

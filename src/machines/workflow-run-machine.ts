@@ -1,4 +1,4 @@
-import { type Actor, type Snapshot, assign, createActor, setup } from 'xstate';
+import { type Actor, type InspectionEvent, type Observer, type Snapshot, assign, createActor, setup } from 'xstate';
 import { checkWorkflowDefinition, formatPath } from './workflow-definition.js';
 import {
   type WorkflowDefinition,
@@ -118,8 +118,12 @@ export class WorkflowRunSnapshotError extends Error {
  * An actor (not started) restored from `getPersistedSnapshot()` output (after
  * a JSON round trip, say from SQLite). The snapshot is checked first: its
  * state, and the definition it carries (which must still pass validation).
+ * `options.inspect` (an inspector, `--inspect`) is given to the run's actor.
  */
-export function restoreWorkflowRun(persisted: unknown): Actor<WorkflowRunMachine> {
+export function restoreWorkflowRun(
+  persisted: unknown,
+  options: { inspect?: Observer<InspectionEvent> } = {},
+): Actor<WorkflowRunMachine> {
   if (persisted === null || typeof persisted !== 'object') throw new WorkflowRunSnapshotError('not an object');
   const snap = persisted as { value?: unknown; status?: unknown; context?: Partial<WorkflowRunContext> };
   if (typeof snap.value !== 'string' || !(WORKFLOW_RUN_STATES as readonly string[]).includes(snap.value)) {
@@ -143,6 +147,7 @@ export function restoreWorkflowRun(persisted: unknown): Actor<WorkflowRunMachine
   return createActor(workflowRunMachine, {
     snapshot: persisted as Snapshot<unknown>,
     input: { runId: context.runId, definition: check.definition },
+    inspect: options.inspect,
   });
 }
 
