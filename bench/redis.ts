@@ -16,7 +16,9 @@
  * while the workers consume; time runs from the first publish to the last ack
  * reported by the workers. Each configuration runs ROUNDS rounds with the same
  * worker processes; the table shows medians. CPU of redis-server, the workers
- * and the producer comes from /proc over each round (100% = one core).
+ * and the producer comes from /proc over each round (100% = one core), and
+ * the whole machine's busy share from /proc/stat (other work on a shared
+ * machine shows there).
  *
  * Progress goes to stderr, the table to stdout. Keys use their own prefix and
  * are deleted at the end.
@@ -37,7 +39,7 @@ const BATCH = 100;
 /** BENCH_PROCESSES=1,2 and BENCH_SYSTEMS=raw,switchboard narrow a run (the table needs all three systems). */
 const PROCESSES = (process.env.BENCH_PROCESSES ?? '1,2,4').split(',').map(Number);
 const SYSTEMS = (process.env.BENCH_SYSTEMS ?? 'switchboard,bullmq,raw').split(',') as System[];
-const JOBS: Record<System, number> = { switchboard: 20_000, bullmq: 10_000, raw: 60_000 };
+const JOBS: Record<System, number> = { switchboard: 12_000, bullmq: 5_000, raw: 40_000 };
 const SB_LOOPS = 4;
 const SB_MAX = 32;
 const BULL_CONCURRENCY = 32;
@@ -231,6 +233,19 @@ function cpuTicks(pid: number | undefined): number {
   }
 }
 
+/** Busy and total jiffies of all CPUs (/proc/stat), for the whole machine's load. */
+function machineTicks(): { busy: number; total: number } {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n')[0]!;
+    const v = line.trim().split(/\s+/).slice(1).map(Number);
+    const idle = (v[3] ?? 0) + (v[4] ?? 0);
+    const total = v.reduce((a, b) => a + b, 0);
+    return { busy: total - idle, total };
+  } catch {
+    return { busy: 0, total: 0 };
+  }
+}
+
 interface Producer {
   prepare(round: number): Promise<string>;
   publish(name: string, from: number, to: number): Promise<void>;
@@ -296,6 +311,8 @@ interface Measure {
   redisCpu: number;
   workerCpu: number;
   producerCpu: number;
+  /** Busy share of all the machine's CPUs over the round (everything running, not only this bench). */
+  machineBusy: number;
 }
 
 async function runConfig(
@@ -320,6 +337,7 @@ async function runConfig(
       const redis0 = cpuTicks(redisPid);
       const workers0 = workers.reduce((s, w) => s + cpuTicks(w.child.pid), 0);
       const self0 = process.cpuUsage();
+      const machine0 = machineTicks();
       const started = performance.now();
       for (let i = 0; i < jobs; i += BATCH) await producer.publish(name, i, Math.min(jobs, i + BATCH));
       const total = () => workers.reduce((s, w) => s + (w.acked.get(round) ?? 0), 0);
@@ -335,13 +353,15 @@ async function runConfig(
       const workerCpu = (workers.reduce((s, w) => s + cpuTicks(w.child.pid), 0) - workers0) / 100 / seconds;
       const self = process.cpuUsage(self0);
       const producerCpu = (self.user + self.system) / 1e6 / seconds;
+      const machine1 = machineTicks();
+      const machineBusy = (machine1.busy - machine0.busy) / Math.max(1, machine1.total - machine0.total);
       for (const w of workers) w.child.stdin!.write('stop\n');
       await Promise.all(workers.map((w) => nextLine(w, 'stopped')));
       const rate = (jobs / elapsed) * 1000;
-      out.push({ rate, redisCpu, workerCpu, producerCpu });
+      out.push({ rate, redisCpu, workerCpu, producerCpu, machineBusy });
       log(
         `  ${system} p=${processes} round ${r + 1}: ${jobs} hops in ${elapsed.toFixed(0)} ms = ${rate.toFixed(0)}/s` +
-          ` (cpu: redis ${(redisCpu * 100).toFixed(0)}%, workers ${(workerCpu * 100).toFixed(0)}%, producer ${(producerCpu * 100).toFixed(0)}%)`,
+          ` (cpu: redis ${(redisCpu * 100).toFixed(0)}%, workers ${(workerCpu * 100).toFixed(0)}%, producer ${(producerCpu * 100).toFixed(0)}%; machine ${(machineBusy * 100).toFixed(0)}% busy)`,
       );
     }
   } finally {
@@ -428,7 +448,7 @@ async function main(): Promise<void> {
   for (const system of ['switchboard', 'bullmq', 'raw'] as const) {
     const cells = PROCESSES.map((p) => {
       const m = get(system, p);
-      return `p=${p}: ${pct(m.redisCpu)} / ${pct(m.workerCpu)} / ${pct(m.producerCpu)}`;
+      return `p=${p}: ${pct(m.redisCpu)} / ${pct(m.workerCpu)} / ${pct(m.producerCpu)} (machine ${pct(m.machineBusy)} busy)`;
     });
     lines.push(`  ${system.padEnd(11)} ${cells.join('   ')}`);
   }
@@ -446,13 +466,13 @@ async function main(): Promise<void> {
     .filter(Boolean)
     .join(', ');
   const top = sbRates[sbRates.length - 1]!;
-  const totalCpu = top.redisCpu + top.workerCpu + top.producerCpu;
+  const ours = top.redisCpu + top.workerCpu + top.producerCpu;
   const saturated =
     top.redisCpu >= 0.85
-      ? 'redis-server is near one full core (Redis-bound)'
-      : totalCpu >= 1.7
-        ? `the 2 CPUs are saturated (${pct(totalCpu)} in all)`
-        : `neither Redis nor the CPUs are saturated (${pct(totalCpu)} in all)`;
+      ? `redis-server is near one full core (${pct(top.redisCpu)}): Redis-bound`
+      : top.machineBusy >= 0.9
+        ? `the 2 CPUs are saturated (machine ${pct(top.machineBusy)} busy, of which this bench ${pct(ours / 2)}; redis-server ${pct(top.redisCpu)} of one core): CPU-bound, not Redis-bound`
+        : `neither Redis (${pct(top.redisCpu)} of a core) nor the CPUs (machine ${pct(top.machineBusy)} busy) are saturated`;
   lines.push(
     `Scaling of switchboard with worker processes: ${grows}; at ${PROCESSES[PROCESSES.length - 1]} processes ${saturated}.`,
   );

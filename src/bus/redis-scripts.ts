@@ -207,7 +207,8 @@ return res
  * Moves due delayed messages to the stream, reclaims expired leases, every
  * orphan-idle period claims (XAUTOCLAIM) entries read by a consumer that died
  * before leasing them, then leases up to max messages read with XREADGROUP
- * (parking those whose task is locked). Returns {leases, next wake-up time
+ * (parking those whose task is locked); consumer names idle for 10 orphan
+ * periods with nothing pending leave the group. Returns {leases, next wake-up time
  * (-1 = none)}; a lease is {id, lease id, deliveries, envelope, idempotency
  * key, task key, published at, last error, retry policy} ('' = none).
  */
@@ -310,6 +311,18 @@ if orphan > 0 and now - scanned >= orphan then
   local r = redis.call('XAUTOCLAIM', s, G, consumer, orphan, cur, 'COUNT', 100)
   redis.call('SET', rkey(role, 'ocur'), r[1])
   consider_entries(r[2])
+  -- Consumer names of workers gone long ago (nothing pending) leave the group.
+  for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', s, G)) do
+    local name, pending, idle = nil, 0, 0
+    for j = 1, #c, 2 do
+      if c[j] == 'name' then name = c[j + 1] end
+      if c[j] == 'pending' then pending = tonumber(c[j + 1]) end
+      if c[j] == 'idle' then idle = tonumber(c[j + 1]) end
+    end
+    if name and name ~= consumer and pending == 0 and idle > 10 * orphan then
+      redis.call('XGROUP', 'DELCONSUMER', s, G, name)
+    end
+  end
 end
 
 if mode == 'ids' then

@@ -307,6 +307,13 @@ describe.skipIf(!runRedis)(suiteName, () => {
       expect(got.map((d) => d.deliveries)).toEqual([1, 1]);
       expect(await claimer.ackMany(got)).toEqual([true, true]);
       expect(await claimer.stats(role)).toMatchObject({ depth: 0, inFlight: 0 });
+      // Consumer names idle for 10 orphan periods with nothing pending leave the group.
+      const names = async () => (await admin.xInfoConsumers(stream, 'g')).map((c) => String(c.name));
+      expect(await names()).toContain('dead-worker');
+      await sleep(1100);
+      await claimer.consume(role, { consumer: 'claimer', visibilityTimeoutMs: 60_000 });
+      expect(await names()).not.toContain('dead-worker');
+      expect(await names()).toContain('claimer');
     });
 
     it('consumes through killed connections without a restart: nothing lost, nothing completed twice', async () => {
