@@ -308,15 +308,17 @@ class HarnessWorker implements Worker {
     const hop = new InFlightHop(delivery);
     this.hops.add(hop);
     this.idleAt = null;
-    const task = this.process(hop).finally(() => {
-      this.hops.delete(hop);
-      this.tasks.delete(task);
-      this.settledCount++;
-      if (this.hops.size === 0) this.idleAt = Date.now();
-      const wake = this.slotFreed;
-      this.slotFreed = undefined;
-      wake?.();
-    });
+    const task = this.process(hop)
+      .catch((error: unknown) => this.log.error({ err: error, delivery: delivery.id }, 'hop processing failed'))
+      .finally(() => {
+        this.hops.delete(hop);
+        this.tasks.delete(task);
+        this.settledCount++;
+        if (this.hops.size === 0) this.idleAt = Date.now();
+        const wake = this.slotFreed;
+        this.slotFreed = undefined;
+        wake?.();
+      });
     this.tasks.add(task);
   }
 
