@@ -39,6 +39,8 @@ export type {
 } from './transport/a2a-tool.js';
 export { delegate } from './transport/delegate.js';
 export type { Delegation, DelegateOptions } from './transport/delegate.js';
+export { connectInProcess } from './transport/in-process.js';
+export type { InProcessConnection } from './transport/in-process.js';
 export { BrokerSession } from './transport/broker-session.js';
 export type { BrokerSessionOptions } from './transport/broker-session.js';
 export { JsonRpcServer } from './transport/jsonrpc-server.js';

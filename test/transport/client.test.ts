@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SwitchboardError } from '../../src/protocol/errors.js';
 import { type SwitchboardClient, connect } from '../../src/transport/client.js';
 import { JsonRpcServer } from '../../src/transport/jsonrpc-server.js';
+import { connectInProcess } from '../../src/transport/in-process.js';
 import { TransportError } from '../../src/transport/transport-error.js';
 import { RawServe, tempDir, text } from './helpers.js';
 
@@ -44,6 +45,28 @@ describe('connect()', () => {
     expect(client.host).toMatchObject({ protocolVersion: 10, schemaVersion: 12 });
     expect(client.host.capabilities).toContain('a2a');
     expect(client.serveProcess?.pid).toBeGreaterThan(0);
+  });
+
+  it('connectInProcess() gives the same client over a broker embedded in this process', async () => {
+    const tmp = tempDir();
+    const broker = createBroker({ path: tmp.db });
+    cleanups.push(async () => {
+      await broker.close();
+      tmp.cleanup();
+    });
+    const { client, session } = await connectInProcess(broker);
+    const worker = await client.register({ name: 'w', contextId: 'c' });
+    const requester = await client.register({ name: 'r', contextId: 'c' });
+    expect(session.relayCount).toBe(2);
+    const { task } = await client.send({ token: requester.token, to: 'w', message: text('hi') });
+    await client.setStatus({ token: worker.token, id: task.id, state: 'completed' });
+    const [done] = await client.wait({ token: requester.token, taskId: task.id, timeoutSeconds: 5 });
+    expect(
+      done?.method === 'a2a.task.event' && done.params.event.kind === 'status-update' && done.params.event.final,
+    ).toBe(true);
+    await client.close();
+    await session.closed;
+    expect(broker.closed).toBe(false);
   });
 
   it('talks to an embedded broker over any duplex stream', async () => {
