@@ -82,7 +82,11 @@ export class NonRetryableError extends Error {
   }
 }
 
-export type WorkerErrorCode = 'WORKER_NO_ATOMIC_EFFECTS' | 'WORKER_LEASE_LOST' | 'WORKER_STOPPING';
+export type WorkerErrorCode =
+  | 'WORKER_NO_ATOMIC_EFFECTS'
+  | 'WORKER_LEASE_LOST'
+  | 'WORKER_STOPPING'
+  | 'WORKER_INVALID_OPTIONS';
 
 export class WorkerError extends Error {
   readonly code: WorkerErrorCode;
@@ -234,18 +238,26 @@ class HarnessWorker implements Worker {
   private slotFreed: (() => void) | undefined;
 
   constructor(options: WorkerOptions) {
+    const invalid = (message: string) => new WorkerError('WORKER_INVALID_OPTIONS', message);
+    if (!RoleSchema.safeParse(options.role).success) throw invalid(`invalid role: ${String(options.role)}`);
+    if (typeof options.handler !== 'function') throw invalid('handler must be a function');
     this.role = options.role;
     this.bus = options.bus;
     this.store = options.contextStore;
     this.handler = options.handler;
     this.concurrency = options.concurrency ?? 1;
-    if (!Number.isInteger(this.concurrency) || this.concurrency < 1) {
-      throw new RangeError('concurrency must be an integer >= 1');
-    }
+    if (!Number.isInteger(this.concurrency) || this.concurrency < 1)
+      throw invalid('concurrency must be an integer >= 1');
     this.visibilityTimeoutMs = options.visibilityTimeoutMs ?? 30_000;
+    if (!Number.isInteger(this.visibilityTimeoutMs) || this.visibilityTimeoutMs < 1) {
+      throw invalid('visibilityTimeoutMs must be an integer >= 1');
+    }
     this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? Math.max(10, Math.floor(this.visibilityTimeoutMs / 3));
+    if (!(this.heartbeatIntervalMs > 0)) throw invalid('heartbeatIntervalMs must be > 0');
     this.resultsRole = options.resultsRole ?? RESULTS_ROLE;
+    if (!RoleSchema.safeParse(this.resultsRole).success) throw invalid(`invalid resultsRole: ${this.resultsRole}`);
     this.pollWaitMs = options.pollWaitMs ?? 1000;
+    if (!(this.pollWaitMs >= 0)) throw invalid('pollWaitMs must be >= 0');
     this.id = options.consumer ?? `${options.role}-${randomUUID().slice(0, 8)}`;
     this.log = (options.logger ?? silentLogger()).child({ worker: this.id, role: this.role });
   }

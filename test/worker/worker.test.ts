@@ -6,6 +6,7 @@ import {
   createWorker,
   derivedKey,
   suspend,
+  WorkerError,
 } from '../../src/actors/worker.js';
 import type { SqliteQueueOptions } from '../../src/bus/sqlite-queue.js';
 import { type Harness, hop, openHarness, sleep, takeResults, until } from './helpers.js';
@@ -343,6 +344,15 @@ describe('worker harness', () => {
     const [r] = await takeResults(bus, 1);
     expect(r).toMatchObject({ outcome: 'failed', error: { type: 'InvalidResult' } });
     expect(await store.completion('hop-1')).toBeUndefined();
+  });
+
+  it('refuses invalid options at once', () => {
+    const { bus, store } = open();
+    const base = { bus, contextStore: store, handler: () => ({}) };
+    expect(() => createWorker({ ...base, role: 'has space' })).toThrow(WorkerError);
+    expect(() => createWorker({ ...base, role: 'r', concurrency: 0 })).toThrow(/concurrency/);
+    expect(() => createWorker({ ...base, role: 'r', visibilityTimeoutMs: -1 })).toThrow(/visibilityTimeoutMs/);
+    expect(() => createWorker({ ...base, role: 'r', resultsRole: '' })).toThrow(/resultsRole/);
   });
 
   it('keeps derived keys within bounds for a hop with a 256-character key', async () => {
