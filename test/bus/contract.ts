@@ -377,9 +377,10 @@ export function runWorkQueueContract(name: string, factory: WorkQueueFactory): v
       it('a heartbeat keeps the lease', async () => {
         const { queue, role } = await setup();
         await queue.publish(role, workEnvelope(1), { idempotencyKey: 'k' });
-        const [d] = await queue.consume(role, { consumer: 'a', visibilityTimeoutMs: LEASE });
-        for (let i = 0; i < 6; i++) {
-          await sleep(LEASE / 3);
+        // A lease of 300 ms renewed every 60 ms, for 480 ms: well past its first term.
+        const [d] = await queue.consume(role, { consumer: 'a', visibilityTimeoutMs: 300 });
+        for (let i = 0; i < 8; i++) {
+          await sleep(60);
           expect(await queue.heartbeat(d!)).not.toBeNull();
           expect(await queue.consume(role, { consumer: 'b', visibilityTimeoutMs: LEASE })).toEqual([]);
         }

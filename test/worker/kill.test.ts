@@ -50,11 +50,11 @@ describe('a worker process killed mid-hop', () => {
     await until(() => first.lines.some((l) => l.startsWith('charged')), 20_000, 'the first worker to charge');
     expect(first.lines).toContain('delivery 1');
     // A second worker process waits on the same queue. While the first is alive
-    // and heartbeating, its lease (250 ms) holds well past its first term.
+    // and heartbeating, its lease (300 ms) holds well past its first term.
     const second = startWorker(path, 'finish');
     children.push(second);
     await until(() => second.lines.includes('ready'), 20_000, 'the second worker to start');
-    await new Promise((resolve) => setTimeout(resolve, 700));
+    await new Promise((resolve) => setTimeout(resolve, 900));
     expect(await bus.stats('billing')).toMatchObject({ depth: 0, inFlight: 1 });
     expect(second.lines).toEqual(['ready']);
 

@@ -197,12 +197,12 @@ describe('worker harness', () => {
       role: 'slow',
       bus,
       contextStore: store,
-      visibilityTimeoutMs: 150,
-      heartbeatIntervalMs: 40,
+      visibilityTimeoutMs: 300,
+      heartbeatIntervalMs: 50,
       pollWaitMs: 20,
       handler: async () => {
         calls++;
-        await sleep(600);
+        await sleep(900);
         return { parts: [{ kind: 'text' as const, text: 'slow done' }] };
       },
     };
