@@ -65,16 +65,32 @@ export interface RedisQueueOptions {
   onConnectionError?: (error: Error) => void;
   /** Client name prefix shown by `CLIENT LIST` (default `switchboard`). */
   clientName?: string;
+  /** How long connecting may take before `createRedisQueue` (or a consume's first wait) fails (default 5000 ms). */
+  connectTimeoutMs?: number;
 }
 
-function connectClient(url: string, name: string) {
+function connectClient(url: string, name: string, connectTimeout: number) {
   return createClient({
     url,
     name,
     RESP: 2,
     scripts: REDIS_SCRIPTS,
-    socket: { reconnectStrategy: (retries: number) => Math.min(20 * 2 ** retries, 1000) },
+    // While the connection is down, calls fail at once (BUS_BACKEND) instead of
+    // queueing without bound: a consume retries within its wait, a caller of
+    // publish/ack retries or lets the lease expire. node-redis reconnects by itself.
+    disableOfflineQueue: true,
+    socket: { connectTimeout, reconnectStrategy: (retries: number) => Math.min(20 * 2 ** retries, 1000) },
   });
+}
+
+/** The URL without credentials, for messages. */
+function safeUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname === '/' ? '' : u.pathname}`;
+  } catch {
+    return '(unparsable url)';
+  }
 }
 
 type RedisConnection = ReturnType<typeof connectClient>;
@@ -147,6 +163,7 @@ export class RedisQueue implements WorkQueue {
   private readonly maxBlockMs: number;
   private readonly publishBatch: number;
   private readonly onConnectionError: (error: Error) => void;
+  private readonly connectTimeoutMs: number;
   private readonly defaults: ResolvedRoleSettings;
   private readonly roleSettings = new Map<string, ResolvedRoleSettings>();
   private readonly command: RedisConnection;
@@ -172,7 +189,9 @@ export class RedisQueue implements WorkQueue {
     this.maxBlockMs = options.maxBlockMs ?? 2000;
     this.publishBatch = options.publishBatch ?? 500;
     this.onConnectionError = options.onConnectionError ?? (() => undefined);
+    this.connectTimeoutMs = options.connectTimeoutMs ?? 5000;
     for (const [name, value] of [
+      ['connectTimeoutMs', this.connectTimeoutMs],
       ['orphanIdleMs', this.orphanIdleMs],
       ['maxBlockMs', this.maxBlockMs],
       ['maxBlockingConnections', this.maxBlocking],
@@ -197,16 +216,37 @@ export class RedisQueue implements WorkQueue {
 
   /** Connects the command connection. `createRedisQueue` calls it. */
   async connect(): Promise<this> {
-    try {
-      await this.command.connect();
-    } catch (error) {
-      throw this.backendError(error);
-    }
+    await this.open(this.command);
     return this;
   }
 
+  /** Connects a client, or fails with BUS_BACKEND after the connect timeout (the client is destroyed). */
+  private async open(client: RedisConnection): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new BusError(
+              'BUS_BACKEND',
+              `no answer from Redis at ${safeUrl(this.url)} within ${this.connectTimeoutMs} ms`,
+            ),
+          ),
+        this.connectTimeoutMs,
+      );
+    });
+    try {
+      await Promise.race([client.connect(), timeout]);
+    } catch (error) {
+      client.destroy();
+      throw this.backendError(error);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   private newClient(kind: string): RedisConnection {
-    const client = connectClient(this.url, `${this.clientName}:${kind}:${this.nonce}`);
+    const client = connectClient(this.url, `${this.clientName}:${kind}:${this.nonce}`, this.connectTimeoutMs);
     client.on('error', (error: Error) => this.onConnectionError(error));
     return client;
   }
@@ -394,13 +434,21 @@ export class RedisQueue implements WorkQueue {
       await sleep(Math.min(blockMs, 20), signal);
       return [];
     }
+    if (!conn.client.isOpen) {
+      try {
+        await this.open(conn.client);
+      } catch {
+        this.blockingCount--;
+        await sleep(Math.min(blockMs, 50), signal);
+        return [];
+      }
+    }
     this.busy.add(conn);
     const onAbort = () => {
       this.unblock(conn);
     };
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      if (!conn.client.isOpen) await conn.client.connect();
       if (signal?.aborted || this.closed) return [];
       const reply = (await conn.client.sendCommand([
         'XREADGROUP',

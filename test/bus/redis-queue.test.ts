@@ -175,6 +175,18 @@ describe.skipIf(!runRedis)(suiteName, () => {
       expect(keys).toContain(queue.keys.taskLock('T'));
     });
 
+    it('fails with BUS_BACKEND, without hanging or showing the password, when no Redis answers', async () => {
+      const started = Date.now();
+      const error = await createRedisQueue({
+        url: 'redis://worker:s3cret@127.0.0.1:1',
+        prefix: testPrefix(),
+        connectTimeoutMs: 300,
+      }).catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 'BUS_BACKEND' });
+      expect(String((error as Error).message)).not.toContain('s3cret');
+      expect(Date.now() - started).toBeLessThan(3000);
+    });
+
     it('refuses a prefix that would break the hash tag', async () => {
       expect(() => new RedisQueue({ url: REDIS_URL, prefix: 'a{b}' })).toThrow(/prefix/);
       expect(() => new RedisQueue({ url: REDIS_URL, prefix: '' })).toThrow(/prefix/);
