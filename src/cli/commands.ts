@@ -1,9 +1,20 @@
 import type { CliCommand } from './command.js';
+import { auditCommand } from './audit.js';
 import { demoCommand } from './demo.js';
+import { dlqCommand } from './dlq.js';
 import { serveCommand } from './serve.js';
+import { tasksCommand } from './tasks.js';
+import { usageCommand } from './usage.js';
 
 /**
  * Every command, in the order `--help` lists them. A command lives in its own
  * module (`serve.ts`, `demo.ts`, ...) and is added here.
  */
-export const COMMANDS: readonly CliCommand[] = [serveCommand, demoCommand];
+export const COMMANDS: readonly CliCommand[] = [
+  serveCommand,
+  demoCommand,
+  auditCommand,
+  usageCommand,
+  tasksCommand,
+  dlqCommand,
+];

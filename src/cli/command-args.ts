@@ -1,0 +1,82 @@
+import { parseArgs } from 'node:util';
+
+/**
+ * Flag parsing shared by the operator commands (`audit`, `usage`, `tasks`,
+ * `dlq`): strict `node:util` parsing whose every failure is a
+ * `CliUsageError` (exit code 2, the command's help on stderr).
+ */
+
+export class CliUsageError extends Error {
+  readonly code = 'CLI_USAGE' as const;
+  constructor(message: string) {
+    super(message);
+    this.name = 'CliUsageError';
+  }
+}
+
+export type FlagSpec = Record<string, { type: 'string' | 'boolean'; multiple?: boolean }>;
+
+export interface ParsedArgs {
+  values: Record<string, string | boolean | (string | boolean)[] | undefined>;
+  positionals: string[];
+}
+
+export function parseCommandArgs(argv: string[], options: FlagSpec, maxPositionals: number): ParsedArgs {
+  let parsed: ParsedArgs;
+  try {
+    parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: true }) as ParsedArgs;
+  } catch (error) {
+    throw new CliUsageError(error instanceof Error ? error.message : String(error));
+  }
+  if (parsed.positionals.length > maxPositionals) {
+    throw new CliUsageError(`unexpected argument '${parsed.positionals[maxPositionals]}'`);
+  }
+  return parsed;
+}
+
+/** A string flag's value (undefined when absent); an empty value is a usage error. */
+export function stringFlag(args: ParsedArgs, name: string): string | undefined {
+  const value = args.values[name];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || value.length === 0) throw new CliUsageError(`--${name} needs a value`);
+  return value;
+}
+
+/** A string flag that may be repeated (`--id 1 --id 2`). */
+export function stringListFlag(args: ParsedArgs, name: string): string[] | undefined {
+  const value = args.values[name];
+  if (value === undefined) return undefined;
+  const list = (Array.isArray(value) ? value : [value]).map(String);
+  if (list.some((v) => v.length === 0)) throw new CliUsageError(`--${name} needs a value`);
+  return list;
+}
+
+export function booleanFlag(args: ParsedArgs, name: string): boolean {
+  return args.values[name] === true;
+}
+
+/** One of a fixed set of words. */
+export function choiceFlag<T extends string>(args: ParsedArgs, name: string, choices: readonly T[], fallback: T): T {
+  const value = stringFlag(args, name);
+  if (value === undefined) return fallback;
+  if (!(choices as readonly string[]).includes(value)) {
+    throw new CliUsageError(`--${name} must be one of ${choices.join(', ')} (got '${value}')`);
+  }
+  return value as T;
+}
+
+/** A positive whole number. */
+export function countFlag(args: ParsedArgs, name: string, fallback: number, max: number): number {
+  const value = stringFlag(args, name);
+  if (value === undefined) return fallback;
+  if (!/^[0-9]+$/.test(value) || Number(value) < 1 || Number(value) > max) {
+    throw new CliUsageError(`--${name} must be a whole number from 1 to ${max} (got '${value}')`);
+  }
+  return Number(value);
+}
+
+/** Writes `switchboard <command>: <message>` and the help to stderr; returns exit code 2. */
+export function reportUsageError(command: string, error: CliUsageError, usage: string): number {
+  process.stderr.write(`switchboard ${command}: ${error.message}\n\n${usage}\n`);
+  return 2;
+}

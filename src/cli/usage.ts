@@ -1,0 +1,173 @@
+import { CoordinatorStore, type UsageGroup, type UsageGrouping } from '../actors/coordinator-store.js';
+import { SchemaVersionError } from '../persistence/migrations.js';
+import type { CliCommand } from './command.js';
+import {
+  CliUsageError,
+  booleanFlag,
+  choiceFlag,
+  parseCommandArgs,
+  reportUsageError,
+  stringFlag,
+} from './command-args.js';
+import { type OpenedDatabase, openExistingDatabase, requireComponent } from './read-database.js';
+import { formatDuration, formatUsd, renderTable } from './table.js';
+
+const GROUPINGS: readonly UsageGrouping[] = ['agent', 'model', 'task'];
+
+export const USAGE_USAGE = `Usage: switchboard usage --db PATH [--by agent|model|task] [--item ID] [--json]
+
+What the Coordinator's work cost: hops, input and output tokens, cost in
+US dollars and hop time (the time workers spent running hops, summed),
+grouped by agent (the role that ran the hop), model, or task (work item),
+largest cost first, with the total. Read from the Coordinator's usage
+records (one per accrual; a hop that suspended and resumed accrues twice
+and counts once). The database is opened read-only.
+
+Options:
+  --db PATH          the SQLite file the Coordinator wrote (required; never
+                     created)
+  --by GROUPING      agent, model or task (default: agent)
+  --item ID          only this work item
+  --json             print {"by","groups":[{"key","hops","inputTokens",
+                     "outputTokens","costUsd","elapsedMs"}],"total":{...}} on
+                     stdout (--by task adds "state" and "workflow" per group)
+  -h, --help         show this help
+
+Exit status: 0 on success; 1 when --item names no work item; 2 for a usage
+error or a file that is not a switchboard database with Coordinator tables.`;
+
+interface UsageFlags {
+  db: string | undefined;
+  by: UsageGrouping;
+  item: string | undefined;
+  json: boolean;
+}
+
+function parseFlags(argv: string[]): UsageFlags {
+  const args = parseCommandArgs(
+    argv,
+    { db: { type: 'string' }, by: { type: 'string' }, item: { type: 'string' }, json: { type: 'boolean' } },
+    0,
+  );
+  return {
+    db: stringFlag(args, 'db'),
+    by: choiceFlag(args, 'by', GROUPINGS, 'agent'),
+    item: stringFlag(args, 'item'),
+    json: booleanFlag(args, 'json'),
+  };
+}
+
+type Total = Omit<UsageGroup, 'key'>;
+
+function sum(groups: readonly UsageGroup[]): Total {
+  const total: Total = { hops: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, elapsedMs: 0 };
+  for (const g of groups) {
+    total.hops += g.hops;
+    total.inputTokens += g.inputTokens;
+    total.outputTokens += g.outputTokens;
+    total.costUsd += g.costUsd;
+    total.elapsedMs += g.elapsedMs;
+  }
+  total.costUsd = Math.round(total.costUsd * 1e9) / 1e9;
+  return total;
+}
+
+function report(opened: OpenedDatabase, flags: UsageFlags): number {
+  let store: CoordinatorStore;
+  try {
+    store = new CoordinatorStore(opened.db);
+  } catch (error) {
+    if (error instanceof SchemaVersionError) throw new CliUsageError(error.message);
+    throw error;
+  }
+  const filter = flags.item === undefined ? {} : { itemId: flags.item };
+  if (flags.item !== undefined && store.getItem(flags.item) === undefined) {
+    process.stderr.write(`switchboard usage: no work item ${flags.item} in ${opened.path}\n`);
+    return 1;
+  }
+  // One snapshot for the groups and the total, even while a Coordinator writes.
+  const { groups, total } = opened.db
+    .transaction(() => {
+      const groups = store.usageBy(flags.by, filter);
+      // A hop belongs to one work item: the per-task groups add up to the exact hop count.
+      const total = sum(flags.by === 'task' ? groups : store.usageBy('task', filter));
+      return { groups, total };
+    })
+    .deferred();
+  const items = new Map(
+    flags.by === 'task' ? groups.map((g) => [g.key, store.getItem(g.key)] as const) : ([] as const),
+  );
+  if (flags.json) {
+    const out = groups.map((g) => {
+      if (flags.by !== 'task') return g;
+      const item = items.get(g.key);
+      return { ...g, state: item?.state ?? null, workflow: item?.workflow ?? null };
+    });
+    process.stdout.write(`${JSON.stringify({ by: flags.by, groups: out, total })}\n`);
+    return 0;
+  }
+  if (groups.length === 0) {
+    process.stdout.write(`No usage recorded${flags.item === undefined ? '' : ` for work item ${flags.item}`}.\n`);
+    return 0;
+  }
+  const numbers = (g: Total) => [
+    String(g.hops),
+    String(g.inputTokens),
+    String(g.outputTokens),
+    String(g.inputTokens + g.outputTokens),
+    formatUsd(g.costUsd),
+    formatDuration(g.elapsedMs),
+  ];
+  const extra = flags.by === 'task' ? [{ header: 'state' }, { header: 'workflow' }] : [];
+  const lines = renderTable(
+    [
+      { header: flags.by === 'task' ? 'work item' : flags.by },
+      ...extra,
+      { header: 'hops', align: 'right' },
+      { header: 'in tok', align: 'right' },
+      { header: 'out tok', align: 'right' },
+      { header: 'tokens', align: 'right' },
+      { header: 'cost', align: 'right' },
+      { header: 'hop time', align: 'right' },
+    ],
+    groups.map((g) => {
+      const item = items.get(g.key);
+      const cells =
+        flags.by === 'task'
+          ? [item?.state ?? '?', item === undefined ? '?' : `${item.workflow.id}@${item.workflow.version}`]
+          : [];
+      return [g.key, ...cells, ...numbers(g)];
+    }),
+    [['total', ...extra.map(() => ''), ...numbers(total)]],
+  );
+  process.stdout.write(`${lines.join('\n')}\n`);
+  return 0;
+}
+
+async function runUsage(argv: string[]): Promise<number> {
+  let flags: UsageFlags;
+  let opened: OpenedDatabase;
+  try {
+    flags = parseFlags(argv);
+    opened = openExistingDatabase(flags.db, 'read');
+  } catch (error) {
+    if (error instanceof CliUsageError) return reportUsageError('usage', error, USAGE_USAGE);
+    throw error;
+  }
+  try {
+    requireComponent(opened, 'coordinator', 'Coordinator tables');
+    return report(opened, flags);
+  } catch (error) {
+    if (error instanceof CliUsageError) return reportUsageError('usage', error, USAGE_USAGE);
+    throw error;
+  } finally {
+    opened.db.close();
+  }
+}
+
+export const usageCommand: CliCommand = {
+  name: 'usage',
+  summary: 'cost, tokens, hop time and hops, by agent, model or work item',
+  usage: USAGE_USAGE,
+  run: runUsage,
+};
