@@ -92,7 +92,9 @@ interface SqliteDelivery extends Delivery {
 }
 
 /** Done rows past their retention are pruned every this many acks. */
-const PRUNE_EVERY_ACKS = 5000;
+const PRUNE_EVERY_ACKS = 500;
+/** At most this many rows per prune: twice the acks between prunes, so pruning keeps up. */
+const PRUNE_BATCH = 1000;
 
 function prepare(db: SqliteDatabase, sql: string): Database.Statement {
   return db.prepare(sql);
@@ -280,7 +282,7 @@ export class SqliteQueue implements WorkQueue {
       prune: prepare(
         db,
         `DELETE FROM bus_jobs WHERE seq IN (
-           SELECT seq FROM bus_jobs WHERE state = 'done' AND finished_at < ? ORDER BY finished_at LIMIT 2000)`,
+           SELECT seq FROM bus_jobs WHERE state = 'done' AND finished_at < ? ORDER BY finished_at LIMIT ${PRUNE_BATCH})`,
       ),
     };
     this.batcher = new CommitBatcher(db);

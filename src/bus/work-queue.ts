@@ -166,8 +166,14 @@ export interface RoleSettings {
 export const DEFAULT_MAX_DELIVERIES = 10;
 /** Jitter takes up to this fraction off a backoff delay. */
 export const DEFAULT_JITTER_RATIO = 0.2;
-/** How long an acked message's idempotency key keeps refusing a duplicate publish. */
-export const DEFAULT_IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
+/**
+ * How long an acked message's idempotency key keeps refusing a duplicate
+ * publish: the window of a publisher's retries (a Coordinator restarted
+ * mid-step). A hop's completion is remembered for longer by the Context
+ * Engine (by the hop's key), so this window can stay short; at high rates a
+ * long one costs a row (SQLite) or a key (Redis) per message for its length.
+ */
+export const DEFAULT_IDEMPOTENCY_RETENTION_MS = 60 * 60 * 1000;
 
 export type BusErrorCode = 'BUS_CLOSED' | 'BUS_INVALID_ENVELOPE' | 'BUS_INVALID_ARGUMENT' | 'BUS_BACKEND';
 

@@ -77,6 +77,33 @@ describe('SqliteQueue specifics', () => {
     }
   });
 
+  it('prunes acked rows past the idempotency retention, freeing their keys', async () => {
+    const db = openDatabase(':memory:');
+    let now = 1_000_000;
+    const queue = new SqliteQueue({ database: db, clock: { now: () => now }, idempotencyRetentionMs: 1000 });
+    const cycle = async (from: number, count: number) => {
+      await queue.publishMany(
+        Array.from({ length: count }, (_, i) => ({
+          role: 'r',
+          envelope: workEnvelope(from + i),
+          idempotencyKey: `k${from + i}`,
+        })),
+      );
+      const got = await queue.consume('r', { consumer: 'c', visibilityTimeoutMs: 60_000, max: 1000 });
+      expect(await queue.ackMany(got)).toEqual(got.map(() => true));
+    };
+    await cycle(0, 400);
+    expect((await queue.publish('r', workEnvelope(0), { idempotencyKey: 'k0' })).duplicate).toBe(true);
+    now += 5000;
+    await cycle(400, 200);
+    const count = (db.prepare("SELECT count(*) AS n FROM bus_jobs WHERE state = 'done'").get() as { n: number }).n;
+    expect(count).toBe(200);
+    expect((await queue.publish('r', workEnvelope(0), { idempotencyKey: 'k0' })).duplicate).toBe(false);
+    expect((await queue.publish('r', workEnvelope(450), { idempotencyKey: 'k450' })).duplicate).toBe(true);
+    await queue.close();
+    db.close();
+  });
+
   it('uses the indexes for its hot queries', () => {
     const db = openDatabase(':memory:');
     const queue = new SqliteQueue({ database: db });
