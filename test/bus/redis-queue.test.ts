@@ -1,8 +1,15 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createClient } from 'redis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RedisQueue, createRedisQueue } from '../../src/bus/redis-queue.js';
 import type { WorkQueue } from '../../src/bus/work-queue.js';
+import { createWorker } from '../../src/actors/worker.js';
+import { SqliteContextStore } from '../../src/persistence/context-store.js';
+import { openDatabase } from '../../src/persistence/database.js';
+import { hop, takeResults } from '../worker/helpers.js';
 import { type ContractQueueOptions, runWorkQueueContract, sleep, workEnvelope } from './contract.js';
 
 const REDIS_URL = process.env.SWITCHBOARD_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -297,6 +304,39 @@ describe.skipIf(!runRedis)(suiteName, () => {
       expect(got.map((d) => d.deliveries)).toEqual([1]);
       expect(Date.now() - started).toBeLessThan(3000);
       expect(await queue.ack(got[0]!)).toBe(true);
+    });
+
+    it('carries the worker harness: a hop longer than its lease stays leased by heartbeats and completes once', async () => {
+      const queue = await open();
+      const dir = mkdtempSync(join(tmpdir(), 'sb-redis-worker-'));
+      const db = openDatabase(join(dir, 'context.db'));
+      const store = new SqliteContextStore({ database: db });
+      let calls = 0;
+      const worker = createWorker({
+        role: 'coder',
+        bus: queue,
+        contextStore: store,
+        visibilityTimeoutMs: 150,
+        pollWaitMs: 100,
+        handler: async ({ message }) => {
+          calls++;
+          await sleep(500);
+          return { parts: [{ kind: 'text', text: `done: ${message.parts.length} part(s)` }] };
+        },
+      });
+      try {
+        await queue.publish('coder', hop('h1'), { idempotencyKey: 'hop-h1', taskKey: 'task-h1' });
+        const [result] = await takeResults(queue, 1, 5000);
+        expect(result).toMatchObject({ kind: 'result', outcome: 'completed', role: 'coder' });
+        expect(result!.headers.idempotencyKey).toBe('hop-h1');
+        expect(calls).toBe(1);
+        expect(await queue.stats('coder')).toMatchObject({ depth: 0, inFlight: 0, deadLetters: 0 });
+      } finally {
+        await worker.stop({ graceMs: 100 });
+        await store.close();
+        db.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
     });
 
     it('claims with XAUTOCLAIM the entries a consumer read but never leased (it died in between)', async () => {
