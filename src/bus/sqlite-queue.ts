@@ -453,6 +453,7 @@ export class SqliteQueue implements WorkQueue {
   async consume(role: string, options: ConsumeOptions): Promise<Delivery[]> {
     this.assertOpen();
     const c = checkConsume(role, options);
+    if (c.signal?.aborted) return [];
     const deadline = Date.now() + c.waitMs;
     let interval = this.poll.min;
     for (;;) {

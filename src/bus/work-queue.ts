@@ -35,7 +35,8 @@ export interface WorkQueue {
   /**
    * Leases up to `max` (default 1) ready messages of `role`. Resolves with an
    * empty array when none is ready, after waiting up to `waitMs` (default 0)
-   * for one to become ready; `signal` ends the wait early.
+   * for one to become ready; `signal` ends the wait early (already aborted:
+   * nothing is leased).
    */
   consume(role: string, options: ConsumeOptions): Promise<Delivery[]>;
   /** Extends the lease by the delivery's visibility timeout (or `extendMs`). Null when the lease is lost. */

@@ -104,6 +104,18 @@ describe('SqliteQueue specifics', () => {
     db.close();
   });
 
+  it('leases nothing for a consume whose signal is already aborted', async () => {
+    const queue = new SqliteQueue({ database: ':memory:' });
+    await queue.publish('r', workEnvelope(1), { idempotencyKey: 'k' });
+    const controller = new AbortController();
+    controller.abort();
+    expect(await queue.consume('r', { consumer: 'c', visibilityTimeoutMs: 1000, signal: controller.signal })).toEqual(
+      [],
+    );
+    expect(await queue.stats('r')).toMatchObject({ depth: 1, inFlight: 0 });
+    await queue.close();
+  });
+
   it('uses the indexes for its hot queries', () => {
     const db = openDatabase(':memory:');
     const queue = new SqliteQueue({ database: db });
