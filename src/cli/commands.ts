@@ -4,6 +4,7 @@ import { demoCommand } from './demo.js';
 import { dlqCommand } from './dlq.js';
 import { serveCommand } from './serve.js';
 import { tasksCommand } from './tasks.js';
+import { topCommand } from './top.js';
 import { usageCommand } from './usage.js';
 
 /**
@@ -17,4 +18,5 @@ export const COMMANDS: readonly CliCommand[] = [
   usageCommand,
   tasksCommand,
   dlqCommand,
+  topCommand,
 ];
