@@ -21,8 +21,10 @@ import type { CoordinatorGovernance } from './coordinator-policies.js';
 import type { CoordinatorStore, HopRecord, ItemBudget, ItemRecord, ItemState, OutboxRow } from './coordinator-store.js';
 import { type ItemEvent, type ItemEventKind, statusOf, type ItemStatus } from './coordinator-types.js';
 import { CoordinatorError } from './coordinator-types.js';
+import { LiveRecords } from './coordinator-records.js';
 import { accrue } from './cost-ledger.js';
 import { SWITCHBOARD_METADATA_KEY } from './human-edge.js';
+import type { ActorInspector } from './inspection.js';
 
 /**
  * The Coordinator's decisions, synchronous, each inside ONE SQLite
@@ -54,9 +56,11 @@ interface Work {
 
 const COORDINATOR_ACTOR = 'coordinator';
 
-/** Drops `undefined` fields: audit rows are plain JSON. */
+/** Drops `undefined` fields (audit rows are plain JSON); nested values are built without them. */
 function json(value: object): JsonObject {
-  return JSON.parse(JSON.stringify(value)) as JsonObject;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = v;
+  return out as JsonObject;
 }
 
 /** The key a result is handled once under. */
@@ -77,7 +81,14 @@ export interface EngineOptions {
   clock: Clock;
   ids: IdSource;
   logger: Logger;
+  /** An inspector (`--inspect`) for each work item's WorkflowRun actor (a root actor); none by default. */
+  inspect?: ActorInspector | undefined;
+  /** Called with each transaction's duration (governance, audit, cost, routing, the store and the commit). */
+  onTiming?: (ns: number, what: TimedStep) => void;
 }
+
+/** What a timed transaction did. */
+export type TimedStep = 'create' | 'result' | 'decision';
 
 export class CoordinatorEngine {
   readonly #store: CoordinatorStore;
@@ -87,13 +98,18 @@ export class CoordinatorEngine {
   readonly #clock: Clock;
   readonly #ids: IdSource;
   readonly #log: Logger;
+  readonly #inspect: ActorInspector | undefined;
   /** The live runs: one root actor per work item not yet final. */
   readonly #runs = new Map<string, Actor<WorkflowRunMachine>>();
+  readonly #rec: LiveRecords;
+  /** Definitions already kept in the tables (run snapshots refer to them). */
+  readonly #kept = new Set<string>();
   readonly #tx: (fn: (step: Step) => ResultHandling) => { step: Step; handling: ResultHandling };
   /** Outbox rows published since the last transaction: deleted by the next one. */
   #published: number[] = [];
   /** Nanoseconds spent inside transactions, and how many (for the bench). */
   readonly timing = { ns: 0n, count: 0 };
+  readonly #onTiming: ((ns: number, what: TimedStep) => void) | undefined;
 
   constructor(options: EngineOptions) {
     this.#store = options.store;
@@ -103,6 +119,9 @@ export class CoordinatorEngine {
     this.#clock = options.clock;
     this.#ids = options.ids;
     this.#log = options.logger;
+    this.#inspect = options.inspect;
+    this.#onTiming = options.onTiming;
+    this.#rec = new LiveRecords(options.store);
     const tx = this.#store.db.transaction((fn: (step: Step) => ResultHandling) => {
       if (this.#published.length > 0) {
         this.#store.deleteOutbox(this.#published);
@@ -138,9 +157,12 @@ export class CoordinatorEngine {
         continue;
       }
       try {
-        const actor = restoreWorkflowRun(saved.snapshot);
+        const actor = restoreWorkflowRun(this.#withDefinition(saved.snapshot, item.workflow), {
+          inspect: this.#inspect,
+        });
         actor.start();
         this.#runs.set(item.id, actor);
+        this.#rec.load(item.id);
         restored.push(item.id);
       } catch (error) {
         refused.push({ itemId: item.id, reason: (error as Error).message });
@@ -167,29 +189,46 @@ export class CoordinatorEngine {
     this.#store.db.transaction(() => this.#store.deleteOutbox(ids)).immediate();
   }
 
-  #run(fn: (step: Step) => ResultHandling, touched: () => Iterable<string>): { step: Step; handling: ResultHandling } {
+  #run(
+    what: TimedStep,
+    fn: (step: Step) => ResultHandling,
+    touched: () => Iterable<string>,
+  ): { step: Step; handling: ResultHandling } {
     const start = process.hrtime.bigint();
     try {
       return this.#tx(fn);
     } catch (error) {
-      // The transaction rolled back: put the actors back where the tables are.
+      // The transaction rolled back: put the actors and records back where the tables are.
+      this.#kept.clear();
       for (const itemId of touched()) this.#reload(itemId);
       throw error;
     } finally {
-      this.timing.ns += process.hrtime.bigint() - start;
+      const ns = process.hrtime.bigint() - start;
+      this.timing.ns += ns;
       this.timing.count++;
+      this.#onTiming?.(Number(ns), what);
     }
   }
 
   #reload(itemId: string): void {
     this.#runs.get(itemId)?.stop();
     this.#runs.delete(itemId);
-    const item = this.#store.getItem(itemId);
+    const item = this.#rec.load(itemId);
     const saved = this.#store.loadRun(itemId);
     if (item === undefined || item.finishedAt !== null || saved === undefined) return;
-    const actor = restoreWorkflowRun(saved.snapshot);
+    const actor = restoreWorkflowRun(this.#withDefinition(saved.snapshot, item.workflow), { inspect: this.#inspect });
     actor.start();
     this.#runs.set(itemId, actor);
+  }
+
+  /** A stored run snapshot refers to its definition (kept once per version); put it back in the context. */
+  #withDefinition(snapshot: unknown, ref: { id: string; version: number }): unknown {
+    const snap = snapshot as { context?: { definition?: unknown } };
+    if (snap?.context === undefined || (snap.context.definition !== null && snap.context.definition !== undefined)) {
+      return snapshot;
+    }
+    const definition = this.#store.definition(ref) ?? this.#registry.get(ref);
+    return { ...snap, context: { ...snap.context, definition } };
   }
 
   // --------------------------------------------------------------- commands
@@ -205,22 +244,39 @@ export class CoordinatorEngine {
   }): Step {
     const { itemId, definition } = params;
     return this.#run(
+      'create',
       (step) => {
         const now = this.#clock.now();
-        this.#store.insertItem({
+        const workflow = { id: definition.id, version: definition.version };
+        const defKey = `${definition.id}@${definition.version}`;
+        if (!this.#kept.has(defKey)) {
+          this.#store.saveDefinition(workflow, definition);
+          this.#kept.add(defKey);
+        }
+        const item: ItemRecord = {
           id: itemId,
           taskId: params.taskId,
-          workflow: { id: definition.id, version: definition.version },
+          workflow,
           state: 'pending',
+          stage: null,
+          hop: 0,
+          hops: 0,
           input: params.input,
           budget: params.budget,
           attributes: params.attributes,
-          now,
-        });
-        const actor = createActor(workflowRunMachine, { input: { runId: itemId, definition } });
+          usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, elapsedMs: 0 },
+          failure: null,
+          approval: null,
+          createdAt: now,
+          updatedAt: now,
+          finishedAt: null,
+          mirrored: false,
+        };
+        this.#rec.insertItem(item);
+        const actor = createActor(workflowRunMachine, { input: { runId: itemId, definition }, inspect: this.#inspect });
         actor.start();
         this.#runs.set(itemId, actor);
-        const work: Work = { item: this.#store.getItem(itemId)!, actor };
+        const work: Work = { item, actor };
         step.audit.push({
           kind: 'item-created',
           itemId,
@@ -246,6 +302,7 @@ export class CoordinatorEngine {
   applyResult(result: ResultEnvelope, deliveries: number): { step: Step; handling: ResultHandling } {
     const touched = new Set<string>([result.headers.runId]);
     return this.#run(
+      'result',
       (step) => this.#applyResult(step, result, deliveries),
       () => touched,
     );
@@ -297,8 +354,9 @@ export class CoordinatorEngine {
 
   #decide(itemId: string, act: (step: Step, work: Work) => void): Step {
     return this.#run(
+      'decision',
       (step) => {
-        const item = this.#store.getItem(itemId);
+        const item = this.#rec.item(itemId);
         if (item === undefined) throw new CoordinatorError('COORD_UNKNOWN_ITEM', `no work item ${itemId}`);
         const actor = this.#runs.get(itemId);
         if (item.finishedAt !== null || actor === undefined) {
@@ -322,7 +380,7 @@ export class CoordinatorEngine {
     const now = this.#clock.now();
     const askedBy = result.headers.askedBy;
     if (askedBy !== undefined) {
-      const query = this.#store.hopByContinuation(askedBy.continuationToken);
+      const query = this.#rec.hopByContinuation(askedBy.continuationToken);
       if (query === undefined) {
         // The suspension it answers is not recorded yet (it is handled first), or it answers
         // a query this Coordinator never saw (a nested ask): after a few tries, give up.
@@ -334,14 +392,14 @@ export class CoordinatorEngine {
       this.#store.markHandled(key, now);
       return this.#applyAnswer(step, result, query, now);
     }
-    const hop = this.#store.getHop(result.headers.taskId);
+    const hop = this.#rec.hop(result.headers.taskId);
     if (hop === undefined || hop.kind !== 'stage' || hop.itemId !== result.headers.runId) {
       this.#store.markHandled(key, now);
       this.#log.warn({ taskId: result.headers.taskId }, 'a result for an unknown hop: ignored');
       return 'unknown';
     }
     this.#store.markHandled(key, now);
-    const item = this.#store.getItem(hop.itemId)!;
+    const item = this.#rec.item(hop.itemId)!;
     const work: Work = { item, actor: this.#runs.get(item.id) };
     const accrual = accrue(hop, work.item, result.usage, now);
     work.item = accrual.item;
@@ -353,7 +411,7 @@ export class CoordinatorEngine {
     if (result.outcome === 'suspended' && result.ask !== undefined) {
       const ask = result.ask;
       next = { ...next, state: 'suspended' };
-      this.#store.updateHop(next);
+      this.#rec.updateHop(next);
       const query: HopRecord = {
         id: this.#ids.next(),
         itemId: item.id,
@@ -376,7 +434,7 @@ export class CoordinatorEngine {
         activeSince: now,
         finishedAt: null,
       };
-      this.#store.insertHop(query);
+      this.#rec.insertHop(query);
       work.item = { ...work.item, hops: work.item.hops + 1 };
       step.audit.push(
         {
@@ -435,7 +493,7 @@ export class CoordinatorEngine {
       }
     } else if (result.outcome === 'completed') {
       next = { ...next, state: 'completed', finishedAt: now };
-      this.#store.updateHop(next);
+      this.#rec.updateHop(next);
       step.audit.push(
         {
           kind: 'result',
@@ -464,7 +522,7 @@ export class CoordinatorEngine {
     } else {
       const error = result.error ?? { type: 'InvalidResult', message: `a ${result.outcome} result without its fields` };
       next = { ...next, state: 'failed', finishedAt: now, error };
-      this.#store.updateHop(next);
+      this.#rec.updateHop(next);
       step.audit.push(
         {
           kind: 'failure',
@@ -504,7 +562,7 @@ export class CoordinatorEngine {
   }
 
   #applyAnswer(step: Step, result: ResultEnvelope, query: HopRecord, now: number): ResultHandling {
-    const item = this.#store.getItem(query.itemId)!;
+    const item = this.#rec.item(query.itemId)!;
     const work: Work = { item, actor: this.#runs.get(item.id) };
     const accrual = accrue(query, work.item, result.usage, now);
     work.item = accrual.item;
@@ -517,7 +575,7 @@ export class CoordinatorEngine {
       error: failed ? (result.error ?? { type: 'Error', message: 'the query failed' }) : null,
       reply: result,
     };
-    this.#store.updateHop(next);
+    this.#rec.updateHop(next);
     step.audit.push(
       {
         kind: 'result',
@@ -734,10 +792,10 @@ export class CoordinatorEngine {
 
   /** Whether the directive's hop is already out (after a restart, a directive may be acted on already). */
   #dispatched(work: Work, hop: number, attempt: number, resume: string | null): boolean {
-    if (resume === null) return this.#store.hopByKey(hopKey(work.item.id, hop, attempt)) !== undefined;
-    const query = this.#store.hopByContinuation(resume);
+    if (resume === null) return this.#rec.hopByKey(work.item.id, hopKey(work.item.id, hop, attempt)) !== undefined;
+    const query = this.#rec.hopByContinuation(resume);
     if (query?.askedBy === null || query?.askedBy === undefined) return false;
-    return this.#store.getHop(query.askedBy)?.state === 'dispatched';
+    return this.#rec.hop(query.askedBy)?.state === 'dispatched';
   }
 
   #dispatch(
@@ -774,7 +832,7 @@ export class CoordinatorEngine {
       activeSince: now + delayMs,
       finishedAt: null,
     };
-    this.#store.insertHop(record);
+    this.#rec.insertHop(record);
     work.item = { ...item, hops: item.hops + 1 };
     const start: StartHop = {
       role,
@@ -817,13 +875,13 @@ export class CoordinatorEngine {
   }
 
   #resume(step: Step, work: Work, ctx: WorkflowRunContext, continuation: string): void {
-    const query = this.#store.hopByContinuation(continuation);
-    const asking = query?.askedBy === null || query === undefined ? undefined : this.#store.getHop(query.askedBy);
+    const query = this.#rec.hopByContinuation(continuation);
+    const asking = query?.askedBy === null || query === undefined ? undefined : this.#rec.hop(query.askedBy);
     if (query === undefined || asking === undefined || query.reply === null) {
       throw new Error(`no answer recorded for continuation ${continuation}`);
     }
     const now = this.#clock.now();
-    this.#store.updateHop({ ...asking, state: 'dispatched', activeSince: now });
+    this.#rec.updateHop({ ...asking, state: 'dispatched', activeSince: now });
     step.outbox.push(this.#store.addOutbox(work.item.id, 'signal', query.reply));
     step.audit.push({
       kind: 'resume',
@@ -922,13 +980,16 @@ export class CoordinatorEngine {
         failure: ctx.failure,
         updatedAt: now,
       };
-      this.#store.saveRun(work.item.id, WORKFLOW_RUN_MACHINE_VERSION, actor.getPersistedSnapshot(), now);
+      const persisted = actor.getPersistedSnapshot() as unknown as { context: object };
+      // The definition is kept once per version (coord_definitions), not in every snapshot.
+      const slim = { ...persisted, context: { ...persisted.context, definition: null } };
+      this.#store.saveRun(work.item.id, WORKFLOW_RUN_MACHINE_VERSION, slim, now);
       if (isFinalRunState(snapshot.value as string)) {
         actor.stop();
         this.#runs.delete(work.item.id);
       }
     }
-    this.#store.updateItem(work.item);
+    this.#rec.putItem(work.item);
     step.items.set(work.item.id, work.item);
   }
 

@@ -46,7 +46,13 @@ export const COORDINATOR_SCHEMA: MigrationSet = {
             finished_at INTEGER,
             mirrored INTEGER NOT NULL DEFAULT 0
           ) STRICT;
-          CREATE INDEX coord_items_live ON coord_items (state) WHERE finished_at IS NULL;
+          CREATE INDEX coord_items_live ON coord_items (created_at) WHERE finished_at IS NULL;
+          CREATE TABLE coord_definitions (
+            id TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            body TEXT NOT NULL,
+            PRIMARY KEY (id, version)
+          ) STRICT, WITHOUT ROWID;
           CREATE TABLE coord_runs (
             item_id TEXT PRIMARY KEY,
             machine_version INTEGER NOT NULL,
@@ -63,7 +69,7 @@ export const COORDINATOR_SCHEMA: MigrationSet = {
             stage TEXT NOT NULL,
             role TEXT NOT NULL,
             idempotency_key TEXT NOT NULL UNIQUE,
-            continuation TEXT UNIQUE,
+            continuation TEXT,
             asked_by TEXT,
             state TEXT NOT NULL,
             task_id TEXT,
@@ -78,7 +84,8 @@ export const COORDINATOR_SCHEMA: MigrationSet = {
             active_since INTEGER,
             finished_at INTEGER,
             UNIQUE (item_id, seq)
-          ) STRICT;
+          ) STRICT, WITHOUT ROWID;
+          CREATE UNIQUE INDEX coord_hops_continuation ON coord_hops (continuation) WHERE continuation IS NOT NULL;
           CREATE TABLE coord_usage (
             seq INTEGER PRIMARY KEY AUTOINCREMENT,
             hop_id TEXT NOT NULL,
@@ -95,7 +102,7 @@ export const COORDINATOR_SCHEMA: MigrationSet = {
           CREATE TABLE coord_handled (
             key TEXT PRIMARY KEY,
             at INTEGER NOT NULL
-          ) STRICT;
+          ) STRICT, WITHOUT ROWID;
           CREATE TABLE coord_outbox (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             item_id TEXT NOT NULL,
@@ -374,6 +381,8 @@ export class CoordinatorStore {
     addOutbox: Statement<[string, string, string]>;
     outbox: Statement<[], { id: number; item_id: string; kind: string; body: string }>;
     deleteOutbox: Statement<[number]>;
+    definition: Statement<[string, number], { body: string }>;
+    saveDefinition: Statement<[string, number, string]>;
   };
 
   constructor(db: SqliteDatabase) {
@@ -397,7 +406,7 @@ export class CoordinatorStore {
       setMirrored: db.prepare('UPDATE coord_items SET mirrored = 1 WHERE id = ?'),
       hop: db.prepare('SELECT * FROM coord_hops WHERE id = ?'),
       hopByKey: db.prepare('SELECT * FROM coord_hops WHERE idempotency_key = ?'),
-      hopByContinuation: db.prepare('SELECT * FROM coord_hops WHERE continuation = ?'),
+      hopByContinuation: db.prepare('SELECT * FROM coord_hops WHERE continuation = ? AND continuation IS NOT NULL'),
       hopsOf: db.prepare('SELECT * FROM coord_hops WHERE item_id = ? ORDER BY seq'),
       insertHop: db.prepare(
         `INSERT INTO coord_hops (id, item_id, seq, hop, attempt, kind, stage, role, idempotency_key, continuation,
@@ -423,6 +432,8 @@ export class CoordinatorStore {
       addOutbox: db.prepare('INSERT INTO coord_outbox (item_id, kind, body) VALUES (?, ?, ?)'),
       outbox: db.prepare('SELECT id, item_id, kind, body FROM coord_outbox ORDER BY id'),
       deleteOutbox: db.prepare('DELETE FROM coord_outbox WHERE id = ?'),
+      definition: db.prepare('SELECT body FROM coord_definitions WHERE id = ? AND version = ?'),
+      saveDefinition: db.prepare('INSERT OR IGNORE INTO coord_definitions (id, version, body) VALUES (?, ?, ?)'),
     };
   }
 
@@ -612,6 +623,17 @@ export class CoordinatorStore {
       row.elapsedMs,
       row.at,
     );
+  }
+
+  /** A workflow definition a run follows, as it was when the first run started on it. */
+  definition(ref: { id: string; version: number }): unknown {
+    const row = this.#s.definition.get(ref.id, ref.version);
+    return row === undefined ? undefined : (JSON.parse(row.body) as unknown);
+  }
+
+  /** Keeps a definition (once per id and version): run snapshots refer to it instead of carrying it. */
+  saveDefinition(ref: { id: string; version: number }, definition: unknown): void {
+    this.#s.saveDefinition.run(ref.id, ref.version, JSON.stringify(definition));
   }
 
   /** Whether a result (by its handling key) was already applied. */

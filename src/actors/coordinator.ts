@@ -17,7 +17,7 @@ import { type Part, PartSchema } from '../protocol/parts.js';
 import type { ResultEnvelope } from '../protocol/work-envelope.js';
 import type { WorkflowDefinition, WorkflowRef } from '../protocol/workflow.js';
 import { type Broker, createBroker } from './broker.js';
-import { CoordinatorEngine, type Step } from './coordinator-engine.js';
+import { CoordinatorEngine, type Step, type TimedStep } from './coordinator-engine.js';
 import { BrokerMirror } from './coordinator-mirror.js';
 import { CoordinatorGovernance } from './coordinator-policies.js';
 import {
@@ -31,6 +31,7 @@ import { CoordinatorError, type ItemStatus, statusOf } from './coordinator-types
 import { HumanEdge } from './human-edge.js';
 import { type Pool, createPool } from './pool.js';
 import type { WorkHandler } from './worker.js';
+import type { ActorInspector } from './inspection.js';
 
 /**
  * The Coordinator (ADR-0015's "small brain"): a deterministic actor that owns
@@ -84,9 +85,16 @@ export interface CoordinatorOptions {
   resultsVisibilityTimeoutMs?: number;
   /** The Coordinator's consumer name on the results role. */
   consumer?: string;
+  /** Called with the duration of each of the Coordinator's transactions (for benchmarks). */
+  onTiming?: (ns: number, what: TimedStep) => void;
   clock?: Clock;
   ids?: IdSource;
   logger?: Logger;
+  /**
+   * An inspector (`--inspect`) given to every root actor: the broker's (when
+   * the Coordinator opens it), each work item's WorkflowRun and each pool.
+   */
+  inspect?: ActorInspector;
 }
 
 export interface CreateWorkItem {
@@ -173,6 +181,7 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
       path: options.path,
       durability,
       clock,
+      inspect: options.inspect,
       ...(options.ids === undefined ? {} : { ids: options.ids }),
       ...(options.logger === undefined ? {} : { logger: options.logger }),
     });
@@ -209,7 +218,17 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
       ...(options.maxHops === undefined ? {} : { maxHops: options.maxHops }),
       ...(options.policies === undefined ? {} : { policies: options.policies }),
     });
-    const engine = new CoordinatorEngine({ store, audit, registry, governance, clock, ids, logger: log });
+    const engine = new CoordinatorEngine({
+      store,
+      audit,
+      registry,
+      governance,
+      clock,
+      ids,
+      logger: log,
+      inspect: options.inspect,
+      ...(options.onTiming === undefined ? {} : { onTiming: options.onTiming }),
+    });
     const dispatcher = createDispatcher({ bus });
     const edge = new HumanEdge(broker);
     const mirror = new BrokerMirror({ broker, store, edge, logger: log });
@@ -313,6 +332,7 @@ class RunningCoordinator implements Coordinator {
           contextStore: this.contextStore,
           deployment: d.deployment,
           stopGraceMs: 2000,
+          inspect: options.inspect,
           ...(d.visibilityTimeoutMs === undefined ? {} : { visibilityTimeoutMs: d.visibilityTimeoutMs }),
           ...(d.observeIntervalMs === undefined ? {} : { observeIntervalMs: d.observeIntervalMs }),
           ...(d.pollWaitMs === undefined ? {} : { pollWaitMs: d.pollWaitMs }),

@@ -1,0 +1,141 @@
+/**
+ * bench:coordinator: the Coordinator's own time per hop and work items per
+ * second, on the embedded default (one SQLite file; pools in process), with
+ * no-op handlers on a 4-stage linear workflow.
+ *
+ * - Coordinator time per hop: the duration of each transaction that applies a
+ *   hop result (governance cascade, audit rows, cost accrual, routing by the
+ *   run machine, next hop's row and outbox, run snapshot, the commit), timed
+ *   inside the Coordinator; queue waits, workers and the broker mirror are
+ *   outside it. Median and p99.
+ * - Reference, same run, same file: a bare transaction writing as many rows
+ *   of the same size (no logic), to show what the logic adds over the writes.
+ * - Work items per second: items created in waves, each running all 4 hops
+ *   through the bus, workers and results, and mirrored into the broker.
+ *
+ * Progress goes to stderr; the figures to stdout.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type RoleDeployment, createCoordinator } from '../src/actors/coordinator.js';
+import type { TimedStep } from '../src/actors/coordinator-engine.js';
+import { complete } from '../src/actors/worker.js';
+import { parseWorkflowDefinition } from '../src/machines/workflow-definition.js';
+import { openDatabase } from '../src/persistence/database.js';
+
+const ITEMS = Number(process.env.BENCH_ITEMS ?? 400);
+const WAVE = 50;
+const ROLES = ['plan', 'build', 'check', 'ship'] as const;
+
+const definition = parseWorkflowDefinition({
+  id: 'bench-4',
+  version: 1,
+  start: 'plan',
+  stages: {
+    plan: { role: 'plan', next: [{ on: 'succeeded', goto: 'build' }] },
+    build: { role: 'build', next: [{ on: 'succeeded', goto: 'check' }] },
+    check: { role: 'check', next: [{ on: 'succeeded', goto: 'ship' }] },
+    ship: { role: 'ship', next: [{ on: 'succeeded', end: 'completed' }] },
+  },
+});
+
+function progress(text: string): void {
+  process.stderr.write(`${text}\n`);
+}
+
+function quantile(sorted: readonly number[], q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+}
+
+const us = (ns: number) => (ns / 1000).toFixed(1);
+
+async function run(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'sb-bench-coord-'));
+  const path = join(dir, 'bench.db');
+  const samples: Record<TimedStep, number[]> = { create: [], result: [], decision: [] };
+  let recording = false;
+  const deployments: Record<string, RoleDeployment> = {};
+  for (const role of ROLES) {
+    deployments[role] = {
+      handler: () => complete({ usage: { inputTokens: 100, outputTokens: 20, costUsd: 0.0001, model: 'noop' } }),
+      deployment: { minReplicas: 1, maxReplicas: 1, idleTimeoutMs: 60_000, concurrency: 16 },
+      pollWaitMs: 200,
+      observeIntervalMs: 100,
+    };
+  }
+  const coordinator = await createCoordinator({
+    path,
+    definitions: [definition],
+    deployments,
+    maxHops: 10,
+    onTiming: (ns, what) => {
+      if (recording) samples[what].push(ns);
+    },
+  });
+  try {
+    const wave = async (n: number) => {
+      const ids = await Promise.all(
+        Array.from({ length: n }, (_, i) => coordinator.createWorkItem({ workflow: 'bench-4', input: `item ${i}` })),
+      );
+      const finals = await Promise.all(ids.map((id) => coordinator.settled(id)));
+      for (const f of finals) if (f.state !== 'completed') throw new Error(`item ${f.id} ended ${f.state}`);
+    };
+    progress('warm-up: 40 items');
+    await wave(WAVE);
+    await coordinator.mirrored();
+
+    progress(`measuring: ${ITEMS} items of 4 hops, in waves of ${WAVE}`);
+    recording = true;
+    const started = process.hrtime.bigint();
+    for (let done = 0; done < ITEMS; done += WAVE) {
+      await wave(Math.min(WAVE, ITEMS - done));
+      progress(`  ${Math.min(done + WAVE, ITEMS)} items`);
+    }
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    recording = false;
+    await coordinator.mirrored();
+
+    // Reference: bare transactions writing the same number of rows of the same size on the same file.
+    const hopsPerItem = ROLES.length;
+    const auditRows = coordinator.audit.list().length;
+    const rowsPerResult = Math.round(auditRows / ((ITEMS + WAVE) * hopsPerItem)) + 5;
+    progress(`reference: bare transactions of ${rowsPerResult} row writes`);
+    const db = openDatabase(path);
+    db.exec('CREATE TABLE IF NOT EXISTS bench_reference (id INTEGER PRIMARY KEY, body TEXT NOT NULL) STRICT');
+    const insert = db.prepare('INSERT INTO bench_reference (body) VALUES (?)');
+    const body = 'x'.repeat(300);
+    const write = db.transaction(() => {
+      for (let i = 0; i < rowsPerResult; i++) insert.run(body);
+    });
+    const reference: number[] = [];
+    for (let i = 0; i < samples.result.length; i++) {
+      const t = process.hrtime.bigint();
+      write.immediate();
+      reference.push(Number(process.hrtime.bigint() - t));
+    }
+    db.close();
+
+    const result = [...samples.result].sort((a, b) => a - b);
+    const create = [...samples.create].sort((a, b) => a - b);
+    const ref = reference.sort((a, b) => a - b);
+    const hops = ITEMS * hopsPerItem;
+    const median = quantile(result, 0.5);
+    const lines = [
+      `bench:coordinator: ${ITEMS} work items x ${hopsPerItem} hops (no-op handlers), embedded SQLite (one file), pools in process`,
+      `  Coordinator time per hop result (governance + audit + cost + routing + store + commit): median ${us(median)} µs, p99 ${us(quantile(result, 0.99))} µs  (${result.length} results; target < 300 µs median: ${median < 300_000 ? 'met' : 'NOT met'})`,
+      `  work item creation (Coordinator transaction only): median ${us(quantile(create, 0.5))} µs, p99 ${us(quantile(create, 0.99))} µs`,
+      `  reference, bare transaction of ${rowsPerResult} row writes on the same file: median ${us(quantile(ref, 0.5))} µs, p99 ${us(quantile(ref, 0.99))} µs`,
+      `  ratio Coordinator / bare writes (median): ${(median / quantile(ref, 0.5)).toFixed(2)}`,
+      `  throughput: ${(ITEMS / seconds).toFixed(1)} work items/s, ${(hops / seconds).toFixed(0)} hops/s end to end (bus, workers, broker mirror included)`,
+      `  audit: ${auditRows} rows, chain ${coordinator.audit.verifyChain().ok ? 'verified' : 'BROKEN'}`,
+    ];
+    process.stdout.write(`${lines.join('\n')}\n`);
+  } finally {
+    await coordinator.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await run();
