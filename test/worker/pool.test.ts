@@ -93,6 +93,27 @@ describe('pools', () => {
     expect(await h.bus.stats('long')).toMatchObject({ depth: 0, inFlight: 0 });
   });
 
+  it('reports its supervisor to an inspector: the worker actors appear as its children', async () => {
+    h = openHarness();
+    const events: string[] = [];
+    const p = createPool({
+      role: 'seen',
+      bus: h.bus,
+      contextStore: h.store,
+      deployment: { minReplicas: 1, maxReplicas: 1, idleTimeoutMs: 50, concurrency: 1 },
+      handler: slowHandler,
+      observeIntervalMs: 20,
+      inspect: {
+        next: (event) => {
+          if (event.type === '@xstate.actor') events.push((event.actorRef as unknown as { id: string }).id);
+        },
+      },
+    });
+    pools.push(p);
+    await until(() => p.replicas === 1, 2000, 'one worker');
+    expect(events).toContain('seen#1');
+  });
+
   it('refuses an invalid deployment', () => {
     h = openHarness();
     expect(() => pool('bad', { minReplicas: 3, maxReplicas: 1, idleTimeoutMs: 10, concurrency: 1 })).toThrow(
