@@ -44,6 +44,7 @@ import { AgentOutbox } from './agent-outbox.js';
 import type { BrokerApi, BrokerMethod } from './broker-api.js';
 import { type CallScope, CommitQueue } from './broker-commit-queue.js';
 import { TokenAuthority } from './broker-tokens.js';
+import { type ActorInspector, inspectStore } from './inspection.js';
 import { type Registration, type Registry, createRegistry, partyKey } from './registry.js';
 import { TaskActors } from './task-actors.js';
 
@@ -55,6 +56,12 @@ export interface BrokerOptions {
   clock?: Clock;
   ids?: IdSource;
   logger?: Logger;
+  /**
+   * An inspector (`--inspect`) given to every root actor the broker creates:
+   * its registry (shown as `broker`), each agent actor and each task actor.
+   * Absent (the default), nothing is inspected.
+   */
+  inspect?: ActorInspector;
 }
 
 /** What `createBroker` found and did when it opened the database. */
@@ -116,7 +123,8 @@ class EmbeddedBroker implements Broker {
   private readonly queue: CommitQueue;
   private readonly tokens = new TokenAuthority();
   private readonly registry: Registry = createRegistry();
-  private readonly tasks = new TaskActors();
+  private readonly tasks: TaskActors;
+  private readonly inspect: ActorInspector | undefined;
   private isClosed = false;
   private closing: Promise<void> | null = null;
 
@@ -129,6 +137,9 @@ class EmbeddedBroker implements Broker {
     this.clock = options.clock ?? systemClock;
     this.ids = options.ids ?? createUuidV7Source(() => this.clock.now());
     this.logger = options.logger ?? silentLogger();
+    this.inspect = options.inspect;
+    this.tasks = new TaskActors(options.inspect);
+    if (options.inspect !== undefined) inspectStore(this.registry, 'broker', options.inspect);
     const schema = migrate(db, A2A_MIGRATION_SET);
     this.store = new A2AStore(db);
     this.queue = new CommitQueue(db, this.logger);
@@ -352,7 +363,10 @@ class EmbeddedBroker implements Broker {
     this.store.setAgentSends(caller.agentId, sends);
     scope.onUndo(() => {
       caller.actor.stop();
-      caller.actor = createActor(agentMachine, { input: { agentId: caller.agentId, sends: before } }).start();
+      caller.actor = createActor(agentMachine, {
+        input: { agentId: caller.agentId, sends: before },
+        inspect: this.inspect,
+      }).start();
     });
   }
 
@@ -384,7 +398,7 @@ class EmbeddedBroker implements Broker {
     this.store.insertAgent(row);
     const card: AgentCard = agentCard(row);
     const { token, entry } = this.tokens.mint(agentId);
-    const actor = createActor(agentMachine, { input: { agentId } }).start();
+    const actor = createActor(agentMachine, { input: { agentId }, inspect: this.inspect }).start();
     const registration: Registration = {
       agentId,
       party,
@@ -432,7 +446,11 @@ class EmbeddedBroker implements Broker {
     this.tokens.revoke(caller.token);
     this.registry.trigger.removed({ agentId: caller.agentId });
     scope.onUndo(() => {
-      caller.actor = createActor(agentMachine, { snapshot: actorBefore, input: { agentId: caller.agentId } }).start();
+      caller.actor = createActor(agentMachine, {
+        snapshot: actorBefore,
+        input: { agentId: caller.agentId },
+        inspect: this.inspect,
+      }).start();
       this.tokens.reinstate(caller.token);
       this.registry.trigger.added({ registration: caller, ...(order === undefined ? {} : { order }) });
     });
