@@ -91,3 +91,13 @@ export * from './machines/workflow-run-machine.js';
 export * from './machines/governance.js';
 export * from './persistence/audit.js';
 export * from './actors/workflow-loader.js';
+// The Coordinator (issue 6).
+export { createCoordinator } from './actors/coordinator.js';
+export type { Coordinator, CoordinatorOptions, CreateWorkItem, RoleDeployment } from './actors/coordinator.js';
+export * from './actors/coordinator-types.js';
+export * from './actors/coordinator-store.js';
+export { COORDINATOR_AGENT_NAME, EDGE_AGENT_NAME, SWITCHBOARD_METADATA_KEY } from './actors/human-edge.js';
+export { ROLE_AGENTS_CONTEXT } from './actors/coordinator-mirror.js';
+export { DEFAULT_MAX_HOPS } from './actors/coordinator-policies.js';
+export { handledKey, hopKey } from './actors/coordinator-engine.js';
+export type { TimedStep } from './actors/coordinator-engine.js';

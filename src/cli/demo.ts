@@ -6,8 +6,17 @@ import { parseArgs } from 'node:util';
 import { type ApprovalMode, DEMO_APPROVER, runDemo } from '../demo/run-demo.js';
 import { LOG_LEVELS, type LogLevel, createLogger } from '../log/logger.js';
 import type { CliCommand } from './command.js';
+import {
+  INSPECT_USAGE,
+  InspectOptionError,
+  type InspectTarget,
+  type RunningInspection,
+  startInspection,
+  takeInspectOption,
+} from './inspect-option.js';
 
 export const DEMO_USAGE = `Usage: switchboard demo [--db PATH] [--approve|--deny] [--json] [--log-level LEVEL]
+                        [--inspect[=[HOST:]PORT]]
 
 Runs the dev SDLC workflow (architect, coding, testing, devops, with an
 approval gate before devops) end to end on the embedded default: one SQLite
@@ -36,6 +45,7 @@ Options:
                      {"items":[{"id","state","hops","costUsd","tokens","elapsedMs"}],
                       "audit":{"ok","entries"}}
   --log-level LEVEL  ${LOG_LEVELS.join(', ')} (default: error), on stderr
+${INSPECT_USAGE}
   -h, --help         show this help
 
 Exit status: 0 when every item ended as the approval asked (completed when
@@ -47,13 +57,22 @@ interface DemoFlags {
   approval: 'approve' | 'deny' | undefined;
   json: boolean;
   logLevel: LogLevel;
+  inspect: InspectTarget | null;
 }
 
 class UsageError extends Error {
   readonly code = 'USAGE';
 }
 
-function parseFlags(argv: string[]): DemoFlags {
+function parseFlags(all: string[]): DemoFlags {
+  let argv: string[];
+  let inspect: InspectTarget | null;
+  try {
+    ({ argv, inspect } = takeInspectOption(all));
+  } catch (error) {
+    if (error instanceof InspectOptionError) throw new UsageError(error.message);
+    throw error;
+  }
   let values: { db?: string; approve?: boolean; deny?: boolean; json?: boolean; 'log-level'?: string };
   try {
     ({ values } = parseArgs({
@@ -82,6 +101,7 @@ function parseFlags(argv: string[]): DemoFlags {
     approval: values.approve ? 'approve' : values.deny ? 'deny' : undefined,
     json: values.json ?? false,
     logLevel: logLevel as LogLevel,
+    inspect,
   };
 }
 
@@ -136,19 +156,31 @@ export const demoCommand: CliCommand = {
     out(`Database: ${path}${flags.db === undefined ? ' (a new file in a temporary folder)' : ''}`);
     out('');
     const logger = createLogger({ level: flags.logLevel, name: 'switchboard-demo' });
+    let inspection: RunningInspection | null = null;
+    if (flags.inspect !== null) {
+      try {
+        inspection = await startInspection(flags.inspect, { logger });
+      } catch (error) {
+        process.stderr.write(`switchboard demo: ${(error as Error).message}\n`);
+        return 1;
+      }
+    }
     let summary: Awaited<ReturnType<typeof runDemo>>;
     try {
-      summary = await runDemo({ path, approval, onLine: out, logger });
+      summary = await runDemo({ path, approval, onLine: out, logger, inspect: inspection?.inspect });
     } catch (error) {
       process.stderr.write(`switchboard demo: ${(error as Error)?.message ?? String(error)}\n`);
       return 1;
+    } finally {
+      // The inspector's server would keep the process alive.
+      await inspection?.stop();
     }
     if (flags.json) {
       process.stdout.write(`${JSON.stringify({ items: summary.items, audit: summary.audit })}\n`);
     } else {
       for (const line of summary.report) out(line);
       out('');
-      out(`Inspect it: switchboard audit verify --db ${path}`);
+      out(`The database is kept: ${path}`);
     }
     return summary.asExpected && summary.audit.ok ? 0 : 1;
   },
