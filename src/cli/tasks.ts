@@ -125,13 +125,19 @@ const NO_LINKS: Links = {
 /** The links between tasks, read through the Coordinator's public reads (when its tables are there). */
 function readLinks(opened: OpenedDatabase): Links {
   if (!opened.components.has('coordinator')) return NO_LINKS;
-  let store: CoordinatorStore;
   try {
-    store = new CoordinatorStore(opened.db);
+    return coordinatorLinks(new CoordinatorStore(opened.db));
   } catch (error) {
-    if (error instanceof SchemaVersionError) throw new CliUsageError(error.message);
-    throw error;
+    // The broker's tasks are still worth listing: say why the links are missing.
+    const why = error instanceof SchemaVersionError ? error.message : (error as Error)?.message;
+    process.stderr.write(
+      `switchboard tasks: cannot read the Coordinator's tables (${why}): no work item or hop links\n`,
+    );
+    return NO_LINKS;
   }
+}
+
+function coordinatorLinks(store: CoordinatorStore): Links {
   const links = new Map<string, TaskLink>();
   const parents = new Map<string, string>();
   const children = new Map<string, string[]>();

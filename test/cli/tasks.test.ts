@@ -1,6 +1,8 @@
+import { copyFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBroker } from '../../src/actors/broker.js';
 import type { HopRecord, ItemRecord } from '../../src/actors/coordinator-store.js';
+import { openDatabase } from '../../src/persistence/database.js';
 import type { Task } from '../../src/protocol/task.js';
 import { type CoordinatorDb, buildCoordinatorDb } from './coordinator-db.js';
 import { type TempDir, fingerprint, runCli, runJson, tempDir } from './helpers.js';
@@ -128,6 +130,24 @@ describe('switchboard tasks', () => {
         link: null,
       }),
     ]);
+  });
+
+  it('still lists the tasks, without links and saying why, when the Coordinator tables cannot be read', async () => {
+    const path = tmp.file('damaged.db');
+    copyFileSync(coord.path, path);
+    const db = openDatabase(path);
+    db.exec('DROP TABLE coord_usage');
+    db.close();
+    const { code, json, stderr } = await runJson<{ total: number; tasks: ListedTask[] }>([
+      'tasks',
+      'list',
+      '--db',
+      path,
+    ]);
+    expect(code).toBe(0);
+    expect(stderr).toContain("cannot read the Coordinator's tables (no such table: coord_usage)");
+    expect(json.tasks).toHaveLength(json.total);
+    expect(json.tasks.every((t) => t.link === null && t.parentTaskId === null)).toBe(true);
   });
 
   it('exits 2 for bad usage', async () => {
