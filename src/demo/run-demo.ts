@@ -1,4 +1,5 @@
 import { type Coordinator, type RoleDeployment, createCoordinator } from '../actors/coordinator.js';
+import type { ActorInspector } from '../actors/inspection.js';
 import type { ItemStatus } from '../actors/coordinator-types.js';
 import { DEV_SDLC_WORKFLOW_PATH, loadWorkflowFile } from '../actors/workflow-loader.js';
 import type { Logger } from '../log/logger.js';
@@ -41,6 +42,8 @@ export interface DemoOptions {
   /** Each progress line, as it happens. */
   onLine?: (line: string) => void;
   logger?: Logger;
+  /** An inspector (`--inspect`) for every root actor of the run: broker, workflow runs, pools. */
+  inspect?: ActorInspector | undefined;
 }
 
 export interface DemoItemSummary {
@@ -73,6 +76,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     definitions: [definition],
     deployments,
     ...(options.logger === undefined ? {} : { logger: options.logger }),
+    ...(options.inspect === undefined ? {} : { inspect: options.inspect }),
   });
   const emit = options.onLine ?? (() => {});
   const startedAt = Date.now();
