@@ -11,17 +11,18 @@ import { BusError } from './work-queue.js';
  * prefix (see `redis-scripts.ts`); this module is the one place the layout is
  * written down on the TypeScript side.
  *
- *   {p}:seq                 message id counter (INCR)
- *   {p}:m:<id>              a message: envelope, state, deliveries, lease, last error (hash)
- *   {p}:i:<role>:<key>      idempotency key -> message id (kept while the message lives, then for the retention)
- *   {p}:r:<role>:s          the role's stream of ready entries (field `m` = message id), consumer group `g`
- *   {p}:r:<role>:z          delayed messages (sorted set by ready time)
- *   {p}:r:<role>:L          live leases (sorted set by lease deadline)
- *   {p}:r:<role>:dlq        the role's dead-letter stream (field `m` = message id)
- *   {p}:r:<role>:n          counters (hash: `ready`)
- *   {p}:t:<taskKey>         per-task lock: `l:<id>` (leased by id) or `p:<id>` (reserved for the next in line)
- *   {p}:tw:<taskKey>        messages of the task waiting for the lock (list)
+ *   {p}:seq                 message id counter (INCRBY)
  *   {p}:roles               roles seen (set)
+ *   {p}:r:<role>:s          the role's stream: each entry is a whole message (id, envelope, deliveries, ...), group `g`
+ *   {p}:r:<role>:ls         lease records of the role's leased messages (hash: id -> JSON)
+ *   {p}:r:<role>:L          lease deadlines (sorted set)
+ *   {p}:r:<role>:z          delayed messages' ready times (sorted set); the messages sit in `held`
+ *   {p}:r:<role>:held       messages delayed or waiting for their task (hash: id -> JSON)
+ *   {p}:r:<role>:dlq        the role's dead-letter stream (whole messages), `dx`: id -> its entry id
+ *   {p}:r:<role>:idem       idempotency key -> message id (hash); `idx`: acked keys by ack time (sorted set)
+ *   {p}:r:<role>:n          counters (hash: `ready`); `oc`, `ocur`, `tr`: orphan-scan and trim throttles
+ *   {p}:t:<taskKey>         per-task lock: `l|<id>|<role>` (leased) or `p|<id>|<role>` (reserved for the next in line)
+ *   {p}:tw:<taskKey>        messages of the task waiting for the lock (list of `<id>|<role>`)
  */
 
 /** The consumer group every role stream has. */
@@ -58,20 +59,20 @@ export class RedisKeys {
     return `${this.tag}:r:${role}:z`;
   }
 
-  leases(role: string): string {
-    return `${this.tag}:r:${role}:L`;
-  }
-
   deadLetters(role: string): string {
     return `${this.tag}:r:${role}:dlq`;
   }
 
-  message(id: string): string {
-    return `${this.tag}:m:${id}`;
+  leases(role: string): string {
+    return `${this.tag}:r:${role}:ls`;
   }
 
-  idempotency(role: string, key: string): string {
-    return `${this.tag}:i:${role}:${key}`;
+  leaseDeadlines(role: string): string {
+    return `${this.tag}:r:${role}:L`;
+  }
+
+  idempotency(role: string): string {
+    return `${this.tag}:r:${role}:idem`;
   }
 
   taskLock(taskKey: string): string {

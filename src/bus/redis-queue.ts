@@ -57,7 +57,11 @@ export interface RedisQueueOptions {
   orphanIdleMs?: number;
   /** Blocking connections for concurrent waiting consumes (default 16); more waiters poll. */
   maxBlockingConnections?: number;
-  /** Longest single `XREADGROUP ... BLOCK` (default 2000 ms); a consume waits longer in several. */
+  /**
+   * Longest single `XREADGROUP ... BLOCK` (default 1000 ms); a consume waits
+   * longer in several. Also bounds how late a waiting consumer notices a
+   * delayed message or an expired lease that another process created.
+   */
   maxBlockMs?: number;
   /** Messages per publish script call in `publishMany` (default 500): each call is atomic. */
   publishBatch?: number;
@@ -107,6 +111,9 @@ interface RedisDelivery extends Delivery {
 }
 
 type LeaseRow = [string, string, number, string, string, string, string, string, string];
+
+/** A stream entry as XREADGROUP returns it: id and flat field list. */
+type ReadEntry = readonly [string, readonly string[]];
 
 const EXPIRED_ERROR = JSON.stringify({
   type: LEASE_EXPIRED_ERROR,
@@ -186,7 +193,7 @@ export class RedisQueue implements WorkQueue {
     this.retentionMs = options.idempotencyRetentionMs ?? DEFAULT_IDEMPOTENCY_RETENTION_MS;
     this.orphanIdleMs = options.orphanIdleMs ?? 30_000;
     this.maxBlocking = options.maxBlockingConnections ?? 16;
-    this.maxBlockMs = options.maxBlockMs ?? 2000;
+    this.maxBlockMs = options.maxBlockMs ?? 1000;
     this.publishBatch = options.publishBatch ?? 500;
     this.onConnectionError = options.onConnectionError ?? (() => undefined);
     this.connectTimeoutMs = options.connectTimeoutMs ?? 5000;
@@ -318,7 +325,7 @@ export class RedisQueue implements WorkQueue {
     consumer: string,
     visibilityTimeoutMs: number,
     max: number,
-    entries: readonly [string, string][],
+    entries: readonly ReadEntry[],
   ): Promise<{ deliveries: RedisDelivery[]; next: number }> {
     const settings = this.settings(role);
     const mode = entries.length > 0 ? 'ids' : this.recover.has(consumer) ? 'recover' : 'new';
@@ -336,7 +343,7 @@ export class RedisQueue implements WorkQueue {
       mode,
       String(this.orphanIdleMs),
     ];
-    for (const [entry, id] of entries) args.push(entry, id);
+    for (const [entry, fields] of entries) args.push(entry, String(fields.length), ...fields);
     const [rows, next] = await this.call<[LeaseRow[], string]>(() =>
       this.command.sbLease(this.keys.stream(role), args),
     );
@@ -428,7 +435,7 @@ export class RedisQueue implements WorkQueue {
     count: number,
     blockMs: number,
     signal: AbortSignal | undefined,
-  ): Promise<[string, string][]> {
+  ): Promise<ReadEntry[]> {
     const conn = this.acquireBlocking();
     if (conn === undefined) {
       await sleep(Math.min(blockMs, 20), signal);
@@ -440,6 +447,10 @@ export class RedisQueue implements WorkQueue {
       } catch {
         this.blockingCount--;
         await sleep(Math.min(blockMs, 50), signal);
+        return [];
+      }
+      if (this.closed) {
+        conn.client.destroy();
         return [];
       }
     }
@@ -463,9 +474,9 @@ export class RedisQueue implements WorkQueue {
         this.keys.stream(role),
         '>',
       ])) as [string, [string, string[] | null][]][] | null;
-      const out: [string, string][] = [];
+      const out: ReadEntry[] = [];
       for (const [entry, fields] of reply?.[0]?.[1] ?? []) {
-        if (fields?.[1] !== undefined) out.push([entry, fields[1]]);
+        if (fields !== null) out.push([entry, fields]);
       }
       return out;
     } catch (error) {
@@ -499,6 +510,7 @@ export class RedisQueue implements WorkQueue {
     ) {
       throw new BusError('BUS_INVALID_ARGUMENT', 'not a delivery of this queue');
     }
+    checkRole(delivery.role);
     return delivery as RedisDelivery;
   }
 
@@ -515,9 +527,9 @@ export class RedisQueue implements WorkQueue {
     const out: boolean[] = [];
     for (let i = 0; i < own.length; i += ACK_BATCH) {
       const chunk = own.slice(i, i + ACK_BATCH);
-      const args: string[] = [this.keys.tag, String(this.retentionMs)];
-      for (const d of chunk) args.push(d.id, d.leaseId);
-      const res = await this.call<number[]>(() => this.command.sbAck(this.keys.message(chunk[0]!.id), args));
+      const args: string[] = [this.keys.tag, String(this.retentionMs), String(this.clock.now())];
+      for (const d of chunk) args.push(d.role, d.id, d.leaseId);
+      const res = await this.call<number[]>(() => this.command.sbAck(this.keys.stream(chunk[0]!.role), args));
       for (const n of res) out.push(n === 1);
     }
     return out;
@@ -529,7 +541,7 @@ export class RedisQueue implements WorkQueue {
     const extend = checkExtend(extendMs, d.visibilityTimeoutMs);
     const until = this.clock.now() + extend;
     const ok = await this.call<number>(() =>
-      this.command.sbHeartbeat(this.keys.message(d.id), [this.keys.tag, d.id, d.leaseId, String(until)]),
+      this.command.sbHeartbeat(this.keys.stream(d.role), [this.keys.tag, d.role, d.id, d.leaseId, String(until)]),
     );
     return ok === 1 ? until : null;
   }
@@ -552,8 +564,9 @@ export class RedisQueue implements WorkQueue {
     const now = this.clock.now();
     const at = decision.to === 'dead' ? now : now + decision.delayMs;
     const ok = await this.call<number>(() =>
-      this.command.sbSettle(this.keys.message(d.id), [
+      this.command.sbSettle(this.keys.stream(d.role), [
         this.keys.tag,
+        d.role,
         d.id,
         d.leaseId,
         String(now),
@@ -572,7 +585,16 @@ export class RedisQueue implements WorkQueue {
     const d = this.own(delivery);
     const now = String(this.clock.now());
     const ok = await this.call<number>(() =>
-      this.command.sbSettle(this.keys.message(d.id), [this.keys.tag, d.id, d.leaseId, now, 'release', now, '']),
+      this.command.sbSettle(this.keys.stream(d.role), [
+        this.keys.tag,
+        d.role,
+        d.id,
+        d.leaseId,
+        now,
+        'release',
+        now,
+        '',
+      ]),
     );
     return ok === 1;
   }
