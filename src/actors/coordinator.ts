@@ -530,45 +530,68 @@ class RunningCoordinator implements Coordinator {
     return sending;
   }
 
+  /** The results loop: restarted after a bus failure (with a pause) until the Coordinator closes. */
   async #consume(): Promise<void> {
+    let failures = 0;
+    while (!this.#closed) {
+      try {
+        // It returns when the Coordinator closes or the bus does.
+        await this.#consumeOnce();
+        return;
+      } catch (error) {
+        if (this.#closed) return;
+        failures++;
+        this.#p.log.error({ err: error }, 'the results loop failed: restarting');
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.min(5_000, 100 * 2 ** Math.min(failures, 6)));
+          this.#stop.signal.addEventListener(
+            'abort',
+            () => {
+              clearTimeout(timer);
+              resolve();
+            },
+            { once: true },
+          );
+        });
+      }
+    }
+  }
+
+  async #consumeOnce(): Promise<void> {
     const { engine, options, log } = this.#p;
     const consumer = options.consumer ?? `coordinator-${process.pid}`;
-    try {
-      for await (const rd of this.dispatcher.results({
-        consumer,
-        max: 64,
-        waitMs: 500,
-        signal: this.#stop.signal,
-        visibilityTimeoutMs: options.resultsVisibilityTimeoutMs ?? 30_000,
-      })) {
-        let applied: ReturnType<CoordinatorEngine['applyResult']>;
-        try {
-          applied = engine.applyResult(rd.result, rd.delivery.deliveries);
-        } catch (error) {
-          log.error({ err: error, delivery: rd.delivery.id }, 'could not apply a result: it will be retried');
-          this.#track(
-            rd.nack({
-              error: { type: 'CoordinatorError', message: (error as Error)?.message ?? String(error) },
-              retryable: true,
-              delayMs: 1000,
-            }),
-          );
-          continue;
-        }
-        if (applied.handling === 'early') {
-          this.#track(
-            rd.nack({
-              error: { type: 'EarlyAnswer', message: 'the suspension this answers is not recorded yet' },
-              retryable: true,
-              delayMs: 100,
-            }),
-          );
-          continue;
-        }
-        this.#track(this.#after(applied.step).then(() => rd.ack()));
+    for await (const rd of this.dispatcher.results({
+      consumer,
+      max: 64,
+      waitMs: 500,
+      signal: this.#stop.signal,
+      visibilityTimeoutMs: options.resultsVisibilityTimeoutMs ?? 30_000,
+    })) {
+      let applied: ReturnType<CoordinatorEngine['applyResult']>;
+      try {
+        applied = engine.applyResult(rd.result, rd.delivery.deliveries);
+      } catch (error) {
+        log.error({ err: error, delivery: rd.delivery.id }, 'could not apply a result: it will be retried');
+        this.#track(
+          rd.nack({
+            error: { type: 'CoordinatorError', message: (error as Error)?.message ?? String(error) },
+            retryable: true,
+            delayMs: 1000,
+          }),
+        );
+        continue;
       }
-    } catch (error) {
-      if (!this.#closed) log.error({ err: error }, 'the results loop stopped');
+      if (applied.handling === 'early') {
+        this.#track(
+          rd.nack({
+            error: { type: 'EarlyAnswer', message: 'the suspension this answers is not recorded yet' },
+            retryable: true,
+            delayMs: 100,
+          }),
+        );
+        continue;
+      }
+      this.#track(this.#after(applied.step).then(() => rd.ack()));
     }
   }
 

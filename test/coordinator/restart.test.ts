@@ -1,0 +1,55 @@
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type Coordinator, createCoordinator } from '../../src/actors/coordinator.js';
+import { deployments, devSdlc, tempDir, until } from './helpers.js';
+
+/** A Coordinator closed and opened again on the same file picks every live item up where it was. */
+describe('restoring work items on open', () => {
+  let dir: string | undefined;
+  const open: Coordinator[] = [];
+  afterEach(async () => {
+    for (const c of open.splice(0)) await c.close();
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function start(path: string): Promise<Coordinator> {
+    const c = await createCoordinator({ path, definitions: [devSdlc], deployments: deployments() });
+    open.push(c);
+    return c;
+  }
+
+  it('items waiting at a gate survive a restart and finish after the approval', async () => {
+    dir = tempDir();
+    const path = join(dir, 'switchboard.db');
+    const first = await start(path);
+    const ids = [
+      await first.createWorkItem({ workflow: 'dev-sdlc', input: 'One' }),
+      await first.createWorkItem({ workflow: 'dev-sdlc', input: 'Two' }),
+    ];
+    await until(() => ids.every((id) => first.get(id)?.state === 'awaiting-approval'), 10_000, 'both gates');
+    await first.mirrored();
+    const before = ids.map((id) => ({ usage: first.get(id)!.usage, hops: first.hops(id).length }));
+    await first.close();
+    open.splice(0);
+
+    const second = await start(path);
+    expect([...second.restored.items].sort()).toEqual([...ids].sort());
+    expect(second.restored.refused).toEqual([]);
+    for (const [i, id] of ids.entries()) {
+      const item = second.get(id)!;
+      expect(item.state).toBe('awaiting-approval');
+      expect(item.usage).toEqual(before[i]!.usage);
+      expect(item.approval).toMatchObject({ stage: 'devops', source: 'gate', approvers: ['release-manager'] });
+    }
+    const first$ = await new Promise((resolve) => second.watch(ids[0]!).subscribe((s) => resolve(s.event.kind)));
+    expect(first$).toBe('current');
+    for (const id of ids) await second.approve(id, 'release-manager');
+    const finals = await Promise.all(ids.map((id) => second.settled(id)));
+    expect(finals.map((f) => f.state)).toEqual(['completed', 'completed']);
+    for (const [i, id] of ids.entries()) expect(second.hops(id)).toHaveLength(before[i]!.hops + 1);
+    await second.mirrored();
+    expect(second.get(ids[0]!)?.mirrored).toBe(true);
+    expect(second.audit.verifyChain().ok).toBe(true);
+  });
+});
