@@ -177,10 +177,10 @@ local function trim(role)
   if minid then redis.call('XTRIM', s, 'MINID', minid) end
 end
 
--- Forgets idempotency keys acked longer than the retention ago.
-local function forget(role, before)
+-- Forgets up to n idempotency keys acked longer than the retention ago.
+local function forget(role, before, n)
   local idx = rkey(role, 'idx')
-  local old = redis.call('ZRANGEBYSCORE', idx, '-inf', before, 'LIMIT', 0, 1000)
+  local old = redis.call('ZRANGEBYSCORE', idx, '-inf', before, 'LIMIT', 0, n)
   if #old > 0 then
     redis.call('HDEL', rkey(role, 'idem'), unpack(old))
     redis.call('ZREM', idx, unpack(old))
@@ -491,10 +491,9 @@ for role, b in pairs(byrole) do
     redis.call('ZREM', rkey(role, 'L'), unpack(ids))
     redis.call('XACK', rkey(role, 's'), G, unpack(entries))
     redis.call('ZADD', rkey(role, 'idx'), unpack(idx))
-    if redis.call('SET', rkey(role, 'tr'), '1', 'NX', 'PX', 1000) then
-      trim(role)
-      forget(role, now - retention)
-    end
+    -- Each ack call forgets up to twice the keys it retains: the index keeps pace.
+    forget(role, now - retention, 2 * #ids + 10)
+    if redis.call('SET', rkey(role, 'tr'), '1', 'NX', 'PX', 1000) then trim(role) end
   end
 end
 return order

@@ -10,7 +10,7 @@ import { createWorker } from '../../src/actors/worker.js';
 import { SqliteContextStore } from '../../src/persistence/context-store.js';
 import { openDatabase } from '../../src/persistence/database.js';
 import { hop, takeResults } from '../worker/helpers.js';
-import { type ContractQueueOptions, runWorkQueueContract, sleep, workEnvelope } from './contract.js';
+import { type ContractQueueOptions, OffsetClock, runWorkQueueContract, sleep, workEnvelope } from './contract.js';
 
 const REDIS_URL = process.env.SWITCHBOARD_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const IN_CI = process.env.CI === 'true';
@@ -244,6 +244,33 @@ describe.skipIf(!runRedis)(suiteName, () => {
       await queue.trim(role);
       expect(await admin.xLen(stream)).toBeLessThanOrEqual(1);
       expect(await queue.stats(role)).toMatchObject({ depth: 0, inFlight: 0 });
+    });
+
+    it('forgets idempotency keys the retention after their ack, and keeps live ones', async () => {
+      const prefix = testPrefix();
+      const clock = new OffsetClock();
+      const queue = await createRedisQueue({ url: REDIS_URL, prefix, clock, idempotencyRetentionMs: 1000 });
+      queues.push(queue);
+      prefixes.push(prefix);
+      const role = 'retain';
+      const first = await queue.publish(role, workEnvelope(1), { idempotencyKey: 'a' });
+      await queue.publish(role, workEnvelope(2), { idempotencyKey: 'live' });
+      const [d] = await queue.consume(role, { consumer: 'c', visibilityTimeoutMs: 60_000 });
+      expect(await queue.ack(d!)).toBe(true);
+      expect(await queue.publish(role, workEnvelope(1), { idempotencyKey: 'a' })).toEqual({
+        id: first.id,
+        duplicate: true,
+      });
+      clock.advance(1500);
+      // The next ack forgets keys acked more than the retention ago.
+      await queue.publish(role, workEnvelope(3), { idempotencyKey: 'b' });
+      const got = await queue.consume(role, { consumer: 'c', visibilityTimeoutMs: 60_000, max: 5 });
+      expect(got.map((x) => x.idempotencyKey)).toEqual(['live', 'b']);
+      await queue.ack(got[1]!);
+      expect((await admin.hGetAll(queue.keys.idempotency(role))).a).toBeUndefined();
+      expect((await queue.publish(role, workEnvelope(1), { idempotencyKey: 'a' })).duplicate).toBe(false);
+      // A message still queued or leased keeps its key, however old.
+      expect((await queue.publish(role, workEnvelope(2), { idempotencyKey: 'live' })).duplicate).toBe(true);
     });
 
     it('resumes consuming after its blocking connection is killed mid-wait', async () => {
