@@ -84,7 +84,7 @@ export interface EngineOptions {
   /** An inspector (`--inspect`) for each work item's WorkflowRun actor (a root actor); none by default. */
   inspect?: ActorInspector | undefined;
   /** Called with each transaction's duration (governance, audit, cost, routing, the store and the commit). */
-  onTiming?: (ns: number, what: TimedStep) => void;
+  onTiming?: (ns: number, what: TimedStep, innerNs: number) => void;
 }
 
 /** What a timed transaction did. */
@@ -109,7 +109,9 @@ export class CoordinatorEngine {
   #published: number[] = [];
   /** Nanoseconds spent inside transactions, and how many (for the bench). */
   readonly timing = { ns: 0n, count: 0 };
-  readonly #onTiming: ((ns: number, what: TimedStep) => void) | undefined;
+  readonly #onTiming: ((ns: number, what: TimedStep, innerNs: number) => void) | undefined;
+  /** Time spent inside the last transaction's body (without BEGIN and COMMIT). */
+  #innerNs = 0n;
 
   constructor(options: EngineOptions) {
     this.#store = options.store;
@@ -123,6 +125,7 @@ export class CoordinatorEngine {
     this.#onTiming = options.onTiming;
     this.#rec = new LiveRecords(options.store);
     const tx = this.#store.db.transaction((fn: (step: Step) => ResultHandling) => {
+      const began = process.hrtime.bigint();
       if (this.#published.length > 0) {
         this.#store.deleteOutbox(this.#published);
         this.#published = [];
@@ -130,6 +133,7 @@ export class CoordinatorEngine {
       const step: Step = { audit: [], events: [], items: new Map(), outbox: [] };
       const handling = fn(step);
       if (step.audit.length > 0) this.#audit.appendMany(step.audit);
+      this.#innerNs = process.hrtime.bigint() - began;
       return { step, handling };
     });
     this.#tx = (fn) => tx.immediate(fn);
@@ -206,7 +210,7 @@ export class CoordinatorEngine {
       const ns = process.hrtime.bigint() - start;
       this.timing.ns += ns;
       this.timing.count++;
-      this.#onTiming?.(Number(ns), what);
+      this.#onTiming?.(Number(ns), what, Number(this.#innerNs));
     }
   }
 

@@ -86,7 +86,7 @@ export interface CoordinatorOptions {
   /** The Coordinator's consumer name on the results role. */
   consumer?: string;
   /** Called with the duration of each of the Coordinator's transactions (for benchmarks). */
-  onTiming?: (ns: number, what: TimedStep) => void;
+  onTiming?: (ns: number, what: TimedStep, innerNs: number) => void;
   clock?: Clock;
   ids?: IdSource;
   logger?: Logger;
