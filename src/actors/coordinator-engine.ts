@@ -84,7 +84,7 @@ export interface EngineOptions {
   /** An inspector (`--inspect`) for each work item's WorkflowRun actor (a root actor); none by default. */
   inspect?: ActorInspector | undefined;
   /** Called with each transaction's duration (governance, audit, cost, routing, the store and the commit). */
-  onTiming?: (ns: number, what: TimedStep, innerNs: number) => void;
+  onTiming?: (ns: number, what: TimedStep, innerNs: number, cpuUs: number) => void;
 }
 
 /** What a timed transaction did. */
@@ -109,7 +109,7 @@ export class CoordinatorEngine {
   #published: number[] = [];
   /** Nanoseconds spent inside transactions, and how many (for the bench). */
   readonly timing = { ns: 0n, count: 0 };
-  readonly #onTiming: ((ns: number, what: TimedStep, innerNs: number) => void) | undefined;
+  readonly #onTiming: ((ns: number, what: TimedStep, innerNs: number, cpuUs: number) => void) | undefined;
   /** Time spent inside the last transaction's body (without BEGIN and COMMIT). */
   #innerNs = 0n;
 
@@ -198,6 +198,7 @@ export class CoordinatorEngine {
     fn: (step: Step) => ResultHandling,
     touched: () => Iterable<string>,
   ): { step: Step; handling: ResultHandling } {
+    const cpu = this.#onTiming === undefined ? undefined : process.cpuUsage();
     const start = process.hrtime.bigint();
     try {
       return this.#tx(fn);
@@ -210,7 +211,10 @@ export class CoordinatorEngine {
       const ns = process.hrtime.bigint() - start;
       this.timing.ns += ns;
       this.timing.count++;
-      this.#onTiming?.(Number(ns), what, Number(this.#innerNs));
+      if (cpu !== undefined) {
+        const used = process.cpuUsage(cpu);
+        this.#onTiming?.(Number(ns), what, Number(this.#innerNs), used.user + used.system);
+      }
     }
   }
 
