@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { type ReplyInfo, replyInfo } from '../bus/reply-routing.js';
 import { BusError, type Delivery, type WorkQueue } from '../bus/work-queue.js';
+import { hopLogFields } from '../log/log-fields.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import {
   type Checkpoint,
@@ -321,7 +322,7 @@ class HarnessWorker implements Worker {
     this.hops.add(hop);
     this.idleAt = null;
     const task = this.process(hop)
-      .catch((error: unknown) => this.log.error({ err: error, delivery: delivery.id }, 'hop processing failed'))
+      .catch((error: unknown) => this.hopLog(delivery).error({ err: error }, 'hop processing failed'))
       .finally(() => {
         this.hops.delete(hop);
         this.tasks.delete(task);
@@ -339,7 +340,7 @@ class HarnessWorker implements Worker {
       this.bus.heartbeat(hop.delivery).then(
         (until) => {
           if (until === null && !hop.controller.signal.aborted) {
-            this.log.warn({ delivery: hop.delivery.id }, 'lease lost');
+            this.hopLog(hop.delivery).warn('lease lost');
             hop.controller.abort(new WorkerError('WORKER_LEASE_LOST', 'the lease of this delivery was lost'));
           }
         },
@@ -374,6 +375,11 @@ class HarnessWorker implements Worker {
     };
   }
 
+  /** The worker's logger with the hop's task id, work item (`itemId`), hop and attempt. */
+  private hopLog(delivery: Delivery): Logger {
+    return this.log.child(hopLogFields(delivery));
+  }
+
   private async process(hop: InFlightHop): Promise<void> {
     const stopHeartbeat = this.startHeartbeat(hop);
     try {
@@ -393,9 +399,11 @@ class HarnessWorker implements Worker {
       throw new NonRetryableError(`role ${this.role} received a ${envelope.kind} envelope`, { type: 'InvalidWork' });
     }
     const headers = envelope.headers;
+    if (this.log.isLevelEnabled('debug'))
+      this.hopLog(delivery).debug({ deliveries: delivery.deliveries }, 'hop received');
     const done = await this.store.completion(headers.idempotencyKey);
     if (done !== undefined) {
-      this.log.info({ delivery: delivery.id }, 'hop already completed: re-publishing its results');
+      this.hopLog(delivery).info('hop already completed: re-publishing its results');
       await this.publishAll(done.publishes);
       await this.settle(hop);
       return;
@@ -442,7 +450,8 @@ class HarnessWorker implements Worker {
   private async settle(hop: InFlightHop): Promise<void> {
     if (hop.released) return;
     const acked = await this.bus.ack(hop.delivery);
-    if (!acked) this.log.warn({ delivery: hop.delivery.id }, 'ack refused: the lease was lost; the hop is recorded');
+    if (!acked) this.hopLog(hop.delivery).warn('ack refused: the lease was lost; the hop is recorded');
+    else if (this.log.isLevelEnabled('debug')) this.hopLog(hop.delivery).debug('hop done');
   }
 
   private completionRecord(
@@ -542,12 +551,13 @@ class HarnessWorker implements Worker {
       if (hop.controller.signal.reason.code === 'WORKER_LEASE_LOST') return;
     }
     const info = errorInfo(error);
-    this.log.warn({ delivery: delivery.id, errorType: info.error.type, retryable: info.retryable }, 'hop failed');
+    const log = this.hopLog(delivery);
+    log.warn({ errorType: info.error.type, retryable: info.retryable }, 'hop failed');
     let outcome: Awaited<ReturnType<WorkQueue['nack']>>;
     try {
       outcome = await this.bus.nack(delivery, info);
     } catch (nackError) {
-      this.log.error({ err: nackError }, 'nack failed: the lease will expire');
+      log.error({ err: nackError }, 'nack failed: the lease will expire');
       return;
     }
     if (outcome.outcome !== 'dead-letter' || delivery.envelope.kind !== 'work') return;
@@ -567,7 +577,7 @@ class HarnessWorker implements Worker {
         idempotencyKey: derivedKey(headers.idempotencyKey, `failed:${delivery.leaseId}`),
       });
     } catch (publishError) {
-      this.log.error({ err: publishError }, 'could not publish the failure');
+      log.error({ err: publishError }, 'could not publish the failure');
     }
   }
 

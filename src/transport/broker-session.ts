@@ -1,6 +1,7 @@
 import type { Readable, Writable } from 'node:stream';
 import type { BrokerApi } from '../actors/broker-api.js';
 import type { Logger } from '../log/logger.js';
+import { callLogFields } from '../log/log-fields.js';
 import { silentLogger } from '../log/logger.js';
 import type { DurableEvent } from '../protocol/events.js';
 import { handshakeResult } from '../protocol/handshake.js';
@@ -91,7 +92,51 @@ export class BrokerSession {
     this.stopRelays();
   }
 
+  /**
+   * Routes a call; at debug level and below, logs one line per answered or
+   * refused call (\`callLogFields\`: task id, agent id, state, sizes; never a
+   * token or a payload body).
+   */
   private dispatch(method: string, params: unknown): unknown {
+    if (!this.logger.isLevelEnabled('debug')) return this.route(method, params);
+    const started = performance.now();
+    let answer: unknown;
+    try {
+      answer = this.route(method, params);
+    } catch (error) {
+      this.logCall(method, params, started, undefined, error);
+      throw error;
+    }
+    if (answer instanceof Promise) {
+      return answer.then(
+        (result: unknown) => {
+          this.logCall(method, params, started, result);
+          return result;
+        },
+        (error: unknown) => {
+          this.logCall(method, params, started, undefined, error);
+          throw error;
+        },
+      );
+    }
+    this.logCall(method, params, started, answer);
+    return answer;
+  }
+
+  private logCall(method: string, params: unknown, started: number, result: unknown, error?: unknown): void {
+    const fields = {
+      ...callLogFields(method, params, result),
+      ms: Math.round((performance.now() - started) * 1000) / 1000,
+    };
+    if (error === undefined) {
+      this.logger.debug(fields, 'call answered');
+      return;
+    }
+    const e = error as { code?: unknown; errorCode?: unknown };
+    this.logger.debug({ ...fields, code: e.code, errorCode: e.errorCode }, 'call refused');
+  }
+
+  private route(method: string, params: unknown): unknown {
     if (method === 'app.handshake') {
       parseParams(HandshakeParamsSchema, params);
       return handshakeResult(VERSION);

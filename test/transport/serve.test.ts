@@ -45,7 +45,17 @@ describe('switchboard serve', () => {
     expect(result.capabilities).toContain('a2a');
     const worker = await register(server, 'w', 'c1');
     const requester = await register(server, 'r', 'c1');
-    await server.call('a2a.message.send', { token: requester.token, to: 'w', message: text('secret payload') });
+    const sent = (await server.call('a2a.message.send', {
+      token: requester.token,
+      to: 'w',
+      message: text('secret payload'),
+    })) as { task: { id: string } };
+    await server.call('a2a.tasks.status', {
+      token: worker.token,
+      id: sent.task.id,
+      state: 'completed',
+      message: text('secret reply'),
+    });
     await server.request('a2a.tasks.get', { token: 'not-a-real-token', id: 'x' });
     server.write('not json\n');
     await server.waitFor((l) => isObject(l) && isObject(l.error) && l.error.code === -32700);
@@ -58,9 +68,32 @@ describe('switchboard serve', () => {
     }
     const logs = server.stderr.trim().split('\n');
     for (const log of logs) expect(() => JSON.parse(log)).not.toThrow();
-    for (const secret of [worker.token, requester.token, 'not-a-real-token', 'secret payload']) {
+    for (const secret of [worker.token, requester.token, 'not-a-real-token', 'secret payload', 'secret reply']) {
       expect(server.stderr).not.toContain(secret);
     }
+    // One line per call with the task it touched, the state it left, and sizes only.
+    const calls = logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((l) => l.method !== undefined);
+    expect(calls.find((l) => l.method === 'a2a.agents.register' && l.msg === 'call answered')).toMatchObject({
+      agentId: expect.any(String),
+      contextId: 'c1',
+    });
+    expect(calls.find((l) => l.method === 'a2a.message.send')).toMatchObject({
+      msg: 'call answered',
+      taskId: sent.task.id,
+      state: 'submitted',
+      partCount: 1,
+      payloadChars: JSON.stringify(text('secret payload')).length,
+      ms: expect.any(Number),
+    });
+    expect(calls.find((l) => l.method === 'a2a.tasks.status')).toMatchObject({
+      taskId: sent.task.id,
+      state: 'completed',
+    });
+    expect(calls.find((l) => l.method === 'a2a.tasks.get')).toMatchObject({
+      msg: 'call refused',
+      taskId: 'x',
+      errorCode: 'A2A_UNKNOWN_TOKEN',
+    });
   });
 
   it('routes a delegation round trip to the counterpart of each caller', async () => {

@@ -1,0 +1,78 @@
+/**
+ * The fields a log line carries where they apply: `taskId`, `itemId` (the
+ * work item: a hop's `runId`), `hop` and `role`; sizes of payloads, never
+ * their bodies. Pure functions over structural shapes, so any layer that may
+ * log can use them.
+ */
+
+export interface HopLogFields {
+  delivery: string;
+  taskId?: string;
+  itemId?: string;
+  hop?: number;
+  attempt?: number;
+}
+
+interface HopLike {
+  id: string;
+  envelope: { headers?: { taskId?: unknown; runId?: unknown; hop?: unknown; attempt?: unknown } };
+}
+
+/** A bus delivery's identifying fields (its headers), for `logger.child(...)`. */
+export function hopLogFields(delivery: HopLike): HopLogFields {
+  const h = delivery.envelope.headers ?? {};
+  const out: HopLogFields = { delivery: delivery.id };
+  if (typeof h.taskId === 'string') out.taskId = h.taskId;
+  if (typeof h.runId === 'string') out.itemId = h.runId;
+  if (typeof h.hop === 'number') out.hop = h.hop;
+  if (typeof h.attempt === 'number') out.attempt = h.attempt;
+  return out;
+}
+
+export interface CallLogFields {
+  method: string;
+  taskId?: string;
+  agentId?: string;
+  contextId?: string;
+  state?: string;
+  /** Parts in the message or artifact sent (not `parts`: the logger redacts that key). */
+  partCount?: number;
+  /** Size in characters of the message or artifact sent (its JSON), never its content. */
+  payloadChars?: number;
+}
+
+type Dict = Record<string, unknown>;
+
+function dict(value: unknown): Dict | undefined {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Dict) : undefined;
+}
+
+/**
+ * A broker call's fields for its log line: the task it touched (from the
+ * params or the answer), the agent registered, the state it left the task
+ * in, and the size of what was sent. Tokens and payload bodies are never
+ * copied.
+ */
+export function callLogFields(method: string, params: unknown, result?: unknown): CallLogFields {
+  const out: CallLogFields = { method };
+  const p = dict(params);
+  const r = dict(result);
+  const task = dict(r?.task);
+  const taskId = task?.id ?? p?.taskId ?? p?.id;
+  if (typeof taskId === 'string') out.taskId = taskId;
+  const contextId = task?.contextId ?? p?.contextId;
+  if (typeof contextId === 'string') out.contextId = contextId;
+  const state = dict(task?.status)?.state ?? p?.state;
+  if (typeof state === 'string') out.state = state;
+  if (typeof r?.agentId === 'string') out.agentId = r.agentId;
+  const sent = dict(p?.message) ?? dict(p?.artifact);
+  if (sent !== undefined) {
+    if (Array.isArray(sent.parts)) out.partCount = sent.parts.length;
+    try {
+      out.payloadChars = JSON.stringify(sent).length;
+    } catch {
+      out.payloadChars = -1;
+    }
+  }
+  return out;
+}
