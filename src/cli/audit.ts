@@ -2,7 +2,14 @@ import { AuditLog, type AuditVerification } from '../persistence/audit.js';
 import { SchemaVersionError } from '../persistence/migrations.js';
 import type { AuditHead, AuditRow } from '../protocol/audit.js';
 import type { CliCommand } from './command.js';
-import { CliUsageError, booleanFlag, parseCommandArgs, reportUsageError, stringFlag } from './command-args.js';
+import {
+  CliUsageError,
+  type FlagSpec,
+  booleanFlag,
+  parseCommandArgs,
+  reportUsageError,
+  stringFlag,
+} from './command-args.js';
 import { hasTable, openExistingDatabase, requireComponent } from './read-database.js';
 
 export const AUDIT_USAGE = `Usage: switchboard audit verify --db PATH [--expect-head SEQ:HASH] [--json]
@@ -34,6 +41,13 @@ Exit status: 0 when the chain is intact; 1 when it is not (the first bad
 row is named); 2 for a usage error or a file that is not a switchboard
 database with an audit.`;
 
+/** Every flag the command accepts (each is documented in its --help; a test checks it). */
+export const AUDIT_FLAGS: FlagSpec = {
+  db: { type: 'string' },
+  'expect-head': { type: 'string' },
+  json: { type: 'boolean' },
+};
+
 function parseHead(text: string | undefined): AuditHead | undefined {
   if (text === undefined) return undefined;
   const match = /^([0-9]{1,15}):([0-9a-f]{64})$/.exec(text);
@@ -60,11 +74,7 @@ async function runAudit(argv: string[]): Promise<number> {
   let opened: ReturnType<typeof openExistingDatabase>;
   let expectedHead: AuditHead | undefined;
   try {
-    const args = parseCommandArgs(
-      argv,
-      { db: { type: 'string' }, json: { type: 'boolean' }, 'expect-head': { type: 'string' } },
-      1,
-    );
+    const args = parseCommandArgs(argv, AUDIT_FLAGS, 1);
     const [sub] = args.positionals;
     if (sub === undefined) throw new CliUsageError("missing subcommand: 'verify'");
     if (sub !== 'verify') throw new CliUsageError(`unknown subcommand '${sub}' (expected 'verify')`);

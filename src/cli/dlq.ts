@@ -6,6 +6,7 @@ import { RoleSchema } from '../protocol/work-envelope.js';
 import type { CliCommand } from './command.js';
 import {
   CliUsageError,
+  type FlagSpec,
   booleanFlag,
   countFlag,
   parseCommandArgs,
@@ -63,19 +64,18 @@ interface DlqFlags {
   json: boolean;
 }
 
+/** Every flag the command accepts (each is documented in its --help; a test checks it). */
+export const DLQ_FLAGS: FlagSpec = {
+  db: { type: 'string' },
+  role: { type: 'string' },
+  id: { type: 'string', multiple: true },
+  limit: { type: 'string' },
+  batch: { type: 'string' },
+  json: { type: 'boolean' },
+};
+
 function parseFlags(argv: string[]): DlqFlags {
-  const args = parseCommandArgs(
-    argv,
-    {
-      db: { type: 'string' },
-      role: { type: 'string' },
-      id: { type: 'string', multiple: true },
-      limit: { type: 'string' },
-      batch: { type: 'string' },
-      json: { type: 'boolean' },
-    },
-    1,
-  );
+  const args = parseCommandArgs(argv, DLQ_FLAGS, 1);
   const [sub] = args.positionals;
   if (sub === undefined) throw new CliUsageError("missing subcommand: 'list' or 'replay'");
   if (sub !== 'list' && sub !== 'replay')

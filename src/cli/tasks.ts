@@ -7,6 +7,7 @@ import { TASK_STATES, type Task, type TaskState } from '../protocol/task.js';
 import type { CliCommand } from './command.js';
 import {
   CliUsageError,
+  type FlagSpec,
   booleanFlag,
   choiceFlag,
   countFlag,
@@ -58,18 +59,17 @@ interface TasksFlags {
   json: boolean;
 }
 
+/** Every flag the command accepts (each is documented in its --help; a test checks it). */
+export const TASKS_FLAGS: FlagSpec = {
+  db: { type: 'string' },
+  state: { type: 'string' },
+  limit: { type: 'string' },
+  history: { type: 'string' },
+  json: { type: 'boolean' },
+};
+
 function parseFlags(argv: string[]): TasksFlags {
-  const args = parseCommandArgs(
-    argv,
-    {
-      db: { type: 'string' },
-      state: { type: 'string' },
-      limit: { type: 'string' },
-      history: { type: 'string' },
-      json: { type: 'boolean' },
-    },
-    2,
-  );
+  const args = parseCommandArgs(argv, TASKS_FLAGS, 2);
   const [sub, id] = args.positionals;
   if (sub === undefined) throw new CliUsageError("missing subcommand: 'list' or 'show ID'");
   if (sub !== 'list' && sub !== 'show') throw new CliUsageError(`unknown subcommand '${sub}' (expected list or show)`);

@@ -3,6 +3,7 @@ import { SchemaVersionError } from '../persistence/migrations.js';
 import type { CliCommand } from './command.js';
 import {
   CliUsageError,
+  type FlagSpec,
   booleanFlag,
   choiceFlag,
   parseCommandArgs,
@@ -43,12 +44,16 @@ interface UsageFlags {
   json: boolean;
 }
 
+/** Every flag the command accepts (each is documented in its --help; a test checks it). */
+export const USAGE_FLAGS: FlagSpec = {
+  db: { type: 'string' },
+  by: { type: 'string' },
+  item: { type: 'string' },
+  json: { type: 'boolean' },
+};
+
 function parseFlags(argv: string[]): UsageFlags {
-  const args = parseCommandArgs(
-    argv,
-    { db: { type: 'string' }, by: { type: 'string' }, item: { type: 'string' }, json: { type: 'boolean' } },
-    0,
-  );
+  const args = parseCommandArgs(argv, USAGE_FLAGS, 0);
   return {
     db: stringFlag(args, 'db'),
     by: choiceFlag(args, 'by', GROUPINGS, 'agent'),

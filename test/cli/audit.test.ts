@@ -126,6 +126,14 @@ describe('switchboard audit verify', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('cannot read');
 
+    // An audit written by a newer switchboard: refused with the reason, not called broken.
+    const newer = tmp.file('newer.db');
+    writeAudit(newer, 2);
+    tamper(newer, "UPDATE schema_version SET version = 99 WHERE component = 'audit'");
+    const refused = await runCli(['audit', 'verify', '--db', newer]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('newer than this switchboard supports');
+
     // A database with a work bus but no audit: named, and no audit table is created.
     const busOnly = tmp.file('bus-only.db');
     await new SqliteQueue({ database: busOnly }).close();
