@@ -102,6 +102,42 @@ describe('switchboard audit verify', () => {
     expect(r.stdout).toContain('expected head');
   });
 
+  it('verifies one snapshot while another process keeps appending (no false break at the head)', async () => {
+    const path = tmp.file('live.db');
+    const db = openDatabase(path);
+    const audit = new AuditLog(db);
+    const row = (i: number) => ({
+      kind: 'cost' as const,
+      itemId: `item-${i % 7}`,
+      hop: i,
+      actor: 'coordinator',
+      data: { i },
+    });
+    audit.appendMany(Array.from({ length: 20_000 }, (_, i) => row(i)));
+    let appending = true;
+    let appended = 0;
+    const appender = (async () => {
+      while (appending) {
+        audit.appendMany(Array.from({ length: 5 }, (_, i) => row(appended + i)));
+        appended += 5;
+        await new Promise((resolve) => setTimeout(resolve, 1));
+      }
+    })();
+    try {
+      for (let run = 0; run < 3; run++) {
+        const r = await runJson<{ ok: boolean; entries: number }>(['audit', 'verify', '--db', path]);
+        expect(r.json, JSON.stringify(r.json)).toMatchObject({ ok: true });
+        expect(r.code).toBe(0);
+        expect(r.json.entries).toBeGreaterThanOrEqual(20_000);
+      }
+    } finally {
+      appending = false;
+      await appender;
+      db.close();
+    }
+    expect(appended).toBeGreaterThan(0);
+  });
+
   it('exits 2 for bad usage, without creating or touching any file', async () => {
     const missing = tmp.file('missing.db');
     const cases: [string[], string][] = [
