@@ -255,6 +255,14 @@ export class AuditLog {
    * cut short together with its head is caught too.
    */
   verifyChain(options: { expectedHead?: AuditHead } = {}): AuditVerification {
+    // One read transaction: rows and head are read from the same snapshot, so
+    // a writer appending meanwhile (another process, WAL) cannot make an
+    // intact chain look truncated.
+    if (this.#db.inTransaction) return this.#verify(options);
+    return this.#db.transaction(() => this.#verify(options)).deferred();
+  }
+
+  #verify(options: { expectedHead?: AuditHead }): AuditVerification {
     let expectedSeq = 1;
     let prevHash = AUDIT_GENESIS_HASH;
     const iterate = this.#db.prepare('SELECT * FROM audit_log ORDER BY seq').iterate() as IterableIterator<StoredRow>;
