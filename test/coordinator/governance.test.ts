@@ -45,6 +45,35 @@ describe('governance, budgets and approvals', () => {
     expect(coordinator.audit.verifyChain().ok).toBe(true);
   });
 
+  it('a question a suspended hop asks is governed like a hop: denied, it fails the item, audited', async () => {
+    const noQuestions: NamedPolicy = {
+      name: 'no-questions',
+      check: (ctx) =>
+        ctx.role === 'architect' && ctx.stage === 'coding'
+          ? { decision: 'deny', reason: 'coding may not ask the architect' }
+          : { decision: 'allow' },
+    };
+    f = await openFixture({ policies: [noQuestions] });
+    const { coordinator } = f;
+    const id = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Decide alone' });
+    const final = await coordinator.settled(id);
+    expect(final.state).toBe('failed');
+    expect(final.failure).toMatchObject({ code: 'GOVERNANCE_DENIED', stage: 'coding', hop: 2 });
+    expect(final.failure?.reason).toContain('coding may not ask the architect');
+    const governed = coordinator.audit.list({ itemId: id }).filter((r) => r.kind === 'governance');
+    expect(governed.at(-1)?.data).toMatchObject({ role: 'architect', stage: 'coding', query: true, decision: 'deny' });
+    // The question was already queued by the worker: its answer is accounted for, and resumes nothing.
+    await until(
+      () => coordinator.hops(id).find((h) => h.kind === 'query')?.state === 'completed',
+      10_000,
+      'the answer',
+    );
+    const query = coordinator.hops(id).find((h) => h.kind === 'query')!;
+    expect(query.usage.costUsd).toBeGreaterThan(0);
+    expect(coordinator.get(id)?.state).toBe('failed');
+    expect(coordinator.hops(id).find((h) => h.role === 'coding')?.state).toBe('suspended');
+  });
+
   it('a budget overrun fails the item with the audited reason', async () => {
     f = await openFixture();
     const { coordinator } = f;
