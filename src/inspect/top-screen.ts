@@ -105,7 +105,7 @@ export function renderScreen(snapshot: SystemSnapshot, options: ScreenOptions): 
       ],
       rows: snapshot.queues.map((q) => [
         { text: row([q.role, q.depth, q.delayed, q.inFlight], QUEUE_WIDTHS.slice(0, 4)) },
-        { text: cell(String(q.deadLetters), QUEUE_WIDTHS[4]), style: q.deadLetters > 0 ? 'red' : 'none' },
+        { text: rightCell(String(q.deadLetters), QUEUE_WIDTHS[4]), style: q.deadLetters > 0 ? 'red' : 'none' },
         { text: row([q.done, q.depth > 0 ? duration(q.lagMs) : '-'], QUEUE_WIDTHS.slice(5)) },
       ]),
       empty: '  no queue',
@@ -156,32 +156,41 @@ export function renderScreen(snapshot: SystemSnapshot, options: ScreenOptions): 
     lines.push([], [{ text: 'no switchboard tables in this database yet (waiting for them)', style: 'dim' }]);
   }
 
-  // Fit: every section keeps its head; rows share what is left, cut with "+N more".
+  // Fit: every section keeps its head; rows share what is left (smallest
+  // needs served first), and a cut list ends with "+N more".
   const fixed = lines.length + sections.reduce((n, s) => n + 1 + s.head.length, 0);
-  let budget = options.height === null ? Number.POSITIVE_INFINITY : Math.max(0, options.height - fixed);
+  const needs = sections.map((s) => Math.max(1, s.rows.length));
+  const given = allot(needs, options.height === null ? Number.POSITIVE_INFINITY : Math.max(0, options.height - fixed));
   for (const [index, section] of sections.entries()) {
     lines.push([]);
     lines.push(...section.head);
-    const left = sections.length - index;
-    const share = Math.max(1, Math.floor(budget / left));
-    const wanted = Math.max(1, section.rows.length);
+    const room = given[index] ?? 0;
     if (section.rows.length === 0) {
       lines.push([{ text: section.empty ?? '', style: 'dim' }]);
-      budget -= 1;
-      continue;
-    }
-    if (wanted <= share) {
+    } else if (section.rows.length <= room) {
       lines.push(...section.rows);
-      budget -= wanted;
     } else {
-      const shown = Math.max(0, share - 1);
+      const shown = Math.max(0, room - 1);
       lines.push(...section.rows.slice(0, shown));
       lines.push([{ text: `  +${section.rows.length - shown} more`, style: 'dim' }]);
-      budget -= share;
     }
   }
   const out = lines.map((line) => draw(line, width, options.color));
   return options.height === null ? out : out.slice(0, options.height);
+}
+
+/** Splits `budget` rows between sections: the smallest needs are met first, the rest share evenly. */
+function allot(needs: number[], budget: number): number[] {
+  const given = needs.map(() => 0);
+  let left = budget;
+  const order = needs.map((need, index) => ({ need, index })).sort((a, b) => a.need - b.need);
+  for (const [position, { need, index }] of order.entries()) {
+    const share = Math.floor(left / (order.length - position));
+    const rows = Math.max(1, Math.min(need, share));
+    given[index] = rows;
+    left -= rows;
+  }
+  return given;
 }
 
 const TASK_WIDTHS = [38, 16, 20, 20, 8];
