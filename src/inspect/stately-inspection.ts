@@ -41,8 +41,15 @@ export function createStatelyInspection(sink: InspectionSink): StatelyInspection
     {
       send(event: StatelyInspectionEvent) {
         if (stopped) return;
+        // Runs on a timer (the library defers its conversion): it must never throw.
+        let frame: string;
+        try {
+          frame = JSON.stringify(sanitizeForInspection(withSanitizedDefinition(event)));
+        } catch {
+          return;
+        }
         sent++;
-        sink.broadcast(JSON.stringify(sanitizeForInspection(withSanitizedDefinition(event))));
+        sink.broadcast(frame);
       },
     },
     { autoStart: true },
@@ -74,21 +81,29 @@ export function createStatelyInspection(sink: InspectionSink): StatelyInspection
   const inspect: ActorInspector = {
     next(event) {
       if (stopped) return;
-      switch (event.type) {
-        case '@xstate.transition':
-          onStoreTransition(event as unknown as Parameters<typeof onStoreTransition>[0]);
-          return;
-        case '@xstate.actor':
-        case '@xstate.event':
-        case '@xstate.snapshot':
-          inspector.inspect.next?.(presanitized(event as InspectionEvent));
-          return;
-        default:
-          // microsteps and actions: not shown by the inspector.
-          return;
+      try {
+        forward(event);
+      } catch {
+        // An inspector never breaks the actor it watches: an event it cannot show is dropped.
       }
     },
   };
+
+  function forward(event: Parameters<NonNullable<ActorInspector['next']>>[0]): void {
+    switch (event.type) {
+      case '@xstate.transition':
+        onStoreTransition(event as unknown as Parameters<typeof onStoreTransition>[0]);
+        return;
+      case '@xstate.actor':
+      case '@xstate.event':
+      case '@xstate.snapshot':
+        inspector.inspect.next?.(presanitized(event as InspectionEvent));
+        return;
+      default:
+        // microsteps and actions: not shown by the inspector.
+        return;
+    }
+  }
 
   return {
     inspect,
@@ -102,6 +117,30 @@ export function createStatelyInspection(sink: InspectionSink): StatelyInspection
   };
 }
 
+/** Keys of a context that name a root actor, in order of preference. */
+const LABEL_KEYS = ['taskId', 'runId', 'agentId', 'role'] as const;
+
+/**
+ * The name shown for a root actor without an id: its machine's id and what
+ * its context says it is for (`task 0193…`, `workflow-run <item>`, `agent
+ * <id>`, `pool coding`).
+ */
+function actorLabel(actorRef: { sessionId: string; logic: unknown; getSnapshot(): unknown }): string {
+  const machineId = (actorRef.logic as { config?: { id?: unknown } } | undefined)?.config?.id;
+  const base = typeof machineId === 'string' ? machineId : actorRef.sessionId;
+  let context: Record<string, unknown> | undefined;
+  try {
+    context = (actorRef.getSnapshot() as { context?: Record<string, unknown> } | undefined)?.context;
+  } catch {
+    return base;
+  }
+  for (const key of LABEL_KEYS) {
+    const value = context?.[key];
+    if (typeof value === 'string' && value !== '') return `${base} ${value}`;
+  }
+  return base;
+}
+
 /** The event with its snapshot, event and actor's snapshot already sanitized. */
 function presanitized(event: InspectionEvent): InspectionEvent {
   const actorRef = event.actorRef as unknown as {
@@ -111,12 +150,22 @@ function presanitized(event: InspectionEvent): InspectionEvent {
     _parent?: unknown;
     getSnapshot(): unknown;
   };
+  const labelled = event.type === '@xstate.actor' && actorRef.id === actorRef.sessionId;
   const ref = {
     sessionId: actorRef.sessionId,
-    id: actorRef.id,
+    // Read when the library converts the event (after the actor started: its snapshot is readable then).
+    get id(): string {
+      return labelled ? actorLabel(actorRef) : actorRef.id;
+    },
     logic: actorRef.logic,
     _parent: actorRef._parent,
-    getSnapshot: () => sanitizeForInspection(actorRef.getSnapshot()),
+    getSnapshot: () => {
+      try {
+        return sanitizeForInspection(actorRef.getSnapshot());
+      } catch {
+        return { status: 'active' };
+      }
+    },
   };
   const out: Record<string, unknown> = { ...event, actorRef: ref };
   if ('event' in event) out.event = sanitizeForInspection(event.event);

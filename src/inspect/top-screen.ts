@@ -195,7 +195,7 @@ function allot(needs: number[], budget: number): number[] {
 
 const TASK_WIDTHS = [38, 16, 20, 20, 8];
 const QUEUE_WIDTHS = [24, 8, 10, 12, 8, 10, 8];
-const ITEM_WIDTHS = [38, 20, 18, 14, 6, 10, 15, 8];
+const ITEM_WIDTHS = [38, 14, 18, 12, 6, 10, 14, 6];
 
 function cell(value: string, width: number | undefined): string {
   const w = width ?? 10;

@@ -124,7 +124,7 @@ describe('switchboard serve --inspect', () => {
 
     // The task actor: registered with the task machine, moved by MOVE events through working to completed.
     const taskActor = events.find(
-      (f) => f.type === '@xstate.actor' && f.name === 'task' && f.snapshot?.context?.taskId === task.id,
+      (f) => f.type === '@xstate.actor' && f.name === `task ${task.id}` && f.snapshot?.context?.taskId === task.id,
     );
     expect(taskActor).toBeDefined();
     const taskFrames = events.filter((f) => f.sessionId === taskActor?.sessionId);
@@ -134,7 +134,7 @@ describe('switchboard serve --inspect', () => {
     expect(states).toEqual(expect.arrayContaining(['working', 'completed']));
 
     // The agent actors are there too.
-    expect(events.filter((f) => f.type === '@xstate.actor' && f.name === 'agent')).toHaveLength(2);
+    expect(events.filter((f) => f.type === '@xstate.actor' && f.name?.startsWith('agent '))).toHaveLength(2);
 
     // Nothing secret in any raw frame.
     const raw = frames.join('\n');
