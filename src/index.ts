@@ -101,3 +101,4 @@ export { ROLE_AGENTS_CONTEXT } from './actors/coordinator-mirror.js';
 export { DEFAULT_MAX_HOPS } from './actors/coordinator-policies.js';
 export { handledKey, hopKey } from './actors/coordinator-engine.js';
 export type { TimedStep } from './actors/coordinator-engine.js';
+export { ASK_ROLE_PREFIX, AskForwarder, askTarget, routeAsks } from './actors/coordinator-asks.js';

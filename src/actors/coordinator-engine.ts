@@ -21,6 +21,7 @@ import type { CoordinatorGovernance } from './coordinator-policies.js';
 import type { CoordinatorStore, HopRecord, ItemBudget, ItemRecord, ItemState, OutboxRow } from './coordinator-store.js';
 import { type ItemEvent, type ItemEventKind, statusOf, type ItemStatus } from './coordinator-types.js';
 import { CoordinatorError } from './coordinator-types.js';
+import { askTarget } from './coordinator-asks.js';
 import { LiveRecords } from './coordinator-records.js';
 import { accrue } from './cost-ledger.js';
 import { SWITCHBOARD_METADATA_KEY } from './human-edge.js';
@@ -417,7 +418,8 @@ export class CoordinatorEngine {
     const live = work.actor !== undefined && work.item.finishedAt === null;
 
     if (result.outcome === 'suspended' && result.ask !== undefined) {
-      const ask = result.ask;
+      const target = askTarget(result.ask.role);
+      const ask = { role: target.role, continuationToken: result.ask.continuationToken };
       next = { ...next, state: 'suspended' };
       this.#rec.updateHop(next);
       const query: HopRecord = {
@@ -460,7 +462,22 @@ export class CoordinatorEngine {
         usage: accrual.added,
         model: accrual.model,
       });
-      if (!live) return this.#late(step, work, hop);
+      // A question the Coordinator does not allow never reaches the role (when it came through `$ask:`).
+      const drop = (type: string, message: string) => {
+        if (target.routed) {
+          this.#rec.updateHop({
+            ...query,
+            state: 'failed',
+            activeSince: null,
+            finishedAt: now,
+            error: { type, message },
+          });
+        }
+      };
+      if (!live) {
+        drop('ItemEnded', `the work item is ${work.item.state}`);
+        return this.#late(step, work, hop);
+      }
       // An overrun ends the item before anything else is decided; otherwise the ask is governed like a hop.
       const decision = this.#overBudget(step, work)
         ? null
@@ -472,9 +489,11 @@ export class CoordinatorEngine {
             approvedBy: null,
             query: true,
           });
+      if (decision === null) drop('BudgetExceeded', 'the work item is over its budget');
       if (decision !== null && decision.decision !== 'allow') {
         const reason =
           decision.decision === 'deny' ? decision.reason : `a query cannot wait for an approval (${decision.reason})`;
+        drop('GovernanceDenied', reason);
         this.#send(work, {
           type: 'GOVERNANCE_DENIED',
           hop: hop.hop,
@@ -496,7 +515,13 @@ export class CoordinatorEngine {
           itemId: item.id,
           hop: hop.hop,
           actor: COORDINATOR_ACTOR,
-          data: json({ hopId: query.id, kind: 'query', role: ask.role, idempotencyKey: query.idempotencyKey }),
+          data: json({
+            hopId: query.id,
+            kind: 'query',
+            role: ask.role,
+            idempotencyKey: query.idempotencyKey,
+            via: target.routed ? 'coordinator' : 'worker',
+          }),
         });
       }
     } else if (result.outcome === 'completed') {

@@ -18,6 +18,7 @@ import type { ResultEnvelope } from '../protocol/work-envelope.js';
 import type { WorkflowDefinition, WorkflowRef } from '../protocol/workflow.js';
 import { type Broker, createBroker } from './broker.js';
 import { CoordinatorEngine, type Step, type TimedStep } from './coordinator-engine.js';
+import { AskForwarder, routeAsks } from './coordinator-asks.js';
 import { BrokerMirror } from './coordinator-mirror.js';
 import { CoordinatorGovernance } from './coordinator-policies.js';
 import {
@@ -297,6 +298,7 @@ class RunningCoordinator implements Coordinator {
   #sending: Promise<void> | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   readonly #acks = new Set<Promise<unknown>>();
+  #asks: AskForwarder | undefined;
   #closed = false;
 
   constructor(parts: Parts) {
@@ -328,7 +330,8 @@ class RunningCoordinator implements Coordinator {
         role,
         createPool({
           role,
-          handler: d.handler,
+          // Its questions go through the Coordinator (governed before they reach the asked role).
+          handler: routeAsks(d.handler),
           bus: this.bus,
           contextStore: this.contextStore,
           deployment: d.deployment,
@@ -342,6 +345,8 @@ class RunningCoordinator implements Coordinator {
       );
     }
     this.#loop = this.#consume();
+    this.#asks = new AskForwarder({ bus: this.bus, store: this.store, logger: this.#p.log });
+    this.#asks.start(this.#p.roles, options.consumer ?? `coordinator-${process.pid}`);
   }
 
   #assertOpen(): void {
@@ -611,6 +616,7 @@ class RunningCoordinator implements Coordinator {
     clearTimeout(this.#retryTimer);
     await this.#sending;
     await Promise.all([...this.#acks]);
+    await this.#asks?.close();
     await this.#p.mirror.close();
     try {
       this.#p.engine.flushPublished();
