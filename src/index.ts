@@ -99,6 +99,6 @@ export * from './actors/coordinator-store.js';
 export { COORDINATOR_AGENT_NAME, EDGE_AGENT_NAME, SWITCHBOARD_METADATA_KEY } from './actors/human-edge.js';
 export { ROLE_AGENTS_CONTEXT } from './actors/coordinator-mirror.js';
 export { DEFAULT_MAX_HOPS } from './actors/coordinator-policies.js';
-export { handledKey, hopKey } from './actors/coordinator-engine.js';
+export { hopKey } from './actors/coordinator-engine.js';
 export type { TimedStep } from './actors/coordinator-engine.js';
 export { ASK_ROLE_PREFIX, AskForwarder, askTarget, routeAsks } from './actors/coordinator-asks.js';

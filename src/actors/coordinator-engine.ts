@@ -64,11 +64,6 @@ function json(value: object): JsonObject {
   return out as JsonObject;
 }
 
-/** The key a result is handled once under. */
-export function handledKey(result: ResultEnvelope): string {
-  return `${result.headers.idempotencyKey}|${result.outcome}|${result.ask?.continuationToken ?? ''}`;
-}
-
 /** The bus idempotency key of a stage hop attempt: `<item>/<hop>/<attempt>`. */
 export function hopKey(itemId: string, hop: number, attempt: number): string {
   return `${itemId}/${hop}/${attempt}`;
@@ -127,7 +122,8 @@ export class CoordinatorEngine {
     this.#rec = new LiveRecords(options.store);
     const tx = this.#store.db.transaction((fn: (step: Step) => ResultHandling) => {
       const began = process.hrtime.bigint();
-      if (this.#published.length > 0) {
+      // Published outbox rows are deleted in bulk (a few pages every 64 publishes, not two writes each).
+      if (this.#published.length >= 64) {
         this.#store.deleteOutbox(this.#published);
         this.#published = [];
       }
@@ -383,9 +379,13 @@ export class CoordinatorEngine {
 
   // ---------------------------------------------------------------- results
 
+  /**
+   * A result is applied once, keyed by its hop (one row per hop attempt): only
+   * a hop that is out (`dispatched`) takes a result, and a suspension only
+   * once per continuation. A redelivered result finds its hop moved on and
+   * changes nothing.
+   */
   #applyResult(step: Step, result: ResultEnvelope, deliveries: number): ResultHandling {
-    const key = handledKey(result);
-    if (this.#store.isHandled(key)) return 'duplicate';
     const now = this.#clock.now();
     const askedBy = result.headers.askedBy;
     if (askedBy !== undefined) {
@@ -394,20 +394,21 @@ export class CoordinatorEngine {
         // The suspension it answers is not recorded yet (it is handled first), or it answers
         // a query this Coordinator never saw (a nested ask): after a few tries, give up.
         if (deliveries < 5) return 'early';
-        this.#store.markHandled(key, now);
         this.#log.warn({ continuation: askedBy.continuationToken }, 'an answer to an unknown query: ignored');
         return 'unknown';
       }
-      this.#store.markHandled(key, now);
+      if (query.state !== 'dispatched') return 'duplicate';
       return this.#applyAnswer(step, result, query, now);
     }
     const hop = this.#rec.hop(result.headers.taskId);
     if (hop === undefined || hop.kind !== 'stage' || hop.itemId !== result.headers.runId) {
-      this.#store.markHandled(key, now);
       this.#log.warn({ taskId: result.headers.taskId }, 'a result for an unknown hop: ignored');
       return 'unknown';
     }
-    this.#store.markHandled(key, now);
+    if (hop.state !== 'dispatched') return 'duplicate';
+    if (result.ask !== undefined && this.#rec.hopByContinuation(result.ask.continuationToken) !== undefined) {
+      return 'duplicate';
+    }
     const item = this.#rec.item(hop.itemId)!;
     const work: Work = { item, actor: this.#runs.get(item.id) };
     const accrual = accrue(hop, work.item, result.usage, now);

@@ -20,7 +20,7 @@ export const COORDINATOR_SCHEMA: MigrationSet = {
   migrations: [
     {
       version: 1,
-      name: 'work items, hops, runs, usage, handled results, outbox',
+      name: 'work items, hops, runs, definitions, usage, outbox',
       up(db) {
         db.exec(`
           CREATE TABLE coord_items (
@@ -99,10 +99,6 @@ export const COORDINATOR_SCHEMA: MigrationSet = {
             at INTEGER NOT NULL
           ) STRICT;
           CREATE INDEX coord_usage_item ON coord_usage (item_id);
-          CREATE TABLE coord_handled (
-            key TEXT PRIMARY KEY,
-            at INTEGER NOT NULL
-          ) STRICT, WITHOUT ROWID;
           CREATE TABLE coord_outbox (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             item_id TEXT NOT NULL,
@@ -376,11 +372,8 @@ export class CoordinatorStore {
     run: Statement<[string], { machine_version: number; snapshot: string }>;
     saveRun: Statement<[string, number, string, number]>;
     insertUsage: Statement<unknown[]>;
-    handled: Statement<[string], { key: string }>;
-    markHandled: Statement<[string, number]>;
     addOutbox: Statement<[string, string, string]>;
     outbox: Statement<[], { id: number; item_id: string; kind: string; body: string }>;
-    deleteOutbox: Statement<[number]>;
     definition: Statement<[string, number], { body: string }>;
     saveDefinition: Statement<[string, number, string]>;
   };
@@ -427,11 +420,8 @@ export class CoordinatorStore {
         `INSERT INTO coord_usage (hop_id, item_id, agent, model, input_tokens, output_tokens, cost_usd, elapsed_ms, at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
-      handled: db.prepare('SELECT key FROM coord_handled WHERE key = ?'),
-      markHandled: db.prepare('INSERT INTO coord_handled (key, at) VALUES (?, ?)'),
       addOutbox: db.prepare('INSERT INTO coord_outbox (item_id, kind, body) VALUES (?, ?, ?)'),
       outbox: db.prepare('SELECT id, item_id, kind, body FROM coord_outbox ORDER BY id'),
-      deleteOutbox: db.prepare('DELETE FROM coord_outbox WHERE id = ?'),
       definition: db.prepare('SELECT body FROM coord_definitions WHERE id = ? AND version = ?'),
       saveDefinition: db.prepare('INSERT OR IGNORE INTO coord_definitions (id, version, body) VALUES (?, ?, ?)'),
     };
@@ -636,15 +626,6 @@ export class CoordinatorStore {
     this.#s.saveDefinition.run(ref.id, ref.version, JSON.stringify(definition));
   }
 
-  /** Whether a result (by its handling key) was already applied. */
-  isHandled(key: string): boolean {
-    return this.#s.handled.get(key) !== undefined;
-  }
-
-  markHandled(key: string, now: number): void {
-    this.#s.markHandled.run(key, now);
-  }
-
   /** Adds a publish to make after the commit; returns its row. */
   addOutbox(itemId: string, kind: OutboxKind, body: unknown): OutboxRow {
     const info = this.#s.addOutbox.run(itemId, kind, JSON.stringify(body));
@@ -661,6 +642,9 @@ export class CoordinatorStore {
   }
 
   deleteOutbox(ids: readonly number[]): void {
-    for (const id of ids) this.#s.deleteOutbox.run(id);
+    for (let i = 0; i < ids.length; i += 500) {
+      const chunk = ids.slice(i, i + 500);
+      this.db.prepare(`DELETE FROM coord_outbox WHERE id IN (${chunk.map(() => '?').join(',')})`).run(...chunk);
+    }
   }
 }
