@@ -15,7 +15,7 @@ import type { AuditEntryInput, JsonObject } from '../protocol/audit.js';
 import type { Clock } from '../persistence/clock.js';
 import type { IdSource } from '../persistence/ids.js';
 import type { Part } from '../protocol/parts.js';
-import type { ResultEnvelope } from '../protocol/work-envelope.js';
+import type { ResultEnvelope, RetryPolicy } from '../protocol/work-envelope.js';
 import type { WorkflowDefinition, WorkflowRunEvent } from '../protocol/workflow.js';
 import type { CoordinatorGovernance } from './coordinator-policies.js';
 import type { CoordinatorStore, HopRecord, ItemBudget, ItemRecord, ItemState, OutboxRow } from './coordinator-store.js';
@@ -98,6 +98,8 @@ export class CoordinatorEngine {
   /** The live runs: one root actor per work item not yet final. */
   readonly #runs = new Map<string, Actor<WorkflowRunMachine>>();
   readonly #rec: LiveRecords;
+  /** Resolved retry policies per definition object and stage (resolving parses). */
+  readonly #retryPolicies = new WeakMap<WorkflowDefinition, Map<string, RetryPolicy>>();
   /** Definitions already kept in the tables (run snapshots refer to them). */
   readonly #kept = new Set<string>();
   readonly #tx: (fn: (step: Step) => ResultHandling) => { step: Step; handling: ResultHandling };
@@ -576,7 +578,7 @@ export class CoordinatorEngine {
       if (!live) return this.#late(step, work, hop);
       if (!this.#overBudget(step, work)) {
         const def = this.#definitionOf(work);
-        const policy = stageRetryPolicy(def, hop.stage);
+        const policy = this.#retryPolicy(def, hop.stage);
         const spent = policy.maximumAttempts !== 0 && (result.deliveries ?? 1) >= policy.maximumAttempts;
         const final = policy.nonRetryableErrorTypes.includes(error.type) || !spent ? 'non-retryable' : 'exhausted';
         this.#send(work, {
@@ -876,7 +878,7 @@ export class CoordinatorEngine {
       attempt,
       idempotencyKey: record.idempotencyKey,
       taskKey: item.id,
-      retryPolicy: stageRetryPolicy(ctx.definition, stage),
+      retryPolicy: this.#retryPolicy(ctx.definition, stage),
       message: {
         role: 'user',
         parts: item.input,
@@ -960,6 +962,20 @@ export class CoordinatorEngine {
   }
 
   // ---------------------------------------------------------------- helpers
+
+  #retryPolicy(def: WorkflowDefinition, stage: string): RetryPolicy {
+    let byStage = this.#retryPolicies.get(def);
+    if (byStage === undefined) {
+      byStage = new Map();
+      this.#retryPolicies.set(def, byStage);
+    }
+    let policy = byStage.get(stage);
+    if (policy === undefined) {
+      policy = stageRetryPolicy(def, stage);
+      byStage.set(stage, policy);
+    }
+    return policy;
+  }
 
   /** Sends an event to the run; a refused event throws only when `strict` (an approval by a non-approver). */
   #send(work: Work, event: WorkflowRunEvent, strict = false): boolean {
