@@ -791,7 +791,7 @@ export class CoordinatorEngine {
           });
           continue;
         }
-        if (d.resume !== null) this.#resume(step, work, ctx, d.resume);
+        if (d.resume !== null) this.#resume(step, work, d.resume);
         else this.#dispatch(step, work, ctx, d.stage, d.role, d.hop, d.attempt, d.delayMs);
         return;
       }
@@ -910,7 +910,7 @@ export class CoordinatorEngine {
     });
   }
 
-  #resume(step: Step, work: Work, ctx: WorkflowRunContext, continuation: string): void {
+  #resume(step: Step, work: Work, continuation: string): void {
     const query = this.#rec.hopByContinuation(continuation);
     const asking = query?.askedBy === null || query === undefined ? undefined : this.#rec.hop(query.askedBy);
     if (query === undefined || asking === undefined || query.reply === null) {
@@ -930,7 +930,6 @@ export class CoordinatorEngine {
       stage: asking.stage,
       role: asking.role,
     });
-    void ctx;
   }
 
   #finish(step: Step, work: Work, ctx: WorkflowRunContext, state: ItemState): void {
