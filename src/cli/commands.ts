@@ -1,11 +1,15 @@
 import type { CliCommand } from './command.js';
+import { approveCommand } from './approve.js';
 import { auditCommand } from './audit.js';
+import { coordinatorCommand } from './coordinator.js';
 import { demoCommand } from './demo.js';
 import { dlqCommand } from './dlq.js';
 import { serveCommand } from './serve.js';
+import { submitCommand } from './submit.js';
 import { tasksCommand } from './tasks.js';
 import { topCommand } from './top.js';
 import { usageCommand } from './usage.js';
+import { workerCommand } from './worker.js';
 
 /**
  * Every command, in the order `--help` lists them. A command lives in its own
@@ -19,4 +23,8 @@ export const COMMANDS: readonly CliCommand[] = [
   tasksCommand,
   dlqCommand,
   topCommand,
+  coordinatorCommand,
+  workerCommand,
+  submitCommand,
+  approveCommand,
 ];

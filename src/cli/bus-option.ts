@@ -1,0 +1,90 @@
+import { type RedisContextStore, createRedisContextStore } from '../bus/redis-context-store.js';
+import { createRedisQueue } from '../bus/redis-queue.js';
+import { SqliteQueue } from '../bus/sqlite-queue.js';
+import type { WorkQueue } from '../bus/work-queue.js';
+import { type ContextStore, SqliteContextStore } from '../persistence/context-store.js';
+import type { SqliteDatabase } from '../persistence/database.js';
+import { CliUsageError, type FlagSpec, type ParsedArgs, stringFlag } from './command-args.js';
+
+/**
+ * `--bus` of the scale-out commands (`coordinator`, `worker`, `submit`,
+ * `approve`): `redis://HOST:PORT[/DB]` selects the Redis Streams bus (keys
+ * under `--bus-prefix`); without it the embedded SQLite bus in the `--db`
+ * file is used, so the same commands run on one machine with no Redis.
+ */
+
+export const BUS_FLAGS: FlagSpec = {
+  bus: { type: 'string' },
+  'bus-prefix': { type: 'string' },
+};
+
+export const BUS_HELP = `  --bus URL               the work bus: redis://HOST:PORT[/DB] for Redis
+                          Streams; default: the embedded SQLite bus in the
+                          --db file (no Redis needed)
+  --bus-prefix NAME       key prefix of the deployment on Redis (default
+                          switchboard; 1-64 letters, digits, . _ : -)`;
+
+export type BusChoice = { kind: 'redis'; url: string; prefix: string } | { kind: 'sqlite'; path: string };
+
+const PREFIX = /^[A-Za-z0-9._:-]{1,64}$/;
+
+/** Reads `--bus`, `--bus-prefix` and `--db` (the SQLite bus needs the file). */
+export function parseBusChoice(args: ParsedArgs, db: string | undefined): BusChoice {
+  const url = stringFlag(args, 'bus');
+  const prefix = stringFlag(args, 'bus-prefix');
+  if (url === undefined) {
+    if (prefix !== undefined) throw new CliUsageError('--bus-prefix is for a Redis --bus');
+    if (db === undefined) throw new CliUsageError('give --bus redis://HOST:PORT, or --db PATH for the embedded bus');
+    return { kind: 'sqlite', path: db };
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new CliUsageError(`--bus must be a redis://HOST:PORT[/DB] URL (got '${url}')`);
+  }
+  if (parsed.protocol !== 'redis:' || parsed.hostname === '' || !/^(\/[0-9]{0,2})?$/.test(parsed.pathname)) {
+    throw new CliUsageError(`--bus must be a redis://HOST:PORT[/DB] URL (got '${parsed.protocol}//${parsed.host}')`);
+  }
+  if (prefix !== undefined && !PREFIX.test(prefix)) {
+    throw new CliUsageError('--bus-prefix must be 1-64 letters, digits, . _ : or -');
+  }
+  return { kind: 'redis', url, prefix: prefix ?? 'switchboard' };
+}
+
+export function describeBus(choice: BusChoice): string {
+  if (choice.kind === 'sqlite') return `sqlite:${choice.path}`;
+  const u = new URL(choice.url);
+  return `redis://${u.host}${u.pathname === '/' ? '' : u.pathname} (prefix ${choice.prefix})`;
+}
+
+export interface OpenBusOptions {
+  /** The SQLite bus: an open database of the process (else the --db file is opened and closed by `close`). */
+  database?: SqliteDatabase;
+  /** Redis: entries read but never leased by a dead consumer are claimed after this long. */
+  orphanIdleMs?: number;
+}
+
+/** Opens the chosen bus. */
+export async function openBus(choice: BusChoice, options: OpenBusOptions = {}): Promise<WorkQueue> {
+  if (choice.kind === 'redis') {
+    return createRedisQueue({
+      url: choice.url,
+      prefix: choice.prefix,
+      ...(options.orphanIdleMs === undefined ? {} : { orphanIdleMs: options.orphanIdleMs }),
+    });
+  }
+  return new SqliteQueue({
+    database: options.database ?? choice.path,
+    pollIntervalMs: { min: 5, max: 50 },
+  });
+}
+
+/** The Context Engine that goes with the bus: Redis beside a Redis bus, else the SQLite file. */
+export async function openContextStore(
+  choice: BusChoice,
+  options: { database?: SqliteDatabase } = {},
+): Promise<ContextStore | RedisContextStore> {
+  if (choice.kind === 'redis') return createRedisContextStore({ url: choice.url, prefix: choice.prefix });
+  return new SqliteContextStore({ database: options.database ?? choice.path });
+}

@@ -1,0 +1,215 @@
+import { statSync } from 'node:fs';
+import { type Broker, createBroker } from '../actors/broker.js';
+import { type Coordinator, type RoleDeployment, createCoordinator } from '../actors/coordinator.js';
+import { CoordinatorIntake } from '../actors/coordinator-intake.js';
+import { SHIPPED_WORKFLOWS_DIR, loadWorkflowDirectory, loadWorkflowFile } from '../actors/workflow-loader.js';
+import type { WorkQueue } from '../bus/work-queue.js';
+import { DEMO_DEPLOYMENTS } from '../demo/run-demo.js';
+import { DEMO_HANDLERS } from '../demo/roles.js';
+import { LOG_LEVELS, type Logger, createLogger } from '../log/logger.js';
+import { WorkflowRegistry } from '../machines/workflow-definition.js';
+import type { ContextStore } from '../persistence/context-store.js';
+import { type SqliteDatabase, openDatabase } from '../persistence/database.js';
+import {
+  BUS_FLAGS,
+  BUS_HELP,
+  type BusChoice,
+  describeBus,
+  openBus,
+  openContextStore,
+  parseBusChoice,
+} from './bus-option.js';
+import type { CliCommand } from './command.js';
+import {
+  CliUsageError,
+  type FlagSpec,
+  booleanFlag,
+  choiceFlag,
+  parseCommandArgs,
+  reportUsageError,
+  stringFlag,
+} from './command-args.js';
+import { stopSignal } from './stop-signal.js';
+
+export const COORDINATOR_USAGE = `Usage: switchboard coordinator --db PATH [--bus URL] [--workflows DIR|FILE]
+                               [--auto-approve NAME] [--local-workers]
+                               [--log-level LEVEL]
+
+Runs the Coordinator in this process: the broker, the audit and the
+Coordinator's tables live in the SQLite --db file; hops travel over the
+chosen bus to workers in other processes (switchboard worker). Work items
+arrive on the bus's control role $items (switchboard submit) and approval
+decisions on $approvals (switchboard approve); see docs/coordinator.md,
+"Control plane". Logs JSON lines to stderr. Stops gracefully on SIGINT or
+SIGTERM: stops taking results and requests, lets what it holds finish,
+closes the bus and the database (a second signal exits at once).
+
+Options:
+  --db PATH               the Coordinator's SQLite file (created if missing;
+                          with the default bus it also holds the bus and the
+                          Context Engine)
+${BUS_HELP}
+  --workflows DIR|FILE    the workflow definitions (.json) items may follow
+                          (default: the shipped workflows, dev-sdlc among them)
+  --auto-approve NAME     approve every item reaching an approval gate as
+                          NAME (unattended runs and tests)
+  --local-workers         also run the demo's scripted workers in this
+                          process (one pool per demo role)
+  --log-level LEVEL       ${LOG_LEVELS.join(', ')} (default: info)
+  -h, --help              show this help
+
+Exit status: 0 after a graceful stop; 1 when the database, the bus or the
+workflows cannot be opened; 2 for a usage error.`;
+
+/** Every flag the command accepts (each is documented in its --help; a test checks it). */
+export const COORDINATOR_FLAGS: FlagSpec = {
+  db: { type: 'string' },
+  ...BUS_FLAGS,
+  workflows: { type: 'string' },
+  'auto-approve': { type: 'string' },
+  'local-workers': { type: 'boolean' },
+  'log-level': { type: 'string' },
+};
+
+interface Flags {
+  db: string;
+  bus: BusChoice;
+  workflows: string | undefined;
+  autoApprove: string | undefined;
+  localWorkers: boolean;
+  logLevel: (typeof LOG_LEVELS)[number];
+}
+
+function parseFlags(argv: string[]): Flags {
+  const args = parseCommandArgs(argv, COORDINATOR_FLAGS, 0);
+  const db = stringFlag(args, 'db');
+  if (db === undefined) throw new CliUsageError('--db PATH is required');
+  const autoApprove = stringFlag(args, 'auto-approve');
+  if (autoApprove !== undefined && autoApprove.length > 128) {
+    throw new CliUsageError('--auto-approve takes a name of at most 128 characters');
+  }
+  return {
+    db,
+    bus: parseBusChoice(args, db),
+    workflows: stringFlag(args, 'workflows'),
+    autoApprove,
+    localWorkers: booleanFlag(args, 'local-workers'),
+    logLevel: choiceFlag(args, 'log-level', LOG_LEVELS, 'info'),
+  };
+}
+
+function loadDefinitions(source: string | undefined): WorkflowRegistry {
+  if (source === undefined) return loadWorkflowDirectory(SHIPPED_WORKFLOWS_DIR);
+  if (statSync(source, { throwIfNoEntry: false })?.isDirectory() === true) return loadWorkflowDirectory(source);
+  const registry = new WorkflowRegistry();
+  registry.add(loadWorkflowFile(source));
+  return registry;
+}
+
+/** What the process opened, closed in reverse. */
+interface Opened {
+  coordinator?: Coordinator;
+  intake?: CoordinatorIntake;
+  broker?: Broker;
+  bus?: WorkQueue;
+  contextStore?: ContextStore;
+  db?: SqliteDatabase;
+}
+
+async function closeAll(opened: Opened, log: Logger): Promise<void> {
+  const steps: [string, (() => Promise<void> | void) | undefined][] = [
+    ['intake', opened.intake && (() => opened.intake!.close())],
+    ['coordinator', opened.coordinator && (() => opened.coordinator!.close())],
+    ['context store', opened.contextStore && (() => opened.contextStore!.close())],
+    ['bus', opened.bus && (() => opened.bus!.close())],
+    ['broker', opened.broker && (() => opened.broker!.close())],
+    ['database', opened.db && (() => void opened.db!.close())],
+  ];
+  for (const [what, close] of steps) {
+    if (close === undefined) continue;
+    try {
+      await close();
+    } catch (error) {
+      log.warn({ err: error, what }, 'close failed');
+    }
+  }
+}
+
+async function runCoordinator(argv: string[]): Promise<number> {
+  let flags: Flags;
+  try {
+    flags = parseFlags(argv);
+  } catch (error) {
+    if (error instanceof CliUsageError) return reportUsageError('coordinator', error, COORDINATOR_USAGE);
+    throw error;
+  }
+  const log = createLogger({ level: flags.logLevel, name: 'switchboard-coordinator' });
+  const signal = stopSignal(log);
+  const opened: Opened = {};
+  try {
+    let definitions: WorkflowRegistry;
+    try {
+      definitions = loadDefinitions(flags.workflows);
+    } catch (error) {
+      log.fatal({ err: { message: (error as Error).message } }, 'cannot load the workflows');
+      return 1;
+    }
+    const deployments: Record<string, RoleDeployment> = {};
+    if (flags.localWorkers) {
+      for (const [role, deployment] of Object.entries(DEMO_DEPLOYMENTS)) {
+        deployments[role] = { handler: DEMO_HANDLERS[role]!, deployment };
+      }
+    }
+    try {
+      opened.db = openDatabase(flags.db);
+      opened.broker = createBroker({ path: flags.db, logger: log });
+      opened.bus = await openBus(flags.bus, { database: opened.db });
+      opened.contextStore = await openContextStore(flags.bus, { database: opened.db });
+      opened.coordinator = await createCoordinator({
+        broker: opened.broker,
+        bus: opened.bus,
+        db: opened.db,
+        contextStore: opened.contextStore,
+        definitions,
+        deployments,
+        consumer: `coordinator-${process.pid}`,
+        logger: log,
+      });
+    } catch (error) {
+      log.fatal({ err: { message: (error as Error).message }, db: flags.db }, 'cannot start the Coordinator');
+      return 1;
+    }
+    opened.intake = new CoordinatorIntake({
+      coordinator: opened.coordinator,
+      bus: opened.bus,
+      logger: log,
+      consumer: `coordinator-${process.pid}`,
+      ...(flags.autoApprove === undefined ? {} : { autoApprove: flags.autoApprove }),
+    });
+    opened.intake.start();
+    log.info(
+      {
+        db: flags.db,
+        bus: describeBus(flags.bus),
+        workflows: definitions.list().map((d) => `${d.id}@${d.version}`),
+        restored: opened.coordinator.restored.items.length,
+        localWorkers: Object.keys(deployments),
+        autoApprove: flags.autoApprove ?? null,
+      },
+      'coordinator ready',
+    );
+    await signal.stopped;
+    return 0;
+  } finally {
+    await closeAll(opened, log);
+    signal.dispose();
+    log.info('stopped');
+  }
+}
+
+export const coordinatorCommand: CliCommand = {
+  name: 'coordinator',
+  summary: 'run the Coordinator as its own process (workers connect over the bus)',
+  usage: COORDINATOR_USAGE,
+  run: runCoordinator,
+};

@@ -1,0 +1,222 @@
+import { createRequire } from 'node:module';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { routeAsks } from '../actors/coordinator-asks.js';
+import { type WorkHandler, type Worker, createWorker } from '../actors/worker.js';
+import type { WorkQueue } from '../bus/work-queue.js';
+import { DEMO_HANDLERS } from '../demo/roles.js';
+import { LOG_LEVELS, type Logger, createLogger } from '../log/logger.js';
+import type { ContextStore } from '../persistence/context-store.js';
+import { RoleSchema } from '../protocol/work-envelope.js';
+import {
+  BUS_FLAGS,
+  BUS_HELP,
+  type BusChoice,
+  describeBus,
+  openBus,
+  openContextStore,
+  parseBusChoice,
+} from './bus-option.js';
+import type { CliCommand } from './command.js';
+import {
+  CliUsageError,
+  type FlagSpec,
+  choiceFlag,
+  countFlag,
+  parseCommandArgs,
+  reportUsageError,
+  stringFlag,
+} from './command-args.js';
+import { stopSignal } from './stop-signal.js';
+
+export const WORKER_USAGE = `Usage: switchboard worker --role ROLE --handler MODULE [--bus URL] [--db PATH]
+                          [--concurrency N] [--lease-ms MS] [--grace-ms MS]
+                          [--log-level LEVEL]
+
+Runs a worker for one role: it leases the role's hops from the bus, hydrates
+each work item's context from the Context Engine, calls the handler and
+publishes the result for the Coordinator (switchboard coordinator). Logs JSON
+lines to stderr. Stops gracefully on SIGINT or SIGTERM: takes no new hop,
+lets hops in flight finish within --grace-ms, releases the leases of those
+that do not (they go to another worker at once), then closes the bus and
+the Context Engine (a second signal exits at once).
+
+Options:
+  --role ROLE             the role whose hops this worker runs (required)
+  --handler MODULE        the handler: a file path or a package specifier
+                          whose module exports a worker harness handler
+                          (default export, or an export named handler), or
+                          demo:ROLE for the demo's scripted handler of ROLE
+                          (demo:architect, demo:coding, demo:testing,
+                          demo:devops); required
+${BUS_HELP}
+  --db PATH               with the default bus: the Coordinator's SQLite file
+                          (the bus and the Context Engine live in it); with
+                          a Redis bus the Context Engine is on Redis and
+                          --db is not used
+  --concurrency N         hops run at once, 1-256 (default 1)
+  --lease-ms MS           lease per hop, renewed by heartbeats while the
+                          handler runs; a crashed worker's hops come back
+                          after it (100-3600000, default 30000)
+  --grace-ms MS           how long in-flight hops may run after a stop
+                          signal before their leases are released
+                          (0-3600000, default 10000)
+  --log-level LEVEL       ${LOG_LEVELS.join(', ')} (default: info)
+  -h, --help              show this help
+
+Exit status: 0 after a graceful stop; 1 when the handler, the bus or the
+Context Engine cannot be loaded or opened; 2 for a usage error.`;
+
+/** Every flag the command accepts (each is documented in its --help; a test checks it). */
+export const WORKER_FLAGS: FlagSpec = {
+  role: { type: 'string' },
+  handler: { type: 'string' },
+  ...BUS_FLAGS,
+  db: { type: 'string' },
+  concurrency: { type: 'string' },
+  'lease-ms': { type: 'string' },
+  'grace-ms': { type: 'string' },
+  'log-level': { type: 'string' },
+};
+
+interface Flags {
+  role: string;
+  handler: string;
+  bus: BusChoice;
+  concurrency: number;
+  leaseMs: number;
+  graceMs: number;
+  logLevel: (typeof LOG_LEVELS)[number];
+}
+
+function msFlag(value: string | undefined, name: string, fallback: number, min: number, max: number): number {
+  if (value === undefined) return fallback;
+  if (!/^[0-9]+$/.test(value) || Number(value) < min || Number(value) > max) {
+    throw new CliUsageError(`--${name} must be a whole number from ${min} to ${max} (got '${value}')`);
+  }
+  return Number(value);
+}
+
+function parseFlags(argv: string[]): Flags {
+  const args = parseCommandArgs(argv, WORKER_FLAGS, 0);
+  const role = stringFlag(args, 'role');
+  if (role === undefined) throw new CliUsageError('--role ROLE is required');
+  if (!RoleSchema.safeParse(role).success || role.startsWith('$')) {
+    throw new CliUsageError(`--role '${role}' is not a role name`);
+  }
+  const handler = stringFlag(args, 'handler');
+  if (handler === undefined) throw new CliUsageError('--handler MODULE is required');
+  return {
+    role,
+    handler,
+    bus: parseBusChoice(args, stringFlag(args, 'db')),
+    concurrency: countFlag(args, 'concurrency', 1, 256),
+    leaseMs: msFlag(stringFlag(args, 'lease-ms'), 'lease-ms', 30_000, 100, 3_600_000),
+    graceMs: msFlag(stringFlag(args, 'grace-ms'), 'grace-ms', 10_000, 0, 3_600_000),
+    logLevel: choiceFlag(args, 'log-level', LOG_LEVELS, 'info'),
+  };
+}
+
+export class HandlerLoadError extends Error {
+  readonly code = 'WORKER_HANDLER_LOAD' as const;
+  constructor(message: string) {
+    super(message);
+    this.name = 'HandlerLoadError';
+  }
+}
+
+/** `demo:ROLE`, a file path, or a package specifier (resolved from the working directory). */
+export async function loadHandler(spec: string): Promise<WorkHandler> {
+  if (spec.startsWith('demo:')) {
+    const handler = DEMO_HANDLERS[spec.slice('demo:'.length)];
+    if (handler === undefined) {
+      throw new HandlerLoadError(`no demo handler '${spec}' (demo:${Object.keys(DEMO_HANDLERS).join(', demo:')})`);
+    }
+    return handler;
+  }
+  const isPath = spec.startsWith('.') || spec.startsWith('/') || /^[A-Za-z]:[\\/]/.test(spec);
+  let url: string;
+  try {
+    url = isPath
+      ? pathToFileURL(resolve(spec)).href
+      : pathToFileURL(createRequire(resolve('package.json')).resolve(spec)).href;
+  } catch {
+    // An ESM-only package without a require condition: let import resolve it.
+    url = spec;
+  }
+  let mod: Record<string, unknown>;
+  try {
+    mod = (await import(url)) as Record<string, unknown>;
+  } catch (error) {
+    throw new HandlerLoadError(`cannot load handler module '${spec}': ${(error as Error).message}`);
+  }
+  const handler = typeof mod.default === 'function' ? mod.default : mod.handler;
+  if (typeof handler !== 'function') {
+    throw new HandlerLoadError(`module '${spec}' exports no handler function (default export or 'handler')`);
+  }
+  return handler as WorkHandler;
+}
+
+async function runWorker(argv: string[]): Promise<number> {
+  let flags: Flags;
+  try {
+    flags = parseFlags(argv);
+  } catch (error) {
+    if (error instanceof CliUsageError) return reportUsageError('worker', error, WORKER_USAGE);
+    throw error;
+  }
+  const log: Logger = createLogger({ level: flags.logLevel, name: 'switchboard-worker' });
+  const signal = stopSignal(log);
+  let bus: WorkQueue | undefined;
+  let contextStore: ContextStore | undefined;
+  let worker: Worker | undefined;
+  try {
+    let handler: WorkHandler;
+    try {
+      handler = await loadHandler(flags.handler);
+      bus = await openBus(flags.bus, { orphanIdleMs: Math.max(1_000, flags.leaseMs * 2) });
+      contextStore = await openContextStore(flags.bus);
+    } catch (error) {
+      log.fatal({ err: { message: (error as Error).message }, handler: flags.handler }, 'cannot start the worker');
+      return 1;
+    }
+    worker = createWorker({
+      role: flags.role,
+      // Questions go through the Coordinator, which governs them before they reach the asked role.
+      handler: routeAsks(handler),
+      bus,
+      contextStore,
+      concurrency: flags.concurrency,
+      visibilityTimeoutMs: flags.leaseMs,
+      consumer: `${flags.role}-${process.pid}`,
+      logger: log,
+    });
+    log.info(
+      {
+        role: flags.role,
+        handler: flags.handler,
+        bus: describeBus(flags.bus),
+        concurrency: flags.concurrency,
+        leaseMs: flags.leaseMs,
+      },
+      'worker ready',
+    );
+    await signal.stopped;
+    await worker.stop({ graceMs: flags.graceMs });
+    log.info({ settled: worker.settled }, 'worker stopped');
+    return 0;
+  } finally {
+    if (worker?.running === true) await worker.stop({ graceMs: 0 }).catch(() => {});
+    await contextStore?.close().catch((error: unknown) => log.warn({ err: error }, 'closing the context store failed'));
+    await bus?.close().catch((error: unknown) => log.warn({ err: error }, 'closing the bus failed'));
+    signal.dispose();
+    log.info('stopped');
+  }
+}
+
+export const workerCommand: CliCommand = {
+  name: 'worker',
+  summary: "run a worker for one role as its own process (the role's hops over the bus)",
+  usage: WORKER_USAGE,
+  run: runWorker,
+};
