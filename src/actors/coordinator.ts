@@ -463,6 +463,13 @@ class RunningCoordinator implements Coordinator {
 
   async cancel(itemId: string, options: { by?: string; reason?: string } = {}): Promise<void> {
     this.#assertOpen();
+    const { by, reason } = options ?? {};
+    if (by !== undefined && (typeof by !== 'string' || by.length === 0 || by.length > 256)) {
+      throw invalid('who cancels is a name of 1 to 256 characters');
+    }
+    if (reason !== undefined && (typeof reason !== 'string' || reason.length === 0 || reason.length > 2000)) {
+      throw invalid('a reason is 1 to 2000 characters');
+    }
     this.#after(this.#p.engine.cancel(itemId, options.by ?? null, options.reason ?? null));
   }
 

@@ -192,10 +192,18 @@ describe('governance, budgets and approvals', () => {
     const { coordinator } = f;
     const id = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Never mind' });
     await until(() => coordinator.get(id)?.state === 'awaiting-approval', 10_000, 'the gate');
+    await expect(coordinator.cancel(id, { reason: 'x'.repeat(2001) })).rejects.toMatchObject({
+      code: 'COORD_INVALID_ARGUMENT',
+    });
+    expect(coordinator.get(id)?.state).toBe('awaiting-approval');
     await coordinator.cancel(id, { by: 'edge', reason: 'requirements changed' });
     const final = await coordinator.settled(id);
     expect(final.state).toBe('canceled');
-    expect(coordinator.audit.list({ itemId: id }).at(-1)?.kind).toBe('item-canceled');
+    expect(coordinator.audit.list({ itemId: id }).at(-1)).toMatchObject({
+      kind: 'item-canceled',
+      data: { state: 'canceled', cancellation: { by: 'edge', reason: 'requirements changed' } },
+    });
+    await expect(coordinator.cancel(id)).rejects.toMatchObject({ code: 'COORD_ITEM_FINAL' });
     await coordinator.mirrored();
   });
 
