@@ -21,6 +21,14 @@ import {
 } from './bus-option.js';
 import type { CliCommand } from './command.js';
 import {
+  INSPECT_USAGE,
+  InspectOptionError,
+  type InspectTarget,
+  type RunningInspection,
+  startInspection,
+  takeInspectOption,
+} from './inspect-option.js';
+import {
   CliUsageError,
   type FlagSpec,
   booleanFlag,
@@ -33,7 +41,7 @@ import { stopSignal } from './stop-signal.js';
 
 export const COORDINATOR_USAGE = `Usage: switchboard coordinator --db PATH [--bus URL] [--workflows DIR|FILE]
                                [--auto-approve NAME] [--local-workers]
-                               [--log-level LEVEL]
+                               [--log-level LEVEL] [--inspect[=[HOST:]PORT]]
 
 Runs the Coordinator in this process: the broker, the audit and the
 Coordinator's tables live in the SQLite --db file; hops travel over the
@@ -56,6 +64,7 @@ ${BUS_HELP}
   --local-workers         also run the demo's scripted workers in this
                           process (one pool per demo role)
   --log-level LEVEL       ${LOG_LEVELS.join(', ')} (default: info)
+${INSPECT_USAGE}
   -h, --help              show this help
 
 Exit status: 0 after a graceful stop; 1 when the database, the bus or the
@@ -135,9 +144,17 @@ async function closeAll(opened: Opened, log: Logger): Promise<void> {
   }
 }
 
-async function runCoordinator(argv: string[]): Promise<number> {
+async function runCoordinator(all: string[]): Promise<number> {
   let flags: Flags;
+  let inspect: InspectTarget | null;
   try {
+    let argv: string[];
+    try {
+      ({ argv, inspect } = takeInspectOption(all));
+    } catch (error) {
+      if (error instanceof InspectOptionError) throw new CliUsageError(error.message);
+      throw error;
+    }
     flags = parseFlags(argv);
   } catch (error) {
     if (error instanceof CliUsageError) return reportUsageError('coordinator', error, COORDINATOR_USAGE);
@@ -146,7 +163,16 @@ async function runCoordinator(argv: string[]): Promise<number> {
   const log = createLogger({ level: flags.logLevel, name: 'switchboard-coordinator' });
   const signal = stopSignal(log);
   const opened: Opened = {};
+  let inspection: RunningInspection | null = null;
   try {
+    if (inspect !== null) {
+      try {
+        inspection = await startInspection(inspect, { logger: log });
+      } catch (error) {
+        log.fatal({ err: { message: (error as Error).message } }, 'cannot start the inspector');
+        return 1;
+      }
+    }
     let definitions: WorkflowRegistry;
     try {
       definitions = loadDefinitions(flags.workflows);
@@ -162,7 +188,7 @@ async function runCoordinator(argv: string[]): Promise<number> {
     }
     try {
       opened.db = openDatabase(flags.db);
-      opened.broker = createBroker({ path: flags.db, logger: log });
+      opened.broker = createBroker({ path: flags.db, logger: log, inspect: inspection?.inspect });
       opened.bus = await openBus(flags.bus, { database: opened.db });
       opened.contextStore = await openContextStore(flags.bus, { database: opened.db });
       opened.coordinator = await createCoordinator({
@@ -174,6 +200,7 @@ async function runCoordinator(argv: string[]): Promise<number> {
         deployments,
         consumer: `coordinator-${process.pid}`,
         logger: log,
+        inspect: inspection?.inspect,
       });
     } catch (error) {
       log.fatal({ err: { message: (error as Error).message }, db: flags.db }, 'cannot start the Coordinator');
@@ -202,6 +229,8 @@ async function runCoordinator(argv: string[]): Promise<number> {
     return 0;
   } finally {
     await closeAll(opened, log);
+    // The inspector's server would keep the process alive.
+    await inspection?.stop();
     signal.dispose();
     log.info('stopped');
   }
