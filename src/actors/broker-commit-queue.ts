@@ -88,6 +88,15 @@ export class CommitQueue {
     return this.queue.length;
   }
 
+  /**
+   * True when no call is queued, scheduled or being committed: the database
+   * holds exactly what every call made so far committed, so a read run now
+   * sees all of them (and nothing uncommitted).
+   */
+  get quiet(): boolean {
+    return this.queue.length === 0 && !this.scheduled && !this.flushing;
+  }
+
   stats(): { commits: number; calls: number; failedCommits: number } {
     return { ...this.counters };
   }

@@ -92,6 +92,25 @@ export interface Broker extends BrokerApi {
 
 type Role = 'requester' | 'worker';
 
+/** Methods that write nothing: answered without the commit queue when it is quiet. */
+const READS: ReadonlySet<BrokerMethod> = new Set<BrokerMethod>([
+  'a2a.agents.list',
+  'a2a.tasks.get',
+  'a2a.tasks.list',
+  'a2a.tasks.pushNotificationConfig.get',
+  'a2a.events.since',
+]);
+
+/** The scope of a read run outside the queue: reads register no undo and no effect. */
+const NO_SCOPE: CallScope = {
+  onUndo: () => {
+    throw new Error('a read registered an undo');
+  },
+  afterCommit: () => {
+    throw new Error('a read registered an effect');
+  },
+};
+
 /** The error of a call made after `close()`. */
 export function brokerClosedError(): SwitchboardError {
   return new SwitchboardError(JSONRPC_INTERNAL_ERROR, 'the broker is closed');
@@ -251,6 +270,16 @@ class EmbeddedBroker implements Broker {
       return Promise.reject(error);
     }
     const handler = this.handlers[method] as (p: MethodParams<M>, scope: CallScope) => MethodResult<M>;
+    if (READS.has(method) && this.queue.quiet) {
+      // A read while nothing is queued or committing: answered from committed
+      // state at once, without a transaction. Behind a queued call it joins the
+      // queue instead, so it sees every call made before it.
+      try {
+        return Promise.resolve(handler(params, NO_SCOPE));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
     return this.queue.enqueue((scope) => handler(params, scope));
   }
 

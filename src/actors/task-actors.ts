@@ -108,7 +108,9 @@ export class TaskActors {
       actor = this.rebuilt(taskId, from);
       this.live.set(taskId, actor);
     }
-    const before = actor.getPersistedSnapshot() as PersistedTaskSnapshot;
+    // Snapshots are immutable: the one before the move is kept as is and only
+    // turned into a persisted snapshot if the move has to be undone.
+    const before = actor.getSnapshot();
     actor.send({ type: 'MOVE', ...move });
     const after: SnapshotFrom<TaskMachine> = actor.getSnapshot();
     const undo = () => {
@@ -116,7 +118,11 @@ export class TaskActors {
       if (hadActor) {
         this.live.set(
           taskId,
-          createActor(taskMachine, { snapshot: before, input: { taskId }, inspect: this.inspect }).start(),
+          createActor(taskMachine, {
+            snapshot: taskMachine.getPersistedSnapshot(before) as PersistedTaskSnapshot,
+            input: { taskId },
+            inspect: this.inspect,
+          }).start(),
         );
       } else {
         this.live.delete(taskId);

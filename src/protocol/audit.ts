@@ -45,6 +45,8 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 function isWellFormed(text: string): boolean {
   return !LONE_SURROGATE.test(text);
 }
+/** Whether a string has no lone surrogate (RFC 8785 refuses one). */
+export const isWellFormedText = isWellFormed;
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 export type JsonObject = { [key: string]: JsonValue };
