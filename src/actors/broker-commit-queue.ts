@@ -49,6 +49,8 @@ export class CommitQueue {
   constructor(
     db: SqliteDatabase,
     private readonly logger: Logger,
+    /** Called after every successful COMMIT (before any call of it is answered). */
+    private readonly onCommit: () => void = () => {},
   ) {
     this.single = db.transaction((outcome: Outcome) => {
       outcome.value = outcome.job.run(scopeOf(outcome));
@@ -154,6 +156,7 @@ export class CommitQueue {
     }
     this.counters.commits++;
     this.counters.calls += jobs.length;
+    this.onCommit();
     const effects: (() => void)[] = [];
     for (const outcome of outcomes) {
       if (outcome.ok) {

@@ -39,6 +39,7 @@ import { type Clock, isoTime, systemClock } from '../persistence/clock.js';
 import { DEFAULT_DURABILITY, type Durability, type SqliteDatabase, openDatabase } from '../persistence/database.js';
 import { type IdSource, createUuidV7Source } from '../persistence/ids.js';
 import { migrate } from '../persistence/migrations.js';
+import { WalCheckpointer } from '../persistence/a2a-wal-checkpointer.js';
 import { VERSION } from '../version.js';
 import { AgentOutbox } from './agent-outbox.js';
 import type { BrokerApi, BrokerMethod } from './broker-api.js';
@@ -140,6 +141,7 @@ class EmbeddedBroker implements Broker {
   private readonly logger: Logger;
   private readonly store: A2AStore;
   private readonly queue: CommitQueue;
+  private readonly checkpointer: WalCheckpointer;
   private readonly tokens = new TokenAuthority();
   private readonly registry: Registry = createRegistry();
   private readonly tasks: TaskActors;
@@ -161,7 +163,13 @@ class EmbeddedBroker implements Broker {
     if (options.inspect !== undefined) inspectStore(this.registry, 'broker', options.inspect);
     const schema = migrate(db, A2A_MIGRATION_SET);
     this.store = new A2AStore(db);
-    this.queue = new CommitQueue(db, this.logger);
+    this.checkpointer = new WalCheckpointer(db, {
+      path,
+      synchronous: durability === 'full' ? 'FULL' : 'NORMAL',
+      onFailure: (message) =>
+        this.logger.warn({ err: { message } }, 'a2a checkpoint thread failed: SQLite checkpoints inside commits again'),
+    });
+    this.queue = new CommitQueue(db, this.logger, () => this.checkpointer.committed());
     this.opened = { schema, ...this.restore() };
     this.logger.info({ path, durability, ...this.opened, liveTasks: this.tasks.size }, 'a2a broker open');
   }
@@ -244,7 +252,8 @@ class EmbeddedBroker implements Broker {
   close(): Promise<void> {
     if (this.closing !== null) return this.closing;
     this.isClosed = true;
-    this.closing = this.queue.idle().then(() => {
+    this.closing = this.queue.idle().then(async () => {
+      await this.checkpointer.close();
       const { byId } = this.registry.getSnapshot().context;
       for (const registration of byId.values()) {
         registration.actor.stop();
