@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { routeAsks } from '../actors/coordinator-asks.js';
-import { type WorkHandler, type Worker, createWorker } from '../actors/worker.js';
+import { NonRetryableError, type WorkHandler, type Worker, createWorker } from '../actors/worker.js';
 import type { WorkQueue } from '../bus/work-queue.js';
 import { DEMO_HANDLERS } from '../demo/roles.js';
 import { LOG_LEVELS, type Logger, createLogger } from '../log/logger.js';
@@ -26,14 +26,16 @@ import {
   parseCommandArgs,
   reportUsageError,
   stringFlag,
+  stringListFlag,
 } from './command-args.js';
 import { stopSignal } from './stop-signal.js';
 
-export const WORKER_USAGE = `Usage: switchboard worker --role ROLE --handler MODULE [--bus URL] [--db PATH]
+export const WORKER_USAGE = `Usage: switchboard worker --role ROLE [--role ROLE ...] --handler MODULE
+                          [--bus URL] [--db PATH]
                           [--concurrency N] [--lease-ms MS] [--grace-ms MS]
                           [--log-level LEVEL]
 
-Runs a worker for one role: it leases the role's hops from the bus, hydrates
+Runs a worker for each role given: it leases the role's hops from the bus, hydrates
 each work item's context from the Context Engine, calls the handler and
 publishes the result for the Coordinator (switchboard coordinator). Logs JSON
 lines to stderr. Stops gracefully on SIGINT or SIGTERM: takes no new hop,
@@ -42,19 +44,22 @@ that do not (they go to another worker at once), then closes the bus and
 the Context Engine (a second signal exits at once).
 
 Options:
-  --role ROLE             the role whose hops this worker runs (required)
+  --role ROLE             a role whose hops this process runs (required;
+                          repeat it to serve several roles, one worker each,
+                          sharing the handler module and the connections)
   --handler MODULE        the handler: a file path or a package specifier
                           whose module exports a worker harness handler
                           (default export, or an export named handler), or
                           demo:ROLE for the demo's scripted handler of ROLE
                           (demo:architect, demo:coding, demo:testing,
-                          demo:devops); required
+                          demo:devops), or demo for the demo's handler of
+                          each hop's role; required
 ${BUS_HELP}
   --db PATH               with the default bus: the Coordinator's SQLite file
                           (the bus and the Context Engine live in it); with
                           a Redis bus the Context Engine is on Redis and
                           --db is not used
-  --concurrency N         hops run at once, 1-256 (default 1)
+  --concurrency N         hops run at once per role, 1-256 (default 1)
   --lease-ms MS           lease per hop, renewed by heartbeats while the
                           handler runs; a crashed worker's hops come back
                           after it (100-3600000, default 30000)
@@ -69,7 +74,7 @@ Context Engine cannot be loaded or opened; 2 for a usage error.`;
 
 /** Every flag the command accepts (each is documented in its --help; a test checks it). */
 export const WORKER_FLAGS: FlagSpec = {
-  role: { type: 'string' },
+  role: { type: 'string', multiple: true },
   handler: { type: 'string' },
   ...BUS_FLAGS,
   db: { type: 'string' },
@@ -80,7 +85,7 @@ export const WORKER_FLAGS: FlagSpec = {
 };
 
 interface Flags {
-  role: string;
+  roles: string[];
   handler: string;
   bus: BusChoice;
   concurrency: number;
@@ -99,15 +104,18 @@ function msFlag(value: string | undefined, name: string, fallback: number, min: 
 
 function parseFlags(argv: string[]): Flags {
   const args = parseCommandArgs(argv, WORKER_FLAGS, 0);
-  const role = stringFlag(args, 'role');
-  if (role === undefined) throw new CliUsageError('--role ROLE is required');
-  if (!RoleSchema.safeParse(role).success || role.startsWith('$')) {
-    throw new CliUsageError(`--role '${role}' is not a role name`);
+  const roles = stringListFlag(args, 'role');
+  if (roles === undefined) throw new CliUsageError('--role ROLE is required');
+  for (const role of roles) {
+    if (!RoleSchema.safeParse(role).success || role.startsWith('$')) {
+      throw new CliUsageError(`--role '${role}' is not a role name`);
+    }
   }
+  if (new Set(roles).size !== roles.length) throw new CliUsageError('a --role is given twice');
   const handler = stringFlag(args, 'handler');
   if (handler === undefined) throw new CliUsageError('--handler MODULE is required');
   return {
-    role,
+    roles,
     handler,
     bus: parseBusChoice(args, stringFlag(args, 'db')),
     concurrency: countFlag(args, 'concurrency', 1, 256),
@@ -125,8 +133,15 @@ export class HandlerLoadError extends Error {
   }
 }
 
-/** `demo:ROLE`, a file path, or a package specifier (resolved from the working directory). */
+/** `demo`, `demo:ROLE`, a file path, or a package specifier (resolved from the working directory). */
 export async function loadHandler(spec: string): Promise<WorkHandler> {
+  if (spec === 'demo') {
+    return (hop) => {
+      const handler = DEMO_HANDLERS[hop.role];
+      if (handler === undefined) throw new NonRetryableError(`the demo has no handler for role ${hop.role}`);
+      return handler(hop);
+    };
+  }
   if (spec.startsWith('demo:')) {
     const handler = DEMO_HANDLERS[spec.slice('demo:'.length)];
     if (handler === undefined) {
@@ -169,7 +184,7 @@ async function runWorker(argv: string[]): Promise<number> {
   const signal = stopSignal(log);
   let bus: WorkQueue | undefined;
   let contextStore: ContextStore | undefined;
-  let worker: Worker | undefined;
+  const workers: Worker[] = [];
   try {
     let handler: WorkHandler;
     try {
@@ -180,20 +195,24 @@ async function runWorker(argv: string[]): Promise<number> {
       log.fatal({ err: { message: (error as Error).message }, handler: flags.handler }, 'cannot start the worker');
       return 1;
     }
-    worker = createWorker({
-      role: flags.role,
-      // Questions go through the Coordinator, which governs them before they reach the asked role.
-      handler: routeAsks(handler),
-      bus,
-      contextStore,
-      concurrency: flags.concurrency,
-      visibilityTimeoutMs: flags.leaseMs,
-      consumer: `${flags.role}-${process.pid}`,
-      logger: log,
-    });
+    for (const role of flags.roles) {
+      workers.push(
+        createWorker({
+          role,
+          // Questions go through the Coordinator, which governs them before they reach the asked role.
+          handler: routeAsks(handler),
+          bus,
+          contextStore,
+          concurrency: flags.concurrency,
+          visibilityTimeoutMs: flags.leaseMs,
+          consumer: `${role}-${process.pid}`,
+          logger: log,
+        }),
+      );
+    }
     log.info(
       {
-        role: flags.role,
+        roles: flags.roles,
         handler: flags.handler,
         bus: describeBus(flags.bus),
         concurrency: flags.concurrency,
@@ -202,11 +221,11 @@ async function runWorker(argv: string[]): Promise<number> {
       'worker ready',
     );
     await signal.stopped;
-    await worker.stop({ graceMs: flags.graceMs });
-    log.info({ settled: worker.settled }, 'worker stopped');
+    await Promise.all(workers.map((w) => w.stop({ graceMs: flags.graceMs })));
+    log.info({ settled: workers.reduce((n, w) => n + w.settled, 0) }, 'workers stopped');
     return 0;
   } finally {
-    if (worker?.running === true) await worker.stop({ graceMs: 0 }).catch(() => {});
+    await Promise.all(workers.filter((w) => w.running).map((w) => w.stop({ graceMs: 0 }).catch(() => {})));
     await contextStore?.close().catch((error: unknown) => log.warn({ err: error }, 'closing the context store failed'));
     await bus?.close().catch((error: unknown) => log.warn({ err: error }, 'closing the bus failed'));
     signal.dispose();
@@ -214,9 +233,20 @@ async function runWorker(argv: string[]): Promise<number> {
   }
 }
 
+/**
+ * The process ends after a graceful stop even when the handler module keeps
+ * connections or timers of its own open (they are not the worker's to close):
+ * once everything of the worker is closed, a second later at the latest.
+ */
+async function runWorkerProcess(argv: string[]): Promise<number> {
+  const code = await runWorker(argv);
+  setTimeout(() => process.exit(code), 1000).unref();
+  return code;
+}
+
 export const workerCommand: CliCommand = {
   name: 'worker',
   summary: "run a worker for one role as its own process (the role's hops over the bus)",
   usage: WORKER_USAGE,
-  run: runWorker,
+  run: runWorkerProcess,
 };
