@@ -6,6 +6,7 @@ import { SHIPPED_WORKFLOWS_DIR, loadWorkflowDirectory, loadWorkflowFile } from '
 import type { WorkQueue } from '../bus/work-queue.js';
 import { DEMO_DEPLOYMENTS } from '../demo/run-demo.js';
 import { DEMO_HANDLERS } from '../demo/roles.js';
+import { HOP_EVENT_KINDS, itemLogFields } from '../log/log-fields.js';
 import { LOG_LEVELS, type Logger, createLogger } from '../log/logger.js';
 import { WorkflowRegistry } from '../machines/workflow-definition.js';
 import type { ContextStore } from '../persistence/context-store.js';
@@ -206,6 +207,13 @@ async function runCoordinator(all: string[]): Promise<number> {
       log.fatal({ err: { message: (error as Error).message }, db: flags.db }, 'cannot start the Coordinator');
       return 1;
     }
+    // One line per item event: lifecycle at info, hop events at debug.
+    opened.coordinator.statuses$.subscribe((status) => {
+      if (status.event.kind === 'current') return;
+      const fields = itemLogFields(status);
+      if (HOP_EVENT_KINDS.has(status.event.kind)) log.debug(fields, 'work item event');
+      else log.info(fields, 'work item event');
+    });
     opened.intake = new CoordinatorIntake({
       coordinator: opened.coordinator,
       bus: opened.bus,

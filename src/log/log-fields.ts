@@ -76,3 +76,55 @@ export function callLogFields(method: string, params: unknown, result?: unknown)
   }
   return out;
 }
+
+export interface ItemLogFields {
+  itemId: string;
+  event: string;
+  taskId?: string;
+  state?: string;
+  stage?: string;
+  hop?: number;
+  role?: string;
+  costUsd?: number;
+  inputTokens?: number;
+  outputTokens?: number;
+}
+
+interface ItemStatusLike {
+  id: string;
+  taskId: string | null;
+  state: string;
+  stage: string | null;
+  usage: { costUsd: number; inputTokens: number; outputTokens: number };
+  event: { kind: string; hop: number | null; stage: string | null; role: string | null };
+}
+
+/** Item events about one hop (logged at debug); the others are the item's lifecycle (info). */
+export const HOP_EVENT_KINDS: ReadonlySet<string> = new Set([
+  'dispatched',
+  'denied',
+  'suspended',
+  'answered',
+  'resumed',
+  'hop-completed',
+  'hop-failed',
+  'late-result',
+]);
+
+/**
+ * A Coordinator item status's fields for its log line: the work item, its
+ * task, state, the hop, stage and role the event is about, and the cost so
+ * far. Not the event's `detail` text (it may quote a worker's error).
+ */
+export function itemLogFields(status: ItemStatusLike): ItemLogFields {
+  const out: ItemLogFields = { itemId: status.id, event: status.event.kind, state: status.state };
+  if (status.taskId !== null) out.taskId = status.taskId;
+  const stage = status.event.stage ?? status.stage;
+  if (stage !== null) out.stage = stage;
+  if (status.event.hop !== null) out.hop = status.event.hop;
+  if (status.event.role !== null) out.role = status.event.role;
+  out.costUsd = status.usage.costUsd;
+  out.inputTokens = status.usage.inputTokens;
+  out.outputTokens = status.usage.outputTokens;
+  return out;
+}
