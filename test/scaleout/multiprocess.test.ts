@@ -135,7 +135,8 @@ describe.runIf(runRedis)('coordinator and worker processes on Redis', () => {
             '--log-level',
             'warn',
           ],
-          env,
+          // w1 is the one killed: its hops hold their lease longer, so the kill lands while it holds one.
+          name === 'w1' ? { ...env, SB_HOP_DELAY_MS: '500' } : env,
         ),
       );
     const workers = { w1: startWorker('w1'), w2: startWorker('w2'), w3: startWorker('w3') };
@@ -155,7 +156,7 @@ describe.runIf(runRedis)('coordinator and worker processes on Redis', () => {
     expect(submitted.code, submitted.stderr).toBe(0);
     expect(submitted.stdout.trim().split('\n')).toHaveLength(50);
 
-    // SIGKILL w1 right after it starts a hop (the fixture holds each hop's lease for 100 ms), once it has run some.
+    // SIGKILL w1 right after it starts a hop (the fixture holds each of w1's hops for 500 ms), once it has run some.
     let started = 0;
     const killedLine = await workers.w1.waitForLine((line) => isHopStart(line) && ++started >= 8, 60_000);
     workers.w1.child.kill('SIGKILL');
