@@ -131,7 +131,7 @@ export class CoordinatorEngine {
       }
       const step: Step = { audit: [], events: [], items: new Map(), outbox: [] };
       const handling = fn(step);
-      if (step.audit.length > 0) this.#audit.appendMany(step.audit);
+      if (step.audit.length > 0) this.#audit.appendManyInTransaction(step.audit);
       this.#innerNs = process.hrtime.bigint() - began;
       return { step, handling };
     });

@@ -15,7 +15,7 @@ import {
   isWellFormedText,
   jsonProblem,
 } from '../protocol/audit.js';
-import { type Clock, isoTime, systemClock } from './clock.js';
+import { type Clock, systemClock } from './clock.js';
 import type { SqliteDatabase } from './database.js';
 import { type MigrationSet, migrate } from './migrations.js';
 
@@ -69,7 +69,7 @@ export const AUDIT_MIGRATIONS: MigrationSet = {
   ],
 };
 
-export const AUDIT_ERROR_CODES = ['AUDIT_INVALID_ENTRY', 'AUDIT_HEAD_MISSING'] as const;
+export const AUDIT_ERROR_CODES = ['AUDIT_INVALID_ENTRY', 'AUDIT_HEAD_MISSING', 'AUDIT_NO_TRANSACTION'] as const;
 export type AuditErrorCode = (typeof AUDIT_ERROR_CODES)[number];
 
 export class AuditError extends Error {
@@ -184,6 +184,10 @@ export class AuditLog {
   readonly #insert: Statement<[number, string, string, string, number | null, string, string, string, string]>;
   readonly #writeHead: Statement<[number, string]>;
   readonly #appendTx: (entries: readonly CheckedEntry[]) => AuditAppended[];
+  readonly #appendRows: (entries: readonly CheckedEntry[]) => AuditAppended[];
+  /** The last clock reading and its ISO form (rows of one transaction share the millisecond). */
+  #lastMs = Number.NaN;
+  #lastIso = '';
 
   constructor(db: SqliteDatabase, options: AuditLogOptions = {}) {
     this.#db = db;
@@ -194,7 +198,7 @@ export class AuditLog {
       'INSERT INTO audit_log (seq, at, kind, item_id, hop, actor, data, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
     );
     this.#writeHead = db.prepare('UPDATE audit_head SET seq = ?, hash = ? WHERE id = 1');
-    const tx = db.transaction((entries: readonly CheckedEntry[]) => {
+    const appendRows = (entries: readonly CheckedEntry[]) => {
       const head = this.#readHead.get();
       if (head === undefined) throw new AuditError('AUDIT_HEAD_MISSING', 'the audit head row is missing');
       let { seq, hash } = head;
@@ -211,7 +215,9 @@ export class AuditLog {
       }
       this.#writeHead.run(seq, hash);
       return out;
-    });
+    };
+    this.#appendRows = appendRows;
+    const tx = db.transaction(appendRows);
     // Its own transaction takes the write lock at once (BEGIN IMMEDIATE);
     // inside a caller's transaction it is a savepoint.
     this.#appendTx = tx.immediate;
@@ -219,15 +225,39 @@ export class AuditLog {
 
   /** Appends one row; returns the new head. Bad input throws `AuditError` and appends nothing. */
   append(entry: AuditEntryInput): AuditAppended {
-    return this.#appendTx([checkEntry(entry, this.#clock)])[0]!;
+    return this.#appendTx([checkEntry(entry, this.#now)])[0]!;
   }
 
   /** Appends rows in order, all or none. */
   appendMany(entries: readonly AuditEntryInput[]): AuditAppended[] {
     if (entries.length === 0) return [];
     // Every entry is checked before anything is written.
-    return this.#appendTx(entries.map((e) => checkEntry(e, this.#clock)));
+    return this.#appendTx(entries.map((e) => checkEntry(e, this.#now)));
   }
+
+  /**
+   * Appends rows in order inside the caller's open transaction, without a
+   * savepoint of its own (one transaction, one head update): for a caller
+   * whose transaction rolls back whenever this throws (the Coordinator's
+   * step), which keeps it all or none. Throws when no transaction is open.
+   */
+  appendManyInTransaction(entries: readonly AuditEntryInput[]): AuditAppended[] {
+    if (!this.#db.inTransaction) {
+      throw new AuditError('AUDIT_NO_TRANSACTION', 'appendManyInTransaction needs an open transaction');
+    }
+    if (entries.length === 0) return [];
+    return this.#appendRows(entries.map((e) => checkEntry(e, this.#now)));
+  }
+
+  /** The clock's time in ISO 8601 (formatted once per millisecond). */
+  readonly #now = (): string => {
+    const ms = this.#clock.now();
+    if (ms !== this.#lastMs) {
+      this.#lastMs = ms;
+      this.#lastIso = new Date(ms).toISOString();
+    }
+    return this.#lastIso;
+  };
 
   /** The chain head as stored. */
   head(): AuditHead {
@@ -396,8 +426,8 @@ export function isPlainAuditEntry(entry: unknown): entry is AuditEntryInput {
   return data !== null && typeof data === 'object' && !Array.isArray(data) && jsonProblem(data) === null;
 }
 
-function checkEntry(entry: AuditEntryInput, clock: Clock): CheckedEntry {
-  if (isPlainAuditEntry(entry)) return checkedFrom(entry as ParsedEntry, clock);
+function checkEntry(entry: AuditEntryInput, now: () => string): CheckedEntry {
+  if (isPlainAuditEntry(entry)) return checkedFrom(entry as ParsedEntry, now);
   const parsed = AuditEntryInputSchema.safeParse(entry);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -408,12 +438,12 @@ function checkEntry(entry: AuditEntryInput, clock: Clock): CheckedEntry {
       path,
     );
   }
-  return checkedFrom(parsed.data, clock);
+  return checkedFrom(parsed.data, now);
 }
 
 type ParsedEntry = z.output<typeof AuditEntryInputSchema>;
 
-function checkedFrom(e: ParsedEntry, clock: Clock): CheckedEntry {
+function checkedFrom(e: ParsedEntry, now: () => string): CheckedEntry {
   const dataText = canonicalize(e.data) ?? '{}';
   if (Buffer.byteLength(dataText, 'utf8') > MAX_AUDIT_DATA_BYTES) {
     throw new AuditError(
@@ -423,7 +453,7 @@ function checkedFrom(e: ParsedEntry, clock: Clock): CheckedEntry {
     );
   }
   return {
-    at: e.at ?? isoTime(clock),
+    at: e.at ?? now(),
     kind: e.kind,
     itemId: e.itemId,
     hop: e.hop ?? null,

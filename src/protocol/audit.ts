@@ -61,28 +61,43 @@ export function jsonProblem(
   path: (string | number)[] = [],
   depth = 0,
 ): { path: (string | number)[]; message: string } | null {
-  if (depth > MAX_AUDIT_DATA_DEPTH) return { path, message: `nested deeper than ${MAX_AUDIT_DATA_DEPTH}` };
+  const problem = problemIn(value, depth);
+  if (problem === null) return null;
+  // The path is gathered innermost first while unwinding (nothing is allocated for plain JSON).
+  return { path: [...path, ...problem.path.reverse()], message: problem.message };
+}
+
+function problemIn(value: unknown, depth: number): { path: (string | number)[]; message: string } | null {
+  if (depth > MAX_AUDIT_DATA_DEPTH) return { path: [], message: `nested deeper than ${MAX_AUDIT_DATA_DEPTH}` };
   if (value === null || typeof value === 'boolean') return null;
-  if (typeof value === 'number') return Number.isFinite(value) ? null : { path, message: `${value} is not JSON` };
-  if (typeof value === 'string') return isWellFormed(value) ? null : { path, message: 'a lone surrogate is not JSON' };
+  if (typeof value === 'number') return Number.isFinite(value) ? null : { path: [], message: `${value} is not JSON` };
+  if (typeof value === 'string') {
+    return isWellFormed(value) ? null : { path: [], message: 'a lone surrogate is not JSON' };
+  }
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const problem = jsonProblem(value[i], [...path, i], depth + 1);
-      if (problem) return problem;
+      const problem = problemIn(value[i], depth + 1);
+      if (problem) {
+        problem.path.push(i);
+        return problem;
+      }
     }
     return null;
   }
   if (typeof value === 'object') {
     const proto = Object.getPrototypeOf(value);
-    if (proto !== Object.prototype && proto !== null) return { path, message: 'not a plain object' };
-    for (const [key, child] of Object.entries(value)) {
-      if (!isWellFormed(key)) return { path, message: 'a key with a lone surrogate is not JSON' };
-      const problem = jsonProblem(child, [...path, key], depth + 1);
-      if (problem) return problem;
+    if (proto !== Object.prototype && proto !== null) return { path: [], message: 'not a plain object' };
+    for (const key of Object.keys(value)) {
+      if (!isWellFormed(key)) return { path: [], message: 'a key with a lone surrogate is not JSON' };
+      const problem = problemIn((value as Record<string, unknown>)[key], depth + 1);
+      if (problem) {
+        problem.path.push(key);
+        return problem;
+      }
     }
     return null;
   }
-  return { path, message: `a ${typeof value} is not JSON` };
+  return { path: [], message: `a ${typeof value} is not JSON` };
 }
 
 export const AuditDataSchema = z.custom<JsonObject>(
