@@ -57,6 +57,8 @@ export { SqliteQueue, createSqliteQueue } from './bus/sqlite-queue.js';
 export type { SqliteQueueOptions } from './bus/sqlite-queue.js';
 export { RedisQueue, createRedisQueue } from './bus/redis-queue.js';
 export type { RedisQueueOptions } from './bus/redis-queue.js';
+export { RedisContextStore, RedisContextStoreError, createRedisContextStore } from './bus/redis-context-store.js';
+export type { RedisContextStoreOptions } from './bus/redis-context-store.js';
 export { RedisKeys, REDIS_GROUP } from './bus/redis-keys.js';
 export { replyDispatch, replyInfo, resumeKey, REPLY_METADATA_KEY } from './bus/reply-routing.js';
 export type { ReplyInfo } from './bus/reply-routing.js';
@@ -102,3 +104,12 @@ export { DEFAULT_MAX_HOPS } from './actors/coordinator-policies.js';
 export { hopKey } from './actors/coordinator-engine.js';
 export type { TimedStep } from './actors/coordinator-engine.js';
 export { ASK_ROLE_PREFIX, AskForwarder, askTarget, routeAsks } from './actors/coordinator-asks.js';
+export {
+  APPROVALS_ROLE,
+  CoordinatorIntake,
+  ITEMS_ROLE,
+  REQUEST_ATTRIBUTE,
+  submitApproval,
+  submitItems,
+} from './actors/coordinator-intake.js';
+export type { ApprovalRequest, IntakeOptions, ItemRequest } from './actors/coordinator-intake.js';
