@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** 256 random bits. */
 export const TOKEN_BYTES = 32;
@@ -22,17 +22,17 @@ export class TokenAuthority {
   /** Mints a token for a registration. The caller hands `token` out once and forgets it. */
   mint(agentId: string): { token: string; entry: TokenEntry } {
     const token = randomBytes(TOKEN_BYTES).toString('base64url');
-    const digest = digestOf(token);
-    const entry: TokenEntry = { key: digest.toString('hex'), digest, agentId };
+    const key = keyOf(token);
+    const entry: TokenEntry = { key, digest: Buffer.from(key, 'hex'), agentId };
     this.byKey.set(entry.key, entry);
     return { token, entry };
   }
 
   /** The registration a token names, or undefined. */
   resolve(token: string): string | undefined {
-    const digest = digestOf(token);
-    const entry = this.byKey.get(digest.toString('hex'));
-    if (entry === undefined || !timingSafeEqual(entry.digest, digest)) return undefined;
+    const key = keyOf(token);
+    const entry = this.byKey.get(key);
+    if (entry === undefined || !timingSafeEqual(entry.digest, Buffer.from(key, 'hex'))) return undefined;
     return entry.agentId;
   }
 
@@ -55,6 +55,7 @@ export class TokenAuthority {
   }
 }
 
-function digestOf(token: string): Buffer {
-  return createHash('sha256').update(token, 'utf8').digest();
+/** The SHA-256 digest of a token, in hex (one-shot `crypto.hash`: no Hash object per call). */
+function keyOf(token: string): string {
+  return hash('sha256', token, 'hex');
 }

@@ -232,12 +232,17 @@ class EmbeddedBroker implements Broker {
     return this.invoke('a2a.events.since', params);
   }
 
-  async dispatch(method: string, params: unknown): Promise<unknown> {
-    if (!isMethodName(method)) throw methodNotFound(method);
+  dispatch(method: string, params: unknown): Promise<unknown> {
+    if (!isMethodName(method)) return Promise.reject(methodNotFound(method));
     if (method === 'app.handshake') {
-      parseParams(METHODS[method].params, params);
-      return handshakeResult(VERSION);
+      try {
+        parseParams(METHODS[method].params, params);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      return Promise.resolve(handshakeResult(VERSION));
     }
+    // `invoke` never throws: it rejects.
     return this.invoke(method, params);
   }
 
@@ -633,8 +638,13 @@ class EmbeddedBroker implements Broker {
 
   private doGetTask(p: MethodParams<'a2a.tasks.get'>): MethodResult<'a2a.tasks.get'> {
     const caller = this.caller(p.token);
-    const { head } = this.partyTask(caller, p.id);
-    return { task: this.store.loadTask(head, p.historyLength) };
+    // The head and the task in one statement; the checks are partyTask's.
+    const found = this.store.taskWithHead(p.id, p.historyLength);
+    if (found === undefined) throw a2aError('A2A_UNKNOWN_TASK', 'no such task', { taskId: p.id });
+    if (roleOf(found.head, caller.party) === undefined) {
+      throw a2aError('A2A_CROSS_CONTEXT_DENIED', 'not a party to this task', { taskId: p.id });
+    }
+    return { task: found.task };
   }
 
   private doListTasks(p: MethodParams<'a2a.tasks.list'>): MethodResult<'a2a.tasks.list'> {
