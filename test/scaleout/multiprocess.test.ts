@@ -333,13 +333,20 @@ describe('coordinator and worker processes on the default SQLite bus (no Redis)'
     }
   }, 150_000);
 
-  it('refuses bad flags with exit 2 and the help', async () => {
+  it('refuses bad flags with exit 2 and the help, a handler it cannot load with exit 1', async () => {
     const r = await runCli(['worker', '--role', 'coding']);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('--handler MODULE is required');
     const bus = await runCli(['coordinator', '--db', '/nonexistent/x.db', '--bus', 'http://example']);
     expect(bus.code).toBe(2);
     expect(bus.stderr).toContain('--bus must be a redis://HOST:PORT[/DB] URL');
+    const dir = tempDir();
+    const missing = await runCli(['worker', '--db', join(dir, 'x.db'), '--role', 'coding', '--handler', './nope.mjs']);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("cannot load handler module './nope.mjs'");
+    const unknownDemo = await runCli(['worker', '--db', join(dir, 'x.db'), '--role', 'coding', '--handler', 'demo:qa']);
+    expect(unknownDemo.code).toBe(1);
+    expect(unknownDemo.stderr).toContain("no demo handler 'demo:qa'");
     const noBus = await runCli(['submit', '--workflow', 'dev-sdlc', '--input', 'x']);
     expect(noBus.code).toBe(2);
     expect(noBus.stderr).toContain('give --bus redis://HOST:PORT, or --db PATH');
