@@ -443,8 +443,32 @@ function checkEntry(entry: AuditEntryInput, now: () => string): CheckedEntry {
 
 type ParsedEntry = z.output<typeof AuditEntryInputSchema>;
 
+/**
+ * The RFC 8785 canonical JSON of a value `jsonProblem` passed (finite
+ * numbers, well-formed strings, plain arrays and objects, nothing
+ * undefined): keys in code-unit order, primitives as `JSON.stringify` writes
+ * them. Equal to `canonicalize(value)` on such values (a property test
+ * checks it); it skips the checks `jsonProblem` already made.
+ */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (Array.isArray(value)) {
+    let out = '[';
+    for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + canonicalJson(value[i]);
+    return `${out}]`;
+  }
+  const keys = Object.keys(value).sort();
+  let out = '{';
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
+    out += `${i === 0 ? '' : ','}${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`;
+  }
+  return `${out}}`;
+}
+
 function checkedFrom(e: ParsedEntry, now: () => string): CheckedEntry {
-  const dataText = canonicalize(e.data) ?? '{}';
+  // `data` passed `jsonProblem` (the fast check or the schema): plain JSON.
+  const dataText = canonicalJson(e.data);
   if (Buffer.byteLength(dataText, 'utf8') > MAX_AUDIT_DATA_BYTES) {
     throw new AuditError(
       'AUDIT_INVALID_ENTRY',

@@ -1,7 +1,8 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
-import { isPlainAuditEntry } from '../../src/persistence/audit.js';
-import { AUDIT_KINDS, AuditEntryInputSchema } from '../../src/protocol/audit.js';
+import canonicalize from 'canonicalize';
+import { canonicalJson, isPlainAuditEntry } from '../../src/persistence/audit.js';
+import { AUDIT_KINDS, AuditEntryInputSchema, jsonProblem } from '../../src/protocol/audit.js';
 
 /**
  * The audit's zod-free check of an entry (its fast path) never accepts what
@@ -78,5 +79,21 @@ describe('the audit entry check without zod', () => {
       expect(isPlainAuditEntry(bad)).toBe(false);
       expect(AuditEntryInputSchema.safeParse(bad).success).toBe(false);
     }
+  });
+});
+
+describe('the canonical JSON of checked data', () => {
+  const data = fc.dictionary(fc.string({ unit: 'binary' }), fc.jsonValue());
+  test.prop([fc.oneof(data, fc.dictionary(fc.string({ unit: 'grapheme' }), fc.jsonValue({ maxDepth: 3 })))], {
+    numRuns: 300,
+  })('is exactly what canonicalize writes', (value) => {
+    fc.pre(jsonProblem(value) === null);
+    expect(canonicalJson(value)).toBe(canonicalize(value));
+  });
+
+  it('orders keys by code unit and writes numbers as RFC 8785 does', () => {
+    const value = { b: [1e21, -0, 0.1, 1e-7], a: { '\u00e9': 'x', e\u0301: 'y', '\ud83d\ude00': null, z: true } };
+    expect(canonicalJson(value)).toBe(canonicalize(value));
+    expect(canonicalJson(value)).toBe('{"a":{"e\u0301":"y","z":true,"\u00e9":"x","😀":null},"b":[1e+21,0,0.1,1e-7]}');
   });
 });
