@@ -60,7 +60,10 @@ const COORDINATOR_ACTOR = 'coordinator';
 /** Drops `undefined` fields (audit rows are plain JSON); nested values are built without them. */
 function json(value: object): JsonObject {
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = v;
+  for (const k of Object.keys(value)) {
+    const v = (value as Record<string, unknown>)[k];
+    if (v !== undefined) out[k] = v;
+  }
   return out as JsonObject;
 }
 
