@@ -153,6 +153,8 @@ function hashAfter(prev: Buffer, canonicalRow: string): Buffer {
 export function auditRowHash(prevHash: string, row: AuditHashedRow): string {
   return hashCanonical(prevHash, canonicalAuditRow(row, canonicalize(row.data) ?? '{}'));
 }
+/** Rows per INSERT statement at most (9 parameters a row, well under SQLite's limit). */
+const INSERT_BATCH = 8;
 /** The domain tag and the 0x00 that ends it. */
 const DOMAIN_PREFIX = Buffer.concat([Buffer.from(AUDIT_DOMAIN_TAG, 'utf8'), Buffer.from([0])]);
 /** The domain prefix and the previous hash (32 bytes). */
@@ -197,7 +199,8 @@ export class AuditLog {
   readonly #db: SqliteDatabase;
   readonly #clock: Clock;
   readonly #readHead: Statement<[], { seq: number; hash: string }>;
-  readonly #insert: Statement<[number, string, string, string, number | null, string, string, string, string]>;
+  /** INSERT statements of 1 to INSERT_BATCH rows, prepared when first needed. */
+  readonly #inserts: Statement<(string | number | null)[]>[] = [];
   readonly #writeHead: Statement<[number, string]>;
   readonly #appendTx: (entries: readonly CheckedEntry[]) => AuditAppended[];
   readonly #appendRows: (entries: readonly CheckedEntry[]) => AuditAppended[];
@@ -210,9 +213,6 @@ export class AuditLog {
     this.#clock = options.clock ?? systemClock;
     migrate(db, AUDIT_MIGRATIONS);
     this.#readHead = db.prepare('SELECT seq, hash FROM audit_head WHERE id = 1');
-    this.#insert = db.prepare(
-      'INSERT INTO audit_log (seq, at, kind, item_id, hop, actor, data, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    );
     this.#writeHead = db.prepare('UPDATE audit_head SET seq = ?, hash = ? WHERE id = 1');
     const appendRows = (entries: readonly CheckedEntry[]) => {
       const head = this.#readHead.get();
@@ -221,14 +221,21 @@ export class AuditLog {
       // The previous hash is carried as bytes from one row to the next (parsed from hex once per batch).
       let prevBytes: Buffer = Buffer.from(hash, 'hex');
       const out: AuditAppended[] = [];
+      // Rows go in by statements of up to INSERT_BATCH rows (one statement for a hop's rows).
+      let params: (string | number | null)[] = [];
       for (const row of entries) {
         const prevHash = hash;
         seq += 1;
         prevBytes = hashAfter(prevBytes, canonicalAuditRow({ seq, ...row }, row.dataText));
         hash = prevBytes.toString('hex');
-        this.#insert.run(seq, row.at, row.kind, row.itemId, row.hop, row.actor, row.dataText, prevHash, hash);
+        params.push(seq, row.at, row.kind, row.itemId, row.hop, row.actor, row.dataText, prevHash, hash);
         out.push({ seq, hash, at: row.at, prevHash });
+        if (params.length === INSERT_BATCH * 9) {
+          this.#insertRows(INSERT_BATCH).run(...params);
+          params = [];
+        }
       }
+      if (params.length > 0) this.#insertRows(params.length / 9).run(...params);
       this.#writeHead.run(seq, hash);
       return out;
     };
@@ -237,6 +244,17 @@ export class AuditLog {
     // Its own transaction takes the write lock at once (BEGIN IMMEDIATE);
     // inside a caller's transaction it is a savepoint.
     this.#appendTx = tx.immediate;
+  }
+
+  #insertRows(count: number): Statement<(string | number | null)[]> {
+    const prepared = this.#inserts[count];
+    if (prepared !== undefined) return prepared;
+    const values = Array.from({ length: count }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ');
+    const statement = this.#db.prepare<(string | number | null)[]>(
+      `INSERT INTO audit_log (seq, at, kind, item_id, hop, actor, data, prev_hash, hash) VALUES ${values}`,
+    );
+    this.#inserts[count] = statement;
+    return statement;
   }
 
   /** Appends one row; returns the new head. Bad input throws `AuditError` and appends nothing. */
