@@ -40,6 +40,9 @@ export const MAX_CALLS_PER_COMMIT = 1024;
  */
 export class CommitQueue {
   private queue: Job[] = [];
+  private reads: Job[] = [];
+  private readsScheduled = false;
+  private readonly readBatch: (jobs: Job[]) => void;
   private scheduled = false;
   private flushing = false;
   private idleWaiters: (() => void)[] = [];
@@ -55,6 +58,9 @@ export class CommitQueue {
     this.single = db.transaction((outcome: Outcome) => {
       outcome.value = outcome.job.run(scopeOf(outcome));
       outcome.ok = true;
+    });
+    this.readBatch = db.transaction((jobs: Job[]) => {
+      for (const job of jobs) runRead(job, logger);
     });
     const savepoint = db.transaction((outcome: Outcome) => outcome.job.run(scopeOf(outcome)));
     this.batch = db.transaction((outcomes: Outcome[]) => {
@@ -72,6 +78,25 @@ export class CommitQueue {
     });
   }
 
+  /**
+   * Queues a call that writes nothing. While the queue is quiet (nothing
+   * queued, scheduled or committing) it is answered from committed state at
+   * the end of the current turn, together with the other reads of that turn
+   * in one read transaction (one snapshot, one WAL read lock for all of them);
+   * a lone read runs without a transaction. Behind a queued call it joins the
+   * queue instead, so it sees every call made before it.
+   */
+  read<T>(run: (scope: CallScope) => T): Promise<T> {
+    if (!this.quiet) return this.enqueue(run);
+    return new Promise<T>((resolve, reject) => {
+      this.reads.push({ run, resolve: resolve as (value: unknown) => void, reject });
+      if (!this.readsScheduled) {
+        this.readsScheduled = true;
+        setImmediate(this.flushReads);
+      }
+    });
+  }
+
   /** Queues a call; resolves with its result once its writes are committed. */
   enqueue<T>(run: (scope: CallScope) => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
@@ -82,7 +107,7 @@ export class CommitQueue {
 
   /** Resolves once every queued call has settled. */
   idle(): Promise<void> {
-    if (this.queue.length === 0 && !this.flushing && !this.scheduled) return Promise.resolve();
+    if (this.settled) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
@@ -102,6 +127,23 @@ export class CommitQueue {
   stats(): { commits: number; calls: number; failedCommits: number } {
     return { ...this.counters };
   }
+
+  private readonly flushReads = (): void => {
+    this.readsScheduled = false;
+    const jobs = this.reads;
+    this.reads = [];
+    if (jobs.length === 1) runRead(jobs[0] as Job, this.logger);
+    else {
+      try {
+        this.readBatch(jobs);
+      } catch (error) {
+        // BEGIN or COMMIT of a read transaction failed: the reads not yet answered fail with it.
+        this.logger.error({ err: describe(error), calls: jobs.length }, 'a2a read transaction failed');
+        for (const job of jobs) job.reject(internalError());
+      }
+    }
+    this.notifyIdle();
+  };
 
   private schedule(): void {
     if (this.scheduled) return;
@@ -180,10 +222,35 @@ export class CommitQueue {
     }
   }
 
+  /** Nothing queued, scheduled or committing, and no read waiting for its turn. */
+  private get settled(): boolean {
+    return this.quiet && !this.readsScheduled;
+  }
+
   private notifyIdle(): void {
+    if (!this.settled) return;
     const waiters = this.idleWaiters;
     this.idleWaiters = [];
     for (const w of waiters) w();
+  }
+}
+
+/** The scope of a read run outside the queue: a read registers no undo and no effect. */
+const READ_SCOPE: CallScope = {
+  onUndo: () => {
+    throw new Error('a read registered an undo');
+  },
+  afterCommit: () => {
+    throw new Error('a read registered an effect');
+  },
+};
+
+/** Runs one read and settles it (a promise settles once: a later reject is a no-op). */
+function runRead(job: Job, logger: Logger): void {
+  try {
+    job.resolve(job.run(READ_SCOPE));
+  } catch (error) {
+    job.reject(publicError(error, logger));
   }
 }
 

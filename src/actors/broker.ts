@@ -102,16 +102,6 @@ const READS: ReadonlySet<BrokerMethod> = new Set<BrokerMethod>([
   'a2a.events.since',
 ]);
 
-/** The scope of a read run outside the queue: reads register no undo and no effect. */
-const NO_SCOPE: CallScope = {
-  onUndo: () => {
-    throw new Error('a read registered an undo');
-  },
-  afterCommit: () => {
-    throw new Error('a read registered an effect');
-  },
-};
-
 /** The error of a call made after `close()`. */
 export function brokerClosedError(): SwitchboardError {
   return new SwitchboardError(JSONRPC_INTERNAL_ERROR, 'the broker is closed');
@@ -284,16 +274,8 @@ class EmbeddedBroker implements Broker {
       return Promise.reject(error);
     }
     const handler = this.handlers[method] as (p: MethodParams<M>, scope: CallScope) => MethodResult<M>;
-    if (READS.has(method) && this.queue.quiet) {
-      // A read while nothing is queued or committing: answered from committed
-      // state at once, without a transaction. Behind a queued call it joins the
-      // queue instead, so it sees every call made before it.
-      try {
-        return Promise.resolve(handler(params, NO_SCOPE));
-      } catch (error) {
-        return Promise.reject(error);
-      }
-    }
+    // A read is answered from committed state when nothing is queued; behind a queued call it waits for it.
+    if (READS.has(method)) return this.queue.read((scope) => handler(params, scope));
     return this.queue.enqueue((scope) => handler(params, scope));
   }
 
@@ -638,13 +620,8 @@ class EmbeddedBroker implements Broker {
 
   private doGetTask(p: MethodParams<'a2a.tasks.get'>): MethodResult<'a2a.tasks.get'> {
     const caller = this.caller(p.token);
-    // The head and the task in one statement; the checks are partyTask's.
-    const found = this.store.taskWithHead(p.id, p.historyLength);
-    if (found === undefined) throw a2aError('A2A_UNKNOWN_TASK', 'no such task', { taskId: p.id });
-    if (roleOf(found.head, caller.party) === undefined) {
-      throw a2aError('A2A_CROSS_CONTEXT_DENIED', 'not a party to this task', { taskId: p.id });
-    }
-    return { task: found.task };
+    const { head } = this.partyTask(caller, p.id);
+    return { task: this.store.loadTask(head, p.historyLength) };
   }
 
   private doListTasks(p: MethodParams<'a2a.tasks.list'>): MethodResult<'a2a.tasks.list'> {

@@ -103,19 +103,6 @@ export class A2AStore {
            @creationMessageId, @historyCount, @createdAt, @updatedAt)`,
       ),
       taskHead: db.prepare(`SELECT ${TASK_HEAD_COLUMNS} FROM a2a_tasks WHERE task_id = ?`),
-      taskWhole: db.prepare(
-        `SELECT ${TASK_HEAD_COLUMNS},
-           (SELECT group_concat(body, ',' ORDER BY position) FROM a2a_messages WHERE task_id = @taskId) AS history,
-           (SELECT group_concat(body, ',' ORDER BY position) FROM a2a_artifacts WHERE task_id = @taskId) AS artifacts
-         FROM a2a_tasks WHERE task_id = @taskId`,
-      ),
-      taskWholeTail: db.prepare(
-        `SELECT ${TASK_HEAD_COLUMNS},
-           (SELECT group_concat(body, ',' ORDER BY position)
-              FROM (SELECT body, position FROM a2a_messages WHERE task_id = @taskId ORDER BY position DESC LIMIT @limit)) AS history,
-           (SELECT group_concat(body, ',' ORDER BY position) FROM a2a_artifacts WHERE task_id = @taskId) AS artifacts
-         FROM a2a_tasks WHERE task_id = @taskId`,
-      ),
       createdTask: db.prepare(
         'SELECT task_id FROM a2a_tasks WHERE context_id = ? AND requester_name = ? AND creation_message_id = ? LIMIT 1',
       ),
@@ -305,37 +292,6 @@ export class A2AStore {
       artifacts: artifactRows.map((r) => JSON.parse(r.body) as Artifact),
       createdAt: head.createdAt,
       updatedAt: head.updatedAt,
-    };
-  }
-
-  /**
-   * A task's head and the whole task as the wire shows it (as `loadTask`), in
-   * one statement: the stored bodies are joined into JSON arrays by SQLite and
-   * parsed once. `historyLength` keeps the last N messages.
-   */
-  taskWithHead(taskId: string, historyLength?: number): { head: TaskHead; task: Task } | undefined {
-    const raw = (
-      historyLength === undefined || historyLength === 0
-        ? this.s.taskWhole.get({ taskId })
-        : this.s.taskWholeTail.get({ taskId, limit: historyLength })
-    ) as (TaskHeadRaw & { history: string | null; artifacts: string | null }) | undefined;
-    if (raw === undefined) return undefined;
-    const head = toHead(raw);
-    return {
-      head,
-      task: {
-        kind: 'task',
-        id: head.taskId,
-        contextId: head.contextId,
-        agentName: head.agentName,
-        agentContextId: head.agentContextId,
-        requesterName: head.requesterName,
-        status: head.status,
-        history: raw.history === null || historyLength === 0 ? [] : (JSON.parse(`[${raw.history}]`) as Message[]),
-        artifacts: raw.artifacts === null ? [] : (JSON.parse(`[${raw.artifacts}]`) as Artifact[]),
-        createdAt: head.createdAt,
-        updatedAt: head.updatedAt,
-      },
     };
   }
 

@@ -56,7 +56,7 @@ export class LineWriter {
     this.pendingChars += line.length + 1;
     if (!this.scheduled && !this.needsDrain) {
       this.scheduled = true;
-      queueMicrotask(this.flushPending);
+      setImmediate(this.flushPending);
     }
   }
 

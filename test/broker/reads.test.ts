@@ -36,6 +36,19 @@ describe('reads', () => {
     await moved;
   });
 
+  it('close() answers a read made just before it, then closes', async () => {
+    h = harness();
+    const req = await register(h.broker, 'req', 'ctx-a');
+    await register(h.broker, 'wrk', 'ctx-b');
+    const { task } = await h.broker.send({ token: req.token, to: 'wrk', message: text('x') });
+    const read = h.broker.getTask({ token: req.token, id: task.id });
+    const listed = h.broker.listTasks({ token: req.token });
+    await h.broker.close();
+    expect((await read).task.id).toBe(task.id);
+    expect((await listed).tasks).toHaveLength(1);
+    h.open();
+  });
+
   it('a refused read is refused whether or not it went through the queue', async () => {
     h = harness();
     const req = await register(h.broker, 'req', 'ctx-a');
