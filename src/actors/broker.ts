@@ -35,7 +35,7 @@ import type { Artifact, Message, MessageSend, Task, TaskState, TaskStatus } from
 import { isTerminalState } from '../protocol/task.js';
 import { A2A_MIGRATION_SET } from '../persistence/a2a-schema.js';
 import { A2AStore, type Party, type TaskHead, agentCard } from '../persistence/a2a-store.js';
-import { type Clock, isoTime, systemClock } from '../persistence/clock.js';
+import { type Clock, systemClock } from '../persistence/clock.js';
 import { DEFAULT_DURABILITY, type Durability, type SqliteDatabase, openDatabase } from '../persistence/database.js';
 import { type IdSource, createUuidV7Source } from '../persistence/ids.js';
 import { migrate } from '../persistence/migrations.js';
@@ -295,9 +295,17 @@ class EmbeddedBroker implements Broker {
     'a2a.events.since': (p) => this.doEventsSince(p),
   };
 
+  /** The ISO time of the clock's current millisecond (a call stamps several rows within one). */
   private now(): string {
-    return isoTime(this.clock);
+    const ms = this.clock.now();
+    if (ms !== this.lastMs) {
+      this.lastMs = ms;
+      this.lastIso = new Date(ms).toISOString();
+    }
+    return this.lastIso;
   }
+  private lastMs = Number.NaN;
+  private lastIso = '';
 
   private caller(token: string): Registration {
     const agentId = this.tokens.resolve(token);
