@@ -11,26 +11,9 @@ import { SqliteContextStore } from '../../src/persistence/context-store.js';
 import { openDatabase } from '../../src/persistence/database.js';
 import { hop, takeResults } from '../worker/helpers.js';
 import { type ContractQueueOptions, OffsetClock, runWorkQueueContract, sleep, workEnvelope } from './contract.js';
+import { IN_CI, REDIS_URL, redisGate } from '../redis-availability.js';
 
-const REDIS_URL = process.env.SWITCHBOARD_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const IN_CI = process.env.CI === 'true';
-
-/** Whether a Redis answers: decided once, before the suites are declared. */
-async function probe(): Promise<boolean> {
-  const client = createClient({ url: REDIS_URL, socket: { reconnectStrategy: false, connectTimeout: 1000 } });
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    await client.ping();
-    await client.close();
-    return true;
-  } catch {
-    client.destroy();
-    return false;
-  }
-}
-
-const redisUp = await probe();
+const { redisUp } = await redisGate();
 const runRedis = redisUp || IN_CI;
 
 /** The Redis Cluster slot of a key: CRC16 (XMODEM) of its hash tag, mod 16384. */

@@ -7,25 +7,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createRedisContextStore } from '../../src/bus/redis-context-store.js';
 import { SqliteContextStore } from '../../src/persistence/context-store.js';
 import { runContextStoreContract } from './context-contract.js';
+import { IN_CI, REDIS_URL, redisGate } from '../redis-availability.js';
 
-const REDIS_URL = process.env.SWITCHBOARD_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const IN_CI = process.env.CI === 'true';
-
-async function probe(): Promise<boolean> {
-  const client = createClient({ url: REDIS_URL, socket: { reconnectStrategy: false, connectTimeout: 1000 } });
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    await client.ping();
-    await client.close();
-    return true;
-  } catch {
-    client.destroy();
-    return false;
-  }
-}
-
-const redisUp = await probe();
+const { redisUp } = await redisGate();
 const runRedis = redisUp || IN_CI;
 
 const dirs: string[] = [];

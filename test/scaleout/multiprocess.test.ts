@@ -18,6 +18,7 @@ import {
   terminate,
   until,
 } from './processes.js';
+import { IN_CI, REDIS_URL, redisGate } from '../redis-availability.js';
 
 /**
  * The Coordinator and its workers as separate processes (`switchboard
@@ -28,24 +29,7 @@ import {
  * verifies, and no hop's effect is applied twice.
  */
 
-const REDIS_URL = process.env.SWITCHBOARD_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const IN_CI = process.env.CI === 'true';
-
-async function probe(): Promise<boolean> {
-  const client = createClient({ url: REDIS_URL, socket: { reconnectStrategy: false, connectTimeout: 1000 } });
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    await client.ping();
-    await client.close();
-    return true;
-  } catch {
-    client.destroy();
-    return false;
-  }
-}
-
-const redisUp = await probe();
+const { redisUp } = await redisGate();
 /** In CI a missing Redis fails the suite (the coordinator cannot connect) instead of skipping it. */
 const runRedis = redisUp || IN_CI;
 
