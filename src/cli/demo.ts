@@ -14,6 +14,7 @@ import {
   startInspection,
   takeInspectOption,
 } from './inspect-option.js';
+import { CliUsageError } from './command-args.js';
 
 export const DEMO_USAGE = `Usage: switchboard demo [--db PATH] [--approve|--deny] [--json] [--log-level LEVEL]
                         [--inspect[=[HOST:]PORT]]
@@ -60,17 +61,13 @@ interface DemoFlags {
   inspect: InspectTarget | null;
 }
 
-class UsageError extends Error {
-  readonly code = 'USAGE';
-}
-
 function parseFlags(all: string[]): DemoFlags {
   let argv: string[];
   let inspect: InspectTarget | null;
   try {
     ({ argv, inspect } = takeInspectOption(all));
   } catch (error) {
-    if (error instanceof InspectOptionError) throw new UsageError(error.message);
+    if (error instanceof InspectOptionError) throw new CliUsageError(error.message);
     throw error;
   }
   let values: { db?: string; approve?: boolean; deny?: boolean; json?: boolean; 'log-level'?: string };
@@ -88,14 +85,14 @@ function parseFlags(all: string[]): DemoFlags {
       allowPositionals: false,
     }));
   } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
+    throw new CliUsageError(error instanceof Error ? error.message : String(error));
   }
-  if (values.approve && values.deny) throw new UsageError('give --approve or --deny, not both');
+  if (values.approve && values.deny) throw new CliUsageError('give --approve or --deny, not both');
   const logLevel = values['log-level'] ?? 'error';
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
-    throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
+    throw new CliUsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
   }
-  if (values.db !== undefined && values.db.length === 0) throw new UsageError('--db needs a path');
+  if (values.db !== undefined && values.db.length === 0) throw new CliUsageError('--db needs a path');
   return {
     db: values.db,
     approval: values.approve ? 'approve' : values.deny ? 'deny' : undefined,

@@ -14,6 +14,7 @@ import {
   startInspection,
   takeInspectOption,
 } from './inspect-option.js';
+import { CliUsageError } from './command-args.js';
 
 export const DEFAULT_DB_PATH = './switchboard.db';
 const DURABILITIES: readonly Durability[] = ['normal', 'full'];
@@ -48,17 +49,13 @@ interface ServeFlags {
   inspect: InspectTarget | null;
 }
 
-class UsageError extends Error {
-  readonly code = 'USAGE';
-}
-
 function parseFlags(all: string[]): ServeFlags {
   let argv: string[];
   let inspect: InspectTarget | null;
   try {
     ({ argv, inspect } = takeInspectOption(all));
   } catch (error) {
-    if (error instanceof InspectOptionError) throw new UsageError(error.message);
+    if (error instanceof InspectOptionError) throw new CliUsageError(error.message);
     throw error;
   }
   let values: { db?: string; durability?: string; 'log-level'?: string };
@@ -74,17 +71,17 @@ function parseFlags(all: string[]): ServeFlags {
       allowPositionals: false,
     }));
   } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
+    throw new CliUsageError(error instanceof Error ? error.message : String(error));
   }
   const durability = values.durability ?? 'normal';
   if (!(DURABILITIES as readonly string[]).includes(durability)) {
-    throw new UsageError(`--durability must be one of ${DURABILITIES.join(', ')}`);
+    throw new CliUsageError(`--durability must be one of ${DURABILITIES.join(', ')}`);
   }
   const logLevel = values['log-level'] ?? 'info';
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
-    throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
+    throw new CliUsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
   }
-  if (values.db === '') throw new UsageError('--db needs a path');
+  if (values.db === '') throw new CliUsageError('--db needs a path');
   return {
     db: resolve(values.db ?? DEFAULT_DB_PATH),
     durability: durability as Durability,

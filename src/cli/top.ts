@@ -5,6 +5,7 @@ import { type SystemSnapshot, readSystemSnapshot } from '../inspect/system-snaps
 import { renderScreen } from '../inspect/top-screen.js';
 import { type SqliteDatabase, openDatabase } from '../persistence/database.js';
 import type { CliCommand } from './command.js';
+import { CliUsageError } from './command-args.js';
 
 export const DEFAULT_TOP_INTERVAL_MS = 1000;
 const MIN_INTERVAL_MS = 50;
@@ -27,10 +28,6 @@ Options:
   --once           print one snapshot and exit, even on a terminal
   -h, --help       show this help`;
 
-class TopUsageError extends Error {
-  readonly code = 'USAGE' as const;
-}
-
 interface TopFlags {
   db: string;
   intervalMs: number;
@@ -47,13 +44,13 @@ function parseFlags(argv: string[]): TopFlags {
       allowPositionals: false,
     }));
   } catch (error) {
-    throw new TopUsageError(error instanceof Error ? error.message : String(error));
+    throw new CliUsageError(error instanceof Error ? error.message : String(error));
   }
-  if (values.db === undefined || values.db === '') throw new TopUsageError('--db PATH is required');
+  if (values.db === undefined || values.db === '') throw new CliUsageError('--db PATH is required');
   const intervalText = values.interval ?? String(DEFAULT_TOP_INTERVAL_MS);
   const intervalMs = Number(intervalText);
   if (!/^\d+$/.test(intervalText) || intervalMs < MIN_INTERVAL_MS || intervalMs > MAX_INTERVAL_MS) {
-    throw new TopUsageError(`--interval must be a whole number of ms from ${MIN_INTERVAL_MS} to ${MAX_INTERVAL_MS}`);
+    throw new CliUsageError(`--interval must be a whole number of ms from ${MIN_INTERVAL_MS} to ${MAX_INTERVAL_MS}`);
   }
   return { db: resolve(values.db), intervalMs, once: values.once ?? false };
 }
@@ -63,15 +60,15 @@ function openReadOnly(path: string): SqliteDatabase {
   try {
     isFile = statSync(path).isFile();
   } catch {
-    throw new TopUsageError(`no database at ${path} (the file does not exist)`);
+    throw new CliUsageError(`no database at ${path} (the file does not exist)`);
   }
-  if (!isFile) throw new TopUsageError(`${path} is not a file`);
+  if (!isFile) throw new CliUsageError(`${path} is not a file`);
   try {
     const db = openDatabase(path, { readonly: true });
     db.prepare('SELECT COUNT(*) FROM sqlite_master').get();
     return db;
   } catch (error) {
-    throw new TopUsageError(`cannot read ${path} as SQLite: ${(error as Error).message}`);
+    throw new CliUsageError(`cannot read ${path} as SQLite: ${(error as Error).message}`);
   }
 }
 
@@ -82,7 +79,7 @@ async function runTop(argv: string[]): Promise<number> {
     flags = parseFlags(argv);
     db = openReadOnly(flags.db);
   } catch (error) {
-    if (!(error instanceof TopUsageError)) throw error;
+    if (!(error instanceof CliUsageError)) throw error;
     process.stderr.write(`switchboard top: ${error.message}\n\n${TOP_USAGE}\n`);
     return 2;
   }
