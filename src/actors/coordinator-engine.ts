@@ -568,7 +568,13 @@ export class CoordinatorEngine {
           itemId: item.id,
           hop: hop.hop,
           actor: hop.role,
-          data: json({ hopId: hop.id, errorType: error.type, message: error.message.slice(0, 500), deliveries }),
+          data: json({
+            hopId: hop.id,
+            errorType: error.type,
+            message: error.message.slice(0, 500),
+            // How many deliveries the hop took (not how often its result was delivered).
+            deliveries: result.deliveries ?? 1,
+          }),
         },
         cost,
       );

@@ -560,25 +560,9 @@ class HarnessWorker implements Worker {
       log.error({ err: nackError }, 'nack failed: the lease will expire');
       return;
     }
-    if (outcome.outcome !== 'dead-letter' || delivery.envelope.kind !== 'work') return;
-    const headers = delivery.envelope.headers;
-    const failed: ResultEnvelope = {
-      kind: 'result',
-      headers,
-      role: this.role,
-      outcome: 'failed',
-      parts: [],
-      artifacts: [],
-      error: info.error,
-      deliveries: delivery.deliveries,
-    };
-    try {
-      await this.bus.publish(headers.resultRole ?? this.resultsRole, failed, {
-        idempotencyKey: derivedKey(headers.idempotencyKey, `failed:${delivery.leaseId}`),
-      });
-    } catch (publishError) {
-      log.error({ err: publishError }, 'could not publish the failure');
-    }
+    // A dead work message's failure result is published by the queue, in the dead-letter move itself
+    // (dead-letter-notice.ts): a crash here cannot lose it.
+    if (outcome.outcome === 'dead-letter') log.warn({ reason: outcome.reason }, 'hop dead-lettered');
   }
 
   async stop(options: StopOptions = {}): Promise<void> {

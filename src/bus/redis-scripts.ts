@@ -1,4 +1,5 @@
 import { type CommandParser, defineScript } from 'redis';
+import { RESULTS_ROLE } from '../protocol/work-envelope.js';
 
 /**
  * The Lua scripts of the Redis Streams work bus. Each state change of a
@@ -14,13 +15,18 @@ import { type CommandParser, defineScript } from 'redis';
  * A message travels whole in its stream entry (fields m = id, k = idempotency
  * key, env = envelope JSON, d = deliveries so far, pa = published at, av =
  * ready since, and when set t = task key, err = last error JSON, rp = retry
- * policy override JSON, ma = its maximumAttempts). While it is leased, its
- * entry stays pending and a lease record (JSON `[leaseId, deadline, entry id,
- * deliveries, task key, idempotency key, visibility ms, maximumAttempts]`)
- * sits in the role's lease hash; while delayed or waiting for its task, the
- * message (JSON) sits in the role's held hash; when dead, in the role's
- * dead-letter stream. So the hot path (publish, lease, ack) costs one `XADD`
- * per message and a few commands per batch, like raw Streams.
+ * policy override JSON, ma = its maximumAttempts, always in this order, so
+ * the hot path reads them by position). While it is leased, its entry stays
+ * pending and its lease is one member of the role's lease set, scored by its
+ * deadline: the lease token `<entry id>|<task part>|<idempotency key>`
+ * (task part '' without a task key, else `<length>:<task key>`). The token is
+ * the delivery's `leaseId`: an entry is leased at most once (every end of a
+ * lease XACKs its entry in the same script, and a redelivery is a new entry),
+ * so a token names one lease, and a lease is live exactly while its token is
+ * in the set. While delayed or waiting for its task, the message (JSON) sits
+ * in the role's held hash; when dead, in the role's dead-letter stream. So the
+ * hot path (publish, lease, ack) costs one `XADD` per message and a few
+ * commands per batch, like raw Streams.
  *
  * Times (`now`, deadlines, ready times) come from the client's clock, never
  * the server's, so an injected clock governs delays and leases; only two
@@ -29,6 +35,7 @@ import { type CommandParser, defineScript } from 'redis';
 
 const LIBRARY = `
 local P = ARGV[1]
+local RESULTS_ROLE = '${RESULTS_ROLE}'
 local G = 'g'
 local function rkey(role, s) return P .. ':r:' .. role .. ':' .. s end
 local function tkey(t) return P .. ':t:' .. t end
@@ -92,12 +99,37 @@ local function take_held(role, id)
   return cjson.decode(j)
 end
 
--- Frees the task lock held by message id of role: the oldest waiting message
+-- A lease token: <entry id>|<task part>|<idempotency key>, the task part ''
+-- without a task key, else <length>:<task key>.
+local function token(eid, t, k)
+  if t == nil or t == '' then return eid .. '||' .. k end
+  return eid .. '|' .. string.len(t) .. ':' .. t .. '|' .. k
+end
+
+-- Entry id, task key ('' = none) and idempotency key of a token (nil when it
+-- is not one).
+local function parse_token(tok)
+  local p = string.find(tok, '|', 1, true)
+  if not p then return nil end
+  local eid = string.sub(tok, 1, p - 1)
+  if string.sub(tok, p + 1, p + 1) == '|' then return eid, '', string.sub(tok, p + 2) end
+  local q = string.find(tok, ':', p + 1, true)
+  local n = q and tonumber(string.sub(tok, p + 1, q - 1))
+  if not n or string.sub(tok, q + n + 1, q + n + 1) ~= '|' then return nil end
+  return eid, string.sub(tok, q + 1, q + n), string.sub(tok, q + n + 2)
+end
+
+-- The lock value of a task whose message is leased under token tok in role.
+local function held_by(role, tok)
+  return 'l|' .. role .. '|' .. tok
+end
+
+-- Frees the task lock held by the lease tok of role: the oldest waiting message
 -- of the task goes back to its role's stream with the lock reserved for it.
-local function unlock_task(t, role, id)
+local function unlock_task(t, role, tok)
   if not t or t == '' then return end
   local tk = tkey(t)
-  if redis.call('GET', tk) ~= ('l|' .. id .. '|' .. role) then return end
+  if redis.call('GET', tk) ~= held_by(role, tok) then return end
   while true do
     local nxt = redis.call('LPOP', wkey(t))
     if not nxt then
@@ -114,40 +146,66 @@ local function unlock_task(t, role, id)
   end
 end
 
+-- A dead work message's failure result, published to the hop's result role
+-- in the same script as the dead-letter move (see dead-letter-notice.ts). The
+-- headers are re-encoded (strings and small integers only); the error is the
+-- stored JSON as it is.
+local function notify_dead(role, m, now)
+  if not m.env then return end
+  local ok, env = pcall(cjson.decode, m.env)
+  if not ok or type(env) ~= 'table' or env.kind ~= 'work' or type(env.headers) ~= 'table' then return end
+  local to = env.headers.resultRole
+  if type(to) ~= 'string' then to = RESULTS_ROLE end
+  local err = m.err
+  if not err or err == '' then err = '{"type":"DeadLetter","message":"dead-lettered"}' end
+  local d = tonumber(m.d) or 0
+  local body = '{"kind":"result","headers":' .. cjson.encode(env.headers) .. ',"role":' .. cjson.encode(role)
+    .. ',"outcome":"failed","parts":[],"artifacts":[],"error":' .. err
+    .. ',"deliveries":' .. string.format('%d', math.max(1, d)) .. '}'
+  local id = string.format('%d', redis.call('INCR', P .. ':seq'))
+  local k = '$dead:' .. m.m .. ':' .. string.format('%d', d) .. ':' .. now
+  redis.call('HSET', rkey(to, 'idem'), k, id)
+  to_stream(to, {m = id, k = k, env = body, d = '0', pa = now, av = now})
+  ready_add(to, 1)
+end
+
 local function dead_letter(role, m, now)
   local f = entry_fields(m)
   f[#f + 1] = 'da'
   f[#f + 1] = tostring(now)
   local dx = redis.call('XADD', rkey(role, 'dlq'), '*', unpack(f))
   redis.call('HSET', rkey(role, 'dx'), m.m, dx)
+  notify_dead(role, m, now)
 end
 
--- Ends a lease (fence already checked): the message as it stands, its entry
--- acked, its lease record gone, its task freed.
-local function end_lease(role, id, rec)
+-- Ends the lease tok (fence already checked): the message as it stands, with
+-- this delivery counted; its entry acked, its token gone, its task freed.
+local function end_lease(role, tok)
+  local eid, t = parse_token(tok)
+  redis.call('ZREM', rkey(role, 'L'), tok)
+  if not eid then return nil end
   local s = rkey(role, 's')
-  local r = redis.call('XRANGE', s, rec[3], rec[3])[1]
-  redis.call('XACK', s, G, rec[3])
-  redis.call('HDEL', rkey(role, 'ls'), id)
-  redis.call('ZREM', rkey(role, 'L'), id)
-  unlock_task(rec[5], role, id)
-  if not r then return nil end
+  local r = redis.call('XRANGE', s, eid, eid)[1]
+  redis.call('XACK', s, G, eid)
+  unlock_task(t, role, tok)
+  if not r or not r[2] then return nil end
   local m = parse_fields(r[2])
-  m.d = rec[4]
+  m.d = string.format('%d', tonumber(m.d or '0') + 1)
   return m
 end
 
--- An expired lease: redelivered, or dead-lettered when out of attempts.
-local function expire(role, id, rec, now, md, mad, err)
-  local m = end_lease(role, id, rec)
+-- An expired lease (deadline dl): redelivered, or dead-lettered when out of
+-- attempts.
+local function expire(role, tok, dl, now, md, mad, err)
+  local m = end_lease(role, tok)
   if not m then return end
   m.err = err
-  local d = tonumber(rec[4])
-  local ma = tonumber(rec[8] ~= '' and rec[8] or mad)
+  local d = tonumber(m.d)
+  local ma = tonumber((m.ma and m.ma ~= '') and m.ma or mad)
   if d >= md or (ma > 0 and d >= ma) then
     dead_letter(role, m, now)
   else
-    m.av = rec[2]
+    m.av = dl
     to_stream(role, m)
     ready_add(role, 1)
   end
@@ -177,13 +235,23 @@ local function trim(role)
   if minid then redis.call('XTRIM', s, 'MINID', minid) end
 end
 
--- Forgets up to n idempotency keys acked longer than the retention ago.
+-- Acked idempotency keys wait in the role's list ix, one element per ack
+-- call: '<ack time>|<JSON array of keys>', oldest first (an element behind a
+-- later-timed one waits for it: kept longer, never forgotten early).
+-- Forgets the keys of elements acked at or before the given time, at least n keys
+-- if there are that many (whole elements).
 local function forget(role, before, n)
-  local idx = rkey(role, 'idx')
-  local old = redis.call('ZRANGEBYSCORE', idx, '-inf', before, 'LIMIT', 0, n)
-  if #old > 0 then
-    redis.call('HDEL', rkey(role, 'idem'), unpack(old))
-    redis.call('ZREM', idx, unpack(old))
+  local ix = rkey(role, 'ix')
+  local done = 0
+  while done < n do
+    local head = redis.call('LINDEX', ix, 0)
+    if not head then return end
+    local p = string.find(head, '|', 1, true)
+    if tonumber(string.sub(head, 1, p - 1)) > before then return end
+    redis.call('LPOP', ix)
+    local keys = cjson.decode(string.sub(head, p + 1))
+    if #keys > 0 then redis.call('HDEL', rkey(role, 'idem'), unpack(keys)) end
+    done = done + #keys
   end
 end
 `;
@@ -205,81 +273,96 @@ function script(body: string) {
 }
 
 /**
- * PUBLISH. ARGV: P, now, then per message: role, idempotency key, task key
- * ('' = none), envelope JSON, delay ms, retry policy JSON ('' = none), its
- * maximumAttempts ('' = none). Returns {id, duplicate (0|1)} per message.
+ * PUBLISH. ARGV: P, now, then per message: role, idempotency key, delay ms,
+ * n, then the message's n entry field strings but its id, in entry order
+ * (k, env, d, pa, av, then t, rp, ma when set). Returns, flat, per message:
+ * its id and 1 when it was a duplicate (the first id), else 0.
  */
 const PUBLISH = script(`
 local now = ARGV[2]
-local count = (#ARGV - 2) / 7
+local count = 0
+local i = 3
+while i <= #ARGV do
+  count = count + 1
+  i = i + 4 + tonumber(ARGV[i + 3])
+end
 local next_id = redis.call('INCRBY', P .. ':seq', count) - count
 local known = {}
 local byrole = {}
-for i = 3, #ARGV, 7 do
+i = 3
+while i <= #ARGV do
   local role = ARGV[i]
-  if not byrole[role] then
-    byrole[role] = {keys = {}, new = {}}
+  local b = byrole[role]
+  if not b then
+    b = {keys = {}, new = {}, ready = 0}
+    byrole[role] = b
     known[role] = {}
   end
-  local keys = byrole[role].keys
-  keys[#keys + 1] = ARGV[i + 1]
+  b.keys[#b.keys + 1] = ARGV[i + 1]
+  i = i + 4 + tonumber(ARGV[i + 3])
 end
 for role, b in pairs(byrole) do
+  ensure_group(role)
   local found = redis.call('HMGET', rkey(role, 'idem'), unpack(b.keys))
+  local kn = known[role]
   for j, k in ipairs(b.keys) do
-    if found[j] then known[role][k] = found[j] end
+    if found[j] then kn[k] = found[j] end
   end
 end
 local res = {}
-for i = 3, #ARGV, 7 do
-  local role, k, t, env = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-  local delay = tonumber(ARGV[i + 4])
+i = 3
+while i <= #ARGV do
+  local role, k, delay, nf = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
   local existing = known[role][k]
   if existing then
-    res[#res + 1] = {existing, 1}
+    res[#res + 1] = existing
+    res[#res + 1] = 1
   else
     next_id = next_id + 1
     local id = string.format('%d', next_id)
     known[role][k] = id
-    local new = byrole[role].new
-    new[#new + 1] = k
-    new[#new + 1] = id
-    local m = {m = id, k = k, env = env, d = '0', pa = now, t = t, rp = ARGV[i + 5], ma = ARGV[i + 6]}
-    ensure_group(role)
-    if delay > 0 then
-      local av = string.format('%d', tonumber(now) + delay)
-      m.av = av
+    local b = byrole[role]
+    b.new[#b.new + 1] = k
+    b.new[#b.new + 1] = id
+    if delay ~= '0' then
+      local flat = {}
+      for j = 1, nf do flat[j] = ARGV[i + 3 + j] end
+      local m = parse_fields(flat)
+      m.m = id
       hold(role, m)
-      redis.call('ZADD', rkey(role, 'z'), av, id)
+      redis.call('ZADD', rkey(role, 'z'), m.av, id)
     else
-      m.av = now
-      to_stream(role, m)
-      ready_add(role, 1)
+      redis.call('XADD', rkey(role, 's'), '*', 'm', id, unpack(ARGV, i + 4, i + 3 + nf))
+      b.ready = b.ready + 1
     end
-    res[#res + 1] = {id, 0}
+    res[#res + 1] = id
+    res[#res + 1] = 0
   end
+  i = i + 4 + nf
 end
 for role, b in pairs(byrole) do
   if #b.new > 0 then redis.call('HSET', rkey(role, 'idem'), unpack(b.new)) end
+  if b.ready > 0 then ready_add(role, b.ready) end
 end
 flush_ready()
 return res
 `);
 
 /**
- * LEASE. ARGV: P, role, now, consumer, max, visibility ms, lease id nonce,
- * maxDeliveries, default maximumAttempts, the LeaseExpired error JSON, mode
- * ('new' | 'ids' | 'recover'), orphan idle ms, then (mode 'ids') per entry a
- * blocking XREADGROUP read: its id, its number of field strings, the fields.
+ * LEASE. ARGV: P, role, now, consumer, max, visibility ms, maxDeliveries,
+ * default maximumAttempts, the LeaseExpired error JSON, mode ('new' | 'ids' |
+ * 'recover'), orphan idle ms, then (mode 'ids') per entry a blocking
+ * XREADGROUP read: its entry id, message id, idempotency key and task key
+ * ('' = none).
  *
  * Moves due delayed messages to the stream, reclaims expired leases, every
  * orphan-idle period claims (XAUTOCLAIM) entries read by a consumer that died
  * before leasing them, then leases up to max messages read with XREADGROUP
  * (parking those whose task is locked); consumer names idle for 10 orphan
  * periods with nothing pending leave the group. Returns {leases, next wake-up
- * time (-1 = none or not asked)}; a lease is {id, lease id, deliveries,
- * envelope, idempotency key, task key, published at, last error, retry
- * policy} ('' = none).
+ * time (-1 = none or not asked)}; a lease is {entry id, lease token, the
+ * entry's fields (left out for the entries of mode 'ids', which the caller
+ * has)}.
  */
 const LEASE = script(`
 local role = ARGV[2]
@@ -287,16 +370,14 @@ local now = tonumber(ARGV[3])
 local consumer = ARGV[4]
 local max = tonumber(ARGV[5])
 local vt = tonumber(ARGV[6])
-local nonce = ARGV[7]
-local md = tonumber(ARGV[8])
-local mad = tonumber(ARGV[9])
-local experr = ARGV[10]
-local mode = ARGV[11]
-local orphan = tonumber(ARGV[12])
+local md = tonumber(ARGV[7])
+local mad = tonumber(ARGV[8])
+local experr = ARGV[9]
+local mode = ARGV[10]
+local orphan = tonumber(ARGV[11])
 local s = rkey(role, 's')
 local z = rkey(role, 'z')
 local L = rkey(role, 'L')
-local LS = rkey(role, 'ls')
 ensure_group(role)
 
 local due = redis.call('ZRANGEBYSCORE', z, '-inf', now, 'LIMIT', 0, 1000)
@@ -311,95 +392,106 @@ if #due > 0 then
   redis.call('ZREM', z, unpack(due))
 end
 
-local function record(r, id)
-  local j = redis.call('HGET', rkey(r, 'ls'), id)
-  return j and cjson.decode(j) or nil
-end
-
-local expired = redis.call('ZRANGEBYSCORE', L, '-inf', now, 'LIMIT', 0, 1000)
-for _, id in ipairs(expired) do
-  local rec = record(role, id)
-  if rec then expire(role, id, rec, now, md, mad, experr) else redis.call('ZREM', L, id) end
+local expired = redis.call('ZRANGEBYSCORE', L, '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1000)
+for j = 1, #expired, 2 do
+  expire(role, expired[j], expired[j + 1], now, md, mad, experr)
 end
 
 local out = {}
+local leased = 0
+-- Tokens leased by this call, with their deadline.
 local fresh = {}
-local lsArgs, LArgs = {}, {}
-local function lease(eid, m)
-  local id = m.m
-  local lid = nonce .. '.' .. (#out + 1)
-  local u = string.format('%d', now + vt)
-  local d = tonumber(m.d or '0') + 1
-  local rec = {lid, u, eid, d, m.t or '', m.k, vt, m.ma or ''}
-  fresh[id] = rec
-  lsArgs[#lsArgs + 1] = id
-  lsArgs[#lsArgs + 1] = cjson.encode(rec)
-  LArgs[#LArgs + 1] = u
-  LArgs[#LArgs + 1] = id
-  if m.t and m.t ~= '' then redis.call('SET', tkey(m.t), 'l|' .. id .. '|' .. role) end
-  ready_add(role, -1)
-  out[#out + 1] = {id, lid, d, m.env, m.k, m.t or '', m.pa, m.err or '', m.rp or ''}
+local deadline = string.format('%d', now + vt)
+local LArgs = {}
+
+-- Leases the message of entry eid (key k, task t): out gets {eid, token, flat}.
+local function lease(eid, k, t, flat)
+  local tok = token(eid, t, k)
+  fresh[tok] = deadline
+  LArgs[#LArgs + 1] = deadline
+  LArgs[#LArgs + 1] = tok
+  if t ~= '' then redis.call('SET', tkey(t), held_by(role, tok)) end
+  leased = leased + 1
+  out[#out + 1] = {eid, tok, flat}
 end
 
--- An entry read from the stream: lease its message, or park it behind its
--- task's lock.
-local function consider(eid, m)
+-- A message with a task key: lease it, or park it behind its task's lock.
+-- m: its fields; flat: as returned (nil for mode 'ids').
+local function consider_task(eid, m, flat)
   local t = m.t
-  if t and t ~= '' then
-    local tk = tkey(t)
-    local mine = 'p|' .. m.m .. '|' .. role
-    local lock = redis.call('GET', tk)
-    if lock and lock ~= mine then
-      local kind, hid, hrole = string.match(lock, '^(%a)|(%d+)|(.*)$')
-      if kind == 'l' then
-        local rec = (hrole == role and fresh[hid]) or record(hrole, hid)
-        if not rec then
-          -- A lock whose lease is gone: free the task.
-          unlock_task(t, hrole, hid)
-        elseif tonumber(rec[2]) <= now then
-          expire(hrole, hid, rec, now, md, mad, experr)
-        end
-        lock = redis.call('GET', tk)
+  local tk = tkey(t)
+  local mine = 'p|' .. m.m .. '|' .. role
+  local lock = redis.call('GET', tk)
+  if lock and lock ~= mine then
+    local hrole, htok = string.match(lock, '^l|([^|]+)|(.*)$')
+    if hrole then
+      local dl = (hrole == role and fresh[htok]) or redis.call('ZSCORE', rkey(hrole, 'L'), htok)
+      if not dl then
+        -- A lock whose lease is gone: free the task.
+        unlock_task(t, hrole, htok)
+      elseif tonumber(dl) <= now then
+        expire(hrole, htok, dl, now, md, mad, experr)
       end
-    end
-    if lock and lock ~= mine then
-      redis.call('RPUSH', wkey(t), m.m .. '|' .. role)
-      hold(role, m)
-      redis.call('XACK', s, G, eid)
-      return
+      lock = redis.call('GET', tk)
     end
   end
-  lease(eid, m)
+  if lock and lock ~= mine then
+    redis.call('RPUSH', wkey(t), m.m .. '|' .. role)
+    hold(role, m)
+    redis.call('XACK', s, G, eid)
+    return
+  end
+  lease(eid, m.k, t, flat)
+end
+
+-- An entry read from the stream ({entry id, fields}): entries without a task
+-- key (fields in entry order, t the first optional one) are leased at once.
+local function consider(en)
+  local flat = en[2]
+  if flat[1] == 'm' and flat[3] == 'k' and flat[11] == 'av' and flat[13] ~= 't' then
+    lease(en[1], flat[4], '', flat)
+    return
+  end
+  local m = parse_fields(flat)
+  if not m.m or not m.k then
+    redis.call('XACK', s, G, en[1])
+  elseif m.t and m.t ~= '' then
+    consider_task(en[1], m, flat)
+  else
+    lease(en[1], m.k, '', flat)
+  end
 end
 
 -- Entries that may already be leased (claimed or re-read pending entries).
 local function consider_pending(entries)
   for _, en in ipairs(entries) do
     if #out >= max then return end
-    local fields = en[2]
-    if not fields then
+    if not en[2] then
       redis.call('XACK', s, G, en[1])
     else
-      local m = parse_fields(fields)
-      local rec = fresh[m.m] or record(role, m.m)
-      if not rec then
-        consider(en[1], m)
-      elseif rec[3] ~= en[1] then
-        redis.call('XACK', s, G, en[1])
-      end
+      local m = parse_fields(en[2])
+      local tok = m.k and token(en[1], m.t, m.k)
+      if not tok or not (fresh[tok] or redis.call('ZSCORE', L, tok)) then consider(en) end
     end
   end
 end
 
 if mode == 'ids' then
   -- Entries a blocking XREADGROUP (this consumer, id '>') just read: fresh.
-  local i = 13
-  while i <= #ARGV do
-    local eid, nf = ARGV[i], tonumber(ARGV[i + 1])
-    local flat = {}
-    for j = 1, nf do flat[j] = ARGV[i + 1 + j] end
-    i = i + 2 + nf
-    consider(eid, parse_fields(flat))
+  for i = 12, #ARGV, 4 do
+    local eid, id, k, t = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+    if id == '' or k == '' then
+      redis.call('XACK', s, G, eid)
+    elseif t == '' then
+      lease(eid, k, '')
+    else
+      local r = redis.call('XRANGE', s, eid, eid)[1]
+      if r and r[2] then
+        consider_task(eid, parse_fields(r[2]))
+      else
+        redis.call('XACK', s, G, eid)
+      end
+    end
   end
 elseif mode == 'recover' then
   local r = redis.call('XREADGROUP', 'GROUP', G, consumer, 'COUNT', 1000, 'STREAMS', s, '0')
@@ -433,15 +525,15 @@ while #out < max and budget > 0 do
   local r = redis.call('XREADGROUP', 'GROUP', G, consumer, 'COUNT', want, 'STREAMS', s, '>')
   if not r then break end
   local entries = r[1][2]
-  for _, en in ipairs(entries) do consider(en[1], parse_fields(en[2])) end
+  for _, en in ipairs(entries) do
+    if en[2] then consider(en) else redis.call('XACK', s, G, en[1]) end
+  end
   budget = budget - #entries
   if #entries < want then break end
 end
 
-if #lsArgs > 0 then
-  redis.call('HSET', LS, unpack(lsArgs))
-  redis.call('ZADD', L, unpack(LArgs))
-end
+if #LArgs > 0 then redis.call('ZADD', L, unpack(LArgs)) end
+ready_add(role, -leased)
 flush_ready()
 local next = -1
 if #out == 0 then
@@ -454,76 +546,69 @@ return {out, string.format('%d', next)}
 `);
 
 /**
- * ACK. ARGV: P, idempotency retention ms, now, then triples of role, message
- * id and lease id. Returns 1|0 per triple.
+ * ACK. ARGV: P, idempotency retention ms, now, then pairs of role and lease
+ * token. Returns 1|0 per pair.
  */
 const ACK = script(`
 local retention, now = tonumber(ARGV[2]), tonumber(ARGV[3])
 local byrole = {}
 local order = {}
-for i = 4, #ARGV, 3 do
+for i = 4, #ARGV, 2 do
   local role = ARGV[i]
-  if not byrole[role] then
-    byrole[role] = {ids = {}, lids = {}, pos = {}}
-  end
   local b = byrole[role]
-  b.ids[#b.ids + 1] = ARGV[i + 1]
-  b.lids[#b.lids + 1] = ARGV[i + 2]
+  if not b then
+    b = {toks = {}, pos = {}}
+    byrole[role] = b
+  end
+  b.toks[#b.toks + 1] = ARGV[i + 1]
   b.pos[#b.pos + 1] = #order + 1
   order[#order + 1] = 0
 end
 for role, b in pairs(byrole) do
-  local recs = redis.call('HMGET', rkey(role, 'ls'), unpack(b.ids))
-  local ids, entries, idx = {}, {}, {}
-  for j, id in ipairs(b.ids) do
-    local rec = recs[j] and cjson.decode(recs[j])
-    if rec and rec[1] == b.lids[j] then
-      order[b.pos[j]] = 1
-      ids[#ids + 1] = id
-      entries[#entries + 1] = rec[3]
-      idx[#idx + 1] = ARGV[3]
-      idx[#idx + 1] = rec[6]
-      unlock_task(rec[5], role, id)
+  local live = redis.call('ZMSCORE', rkey(role, 'L'), unpack(b.toks))
+  local toks, entries, keys = {}, {}, {}
+  for j, tok in ipairs(b.toks) do
+    if live[j] then
+      local eid, t, k = parse_token(tok)
+      if eid then
+        order[b.pos[j]] = 1
+        toks[#toks + 1] = tok
+        entries[#entries + 1] = eid
+        keys[#keys + 1] = k
+        if t ~= '' then unlock_task(t, role, tok) end
+      end
     end
   end
-  if #ids > 0 then
-    redis.call('HDEL', rkey(role, 'ls'), unpack(ids))
-    redis.call('ZREM', rkey(role, 'L'), unpack(ids))
+  if #toks > 0 then
+    redis.call('ZREM', rkey(role, 'L'), unpack(toks))
     redis.call('XACK', rkey(role, 's'), G, unpack(entries))
-    redis.call('ZADD', rkey(role, 'idx'), unpack(idx))
-    -- Each ack call forgets up to twice the keys it retains: the index keeps pace.
-    forget(role, now - retention, 2 * #ids + 10)
+    redis.call('RPUSH', rkey(role, 'ix'), ARGV[3] .. '|' .. cjson.encode(keys))
+    -- Each ack call forgets at least twice the keys it retains (when that
+    -- many are due): the list keeps pace.
+    forget(role, now - retention, 2 * #keys)
     if redis.call('SET', rkey(role, 'tr'), '1', 'NX', 'PX', 1000) then trim(role) end
   end
 end
 return order
 `);
 
-/** HEARTBEAT. ARGV: P, role, message id, lease id, new deadline. Returns 1|0. */
+/** HEARTBEAT. ARGV: P, role, lease token, new deadline. Returns 1|0. */
 const HEARTBEAT = script(`
-local role, id = ARGV[2], ARGV[3]
-local j = redis.call('HGET', rkey(role, 'ls'), id)
-if not j then return 0 end
-local rec = cjson.decode(j)
-if rec[1] ~= ARGV[4] then return 0 end
-rec[2] = ARGV[5]
-redis.call('HSET', rkey(role, 'ls'), id, cjson.encode(rec))
-redis.call('ZADD', rkey(role, 'L'), ARGV[5], id)
+local L = rkey(ARGV[2], 'L')
+if not redis.call('ZSCORE', L, ARGV[3]) then return 0 end
+redis.call('ZADD', L, 'XX', ARGV[4], ARGV[3])
 return 1
 `);
 
 /**
- * SETTLE (nack and release). ARGV: P, role, message id, lease id, now, kind
- * ('retry' | 'dead' | 'release'), ready time (retry), error JSON ('' on
- * release). Returns 1, or 0 when the lease is lost.
+ * SETTLE (nack and release). ARGV: P, role, lease token, now, kind ('retry' |
+ * 'dead' | 'release'), ready time (retry), error JSON ('' on release).
+ * Returns 1, or 0 when the lease is lost.
  */
 const SETTLE = script(`
-local role, id, now, kind, at, err = ARGV[2], ARGV[3], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
-local j = redis.call('HGET', rkey(role, 'ls'), id)
-if not j then return 0 end
-local rec = cjson.decode(j)
-if rec[1] ~= ARGV[4] then return 0 end
-local m = end_lease(role, id, rec)
+local role, tok, now, kind, at, err = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+if not redis.call('ZSCORE', rkey(role, 'L'), tok) then return 0 end
+local m = end_lease(role, tok)
 if not m then return 1 end
 if err ~= '' then m.err = err end
 if kind == 'dead' then
@@ -531,7 +616,7 @@ if kind == 'dead' then
 elseif kind == 'retry' and tonumber(at) > tonumber(now) then
   m.av = at
   hold(role, m)
-  redis.call('ZADD', rkey(role, 'z'), at, id)
+  redis.call('ZADD', rkey(role, 'z'), at, m.m)
 else
   m.av = now
   to_stream(role, m)
@@ -571,8 +656,8 @@ for _, en in ipairs(entries) do
       to_stream(role, m)
       ready_add(role, 1)
     else
+      -- A dead letter was never acked: its key is in no retention list.
       redis.call('HDEL', rkey(role, 'idem'), m.k)
-      redis.call('ZREM', rkey(role, 'idx'), m.k)
     end
     n = n + 1
   end

@@ -16,6 +16,7 @@ import {
   checkRole,
   resolveRoleSettings,
 } from './queue-arguments.js';
+import { deadLetterNotice } from './dead-letter-notice.js';
 import { migrateBus } from './sqlite-schema.js';
 import { WakeSignal } from './wake-signal.js';
 import {
@@ -145,6 +146,7 @@ export class SqliteQueue implements WorkQueue {
     | 'retry'
     | 'dead'
     | 'leaseOf'
+    | 'envelopeOf'
     | 'release'
     | 'listDead'
     | 'replayAll'
@@ -235,6 +237,7 @@ export class SqliteQueue implements WorkQueue {
         `UPDATE bus_jobs SET state = 'dead', finished_at = ?, lease_id = NULL, lease_owner = NULL, leased_until = NULL,
            last_error = ? WHERE seq = ?`,
       ),
+      envelopeOf: prepare(db, 'SELECT envelope FROM bus_jobs WHERE seq = ?'),
       leaseOf: prepare(
         db,
         `SELECT seq, deliveries, retry_policy, last_error FROM bus_jobs WHERE seq = ? AND lease_id = ? AND state = 'leased'`,
@@ -355,6 +358,23 @@ export class SqliteQueue implements WorkQueue {
     return results;
   }
 
+  /** Inside the dead-letter move's transaction: a dead work message's failure result (see `dead-letter-notice.ts`). */
+  private notifyDead(seq: number, role: string, error: WorkError, deliveries: number, now: number): void {
+    const row = this.s.envelopeOf.get(seq) as { envelope: string | null } | undefined;
+    if (row?.envelope == null) return;
+    const notice = deadLetterNotice({
+      envelope: JSON.parse(row.envelope),
+      role,
+      error,
+      deliveries,
+      messageId: String(seq),
+      at: now,
+    });
+    if (notice === undefined) return;
+    const result = this.insertOne(checkPublish(notice), now);
+    if (!result.duplicate) this.wake.notify(notice.role, 1);
+  }
+
   // ---------------------------------------------------------------- consume
 
   private reclaimExpired(role: string, now: number): number {
@@ -369,6 +389,7 @@ export class SqliteQueue implements WorkQueue {
       };
       if (decideExpiry(policy, row.deliveries, settings.maxDeliveries) === 'dead') {
         this.s.expireDead.run(now, JSON.stringify(error), row.seq);
+        this.notifyDead(row.seq, role, error, row.deliveries, now);
       } else {
         this.s.expireReady.run(JSON.stringify(error), row.seq);
         ready++;
@@ -546,6 +567,7 @@ export class SqliteQueue implements WorkQueue {
       const error = JSON.stringify(opts.error);
       if (decision.to === 'dead') {
         this.s.dead.run(now, error, d.seq);
+        this.notifyDead(d.seq, d.role, opts.error, row.deliveries, now);
         return { outcome: 'dead-letter', reason: decision.reason };
       }
       this.s.retry.run(now + decision.delayMs, error, d.seq);

@@ -556,6 +556,82 @@ export function runWorkQueueContract(name: string, factory: WorkQueueFactory): v
         expect((await queue.stats(role)).deadLetters).toBe(1);
       });
 
+      it('a dead work message publishes its failed result to its result role, in the same move', async () => {
+        const { queue, role } = await setup({ defaults: { retryPolicy: policy } });
+        const results = uniqueRole('results');
+        const envelope = workEnvelope(1, { resultRole: results });
+        await queue.publish(role, envelope, { idempotencyKey: 'k' });
+        // Not dead yet: a retry publishes nothing.
+        const [first] = await queue.consume(role, { consumer: 'c', visibilityTimeoutMs: 60_000 });
+        expect(await queue.nack(first!, { error: { type: 'Flaky', message: 'once' }, retryable: true })).toMatchObject({
+          outcome: 'retry',
+        });
+        expect(await queue.stats(results)).toMatchObject({ depth: 0 });
+        const [second] = await queue.consume(role, { consumer: 'c', visibilityTimeoutMs: 60_000 });
+        expect(await queue.nack(second!, { error: { type: 'Fatal', message: 'boom' }, retryable: true })).toMatchObject(
+          {
+            outcome: 'dead-letter',
+          },
+        );
+        const notices = await queue.consume(results, { consumer: 'r', visibilityTimeoutMs: 60_000, max: 10 });
+        expect(notices).toHaveLength(1);
+        expect(notices[0]!.envelope).toEqual({
+          kind: 'result',
+          headers: envelope.headers,
+          role,
+          outcome: 'failed',
+          parts: [],
+          artifacts: [],
+          error: { type: 'Fatal', message: 'boom' },
+          deliveries: 2,
+        });
+        expect(notices[0]!.idempotencyKey.startsWith('$dead:')).toBe(true);
+        // A result (or anything but work) that dies is only a dead letter.
+        const resultsOfResults = uniqueRole('results');
+        await queue.publish(
+          results,
+          {
+            ...(notices[0]!.envelope as object),
+            headers: { ...envelope.headers, resultRole: resultsOfResults },
+          } as never,
+          {
+            idempotencyKey: 'a-result',
+          },
+        );
+        await queue.ack(notices[0]!);
+        const [result] = await queue.consume(results, { consumer: 'r', visibilityTimeoutMs: 60_000 });
+        expect(await queue.nack(result!, { error: { type: 'Bad', message: 'm' }, retryable: false })).toMatchObject({
+          outcome: 'dead-letter',
+        });
+        expect(await queue.stats(resultsOfResults)).toMatchObject({ depth: 0 });
+        expect(await queue.stats(results)).toMatchObject({ depth: 0, deadLetters: 1 });
+      });
+
+      it('a work message that dies of expired leases publishes a LeaseExpired failed result (default role $results)', async () => {
+        const { queue, role } = await setup({
+          defaults: { maxDeliveries: 1, retryPolicy: { ...policy, maximumAttempts: 0 } },
+        });
+        const before = (await queue.stats('$results')).depth;
+        await queue.publish(role, workEnvelope('expiring'), { idempotencyKey: 'k' });
+        expect(await queue.consume(role, { consumer: 'c', visibilityTimeoutMs: LEASE })).toHaveLength(1);
+        await sleep(LEASE + 60);
+        // Whoever looks at the role next finds the lease expired: the move and the notice happen there.
+        expect(await queue.consume(role, { consumer: 'c', visibilityTimeoutMs: LEASE, waitMs: 300 })).toEqual([]);
+        expect((await queue.stats(role)).deadLetters).toBe(1);
+        expect((await queue.stats('$results')).depth).toBe(before + 1);
+        const notices = await queue.consume('$results', { consumer: 'r', visibilityTimeoutMs: 60_000, max: 100 });
+        const mine = notices.filter(
+          (d) =>
+            d.envelope.kind === 'result' && d.envelope.headers.taskId === 'task-expiring' && d.envelope.role === role,
+        );
+        expect(mine).toHaveLength(1);
+        expect(mine[0]!.envelope).toMatchObject({
+          outcome: 'failed',
+          error: { type: 'LeaseExpired' },
+          deliveries: 1,
+        });
+      });
+
       it('replays dead letters with a fresh attempt count, all or by id', async () => {
         const { queue, role } = await setup({ defaults: { retryPolicy: policy } });
         await publishN(queue, role, 3);

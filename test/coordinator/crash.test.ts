@@ -78,11 +78,10 @@ describe('a Coordinator process killed mid-run', () => {
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   });
 
-  // Retried: about one run in three, the restarted Coordinator has been seen not to finish (a recovery
-  // bug under investigation; the failure message carries the state it is stuck in).
+  // Killed twice, so a hop can die between its dead-letter move and its failure result: the queue
+  // publishes that result in the move itself (dead-letter-notice.ts), or the item would never finish.
   it('finishes every item after a restart on the same file, no hop lost or applied twice', {
     timeout: 150_000,
-    retry: 2,
   }, async () => {
     dir = tempDir();
     const path = join(dir, 'switchboard.db');

@@ -258,4 +258,30 @@ describe('governance, budgets and approvals', () => {
     expect(coordinator.audit.head()).toEqual(before.head);
     expect(coordinator.get(id)?.usage).toEqual(before.item?.usage);
   });
+  it('a hop whose workers keep dying (leases expire past its attempts) fails the item with LeaseExpired, audited', async () => {
+    // No architect pool: this test plays a worker that leases the hop and dies each time.
+    const { architect: _, ...rest } = DEMO_HANDLERS;
+    f = await openFixture({ deployments: deployments(rest) });
+    const { coordinator } = f;
+    const id = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Nobody survives this' });
+    // dev-sdlc's maximumAttempts is 3: three leases that expire, and the next look dead-letters it.
+    for (let i = 1; i <= 3; i++) {
+      const leased = await coordinator.bus.consume('architect', {
+        consumer: `doomed-${i}`,
+        visibilityTimeoutMs: 100,
+        waitMs: 5_000,
+      });
+      expect(leased.map((d) => d.deliveries)).toEqual([i]);
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    expect(await coordinator.bus.consume('architect', { consumer: 'late', visibilityTimeoutMs: 100 })).toEqual([]);
+    const final = await coordinator.settled(id);
+    expect(final.state).toBe('failed');
+    expect(final.failure?.reason).toContain('LeaseExpired');
+    const hop = coordinator.hops(id)[0]!;
+    expect(hop).toMatchObject({ role: 'architect', state: 'failed' });
+    const failure = coordinator.audit.list({ itemId: id }).find((r) => r.kind === 'failure')!;
+    expect(failure.data).toMatchObject({ errorType: 'LeaseExpired', deliveries: 3 });
+    expect(coordinator.audit.verifyChain().ok).toBe(true);
+  });
 });
