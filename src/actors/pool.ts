@@ -38,6 +38,12 @@ export interface PoolOptions {
   logger?: Logger;
   /** An inspector (`--inspect`) for the supervisor actor (a root actor); none by default. */
   inspect?: ActorInspector;
+  /**
+   * The bus consumer name of a worker the pool starts, from its id in the pool
+   * (`<role>#<n>`; the default name). Processes sharing a bus give their
+   * workers names no other process uses (`switchboard worker` adds its pid).
+   */
+  consumerName?: (workerId: string) => string;
 }
 
 export interface Pool {
@@ -49,6 +55,8 @@ export interface Pool {
   /** Workers started / stopped since the pool started. */
   readonly starts: number;
   readonly stops: number;
+  /** Hops settled (completed, suspended, failed or released) by the pool's workers, stopped ones included. */
+  readonly settled: number;
   readonly deployment: PoolDeployment;
   /** The supervisor actor (for inspection). */
   readonly actor: Actor<PoolMachine>;
@@ -74,17 +82,22 @@ function checked(deployment: PoolDeployment): PoolDeployment {
 
 export function createPool(options: PoolOptions): Pool {
   const deployment = checked(options.deployment);
-  const log = (options.logger ?? silentLogger()).child({ pool: options.role });
+  // Every line of the pool carries the role, as its workers' lines do; `pool` marks the supervisor's own.
+  const log = (options.logger ?? silentLogger()).child({ role: options.role, pool: options.role });
   const workers = new Map<string, Worker>();
   const stopping = new Set<Promise<void>>();
+  /** Workers told to stop whose hops may still settle; then their count moves to `settledByStopped`. */
+  const draining = new Set<Worker>();
+  let settledByStopped = 0;
   const workerLogic = fromCallback<{ type: string }, PoolWorkerInput>(({ input }) => {
+    const consumer = options.consumerName?.(input.workerId) ?? input.workerId;
     const worker = createWorker({
       role: input.role,
       handler: options.handler,
       bus: options.bus,
       contextStore: options.contextStore,
       concurrency: input.concurrency,
-      consumer: input.workerId,
+      consumer,
       pollWaitMs: options.pollWaitMs ?? 200,
       ...(options.visibilityTimeoutMs === undefined ? {} : { visibilityTimeoutMs: options.visibilityTimeoutMs }),
       ...(options.heartbeatIntervalMs === undefined ? {} : { heartbeatIntervalMs: options.heartbeatIntervalMs }),
@@ -92,13 +105,19 @@ export function createPool(options: PoolOptions): Pool {
       ...(options.logger === undefined ? {} : { logger: options.logger }),
     });
     workers.set(input.workerId, worker);
-    log.debug({ worker: input.workerId }, 'worker started');
+    log.debug({ worker: consumer }, 'worker started');
     return () => {
       workers.delete(input.workerId);
-      const done = worker.stop(options.stopGraceMs === undefined ? {} : { graceMs: options.stopGraceMs });
+      draining.add(worker);
+      const done = worker
+        .stop(options.stopGraceMs === undefined ? {} : { graceMs: options.stopGraceMs })
+        .finally(() => {
+          draining.delete(worker);
+          settledByStopped += worker.settled;
+        });
       stopping.add(done);
       void done.finally(() => stopping.delete(done));
-      log.debug({ worker: input.workerId }, 'worker stopped');
+      log.debug({ worker: consumer }, 'worker stopped');
     };
   });
   const machine = createPoolMachine(workerLogic);
@@ -144,6 +163,12 @@ export function createPool(options: PoolOptions): Pool {
     },
     get stops() {
       return actor.getSnapshot().context.stops;
+    },
+    get settled() {
+      let n = settledByStopped;
+      for (const worker of workers.values()) n += worker.settled;
+      for (const worker of draining) n += worker.settled;
+      return n;
     },
     get deployment() {
       return { ...actor.getSnapshot().context.deployment };

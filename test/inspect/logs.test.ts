@@ -1,9 +1,11 @@
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createPool } from '../../src/actors/pool.js';
 import { complete, createWorker } from '../../src/actors/worker.js';
+import type { WorkQueue } from '../../src/bus/work-queue.js';
 import { callLogFields, hopLogFields } from '../../src/log/log-fields.js';
 import { createLogger } from '../../src/log/logger.js';
-import { type Harness, hop, openHarness, takeResults } from '../worker/helpers.js';
+import { type Harness, hop, openHarness, takeResults, until } from '../worker/helpers.js';
 
 let harness: Harness | undefined;
 afterEach(async () => {
@@ -111,5 +113,65 @@ describe('log fields', () => {
     for (const secret of ['the-secret-work-body', 'the-secret-result-body', 'please fail']) {
       expect(log.raw()).not.toContain(secret);
     }
+  });
+
+  it("a pool's lines carry its role, as its workers' lines do (and pool, worker where they apply)", async () => {
+    harness = openHarness();
+    const log = memoryLog();
+    const logger = createLogger({ level: 'trace', destination: log.stream });
+    // The queue's stats fail once: the supervisor's warning is a line about the role's pool too.
+    let failStats = true;
+    const real = harness.bus;
+    const bus = new Proxy(real, {
+      get(target, key) {
+        if (key === 'stats' && failStats) {
+          failStats = false;
+          return () => Promise.reject(new Error('stats unavailable'));
+        }
+        const value = Reflect.get(target, key, target) as unknown;
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    }) as WorkQueue;
+    const pool = createPool({
+      role: 'coder',
+      bus,
+      contextStore: harness.store,
+      deployment: { minReplicas: 0, maxReplicas: 1, idleTimeoutMs: 30, concurrency: 1 },
+      handler: () => complete({ parts: [{ kind: 'text', text: 'the-secret-result-body' }] }),
+      observeIntervalMs: 20,
+      pollWaitMs: 20,
+      consumerName: (id) => `${id}-p1`,
+      logger,
+    });
+    try {
+      await harness.bus.publish('coder', hop(1, { runId: 'item-1', hop: 1 }, 'the-secret-work-body'), {
+        idempotencyKey: 'k1',
+      });
+      await takeResults(harness.bus, 1);
+      // Scale to zero: the idle worker is stopped.
+      await until(() => pool.stops === 1, 5000);
+    } finally {
+      await pool.stop();
+    }
+
+    const lines = log.lines();
+    const messages = lines.map((l) => l.msg);
+    for (const msg of ['could not observe the queue', 'worker started', 'hop received', 'hop done', 'worker stopped']) {
+      expect(messages).toContain(msg);
+    }
+    // Every line here concerns the role's pool or its worker: each names the role.
+    expect(lines.filter((l) => l.role !== 'coder')).toEqual([]);
+    expect(lines.find((l) => l.msg === 'could not observe the queue')).toMatchObject({ role: 'coder', pool: 'coder' });
+    for (const msg of ['worker started', 'worker stopped']) {
+      expect(lines.find((l) => l.msg === msg)).toMatchObject({ role: 'coder', pool: 'coder', worker: 'coder#1-p1' });
+    }
+    expect(lines.find((l) => l.msg === 'hop done')).toMatchObject({
+      role: 'coder',
+      worker: 'coder#1-p1',
+      itemId: 'item-1',
+      hop: 1,
+    });
+    expect(log.raw()).not.toContain('the-secret-work-body');
+    expect(log.raw()).not.toContain('the-secret-result-body');
   });
 });
