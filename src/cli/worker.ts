@@ -1,8 +1,11 @@
 import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { firstValueFrom } from 'rxjs';
+import { filter } from 'rxjs/operators';
 import { routeAsks } from '../actors/coordinator-asks.js';
-import { NonRetryableError, type WorkHandler, type Worker, createWorker } from '../actors/worker.js';
+import { type Pool, createPool } from '../actors/pool.js';
+import { NonRetryableError, type WorkHandler } from '../actors/worker.js';
 import type { WorkQueue } from '../bus/work-queue.js';
 import { DEMO_HANDLERS } from '../demo/roles.js';
 import { LOG_LEVELS, type Logger, createLogger } from '../log/logger.js';
@@ -28,17 +31,26 @@ import {
   stringFlag,
   stringListFlag,
 } from './command-args.js';
+import {
+  INSPECT_USAGE,
+  InspectOptionError,
+  type InspectTarget,
+  type RunningInspection,
+  startInspection,
+  takeInspectOption,
+} from './inspect-option.js';
 import { stopSignal } from './stop-signal.js';
 
 export const WORKER_USAGE = `Usage: switchboard worker --role ROLE [--role ROLE ...] --handler MODULE
                           [--bus URL] [--db PATH]
                           [--concurrency N] [--lease-ms MS] [--grace-ms MS]
-                          [--log-level LEVEL]
+                          [--log-level LEVEL] [--inspect[=[HOST:]PORT]]
 
 Runs a worker for each role given: it leases the role's hops from the bus, hydrates
 each work item's context from the Context Engine, calls the handler and
-publishes the result for the Coordinator (switchboard coordinator). Logs JSON
-lines to stderr. Stops gracefully on SIGINT or SIGTERM: takes no new hop,
+publishes the result for the Coordinator (switchboard coordinator). Each
+role's worker runs under the role's pool, a supervisor actor that watches the
+queue (what --inspect shows). Logs JSON lines to stderr. Stops gracefully on SIGINT or SIGTERM: takes no new hop,
 lets hops in flight finish within --grace-ms, releases the leases of those
 that do not (they go to another worker at once), then closes the bus and
 the Context Engine (a second signal exits at once).
@@ -67,10 +79,12 @@ ${BUS_HELP}
                           signal before their leases are released
                           (0-3600000, default 10000)
   --log-level LEVEL       ${LOG_LEVELS.join(', ')} (default: info)
+${INSPECT_USAGE}
   -h, --help              show this help
 
-Exit status: 0 after a graceful stop; 1 when the handler, the bus or the
-Context Engine cannot be loaded or opened; 2 for a usage error.`;
+Exit status: 0 after a graceful stop; 1 when the handler, the bus, the
+Context Engine or the inspector cannot be loaded, opened or started; 2 for a
+usage error.`;
 
 /** Every flag the command accepts (each is documented in its --help; a test checks it). */
 export const WORKER_FLAGS: FlagSpec = {
@@ -172,9 +186,24 @@ export async function loadHandler(spec: string): Promise<WorkHandler> {
   return handler as WorkHandler;
 }
 
-async function runWorker(argv: string[]): Promise<number> {
+/**
+ * How often a role's pool supervisor reads its queue's stats. Its worker is
+ * started on the first reading; with one replica (min = max) the readings
+ * change nothing else, so they are spaced out (each is an inspector event).
+ */
+export const WORKER_OBSERVE_INTERVAL_MS = 1000;
+
+async function runWorker(all: string[]): Promise<number> {
   let flags: Flags;
+  let inspect: InspectTarget | null;
   try {
+    let argv: string[];
+    try {
+      ({ argv, inspect } = takeInspectOption(all));
+    } catch (error) {
+      if (error instanceof InspectOptionError) throw new CliUsageError(error.message);
+      throw error;
+    }
     flags = parseFlags(argv);
   } catch (error) {
     if (error instanceof CliUsageError) return reportUsageError('worker', error, WORKER_USAGE);
@@ -184,7 +213,8 @@ async function runWorker(argv: string[]): Promise<number> {
   const signal = stopSignal(log);
   let bus: WorkQueue | undefined;
   let contextStore: ContextStore | undefined;
-  const workers: Worker[] = [];
+  let inspection: RunningInspection | null = null;
+  const pools: Pool[] = [];
   try {
     let handler: WorkHandler;
     try {
@@ -195,39 +225,61 @@ async function runWorker(argv: string[]): Promise<number> {
       log.fatal({ err: { message: (error as Error).message }, handler: flags.handler }, 'cannot start the worker');
       return 1;
     }
+    if (inspect !== null) {
+      try {
+        inspection = await startInspection(inspect, { logger: log });
+      } catch (error) {
+        log.fatal({ err: { message: (error as Error).message } }, 'cannot start the inspector');
+        return 1;
+      }
+    }
     for (const role of flags.roles) {
-      workers.push(
-        createWorker({
+      pools.push(
+        createPool({
           role,
           // Questions go through the Coordinator, which governs them before they reach the asked role.
           handler: routeAsks(handler),
           bus,
           contextStore,
-          concurrency: flags.concurrency,
+          // One worker per role, always running: the worker of before, now supervised.
+          deployment: { minReplicas: 1, maxReplicas: 1, idleTimeoutMs: 0, concurrency: flags.concurrency },
+          observeIntervalMs: WORKER_OBSERVE_INTERVAL_MS,
           visibilityTimeoutMs: flags.leaseMs,
-          consumer: `${role}-${process.pid}`,
+          pollWaitMs: 1000,
+          stopGraceMs: flags.graceMs,
+          // Unique among the processes sharing the bus.
+          consumerName: (workerId) => `${workerId}-${process.pid}`,
           logger: log,
+          ...(inspection === null ? {} : { inspect: inspection.inspect }),
         }),
       );
     }
-    log.info(
-      {
-        roles: flags.roles,
-        handler: flags.handler,
-        bus: describeBus(flags.bus),
-        concurrency: flags.concurrency,
-        leaseMs: flags.leaseMs,
-      },
-      'worker ready',
+    // Ready once every role's worker runs (the supervisor starts it on its first look at the queue).
+    const running = Promise.all(
+      pools.map((pool) => firstValueFrom(pool.replicas$.pipe(filter((n) => n > 0)), { defaultValue: 0 })),
     );
-    await signal.stopped;
-    await Promise.all(workers.map((w) => w.stop({ graceMs: flags.graceMs })));
-    log.info({ settled: workers.reduce((n, w) => n + w.settled, 0) }, 'workers stopped');
+    if ((await Promise.race([running.then(() => 'running' as const), signal.stopped])) === 'running') {
+      log.info(
+        {
+          roles: flags.roles,
+          handler: flags.handler,
+          bus: describeBus(flags.bus),
+          concurrency: flags.concurrency,
+          leaseMs: flags.leaseMs,
+        },
+        'worker ready',
+      );
+      await signal.stopped;
+    }
+    await Promise.all(pools.map((pool) => pool.stop()));
+    log.info({ settled: pools.reduce((n, pool) => n + pool.settled, 0) }, 'workers stopped');
     return 0;
   } finally {
-    await Promise.all(workers.filter((w) => w.running).map((w) => w.stop({ graceMs: 0 }).catch(() => {})));
+    await Promise.all(pools.map((pool) => pool.stop().catch(() => {})));
     await contextStore?.close().catch((error: unknown) => log.warn({ err: error }, 'closing the context store failed'));
     await bus?.close().catch((error: unknown) => log.warn({ err: error }, 'closing the bus failed'));
+    // The inspector's server would keep the process alive.
+    await inspection?.stop();
     signal.dispose();
     log.info('stopped');
   }
