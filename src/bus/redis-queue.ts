@@ -110,7 +110,8 @@ interface RedisDelivery extends Delivery {
   readonly retryPolicy: Partial<RetryPolicy> | undefined;
 }
 
-type LeaseRow = [string, string, number, string, string, string, string, string, string];
+/** A lease as the lease script returns it: entry id, lease token, the entry's fields (unless the caller sent them). */
+type LeaseRow = [string, string, string[]?];
 
 /** A stream entry as XREADGROUP returns it: id and flat field list. */
 type ReadEntry = readonly [string, readonly string[]];
@@ -142,6 +143,27 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 
 function parseJson<T>(text: string): T | undefined {
   return text === '' ? undefined : (JSON.parse(text) as T);
+}
+
+/** The fields of a message's stream entry (see `redis-scripts.ts`), `''` when absent. */
+interface EntryFields {
+  m: string;
+  k: string;
+  env: string;
+  d: string;
+  pa: string;
+  t: string;
+  err: string;
+  rp: string;
+}
+
+function entryFields(flat: readonly string[]): EntryFields {
+  const f: EntryFields = { m: '', k: '', env: '', d: '0', pa: '0', t: '', err: '', rp: '' };
+  for (let i = 0; i + 1 < flat.length; i += 2) {
+    const name = flat[i];
+    if (name !== undefined && Object.hasOwn(f, name)) f[name as keyof EntryFields] = flat[i + 1]!;
+  }
+  return f;
 }
 
 /**
@@ -178,8 +200,9 @@ export class RedisQueue implements WorkQueue {
   private readonly busy = new Set<BlockingConnection>();
   private blockingCount = 0;
   private readonly nonce = randomBytes(6).toString('hex');
-  private calls = 0;
   private closed = false;
+  /** Roles of deliveries already checked (settling skips the schema check for them). */
+  private readonly checkedRoles = new Set<string>();
   /** Consumers whose blocking read failed: their next lease re-reads their pending entries (id 0). */
   private readonly recover = new Set<string>();
 
@@ -296,26 +319,29 @@ export class RedisQueue implements WorkQueue {
     const results: PublishResult[] = [];
     for (let i = 0; i < checked.length; i += this.publishBatch) {
       const batch = checked.slice(i, i + this.publishBatch);
-      const args: string[] = [this.keys.tag, String(this.clock.now())];
-      for (const p of batch) args.push(...this.publishArgs(p));
-      const rows = await this.call<[string, number][]>(() =>
+      const now = String(this.clock.now());
+      const args: string[] = [this.keys.tag, now];
+      for (const p of batch) this.pushPublishArgs(args, p, now);
+      const flat = await this.call<(string | number)[]>(() =>
         this.command.sbPublish(this.keys.stream(batch[0]!.role), args),
       );
-      for (const [id, duplicate] of rows) results.push({ id, duplicate: duplicate === 1 });
+      for (let j = 0; j < flat.length; j += 2) results.push({ id: String(flat[j]), duplicate: flat[j + 1] === 1 });
     }
     return results;
   }
 
-  private publishArgs(p: CheckedPublish): string[] {
-    return [
-      p.role,
-      p.idempotencyKey,
-      p.taskKey ?? '',
-      JSON.stringify(p.envelope),
-      String(p.delayMs),
-      p.retryPolicy === undefined ? '' : JSON.stringify(p.retryPolicy),
-      p.retryPolicy?.maximumAttempts === undefined ? '' : String(p.retryPolicy.maximumAttempts),
-    ];
+  /** Role, key, delay, field count, then the entry's fields but the id, in entry order (see the PUBLISH script). */
+  private pushPublishArgs(args: string[], p: CheckedPublish, now: string): void {
+    const at = p.delayMs > 0 ? String(Number(now) + p.delayMs) : now;
+    const start = args.length;
+    args.push(p.role, p.idempotencyKey, String(p.delayMs), '10');
+    args.push('k', p.idempotencyKey, 'env', JSON.stringify(p.envelope), 'd', '0', 'pa', now, 'av', at);
+    if (p.taskKey !== undefined) args.push('t', p.taskKey);
+    if (p.retryPolicy !== undefined) {
+      args.push('rp', JSON.stringify(p.retryPolicy));
+      if (p.retryPolicy.maximumAttempts !== undefined) args.push('ma', String(p.retryPolicy.maximumAttempts));
+    }
+    args[start + 3] = String(args.length - start - 4);
   }
 
   // ---------------------------------------------------------------- consume
@@ -336,34 +362,43 @@ export class RedisQueue implements WorkQueue {
       consumer,
       String(max),
       String(visibilityTimeoutMs),
-      `${this.nonce}.${(++this.calls).toString(36)}`,
       String(settings.maxDeliveries),
       String(settings.retryPolicy.maximumAttempts),
       EXPIRED_ERROR,
       mode,
       String(this.orphanIdleMs),
     ];
-    for (const [entry, fields] of entries) args.push(entry, String(fields.length), ...fields);
+    // Entries read by a blocking read: the script needs their ids, message id,
+    // key and task key; their fields stay here.
+    const read = new Map<string, EntryFields>();
+    for (const [entry, flat] of entries) {
+      const f = entryFields(flat);
+      read.set(entry, f);
+      args.push(entry, f.m, f.k, f.t);
+    }
     const [rows, next] = await this.call<[LeaseRow[], string]>(() =>
       this.command.sbLease(this.keys.stream(role), args),
     );
     if (mode === 'recover') this.recover.delete(consumer);
-    const deliveries = rows.map(
-      ([id, leaseId, count, envelope, idempotencyKey, taskKey, publishedAt, lastError, retryPolicy]) => ({
-        id,
+    const deliveries: RedisDelivery[] = [];
+    for (const [entry, leaseId, flat] of rows) {
+      const f = flat === undefined ? read.get(entry) : entryFields(flat);
+      if (f === undefined) continue;
+      deliveries.push({
+        id: f.m,
         role,
-        envelope: JSON.parse(envelope) as BusEnvelope,
-        idempotencyKey,
-        taskKey: taskKey === '' ? undefined : taskKey,
+        envelope: JSON.parse(f.env) as BusEnvelope,
+        idempotencyKey: f.k,
+        taskKey: f.t === '' ? undefined : f.t,
         leaseId,
         consumer,
-        deliveries: Number(count),
+        deliveries: Number(f.d) + 1,
         visibilityTimeoutMs,
-        publishedAt: Number(publishedAt),
-        lastError: parseJson<WorkError>(lastError),
-        retryPolicy: parseJson<Partial<RetryPolicy>>(retryPolicy),
-      }),
-    );
+        publishedAt: Number(f.pa),
+        lastError: parseJson<WorkError>(f.err),
+        retryPolicy: parseJson<Partial<RetryPolicy>>(f.rp),
+      });
+    }
     return { deliveries, next: Number(next) };
   }
 
@@ -510,7 +545,10 @@ export class RedisQueue implements WorkQueue {
     ) {
       throw new BusError('BUS_INVALID_ARGUMENT', 'not a delivery of this queue');
     }
-    checkRole(delivery.role);
+    if (!this.checkedRoles.has(delivery.role)) {
+      checkRole(delivery.role);
+      this.checkedRoles.add(delivery.role);
+    }
     return delivery as RedisDelivery;
   }
 
@@ -528,7 +566,7 @@ export class RedisQueue implements WorkQueue {
     for (let i = 0; i < own.length; i += ACK_BATCH) {
       const chunk = own.slice(i, i + ACK_BATCH);
       const args: string[] = [this.keys.tag, String(this.retentionMs), String(this.clock.now())];
-      for (const d of chunk) args.push(d.role, d.id, d.leaseId);
+      for (const d of chunk) args.push(d.role, d.leaseId);
       const res = await this.call<number[]>(() => this.command.sbAck(this.keys.stream(chunk[0]!.role), args));
       for (const n of res) out.push(n === 1);
     }
@@ -541,7 +579,7 @@ export class RedisQueue implements WorkQueue {
     const extend = checkExtend(extendMs, d.visibilityTimeoutMs);
     const until = this.clock.now() + extend;
     const ok = await this.call<number>(() =>
-      this.command.sbHeartbeat(this.keys.stream(d.role), [this.keys.tag, d.role, d.id, d.leaseId, String(until)]),
+      this.command.sbHeartbeat(this.keys.stream(d.role), [this.keys.tag, d.role, d.leaseId, String(until)]),
     );
     return ok === 1 ? until : null;
   }
@@ -567,7 +605,6 @@ export class RedisQueue implements WorkQueue {
       this.command.sbSettle(this.keys.stream(d.role), [
         this.keys.tag,
         d.role,
-        d.id,
         d.leaseId,
         String(now),
         decision.to === 'dead' ? 'dead' : 'retry',
@@ -585,16 +622,7 @@ export class RedisQueue implements WorkQueue {
     const d = this.own(delivery);
     const now = String(this.clock.now());
     const ok = await this.call<number>(() =>
-      this.command.sbSettle(this.keys.stream(d.role), [
-        this.keys.tag,
-        d.role,
-        d.id,
-        d.leaseId,
-        now,
-        'release',
-        now,
-        '',
-      ]),
+      this.command.sbSettle(this.keys.stream(d.role), [this.keys.tag, d.role, d.leaseId, now, 'release', now, '']),
     );
     return ok === 1;
   }
@@ -687,6 +715,17 @@ export class RedisQueue implements WorkQueue {
       lag: since >= 0 ? Math.max(0, now - since) : 0,
       deadLetters: Number(deadLetters),
     };
+  }
+
+  /**
+   * `stats` of every role of the deployment (each role whose stream exists:
+   * published to or consumed from), by role name. Read-only: what
+   * `switchboard top --bus` shows.
+   */
+  async statsOfAllRoles(): Promise<QueueStats[]> {
+    this.assertOpen();
+    const roles = await this.call<string[]>(() => this.command.sMembers(this.keys.roles()));
+    return Promise.all([...roles].sort().map((role) => this.stats(role)));
   }
 
   /**
