@@ -729,17 +729,6 @@ export class RedisQueue implements WorkQueue {
   }
 
   /**
-   * `stats` of every role of the deployment (each role whose stream exists:
-   * published to or consumed from), by role name. Read-only: what
-   * `switchboard top --bus` shows.
-   */
-  async statsOfAllRoles(): Promise<QueueStats[]> {
-    this.assertOpen();
-    const roles = await this.call<string[]>(() => this.command.sMembers(this.keys.roles()));
-    return Promise.all([...roles].sort().map((role) => this.stats(role)));
-  }
-
-  /**
    * Trims a role's stream below its oldest pending entry (`XTRIM MINID`):
    * acked entries go, delivered-but-unacked and undelivered ones stay. Acks
    * do this by themselves at most once a second per role.
