@@ -1,58 +1,77 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { parseArgs } from 'node:util';
-import { type SystemSnapshot, readSystemSnapshot } from '../inspect/system-snapshot.js';
-import { renderScreen } from '../inspect/top-screen.js';
+import type { RedisQueue } from '../bus/redis-queue.js';
+import { type SystemSnapshot, queueViewOf, readSystemSnapshot } from '../inspect/system-snapshot.js';
+import { type ScreenOptions, renderScreen } from '../inspect/top-screen.js';
 import { type SqliteDatabase, openDatabase } from '../persistence/database.js';
+import { BUS_FLAGS, describeBus, openBus, parseBusChoice } from './bus-option.js';
 import type { CliCommand } from './command.js';
-import { CliUsageError } from './command-args.js';
+import { CliUsageError, type FlagSpec, booleanFlag, parseCommandArgs, stringFlag } from './command-args.js';
 
 export const DEFAULT_TOP_INTERVAL_MS = 1000;
 const MIN_INTERVAL_MS = 50;
 const MAX_INTERVAL_MS = 60_000;
 
-export const TOP_USAGE = `Usage: switchboard top --db PATH [--interval MS] [--once]
+export const TOP_USAGE = `Usage: switchboard top --db PATH [--bus URL [--bus-prefix NAME]] [--interval MS] [--once]
+       switchboard top --bus URL [--bus-prefix NAME] [--interval MS] [--once]
 
 A live view of a switchboard database in the terminal: tasks by state and the
 live ones that waited longest, the work queues per role (ready, delayed, in
 flight, dead letters, done, age of the oldest ready message), and the
 Coordinator's work items with their stage, hop and cost (when the file holds
 them). Reads the file read-only, while the broker, workers and Coordinator
-write it. Redraws in place every interval; q or Ctrl-C quits and restores the
+write it. With a Redis bus (--bus), the queues are read from Redis instead
+(the same columns but DONE: Redis does not keep acked messages), read-only.
+Redraws in place every interval; q or Ctrl-C quits and restores the
 terminal. When stdout is not a terminal (a pipe, CI), prints one snapshot as
 plain text and exits.
 
 Options:
-  --db PATH        the SQLite file (must exist)
-  --interval MS    refresh period in ms, ${MIN_INTERVAL_MS} to ${MAX_INTERVAL_MS} (default: ${DEFAULT_TOP_INTERVAL_MS})
-  --once           print one snapshot and exit, even on a terminal
-  -h, --help       show this help`;
+  --db PATH          the SQLite file (must exist); optional with --bus
+  --bus URL          the queues of a Redis Streams bus: redis://HOST:PORT[/DB]
+                     (default: the SQLite bus in the --db file)
+  --bus-prefix NAME  key prefix of the deployment on Redis (default switchboard)
+  --interval MS      refresh period in ms, ${MIN_INTERVAL_MS} to ${MAX_INTERVAL_MS} (default: ${DEFAULT_TOP_INTERVAL_MS})
+  --once             print one snapshot and exit, even on a terminal
+  -h, --help         show this help
+
+Exit status: 0 after q, Ctrl-C or one snapshot; 1 when the Redis bus cannot
+be reached; 2 for a usage error (a missing or non-SQLite file, a bad flag).`;
+
+/** Every flag the command accepts (each is documented in its --help; a test checks it). */
+export const TOP_FLAGS: FlagSpec = {
+  db: { type: 'string' },
+  ...BUS_FLAGS,
+  interval: { type: 'string' },
+  once: { type: 'boolean' },
+};
 
 interface TopFlags {
-  db: string;
+  db: string | undefined;
+  /** The Redis bus whose queues are shown (instead of the file's). */
+  redis: { url: string; prefix: string; label: string } | undefined;
   intervalMs: number;
   once: boolean;
 }
 
 function parseFlags(argv: string[]): TopFlags {
-  let values: { db?: string; interval?: string; once?: boolean };
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: { db: { type: 'string' }, interval: { type: 'string' }, once: { type: 'boolean' } },
-      strict: true,
-      allowPositionals: false,
-    }));
-  } catch (error) {
-    throw new CliUsageError(error instanceof Error ? error.message : String(error));
+  const args = parseCommandArgs(argv, TOP_FLAGS, 0);
+  const db = stringFlag(args, 'db');
+  if (db === undefined && stringFlag(args, 'bus') === undefined) {
+    throw new CliUsageError('--db PATH is required (or --bus redis://HOST:PORT for the queues alone)');
   }
-  if (values.db === undefined || values.db === '') throw new CliUsageError('--db PATH is required');
-  const intervalText = values.interval ?? String(DEFAULT_TOP_INTERVAL_MS);
+  const bus = parseBusChoice(args, db);
+  const intervalText = stringFlag(args, 'interval') ?? String(DEFAULT_TOP_INTERVAL_MS);
   const intervalMs = Number(intervalText);
   if (!/^\d+$/.test(intervalText) || intervalMs < MIN_INTERVAL_MS || intervalMs > MAX_INTERVAL_MS) {
     throw new CliUsageError(`--interval must be a whole number of ms from ${MIN_INTERVAL_MS} to ${MAX_INTERVAL_MS}`);
   }
-  return { db: resolve(values.db), intervalMs, once: values.once ?? false };
+  return {
+    db: db === undefined ? undefined : resolve(db),
+    redis: bus.kind === 'redis' ? { url: bus.url, prefix: bus.prefix, label: describeBus(bus) } : undefined,
+    intervalMs,
+    once: booleanFlag(args, 'once'),
+  };
 }
 
 function openReadOnly(path: string): SqliteDatabase {
@@ -72,32 +91,70 @@ function openReadOnly(path: string): SqliteDatabase {
   }
 }
 
+/** What one refresh reads: the file (one read transaction), then the Redis queues when asked for. */
+async function readSnapshot(db: SqliteDatabase | undefined, queue: RedisQueue | undefined): Promise<SystemSnapshot> {
+  const snapshot: SystemSnapshot =
+    db === undefined ? { at: Date.now(), tasks: null, queues: null, items: null } : readSystemSnapshot(db);
+  if (queue !== undefined) snapshot.queues = (await queue.statsOfAllRoles()).map(queueViewOf);
+  return snapshot;
+}
+
+interface View {
+  read(): Promise<SystemSnapshot>;
+  screen: Pick<ScreenOptions, 'db' | 'intervalMs'> & { queueSource?: string };
+}
+
 async function runTop(argv: string[]): Promise<number> {
   let flags: TopFlags;
-  let db: SqliteDatabase;
+  let db: SqliteDatabase | undefined;
   try {
     flags = parseFlags(argv);
-    db = openReadOnly(flags.db);
+    db = flags.db === undefined ? undefined : openReadOnly(flags.db);
   } catch (error) {
     if (!(error instanceof CliUsageError)) throw error;
     process.stderr.write(`switchboard top: ${error.message}\n\n${TOP_USAGE}\n`);
     return 2;
   }
+  let queue: RedisQueue | undefined;
   try {
+    if (flags.redis !== undefined) {
+      try {
+        queue = (await openBus({ kind: 'redis', url: flags.redis.url, prefix: flags.redis.prefix })) as RedisQueue;
+      } catch (error) {
+        process.stderr.write(`switchboard top: cannot open the bus: ${(error as Error).message}\n`);
+        return 1;
+      }
+    }
+    const opened = queue;
+    const view: View = {
+      read: () => readSnapshot(db, opened),
+      screen: {
+        db: flags.db ?? flags.redis?.label ?? '',
+        intervalMs: flags.intervalMs,
+        ...(flags.redis === undefined || flags.db === undefined ? {} : { queueSource: flags.redis.label }),
+      },
+    };
     if (flags.once || !process.stdout.isTTY) {
-      const lines = renderScreen(readSystemSnapshot(db), {
-        db: flags.db,
+      let snapshot: SystemSnapshot;
+      try {
+        snapshot = await view.read();
+      } catch (error) {
+        process.stderr.write(`switchboard top: cannot read the queues: ${(error as Error).message}\n`);
+        return 1;
+      }
+      const lines = renderScreen(snapshot, {
+        ...view.screen,
         width: process.stdout.columns ?? 132,
         height: null,
-        intervalMs: flags.intervalMs,
         color: false,
       });
       process.stdout.write(`${lines.join('\n')}\n`);
       return 0;
     }
-    return await liveView(db, flags);
+    return await liveView(view);
   } finally {
-    db.close();
+    await queue?.close();
+    db?.close();
   }
 }
 
@@ -105,25 +162,20 @@ const ENTER_ALTERNATE_SCREEN = '\x1b[?1049h\x1b[?25l';
 const LEAVE_ALTERNATE_SCREEN = '\x1b[?25h\x1b[?1049l';
 
 /** Redraws every interval on the alternate screen until q, Ctrl-C or a signal. */
-function liveView(db: SqliteDatabase, flags: TopFlags): Promise<number> {
+function liveView(view: View): Promise<number> {
   const out = process.stdout;
   const input = process.stdin;
   let last: SystemSnapshot | null = null;
   let error: string | undefined;
+  let reading = false;
+  let done = false;
 
-  const draw = () => {
-    try {
-      last = readSystemSnapshot(db);
-      error = undefined;
-    } catch (e) {
-      error = (e as Error).message;
-    }
+  const paint = () => {
     const snapshot = last ?? { at: Date.now(), tasks: null, queues: null, items: null };
     const lines = renderScreen(snapshot, {
-      db: flags.db,
+      ...view.screen,
       width: out.columns ?? 80,
       height: out.rows ?? 24,
-      intervalMs: flags.intervalMs,
       color: true,
       ...(error === undefined ? {} : { error }),
     });
@@ -132,14 +184,33 @@ function liveView(db: SqliteDatabase, flags: TopFlags): Promise<number> {
     frame += `\x1b[${lines.length + 1};1H\x1b[J`;
     out.write(frame);
   };
+  // One read at a time (a Redis read may outlast the interval); a failed read keeps the last snapshot.
+  const draw = () => {
+    if (reading) return;
+    reading = true;
+    view
+      .read()
+      .then(
+        (snapshot) => {
+          last = snapshot;
+          error = undefined;
+        },
+        (e: unknown) => {
+          error = (e as Error).message;
+        },
+      )
+      .finally(() => {
+        reading = false;
+        if (!done) paint();
+      });
+  };
 
   return new Promise<number>((resolveExit) => {
-    let done = false;
     const finish = () => {
       if (done) return;
       done = true;
       clearInterval(timer);
-      out.off('resize', draw);
+      out.off('resize', paint);
       input.off('data', onKey);
       for (const signal of SIGNALS) process.off(signal, finish);
       if (input.isTTY) input.setRawMode(false);
@@ -157,8 +228,8 @@ function liveView(db: SqliteDatabase, flags: TopFlags): Promise<number> {
     input.on('data', onKey);
     input.resume();
     for (const signal of SIGNALS) process.on(signal, finish);
-    out.on('resize', draw);
-    const timer = setInterval(draw, flags.intervalMs);
+    out.on('resize', paint);
+    const timer = setInterval(draw, view.screen.intervalMs);
     draw();
   });
 }

@@ -1,3 +1,4 @@
+import type { QueueStats } from '../bus/work-queue.js';
 import type { SqliteDatabase } from '../persistence/database.js';
 import { TASK_STATES, type TaskState } from '../protocol/task.js';
 
@@ -31,7 +32,7 @@ export interface LiveTask {
   idleMs: number;
 }
 
-/** One role's queue, as the SQLite bus's `stats()` counts it. */
+/** One role's queue, as the bus's `stats()` counts it. */
 export interface QueueView {
   role: string;
   /** Ready now (including messages whose lease expired). */
@@ -41,8 +42,8 @@ export interface QueueView {
   /** Leased and not expired. */
   inFlight: number;
   deadLetters: number;
-  /** Acked and kept for idempotency. */
-  done: number;
+  /** Acked and kept for idempotency (the SQLite bus); null where the bus does not keep them (Redis). */
+  done: number | null;
   /** Age in ms of the oldest message ready now (0 when none). */
   lagMs: number;
 }
@@ -167,6 +168,19 @@ function readQueues(db: SqliteDatabase, now: number): QueueView[] {
     done: r.done,
     lagMs: r.oldest === null ? 0 : Math.max(0, now - r.oldest),
   }));
+}
+
+/** A queue as a bus's `stats(role)` reports it (the Redis bus: acked messages are not kept, so no DONE). */
+export function queueViewOf(stats: QueueStats): QueueView {
+  return {
+    role: stats.role,
+    depth: stats.depth,
+    delayed: stats.delayed,
+    inFlight: stats.inFlight,
+    deadLetters: stats.deadLetters,
+    done: null,
+    lagMs: stats.lag,
+  };
 }
 
 function readItems(db: SqliteDatabase, now: number, limit: number): ItemView {

@@ -6,8 +6,10 @@ import type { SystemSnapshot } from './system-snapshot.js';
  * terminal. Plain text, with ANSI styles only when `color` is on (a TTY).
  */
 export interface ScreenOptions {
-  /** The database shown (title bar). */
+  /** What is shown (title bar): the database, and the bus when it is not in the file. */
   db: string;
+  /** Where the queues come from, when not from the database (`redis://host:port (prefix p)`). */
+  queueSource?: string;
   width: number;
   /** Rows available; sections are cut to fit (null: no limit). */
   height: number | null;
@@ -90,7 +92,12 @@ export function renderScreen(snapshot: SystemSnapshot, options: ScreenOptions): 
   if (snapshot.queues !== null) {
     sections.push({
       head: [
-        [{ text: `QUEUES ${snapshot.queues.length}`, style: 'bold' }],
+        [
+          { text: `QUEUES ${snapshot.queues.length}`, style: 'bold' },
+          ...(options.queueSource === undefined
+            ? []
+            : [{ text: `  on ${options.queueSource}`, style: 'dim' as const }]),
+        ],
         [
           {
             text:
@@ -106,7 +113,11 @@ export function renderScreen(snapshot: SystemSnapshot, options: ScreenOptions): 
       rows: snapshot.queues.map((q) => [
         { text: row([q.role, q.depth, q.delayed, q.inFlight], QUEUE_WIDTHS.slice(0, 4)) },
         { text: rightCell(String(q.deadLetters), QUEUE_WIDTHS[4]), style: q.deadLetters > 0 ? 'red' : 'none' },
-        { text: row([q.done, q.depth > 0 ? duration(q.lagMs) : '-'], QUEUE_WIDTHS.slice(5)) },
+        {
+          text:
+            rightCell(q.done === null ? '-' : String(q.done), QUEUE_WIDTHS[5]) +
+            cell(q.depth > 0 ? duration(q.lagMs) : '-', QUEUE_WIDTHS[6]),
+        },
       ]),
       empty: '  no queue',
     });
