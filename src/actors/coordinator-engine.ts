@@ -83,7 +83,8 @@ export interface EngineOptions {
   /** An inspector (`--inspect`) for each work item's WorkflowRun actor (a root actor); none by default. */
   inspect?: ActorInspector | undefined;
   /** Called with each transaction's duration (governance, audit, cost, routing, the store and the commit). */
-  onTiming?: (ns: number, what: TimedStep, innerNs: number, cpuUs: number) => void;
+  /** Per step; a step of a shared commit gets its share (`batch` steps shared it). */
+  onTiming?: (ns: number, what: TimedStep, innerNs: number, cpuUs: number, batch: number) => void;
 }
 
 /** What a timed transaction did. */
@@ -106,11 +107,12 @@ export class CoordinatorEngine {
   /** Definitions already kept in the tables (run snapshots refer to them). */
   readonly #kept = new Set<string>();
   readonly #tx: (fn: (step: Step) => ResultHandling) => { step: Step; handling: ResultHandling };
+  readonly #batchTx: <T>(fn: () => T) => T;
   /** Outbox rows published since the last transaction: deleted by the next one. */
   #published: number[] = [];
   /** Nanoseconds spent inside transactions, and how many (for the bench). */
   readonly timing = { ns: 0n, count: 0 };
-  readonly #onTiming: ((ns: number, what: TimedStep, innerNs: number, cpuUs: number) => void) | undefined;
+  readonly #onTiming: EngineOptions['onTiming'];
   /** Time spent inside the last transaction's body (without BEGIN and COMMIT). */
   #innerNs = 0n;
 
@@ -135,10 +137,13 @@ export class CoordinatorEngine {
       const step: Step = { audit: [], events: [], items: new Map(), outbox: [] };
       const handling = fn(step);
       if (step.audit.length > 0) this.#audit.appendManyInTransaction(step.audit);
-      this.#innerNs = process.hrtime.bigint() - began;
+      this.#innerNs += process.hrtime.bigint() - began;
       return { step, handling };
     });
     this.#tx = (fn) => tx.immediate(fn);
+    // Results that arrive together share one commit; each is a savepoint inside it (see applyResults).
+    const batch = this.#store.db.transaction((fn: () => unknown) => fn());
+    this.#batchTx = <T>(fn: () => T) => batch.immediate(fn) as T;
   }
 
   get liveRuns(): number {
@@ -202,21 +207,35 @@ export class CoordinatorEngine {
   ): { step: Step; handling: ResultHandling } {
     const cpu = this.#onTiming === undefined ? undefined : process.cpuUsage();
     const start = process.hrtime.bigint();
+    this.#innerNs = 0n;
+    try {
+      return this.#step(fn, touched);
+    } finally {
+      this.#timed(what, start, cpu, 1);
+    }
+  }
+
+  /** One step in its transaction, or in a savepoint of the caller's; a rollback puts the memory back too. */
+  #step(fn: (step: Step) => ResultHandling, touched: () => Iterable<string>): { step: Step; handling: ResultHandling } {
     try {
       return this.#tx(fn);
     } catch (error) {
-      // The transaction rolled back: put the actors and records back where the tables are.
+      // The transaction (or savepoint) rolled back: put the actors and records back where the tables are.
       this.#kept.clear();
       for (const itemId of touched()) this.#reload(itemId);
       throw error;
-    } finally {
-      const ns = process.hrtime.bigint() - start;
-      this.timing.ns += ns;
-      this.timing.count++;
-      if (cpu !== undefined) {
-        const used = process.cpuUsage(cpu);
-        this.#onTiming?.(Number(ns), what, Number(this.#innerNs), used.user + used.system);
-      }
+    }
+  }
+
+  #timed(what: TimedStep, start: bigint, cpu: NodeJS.CpuUsage | undefined, n: number): void {
+    const ns = process.hrtime.bigint() - start;
+    this.timing.ns += ns;
+    this.timing.count += n;
+    if (cpu === undefined || n === 0) return;
+    const used = process.cpuUsage(cpu);
+    const share = (x: number) => x / n;
+    for (let i = 0; i < n; i++) {
+      this.#onTiming?.(share(Number(ns)), what, share(Number(this.#innerNs)), share(used.user + used.system), n);
     }
   }
 
@@ -316,6 +335,49 @@ export class CoordinatorEngine {
       (step) => this.#applyResult(step, result, deliveries),
       () => touched,
     );
+  }
+
+  /**
+   * Applies hop results that arrived together in ONE transaction (a group
+   * commit: one BEGIN/COMMIT for all), each in its own savepoint, so one that
+   * throws rolls back alone (its entry is `{ error }`) and the rest commit.
+   * If the commit itself fails, nothing was applied: the memory is put back
+   * and it throws.
+   */
+  applyResults(
+    batch: readonly { result: ResultEnvelope; deliveries: number }[],
+  ): ({ step: Step; handling: ResultHandling } | { error: unknown })[] {
+    if (batch.length === 1) {
+      const only = batch[0]!;
+      try {
+        return [this.applyResult(only.result, only.deliveries)];
+      } catch (error) {
+        return [{ error }];
+      }
+    }
+    const cpu = this.#onTiming === undefined ? undefined : process.cpuUsage();
+    const start = process.hrtime.bigint();
+    this.#innerNs = 0n;
+    try {
+      return this.#batchTx(() =>
+        batch.map(({ result, deliveries }) => {
+          try {
+            return this.#step(
+              (step) => this.#applyResult(step, result, deliveries),
+              () => [result.headers.runId],
+            );
+          } catch (error) {
+            return { error };
+          }
+        }),
+      );
+    } catch (error) {
+      this.#kept.clear();
+      for (const itemId of new Set(batch.map((b) => b.result.headers.runId))) this.#reload(itemId);
+      throw error;
+    } finally {
+      this.#timed('result', start, cpu, batch.length);
+    }
   }
 
   approve(itemId: string, approver: string): Step {

@@ -1,6 +1,6 @@
 import { type Observable, Subject, concat, defer, filter, of, takeWhile } from 'rxjs';
 import { z } from 'zod';
-import { type Dispatcher, type StartHop, createDispatcher } from '../bus/dispatcher.js';
+import { type Dispatcher, type ResultDelivery, type StartHop, createDispatcher } from '../bus/dispatcher.js';
 import { SqliteQueue } from '../bus/sqlite-queue.js';
 import type { WorkQueue } from '../bus/work-queue.js';
 import { type Logger, silentLogger } from '../log/logger.js';
@@ -88,7 +88,8 @@ export interface CoordinatorOptions {
   consumer?: string;
   /** Called with the duration of each of the Coordinator's transactions (for benchmarks). */
   /** `cpuUs`: the process's CPU time over the transaction (unlike `ns`, not inflated when the OS runs something else). */
-  onTiming?: (ns: number, what: TimedStep, innerNs: number, cpuUs: number) => void;
+  /** `batch`: how many steps shared the commit (`ns`, `innerNs` and `cpuUs` are each one's share). */
+  onTiming?: (ns: number, what: TimedStep, innerNs: number, cpuUs: number, batch: number) => void;
   clock?: Clock;
   ids?: IdSource;
   logger?: Logger;
@@ -571,8 +572,16 @@ class RunningCoordinator implements Coordinator {
   }
 
   async #consumeOnce(): Promise<void> {
-    const { engine, options, log } = this.#p;
+    const { options } = this.#p;
     const consumer = options.consumer ?? `coordinator-${process.pid}`;
+    // Results that arrive together (one read of the bus yields several) are applied in one
+    // transaction: the turn's results are gathered, then applied once the loop has yielded them all.
+    const pending: ResultDelivery[] = [];
+    let scheduled = false;
+    const flush = () => {
+      scheduled = false;
+      if (pending.length > 0) this.#apply(pending.splice(0));
+    };
     for await (const rd of this.dispatcher.results({
       consumer,
       max: 64,
@@ -580,10 +589,28 @@ class RunningCoordinator implements Coordinator {
       signal: this.#stop.signal,
       visibilityTimeoutMs: options.resultsVisibilityTimeoutMs ?? 30_000,
     })) {
-      let applied: ReturnType<CoordinatorEngine['applyResult']>;
-      try {
-        applied = engine.applyResult(rd.result, rd.delivery.deliveries);
-      } catch (error) {
+      pending.push(rd);
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    }
+    flush();
+  }
+
+  /** Applies results (one shared commit); acks each once what it led to is published, nacks what must wait or failed. */
+  #apply(batch: ResultDelivery[]): void {
+    const { engine, log } = this.#p;
+    let applied: ReturnType<CoordinatorEngine['applyResults']>;
+    try {
+      applied = engine.applyResults(batch.map((rd) => ({ result: rd.result, deliveries: rd.delivery.deliveries })));
+    } catch (error) {
+      applied = batch.map(() => ({ error }));
+    }
+    for (const [i, outcome] of applied.entries()) {
+      const rd = batch[i]!;
+      if ('error' in outcome) {
+        const { error } = outcome;
         log.error({ err: error, delivery: rd.delivery.id }, 'could not apply a result: it will be retried');
         this.#track(
           rd.nack({
@@ -594,7 +621,7 @@ class RunningCoordinator implements Coordinator {
         );
         continue;
       }
-      if (applied.handling === 'early') {
+      if (outcome.handling === 'early') {
         this.#track(
           rd.nack({
             error: { type: 'EarlyAnswer', message: 'the suspension this answers is not recorded yet' },
@@ -604,7 +631,7 @@ class RunningCoordinator implements Coordinator {
         );
         continue;
       }
-      this.#track(this.#after(applied.step).then(() => rd.ack()));
+      this.#track(this.#after(outcome.step).then(() => rd.ack()));
     }
   }
 

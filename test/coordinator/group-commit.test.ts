@@ -1,0 +1,79 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { DEMO_HANDLERS } from '../../src/demo/roles.js';
+import { openDatabase } from '../../src/persistence/database.js';
+import { RESULTS_ROLE, type ResultEnvelope } from '../../src/protocol/work-envelope.js';
+import { type Fixture, deployments, openFixture, until } from './helpers.js';
+
+/**
+ * Results that arrive together share one commit, each in its own savepoint:
+ * one that fails rolls back alone (tables and memory), the others commit, and
+ * the failed one is retried.
+ */
+describe('results applied in a shared commit', () => {
+  let f: Fixture | undefined;
+  afterEach(async () => {
+    await f?.close();
+    f = undefined;
+  });
+
+  it('one result that fails rolls back alone; the others of its batch commit; it applies on retry', async () => {
+    const batches: number[] = [];
+    // No architect pool: the test is the architect, and delivers two results in one publish.
+    const { architect: _, ...rest } = DEMO_HANDLERS;
+    f = await openFixture({
+      deployments: deployments(rest),
+      onTiming: (_ns, what, _inner, _cpu, batch) => {
+        if (what === 'result') batches.push(batch);
+      },
+    });
+    const { coordinator, path } = f;
+    const a = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Item A (its result fails once)' });
+    const b = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Item B' });
+    const jobs = await coordinator.bus.consume('architect', {
+      consumer: 'test-architect',
+      visibilityTimeoutMs: 120_000,
+      max: 2,
+      waitMs: 5_000,
+    });
+    expect(jobs).toHaveLength(2);
+    const result = (headers: ResultEnvelope['headers'], inputTokens: number): ResultEnvelope => ({
+      kind: 'result',
+      headers,
+      role: 'architect',
+      outcome: 'completed',
+      parts: [{ kind: 'text', text: 'the design' }],
+      artifacts: [],
+      usage: { inputTokens, outputTokens: 10, costUsd: 0.001, model: 'test' },
+    });
+    const headersOf = (itemId: string) => {
+      const job = jobs.find((j) => j.envelope.kind === 'work' && j.envelope.headers.runId === itemId)!;
+      if (job.envelope.kind !== 'work') throw new Error('not work');
+      return job.envelope.headers;
+    };
+    // A's accrual fails inside the database (as a full disk or a constraint would) until the trigger goes.
+    const side = openDatabase(path);
+    side.exec(`CREATE TRIGGER sabotage BEFORE INSERT ON coord_usage WHEN NEW.input_tokens = 666
+               BEGIN SELECT RAISE(ABORT, 'sabotaged by the test'); END`);
+    const headBefore = coordinator.audit.head();
+    await coordinator.bus.publishMany([
+      { role: RESULTS_ROLE, envelope: result(headersOf(a), 666), idempotencyKey: 'result-a' },
+      { role: RESULTS_ROLE, envelope: result(headersOf(b), 100), idempotencyKey: 'result-b' },
+    ]);
+    // B moves on to coding; A stays where it was, in the tables and in memory.
+    await until(() => coordinator.hops(b).some((h) => h.role === 'coding'), 10_000, 'item B at coding');
+    expect(batches).toContain(2);
+    expect(coordinator.hops(a).map((h) => `${h.role}:${h.state}`)).toEqual(['architect:dispatched']);
+    expect(coordinator.get(a)?.usage.inputTokens).toBe(0);
+    expect(coordinator.store.usageRows({ itemId: a })).toHaveLength(0);
+    expect(coordinator.audit.list({ itemId: a }).filter((r) => r.kind === 'result')).toHaveLength(0);
+    expect(coordinator.audit.head().seq).toBeGreaterThan(headBefore.seq);
+    expect(coordinator.audit.verifyChain().ok).toBe(true);
+    // The failed result was nacked for a retry: with the fault gone it applies, once.
+    side.exec('DROP TRIGGER sabotage');
+    side.close();
+    await until(() => coordinator.hops(a).some((h) => h.role === 'coding'), 10_000, 'item A at coding');
+    expect(coordinator.get(a)?.usage.inputTokens).toBeGreaterThanOrEqual(666);
+    expect(coordinator.hops(a).filter((h) => h.role === 'architect')).toHaveLength(1);
+    expect(coordinator.audit.verifyChain().ok).toBe(true);
+  });
+});
