@@ -1,8 +1,6 @@
 import type { Observable } from 'rxjs';
 import { throwError } from 'rxjs';
-import { createActor } from 'xstate';
 import { type Logger, silentLogger } from '../log/logger.js';
-import { agentMachine } from '../machines/agent-machine.js';
 import { TASK_MACHINE_VERSION } from '../machines/task-machine.js';
 import { type TaskMove, type TaskMover, checkTaskMove } from '../machines/task-transitions.js';
 import type { AgentCard } from '../protocol/agent.js';
@@ -42,12 +40,13 @@ import { migrate } from '../persistence/migrations.js';
 import { WalCheckpointer } from '../persistence/a2a-wal-checkpointer.js';
 import { VERSION } from '../version.js';
 import { AgentOutbox } from './agent-outbox.js';
+import { startAgentActor } from './broker-agents.js';
 import type { BrokerApi, BrokerMethod } from './broker-api.js';
 import { type CallScope, CommitQueue } from './broker-commit-queue.js';
 import { TokenAuthority } from './broker-tokens.js';
 import { type ActorInspector, inspectStore } from './inspection.js';
 import { type Registration, type Registry, createRegistry, partyKey } from './registry.js';
-import { TaskActors } from './task-actors.js';
+import { type TaskActors, createTaskActors } from './task-actors.js';
 
 export interface BrokerOptions {
   /** The SQLite file (created if missing). */
@@ -102,6 +101,9 @@ const READS: ReadonlySet<BrokerMethod> = new Set<BrokerMethod>([
   'a2a.events.since',
 ]);
 
+/** Contexts whose task count the broker keeps in memory (`A2A_MAX_TASKS_PER_CONTEXT` checks). */
+const TASK_COUNTS_KEPT = 4096;
+
 /** The error of a call made after `close()`. */
 export function brokerClosedError(): SwitchboardError {
   return new SwitchboardError(JSONRPC_INTERNAL_ERROR, 'the broker is closed');
@@ -138,6 +140,8 @@ class EmbeddedBroker implements Broker {
   private readonly inspect: ActorInspector | undefined;
   private isClosed = false;
   private closing: Promise<void> | null = null;
+  /** Tasks created per contextId, for the contexts seen lately (see `countTask`). */
+  private readonly taskCounts = new Map<string, number>();
 
   constructor(
     private readonly db: SqliteDatabase,
@@ -149,7 +153,7 @@ class EmbeddedBroker implements Broker {
     this.ids = options.ids ?? createUuidV7Source(() => this.clock.now());
     this.logger = options.logger ?? silentLogger();
     this.inspect = options.inspect;
-    this.tasks = new TaskActors(options.inspect);
+    this.tasks = createTaskActors(options.inspect);
     if (options.inspect !== undefined) inspectStore(this.registry, 'broker', options.inspect);
     const schema = migrate(db, A2A_MIGRATION_SET);
     this.store = new A2AStore(db);
@@ -327,7 +331,7 @@ class EmbeddedBroker implements Broker {
   private notify(scope: CallScope, party: Party, head: TaskHead, event: TaskEvent): void {
     const live = this.liveRegistrationOf(party);
     const recipient = live?.agentId ?? this.store.latestAgentIdOfParty(party) ?? party.name;
-    const seq = this.store.nextSeq(party);
+    const seq = this.nextSeq(scope, party, live);
     const durable: DurableEvent = {
       seq,
       method: 'a2a.task.event',
@@ -342,12 +346,28 @@ class EmbeddedBroker implements Broker {
     if (config === null) return;
     const live = this.liveRegistrationOf(party);
     const recipient = live?.agentId ?? this.store.latestAgentIdOfParty(party) ?? party.name;
-    const seq = this.store.nextSeq(party);
+    const seq = this.nextSeq(scope, party, live);
     const params: PushNotification = { recipient, contextId: head.contextId, taskId: head.taskId, status, seq };
     if (config.token !== undefined) params.token = config.token;
     const durable: DurableEvent = { seq, method: 'a2a.push', params };
     this.store.appendEvent(party, durable, head.taskId, this.now());
     if (live !== undefined) scope.afterCommit(() => live.outbox.deliver(durable));
+  }
+
+  /**
+   * The party's next seq. A live registration remembers its party's last seq
+   * (read from the log once, then counted: every event of a party is written
+   * here, so nothing else moves it); a refused call puts it back.
+   */
+  private nextSeq(scope: CallScope, party: Party, live: Registration | undefined): number {
+    if (live === undefined) return this.store.nextSeq(party);
+    const last = live.lastSeq;
+    const seq = last === undefined ? this.store.nextSeq(party) : last + 1;
+    live.lastSeq = seq;
+    scope.onUndo(() => {
+      live.lastSeq = last;
+    });
+    return seq;
   }
 
   private liveRegistrationOf(party: Party): Registration | undefined {
@@ -396,10 +416,21 @@ class EmbeddedBroker implements Broker {
     this.store.setAgentSends(caller.agentId, sends);
     scope.onUndo(() => {
       caller.actor.stop();
-      caller.actor = createActor(agentMachine, {
-        input: { agentId: caller.agentId, sends: before },
-        inspect: this.inspect,
-      }).start();
+      caller.actor = startAgentActor({ input: { agentId: caller.agentId, sends: before }, inspect: this.inspect });
+    });
+  }
+
+  /**
+   * Remembers the tasks of a context after a creation (tasks are never
+   * deleted and only `createTask` inserts them, so the count read once stays
+   * true); a refused call puts the count back. At most
+   * `TASK_COUNTS_KEPT` contexts are remembered: past it the map starts over.
+   */
+  private countTask(scope: CallScope, contextId: string, before: number): void {
+    if (this.taskCounts.size >= TASK_COUNTS_KEPT && !this.taskCounts.has(contextId)) this.taskCounts.clear();
+    this.taskCounts.set(contextId, before + 1);
+    scope.onUndo(() => {
+      this.taskCounts.set(contextId, before);
     });
   }
 
@@ -431,7 +462,7 @@ class EmbeddedBroker implements Broker {
     this.store.insertAgent(row);
     const card: AgentCard = agentCard(row);
     const { token, entry } = this.tokens.mint(agentId);
-    const actor = createActor(agentMachine, { input: { agentId }, inspect: this.inspect }).start();
+    const actor = startAgentActor({ input: { agentId }, inspect: this.inspect });
     const registration: Registration = {
       agentId,
       party,
@@ -440,6 +471,7 @@ class EmbeddedBroker implements Broker {
       token: entry,
       actor,
       outbox: new AgentOutbox(),
+      lastSeq: undefined,
     };
     this.registry.trigger.added({ registration });
     scope.onUndo(() => {
@@ -479,11 +511,11 @@ class EmbeddedBroker implements Broker {
     this.tokens.revoke(caller.token);
     this.registry.trigger.removed({ agentId: caller.agentId });
     scope.onUndo(() => {
-      caller.actor = createActor(agentMachine, {
+      caller.actor = startAgentActor({
         snapshot: actorBefore,
         input: { agentId: caller.agentId },
         inspect: this.inspect,
-      }).start();
+      });
       this.tokens.reinstate(caller.token);
       this.registry.trigger.added({ registration: caller, ...(order === undefined ? {} : { order }) });
     });
@@ -549,7 +581,9 @@ class EmbeddedBroker implements Broker {
       if (head !== undefined) return { task: this.store.loadTask(head) };
     }
     const worker = this.resolveTo(caller, p.to ?? '');
-    if (this.store.countTasksInContext(caller.party.contextId) >= A2A_MAX_TASKS_PER_CONTEXT) {
+    const contextId = caller.party.contextId;
+    const tasksInContext = this.taskCounts.get(contextId) ?? this.store.countTasksInContext(contextId);
+    if (tasksInContext >= A2A_MAX_TASKS_PER_CONTEXT) {
       throw boundError('A2A_SEND_CAP', 'A2A_MAX_TASKS_PER_CONTEXT');
     }
     this.checkSendCap(caller);
@@ -570,6 +604,7 @@ class EmbeddedBroker implements Broker {
       updatedAt: at,
     };
     this.store.insertTask(head, message.messageId);
+    this.countTask(scope, contextId, tasksInContext);
     this.store.appendMessage(message, 1);
     const created = this.tasks.create(taskId);
     scope.onUndo(created.undo);

@@ -1,9 +1,8 @@
 import { createStore } from '@xstate/store';
-import type { Actor } from 'xstate';
-import type { AgentMachine } from '../machines/agent-machine.js';
 import type { AgentCard, AgentKind } from '../protocol/agent.js';
 import type { Party } from '../persistence/a2a-store.js';
 import type { AgentOutbox } from './agent-outbox.js';
+import type { AgentActorLike } from './broker-agents.js';
 import type { TokenEntry } from './broker-tokens.js';
 
 /** One live registration: an agent actor, its token's digest and its outbox. */
@@ -14,8 +13,10 @@ export interface Registration {
   readonly card: AgentCard;
   readonly token: TokenEntry;
   /** Replaced (not mutated) when a refused call undoes a counted send. */
-  actor: Actor<AgentMachine>;
+  actor: AgentActorLike;
   readonly outbox: AgentOutbox;
+  /** The last seq of its party's event log, once read (the broker counts on from it); undefined until then. */
+  lastSeq: number | undefined;
 }
 
 export interface RegistryContext {
