@@ -28,6 +28,7 @@ import { openDatabase } from '../src/persistence/database.js';
 
 const ITEMS = Number(process.env.BENCH_ITEMS ?? 400);
 const WAVE = 50;
+const SEQUENTIAL_ITEMS = Number(process.env.BENCH_SEQUENTIAL_ITEMS ?? 50);
 const ROLES = ['plan', 'build', 'check', 'ship'] as const;
 
 const definition = parseWorkflowDefinition({
@@ -62,6 +63,8 @@ async function run(): Promise<void> {
   /** Per result: how many results shared its commit. */
   const batches: number[] = [];
   let recording = false;
+  /** Result timings of the sequential phase. */
+  let alone: number[] | undefined;
   const deployments: Record<string, RoleDeployment> = {};
   for (const role of ROLES) {
     deployments[role] = {
@@ -77,6 +80,7 @@ async function run(): Promise<void> {
     deployments,
     maxHops: 10,
     onTiming: (ns, what, innerNs, cpuUs, batch) => {
+      if (alone !== undefined && what === 'result') alone.push(ns);
       if (!recording) return;
       samples[what].push(ns);
       if (what === 'result') {
@@ -108,6 +112,13 @@ async function run(): Promise<void> {
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     recording = false;
     await coordinator.mirrored();
+
+    // One item at a time: each result arrives alone, so each has a commit of its own.
+    progress(`sequential: ${SEQUENTIAL_ITEMS} items one at a time (no shared commits)`);
+    alone = [];
+    for (let i = 0; i < SEQUENTIAL_ITEMS; i++) await wave(1);
+    const sequential = alone.sort((a, b) => a - b);
+    alone = undefined;
 
     // Reference: bare transactions writing the same number of rows of the same size on the same file.
     const hopsPerItem = ROLES.length;
@@ -143,6 +154,7 @@ async function run(): Promise<void> {
         [...batches].sort((a, b) => a - b),
         0.5,
       )}, mean ${(batches.reduce((x, y) => x + y, 0) / Math.max(1, batches.length)).toFixed(1)}`,
+      `    one item at a time (every result alone in its commit): median ${us(quantile(sequential, 0.5))} µs, p99 ${us(quantile(sequential, 0.99))} µs (${sequential.length} results)`,
       `    CPU time of the process over the same transactions (not inflated by the OS running other work): median ${us(quantile(cpuSorted, 0.5))} µs, p99 ${us(quantile(cpuSorted, 0.99))} µs`,
       `    of which the transaction body (without BEGIN/COMMIT): median ${us(quantile(body, 0.5))} µs, p99 ${us(quantile(body, 0.99))} µs`,
       `  work item creation (Coordinator transaction only): median ${us(quantile(create, 0.5))} µs, p99 ${us(quantile(create, 0.99))} µs`,
