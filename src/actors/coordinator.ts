@@ -43,7 +43,8 @@ import type { ActorInspector } from './inspection.js';
  * cost, and routes by the workflow definition; approval gates wait for a
  * named approver; suspended hops wait with no worker running.
  *
- * Crash safety: each result is applied in ONE SQLite transaction (hop rows,
+ * Crash safety: each result is applied in ONE SQLite transaction (results read
+ * together share one commit, one savepoint each) (hop rows,
  * cost, run snapshot, audit rows and the outbox of publishes), and its
  * delivery is acked only after the outbox is published. A redelivered result
  * is recognised and changes nothing; publishes carry deterministic
