@@ -14,14 +14,13 @@ import { BusError } from './work-queue.js';
  *   {p}:seq                 message id counter (INCRBY)
  *   {p}:roles               roles seen (set)
  *   {p}:r:<role>:s          the role's stream: each entry is a whole message (id, envelope, deliveries, ...), group `g`
- *   {p}:r:<role>:ls         lease records of the role's leased messages (hash: id -> JSON)
- *   {p}:r:<role>:L          lease deadlines (sorted set)
+ *   {p}:r:<role>:L          live leases: lease token `<entry id>|<task part>|<key>` scored by its deadline (sorted set)
  *   {p}:r:<role>:z          delayed messages' ready times (sorted set); the messages sit in `held`
  *   {p}:r:<role>:held       messages delayed or waiting for their task (hash: id -> JSON)
  *   {p}:r:<role>:dlq        the role's dead-letter stream (whole messages), `dx`: id -> its entry id
- *   {p}:r:<role>:idem       idempotency key -> message id (hash); `idx`: acked keys by ack time (sorted set)
+ *   {p}:r:<role>:idem       idempotency key -> message id (hash); `ix`: acked keys, one `<ack time>|<JSON keys>` per ack call (list)
  *   {p}:r:<role>:n          counters (hash: `ready`); `oc`, `ocur`, `tr`: orphan-scan and trim throttles
- *   {p}:t:<taskKey>         per-task lock: `l|<id>|<role>` (leased) or `p|<id>|<role>` (reserved for the next in line)
+ *   {p}:t:<taskKey>         per-task lock: `l|<role>|<lease token>` (leased) or `p|<id>|<role>` (reserved for the next in line)
  *   {p}:tw:<taskKey>        messages of the task waiting for the lock (list of `<id>|<role>`)
  */
 
@@ -61,10 +60,6 @@ export class RedisKeys {
 
   deadLetters(role: string): string {
     return `${this.tag}:r:${role}:dlq`;
-  }
-
-  leases(role: string): string {
-    return `${this.tag}:r:${role}:ls`;
   }
 
   leaseDeadlines(role: string): string {

@@ -145,6 +145,16 @@ function parseJson<T>(text: string): T | undefined {
   return text === '' ? undefined : (JSON.parse(text) as T);
 }
 
+/** The entries of an XREADGROUP reply of one stream (entries deleted meanwhile left out). */
+function readEntries(reply: unknown): ReadEntry[] {
+  const out: ReadEntry[] = [];
+  const entries = (reply as [string, [string, string[] | null][]][] | null)?.[0]?.[1] ?? [];
+  for (const [entry, fields] of entries) {
+    if (fields !== null) out.push([entry, fields]);
+  }
+  return out;
+}
+
 /** The fields of a message's stream entry (see `redis-scripts.ts`), `''` when absent. */
 interface EntryFields {
   m: string;
@@ -354,7 +364,10 @@ export class RedisQueue implements WorkQueue {
     entries: readonly ReadEntry[],
   ): Promise<{ deliveries: RedisDelivery[]; next: number }> {
     const settings = this.settings(role);
-    const mode = entries.length > 0 ? 'ids' : this.recover.has(consumer) ? 'recover' : 'new';
+    // The script reads new entries itself (XREADGROUP inside the script: one
+    // round trip; a plain XREADGROUP first measured more client CPU per hop
+    // than it saved on the server).
+    const mode = entries.length === 0 && this.recover.has(consumer) ? 'recover' : 'ids';
     const args: string[] = [
       this.keys.tag,
       role,
@@ -496,7 +509,7 @@ export class RedisQueue implements WorkQueue {
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
       if (signal?.aborted || this.closed) return [];
-      const reply = (await conn.client.sendCommand([
+      const reply = await conn.client.sendCommand([
         'XREADGROUP',
         'GROUP',
         REDIS_GROUP,
@@ -508,12 +521,8 @@ export class RedisQueue implements WorkQueue {
         'STREAMS',
         this.keys.stream(role),
         '>',
-      ])) as [string, [string, string[] | null][]][] | null;
-      const out: ReadEntry[] = [];
-      for (const [entry, fields] of reply?.[0]?.[1] ?? []) {
-        if (fields !== null) out.push([entry, fields]);
-      }
-      return out;
+      ]);
+      return readEntries(reply);
     } catch (error) {
       if (!this.closed) {
         this.recover.add(consumer);

@@ -350,19 +350,20 @@ return res
 
 /**
  * LEASE. ARGV: P, role, now, consumer, max, visibility ms, maxDeliveries,
- * default maximumAttempts, the LeaseExpired error JSON, mode ('new' | 'ids' |
- * 'recover'), orphan idle ms, then (mode 'ids') per entry a blocking
- * XREADGROUP read: its entry id, message id, idempotency key and task key
- * ('' = none).
+ * default maximumAttempts, the LeaseExpired error JSON, mode ('ids' |
+ * 'recover'), orphan idle ms, then (mode 'ids') per entry the caller read
+ * with a blocking XREADGROUP '>' for this consumer, if any: its entry id,
+ * message id, idempotency key and task key ('' = none).
  *
- * Moves due delayed messages to the stream, reclaims expired leases, every
- * orphan-idle period claims (XAUTOCLAIM) entries read by a consumer that died
- * before leasing them, then leases up to max messages read with XREADGROUP
- * (parking those whose task is locked); consumer names idle for 10 orphan
- * periods with nothing pending leave the group. Returns {leases, next wake-up
- * time (-1 = none or not asked)}; a lease is {entry id, lease token, the
- * entry's fields (left out for the entries of mode 'ids', which the caller
- * has)}.
+ * Moves due delayed messages to the stream, reclaims expired leases, leases
+ * the entries given (mode 'ids') or this consumer's pending entries that no
+ * lease covers (mode 'recover': its last read failed), every orphan-idle
+ * period claims (XAUTOCLAIM) entries read by a consumer that died before
+ * leasing them, then tops the batch up to max with XREADGROUP; messages whose
+ * task is locked are parked. Consumer names idle for 10 orphan periods with
+ * nothing pending leave the group. Returns {leases, next wake-up time (-1 =
+ * none or not asked)}; a lease is {entry id, lease token, the entry's fields
+ * (left out for the entries given, which the caller has)}.
  */
 const LEASE = script(`
 local role = ARGV[2]
