@@ -3,6 +3,18 @@ import type { DurableEvent, NotificationMethod, PushConfig } from '../protocol/e
 import type { Artifact, Message, Task, TaskState, TaskStatus } from '../protocol/task.js';
 import type { SqliteDatabase } from './database.js';
 
+/**
+ * The JSON text of an event's params exactly as `appendEvent` wrote it to the
+ * log: a non-enumerable property of the event object (invisible to
+ * `JSON.stringify` and to deep equality).
+ */
+export const LOGGED_PARAMS_TEXT: unique symbol = Symbol('switchboard.loggedParamsText');
+
+/** The params of `event` as JSON text: the logged text when it has one, else serialized now. */
+export function paramsText(event: DurableEvent): string {
+  return (event as { [LOGGED_PARAMS_TEXT]?: string })[LOGGED_PARAMS_TEXT] ?? JSON.stringify(event.params);
+}
+
 /** A party of a task: `(contextId, name)`. Survives re-registrations and restarts. */
 export interface Party {
   contextId: string;
@@ -344,16 +356,16 @@ export class A2AStore {
     return (this.s.lastSeq.get(party.contextId, party.name) as { seq: number }).seq + 1;
   }
 
+  /**
+   * Writes an event to the party's log and attaches the JSON text of its
+   * params as written (`LOGGED_PARAMS_TEXT`, not enumerable), so that a
+   * connection relaying the event writes that text instead of serializing
+   * the params again.
+   */
   appendEvent(party: Party, event: DurableEvent, taskId: string, at: string): void {
-    this.s.insertEvent.run(
-      party.contextId,
-      party.name,
-      event.seq,
-      event.method,
-      taskId,
-      JSON.stringify(event.params),
-      at,
-    );
+    const text = JSON.stringify(event.params);
+    this.s.insertEvent.run(party.contextId, party.name, event.seq, event.method, taskId, text, at);
+    Object.defineProperty(event, LOGGED_PARAMS_TEXT, { value: text });
   }
 
   eventsSince(party: Party, after: number, limit: number): DurableEvent[] {

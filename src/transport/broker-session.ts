@@ -8,6 +8,7 @@ import { handshakeResult } from '../protocol/handshake.js';
 import { HandshakeParamsSchema, type RegisterResult } from '../protocol/methods.js';
 import { parseParams } from '../protocol/parse.js';
 import { VERSION } from '../version.js';
+import { paramsText } from '../persistence/a2a-store.js';
 import { EventRelay, type EventSink } from './event-relay.js';
 import { JsonRpcServer } from './jsonrpc-server.js';
 
@@ -53,7 +54,8 @@ export class BrokerSession {
     });
     const server = this.server;
     this.sink = {
-      write: (event: DurableEvent) => server.notify(event.method, event.params),
+      // The params text the broker logged: the line is not serialized again.
+      write: (event: DurableEvent) => server.notifyText(event.method, paramsText(event)),
       get congested() {
         return server.writer.congested;
       },

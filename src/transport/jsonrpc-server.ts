@@ -87,6 +87,14 @@ export class JsonRpcServer {
     this.writer.write(JSON.stringify({ jsonrpc: '2.0', method, params }));
   }
 
+  /**
+   * Writes a notification whose params are already JSON text: the same line
+   * `notify` writes for those params.
+   */
+  notifyText(method: string, paramsJson: string): void {
+    this.writer.write(`{"jsonrpc":"2.0","method":${JSON.stringify(method)},"params":${paramsJson}}`);
+  }
+
   /** Stops reading, answers the calls in flight, flushes output. */
   stop(): Promise<void> {
     if (!this.stopping) {

@@ -37,6 +37,24 @@ const echo: Dispatch = async (method, params) => {
 };
 
 describe('JsonRpcServer', () => {
+  it('notifyText writes the very line notify writes for the same params', async () => {
+    const written: string[] = [];
+    const output = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        written.push(chunk.toString('utf8'));
+        done();
+      },
+    });
+    const server = new JsonRpcServer({ input: new PassThrough(), output, dispatch: echo });
+    const params = { recipient: 'a', seq: 3, event: { kind: 'status-update', text: 'q"\\u2028\n' } };
+    server.notify('a2a.task.event', params);
+    server.notifyText('a2a.task.event', JSON.stringify(params));
+    await server.writer.flush();
+    const [first, second] = written.join('').trim().split('\n');
+    expect(second).toBe(first);
+    expect(JSON.parse(first as string)).toEqual({ jsonrpc: '2.0', method: 'a2a.task.event', params });
+  });
+
   it('answers a request with its id', async () => {
     const h = harness(echo);
     h.send('{"jsonrpc":"2.0","id":7,"method":"echo","params":{"x":1}}\n');
