@@ -170,8 +170,21 @@ interface EntryFields {
 function entryFields(flat: readonly string[]): EntryFields {
   const f: EntryFields = { m: '', k: '', env: '', d: '0', pa: '0', t: '', err: '', rp: '' };
   for (let i = 0; i + 1 < flat.length; i += 2) {
-    const name = flat[i];
-    if (name !== undefined && Object.hasOwn(f, name)) f[name as keyof EntryFields] = flat[i + 1]!;
+    const name = flat[i]!;
+    const value = flat[i + 1]!;
+    if (name === 'x') {
+      // '<id>|<deliveries>|<published at>|<ready since>'
+      const a = value.indexOf('|');
+      const b = value.indexOf('|', a + 1);
+      const c = value.indexOf('|', b + 1);
+      if (a > 0 && b > a && c > b) {
+        f.m = value.slice(0, a);
+        f.d = value.slice(a + 1, b);
+        f.pa = value.slice(b + 1, c);
+      }
+    } else if (Object.hasOwn(f, name)) {
+      f[name as keyof EntryFields] = value;
+    }
   }
   return f;
 }
@@ -340,18 +353,18 @@ export class RedisQueue implements WorkQueue {
     return results;
   }
 
-  /** Role, key, delay, field count, then the entry's fields but the id, in entry order (see the PUBLISH script). */
+  /** Role, key, delay, the x field after the id, field count, then the other fields in entry order (see the PUBLISH script). */
   private pushPublishArgs(args: string[], p: CheckedPublish, now: string): void {
     const at = p.delayMs > 0 ? String(Number(now) + p.delayMs) : now;
     const start = args.length;
-    args.push(p.role, p.idempotencyKey, String(p.delayMs), '10');
-    args.push('k', p.idempotencyKey, 'env', JSON.stringify(p.envelope), 'd', '0', 'pa', now, 'av', at);
+    args.push(p.role, p.idempotencyKey, String(p.delayMs), `|0|${now}|${at}`, '4');
+    args.push('k', p.idempotencyKey, 'env', JSON.stringify(p.envelope));
     if (p.taskKey !== undefined) args.push('t', p.taskKey);
     if (p.retryPolicy !== undefined) {
       args.push('rp', JSON.stringify(p.retryPolicy));
       if (p.retryPolicy.maximumAttempts !== undefined) args.push('ma', String(p.retryPolicy.maximumAttempts));
     }
-    args[start + 3] = String(args.length - start - 4);
+    args[start + 4] = String(args.length - start - 5);
   }
 
   // ---------------------------------------------------------------- consume

@@ -12,11 +12,12 @@ import { RESULTS_ROLE } from '../protocol/work-envelope.js';
  * names from it (the layout is in `redis-keys.ts`); KEYS[1] is one key of the
  * deployment, which routes the call to the slot all of them share.
  *
- * A message travels whole in its stream entry (fields m = id, k = idempotency
- * key, env = envelope JSON, d = deliveries so far, pa = published at, av =
- * ready since, and when set t = task key, err = last error JSON, rp = retry
- * policy override JSON, ma = its maximumAttempts, always in this order, so
- * the hot path reads them by position). While it is leased, its entry stays
+ * A message travels whole in its stream entry (fields x = `<id>|<deliveries
+ * so far>|<published at>|<ready since>`, k = idempotency key, env = envelope
+ * JSON, and when set t = task key, err = last error JSON, rp = retry policy
+ * override JSON, ma = its maximumAttempts, always in this order, so the hot
+ * path reads them by position; the few fields keep an entry cheap to write,
+ * read and hand over). While it is leased, its entry stays
  * pending and its lease is one member of the role's lease set, scored by its
  * deadline: the lease token `<entry id>|<task part>|<idempotency key>`
  * (task part '' without a task key, else `<length>:<task key>`). The token is
@@ -41,16 +42,23 @@ local function rkey(role, s) return P .. ':r:' .. role .. ':' .. s end
 local function tkey(t) return P .. ':t:' .. t end
 local function wkey(t) return P .. ':tw:' .. t end
 
-local FIELDS = {'k', 'env', 'd', 'pa', 'av', 't', 'err', 'rp', 'ma'}
+local FIELDS = {'k', 'env', 't', 'err', 'rp', 'ma'}
 
+-- A message from its entry's fields; x = '<id>|<deliveries>|<published
+-- at>|<ready since>' (entries written before x existed carry m, d, pa, av
+-- as fields of their own).
 local function parse_fields(flat)
   local m = {}
   for j = 1, #flat, 2 do m[flat[j]] = flat[j + 1] end
+  if m.x then
+    m.m, m.d, m.pa, m.av = string.match(m.x, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
+    m.x = nil
+  end
   return m
 end
 
 local function entry_fields(m)
-  local f = {'m', m.m}
+  local f = {'x', m.m .. '|' .. (m.d or '0') .. '|' .. (m.pa or '0') .. '|' .. (m.av or m.pa or '0')}
   for _, name in ipairs(FIELDS) do
     local v = m[name]
     if v ~= nil and v ~= false and v ~= '' then
@@ -274,9 +282,10 @@ function script(body: string) {
 
 /**
  * PUBLISH. ARGV: P, now, then per message: role, idempotency key, delay ms,
- * n, then the message's n entry field strings but its id, in entry order
- * (k, env, d, pa, av, then t, rp, ma when set). Returns, flat, per message:
- * its id and 1 when it was a duplicate (the first id), else 0.
+ * the x field's value after the id ('|<deliveries>|<published at>|<ready
+ * since>'), n, then the message's other n entry field strings in entry order
+ * (k, env, then t, rp, ma when set). Returns, flat, per message: its id and 1
+ * when it was a duplicate (the first id), else 0.
  */
 const PUBLISH = script(`
 local now = ARGV[2]
@@ -284,7 +293,7 @@ local count = 0
 local i = 3
 while i <= #ARGV do
   count = count + 1
-  i = i + 4 + tonumber(ARGV[i + 3])
+  i = i + 5 + tonumber(ARGV[i + 4])
 end
 local next_id = redis.call('INCRBY', P .. ':seq', count) - count
 local known = {}
@@ -299,7 +308,7 @@ while i <= #ARGV do
     known[role] = {}
   end
   b.keys[#b.keys + 1] = ARGV[i + 1]
-  i = i + 4 + tonumber(ARGV[i + 3])
+  i = i + 5 + tonumber(ARGV[i + 4])
 end
 for role, b in pairs(byrole) do
   ensure_group(role)
@@ -312,7 +321,7 @@ end
 local res = {}
 i = 3
 while i <= #ARGV do
-  local role, k, delay, nf = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
+  local role, k, delay, nf = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 4])
   local existing = known[role][k]
   if existing then
     res[#res + 1] = existing
@@ -325,20 +334,17 @@ while i <= #ARGV do
     b.new[#b.new + 1] = k
     b.new[#b.new + 1] = id
     if delay ~= '0' then
-      local flat = {}
-      for j = 1, nf do flat[j] = ARGV[i + 3 + j] end
-      local m = parse_fields(flat)
-      m.m = id
+      local m = parse_fields({'x', id .. ARGV[i + 3], unpack(ARGV, i + 5, i + 4 + nf)})
       hold(role, m)
       redis.call('ZADD', rkey(role, 'z'), m.av, id)
     else
-      redis.call('XADD', rkey(role, 's'), '*', 'm', id, unpack(ARGV, i + 4, i + 3 + nf))
+      redis.call('XADD', rkey(role, 's'), '*', 'x', id .. ARGV[i + 3], unpack(ARGV, i + 5, i + 4 + nf))
       b.ready = b.ready + 1
     end
     res[#res + 1] = id
     res[#res + 1] = 0
   end
-  i = i + 4 + nf
+  i = i + 5 + nf
 end
 for role, b in pairs(byrole) do
   if #b.new > 0 then redis.call('HSET', rkey(role, 'idem'), unpack(b.new)) end
@@ -449,7 +455,7 @@ end
 -- key (fields in entry order, t the first optional one) are leased at once.
 local function consider(en)
   local flat = en[2]
-  if flat[1] == 'm' and flat[3] == 'k' and flat[11] == 'av' and flat[13] ~= 't' then
+  if flat[1] == 'x' and flat[3] == 'k' and flat[5] == 'env' and flat[7] ~= 't' then
     lease(en[1], flat[4], '', flat)
     return
   end
