@@ -22,7 +22,7 @@ async function freePort(): Promise<number> {
   return address.port;
 }
 
-async function until(check: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
+async function until(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -92,7 +92,7 @@ describe('switchboard worker --inspect', () => {
       },
       { idempotencyKey: 'hop-1' },
     );
-    const [result] = await takeResults(harness.bus, 1, 15_000);
+    const [result] = await takeResults(harness.bus, 1, 30_000);
     // The worker ran it: the result carries the body (the bus does; the inspector must not).
     expect(result).toMatchObject({ outcome: 'completed', parts: [{ kind: 'text', text: `echo: ${secretBody}` }] });
 
@@ -134,7 +134,7 @@ describe('switchboard worker --inspect', () => {
     // The server went with the process: the client was disconnected.
     await closed;
     expect(worker.stderr).toContain('"settled":1');
-  }, 40_000);
+  }, 120_000);
 
   it('refuses a bad --inspect value (exit 2) and a port in use (exit 1)', async () => {
     const harness = openHarness();
@@ -152,5 +152,5 @@ describe('switchboard worker --inspect', () => {
     expect(await taken.exited).toBe(1);
     expect(taken.stderr).toContain('cannot start the inspector');
     expect(taken.stderr).toContain('EADDRINUSE');
-  }, 30_000);
+  }, 120_000);
 });

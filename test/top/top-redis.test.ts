@@ -70,7 +70,7 @@ class Tmux {
     });
   }
 
-  async waitForScreen(check: (screen: string) => boolean, what: string, timeoutMs = 15_000): Promise<string> {
+  async waitForScreen(check: (screen: string) => boolean, what: string, timeoutMs = 30_000): Promise<string> {
     const deadline = Date.now() + timeoutMs;
     let screen = '';
     while (Date.now() < deadline) {
@@ -179,7 +179,7 @@ describe.runIf(runRedis)(suiteName, () => {
     ]);
     expect(empty.stdout).toContain('QUEUES 0');
     expect(empty.stdout).toContain('no queue');
-  });
+  }, 120_000);
 
   it('follows the Redis queues live under a terminal, and exits on q', async () => {
     const prefix = testPrefix();
@@ -208,7 +208,7 @@ describe.runIf(runRedis)(suiteName, () => {
     await tmux.keys('q');
     const screen = await tmux.waitForScreen((s) => s.includes('TOP-EXITED:0'), 'top exiting with code 0');
     expect(screen).not.toContain('QUEUES');
-  }, 40_000);
+  }, 120_000);
 });
 
 describe('switchboard top --bus: help and refusals', () => {
@@ -235,5 +235,5 @@ describe('switchboard top --bus: help and refusals', () => {
     const down = await run(process.execPath, [SWITCHBOARD_BIN, 'top', '--bus', 'redis://127.0.0.1:1']).catch((e) => e);
     expect(down.code).toBe(1);
     expect(down.stderr).toContain('cannot open the bus');
-  }, 30_000);
+  }, 120_000);
 });
