@@ -16,7 +16,7 @@ import type { RunUsage } from '../protocol/workflow.js';
 
 export const COORDINATOR_SCHEMA: MigrationSet = {
   component: 'coordinator',
-  current: 1,
+  current: 2,
   migrations: [
     {
       version: 1,
@@ -104,6 +104,22 @@ export const COORDINATOR_SCHEMA: MigrationSet = {
             item_id TEXT NOT NULL,
             kind TEXT NOT NULL,
             body TEXT NOT NULL
+          ) STRICT;
+        `);
+      },
+    },
+    {
+      version: 2,
+      name: 'the Coordinator that owns the file',
+      up(db) {
+        db.exec(`
+          CREATE TABLE coord_owner (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            token TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            host TEXT NOT NULL,
+            since INTEGER NOT NULL,
+            heartbeat_at INTEGER NOT NULL
           ) STRICT;
         `);
       },

@@ -83,6 +83,7 @@ export const COORDINATOR_ERROR_CODES = [
   'COORD_ITEM_FINAL',
   'COORD_APPROVAL_REFUSED',
   'COORD_CLOSED',
+  'COORD_FILE_OWNED',
 ] as const;
 export type CoordinatorErrorCode = (typeof COORDINATOR_ERROR_CODES)[number];
 

@@ -20,6 +20,7 @@ import { type Broker, createBroker } from './broker.js';
 import { CoordinatorEngine, type Step, type TimedStep } from './coordinator-engine.js';
 import { AskForwarder, routeAsks } from './coordinator-asks.js';
 import { BrokerMirror } from './coordinator-mirror.js';
+import { FileOwnership } from './coordinator-ownership.js';
 import { CoordinatorGovernance } from './coordinator-policies.js';
 import {
   CoordinatorStore,
@@ -94,6 +95,13 @@ export interface CoordinatorOptions {
   clock?: Clock;
   ids?: IdSource;
   logger?: Logger;
+  /**
+   * One Coordinator per file: it owns the file while it runs (a heartbeat every
+   * `heartbeatMs`, default 1 s). Opening a file another live Coordinator owns
+   * is refused (`COORD_FILE_OWNED`); a dead owner's file is taken over at once
+   * (same host) or once its heartbeat is `staleMs` old (default 10 s).
+   */
+  ownership?: { heartbeatMs?: number; staleMs?: number };
   /**
    * An inspector (`--inspect`) given to every root actor: the broker's (when
    * the Coordinator opens it), each work item's WorkflowRun and each pool.
@@ -214,6 +222,14 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
 
   try {
     const store = new CoordinatorStore(db);
+    const ownership = new FileOwnership({
+      db,
+      now: () => clock.now(),
+      logger: log,
+      ...(options.ownership ?? {}),
+    });
+    ownership.claim();
+    owned.push(() => ownership.release());
     const audit = new AuditLog(db, { clock });
     const knownRoles = rolesOf(registry);
     const governance = new CoordinatorGovernance({
@@ -254,6 +270,10 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
       closeOwned,
       roles: new Set([...knownRoles, ...Object.keys(options.deployments ?? {})]),
     });
+    ownership.onLost = () => {
+      // Another Coordinator decided this one was gone and runs the file now: stop deciding.
+      void coordinator.close();
+    };
     await coordinator.start();
     return coordinator;
   } catch (error) {
