@@ -10,6 +10,14 @@ import type { SqliteDatabase } from '../persistence/database.js';
 export interface CallScope {
   onUndo(undo: () => void): void;
   afterCommit(effect: () => void): void;
+  /**
+   * A write that runs once per transaction, after all of its calls and before
+   * COMMIT, whichever calls asked for it under `key`: it writes what memory
+   * holds then (e.g. a registration's send counter, bumped by several calls
+   * of the batch and put back by the undo of a refused one), once instead of
+   * once per call. It fails the whole transaction if it throws.
+   */
+  beforeCommit(key: unknown, write: () => void): void;
 }
 
 interface Job {
@@ -56,13 +64,14 @@ export class CommitQueue {
     private readonly onCommit: () => void = () => {},
   ) {
     this.single = db.transaction((outcome: Outcome) => {
-      outcome.value = outcome.job.run(scopeOf(outcome));
+      outcome.value = outcome.job.run(this.scopeOf(outcome));
       outcome.ok = true;
+      this.runFinalWrites();
     });
     this.readBatch = db.transaction((jobs: Job[]) => {
       for (const job of jobs) runRead(job, logger);
     });
-    const savepoint = db.transaction((outcome: Outcome) => outcome.job.run(scopeOf(outcome)));
+    const savepoint = db.transaction((outcome: Outcome) => outcome.job.run(this.scopeOf(outcome)));
     this.batch = db.transaction((outcomes: Outcome[]) => {
       for (const outcome of outcomes) {
         try {
@@ -75,6 +84,7 @@ export class CommitQueue {
           outcome.value = error;
         }
       }
+      this.runFinalWrites();
     });
   }
 
@@ -174,8 +184,29 @@ export class CommitQueue {
   /** Several calls: one transaction, each call inside its own SAVEPOINT. */
   private readonly batch: { immediate(outcomes: Outcome[]): void };
 
+  /** The `beforeCommit` writes of the transaction being run, by key. */
+  private finalWrites = new Map<unknown, () => void>();
+
+  private scopeOf(outcome: Outcome): CallScope {
+    return {
+      onUndo: (undo) => outcome.undos.push(undo),
+      afterCommit: (effect) => outcome.effects.push(effect),
+      beforeCommit: (key, write) => {
+        if (!this.finalWrites.has(key)) this.finalWrites.set(key, write);
+      },
+    };
+  }
+
+  private runFinalWrites(): void {
+    if (this.finalWrites.size === 0) return;
+    const writes = this.finalWrites;
+    this.finalWrites = new Map();
+    for (const write of writes.values()) write();
+  }
+
   private runBatch(jobs: Job[]): void {
     const outcomes: Outcome[] = jobs.map((job) => ({ job, ok: false, value: undefined, undos: [], effects: [] }));
+    this.finalWrites.clear();
     try {
       if (outcomes.length === 1) this.single.immediate(outcomes[0] as Outcome);
       else this.batch.immediate(outcomes);
@@ -243,6 +274,9 @@ const READ_SCOPE: CallScope = {
   afterCommit: () => {
     throw new Error('a read registered an effect');
   },
+  beforeCommit: () => {
+    throw new Error('a read registered a write');
+  },
 };
 
 /** Runs one read and settles it (a promise settles once: a later reject is a no-op). */
@@ -252,13 +286,6 @@ function runRead(job: Job, logger: Logger): void {
   } catch (error) {
     job.reject(publicError(error, logger));
   }
-}
-
-function scopeOf(outcome: Outcome): CallScope {
-  return {
-    onUndo: (undo) => outcome.undos.push(undo),
-    afterCommit: (effect) => outcome.effects.push(effect),
-  };
 }
 
 function runUndos(undos: (() => void)[], logger: Logger): void {

@@ -262,7 +262,7 @@ class EmbeddedBroker implements Broker {
       this.tokens.clear();
       this.tasks.stopAll();
       this.db.close();
-      this.logger.info({ path: this.path }, 'a2a broker closed');
+      this.logger.info({ path: this.path, ...this.queue.stats() }, 'a2a broker closed');
     });
     return this.closing;
   }
@@ -412,8 +412,10 @@ class EmbeddedBroker implements Broker {
   private countSend(scope: CallScope, caller: Registration): void {
     const before = caller.actor.getSnapshot().context.sends;
     caller.actor.send({ type: 'SEND' });
-    const sends = caller.actor.getSnapshot().context.sends;
-    this.store.setAgentSends(caller.agentId, sends);
+    // The row is written once per transaction, with the count memory holds at its end.
+    scope.beforeCommit(caller, () =>
+      this.store.setAgentSends(caller.agentId, caller.actor.getSnapshot().context.sends),
+    );
     scope.onUndo(() => {
       caller.actor.stop();
       caller.actor = startAgentActor({ input: { agentId: caller.agentId, sends: before }, inspect: this.inspect });

@@ -157,4 +157,59 @@ describe('the commit queue', () => {
     await new Promise((r) => setImmediate(r));
     expect(seen).toEqual(['answer-1', 'answer-2', 'effect-1', 'effect-2']);
   });
+
+  it('runs a beforeCommit write once per transaction, after every call, with what memory holds then', async () => {
+    const d = open();
+    const q = new CommitQueue(d, silentLogger());
+    const counter = { n: 0 };
+    let writes = 0;
+    const write = () => {
+      writes++;
+      d.prepare('INSERT INTO log (v) VALUES (?)').run(`n=${counter.n}`);
+    };
+    const count = (refuse: boolean) =>
+      q
+        .enqueue((scope) => {
+          counter.n++;
+          scope.onUndo(() => {
+            counter.n--;
+          });
+          scope.beforeCommit(counter, write);
+          if (refuse) throw a2aError('A2A_UNKNOWN_TASK', 'no');
+          return counter.n;
+        })
+        .catch((x: unknown) => x);
+    await Promise.all([count(false), count(true), count(false)]);
+    expect(writes).toBe(1);
+    expect(rows(d)).toEqual(['n=2']);
+    expect(q.stats()).toEqual({ commits: 1, calls: 3, failedCommits: 0 });
+    // Alone in its transaction too; and a refused lone call writes nothing.
+    await count(false);
+    await count(true);
+    expect(writes).toBe(2);
+    expect(rows(d)).toEqual(['n=2', 'n=3']);
+  });
+
+  it('fails the whole transaction when a beforeCommit write throws: every call undone and rejected', async () => {
+    const d = open();
+    const q = new CommitQueue(d, silentLogger());
+    const memory: string[] = [];
+    const call = (v: string) =>
+      q
+        .enqueue((scope) => {
+          d.prepare('INSERT INTO log (v) VALUES (?)').run(v);
+          memory.push(v);
+          scope.onUndo(() => memory.pop());
+          scope.beforeCommit('k', () => {
+            throw new Error('disk says no');
+          });
+          return v;
+        })
+        .catch((x: unknown) => x);
+    const answers = await Promise.all([call('a'), call('b')]);
+    expect(answers).toEqual([expect.objectContaining({ code: -32603 }), expect.objectContaining({ code: -32603 })]);
+    expect(memory).toEqual([]);
+    expect(rows(d)).toEqual([]);
+    expect(q.stats().failedCommits).toBe(1);
+  });
 });
