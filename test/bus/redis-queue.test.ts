@@ -378,6 +378,72 @@ describe.runIf(runRedis)(suiteName, () => {
       expect(await names()).toContain('claimer');
     });
 
+    it('fences leases of messages whose task and idempotency keys contain the token separators', async () => {
+      const queue = await open();
+      const role = 'separators';
+      await queue.publish(role, workEnvelope(1), { idempotencyKey: 'k|1:|', taskKey: 't|a:2|' });
+      await queue.publish(role, workEnvelope(2), { idempotencyKey: '||', taskKey: 't|a:2|' });
+      const [first] = await queue.consume(role, { consumer: 'a', visibilityTimeoutMs: 60_000, max: 5 });
+      expect(first).toMatchObject({ idempotencyKey: 'k|1:|', taskKey: 't|a:2|', deliveries: 1 });
+      // The second waits behind the first's task lock.
+      expect(await queue.consume(role, { consumer: 'b', visibilityTimeoutMs: 60_000 })).toEqual([]);
+      expect(await queue.heartbeat(first!, 30_000)).not.toBeNull();
+      expect(await queue.ack({ ...first!, leaseId: `${first!.leaseId}x` })).toBe(false);
+      expect(await queue.release(first!)).toBe(true);
+      expect(await queue.ack(first!)).toBe(false);
+      // The release frees the task for the message waiting behind it; its ack retains its key.
+      const [second] = await queue.consume(role, { consumer: 'b', visibilityTimeoutMs: 60_000 });
+      expect(second).toMatchObject({ idempotencyKey: '||', taskKey: 't|a:2|', deliveries: 1 });
+      expect(await queue.ack(second!)).toBe(true);
+      expect((await queue.publish(role, workEnvelope(2), { idempotencyKey: '||' })).duplicate).toBe(true);
+      const [again] = await queue.consume(role, { consumer: 'b', visibilityTimeoutMs: 60_000 });
+      expect(again).toMatchObject({ id: first!.id, idempotencyKey: 'k|1:|', deliveries: 2 });
+      expect(again!.leaseId).not.toBe(first!.leaseId);
+      expect(await queue.ack(again!)).toBe(true);
+      expect(await queue.stats(role)).toMatchObject({ depth: 0, inFlight: 0, deadLetters: 0 });
+    });
+
+    it('still leases and settles entries written with separate m, d, pa and av fields (the older entry layout)', async () => {
+      const queue = await open();
+      const role = 'older-entries';
+      await queue.stats(role);
+      await queue.publish(role, workEnvelope(0), { idempotencyKey: 'first' });
+      const [current] = await queue.consume(role, { consumer: 'c', visibilityTimeoutMs: 60_000 });
+      expect(await queue.ack(current!)).toBe(true);
+      const stream = queue.keys.stream(role);
+      const env = JSON.stringify(workEnvelope(1));
+      // What the previous version wrote: a message delivered twice already.
+      await admin.sendCommand([
+        'XADD',
+        stream,
+        '*',
+        'm',
+        '9001',
+        'k',
+        'old',
+        'env',
+        env,
+        'd',
+        '2',
+        'pa',
+        '1000',
+        'av',
+        '2000',
+      ]);
+      const [d] = await queue.consume(role, { consumer: 'c', visibilityTimeoutMs: 60_000 });
+      expect(d).toMatchObject({ id: '9001', idempotencyKey: 'old', deliveries: 3, publishedAt: 1000 });
+      expect(d!.envelope).toEqual(workEnvelope(1));
+      expect(
+        await queue.nack(d!, { error: { type: 'E', message: 'again' }, retryable: true, delayMs: 0 }),
+      ).toMatchObject({
+        outcome: 'retry',
+      });
+      const [retried] = await queue.consume(role, { consumer: 'c', visibilityTimeoutMs: 60_000 });
+      expect(retried).toMatchObject({ id: '9001', deliveries: 4, lastError: { type: 'E', message: 'again' } });
+      expect(await queue.ack(retried!)).toBe(true);
+      expect(await queue.stats(role)).toMatchObject({ depth: 0, inFlight: 0 });
+    });
+
     it('consumes through killed connections without a restart: nothing lost, nothing completed twice', async () => {
       const queue = await open();
       const role = 'soak';
