@@ -111,8 +111,7 @@ export class A2AStore {
       insertTask: db.prepare(
         `INSERT INTO a2a_tasks (task_id, context_id, requester_name, agent_context_id, agent_name, state, status,
            creation_message_id, history_count, created_at, updated_at)
-         VALUES (@taskId, @contextId, @requesterName, @agentContextId, @agentName, @state, @status,
-           @creationMessageId, @historyCount, @createdAt, @updatedAt)`,
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       taskHead: db.prepare(`SELECT ${TASK_HEAD_COLUMNS} FROM a2a_tasks WHERE task_id = ?`),
       createdTask: db.prepare(
@@ -223,19 +222,20 @@ export class A2AStore {
 
   /** A new task row; its messages follow with `appendMessage`. */
   insertTask(head: TaskHead, creationMessageId: string): void {
-    this.s.insertTask.run({
-      taskId: head.taskId,
-      contextId: head.contextId,
-      requesterName: head.requesterName,
-      agentContextId: head.agentContextId,
-      agentName: head.agentName,
-      state: head.status.state,
-      status: JSON.stringify(head.status),
+    // Positional parameters: binding by name looks each one up in an object, per call.
+    this.s.insertTask.run(
+      head.taskId,
+      head.contextId,
+      head.requesterName,
+      head.agentContextId,
+      head.agentName,
+      head.status.state,
+      JSON.stringify(head.status),
       creationMessageId,
-      historyCount: head.historyCount,
-      createdAt: head.createdAt,
-      updatedAt: head.updatedAt,
-    });
+      head.historyCount,
+      head.createdAt,
+      head.updatedAt,
+    );
   }
 
   taskHead(taskId: string): TaskHead | undefined {

@@ -149,12 +149,20 @@ export class AgentInbox {
     return true;
   }
 
+  /** Hands the buffered events to the waits they match, in the order the waits were made. */
   private serveWaiters(): void {
-    for (const waiter of [...this.waiters]) {
-      const events = this.take(waiter.taskId);
-      if (events.length === 0) continue;
+    let i = 0;
+    while (i < this.waiters.length && this.buffer.length > 0) {
+      const waiter = this.waiters[i] as Waiter;
+      const { taskId } = waiter;
+      // Most waits are for one task: look before taking, so a wait with nothing for it costs no copy.
+      if (taskId !== undefined && !this.buffer.some((event) => eventTaskId(event) === taskId)) {
+        i++;
+        continue;
+      }
+      const events = this.take(taskId);
+      this.waiters.splice(i, 1);
       clearTimeout(waiter.timer);
-      this.waiters = this.waiters.filter((w) => w !== waiter);
       waiter.resolve(events);
     }
   }
