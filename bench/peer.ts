@@ -7,13 +7,16 @@
  *    driven by this package's client: the requester sends, the worker wakes on
  *    its `a2a.task.event` and completes, the requester wakes on its own.
  * Sequential and 32 in flight: tasks/s, p50/p99 latency, and the server's RSS
- * (its own process, from /proc) before and after 10,000 tasks, side by side
- * with ratios. Targets: switchboard >= 3x the SDK sequential, >= 5x
+ * (its own process, from /proc) before and after all the measured tasks, side
+ * by side with ratios. Both servers run for the whole bench and the rounds
+ * interleave them (the order alternates round by round), so that the load of
+ * a shared machine falls on both alike; a ratio is the median of the
+ * per-round ratios. Targets: switchboard >= 3x the SDK sequential, >= 5x
  * concurrent, lower RSS growth. Progress goes to stderr, figures to stdout.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Role, TaskState } from '@a2a-js/sdk';
@@ -21,8 +24,10 @@ import { ClientFactory } from '@a2a-js/sdk/client';
 import { type SwitchboardClient, connect } from '../src/transport/client.js';
 
 const WARMUP_TASKS = 300;
-const SEQUENTIAL_TASKS = 1000;
-const CONCURRENT_TASKS = 10_000;
+const ROUNDS = 3;
+/** Per round and side. */
+const SEQUENTIAL_TASKS = 500;
+const CONCURRENT_TASKS = 4000;
 const IN_FLIGHT = 32;
 
 interface Side {
@@ -31,17 +36,18 @@ interface Side {
   /** One whole delegation; resolves once the requester knows the outcome. */
   delegate(): Promise<void>;
   close(): Promise<void>;
+  /** After close: SQLite transactions committed and the calls they carried (switchboard only). */
+  commits?(): { commits: number; calls: number } | undefined;
 }
 
 interface Run {
   tasksPerSecond: number;
-  p50: number;
-  p99: number;
+  latencies: number[];
 }
 
 interface Figures {
-  sequential: Run;
-  concurrent: Run;
+  sequential: Run[];
+  concurrent: Run[];
   rssBefore: number;
   rssAfter: number;
 }
@@ -77,19 +83,61 @@ async function drive(side: Side, tasks: number, inFlight: number, label: string)
     clearInterval(progress);
   }
   const seconds = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  return { tasksPerSecond: tasks / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+  return { tasksPerSecond: tasks / seconds, latencies };
 }
 
-async function measure(side: Side): Promise<Figures> {
-  process.stderr.write(`${side.name}: warm-up (${WARMUP_TASKS} tasks)\n`);
-  await drive(side, WARMUP_TASKS, 4, 'warm-up');
-  const rssBefore = rssOf(side.pid);
-  process.stderr.write(`${side.name}: sequential (${SEQUENTIAL_TASKS} tasks)\n`);
-  const sequential = await drive(side, SEQUENTIAL_TASKS, 1, 'sequential');
-  process.stderr.write(`${side.name}: ${IN_FLIGHT} in flight (${CONCURRENT_TASKS} tasks)\n`);
-  const concurrent = await drive(side, CONCURRENT_TASKS, IN_FLIGHT, 'concurrent');
-  return { sequential, concurrent, rssBefore, rssAfter: rssOf(side.pid) };
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] as number;
+}
+
+/** Warm-up, then ROUNDS rounds of sequential and concurrent runs, the sides interleaved. */
+async function measureBoth(sides: [Side, Side]): Promise<[Figures, Figures]> {
+  const empty = (): Figures => ({ sequential: [], concurrent: [], rssBefore: 0, rssAfter: 0 });
+  const figures: [Figures, Figures] = [empty(), empty()];
+  for (const [i, side] of sides.entries()) {
+    process.stderr.write(`${side.name}: warm-up (${WARMUP_TASKS} tasks)\n`);
+    await drive(side, WARMUP_TASKS, 4, 'warm-up');
+    (figures[i] as Figures).rssBefore = rssOf(side.pid);
+  }
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = round % 2 === 0 ? [0, 1] : [1, 0];
+    for (const i of order) {
+      const side = sides[i] as Side;
+      const f = figures[i] as Figures;
+      process.stderr.write(`round ${round + 1}, ${side.name}: sequential (${SEQUENTIAL_TASKS} tasks)\n`);
+      f.sequential.push(await drive(side, SEQUENTIAL_TASKS, 1, 'sequential'));
+    }
+    for (const i of order) {
+      const side = sides[i] as Side;
+      const f = figures[i] as Figures;
+      process.stderr.write(`round ${round + 1}, ${side.name}: ${IN_FLIGHT} in flight (${CONCURRENT_TASKS} tasks)\n`);
+      f.concurrent.push(await drive(side, CONCURRENT_TASKS, IN_FLIGHT, 'concurrent'));
+    }
+    const [a, b] = figures;
+    process.stderr.write(
+      `round ${round + 1}: sequential ${(b.sequential.at(-1)?.tasksPerSecond ?? 0).toFixed(0)}/s vs ` +
+        `${(a.sequential.at(-1)?.tasksPerSecond ?? 0).toFixed(0)}/s, concurrent ` +
+        `${(b.concurrent.at(-1)?.tasksPerSecond ?? 0).toFixed(0)}/s vs ${(a.concurrent.at(-1)?.tasksPerSecond ?? 0).toFixed(0)}/s\n`,
+    );
+  }
+  for (const [i, side] of sides.entries()) (figures[i] as Figures).rssAfter = rssOf(side.pid);
+  return figures;
+}
+
+/** Median tasks/s of the rounds, and p50/p99 over every delegation of every round. */
+function summary(runs: Run[]): { tasksPerSecond: number; p50: number; p99: number } {
+  const latencies = runs.flatMap((r) => r.latencies).sort((a, b) => a - b);
+  return {
+    tasksPerSecond: median(runs.map((r) => r.tasksPerSecond)),
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+  };
+}
+
+/** The median of the per-round ratios b/a. */
+function roundRatio(b: Run[], a: Run[]): number {
+  return median(b.map((run, i) => run.tasksPerSecond / (a[i] as Run).tasksPerSecond));
 }
 
 // ---- the @a2a-js/sdk side ----
@@ -146,7 +194,9 @@ interface Requester {
 }
 
 async function switchboardSide(db: string): Promise<Side> {
-  const client: SwitchboardClient = await connect({ spawn: { db, logLevel: 'warn' } });
+  // Info level, piped: the broker's closing line reports its commits and the calls they carried.
+  const client: SwitchboardClient = await connect({ spawn: { db, logLevel: 'info', stderr: 'pipe' } });
+  const serve = client.serveProcess;
   const worker = await client.register({
     name: 'worker',
     contextId: 'bench-workers',
@@ -233,6 +283,12 @@ async function switchboardSide(db: string): Promise<Side> {
       if (failures > 0) throw new Error(`${failures} completions failed`);
       await client.close();
     },
+    commits() {
+      const line = (serve?.stderr ?? '').split('\n').find((l) => l.includes('a2a broker closed'));
+      if (line === undefined) return undefined;
+      const { commits, calls } = JSON.parse(line) as { commits: number; calls: number };
+      return { commits, calls };
+    },
   };
 }
 
@@ -251,11 +307,15 @@ async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'switchboard-bench-peer-'));
   try {
     const sdk = await sdkSide();
-    const sdkFigures = await measure(sdk);
-    await sdk.close();
     const switchboard = await switchboardSide(join(dir, 'bench.db'));
-    const sbFigures = await measure(switchboard);
+    const [sdkRaw, sbRaw] = await measureBoth([sdk, switchboard]);
+    await sdk.close();
     await switchboard.close();
+    const sdkFigures = { ...sdkRaw, sequential: summary(sdkRaw.sequential), concurrent: summary(sdkRaw.concurrent) };
+    const sbFigures = { ...sbRaw, sequential: summary(sbRaw.sequential), concurrent: summary(sbRaw.concurrent) };
+    const sequentialRatio = roundRatio(sbRaw.sequential, sdkRaw.sequential);
+    const concurrentRatio = roundRatio(sbRaw.concurrent, sdkRaw.concurrent);
+    const total = WARMUP_TASKS + ROUNDS * (SEQUENTIAL_TASKS + CONCURRENT_TASKS);
 
     const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
     const ms = (v: number) => `${v.toFixed(2)} ms`;
@@ -265,7 +325,7 @@ async function main() {
         'sequential tasks/s',
         sdkFigures.sequential.tasksPerSecond.toFixed(0),
         sbFigures.sequential.tasksPerSecond.toFixed(0),
-        ratio(sbFigures.sequential.tasksPerSecond, sdkFigures.sequential.tasksPerSecond),
+        `${sequentialRatio.toFixed(2)}x`,
       ],
       [
         'sequential p50',
@@ -283,7 +343,7 @@ async function main() {
         `${IN_FLIGHT} in flight tasks/s`,
         sdkFigures.concurrent.tasksPerSecond.toFixed(0),
         sbFigures.concurrent.tasksPerSecond.toFixed(0),
-        ratio(sbFigures.concurrent.tasksPerSecond, sdkFigures.concurrent.tasksPerSecond),
+        `${concurrentRatio.toFixed(2)}x`,
       ],
       [
         `${IN_FLIGHT} in flight p50`,
@@ -298,12 +358,7 @@ async function main() {
         ratio(sbFigures.concurrent.p99, sdkFigures.concurrent.p99),
       ],
       ['server RSS before', mb(sdkFigures.rssBefore), mb(sbFigures.rssBefore), ''],
-      [
-        `server RSS after ${SEQUENTIAL_TASKS + CONCURRENT_TASKS} tasks`,
-        mb(sdkFigures.rssAfter),
-        mb(sbFigures.rssAfter),
-        '',
-      ],
+      [`server RSS after ${total} tasks`, mb(sdkFigures.rssAfter), mb(sbFigures.rssAfter), ''],
       [
         'RSS growth',
         mb(sdkFigures.rssAfter - sdkFigures.rssBefore),
@@ -313,12 +368,22 @@ async function main() {
     ];
     const widths = rows[0]?.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length))) ?? [];
     process.stdout.write(
-      `bench:peer: one delegation = requester creates a task, worker completes it, requester learns the outcome\n`,
+      `bench:peer: one delegation = requester creates a task, worker completes it, requester learns the outcome\n` +
+        `${ROUNDS} interleaved rounds of ${SEQUENTIAL_TASKS} sequential and ${CONCURRENT_TASKS} concurrent delegations per side; ` +
+        `tasks/s and ratios are medians of the rounds (load average at the end: ${loadavg()[0]?.toFixed(1)})\n`,
     );
     for (const row of rows) process.stdout.write(`${row.map((cell, c) => cell.padEnd(widths[c] ?? 0)).join('  ')}\n`);
+    const shared = switchboard.commits?.();
+    if (shared !== undefined) {
+      process.stdout.write(
+        `switchboard commits: ${shared.commits} transactions for ${shared.calls} calls over the whole run ` +
+          `(${(shared.calls / shared.commits).toFixed(1)} calls each; sequential calls commit alone, ` +
+          `concurrent ones share)\n`,
+      );
+    }
     process.stdout.write(
-      `targets: sequential >= 3x (${ratio(sbFigures.sequential.tasksPerSecond, sdkFigures.sequential.tasksPerSecond)}), ` +
-        `concurrent >= 5x (${ratio(sbFigures.concurrent.tasksPerSecond, sdkFigures.concurrent.tasksPerSecond)}), ` +
+      `targets: sequential >= 3x (${sequentialRatio.toFixed(2)}x), ` +
+        `concurrent >= 5x (${concurrentRatio.toFixed(2)}x), ` +
         `lower RSS growth (${mb(sbFigures.rssAfter - sbFigures.rssBefore)} vs ${mb(sdkFigures.rssAfter - sdkFigures.rssBefore)})\n`,
     );
   } finally {
