@@ -1089,6 +1089,7 @@ export class CoordinatorEngine {
   #commit(step: Step, work: Work): void {
     const now = this.#clock.now();
     const actor = work.actor;
+    let run: { machineVersion: number; snapshot: unknown } | undefined;
     if (actor !== undefined) {
       const snapshot = actor.getSnapshot();
       const ctx = snapshot.context;
@@ -1103,13 +1104,13 @@ export class CoordinatorEngine {
       const persisted = actor.getPersistedSnapshot() as unknown as { context: object };
       // The definition is kept once per version (coord_definitions), not in every snapshot.
       const slim = { ...persisted, context: { ...persisted.context, definition: null } };
-      this.#store.saveRun(work.item.id, WORKFLOW_RUN_MACHINE_VERSION, slim, now);
+      run = { machineVersion: WORKFLOW_RUN_MACHINE_VERSION, snapshot: slim };
       if (isFinalRunState(snapshot.value as string)) {
         actor.stop();
         this.#runs.delete(work.item.id);
       }
     }
-    this.#rec.putItem(work.item);
+    this.#rec.putItem(work.item, run);
     step.items.set(work.item.id, work.item);
   }
 

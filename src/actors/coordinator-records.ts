@@ -67,9 +67,9 @@ export class LiveRecords {
     this.#items.set(item.id, item);
   }
 
-  /** Writes an item; an item that ended leaves memory with its hops. */
-  putItem(item: ItemRecord): void {
-    this.#store.updateItem(item);
+  /** Writes an item (and its run's snapshot, when given); an item that ended leaves memory with its hops. */
+  putItem(item: ItemRecord, run?: { machineVersion: number; snapshot: unknown }): void {
+    this.#store.updateItem(item, run);
     if (item.finishedAt === null) this.#items.set(item.id, item);
     else this.#drop(item.id);
   }

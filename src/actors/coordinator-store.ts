@@ -16,7 +16,7 @@ import type { RunUsage } from '../protocol/workflow.js';
 
 export const COORDINATOR_SCHEMA: MigrationSet = {
   component: 'coordinator',
-  current: 2,
+  current: 3,
   migrations: [
     {
       version: 1,
@@ -121,6 +121,19 @@ export const COORDINATOR_SCHEMA: MigrationSet = {
             since INTEGER NOT NULL,
             heartbeat_at INTEGER NOT NULL
           ) STRICT;
+        `);
+      },
+    },
+    {
+      version: 3,
+      name: "a run's snapshot lives in its item's row (one row written per step, not two)",
+      up(db) {
+        db.exec(`
+          ALTER TABLE coord_items ADD COLUMN run_version INTEGER;
+          ALTER TABLE coord_items ADD COLUMN run_snapshot TEXT;
+          UPDATE coord_items SET run_version = r.machine_version, run_snapshot = r.snapshot
+            FROM coord_runs AS r WHERE r.item_id = coord_items.id;
+          DROP TABLE coord_runs;
         `);
       },
     },
@@ -385,8 +398,8 @@ export class CoordinatorStore {
     insertHop: Statement<unknown[]>;
     updateHop: Statement<unknown[]>;
     setHopTask: Statement<[string, string]>;
-    run: Statement<[string], { machine_version: number; snapshot: string }>;
-    saveRun: Statement<[string, number, string, number]>;
+    run: Statement<[string], { run_version: number | null; run_snapshot: string | null }>;
+    updateItemAndRun: Statement<unknown[]>;
     insertUsage: Statement<unknown[]>;
     addOutbox: Statement<[string, string, string]>;
     outbox: Statement<[], { id: number; item_id: string; kind: string; body: string }>;
@@ -426,11 +439,11 @@ export class CoordinatorStore {
            elapsed_ms = ?, error = ?, reply = ?, active_since = ?, finished_at = ? WHERE id = ?`,
       ),
       setHopTask: db.prepare('UPDATE coord_hops SET task_id = ? WHERE id = ?'),
-      run: db.prepare('SELECT machine_version, snapshot FROM coord_runs WHERE item_id = ?'),
-      saveRun: db.prepare(
-        `INSERT INTO coord_runs (item_id, machine_version, snapshot, updated_at) VALUES (?, ?, ?, ?)
-         ON CONFLICT (item_id) DO UPDATE SET machine_version = excluded.machine_version,
-           snapshot = excluded.snapshot, updated_at = excluded.updated_at`,
+      run: db.prepare('SELECT run_version, run_snapshot FROM coord_items WHERE id = ?'),
+      updateItemAndRun: db.prepare(
+        `UPDATE coord_items SET state = ?, stage = ?, hop = ?, hops = ?, input_tokens = ?, output_tokens = ?,
+           cost_usd = ?, elapsed_ms = ?, failure = ?, approval = ?, updated_at = ?, finished_at = ?,
+           run_version = ?, run_snapshot = ? WHERE id = ?`,
       ),
       insertUsage: db.prepare(
         `INSERT INTO coord_usage (hop_id, item_id, agent, model, input_tokens, output_tokens, cost_usd, elapsed_ms, at)
@@ -538,8 +551,9 @@ export class CoordinatorStore {
     );
   }
 
-  updateItem(item: ItemRecord): void {
-    this.#s.updateItem.run(
+  /** Writes an item's row; with `run`, its run's persisted snapshot too (same row, same statement). */
+  updateItem(item: ItemRecord, run?: { machineVersion: number; snapshot: unknown }): void {
+    const fields = [
       item.state,
       item.stage,
       item.hop,
@@ -552,8 +566,9 @@ export class CoordinatorStore {
       item.approval === null ? null : JSON.stringify(item.approval),
       item.updatedAt,
       item.finishedAt,
-      item.id,
-    );
+    ];
+    if (run === undefined) this.#s.updateItem.run(...fields, item.id);
+    else this.#s.updateItemAndRun.run(...fields, run.machineVersion, JSON.stringify(run.snapshot), item.id);
   }
 
   setItemTask(itemId: string, taskId: string): void {
@@ -608,13 +623,11 @@ export class CoordinatorStore {
     this.#s.setHopTask.run(taskId, hopId);
   }
 
+  /** A run's persisted snapshot (kept in its item's row), or undefined before its first step. */
   loadRun(itemId: string): { machineVersion: number; snapshot: unknown } | undefined {
     const row = this.#s.run.get(itemId);
-    return row === undefined ? undefined : { machineVersion: row.machine_version, snapshot: JSON.parse(row.snapshot) };
-  }
-
-  saveRun(itemId: string, machineVersion: number, snapshot: unknown, now: number): void {
-    this.#s.saveRun.run(itemId, machineVersion, JSON.stringify(snapshot), now);
+    if (row === undefined || row.run_version === null || row.run_snapshot === null) return undefined;
+    return { machineVersion: row.run_version, snapshot: JSON.parse(row.run_snapshot) };
   }
 
   addUsage(row: UsageRow): void {

@@ -2,6 +2,9 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Coordinator, createCoordinator } from '../../src/actors/coordinator.js';
+import { COORDINATOR_SCHEMA, CoordinatorStore } from '../../src/actors/coordinator-store.js';
+import { openDatabase } from '../../src/persistence/database.js';
+import { migrate, schemaVersion } from '../../src/persistence/migrations.js';
 import { deployments, devSdlc, tempDir, until } from './helpers.js';
 
 /** A Coordinator closed and opened again on the same file picks every live item up where it was. */
@@ -51,5 +54,42 @@ describe('restoring work items on open', () => {
     await second.mirrored();
     expect(second.get(ids[0]!)?.mirrored).toBe(true);
     expect(second.audit.verifyChain().ok).toBe(true);
+  });
+});
+
+describe('a file of an earlier Coordinator schema', () => {
+  it('is migrated on open: version 1 run snapshots move into their items and restore', () => {
+    const dir = tempDir();
+    try {
+      const path = join(dir, 'old.db');
+      const old = openDatabase(path);
+      migrate(old, { ...COORDINATOR_SCHEMA, current: 1, migrations: COORDINATOR_SCHEMA.migrations.slice(0, 1) });
+      old
+        .prepare(
+          `INSERT INTO coord_items (id, workflow_id, workflow_version, state, input, created_at, updated_at)
+           VALUES ('item-1', 'dev-sdlc', 1, 'running', '[]', 1, 1), ('item-2', 'dev-sdlc', 1, 'pending', '[]', 2, 2)`,
+        )
+        .run();
+      old
+        .prepare("INSERT INTO coord_runs (item_id, machine_version, snapshot, updated_at) VALUES ('item-1', 7, ?, 1)")
+        .run(JSON.stringify({ status: 'active', value: 'running', context: { hop: 2 } }));
+      old.close();
+      const db = openDatabase(path);
+      try {
+        const store = new CoordinatorStore(db);
+        expect(schemaVersion(db, 'coordinator')).toBe(COORDINATOR_SCHEMA.current);
+        expect(store.loadRun('item-1')).toEqual({
+          machineVersion: 7,
+          snapshot: { status: 'active', value: 'running', context: { hop: 2 } },
+        });
+        expect(store.loadRun('item-2')).toBeUndefined();
+        expect(store.getItem('item-1')?.state).toBe('running');
+        expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'coord_runs'").all()).toEqual([]);
+      } finally {
+        db.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
