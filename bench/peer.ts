@@ -286,8 +286,8 @@ async function switchboardSide(db: string): Promise<Side> {
     commits() {
       const line = (serve?.stderr ?? '').split('\n').find((l) => l.includes('a2a broker closed'));
       if (line === undefined) return undefined;
-      const { commits, calls } = JSON.parse(line) as { commits: number; calls: number };
-      return { commits, calls };
+      const { commits, calls } = JSON.parse(line) as { commits?: unknown; calls?: unknown };
+      return typeof commits === 'number' && typeof calls === 'number' ? { commits, calls } : undefined;
     },
   };
 }
