@@ -624,14 +624,22 @@ const commands = [
   fc.tuple(party, party).map(([f, t]) => new Oversize(f, t)),
 ];
 
-describe('the broker against a reference model', () => {
+/**
+ * Run twice: as the broker runs by default (task and agent machines applied
+ * as data) and with an inspector attached (an XState actor per task and per
+ * registration): both must agree with the same model.
+ */
+describe.each([
+  { mode: 'machines as data (default)', inspect: undefined, numRuns: 100 },
+  { mode: 'XState actors (inspected)', inspect: { next: () => {} }, numRuns: 50 },
+])('the broker against a reference model: $mode', ({ inspect, numRuns }) => {
   it('agrees on answers, events and stored tasks over random call sequences with restarts', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.subarray([0, 1, 2, 3, 4, 5], { minLength: 4 }),
         fc.commands(commands, { maxCommands: 80, size: 'large' }),
         async (first, cmds) => {
-          const h = harness();
+          const h = harness(inspect === undefined ? {} : { inspect });
           const model: Model = { live: PARTIES.map(() => null), tasks: [], logs: PARTIES.map(() => []), counter: 0 };
           const real: Real = {
             h,
@@ -649,7 +657,7 @@ describe('the broker against a reference model', () => {
           }
         },
       ),
-      { numRuns: 100 },
+      { numRuns },
     );
   });
 });
