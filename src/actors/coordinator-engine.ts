@@ -128,22 +128,28 @@ export class CoordinatorEngine {
     this.#onTiming = options.onTiming;
     this.#rec = new LiveRecords(options.store);
     const tx = this.#store.db.transaction((fn: (step: Step) => ResultHandling) => {
-      const began = process.hrtime.bigint();
-      // Published outbox rows are deleted in bulk (a few pages every 64 publishes, not two writes each).
-      if (this.#published.length >= 64) {
-        this.#store.deleteOutbox(this.#published);
-        this.#published = [];
-      }
-      const step: Step = { audit: [], events: [], items: new Map(), outbox: [] };
-      const handling = fn(step);
-      if (step.audit.length > 0) this.#audit.appendManyInTransaction(step.audit);
-      this.#innerNs += process.hrtime.bigint() - began;
-      return { step, handling };
+      const done = this.#body(fn);
+      if (done.step.audit.length > 0) this.#audit.appendManyInTransaction(done.step.audit);
+      return done;
     });
     this.#tx = (fn) => tx.immediate(fn);
-    // Results that arrive together share one commit; each is a savepoint inside it (see applyResults).
+    // Results that arrive together share one transaction (see applyResults).
     const batch = this.#store.db.transaction((fn: () => unknown) => fn());
     this.#batchTx = <T>(fn: () => T) => batch.immediate(fn) as T;
+  }
+
+  /** A step's work inside an open transaction; its audit rows are left to the caller to append. */
+  #body(fn: (step: Step) => ResultHandling): { step: Step; handling: ResultHandling } {
+    const began = process.hrtime.bigint();
+    // Published outbox rows are deleted in bulk (a few pages every 64 publishes, not two writes each).
+    if (this.#published.length >= 64) {
+      this.#store.deleteOutbox(this.#published);
+      this.#published = [];
+    }
+    const step: Step = { audit: [], events: [], items: new Map(), outbox: [] };
+    const handling = fn(step);
+    this.#innerNs += process.hrtime.bigint() - began;
+    return { step, handling };
   }
 
   get liveRuns(): number {
@@ -339,45 +345,46 @@ export class CoordinatorEngine {
 
   /**
    * Applies hop results that arrived together in ONE transaction (a group
-   * commit: one BEGIN/COMMIT for all), each in its own savepoint, so one that
-   * throws rolls back alone (its entry is `{ error }`) and the rest commit.
-   * If the commit itself fails, nothing was applied: the memory is put back
-   * and it throws.
+   * commit: one BEGIN/COMMIT and one audit append for all). If any of them
+   * throws, or the commit fails, nothing of the batch stays: the memory is put
+   * back and each result is applied again alone, in its own transaction, so
+   * one that fails fails alone (its entry is `{ error }`) and the rest commit.
    */
   applyResults(
     batch: readonly { result: ResultEnvelope; deliveries: number }[],
   ): ({ step: Step; handling: ResultHandling } | { error: unknown })[] {
-    if (batch.length === 1) {
-      const only = batch[0]!;
-      try {
-        return [this.applyResult(only.result, only.deliveries)];
-      } catch (error) {
-        return [{ error }];
-      }
-    }
+    const alone = () =>
+      batch.map(({ result, deliveries }) => {
+        try {
+          return this.applyResult(result, deliveries);
+        } catch (error) {
+          return { error };
+        }
+      });
+    if (batch.length === 1) return alone();
     const cpu = this.#onTiming === undefined ? undefined : process.cpuUsage();
     const start = process.hrtime.bigint();
     this.#innerNs = 0n;
+    let applied: { step: Step; handling: ResultHandling }[];
     try {
-      return this.#batchTx(() =>
-        batch.map(({ result, deliveries }) => {
-          try {
-            return this.#step(
-              (step) => this.#applyResult(step, result, deliveries),
-              () => [result.headers.runId],
-            );
-          } catch (error) {
-            return { error };
-          }
-        }),
-      );
+      applied = this.#batchTx(() => {
+        const steps = batch.map(({ result, deliveries }) =>
+          this.#body((step) => this.#applyResult(step, result, deliveries)),
+        );
+        const began = process.hrtime.bigint();
+        const audit = steps.flatMap((s) => s.step.audit);
+        if (audit.length > 0) this.#audit.appendManyInTransaction(audit);
+        this.#innerNs += process.hrtime.bigint() - began;
+        return steps;
+      });
     } catch (error) {
       this.#kept.clear();
       for (const itemId of new Set(batch.map((b) => b.result.headers.runId))) this.#reload(itemId);
-      throw error;
-    } finally {
-      this.#timed('result', start, cpu, batch.length);
+      this.#log.warn({ err: error, results: batch.length }, 'a shared commit failed: applying its results one by one');
+      return alone();
     }
+    this.#timed('result', start, cpu, batch.length);
+    return applied;
   }
 
   approve(itemId: string, approver: string): Step {

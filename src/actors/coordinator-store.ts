@@ -16,7 +16,7 @@ import type { RunUsage } from '../protocol/workflow.js';
 
 export const COORDINATOR_SCHEMA: MigrationSet = {
   component: 'coordinator',
-  current: 3,
+  current: 4,
   migrations: [
     {
       version: 1,
@@ -134,6 +134,43 @@ export const COORDINATOR_SCHEMA: MigrationSet = {
           UPDATE coord_items SET run_version = r.machine_version, run_snapshot = r.snapshot
             FROM coord_runs AS r WHERE r.item_id = coord_items.id;
           DROP TABLE coord_runs;
+        `);
+      },
+    },
+    {
+      version: 4,
+      name: 'usage and outbox rows numbered by rowid (no AUTOINCREMENT: no sqlite_sequence write per row)',
+      up(db) {
+        // Usage rows are never deleted, so their numbers only grow anyway. An outbox number may be
+        // used again once its row is gone: nothing refers to a published row after its deletion.
+        db.exec(`
+          CREATE TABLE coord_usage_v4 (
+            seq INTEGER PRIMARY KEY,
+            hop_id TEXT NOT NULL,
+            item_id TEXT NOT NULL,
+            agent TEXT NOT NULL,
+            model TEXT NOT NULL,
+            input_tokens INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL,
+            cost_usd REAL NOT NULL,
+            elapsed_ms REAL NOT NULL,
+            at INTEGER NOT NULL
+          ) STRICT;
+          INSERT INTO coord_usage_v4 SELECT seq, hop_id, item_id, agent, model, input_tokens, output_tokens,
+            cost_usd, elapsed_ms, at FROM coord_usage ORDER BY seq;
+          DROP TABLE coord_usage;
+          ALTER TABLE coord_usage_v4 RENAME TO coord_usage;
+          CREATE INDEX coord_usage_item ON coord_usage (item_id);
+          CREATE TABLE coord_outbox_v4 (
+            id INTEGER PRIMARY KEY,
+            item_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            body TEXT NOT NULL
+          ) STRICT;
+          INSERT INTO coord_outbox_v4 SELECT id, item_id, kind, body FROM coord_outbox ORDER BY id;
+          DROP TABLE coord_outbox;
+          ALTER TABLE coord_outbox_v4 RENAME TO coord_outbox;
+          DELETE FROM sqlite_sequence WHERE name IN ('coord_usage', 'coord_outbox');
         `);
       },
     },

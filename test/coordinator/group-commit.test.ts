@@ -1,13 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import type { Delivery } from '../../src/bus/work-queue.js';
 import { DEMO_HANDLERS } from '../../src/demo/roles.js';
 import { openDatabase } from '../../src/persistence/database.js';
 import { RESULTS_ROLE, type ResultEnvelope } from '../../src/protocol/work-envelope.js';
 import { type Fixture, deployments, openFixture, until } from './helpers.js';
 
 /**
- * Results that arrive together share one commit, each in its own savepoint:
- * one that fails rolls back alone (tables and memory), the others commit, and
- * the failed one is retried.
+ * Results that arrive together share one commit; when one of them fails, the
+ * batch rolls back (tables and memory) and each is applied alone: the failing
+ * one fails alone, the others commit, and the failed one is retried.
  */
 describe('results applied in a shared commit', () => {
   let f: Fixture | undefined;
@@ -16,7 +17,7 @@ describe('results applied in a shared commit', () => {
     f = undefined;
   });
 
-  it('one result that fails rolls back alone; the others of its batch commit; it applies on retry', async () => {
+  it('results read together share a commit; one that fails rolls back alone, the others of its batch commit; it applies on retry', async () => {
     const batches: number[] = [];
     // No architect pool: the test is the architect, and delivers two results in one publish.
     const { architect: _, ...rest } = DEMO_HANDLERS;
@@ -29,13 +30,19 @@ describe('results applied in a shared commit', () => {
     const { coordinator, path } = f;
     const a = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Item A (its result fails once)' });
     const b = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Item B' });
-    const jobs = await coordinator.bus.consume('architect', {
-      consumer: 'test-architect',
-      visibilityTimeoutMs: 120_000,
-      max: 2,
-      waitMs: 5_000,
-    });
-    expect(jobs).toHaveLength(2);
+    const c = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Item C' });
+    const d = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Item D' });
+    const jobs: Delivery[] = [];
+    while (jobs.length < 4) {
+      jobs.push(
+        ...(await coordinator.bus.consume('architect', {
+          consumer: 'test-architect',
+          visibilityTimeoutMs: 120_000,
+          max: 4,
+          waitMs: 5_000,
+        })),
+      );
+    }
     const result = (headers: ResultEnvelope['headers'], inputTokens: number): ResultEnvelope => ({
       kind: 'result',
       headers,
@@ -50,6 +57,17 @@ describe('results applied in a shared commit', () => {
       if (job.envelope.kind !== 'work') throw new Error('not work');
       return job.envelope.headers;
     };
+    // Two results read together share one commit.
+    await coordinator.bus.publishMany([
+      { role: RESULTS_ROLE, envelope: result(headersOf(c), 100), idempotencyKey: 'result-c' },
+      { role: RESULTS_ROLE, envelope: result(headersOf(d), 100), idempotencyKey: 'result-d' },
+    ]);
+    await until(
+      () => [c, d].every((id) => coordinator.hops(id).some((h) => h.role === 'coding')),
+      10_000,
+      'items C and D at coding',
+    );
+    expect(batches).toEqual([2, 2]);
     // A's accrual fails inside the database (as a full disk or a constraint would) until the trigger goes.
     const side = openDatabase(path);
     side.exec(`CREATE TRIGGER sabotage BEFORE INSERT ON coord_usage WHEN NEW.input_tokens = 666
@@ -61,7 +79,6 @@ describe('results applied in a shared commit', () => {
     ]);
     // B moves on to coding; A stays where it was, in the tables and in memory.
     await until(() => coordinator.hops(b).some((h) => h.role === 'coding'), 10_000, 'item B at coding');
-    expect(batches).toContain(2);
     expect(coordinator.hops(a).map((h) => `${h.role}:${h.state}`)).toEqual(['architect:dispatched']);
     expect(coordinator.get(a)?.usage.inputTokens).toBe(0);
     expect(coordinator.store.usageRows({ itemId: a })).toHaveLength(0);

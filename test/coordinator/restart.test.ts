@@ -58,7 +58,7 @@ describe('restoring work items on open', () => {
 });
 
 describe('a file of an earlier Coordinator schema', () => {
-  it('is migrated on open: version 1 run snapshots move into their items and restore', () => {
+  it('is migrated on open: version 1 run snapshots move into their items and restore; usage and outbox rows are kept', () => {
     const dir = tempDir();
     try {
       const path = join(dir, 'old.db');
@@ -73,6 +73,9 @@ describe('a file of an earlier Coordinator schema', () => {
       old
         .prepare("INSERT INTO coord_runs (item_id, machine_version, snapshot, updated_at) VALUES ('item-1', 7, ?, 1)")
         .run(JSON.stringify({ status: 'active', value: 'running', context: { hop: 2 } }));
+      old.exec(`INSERT INTO coord_usage (hop_id, item_id, agent, model, input_tokens, output_tokens, cost_usd,
+                  elapsed_ms, at) VALUES ('hop-1', 'item-1', 'coding', 'm', 10, 2, 0.5, 3, 1);
+                INSERT INTO coord_outbox (item_id, kind, body) VALUES ('item-1', 'start', '{}')`);
       old.close();
       const db = openDatabase(path);
       try {
@@ -85,6 +88,14 @@ describe('a file of an earlier Coordinator schema', () => {
         expect(store.loadRun('item-2')).toBeUndefined();
         expect(store.getItem('item-1')?.state).toBe('running');
         expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'coord_runs'").all()).toEqual([]);
+        // Usage and outbox rows kept, numbered as before, now without AUTOINCREMENT.
+        expect(store.usageRows({ itemId: 'item-1' })).toMatchObject([{ hopId: 'hop-1', inputTokens: 10 }]);
+        expect(store.outbox()).toMatchObject([{ id: 1, itemId: 'item-1', kind: 'start' }]);
+        const sql = db.prepare("SELECT sql FROM sqlite_master WHERE name IN ('coord_usage', 'coord_outbox')").all() as {
+          sql: string;
+        }[];
+        expect(sql).toHaveLength(2);
+        for (const { sql: text } of sql) expect(text).not.toContain('AUTOINCREMENT');
       } finally {
         db.close();
       }
