@@ -23,11 +23,10 @@ import {
 import type { CliCommand } from './command.js';
 import {
   INSPECT_USAGE,
-  InspectOptionError,
   type InspectTarget,
   type RunningInspection,
   startInspection,
-  takeInspectOption,
+  splitInspectOption,
 } from './inspect-option.js';
 import {
   CliUsageError,
@@ -150,12 +149,7 @@ async function runCoordinator(all: string[]): Promise<number> {
   let inspect: InspectTarget | null;
   try {
     let argv: string[];
-    try {
-      ({ argv, inspect } = takeInspectOption(all));
-    } catch (error) {
-      if (error instanceof InspectOptionError) throw new CliUsageError(error.message);
-      throw error;
-    }
+    ({ argv, inspect } = splitInspectOption(all));
     flags = parseFlags(argv);
   } catch (error) {
     if (error instanceof CliUsageError) return reportUsageError('coordinator', error, COORDINATOR_USAGE);

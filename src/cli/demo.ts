@@ -2,19 +2,24 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
-import { parseArgs } from 'node:util';
 import { type ApprovalMode, DEMO_APPROVER, runDemo } from '../demo/run-demo.js';
 import { LOG_LEVELS, type LogLevel, createLogger } from '../log/logger.js';
 import type { CliCommand } from './command.js';
 import {
   INSPECT_USAGE,
-  InspectOptionError,
   type InspectTarget,
   type RunningInspection,
   startInspection,
-  takeInspectOption,
+  splitInspectOption,
 } from './inspect-option.js';
-import { CliUsageError } from './command-args.js';
+import {
+  CliUsageError,
+  booleanFlag,
+  choiceFlag,
+  parseCommandArgs,
+  reportUsageError,
+  stringFlag,
+} from './command-args.js';
 
 export const DEMO_USAGE = `Usage: switchboard demo [--db PATH] [--approve|--deny] [--json] [--log-level LEVEL]
                         [--inspect[=[HOST:]PORT]]
@@ -62,42 +67,26 @@ interface DemoFlags {
 }
 
 function parseFlags(all: string[]): DemoFlags {
-  let argv: string[];
-  let inspect: InspectTarget | null;
-  try {
-    ({ argv, inspect } = takeInspectOption(all));
-  } catch (error) {
-    if (error instanceof InspectOptionError) throw new CliUsageError(error.message);
-    throw error;
-  }
-  let values: { db?: string; approve?: boolean; deny?: boolean; json?: boolean; 'log-level'?: string };
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        db: { type: 'string' },
-        approve: { type: 'boolean' },
-        deny: { type: 'boolean' },
-        json: { type: 'boolean' },
-        'log-level': { type: 'string' },
-      },
-      strict: true,
-      allowPositionals: false,
-    }));
-  } catch (error) {
-    throw new CliUsageError(error instanceof Error ? error.message : String(error));
-  }
-  if (values.approve && values.deny) throw new CliUsageError('give --approve or --deny, not both');
-  const logLevel = values['log-level'] ?? 'error';
-  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
-    throw new CliUsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
-  }
-  if (values.db !== undefined && values.db.length === 0) throw new CliUsageError('--db needs a path');
+  const { argv, inspect } = splitInspectOption(all);
+  const args = parseCommandArgs(
+    argv,
+    {
+      db: { type: 'string' },
+      approve: { type: 'boolean' },
+      deny: { type: 'boolean' },
+      json: { type: 'boolean' },
+      'log-level': { type: 'string' },
+    },
+    0,
+  );
+  const approve = booleanFlag(args, 'approve');
+  const deny = booleanFlag(args, 'deny');
+  if (approve && deny) throw new CliUsageError('give --approve or --deny, not both');
   return {
-    db: values.db,
-    approval: values.approve ? 'approve' : values.deny ? 'deny' : undefined,
-    json: values.json ?? false,
-    logLevel: logLevel as LogLevel,
+    db: stringFlag(args, 'db'),
+    approval: approve ? 'approve' : deny ? 'deny' : undefined,
+    json: booleanFlag(args, 'json'),
+    logLevel: choiceFlag(args, 'log-level', LOG_LEVELS, 'error'),
     inspect,
   };
 }
@@ -132,8 +121,8 @@ export const demoCommand: CliCommand = {
     try {
       flags = parseFlags(argv);
     } catch (error) {
-      process.stderr.write(`switchboard demo: ${(error as Error).message}\n\n${DEMO_USAGE}\n`);
-      return 2;
+      if (error instanceof CliUsageError) return reportUsageError('demo', error, DEMO_USAGE);
+      throw error;
     }
     const out = (line: string) => {
       if (!flags.json) process.stdout.write(`${line}\n`);

@@ -7,6 +7,7 @@ import {
 } from '../inspect/inspector-server.js';
 import { createStatelyInspection } from '../inspect/stately-inspection.js';
 import type { Logger } from '../log/logger.js';
+import { CliUsageError } from './command-args.js';
 
 /** Where `--inspect[=[HOST:]PORT]` asks the inspector to listen. */
 export interface InspectTarget {
@@ -47,6 +48,16 @@ export function takeInspectOption(argv: readonly string[]): { argv: string[]; in
     }
   }
   return { argv: rest, inspect };
+}
+
+/** `takeInspectOption` for a command's flag parsing: a bad `--inspect` value is a usage error (exit 2). */
+export function splitInspectOption(argv: readonly string[]): { argv: string[]; inspect: InspectTarget | null } {
+  try {
+    return takeInspectOption(argv);
+  } catch (error) {
+    if (error instanceof InspectOptionError) throw new CliUsageError(error.message);
+    throw error;
+  }
 }
 
 export function parseInspectValue(value: string): InspectTarget {

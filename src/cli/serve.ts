@@ -1,6 +1,5 @@
 import { Console } from 'node:console';
 import { resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { createBroker } from '../actors/broker.js';
 import { LOG_LEVELS, type LogLevel, createLogger } from '../log/logger.js';
 import type { Durability } from '../persistence/database.js';
@@ -8,13 +7,12 @@ import { BrokerSession } from '../transport/broker-session.js';
 import type { CliCommand } from './command.js';
 import {
   INSPECT_USAGE,
-  InspectOptionError,
   type InspectTarget,
   type RunningInspection,
   startInspection,
-  takeInspectOption,
+  splitInspectOption,
 } from './inspect-option.js';
-import { CliUsageError } from './command-args.js';
+import { CliUsageError, choiceFlag, parseCommandArgs, reportUsageError, stringFlag } from './command-args.js';
 
 export const DEFAULT_DB_PATH = './switchboard.db';
 const DURABILITIES: readonly Durability[] = ['normal', 'full'];
@@ -50,42 +48,16 @@ interface ServeFlags {
 }
 
 function parseFlags(all: string[]): ServeFlags {
-  let argv: string[];
-  let inspect: InspectTarget | null;
-  try {
-    ({ argv, inspect } = takeInspectOption(all));
-  } catch (error) {
-    if (error instanceof InspectOptionError) throw new CliUsageError(error.message);
-    throw error;
-  }
-  let values: { db?: string; durability?: string; 'log-level'?: string };
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        db: { type: 'string' },
-        durability: { type: 'string' },
-        'log-level': { type: 'string' },
-      },
-      strict: true,
-      allowPositionals: false,
-    }));
-  } catch (error) {
-    throw new CliUsageError(error instanceof Error ? error.message : String(error));
-  }
-  const durability = values.durability ?? 'normal';
-  if (!(DURABILITIES as readonly string[]).includes(durability)) {
-    throw new CliUsageError(`--durability must be one of ${DURABILITIES.join(', ')}`);
-  }
-  const logLevel = values['log-level'] ?? 'info';
-  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
-    throw new CliUsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
-  }
-  if (values.db === '') throw new CliUsageError('--db needs a path');
+  const { argv, inspect } = splitInspectOption(all);
+  const args = parseCommandArgs(
+    argv,
+    { db: { type: 'string' }, durability: { type: 'string' }, 'log-level': { type: 'string' } },
+    0,
+  );
   return {
-    db: resolve(values.db ?? DEFAULT_DB_PATH),
-    durability: durability as Durability,
-    logLevel: logLevel as LogLevel,
+    db: resolve(stringFlag(args, 'db') ?? DEFAULT_DB_PATH),
+    durability: choiceFlag(args, 'durability', DURABILITIES, 'normal'),
+    logLevel: choiceFlag(args, 'log-level', LOG_LEVELS, 'info'),
     inspect,
   };
 }
@@ -95,8 +67,8 @@ async function runServe(argv: string[]): Promise<number> {
   try {
     flags = parseFlags(argv);
   } catch (error) {
-    process.stderr.write(`switchboard serve: ${(error as Error).message}\n\n${SERVE_USAGE}\n`);
-    return 2;
+    if (error instanceof CliUsageError) return reportUsageError('serve', error, SERVE_USAGE);
+    throw error;
   }
   // stdout carries protocol lines only: anything a dependency prints through
   // the console goes to stderr in this process.

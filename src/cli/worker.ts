@@ -33,11 +33,10 @@ import {
 } from './command-args.js';
 import {
   INSPECT_USAGE,
-  InspectOptionError,
   type InspectTarget,
   type RunningInspection,
   startInspection,
-  takeInspectOption,
+  splitInspectOption,
 } from './inspect-option.js';
 import { stopSignal } from './stop-signal.js';
 
@@ -198,12 +197,7 @@ async function runWorker(all: string[]): Promise<number> {
   let inspect: InspectTarget | null;
   try {
     let argv: string[];
-    try {
-      ({ argv, inspect } = takeInspectOption(all));
-    } catch (error) {
-      if (error instanceof InspectOptionError) throw new CliUsageError(error.message);
-      throw error;
-    }
+    ({ argv, inspect } = splitInspectOption(all));
     flags = parseFlags(argv);
   } catch (error) {
     if (error instanceof CliUsageError) return reportUsageError('worker', error, WORKER_USAGE);
