@@ -12,6 +12,7 @@ import {
 import type { Artifact } from '../protocol/task.js';
 import type { Part } from '../protocol/parts.js';
 import type { Usage, WorkHeaders } from '../protocol/work-envelope.js';
+import { checkKey, checkPatch, toJson } from '../persistence/context-arguments.js';
 import { hashTag } from './redis-keys.js';
 
 /**
@@ -70,38 +71,6 @@ export interface RedisContextStoreOptions {
   clock?: Clock;
   /** How long connecting may take before `createRedisContextStore` fails (default 5000 ms). */
   connectTimeoutMs?: number;
-}
-
-function toJson(value: unknown, what: string): string {
-  let text: string | undefined;
-  try {
-    text = JSON.stringify(value === undefined ? null : value);
-  } catch (error) {
-    throw new ContextStoreError('CONTEXT_NOT_JSON', `${what} is not JSON-serializable: ${(error as Error).message}`);
-  }
-  if (text === undefined) throw new ContextStoreError('CONTEXT_NOT_JSON', `${what} is not JSON-serializable`);
-  return text;
-}
-
-function checkKey(value: unknown, what: string): string {
-  if (typeof value !== 'string' || value.length === 0 || value.length > 1024) {
-    throw new ContextStoreError(
-      'CONTEXT_INVALID_ARGUMENT',
-      `${what} must be a non-empty string of at most 1024 characters`,
-    );
-  }
-  return value;
-}
-
-function checkPatch(patch: unknown): Record<string, unknown> {
-  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) {
-    throw new ContextStoreError('CONTEXT_INVALID_ARGUMENT', 'a memory patch is an object');
-  }
-  for (const [key, value] of Object.entries(patch)) {
-    checkKey(key, 'a memory key');
-    toJson(value, `memory.${key}`);
-  }
-  return patch as Record<string, unknown>;
 }
 
 /** Memory updates as script arguments: `S key json` sets, `D key -` deletes. */

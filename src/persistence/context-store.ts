@@ -6,6 +6,9 @@ import { CommitBatcher } from './bus-commit-batcher.js';
 import { type Clock, systemClock } from './clock.js';
 import { type SqliteDatabase, openDatabase } from './database.js';
 import { type MigrationSet, migrate } from './migrations.js';
+import { ContextStoreError, checkKey, checkPatch, toJson } from './context-arguments.js';
+
+export { ContextStoreError, type ContextStoreErrorCode } from './context-arguments.js';
 
 /**
  * The Context Engine: what a stateless worker needs to pick up a work item
@@ -171,38 +174,6 @@ export const CONTEXT_SCHEMA: MigrationSet = {
   ],
 };
 
-export type ContextStoreErrorCode = 'CONTEXT_CLOSED' | 'CONTEXT_NOT_JSON' | 'CONTEXT_INVALID_ARGUMENT';
-
-export class ContextStoreError extends Error {
-  readonly code: ContextStoreErrorCode;
-  constructor(code: ContextStoreErrorCode, message: string) {
-    super(message);
-    this.name = 'ContextStoreError';
-    this.code = code;
-  }
-}
-
-function toJson(value: unknown, what: string): string {
-  let text: string | undefined;
-  try {
-    text = JSON.stringify(value === undefined ? null : value);
-  } catch (error) {
-    throw new ContextStoreError('CONTEXT_NOT_JSON', `${what} is not JSON-serializable: ${(error as Error).message}`);
-  }
-  if (text === undefined) throw new ContextStoreError('CONTEXT_NOT_JSON', `${what} is not JSON-serializable`);
-  return text;
-}
-
-function checkKey(value: unknown, what: string): string {
-  if (typeof value !== 'string' || value.length === 0 || value.length > 1024) {
-    throw new ContextStoreError(
-      'CONTEXT_INVALID_ARGUMENT',
-      `${what} must be a non-empty string of at most 1024 characters`,
-    );
-  }
-  return value;
-}
-
 interface OutputRow {
   run_id: string;
   hop: number;
@@ -358,21 +329,10 @@ export class SqliteContextStore implements ContextStore {
     }
   }
 
-  private checkPatch(patch: unknown): Record<string, unknown> {
-    if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) {
-      throw new ContextStoreError('CONTEXT_INVALID_ARGUMENT', 'a memory patch is an object');
-    }
-    for (const [key, value] of Object.entries(patch)) {
-      checkKey(key, 'a memory key');
-      toJson(value, `memory.${key}`);
-    }
-    return patch as Record<string, unknown>;
-  }
-
   async updateMemory(runId: string, patch: Record<string, unknown>): Promise<void> {
     this.assertOpen();
     const run = checkKey(runId, 'runId');
-    const checked = this.checkPatch(patch);
+    const checked = checkPatch(patch);
     await this.batcher.submit(() => this.applyMemory(run, checked, this.clock.now()));
   }
 
@@ -412,7 +372,7 @@ export class SqliteContextStore implements ContextStore {
     this.assertOpen();
     const key = checkKey(record.idempotencyKey, 'idempotencyKey');
     const runId = checkKey(record.runId, 'runId');
-    const memory = record.memory === undefined ? undefined : this.checkPatch(record.memory);
+    const memory = record.memory === undefined ? undefined : checkPatch(record.memory);
     const publishes = toJson(record.publishes, 'publishes');
     const output = record.output === undefined ? undefined : toJson(record.output, 'output');
     const checkpoint =
