@@ -14,6 +14,7 @@ import type { Part } from '../protocol/parts.js';
 import type { Usage, WorkHeaders } from '../protocol/work-envelope.js';
 import { checkKey, checkPatch, toJson } from '../persistence/context-arguments.js';
 import { hashTag } from './redis-keys.js';
+import { safeRedisUrl } from './redis-url.js';
 
 /**
  * The Context Engine on Redis: what workers on several machines share when
@@ -81,16 +82,6 @@ function memoryArgs(patch: Record<string, unknown>): string[] {
     else args.push('S', key, toJson(value, `memory.${key}`));
   }
   return args;
-}
-
-/** The URL without credentials, for messages. */
-function safeUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.host}${u.pathname === '/' ? '' : u.pathname}`;
-  } catch {
-    return '(unparsable url)';
-  }
 }
 
 type Client = ReturnType<typeof createClient>;
@@ -312,7 +303,7 @@ export async function createRedisContextStore(options: RedisContextStoreOptions 
       client.connect(),
       new Promise((_, reject) => {
         timer = setTimeout(
-          () => reject(new RedisContextStoreError(`could not connect to ${safeUrl(url)} within ${timeout} ms`)),
+          () => reject(new RedisContextStoreError(`could not connect to ${safeRedisUrl(url)} within ${timeout} ms`)),
           timeout,
         );
       }),
@@ -320,7 +311,7 @@ export async function createRedisContextStore(options: RedisContextStoreOptions 
   } catch (error) {
     client.destroy();
     if (error instanceof RedisContextStoreError) throw error;
-    throw new RedisContextStoreError(`could not connect to ${safeUrl(url)}: ${(error as Error).message}`);
+    throw new RedisContextStoreError(`could not connect to ${safeRedisUrl(url)}: ${(error as Error).message}`);
   } finally {
     clearTimeout(timer);
   }

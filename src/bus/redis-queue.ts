@@ -33,6 +33,7 @@ import {
   type RoleSettings,
   type WorkQueue,
 } from './work-queue.js';
+import { safeRedisUrl } from './redis-url.js';
 
 export interface RedisQueueOptions {
   /** `redis://host:port[/db]` (default `redis://127.0.0.1:6379`). */
@@ -85,16 +86,6 @@ function connectClient(url: string, name: string, connectTimeout: number) {
     disableOfflineQueue: true,
     socket: { connectTimeout, reconnectStrategy: (retries: number) => Math.min(20 * 2 ** retries, 1000) },
   });
-}
-
-/** The URL without credentials, for messages. */
-function safeUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.host}${u.pathname === '/' ? '' : u.pathname}`;
-  } catch {
-    return '(unparsable url)';
-  }
 }
 
 type RedisConnection = ReturnType<typeof connectClient>;
@@ -282,7 +273,7 @@ export class RedisQueue implements WorkQueue {
           reject(
             new BusError(
               'BUS_BACKEND',
-              `no answer from Redis at ${safeUrl(this.url)} within ${this.connectTimeoutMs} ms`,
+              `no answer from Redis at ${safeRedisUrl(this.url)} within ${this.connectTimeoutMs} ms`,
             ),
           ),
         this.connectTimeoutMs,
