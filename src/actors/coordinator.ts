@@ -224,7 +224,8 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
     const store = new CoordinatorStore(db);
     const ownership = new FileOwnership({
       db,
-      now: () => clock.now(),
+      // Liveness across processes is wall-clock time, whatever clock the Coordinator's decisions use.
+      now: () => Date.now(),
       logger: log,
       ...(options.ownership ?? {}),
     });
