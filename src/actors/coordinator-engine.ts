@@ -110,6 +110,8 @@ export class CoordinatorEngine {
   readonly #batchTx: <T>(fn: () => T) => T;
   /** Outbox rows published since the last transaction: deleted by the next one. */
   #published: number[] = [];
+  /** Outbox rows the open transaction deletes: published again if it rolls back. */
+  #deleting: number[] = [];
   /** Nanoseconds spent inside transactions, and how many (for the bench). */
   readonly timing = { ns: 0n, count: 0 };
   readonly #onTiming: EngineOptions['onTiming'];
@@ -144,6 +146,7 @@ export class CoordinatorEngine {
     // Published outbox rows are deleted in bulk (a few pages every 64 publishes, not two writes each).
     if (this.#published.length >= 64) {
       this.#store.deleteOutbox(this.#published);
+      this.#deleting.push(...this.#published);
       this.#published = [];
     }
     const step: Step = { audit: [], events: [], items: new Map(), outbox: [] };
@@ -221,16 +224,24 @@ export class CoordinatorEngine {
     }
   }
 
-  /** One step in its transaction, or in a savepoint of the caller's; a rollback puts the memory back too. */
+  /** One step in its own transaction; a rollback puts the memory back too. */
   #step(fn: (step: Step) => ResultHandling, touched: () => Iterable<string>): { step: Step; handling: ResultHandling } {
     try {
-      return this.#tx(fn);
+      const done = this.#tx(fn);
+      this.#deleting = [];
+      return done;
     } catch (error) {
-      // The transaction (or savepoint) rolled back: put the actors and records back where the tables are.
-      this.#kept.clear();
-      for (const itemId of touched()) this.#reload(itemId);
+      this.#rolledBack(touched());
       throw error;
     }
+  }
+
+  /** After a rollback: the actors, records and outbox bookkeeping go back to where the tables are. */
+  #rolledBack(itemIds: Iterable<string>): void {
+    this.#kept.clear();
+    this.#published.unshift(...this.#deleting);
+    this.#deleting = [];
+    for (const itemId of itemIds) this.#reload(itemId);
   }
 
   #timed(what: TimedStep, start: bigint, cpu: NodeJS.CpuUsage | undefined, n: number): void {
@@ -377,9 +388,9 @@ export class CoordinatorEngine {
         this.#innerNs += process.hrtime.bigint() - began;
         return steps;
       });
+      this.#deleting = [];
     } catch (error) {
-      this.#kept.clear();
-      for (const itemId of new Set(batch.map((b) => b.result.headers.runId))) this.#reload(itemId);
+      this.#rolledBack(new Set(batch.map((b) => b.result.headers.runId)));
       this.#log.warn({ err: error, results: batch.length }, 'a shared commit failed: applying its results one by one');
       return alone();
     }
