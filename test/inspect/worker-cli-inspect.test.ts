@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { SWITCHBOARD_BIN } from '../../src/transport/serve-process.js';
 import { type Harness, openHarness, takeResults } from '../worker/helpers.js';
+import { freePort, until } from './helpers.js';
 
 const HANDLER = new URL('./fixtures/echo-handler.mjs', import.meta.url).pathname;
 
@@ -12,23 +13,6 @@ afterEach(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
   cleanups = [];
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
-
-async function until(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
 
 /** `switchboard worker` on the harness's SQLite file, its stderr collected. */
 function startWorker(harness: Harness, extra: string[]) {
