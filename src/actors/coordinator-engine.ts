@@ -218,21 +218,15 @@ export class CoordinatorEngine {
     const start = process.hrtime.bigint();
     this.#innerNs = 0n;
     try {
-      return this.#step(fn, touched);
-    } finally {
-      this.#timed(what, start, cpu, 1);
-    }
-  }
-
-  /** One step in its own transaction; a rollback puts the memory back too. */
-  #step(fn: (step: Step) => ResultHandling, touched: () => Iterable<string>): { step: Step; handling: ResultHandling } {
-    try {
       const done = this.#tx(fn);
       this.#deleting = [];
       return done;
     } catch (error) {
+      // The transaction rolled back: the memory goes back too.
       this.#rolledBack(touched());
       throw error;
+    } finally {
+      this.#timed(what, start, cpu, 1);
     }
   }
 

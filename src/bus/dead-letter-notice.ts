@@ -16,7 +16,7 @@ import type { PublishRequest } from './work-queue.js';
  */
 
 /** The idempotency key of a notice: one per death of one message (a replayed message that dies again gets another). */
-export function deadLetterNoticeKey(messageId: string, deliveries: number, at: number): string {
+function deadLetterNoticeKey(messageId: string, deliveries: number, at: number): string {
   return `$dead:${messageId}:${deliveries}:${at}`;
 }
 

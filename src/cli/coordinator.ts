@@ -25,7 +25,7 @@ import {
   INSPECT_USAGE,
   type InspectTarget,
   type RunningInspection,
-  startInspection,
+  startRequestedInspection,
   splitInspectOption,
 } from './inspect-option.js';
 import {
@@ -81,6 +81,7 @@ export const COORDINATOR_FLAGS: FlagSpec = {
 };
 
 interface Flags {
+  inspect: InspectTarget | null;
   db: string;
   bus: BusChoice;
   workflows: string | undefined;
@@ -89,7 +90,8 @@ interface Flags {
   logLevel: (typeof LOG_LEVELS)[number];
 }
 
-function parseFlags(argv: string[]): Flags {
+function parseFlags(all: string[]): Flags {
+  const { argv, inspect } = splitInspectOption(all);
   const args = parseCommandArgs(argv, COORDINATOR_FLAGS, 0);
   const db = stringFlag(args, 'db');
   if (db === undefined) throw new CliUsageError('--db PATH is required');
@@ -98,6 +100,7 @@ function parseFlags(argv: string[]): Flags {
     throw new CliUsageError('--auto-approve takes a name of at most 128 characters');
   }
   return {
+    inspect,
     db,
     bus: parseBusChoice(args, db),
     workflows: stringFlag(args, 'workflows'),
@@ -146,11 +149,8 @@ async function closeAll(opened: Opened, log: Logger): Promise<void> {
 
 async function runCoordinator(all: string[]): Promise<number> {
   let flags: Flags;
-  let inspect: InspectTarget | null;
   try {
-    let argv: string[];
-    ({ argv, inspect } = splitInspectOption(all));
-    flags = parseFlags(argv);
+    flags = parseFlags(all);
   } catch (error) {
     if (error instanceof CliUsageError) return reportUsageError('coordinator', error, COORDINATOR_USAGE);
     throw error;
@@ -160,14 +160,9 @@ async function runCoordinator(all: string[]): Promise<number> {
   const opened: Opened = {};
   let inspection: RunningInspection | null = null;
   try {
-    if (inspect !== null) {
-      try {
-        inspection = await startInspection(inspect, { logger: log });
-      } catch (error) {
-        log.fatal({ err: { message: (error as Error).message } }, 'cannot start the inspector');
-        return 1;
-      }
-    }
+    const started = await startRequestedInspection(flags.inspect, log);
+    if (started === 'failed') return 1;
+    inspection = started;
     let definitions: WorkflowRegistry;
     try {
       definitions = loadDefinitions(flags.workflows);

@@ -88,6 +88,23 @@ export interface RunningInspection {
  * the page to open on stderr (through the logger when it shows info lines,
  * as a plain line otherwise: stdout may be a protocol stream).
  */
+/**
+ * Starts the inspector a command was asked for (`null`: none asked), or logs
+ * why it could not and returns `'failed'` (the command then exits 1).
+ */
+export async function startRequestedInspection(
+  target: InspectTarget | null,
+  logger: Logger,
+): Promise<RunningInspection | null | 'failed'> {
+  if (target === null) return null;
+  try {
+    return await startInspection(target, { logger });
+  } catch (error) {
+    logger.fatal({ err: { message: (error as Error).message } }, 'cannot start the inspector');
+    return 'failed';
+  }
+}
+
 export async function startInspection(
   target: InspectTarget,
   options: { logger: Logger; stderr?: NodeJS.WritableStream },

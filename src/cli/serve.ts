@@ -5,13 +5,7 @@ import { LOG_LEVELS, type LogLevel, createLogger } from '../log/logger.js';
 import type { Durability } from '../persistence/database.js';
 import { BrokerSession } from '../transport/broker-session.js';
 import type { CliCommand } from './command.js';
-import {
-  INSPECT_USAGE,
-  type InspectTarget,
-  type RunningInspection,
-  startInspection,
-  splitInspectOption,
-} from './inspect-option.js';
+import { INSPECT_USAGE, type InspectTarget, startRequestedInspection, splitInspectOption } from './inspect-option.js';
 import { CliUsageError, choiceFlag, parseCommandArgs, reportUsageError, stringFlag } from './command-args.js';
 
 export const DEFAULT_DB_PATH = './switchboard.db';
@@ -74,15 +68,8 @@ async function runServe(argv: string[]): Promise<number> {
   // the console goes to stderr in this process.
   globalThis.console = new Console({ stdout: process.stderr, stderr: process.stderr });
   const logger = createLogger({ level: flags.logLevel, name: 'switchboard-serve' });
-  let inspection: RunningInspection | null = null;
-  if (flags.inspect !== null) {
-    try {
-      inspection = await startInspection(flags.inspect, { logger });
-    } catch (error) {
-      logger.fatal({ err: { message: (error as Error).message } }, 'cannot start the inspector');
-      return 1;
-    }
-  }
+  const inspection = await startRequestedInspection(flags.inspect, logger);
+  if (inspection === 'failed') return 1;
   let broker: ReturnType<typeof createBroker>;
   try {
     broker = createBroker({ path: flags.db, durability: flags.durability, logger, inspect: inspection?.inspect });

@@ -35,7 +35,7 @@ import {
   INSPECT_USAGE,
   type InspectTarget,
   type RunningInspection,
-  startInspection,
+  startRequestedInspection,
   splitInspectOption,
 } from './inspect-option.js';
 import { stopSignal } from './stop-signal.js';
@@ -98,6 +98,7 @@ export const WORKER_FLAGS: FlagSpec = {
 };
 
 interface Flags {
+  inspect: InspectTarget | null;
   roles: string[];
   handler: string;
   bus: BusChoice;
@@ -115,7 +116,8 @@ function msFlag(value: string | undefined, name: string, fallback: number, min: 
   return Number(value);
 }
 
-function parseFlags(argv: string[]): Flags {
+function parseFlags(all: string[]): Flags {
+  const { argv, inspect } = splitInspectOption(all);
   const args = parseCommandArgs(argv, WORKER_FLAGS, 0);
   const roles = stringListFlag(args, 'role');
   if (roles === undefined) throw new CliUsageError('--role ROLE is required');
@@ -128,6 +130,7 @@ function parseFlags(argv: string[]): Flags {
   const handler = stringFlag(args, 'handler');
   if (handler === undefined) throw new CliUsageError('--handler MODULE is required');
   return {
+    inspect,
     roles,
     handler,
     bus: parseBusChoice(args, stringFlag(args, 'db')),
@@ -194,11 +197,8 @@ export const WORKER_OBSERVE_INTERVAL_MS = 1000;
 
 async function runWorker(all: string[]): Promise<number> {
   let flags: Flags;
-  let inspect: InspectTarget | null;
   try {
-    let argv: string[];
-    ({ argv, inspect } = splitInspectOption(all));
-    flags = parseFlags(argv);
+    flags = parseFlags(all);
   } catch (error) {
     if (error instanceof CliUsageError) return reportUsageError('worker', error, WORKER_USAGE);
     throw error;
@@ -219,14 +219,9 @@ async function runWorker(all: string[]): Promise<number> {
       log.fatal({ err: { message: (error as Error).message }, handler: flags.handler }, 'cannot start the worker');
       return 1;
     }
-    if (inspect !== null) {
-      try {
-        inspection = await startInspection(inspect, { logger: log });
-      } catch (error) {
-        log.fatal({ err: { message: (error as Error).message } }, 'cannot start the inspector');
-        return 1;
-      }
-    }
+    const started = await startRequestedInspection(flags.inspect, log);
+    if (started === 'failed') return 1;
+    inspection = started;
     for (const role of flags.roles) {
       pools.push(
         createPool({
