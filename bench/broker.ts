@@ -21,11 +21,8 @@ import { join } from 'node:path';
 import { firstValueFrom } from 'rxjs';
 import { filter, take } from 'rxjs/operators';
 import { type Broker, createBroker } from '../src/actors/broker.js';
-import { A2A_MIGRATION_SET } from '../src/persistence/a2a-schema.js';
-import { openDatabase } from '../src/persistence/database.js';
-import { createUuidV7Source } from '../src/persistence/ids.js';
-import { migrate } from '../src/persistence/migrations.js';
 import type { DurableEvent } from '../src/protocol/events.js';
+import { type Rate, rawDelegations } from './raw-delegation.js';
 
 const ROUNDS = 7;
 const ROUND_TRIPS = 1000;
@@ -90,12 +87,6 @@ async function roundTrip(
   await arrived;
 }
 
-/** A rate (per wall-clock second) and the process CPU time per unit, in µs. */
-interface Rate {
-  perSecond: number;
-  cpuMicros: number;
-}
-
 function cpuMicros(since: NodeJS.CpuUsage): number {
   const used = process.cpuUsage(since);
   return used.user + used.system;
@@ -117,95 +108,6 @@ async function brokerRoundTrips(dir: string, round: number, inFlight: number): P
   const micros = cpuMicros(cpu);
   await broker.close();
   return { perSecond: (perLane * inFlight) / seconds, cpuMicros: micros / (perLane * inFlight) };
-}
-
-/**
- * The reference: the broker's writes (and the reads they depend on), as plain
- * prepared statements on the same schema, one transaction per call.
- */
-function rawRoundTrips(dir: string, round: number): Rate {
-  const db = openDatabase(join(dir, `raw-${round}.db`));
-  migrate(db, A2A_MIGRATION_SET);
-  const ids = createUuidV7Source();
-  const s = {
-    insertAgent: db.prepare(
-      `INSERT INTO a2a_agents (agent_id, context_id, name, kind, description, skills, sends, registered_at)
-       VALUES (?, ?, ?, 'subagent', '', '[]', 0, ?)`,
-    ),
-    count: db.prepare('SELECT COUNT(*) AS n FROM a2a_tasks WHERE context_id = ?'),
-    insertTask: db.prepare(
-      `INSERT INTO a2a_tasks (task_id, context_id, requester_name, agent_context_id, agent_name, state, status,
-         creation_message_id, history_count, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
-    ),
-    insertMessage: db.prepare(
-      `INSERT INTO a2a_messages (task_id, message_id, position, role, from_name, body)
-       VALUES (?, ?, ?, ?, ?, ?)`,
-    ),
-    putActor: db.prepare('INSERT INTO a2a_task_actors (task_id, machine_version, snapshot) VALUES (?, 1, ?)'),
-    sends: db.prepare('UPDATE a2a_agents SET sends = sends + 1 WHERE agent_id = ?'),
-    seq: db.prepare(
-      'SELECT COALESCE(MAX(seq), 0) AS seq FROM a2a_events WHERE party_context_id = ? AND party_name = ?',
-    ),
-    event: db.prepare(
-      `INSERT INTO a2a_events (party_context_id, party_name, seq, method, task_id, params, created_at)
-       VALUES (?, ?, ?, 'a2a.task.event', ?, ?, ?)`,
-    ),
-    head: db.prepare('SELECT * FROM a2a_tasks WHERE task_id = ?'),
-    writeHead: db.prepare(
-      'UPDATE a2a_tasks SET state = ?, status = ?, history_count = ?, updated_at = ? WHERE task_id = ?',
-    ),
-    deleteActor: db.prepare('DELETE FROM a2a_task_actors WHERE task_id = ?'),
-    push: db.prepare('SELECT config FROM a2a_push_configs WHERE task_id = ?'),
-  };
-  const worker = { id: ids.next(), contextId: 'w', name: 'worker' };
-  s.insertAgent.run(worker.id, worker.contextId, worker.name, new Date().toISOString());
-  let requester = { id: '', contextId: '', name: 'req' };
-  const create = db.transaction((taskId: string, messageId: string) => {
-    const now = new Date().toISOString();
-    s.count.get(requester.contextId);
-    s.insertTask.run(
-      taskId,
-      requester.contextId,
-      requester.name,
-      worker.contextId,
-      worker.name,
-      'submitted',
-      JSON.stringify({ state: 'submitted', timestamp: now }),
-      messageId,
-      now,
-      now,
-    );
-    s.insertMessage.run(taskId, messageId, 1, 'user', requester.name, JSON.stringify({ messageId, ...message }));
-    s.putActor.run(taskId, '{"status":"active","value":"submitted"}');
-    s.sends.run(requester.id);
-    const seq = (s.seq.get(worker.contextId, worker.name) as { seq: number }).seq + 1;
-    s.event.run(worker.contextId, worker.name, seq, taskId, JSON.stringify({ seq, taskId }), now);
-  });
-  const complete = db.transaction((taskId: string, messageId: string) => {
-    const now = new Date().toISOString();
-    s.head.get(taskId);
-    s.insertMessage.run(taskId, messageId, 2, 'agent', worker.name, JSON.stringify({ messageId, ...reply }));
-    s.writeHead.run('completed', JSON.stringify({ state: 'completed', timestamp: now }), 2, now, taskId);
-    s.deleteActor.run(taskId);
-    const seq = (s.seq.get(requester.contextId, requester.name) as { seq: number }).seq + 1;
-    s.event.run(requester.contextId, requester.name, seq, taskId, JSON.stringify({ seq, taskId }), now);
-    s.push.get(taskId);
-  });
-  const cpu = process.cpuUsage();
-  const started = performance.now();
-  for (let i = 0; i < ROUND_TRIPS; i++) {
-    if (i % TASKS_PER_REQUESTER === 0) {
-      requester = { id: ids.next(), contextId: `r-${i}`, name: 'req' };
-      s.insertAgent.run(requester.id, requester.contextId, requester.name, new Date().toISOString());
-    }
-    const taskId = ids.next();
-    create(taskId, ids.next());
-    complete(taskId, ids.next());
-  }
-  const seconds = (performance.now() - started) / 1000;
-  const micros = cpuMicros(cpu);
-  db.close();
-  return { perSecond: ROUND_TRIPS / seconds, cpuMicros: micros / ROUND_TRIPS };
 }
 
 async function liveTasks(dir: string): Promise<{ heapPerTask: number; reopenMs: number[]; reopenCpuMs: number[] }> {
@@ -257,7 +159,11 @@ async function main(): Promise<void> {
     const pipeRatios: number[] = [];
     // Interleaved, so that each ratio compares runs made under the same machine load.
     for (let round = 0; round < ROUNDS; round++) {
-      const r = rawRoundTrips(dir, round);
+      const r = rawDelegations(dir, `raw-${round}`, {
+        delegations: ROUND_TRIPS,
+        perTransaction: 1,
+        tasksPerRequester: TASKS_PER_REQUESTER,
+      });
       const b = await brokerRoundTrips(dir, round, 1);
       const p = await brokerRoundTrips(dir, round, IN_FLIGHT);
       raw.push(r);

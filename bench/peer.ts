@@ -13,6 +13,14 @@
  * a shared machine falls on both alike; a ratio is the median of the
  * per-round ratios. Targets: switchboard >= 3x the SDK sequential, >= 5x
  * concurrent, lower RSS growth. Progress goes to stderr, figures to stdout.
+ *
+ * Each round also measures the floors of this machine (bench/echo-child.ts,
+ * bench/raw-delegation.ts): a bare NDJSON echo round trip and the raw SQLite
+ * writes of one delegation, one commit per call and 32 per commit. From them
+ * it prints the ceilings no stdio broker keeping these rows could pass: two
+ * round trips plus two commits per sequential delegation, the grouped writes
+ * alone when concurrent. CPU per delegation (server process from /proc, all
+ * threads; client = this process) shows where each side spends its time.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -22,6 +30,8 @@ import { fileURLToPath } from 'node:url';
 import { Role, TaskState } from '@a2a-js/sdk';
 import { ClientFactory } from '@a2a-js/sdk/client';
 import { type SwitchboardClient, connect } from '../src/transport/client.js';
+import { ECHO_PARAMS, type EchoChild, sequentialRoundTrips, spawnEchoChild } from './echo-child.js';
+import { rawDelegations } from './raw-delegation.js';
 
 const WARMUP_TASKS = 300;
 const ROUNDS = 3;
@@ -29,6 +39,11 @@ const ROUNDS = 3;
 const SEQUENTIAL_TASKS = 500;
 const CONCURRENT_TASKS = 4000;
 const IN_FLIGHT = 32;
+/** The floors, per round: echo round trips, raw delegations one per commit, and grouped. */
+const ECHO_CALLS = 2000;
+const RAW_SINGLE = 1000;
+const RAW_GROUPED = 4000;
+const RAW_GROUP = 32;
 
 interface Side {
   name: string;
@@ -43,13 +58,35 @@ interface Side {
 interface Run {
   tasksPerSecond: number;
   latencies: number[];
+  /** CPU time per delegation, in µs: the server process's, and this (client) process's. */
+  serverCpuMicros: number;
+  clientCpuMicros: number;
+}
+
+/** What a round measures besides the two sides: the floors of this machine. */
+interface Floors {
+  /** One round trip to a bare NDJSON echo child, sequential, in µs. */
+  echoMicros: number;
+  /** The raw SQLite writes of one delegation, one commit per call, wall µs each. */
+  rawSingleMicros: number;
+  /** The same at RAW_GROUP delegations per commit, wall µs each. */
+  rawGroupMicros: number;
 }
 
 interface Figures {
   sequential: Run[];
   concurrent: Run[];
+  floors: Floors[];
   rssBefore: number;
   rssAfter: number;
+}
+
+/** A process's CPU time (user + system) so far, in µs, from /proc (clock ticks of 10 ms). */
+function cpuOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100;
 }
 
 function rssOf(pid: number): number {
@@ -67,6 +104,8 @@ async function drive(side: Side, tasks: number, inFlight: number, label: string)
   let issued = 0;
   let done = 0;
   const progress = setInterval(() => process.stderr.write(`  ${side.name} ${label}: ${done}/${tasks}\n`), 2000);
+  const serverCpu = cpuOf(side.pid);
+  const clientCpu = process.cpuUsage();
   const started = performance.now();
   const lane = async () => {
     while (issued < tasks) {
@@ -83,7 +122,37 @@ async function drive(side: Side, tasks: number, inFlight: number, label: string)
     clearInterval(progress);
   }
   const seconds = (performance.now() - started) / 1000;
-  return { tasksPerSecond: tasks / seconds, latencies };
+  const client = process.cpuUsage(clientCpu);
+  return {
+    tasksPerSecond: tasks / seconds,
+    latencies,
+    serverCpuMicros: (cpuOf(side.pid) - serverCpu) / tasks,
+    clientCpuMicros: (client.user + client.system) / tasks,
+  };
+}
+
+/**
+ * The floors of this machine, measured between the sides' runs: a bare echo
+ * round trip over a child's pipes, and the raw SQLite writes of a delegation
+ * (no checkpoints, so that the floor is the lowest these writes can cost).
+ */
+async function measureFloors(echo: EchoChild, dir: string, round: number): Promise<Floors> {
+  const echoRate = await sequentialRoundTrips(echo.connection, 'echo', ECHO_PARAMS, ECHO_CALLS);
+  const single = rawDelegations(dir, `raw-single-${round}`, {
+    delegations: RAW_SINGLE,
+    perTransaction: 1,
+    checkpoints: 'none',
+  });
+  const group = rawDelegations(dir, `raw-group-${round}`, {
+    delegations: RAW_GROUPED,
+    perTransaction: RAW_GROUP,
+    checkpoints: 'none',
+  });
+  return {
+    echoMicros: 1e6 / echoRate,
+    rawSingleMicros: 1e6 / single.perSecond,
+    rawGroupMicros: 1e6 / group.perSecond,
+  };
 }
 
 function median(values: number[]): number {
@@ -92,8 +161,8 @@ function median(values: number[]): number {
 }
 
 /** Warm-up, then ROUNDS rounds of sequential and concurrent runs, the sides interleaved. */
-async function measureBoth(sides: [Side, Side]): Promise<[Figures, Figures]> {
-  const empty = (): Figures => ({ sequential: [], concurrent: [], rssBefore: 0, rssAfter: 0 });
+async function measureBoth(sides: [Side, Side], echo: EchoChild, dir: string): Promise<[Figures, Figures]> {
+  const empty = (): Figures => ({ sequential: [], concurrent: [], floors: [], rssBefore: 0, rssAfter: 0 });
   const figures: [Figures, Figures] = [empty(), empty()];
   for (const [i, side] of sides.entries()) {
     process.stderr.write(`${side.name}: warm-up (${WARMUP_TASKS} tasks)\n`);
@@ -114,6 +183,9 @@ async function measureBoth(sides: [Side, Side]): Promise<[Figures, Figures]> {
       process.stderr.write(`round ${round + 1}, ${side.name}: ${IN_FLIGHT} in flight (${CONCURRENT_TASKS} tasks)\n`);
       f.concurrent.push(await drive(side, CONCURRENT_TASKS, IN_FLIGHT, 'concurrent'));
     }
+    process.stderr.write(`round ${round + 1}: floors (echo round trips, raw SQLite delegations)\n`);
+    const floors = await measureFloors(echo, dir, round);
+    for (const f of figures) f.floors.push(floors);
     const [a, b] = figures;
     process.stderr.write(
       `round ${round + 1}: sequential ${(b.sequential.at(-1)?.tasksPerSecond ?? 0).toFixed(0)}/s vs ` +
@@ -292,6 +364,31 @@ async function switchboardSide(db: string): Promise<Side> {
   };
 }
 
+/**
+ * What no broker could beat here: a delegation through the stdio binding is
+ * two sequential round trips (the send, then the worker's completion) and two
+ * durable commits (each call commits before it answers), so sequentially it
+ * costs at least two echo round trips plus the raw writes at one commit per
+ * call; concurrently, with commits shared, at least the raw grouped writes on
+ * the broker's one thread. Ratios against the SDK are medians of the
+ * per-round ratios, like the measured ones.
+ */
+function ceilingsOf(floors: Floors[], sdk: Figures) {
+  const sequential = floors.map((f) => 1e6 / (2 * f.echoMicros + f.rawSingleMicros));
+  const concurrent = floors.map((f) => 1e6 / f.rawGroupMicros);
+  return {
+    floors: {
+      echoMicros: median(floors.map((f) => f.echoMicros)),
+      rawSingleMicros: median(floors.map((f) => f.rawSingleMicros)),
+      rawGroupMicros: median(floors.map((f) => f.rawGroupMicros)),
+    },
+    sequential: median(sequential),
+    concurrent: median(concurrent),
+    sequentialRatio: median(sequential.map((c, i) => c / (sdk.sequential[i] as Run).tasksPerSecond)),
+    concurrentRatio: median(concurrent.map((c, i) => c / (sdk.concurrent[i] as Run).tasksPerSecond)),
+  };
+}
+
 async function stop(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null) return;
   const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -308,9 +405,11 @@ async function main() {
   try {
     const sdk = await sdkSide();
     const switchboard = await switchboardSide(join(dir, 'bench.db'));
-    const [sdkRaw, sbRaw] = await measureBoth([sdk, switchboard]);
+    const echo = spawnEchoChild();
+    const [sdkRaw, sbRaw] = await measureBoth([sdk, switchboard], echo, dir);
     await sdk.close();
     await switchboard.close();
+    await echo.close();
     const sdkFigures = { ...sdkRaw, sequential: summary(sdkRaw.sequential), concurrent: summary(sdkRaw.concurrent) };
     const sbFigures = { ...sbRaw, sequential: summary(sbRaw.sequential), concurrent: summary(sbRaw.concurrent) };
     const sequentialRatio = roundRatio(sbRaw.sequential, sdkRaw.sequential);
@@ -319,6 +418,9 @@ async function main() {
 
     const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
     const ms = (v: number) => `${v.toFixed(2)} ms`;
+    const us = (v: number) => `${v.toFixed(0)} µs`;
+    const cpuMedian = (runs: Run[], key: 'serverCpuMicros' | 'clientCpuMicros') => median(runs.map((r) => r[key]));
+    const ceilings = ceilingsOf(sbRaw.floors, sdkRaw);
     const rows: string[][] = [
       ['', '@a2a-js/sdk (HTTP, in-memory)', 'switchboard (stdio, SQLite)', 'switchboard / sdk'],
       [
@@ -357,6 +459,24 @@ async function main() {
         ms(sbFigures.concurrent.p99),
         ratio(sbFigures.concurrent.p99, sdkFigures.concurrent.p99),
       ],
+      [
+        'server CPU per task, sequential',
+        us(cpuMedian(sdkRaw.sequential, 'serverCpuMicros')),
+        us(cpuMedian(sbRaw.sequential, 'serverCpuMicros')),
+        ratio(cpuMedian(sbRaw.sequential, 'serverCpuMicros'), cpuMedian(sdkRaw.sequential, 'serverCpuMicros')),
+      ],
+      [
+        `server CPU per task, ${IN_FLIGHT} in flight`,
+        us(cpuMedian(sdkRaw.concurrent, 'serverCpuMicros')),
+        us(cpuMedian(sbRaw.concurrent, 'serverCpuMicros')),
+        ratio(cpuMedian(sbRaw.concurrent, 'serverCpuMicros'), cpuMedian(sdkRaw.concurrent, 'serverCpuMicros')),
+      ],
+      [
+        `client CPU per task, ${IN_FLIGHT} in flight`,
+        us(cpuMedian(sdkRaw.concurrent, 'clientCpuMicros')),
+        us(cpuMedian(sbRaw.concurrent, 'clientCpuMicros')),
+        ratio(cpuMedian(sbRaw.concurrent, 'clientCpuMicros'), cpuMedian(sdkRaw.concurrent, 'clientCpuMicros')),
+      ],
       ['server RSS before', mb(sdkFigures.rssBefore), mb(sbFigures.rssBefore), ''],
       [`server RSS after ${total} tasks`, mb(sdkFigures.rssAfter), mb(sbFigures.rssAfter), ''],
       [
@@ -381,6 +501,16 @@ async function main() {
           `concurrent ones share)\n`,
       );
     }
+    const f = ceilings.floors;
+    process.stdout.write(
+      `floors of this machine, same run (medians): a bare NDJSON echo round trip ${us(f.echoMicros)}; ` +
+        `the raw SQLite writes of one delegation ${us(f.rawSingleMicros)} with a commit per call, ` +
+        `${us(f.rawGroupMicros)} at ${RAW_GROUP} per commit\n` +
+        `ceilings (floors alone, none of a broker's own work): sequential 1 / (2 round trips + 2 commits) = ` +
+        `${ceilings.sequential.toFixed(0)}/s = ${ceilings.sequentialRatio.toFixed(2)}x the SDK; ` +
+        `concurrent 1 / (grouped SQLite writes) = ${ceilings.concurrent.toFixed(0)}/s = ` +
+        `${ceilings.concurrentRatio.toFixed(2)}x the SDK\n`,
+    );
     process.stdout.write(
       `targets: sequential >= 3x (${sequentialRatio.toFixed(2)}x), ` +
         `concurrent >= 5x (${concurrentRatio.toFixed(2)}x), ` +

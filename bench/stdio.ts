@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RpcConnection } from '../src/transport/rpc-connection.js';
 import { SWITCHBOARD_BIN } from '../src/transport/serve-process.js';
+import { ECHO_PARAMS, sequentialRoundTrips, spawnEchoChild } from './echo-child.js';
 
 const SEQUENTIAL_CALLS = 3000;
 const PIPELINED_CALLS = 30_000;
@@ -21,25 +22,6 @@ interface Figures {
   sequential: number;
   pipelined: number;
 }
-
-/** The reference: a child that answers every NDJSON request with its params, and nothing else. */
-const ECHO_SOURCE = `
-let rest = '';
-process.stdin.setEncoding('utf8');
-process.stdin.on('data', (chunk) => {
-  rest += chunk;
-  const lines = rest.split('\\n');
-  rest = lines.pop();
-  let out = '';
-  for (const line of lines) {
-    if (line === '') continue;
-    const request = JSON.parse(line);
-    out += JSON.stringify({ jsonrpc: '2.0', id: request.id, result: request.params }) + '\\n';
-  }
-  if (out !== '') process.stdout.write(out);
-});
-process.stdin.on('end', () => process.exit(0));
-`;
 
 interface Peer {
   name: string;
@@ -55,10 +37,8 @@ function open(name: string, child: ChildProcess): Omit<Peer, 'method' | 'params'
   return { name, child, connection };
 }
 
-async function sequential(peer: Peer, calls: number): Promise<number> {
-  const started = performance.now();
-  for (let i = 0; i < calls; i++) await peer.connection.call(peer.method, peer.params);
-  return calls / ((performance.now() - started) / 1000);
+function sequential(peer: Peer, calls: number): Promise<number> {
+  return sequentialRoundTrips(peer.connection, peer.method, peer.params, calls);
 }
 
 async function pipelined(peer: Peer, calls: number, inFlight: number): Promise<number> {
@@ -100,11 +80,13 @@ async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'switchboard-bench-stdio-'));
   try {
     process.stderr.write('starting the echo child and switchboard serve...\n');
-    const echoChild = spawn(process.execPath, ['-e', ECHO_SOURCE], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const echoChild = spawnEchoChild();
     const echo: Peer = {
-      ...open('echo', echoChild),
+      name: 'echo',
+      child: echoChild.child,
+      connection: echoChild.connection,
       method: 'echo',
-      params: { token: 'x'.repeat(43), id: 'y'.repeat(36) },
+      params: ECHO_PARAMS,
     };
     const serveChild = spawn(
       process.execPath,
@@ -176,12 +158,9 @@ async function main() {
       `targets: sequential >= 50% of echo (${pct(getFigures.sequential, echoFigures.sequential)}), ` +
         `pipelined >= 30% of echo (${pct(getFigures.pipelined, echoFigures.pipelined)})\n`,
     );
-    await echo.connection.end();
+    const serveExited = new Promise((resolve) => serveChild.once('exit', resolve));
     await base.connection.end();
-    await Promise.all([
-      new Promise((resolve) => echoChild.once('exit', resolve)),
-      new Promise((resolve) => serveChild.once('exit', resolve)),
-    ]);
+    await Promise.all([echoChild.close(), serveExited]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
