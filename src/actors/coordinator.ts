@@ -4,13 +4,15 @@ import { type Dispatcher, type ResultDelivery, type StartHop, createDispatcher }
 import { SqliteQueue } from '../bus/sqlite-queue.js';
 import type { WorkQueue } from '../bus/work-queue.js';
 import { type Logger, silentLogger } from '../log/logger.js';
+import { logContextPrunes } from '../log/prune-log.js';
 import { GovernanceConfigError, type PolicyEntry } from '../machines/governance.js';
 import type { PoolDeployment } from '../machines/pool-machine.js';
 import { WorkflowRegistry } from '../machines/workflow-definition.js';
 import { isFinalRunState } from '../machines/workflow-run-transitions.js';
 import { AuditLog } from '../persistence/audit.js';
 import { type Clock, systemClock } from '../persistence/clock.js';
-import { type ContextStore, SqliteContextStore } from '../persistence/context-store.js';
+import { type ContextStore, SqliteContextStore, type SqliteContextStoreOptions } from '../persistence/context-store.js';
+import { checkPruneBatch, checkPruneIntervalMs, checkRetentionMs } from '../persistence/context-retention.js';
 import { type Durability, type SqliteDatabase, openDatabase } from '../persistence/database.js';
 import { type IdSource, createUuidV7Source } from '../persistence/ids.js';
 import { type Part, PartSchema } from '../protocol/parts.js';
@@ -74,6 +76,14 @@ export interface CoordinatorOptions {
   /** The database the Coordinator's tables and the audit live in. */
   db?: SqliteDatabase;
   contextStore?: ContextStore;
+  /**
+   * With `path`: how long the embedded Context Engine keeps completion
+   * records, effect markers and resumed checkpoints (`retentionMs`, default
+   * 24 h: see `src/persistence/context-retention.ts`), how often it prunes
+   * them (`pruneIntervalMs`, default 60 s) and how many rows per transaction
+   * (`pruneBatch`, default 500). A store you bring is configured by you.
+   */
+  contextRetention?: Pick<SqliteContextStoreOptions, 'retentionMs' | 'pruneIntervalMs' | 'pruneBatch'>;
   /** The workflow definitions work items may follow (checked ones). */
   definitions: readonly WorkflowDefinition[] | WorkflowRegistry;
   /** User policies, run after the built-ins (budget, role allow-list, max hops). */
@@ -178,6 +188,18 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
         })();
   if (registry.list().length === 0) throw invalid('a Coordinator needs at least one workflow definition');
 
+  if (options.contextRetention !== undefined) {
+    // Checked before anything is opened: a bad value leaves nothing to close.
+    const { retentionMs, pruneIntervalMs, pruneBatch } = options.contextRetention;
+    try {
+      checkRetentionMs(retentionMs);
+      checkPruneIntervalMs(pruneIntervalMs);
+      checkPruneBatch(pruneBatch);
+    } catch (error) {
+      throw invalid(`contextRetention: ${(error as Error).message}`);
+    }
+  }
+
   const owned: (() => Promise<void> | void)[] = [];
   let db: SqliteDatabase;
   let bus: WorkQueue;
@@ -200,11 +222,21 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
     owned.push(() => broker.close());
     bus = new SqliteQueue({ database: db, clock, pollIntervalMs: { min: 2, max: 20 } });
     owned.push(() => bus.close());
-    contextStore = new SqliteContextStore({ database: db, clock });
+    contextStore = new SqliteContextStore({
+      database: db,
+      clock,
+      ...(options.contextRetention ?? {}),
+      onPrune: logContextPrunes(log),
+    });
     owned.push(() => contextStore.close());
   } else {
     if (!options.broker || !options.bus || !options.db || !options.contextStore) {
       throw invalid('give path (embedded), or broker, bus, db and contextStore');
+    }
+    if (options.contextRetention !== undefined) {
+      throw invalid(
+        'contextRetention configures the embedded Context Engine (path); configure the contextStore you give',
+      );
     }
     ({ broker, bus, db, contextStore } = options as Required<
       Pick<CoordinatorOptions, 'broker' | 'bus' | 'db' | 'contextStore'>

@@ -13,6 +13,7 @@ import type { Artifact } from '../protocol/task.js';
 import type { Part } from '../protocol/parts.js';
 import type { Usage, WorkHeaders } from '../protocol/work-envelope.js';
 import { checkKey, checkPatch, toJson } from '../persistence/context-arguments.js';
+import { type ContextRetentionOptions, checkRetentionMs } from '../persistence/context-retention.js';
 import { hashTag } from './redis-keys.js';
 import { safeRedisUrl } from './redis-url.js';
 
@@ -32,26 +33,49 @@ import { safeRedisUrl } from './redis-url.js';
  *   {p}:cx:d:<key>          a hop's completion record (string: JSON)
  *   {p}:cx:e:<scope>        effect markers of a scope (hash: key -> JSON value)
  *
+ * Retention (`context-retention.ts`, default 24 h): the idempotency records
+ * expire on their own, with a `PX` TTL set by the same script that writes
+ * them: a completion record when it is written; a checkpoint when the hop
+ * that resumes from it completes (never before: a suspended run may wait
+ * longer than any retention); an effect scope (one hop's markers) each time
+ * a marker is added, so it lives the retention past its newest marker. TTLs
+ * run on the Redis server's clock. Outputs and memory are the run's context
+ * and are kept, as on SQLite.
+ *
  * `applyOnce` (effects written in the store's own SQLite transaction) has no
  * Redis counterpart: `effects.atomic` is refused on this store and handlers
  * use `effects.once` with `effects.key(...)` as the external idempotency key.
  */
 
+/**
+ * KEYS: completion, outputs, memory, new checkpoint, resumed checkpoint.
+ * ARGV: completion JSON, output JSON or '', checkpoint JSON or '', now,
+ * '1' when a checkpoint was resumed, retention ms, then memory triples.
+ */
 const COMPLETE_SCRIPT = `
-local ok = redis.call('SET', KEYS[1], ARGV[1], 'NX')
+local ok = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[6])
 if not ok then return {0, redis.call('GET', KEYS[1])} end
 if ARGV[2] ~= '' then redis.call('RPUSH', KEYS[2], ARGV[2]) end
 if ARGV[3] ~= '' then redis.call('HSETNX', KEYS[4], 'body', ARGV[3]) end
 if ARGV[5] == '1' and redis.call('HEXISTS', KEYS[5], 'body') == 1 then
-  redis.call('HSETNX', KEYS[5], 'resumedAt', ARGV[4])
+  if redis.call('HSETNX', KEYS[5], 'resumedAt', ARGV[4]) == 1 then
+    redis.call('PEXPIRE', KEYS[5], ARGV[6])
+  end
 end
-local i = 6
+local i = 7
 while i <= #ARGV do
   if ARGV[i] == 'S' then redis.call('HSET', KEYS[3], ARGV[i + 1], ARGV[i + 2])
   else redis.call('HDEL', KEYS[3], ARGV[i + 1]) end
   i = i + 3
 end
 return {1, ARGV[1]}
+`;
+
+/** An effect marker, and the retention of its scope from now. KEYS: scope. ARGV: key, value JSON, retention ms. */
+const EFFECT_SCRIPT = `
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
 `;
 
 const MEMORY_SCRIPT = `
@@ -64,7 +88,7 @@ end
 return 1
 `;
 
-export interface RedisContextStoreOptions {
+export interface RedisContextStoreOptions extends ContextRetentionOptions {
   /** `redis://host:port[/db]` (default `redis://127.0.0.1:6379`). */
   url?: string;
   /** The deployment's key prefix, the bus's (default `switchboard`). */
@@ -109,12 +133,15 @@ interface StoredCheckpoint {
 
 export class RedisContextStore implements ContextStore {
   readonly prefix: string;
+  /** How long completion records, effect markers and resumed checkpoints live (their TTL). */
+  readonly retentionMs: number;
   readonly #client: Client;
   readonly #tag: string;
   readonly #clock: Clock;
   #closed = false;
 
-  constructor(client: Client, options: { prefix: string; clock?: Clock }) {
+  constructor(client: Client, options: { prefix: string; clock?: Clock; retentionMs?: number }) {
+    this.retentionMs = checkRetentionMs(options.retentionMs);
     this.#client = client;
     this.prefix = options.prefix;
     this.#tag = hashTag(options.prefix);
@@ -248,7 +275,15 @@ export class RedisContextStore implements ContextStore {
         this.#key('c', token ?? key),
         this.#key('c', resumed ?? key),
       ],
-      arguments: [completionText, output, checkpoint, String(now), resumed === undefined ? '0' : '1', ...memory],
+      arguments: [
+        completionText,
+        output,
+        checkpoint,
+        String(now),
+        resumed === undefined ? '0' : '1',
+        String(this.retentionMs),
+        ...memory,
+      ],
     })) as [number, string];
     return { completion: JSON.parse(reply[1]) as HopCompletion, first: reply[0] === 1 };
   }
@@ -262,11 +297,10 @@ export class RedisContextStore implements ContextStore {
   async recordEffect(scope: string, key: string, value: unknown): Promise<boolean> {
     this.#assertOpen();
     const text = toJson(value, 'effect value');
-    const added = await this.#client.hSetNX(
-      this.#key('e', checkKey(scope, 'effect scope')),
-      checkKey(key, 'effect key'),
-      text,
-    );
+    const added = await this.#client.eval(EFFECT_SCRIPT, {
+      keys: [this.#key('e', checkKey(scope, 'effect scope'))],
+      arguments: [checkKey(key, 'effect key'), text, String(this.retentionMs)],
+    });
     return Number(added) === 1;
   }
 
@@ -286,6 +320,7 @@ export async function createRedisContextStore(options: RedisContextStoreOptions 
   const url = options.url ?? 'redis://127.0.0.1:6379';
   const prefix = options.prefix ?? 'switchboard';
   hashTag(prefix);
+  const retentionMs = checkRetentionMs(options.retentionMs);
   const timeout = options.connectTimeoutMs ?? 5000;
   const client = createClient({
     url,
@@ -317,6 +352,7 @@ export async function createRedisContextStore(options: RedisContextStoreOptions 
   }
   return new RedisContextStore(client as unknown as Client, {
     prefix,
+    retentionMs,
     ...(options.clock === undefined ? {} : { clock: options.clock }),
   });
 }

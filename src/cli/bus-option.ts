@@ -1,8 +1,9 @@
 import { type RedisContextStore, createRedisContextStore } from '../bus/redis-context-store.js';
 import { createRedisQueue } from '../bus/redis-queue.js';
 import { SqliteQueue } from '../bus/sqlite-queue.js';
-import type { WorkQueue } from '../bus/work-queue.js';
-import { type ContextStore, SqliteContextStore } from '../persistence/context-store.js';
+import { DEFAULT_IDEMPOTENCY_RETENTION_MS, type WorkQueue } from '../bus/work-queue.js';
+import { type ContextStore, SqliteContextStore, type SqliteContextStoreOptions } from '../persistence/context-store.js';
+import { DEFAULT_CONTEXT_RETENTION_MS, MAX_CONTEXT_RETENTION_MS } from '../persistence/context-retention.js';
 import type { SqliteDatabase } from '../persistence/database.js';
 import { CliUsageError, type FlagSpec, type ParsedArgs, stringFlag } from './command-args.js';
 
@@ -80,11 +81,51 @@ export async function openBus(choice: BusChoice, options: OpenBusOptions = {}): 
   });
 }
 
+/** `--context-retention-ms` of `coordinator` and `worker`. */
+export const CONTEXT_RETENTION_FLAGS: FlagSpec = {
+  'context-retention-ms': { type: 'string' },
+};
+
+export const CONTEXT_RETENTION_HELP = `  --context-retention-ms MS
+                          how long the Context Engine keeps what stops a
+                          returning hop from running twice (completion
+                          records, effect markers, resumed checkpoints)
+                          before pruning it; give every process the same.
+                          ${DEFAULT_IDEMPOTENCY_RETENTION_MS} (the bus's 1 h idempotency retention) to
+                          ${MAX_CONTEXT_RETENTION_MS}; default ${DEFAULT_CONTEXT_RETENTION_MS} (24 h)`;
+
+/** Reads `--context-retention-ms`: undefined when absent (the store's default). */
+export function parseContextRetention(args: ParsedArgs): number | undefined {
+  const value = stringFlag(args, 'context-retention-ms');
+  if (value === undefined) return undefined;
+  const min = DEFAULT_IDEMPOTENCY_RETENTION_MS;
+  if (!/^[0-9]+$/.test(value) || Number(value) < min || Number(value) > MAX_CONTEXT_RETENTION_MS) {
+    throw new CliUsageError(
+      `--context-retention-ms must be a whole number from ${min} to ${MAX_CONTEXT_RETENTION_MS} (got '${value}')`,
+    );
+  }
+  return Number(value);
+}
+
+export interface OpenContextStoreOptions {
+  /** The SQLite store: an open database of the process (else the --db file is opened and closed by `close`). */
+  database?: SqliteDatabase;
+  /** `--context-retention-ms` (default: the stores' 24 h). */
+  retentionMs?: number;
+  /** The SQLite store prunes every minute; told what each pass deleted or why it failed. */
+  onPrune?: SqliteContextStoreOptions['onPrune'];
+}
+
 /** The Context Engine that goes with the bus: Redis beside a Redis bus, else the SQLite file. */
 export async function openContextStore(
   choice: BusChoice,
-  options: { database?: SqliteDatabase } = {},
+  options: OpenContextStoreOptions = {},
 ): Promise<ContextStore | RedisContextStore> {
-  if (choice.kind === 'redis') return createRedisContextStore({ url: choice.url, prefix: choice.prefix });
-  return new SqliteContextStore({ database: options.database ?? choice.path });
+  const retention = options.retentionMs === undefined ? {} : { retentionMs: options.retentionMs };
+  if (choice.kind === 'redis') return createRedisContextStore({ url: choice.url, prefix: choice.prefix, ...retention });
+  return new SqliteContextStore({
+    database: options.database ?? choice.path,
+    ...retention,
+    ...(options.onPrune === undefined ? {} : { onPrune: options.onPrune }),
+  });
 }

@@ -8,6 +8,7 @@ import { DEMO_DEPLOYMENTS } from '../demo/run-demo.js';
 import { DEMO_HANDLERS } from '../demo/roles.js';
 import { HOP_EVENT_KINDS, itemLogFields } from '../log/log-fields.js';
 import { LOG_LEVELS, type Logger, createLogger } from '../log/logger.js';
+import { logContextPrunes } from '../log/prune-log.js';
 import { WorkflowRegistry } from '../machines/workflow-definition.js';
 import type { ContextStore } from '../persistence/context-store.js';
 import { type SqliteDatabase, openDatabase } from '../persistence/database.js';
@@ -15,10 +16,13 @@ import {
   BUS_FLAGS,
   BUS_HELP,
   type BusChoice,
+  CONTEXT_RETENTION_FLAGS,
+  CONTEXT_RETENTION_HELP,
   describeBus,
   openBus,
   openContextStore,
   parseBusChoice,
+  parseContextRetention,
 } from './bus-option.js';
 import type { CliCommand } from './command.js';
 import {
@@ -41,6 +45,7 @@ import { stopSignal } from './stop-signal.js';
 
 export const COORDINATOR_USAGE = `Usage: switchboard coordinator --db PATH [--bus URL] [--workflows DIR|FILE]
                                [--auto-approve NAME] [--local-workers]
+                               [--context-retention-ms MS]
                                [--log-level LEVEL] [--inspect[=[HOST:]PORT]]
 
 Runs the Coordinator in this process: the broker, the audit and the
@@ -63,6 +68,7 @@ ${BUS_HELP}
                           NAME (unattended runs and tests)
   --local-workers         also run the demo's scripted workers in this
                           process (one pool per demo role)
+${CONTEXT_RETENTION_HELP}
   --log-level LEVEL       ${LOG_LEVELS.join(', ')} (default: info)
 ${INSPECT_USAGE}
   -h, --help              show this help
@@ -77,6 +83,7 @@ export const COORDINATOR_FLAGS: FlagSpec = {
   workflows: { type: 'string' },
   'auto-approve': { type: 'string' },
   'local-workers': { type: 'boolean' },
+  ...CONTEXT_RETENTION_FLAGS,
   'log-level': { type: 'string' },
 };
 
@@ -87,6 +94,7 @@ interface Flags {
   workflows: string | undefined;
   autoApprove: string | undefined;
   localWorkers: boolean;
+  contextRetentionMs: number | undefined;
   logLevel: (typeof LOG_LEVELS)[number];
 }
 
@@ -106,6 +114,7 @@ function parseFlags(all: string[]): Flags {
     workflows: stringFlag(args, 'workflows'),
     autoApprove,
     localWorkers: booleanFlag(args, 'local-workers'),
+    contextRetentionMs: parseContextRetention(args),
     logLevel: choiceFlag(args, 'log-level', LOG_LEVELS, 'info'),
   };
 }
@@ -180,7 +189,11 @@ async function runCoordinator(all: string[]): Promise<number> {
       opened.db = openDatabase(flags.db);
       opened.broker = createBroker({ path: flags.db, logger: log, inspect: inspection?.inspect });
       opened.bus = await openBus(flags.bus, { database: opened.db });
-      opened.contextStore = await openContextStore(flags.bus, { database: opened.db });
+      opened.contextStore = await openContextStore(flags.bus, {
+        database: opened.db,
+        onPrune: logContextPrunes(log),
+        ...(flags.contextRetentionMs === undefined ? {} : { retentionMs: flags.contextRetentionMs }),
+      });
       opened.coordinator = await createCoordinator({
         broker: opened.broker,
         bus: opened.bus,

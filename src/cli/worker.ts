@@ -9,16 +9,20 @@ import { NonRetryableError, type WorkHandler } from '../actors/worker.js';
 import type { WorkQueue } from '../bus/work-queue.js';
 import { DEMO_HANDLERS } from '../demo/roles.js';
 import { LOG_LEVELS, type Logger, createLogger } from '../log/logger.js';
+import { logContextPrunes } from '../log/prune-log.js';
 import type { ContextStore } from '../persistence/context-store.js';
 import { RoleSchema } from '../protocol/work-envelope.js';
 import {
   BUS_FLAGS,
   BUS_HELP,
   type BusChoice,
+  CONTEXT_RETENTION_FLAGS,
+  CONTEXT_RETENTION_HELP,
   describeBus,
   openBus,
   openContextStore,
   parseBusChoice,
+  parseContextRetention,
 } from './bus-option.js';
 import type { CliCommand } from './command.js';
 import {
@@ -43,6 +47,7 @@ import { stopSignal } from './stop-signal.js';
 export const WORKER_USAGE = `Usage: switchboard worker --role ROLE [--role ROLE ...] --handler MODULE
                           [--bus URL] [--db PATH]
                           [--concurrency N] [--lease-ms MS] [--grace-ms MS]
+                          [--context-retention-ms MS]
                           [--log-level LEVEL] [--inspect[=[HOST:]PORT]]
 
 Runs a worker for each role given: it leases the role's hops from the bus, hydrates
@@ -77,6 +82,7 @@ ${BUS_HELP}
   --grace-ms MS           how long in-flight hops may run after a stop
                           signal before their leases are released
                           (0-3600000, default 10000)
+${CONTEXT_RETENTION_HELP}
   --log-level LEVEL       ${LOG_LEVELS.join(', ')} (default: info)
 ${INSPECT_USAGE}
   -h, --help              show this help
@@ -94,6 +100,7 @@ export const WORKER_FLAGS: FlagSpec = {
   concurrency: { type: 'string' },
   'lease-ms': { type: 'string' },
   'grace-ms': { type: 'string' },
+  ...CONTEXT_RETENTION_FLAGS,
   'log-level': { type: 'string' },
 };
 
@@ -105,6 +112,7 @@ interface Flags {
   concurrency: number;
   leaseMs: number;
   graceMs: number;
+  contextRetentionMs: number | undefined;
   logLevel: (typeof LOG_LEVELS)[number];
 }
 
@@ -137,6 +145,7 @@ function parseFlags(all: string[]): Flags {
     concurrency: countFlag(args, 'concurrency', 1, 256),
     leaseMs: msFlag(stringFlag(args, 'lease-ms'), 'lease-ms', 30_000, 100, 3_600_000),
     graceMs: msFlag(stringFlag(args, 'grace-ms'), 'grace-ms', 10_000, 0, 3_600_000),
+    contextRetentionMs: parseContextRetention(args),
     logLevel: choiceFlag(args, 'log-level', LOG_LEVELS, 'info'),
   };
 }
@@ -214,7 +223,10 @@ async function runWorker(all: string[]): Promise<number> {
     try {
       handler = await loadHandler(flags.handler);
       bus = await openBus(flags.bus, { orphanIdleMs: Math.max(1_000, flags.leaseMs * 2) });
-      contextStore = await openContextStore(flags.bus);
+      contextStore = await openContextStore(flags.bus, {
+        onPrune: logContextPrunes(log),
+        ...(flags.contextRetentionMs === undefined ? {} : { retentionMs: flags.contextRetentionMs }),
+      });
     } catch (error) {
       log.fatal({ err: { message: (error as Error).message }, handler: flags.handler }, 'cannot start the worker');
       return 1;

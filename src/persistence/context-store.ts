@@ -7,8 +7,22 @@ import { type Clock, systemClock } from './clock.js';
 import { type SqliteDatabase, openDatabase } from './database.js';
 import { type MigrationSet, migrate } from './migrations.js';
 import { ContextStoreError, checkKey, checkPatch, toJson } from './context-arguments.js';
+import {
+  type ContextRetentionOptions,
+  type PruneCounts,
+  checkPruneBatch,
+  checkPruneIntervalMs,
+  checkRetentionMs,
+} from './context-retention.js';
 
 export { ContextStoreError, type ContextStoreErrorCode } from './context-arguments.js';
+export {
+  type ContextRetentionOptions,
+  DEFAULT_CONTEXT_PRUNE_BATCH,
+  DEFAULT_CONTEXT_PRUNE_INTERVAL_MS,
+  DEFAULT_CONTEXT_RETENTION_MS,
+  type PruneCounts,
+} from './context-retention.js';
 
 /**
  * The Context Engine: what a stateless worker needs to pick up a work item
@@ -20,6 +34,9 @@ export { ContextStoreError, type ContextStoreErrorCode } from './context-argumen
  *   completed is recognised and its results re-published, never re-run;
  * - effect markers: a side effect keyed by (hop, effect key) is applied once.
  * Everything a hop's completion writes commits in one transaction.
+ * Completion records, effect markers and resumed checkpoints are kept for a
+ * retention (`context-retention.ts`), then pruned; outputs, memory and
+ * checkpoints not yet resumed are kept.
  */
 
 export interface HopOutput {
@@ -117,7 +134,7 @@ export interface ContextStore {
 
 export const CONTEXT_SCHEMA: MigrationSet = {
   component: 'context',
-  current: 1,
+  current: 2,
   migrations: [
     {
       version: 1,
@@ -171,6 +188,15 @@ export const CONTEXT_SCHEMA: MigrationSet = {
         `);
       },
     },
+    {
+      version: 2,
+      name: 'resumed checkpoints by age',
+      up(db) {
+        // Pruning finds resumed checkpoints past the retention without scanning the live ones.
+        db.exec(`CREATE INDEX context_checkpoints_resumed ON context_checkpoints (resumed_at)
+                 WHERE resumed_at IS NOT NULL`);
+      },
+    },
   ],
 };
 
@@ -203,10 +229,21 @@ interface CompletionRow {
   recorded_at: number;
 }
 
-export interface SqliteContextStoreOptions {
+export interface SqliteContextStoreOptions extends ContextRetentionOptions {
   /** An open database (the caller closes it) or a path (closed by `close()`). */
   database: SqliteDatabase | string;
+  /** Where `recordedAt` and the retention's cut-off come from. */
   clock?: Clock;
+  /**
+   * How often the store prunes records past the retention (default 60 s):
+   * an unref'd timer, stopped by `close()`. `0`: never by itself (call
+   * `pruneExpired()`).
+   */
+  pruneIntervalMs?: number;
+  /** Rows of each kind deleted per transaction while pruning (default 500). */
+  pruneBatch?: number;
+  /** Told what each pruning pass deleted, or why it failed (the next pass tries again). */
+  onPrune?: (outcome: { pruned: PruneCounts; ms: number } | { error: unknown }) => void;
 }
 
 /**
@@ -218,6 +255,12 @@ export class SqliteContextStore implements ContextStore {
   readonly database: SqliteDatabase;
   private readonly ownsDb: boolean;
   private readonly clock: Clock;
+  /** How long completion records, effect markers and resumed checkpoints are kept. */
+  readonly retentionMs: number;
+  private readonly pruneBatch: number;
+  private readonly onPrune: SqliteContextStoreOptions['onPrune'];
+  private pruneTimer: NodeJS.Timeout | undefined;
+  private pruning: Promise<PruneCounts> | undefined;
   private closed = false;
   /** Writes of one event-loop turn share a commit (many workers completing hops at once). */
   private readonly batcher: CommitBatcher;
@@ -242,6 +285,10 @@ export class SqliteContextStore implements ContextStore {
   >;
 
   constructor(options: SqliteContextStoreOptions) {
+    this.retentionMs = checkRetentionMs(options.retentionMs);
+    this.pruneBatch = checkPruneBatch(options.pruneBatch);
+    const pruneIntervalMs = checkPruneIntervalMs(options.pruneIntervalMs);
+    this.onPrune = options.onPrune;
     if (typeof options.database === 'string') {
       this.database = openDatabase(options.database);
       this.ownsDb = true;
@@ -284,9 +331,21 @@ export class SqliteContextStore implements ContextStore {
         `INSERT INTO context_effects (scope, key, value, recorded_at) VALUES (?, ?, ?, ?)
          ON CONFLICT (scope, key) DO NOTHING`,
       ),
-      pruneCompletions: db.prepare('DELETE FROM context_completions WHERE recorded_at < ?'),
-      pruneEffects: db.prepare('DELETE FROM context_effects WHERE recorded_at < ?'),
-      pruneCheckpoints: db.prepare('DELETE FROM context_checkpoints WHERE resumed_at IS NOT NULL AND resumed_at < ?'),
+      // Oldest first, at most `limit` rows a statement (the index on the age column finds them).
+      pruneCompletions: db.prepare(
+        `DELETE FROM context_completions WHERE rowid IN (
+           SELECT rowid FROM context_completions WHERE recorded_at < ? ORDER BY recorded_at LIMIT ?)`,
+      ),
+      pruneEffects: db.prepare(
+        `DELETE FROM context_effects WHERE rowid IN (
+           SELECT rowid FROM context_effects WHERE recorded_at < ? ORDER BY recorded_at LIMIT ?)`,
+      ),
+      // Only resumed checkpoints: one not yet resumed is what its suspended run resumes from.
+      pruneCheckpoints: db.prepare(
+        `DELETE FROM context_checkpoints WHERE token IN (
+           SELECT token FROM context_checkpoints WHERE resumed_at IS NOT NULL AND resumed_at < ?
+           ORDER BY resumed_at LIMIT ?)`,
+      ),
     };
     this.batcher = new CommitBatcher(db);
     this.readContext = db.transaction((run: string) => {
@@ -310,6 +369,23 @@ export class SqliteContextStore implements ContextStore {
       }
       return { runId: run, outputs, memory };
     });
+    if (pruneIntervalMs > 0) {
+      this.pruneTimer = setInterval(() => void this.prunePass(), pruneIntervalMs);
+      this.pruneTimer.unref();
+    }
+  }
+
+  /** One timed pass: reports to `onPrune`, never throws (the next pass tries again). */
+  private async prunePass(): Promise<void> {
+    if (this.closed || this.pruning !== undefined) return;
+    const started = performance.now();
+    try {
+      const pruned = await this.pruneExpired();
+      this.onPrune?.({ pruned, ms: performance.now() - started });
+    } catch (error) {
+      if (this.closed) return;
+      this.onPrune?.({ error });
+    }
   }
 
   private assertOpen(): void {
@@ -445,19 +521,50 @@ export class SqliteContextStore implements ContextStore {
     return run.immediate();
   }
 
-  /** Deletes completion records, effect markers and resumed checkpoints recorded before `epochMs`. */
-  async prune(epochMs: number): Promise<{ completions: number; effects: number; checkpoints: number }> {
+  /**
+   * Deletes completion records, effect markers and resumed checkpoints
+   * recorded (resumed) before `epochMs`: the oldest `limit` of each kind (one
+   * transaction, shared with the writes of the same turn). Checkpoints not
+   * yet resumed, outputs and memory are never deleted.
+   */
+  async prune(epochMs: number, limit = this.pruneBatch): Promise<PruneCounts> {
     this.assertOpen();
     return this.batcher.submit(() => ({
-      completions: this.s.pruneCompletions.run(epochMs).changes,
-      effects: this.s.pruneEffects.run(epochMs).changes,
-      checkpoints: this.s.pruneCheckpoints.run(epochMs).changes,
+      completions: this.s.pruneCompletions.run(epochMs, limit).changes,
+      effects: this.s.pruneEffects.run(epochMs, limit).changes,
+      checkpoints: this.s.pruneCheckpoints.run(epochMs, limit).changes,
     }));
+  }
+
+  /**
+   * Prunes everything older than the retention (now, on the store's clock),
+   * batch after batch, each its own transaction in its own event-loop turn,
+   * until a batch finds less than a full one of every kind. A pass already
+   * running is joined, not doubled.
+   */
+  pruneExpired(): Promise<PruneCounts> {
+    if (this.closed) return Promise.reject(new ContextStoreError('CONTEXT_CLOSED', 'the context store is closed'));
+    this.pruning ??= (async () => {
+      const cutoff = this.clock.now() - this.retentionMs;
+      const total: PruneCounts = { completions: 0, effects: 0, checkpoints: 0 };
+      for (;;) {
+        const batch = await this.prune(cutoff);
+        total.completions += batch.completions;
+        total.effects += batch.effects;
+        total.checkpoints += batch.checkpoints;
+        const full = Math.max(batch.completions, batch.effects, batch.checkpoints) >= this.pruneBatch;
+        if (!full || this.closed) return total;
+      }
+    })().finally(() => {
+      this.pruning = undefined;
+    });
+    return this.pruning;
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearInterval(this.pruneTimer);
     this.batcher.flush();
     if (this.ownsDb) this.database.close();
   }
