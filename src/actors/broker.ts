@@ -34,7 +34,13 @@ import { isTerminalState } from '../protocol/task.js';
 import { A2A_MIGRATION_SET } from '../persistence/a2a-schema.js';
 import { A2AStore, type Party, type TaskHead, agentCard } from '../persistence/a2a-store.js';
 import { type Clock, systemClock } from '../persistence/clock.js';
-import { DEFAULT_DURABILITY, type Durability, type SqliteDatabase, openDatabase } from '../persistence/database.js';
+import {
+  DEFAULT_DURABILITY,
+  type Durability,
+  type SqliteDatabase,
+  isInMemoryPath,
+  openDatabase,
+} from '../persistence/database.js';
 import { type IdSource, createUuidV7Source } from '../persistence/ids.js';
 import { migrate } from '../persistence/migrations.js';
 import { WalCheckpointer } from '../persistence/a2a-wal-checkpointer.js';
@@ -133,7 +139,8 @@ class EmbeddedBroker implements Broker {
   private readonly logger: Logger;
   private readonly store: A2AStore;
   private readonly queue: CommitQueue;
-  private readonly checkpointer: WalCheckpointer;
+  /** None for a database in memory: it has no WAL to checkpoint. */
+  private readonly checkpointer: WalCheckpointer | undefined;
   private readonly tokens = new TokenAuthority();
   private readonly registry: Registry = createRegistry();
   private readonly tasks: TaskActors;
@@ -157,13 +164,23 @@ class EmbeddedBroker implements Broker {
     if (options.inspect !== undefined) inspectStore(this.registry, 'broker', options.inspect);
     const schema = migrate(db, A2A_MIGRATION_SET);
     this.store = new A2AStore(db);
-    this.checkpointer = new WalCheckpointer(db, {
-      path,
-      synchronous: durability === 'full' ? 'FULL' : 'NORMAL',
-      onFailure: (message) =>
-        this.logger.warn({ err: { message } }, 'a2a checkpoint thread failed: SQLite checkpoints inside commits again'),
-    });
-    this.queue = new CommitQueue(db, this.logger, () => this.checkpointer.committed());
+    this.checkpointer = isInMemoryPath(path)
+      ? undefined
+      : new WalCheckpointer(db, {
+          path,
+          synchronous: durability === 'full' ? 'FULL' : 'NORMAL',
+          onFailure: (message) =>
+            this.logger.warn(
+              { err: { message } },
+              'a2a checkpoint thread failed: SQLite checkpoints inside commits again',
+            ),
+        });
+    const checkpointer = this.checkpointer;
+    this.queue = new CommitQueue(
+      db,
+      this.logger,
+      checkpointer === undefined ? undefined : () => checkpointer.committed(),
+    );
     this.opened = { schema, ...this.restore() };
     this.logger.info({ path, durability, ...this.opened, liveTasks: this.tasks.size }, 'a2a broker open');
   }
@@ -252,7 +269,7 @@ class EmbeddedBroker implements Broker {
     if (this.closing !== null) return this.closing;
     this.isClosed = true;
     this.closing = this.queue.idle().then(async () => {
-      await this.checkpointer.close();
+      await this.checkpointer?.close();
       const { byId } = this.registry.getSnapshot().context;
       for (const registration of byId.values()) {
         registration.actor.stop();

@@ -2,7 +2,7 @@ import { Console } from 'node:console';
 import { resolve } from 'node:path';
 import { createBroker } from '../actors/broker.js';
 import { LOG_LEVELS, type LogLevel, createLogger } from '../log/logger.js';
-import type { Durability } from '../persistence/database.js';
+import { type Durability, IN_MEMORY_PATH, isInMemoryPath } from '../persistence/database.js';
 import { BrokerSession } from '../transport/broker-session.js';
 import type { CliCommand } from './command.js';
 import { INSPECT_USAGE, type InspectTarget, startRequestedInspection, splitInspectOption } from './inspect-option.js';
@@ -24,7 +24,8 @@ exits at once; every answered call is committed either way).
 
 Options:
   --db PATH            SQLite file holding tasks, messages and events; created
-                       if missing (default: ${DEFAULT_DB_PATH})
+                       if missing (default: ${DEFAULT_DB_PATH}). ${IN_MEMORY_PATH} keeps
+                       them in memory: nothing survives the process (tests)
   --durability MODE    normal: a commit survives a killed process (WAL,
                        synchronous=NORMAL; default). full: it also survives
                        power loss (synchronous=FULL, slower)
@@ -49,11 +50,16 @@ function parseFlags(all: string[]): ServeFlags {
     0,
   );
   return {
-    db: resolve(stringFlag(args, 'db') ?? DEFAULT_DB_PATH),
+    db: dbPath(stringFlag(args, 'db') ?? DEFAULT_DB_PATH),
     durability: choiceFlag(args, 'durability', DURABILITIES, 'normal'),
     logLevel: choiceFlag(args, 'log-level', LOG_LEVELS, 'info'),
     inspect,
   };
+}
+
+/** A file path is made absolute (logs name it unambiguously); `:memory:` stays as SQLite spells it. */
+function dbPath(flag: string): string {
+  return isInMemoryPath(flag) ? flag : resolve(flag);
 }
 
 async function runServe(argv: string[]): Promise<number> {
@@ -92,6 +98,8 @@ async function runServe(argv: string[]): Promise<number> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   logger.info({ db: flags.db, durability: flags.durability }, 'serving on stdio');
+  if (isInMemoryPath(flags.db))
+    logger.warn({ db: flags.db }, 'the database is in memory: nothing survives this process');
   try {
     await session.closed;
     await session.close();

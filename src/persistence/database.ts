@@ -19,10 +19,21 @@ export interface OpenDatabaseOptions {
   readonly?: boolean;
 }
 
-/** Opens (creating if needed) a SQLite file in WAL mode with the given durability. */
+/**
+ * The path that opens a database in memory, as SQLite spells it: nothing is
+ * written to disk and nothing survives the process (for tests and throwaway
+ * runs). Every other path is a file.
+ */
+export const IN_MEMORY_PATH = ':memory:';
+
+export function isInMemoryPath(path: string): boolean {
+  return path === IN_MEMORY_PATH;
+}
+
+/** Opens (creating if needed) a SQLite file in WAL mode with the given durability (or a database in memory). */
 export function openDatabase(path: string, options: OpenDatabaseOptions = {}): SqliteDatabase {
   const db = new Database(path, { readonly: options.readonly ?? false });
-  if (!options.readonly) {
+  if (!options.readonly && !isInMemoryPath(path)) {
     db.pragma('journal_mode = WAL');
   }
   db.pragma(`synchronous = ${(options.durability ?? DEFAULT_DURABILITY) === 'full' ? 'FULL' : 'NORMAL'}`);

@@ -27,8 +27,9 @@ export class RawServe {
   private readonly listeners = new Set<() => void>();
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 
-  constructor(db: string, args: string[] = []) {
-    this.child = spawn(process.execPath, [SWITCHBOARD_BIN, 'serve', '--db', db, ...args], { stdio: 'pipe' });
+  /** `cwd`: the child's working directory (default: this process's). */
+  constructor(db: string, args: string[] = [], cwd?: string) {
+    this.child = spawn(process.execPath, [SWITCHBOARD_BIN, 'serve', '--db', db, ...args], { stdio: 'pipe', cwd });
     // 'close': the process exited and its stdout was read to the end.
     this.exited = new Promise((resolve) => this.child.once('close', (code, signal) => resolve({ code, signal })));
     this.child.stdout.setEncoding('utf8');

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MAX_LINE_BYTES } from '../../src/protocol/bounds.js';
@@ -282,6 +283,39 @@ describe('switchboard serve', () => {
     expect(agent.token.length).toBeGreaterThan(20);
     expect(await server.end()).toEqual({ code: 0, signal: null });
     expect(server.stderr).toBe('');
+  });
+
+  it('keeps everything in memory with --db :memory: (no file written, nothing survives the process)', async () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.cleanup);
+    const start = () => {
+      const server = new RawServe(':memory:', ['--log-level', 'warn'], tmp.dir);
+      cleanups.push(async () => {
+        if (server.child.exitCode === null && server.child.signalCode === null) await server.kill();
+      });
+      return server;
+    };
+    const first = start();
+    const worker = await register(first, 'w', 'c1');
+    const requester = await register(first, 'r', 'c1');
+    const sent = (await first.call('a2a.message.send', { token: requester.token, to: 'w', message: text('x') })) as {
+      task: { id: string };
+    };
+    await first.call('a2a.tasks.status', { token: worker.token, id: sent.task.id, state: 'completed' });
+    const got = (await first.call('a2a.tasks.get', { token: requester.token, id: sent.task.id })) as {
+      task: { status: { state: string } };
+    };
+    expect(got.task.status.state).toBe('completed');
+    expect(await first.end()).toEqual({ code: 0, signal: null });
+    expect(first.stderr).toContain('the database is in memory: nothing survives this process');
+    // SQLite's name for a database in memory, not a file of that name in the working directory.
+    expect(readdirSync(tmp.dir)).toEqual([]);
+
+    const second = start();
+    const again = await register(second, 'r', 'c1');
+    expect(await second.call('a2a.tasks.list', { token: again.token })).toEqual({ tasks: [] });
+    expect(await second.end()).toEqual({ code: 0, signal: null });
+    expect(readdirSync(tmp.dir)).toEqual([]);
   });
 
   it('documents every flag in --help and refuses unknown flags with exit code 2', async () => {
