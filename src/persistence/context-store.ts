@@ -529,6 +529,8 @@ export class SqliteContextStore implements ContextStore {
    */
   async prune(epochMs: number, limit = this.pruneBatch): Promise<PruneCounts> {
     this.assertOpen();
+    checkPruneBatch(limit);
+    if (!Number.isFinite(epochMs)) throw new ContextStoreError('CONTEXT_INVALID_ARGUMENT', 'epochMs must be a number');
     return this.batcher.submit(() => ({
       completions: this.s.pruneCompletions.run(epochMs, limit).changes,
       effects: this.s.pruneEffects.run(epochMs, limit).changes,
