@@ -24,7 +24,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Role, TaskState } from '@a2a-js/sdk';
@@ -44,6 +44,8 @@ const ECHO_CALLS = 2000;
 const RAW_SINGLE = 1000;
 const RAW_GROUPED = 4000;
 const RAW_GROUP = 32;
+/** The issue's targets: switchboard's rate over the SDK's. */
+const CONCURRENT_TARGET = 5;
 
 interface Side {
   name: string;
@@ -510,6 +512,17 @@ async function main() {
         `${ceilings.sequential.toFixed(0)}/s = ${ceilings.sequentialRatio.toFixed(2)}x the SDK; ` +
         `concurrent 1 / (grouped SQLite writes) = ${ceilings.concurrent.toFixed(0)}/s = ` +
         `${ceilings.concurrentRatio.toFixed(2)}x the SDK\n`,
+    );
+    // Concurrently both processes work at once: at the target rate, server and
+    // client together have the machine's cores for each delegation's CPU.
+    const cores = availableParallelism();
+    const targetRate = CONCURRENT_TARGET * sdkFigures.concurrent.tasksPerSecond;
+    const sbCpu = cpuMedian(sbRaw.concurrent, 'serverCpuMicros') + cpuMedian(sbRaw.concurrent, 'clientCpuMicros');
+    process.stdout.write(
+      `CPU budget at the concurrent target (${CONCURRENT_TARGET}x the SDK = ${targetRate.toFixed(0)}/s on ${cores} cores): ` +
+        `${us((cores * 1e6) / targetRate)} per delegation for server and client together; ` +
+        `switchboard uses ${us(sbCpu)} (server ${us(cpuMedian(sbRaw.concurrent, 'serverCpuMicros'))}, ` +
+        `client ${us(cpuMedian(sbRaw.concurrent, 'clientCpuMicros'))}), of which the raw SQLite writes alone are ${us(f.rawGroupMicros)}\n`,
     );
     process.stdout.write(
       `targets: sequential >= 3x (${sequentialRatio.toFixed(2)}x), ` +
