@@ -16,7 +16,7 @@ import type { RunUsage } from '../protocol/workflow.js';
 
 export const COORDINATOR_SCHEMA: MigrationSet = {
   component: 'coordinator',
-  current: 4,
+  current: 5,
   migrations: [
     {
       version: 1,
@@ -171,6 +171,18 @@ export const COORDINATOR_SCHEMA: MigrationSet = {
           DROP TABLE coord_outbox;
           ALTER TABLE coord_outbox_v4 RENAME TO coord_outbox;
           DELETE FROM sqlite_sequence WHERE name IN ('coord_usage', 'coord_outbox');
+        `);
+      },
+    },
+    {
+      version: 5,
+      name: "when an ended run's context was forgotten (the Context Engine's outputs, memory, checkpoints)",
+      up(db) {
+        // Items ended before this version are forgotten too: the first sweeps find them (in batches).
+        db.exec(`
+          ALTER TABLE coord_items ADD COLUMN context_forgotten_at INTEGER;
+          CREATE INDEX coord_items_unforgotten ON coord_items (finished_at)
+            WHERE finished_at IS NOT NULL AND context_forgotten_at IS NULL;
         `);
       },
     },
@@ -442,6 +454,9 @@ export class CoordinatorStore {
     outbox: Statement<[], { id: number; item_id: string; kind: string; body: string }>;
     definition: Statement<[string, number], { body: string }>;
     saveDefinition: Statement<[string, number, string]>;
+    endedUnforgotten: Statement<[number, number], { id: string }>;
+    contextForgottenAt: Statement<[string], { context_forgotten_at: number | null }>;
+    forgetAgain: Statement<[string]>;
   };
 
   constructor(db: SqliteDatabase) {
@@ -490,6 +505,16 @@ export class CoordinatorStore {
       outbox: db.prepare('SELECT id, item_id, kind, body FROM coord_outbox ORDER BY id'),
       definition: db.prepare('SELECT body FROM coord_definitions WHERE id = ? AND version = ?'),
       saveDefinition: db.prepare('INSERT OR IGNORE INTO coord_definitions (id, version, body) VALUES (?, ?, ?)'),
+      // On the partial index: only ended items whose context is not yet forgotten, oldest end first.
+      endedUnforgotten: db.prepare(
+        `SELECT id FROM coord_items WHERE finished_at IS NOT NULL AND context_forgotten_at IS NULL
+           AND finished_at <= ? AND state IN ('completed', 'failed', 'canceled')
+         ORDER BY finished_at LIMIT ?`,
+      ),
+      contextForgottenAt: db.prepare('SELECT context_forgotten_at FROM coord_items WHERE id = ?'),
+      forgetAgain: db.prepare(
+        'UPDATE coord_items SET context_forgotten_at = NULL WHERE id = ? AND context_forgotten_at IS NOT NULL',
+      ),
     };
   }
 
@@ -562,7 +587,41 @@ export class CoordinatorStore {
       .all(...(options.itemId === undefined ? [] : [options.itemId])) as UsageRow[];
   }
 
+  /**
+   * When the Context Engine's data of an ended item (its run's outputs,
+   * memory, checkpoints) was forgotten; null while it is kept (or unknown item).
+   */
+  contextForgottenAt(itemId: string): number | null {
+    return this.#s.contextForgottenAt.get(itemId)?.context_forgotten_at ?? null;
+  }
+
   // ------------------------------------------------------ Coordinator writes
+
+  /** Up to `limit` items that ended at or before `endedBy` and whose run's context is not yet forgotten, oldest first. */
+  endedUnforgotten(endedBy: number, limit: number): string[] {
+    return this.#s.endedUnforgotten.all(endedBy, limit).map((r) => r.id);
+  }
+
+  /**
+   * Makes an ended item due to be forgotten again (a hop of it ran again after
+   * its run was forgotten, and may have written to the Context Engine anew).
+   */
+  forgetContextAgain(itemId: string): void {
+    this.#s.forgetAgain.run(itemId);
+  }
+
+  /** Records that the Context Engine forgot these ended items' runs (only ended items are marked). */
+  markContextForgotten(itemIds: readonly string[], at: number): void {
+    for (let i = 0; i < itemIds.length; i += 500) {
+      const chunk = itemIds.slice(i, i + 500);
+      this.db
+        .prepare(
+          `UPDATE coord_items SET context_forgotten_at = ? WHERE finished_at IS NOT NULL
+             AND context_forgotten_at IS NULL AND id IN (${chunk.map(() => '?').join(',')})`,
+        )
+        .run(at, ...chunk);
+    }
+  }
 
   insertItem(item: {
     id: string;

@@ -21,6 +21,7 @@ import type { WorkflowDefinition, WorkflowRef } from '../protocol/workflow.js';
 import { type Broker, createBroker } from './broker.js';
 import { CoordinatorEngine, type Step, type TimedStep } from './coordinator-engine.js';
 import { AskForwarder, routeAsks } from './coordinator-asks.js';
+import { EndedRunForgetter, type ForgetRunsOptions, checkForgetRunsOptions } from './coordinator-forget.js';
 import { BrokerMirror } from './coordinator-mirror.js';
 import { FileOwnership } from './coordinator-ownership.js';
 import { CoordinatorGovernance } from './coordinator-policies.js';
@@ -84,6 +85,14 @@ export interface CoordinatorOptions {
    * (`pruneBatch`, default 500). A store you bring is configured by you.
    */
   contextRetention?: Pick<SqliteContextStoreOptions, 'retentionMs' | 'pruneIntervalMs' | 'pruneBatch'>;
+  /**
+   * How the Coordinator forgets the Context Engine's data of ended runs
+   * (outputs, memory, checkpoints) once they have been over for the store's
+   * `retentionMs`: a sweep every `intervalMs` (default 60 s, unref'd; `0`:
+   * only `forgetEndedRuns()`), `batch` runs at a time (default 100). The
+   * schedule is each item's `finished_at`, so it survives restarts.
+   */
+  forgetRuns?: ForgetRunsOptions;
   /** The workflow definitions work items may follow (checked ones). */
   definitions: readonly WorkflowDefinition[] | WorkflowRegistry;
   /** User policies, run after the built-ins (budget, role allow-list, max hops). */
@@ -158,6 +167,11 @@ export interface Coordinator {
   readonly timing: { ns: bigint; count: number };
   /** Resolves when the broker mirror has caught up. */
   mirrored(): Promise<void>;
+  /**
+   * Forgets now the Context Engine's data of every run that has been over for
+   * its retention (what the periodic sweep does); resolves with how many.
+   */
+  forgetEndedRuns(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -198,6 +212,14 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
     } catch (error) {
       throw invalid(`contextRetention: ${(error as Error).message}`);
     }
+  }
+
+  let forgetRuns: Required<ForgetRunsOptions>;
+  try {
+    forgetRuns = checkForgetRunsOptions(options.forgetRuns);
+  } catch (error) {
+    if (error instanceof CoordinatorError) throw error;
+    throw invalid('forgetRuns takes { intervalMs?, batch? }');
   }
 
   const owned: (() => Promise<void> | void)[] = [];
@@ -302,6 +324,7 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
       ids,
       closeOwned,
       roles: new Set([...knownRoles, ...Object.keys(options.deployments ?? {})]),
+      forgetter: new EndedRunForgetter({ store, contextStore, clock, logger: log, ...forgetRuns }),
     });
     ownership.onLost = () => {
       // Another Coordinator decided this one was gone and runs the file now: stop deciding.
@@ -332,6 +355,7 @@ interface Parts {
   ids: IdSource;
   closeOwned: () => Promise<void>;
   roles: Set<string>;
+  forgetter: EndedRunForgetter;
 }
 
 class RunningCoordinator implements Coordinator {
@@ -402,6 +426,7 @@ class RunningCoordinator implements Coordinator {
     this.#loop = this.#consume();
     this.#asks = new AskForwarder({ bus: this.bus, store: this.store, logger: this.#p.log });
     this.#asks.start(this.#p.roles, options.consumer ?? `coordinator-${process.pid}`);
+    this.#p.forgetter.start();
   }
 
   #assertOpen(): void {
@@ -550,6 +575,11 @@ class RunningCoordinator implements Coordinator {
     return this.#p.mirror.idle();
   }
 
+  forgetEndedRuns(): Promise<number> {
+    this.#assertOpen();
+    return this.#p.forgetter.forgetEnded();
+  }
+
   // ------------------------------------------------------------ after commit
 
   /** What a committed step leads to: statuses out, publishes made, the broker moved. Resolves once published. */
@@ -685,7 +715,22 @@ class RunningCoordinator implements Coordinator {
         );
         continue;
       }
+      if (outcome.handling === 'duplicate' || outcome.handling === 'late') this.#ranAgain(rd.result.headers.runId);
       this.#track(this.#after(outcome.step).then(() => rd.ack()));
+    }
+  }
+
+  /**
+   * A result of a hop that ran again (after its item ended, or once more):
+   * when the item's run was already forgotten, the hop may have written its
+   * output to the Context Engine anew, so the run is forgotten again at the
+   * next sweep (its item ended long enough ago).
+   */
+  #ranAgain(itemId: string): void {
+    try {
+      this.store.forgetContextAgain(itemId);
+    } catch (error) {
+      this.#p.log.warn({ err: error, itemId }, 'could not schedule forgetting a run again');
     }
   }
 
@@ -698,6 +743,7 @@ class RunningCoordinator implements Coordinator {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    await this.#p.forgetter.close();
     for (const pool of this.pools.values()) await pool.stop();
     this.#stop.abort();
     await this.#loop;

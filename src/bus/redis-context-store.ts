@@ -30,6 +30,7 @@ import { safeRedisUrl } from './redis-url.js';
  *   {p}:cx:o:<runId>        the run's hop outputs, oldest first (list of JSON)
  *   {p}:cx:m:<runId>        the run's memory (hash: key -> JSON)
  *   {p}:cx:c:<token>        a checkpoint (hash: `body` JSON, `resumedAt`)
+ *   {p}:cx:k:<runId>        the run's checkpoints (set of their `cx:c:` key names)
  *   {p}:cx:d:<key>          a hop's completion record (string: JSON)
  *   {p}:cx:e:<scope>        effect markers of a scope (hash: key -> JSON value)
  *
@@ -39,8 +40,10 @@ import { safeRedisUrl } from './redis-url.js';
  * that resumes from it completes (never before: a suspended run may wait
  * longer than any retention); an effect scope (one hop's markers) each time
  * a marker is added, so it lives the retention past its newest marker. TTLs
- * run on the Redis server's clock. Outputs and memory are the run's context
- * and are kept, as on SQLite.
+ * run on the Redis server's clock. Outputs, memory and checkpoints not yet
+ * resumed are the run's context: kept until `forgetRun` deletes them (one
+ * script: the run's `o`, `m`, `k` keys and every checkpoint `k` names), which
+ * the Coordinator calls once the run has been over for the retention.
  *
  * `applyOnce` (effects written in the store's own SQLite transaction) has no
  * Redis counterpart: `effects.atomic` is refused on this store and handlers
@@ -48,7 +51,8 @@ import { safeRedisUrl } from './redis-url.js';
  */
 
 /**
- * KEYS: completion, outputs, memory, new checkpoint, resumed checkpoint.
+ * KEYS: completion, outputs, memory, new checkpoint, resumed checkpoint, the
+ * run's checkpoint set.
  * ARGV: completion JSON, output JSON or '', checkpoint JSON or '', now,
  * '1' when a checkpoint was resumed, retention ms, then memory triples.
  */
@@ -56,7 +60,10 @@ const COMPLETE_SCRIPT = `
 local ok = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[6])
 if not ok then return {0, redis.call('GET', KEYS[1])} end
 if ARGV[2] ~= '' then redis.call('RPUSH', KEYS[2], ARGV[2]) end
-if ARGV[3] ~= '' then redis.call('HSETNX', KEYS[4], 'body', ARGV[3]) end
+if ARGV[3] ~= '' then
+  redis.call('HSETNX', KEYS[4], 'body', ARGV[3])
+  redis.call('SADD', KEYS[6], KEYS[4])
+end
 if ARGV[5] == '1' and redis.call('HEXISTS', KEYS[5], 'body') == 1 then
   if redis.call('HSETNX', KEYS[5], 'resumedAt', ARGV[4]) == 1 then
     redis.call('PEXPIRE', KEYS[5], ARGV[6])
@@ -76,6 +83,20 @@ const EFFECT_SCRIPT = `
 if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
+`;
+
+/**
+ * Forgets a run. KEYS: outputs, memory, the run's checkpoint set. The
+ * checkpoints it names are keys of the same deployment (same hash tag, so
+ * the same cluster slot), deleted in the same script.
+ */
+const FORGET_SCRIPT = `
+local checkpoints = redis.call('SMEMBERS', KEYS[3])
+for i = 1, #checkpoints, 500 do
+  redis.call('DEL', unpack(checkpoints, i, math.min(i + 499, #checkpoints)))
+end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+return #checkpoints
 `;
 
 const MEMORY_SCRIPT = `
@@ -148,7 +169,7 @@ export class RedisContextStore implements ContextStore {
     this.#clock = options.clock ?? systemClock;
   }
 
-  #key(kind: 'o' | 'm' | 'c' | 'd' | 'e', id: string): string {
+  #key(kind: 'o' | 'm' | 'c' | 'k' | 'd' | 'e', id: string): string {
     return `${this.#tag}:cx:${kind}:${id}`;
   }
 
@@ -274,6 +295,7 @@ export class RedisContextStore implements ContextStore {
         this.#key('m', runId),
         this.#key('c', token ?? key),
         this.#key('c', resumed ?? key),
+        this.#key('k', runId),
       ],
       arguments: [
         completionText,
@@ -302,6 +324,15 @@ export class RedisContextStore implements ContextStore {
       arguments: [checkKey(key, 'effect key'), text, String(this.retentionMs)],
     });
     return Number(added) === 1;
+  }
+
+  async forgetRun(runId: string): Promise<void> {
+    this.#assertOpen();
+    const run = checkKey(runId, 'runId');
+    await this.#client.eval(FORGET_SCRIPT, {
+      keys: [this.#key('o', run), this.#key('m', run), this.#key('k', run)],
+      arguments: [],
+    });
   }
 
   async close(): Promise<void> {

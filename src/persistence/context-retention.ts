@@ -27,12 +27,16 @@ import { ContextStoreError } from './context-arguments.js';
  * too): what it costs to keep is disk (SQLite) or memory (Redis) for one day
  * of completion records, each holding the result messages it published.
  *
- * Checkpoints not yet resumed are never pruned, whatever their age: a run may
- * stay suspended (waiting for an answer) for longer than any retention, and
- * its resume needs them. A resumed checkpoint is pruned with the completions:
- * a redelivered resume is recognised by its completion record first. Hop
- * outputs and run memory are not idempotency records but the run's context,
- * which a later hop (or a late redelivery) hydrates; they are kept.
+ * Checkpoints not yet resumed are never pruned by age, whatever their age: a
+ * run may stay suspended (waiting for an answer) for longer than any
+ * retention, and its resume needs them. A resumed checkpoint is pruned with
+ * the completions: a redelivered resume is recognised by its completion
+ * record first. Hop outputs and run memory are not idempotency records but
+ * the run's context, which a later hop (or a late redelivery) hydrates: they
+ * are kept while the run lives, and for the same retention after it ended
+ * (a late redelivery of its last hops still hydrates them), then the
+ * Coordinator forgets the run (`ContextStore.forgetRun`: outputs, memory and
+ * its checkpoints, resumed or not).
  */
 export const DEFAULT_CONTEXT_RETENTION_MS = 24 * 60 * 60 * 1000;
 

@@ -35,8 +35,10 @@ export {
  * - effect markers: a side effect keyed by (hop, effect key) is applied once.
  * Everything a hop's completion writes commits in one transaction.
  * Completion records, effect markers and resumed checkpoints are kept for a
- * retention (`context-retention.ts`), then pruned; outputs, memory and
- * checkpoints not yet resumed are kept.
+ * retention (`context-retention.ts`), then pruned; checkpoints not yet
+ * resumed are kept. A run's outputs, memory and checkpoints are kept until
+ * the run is forgotten (`forgetRun`): the Coordinator does it once the run
+ * has been over for the retention.
  */
 
 export interface HopOutput {
@@ -129,12 +131,21 @@ export interface ContextStore {
    * with the marker or not at all (exactly once across crashes).
    */
   applyOnce?<T>(scope: string, key: string, apply: (db: SqliteDatabase) => T): { value: T; applied: boolean };
+  /**
+   * Forgets a run: its hop outputs, its memory and its checkpoints (resumed or
+   * not), atomically. Only for a run that has ended: the Coordinator calls it
+   * once the run has been over for `retentionMs`. Forgetting a run twice, or
+   * one the store never saw, does nothing.
+   */
+  forgetRun(runId: string): Promise<void>;
+  /** How long the store keeps idempotency records (and the Coordinator a finished run's context), in ms. */
+  readonly retentionMs: number;
   close(): Promise<void>;
 }
 
 export const CONTEXT_SCHEMA: MigrationSet = {
   component: 'context',
-  current: 2,
+  current: 3,
   migrations: [
     {
       version: 1,
@@ -195,6 +206,14 @@ export const CONTEXT_SCHEMA: MigrationSet = {
         // Pruning finds resumed checkpoints past the retention without scanning the live ones.
         db.exec(`CREATE INDEX context_checkpoints_resumed ON context_checkpoints (resumed_at)
                  WHERE resumed_at IS NOT NULL`);
+      },
+    },
+    {
+      version: 3,
+      name: "a run's checkpoints by run",
+      up(db) {
+        // Forgetting an ended run deletes its checkpoints (one never resumed would otherwise stay forever).
+        db.exec('CREATE INDEX context_checkpoints_run ON context_checkpoints (run_id)');
       },
     },
   ],
@@ -280,7 +299,10 @@ export class SqliteContextStore implements ContextStore {
     | 'insertEffect'
     | 'pruneCompletions'
     | 'pruneEffects'
-    | 'pruneCheckpoints',
+    | 'pruneCheckpoints'
+    | 'forgetOutputs'
+    | 'forgetMemory'
+    | 'forgetCheckpoints',
     Database.Statement
   >;
 
@@ -346,6 +368,9 @@ export class SqliteContextStore implements ContextStore {
            SELECT token FROM context_checkpoints WHERE resumed_at IS NOT NULL AND resumed_at < ?
            ORDER BY resumed_at LIMIT ?)`,
       ),
+      forgetOutputs: db.prepare('DELETE FROM context_outputs WHERE run_id = ?'),
+      forgetMemory: db.prepare('DELETE FROM context_memory WHERE run_id = ?'),
+      forgetCheckpoints: db.prepare('DELETE FROM context_checkpoints WHERE run_id = ?'),
     };
     this.batcher = new CommitBatcher(db);
     this.readContext = db.transaction((run: string) => {
@@ -521,11 +546,23 @@ export class SqliteContextStore implements ContextStore {
     return run.immediate();
   }
 
+  async forgetRun(runId: string): Promise<void> {
+    this.assertOpen();
+    const run = checkKey(runId, 'runId');
+    // Forgetting many runs in one turn shares one commit (the Coordinator forgets a batch at once).
+    await this.batcher.submit(() => {
+      this.s.forgetOutputs.run(run);
+      this.s.forgetMemory.run(run);
+      this.s.forgetCheckpoints.run(run);
+    });
+  }
+
   /**
    * Deletes completion records, effect markers and resumed checkpoints
    * recorded (resumed) before `epochMs`: the oldest `limit` of each kind (one
    * transaction, shared with the writes of the same turn). Checkpoints not
-   * yet resumed, outputs and memory are never deleted.
+   * yet resumed, outputs and memory are never deleted here (`forgetRun`
+   * forgets an ended run's).
    */
   async prune(epochMs: number, limit = this.pruneBatch): Promise<PruneCounts> {
     this.assertOpen();

@@ -111,6 +111,50 @@ export function runContextStoreContract(name: string, factory: () => ContextStor
       await store.close();
     });
 
+    it("forgets a run's outputs, memory and checkpoints, and nothing else", async () => {
+      const f = factory();
+      const store = await f.open();
+      await store.updateMemory('ended', { plan: 'a' });
+      await store.complete(
+        record('e1', { runId: 'ended', checkpoint: { token: 'tok-e1', state: 1, headers: hop('e1').headers } }),
+      );
+      await store.complete(record('e2', { runId: 'ended', resumedToken: 'tok-e1' }));
+      await store.complete(
+        record('e3', { runId: 'ended', checkpoint: { token: 'tok-e3', state: 3, headers: hop('e3').headers } }),
+      );
+      expect(await store.recordEffect('e2', 'charge', 1)).toBe(true);
+      await store.updateMemory('live', { plan: 'b' });
+      await store.complete(
+        record('l1', { runId: 'live', checkpoint: { token: 'tok-l1', state: 4, headers: hop('l1').headers } }),
+      );
+      expect((await store.hydrate('ended')).outputs).toHaveLength(3);
+
+      await store.forgetRun('ended');
+      expect(await store.hydrate('ended')).toEqual({ runId: 'ended', outputs: [], memory: {} });
+      // Its checkpoints, the resumed one and the one never resumed (the run ended while suspended).
+      expect(await store.checkpoint('tok-e1')).toBeUndefined();
+      expect(await store.checkpoint('tok-e3')).toBeUndefined();
+      // Its idempotency records live out their own retention.
+      expect(await store.completion('e2')).toMatchObject({ outcome: 'completed' });
+      expect(await store.effect('e2', 'charge')).toEqual({ value: 1 });
+      // Another run keeps everything.
+      const live = await store.hydrate('live');
+      expect(live.outputs.map((o) => o.idempotencyKey)).toEqual(['l1']);
+      expect(live.memory).toEqual({ plan: 'b' });
+      expect(await store.checkpoint('tok-l1')).toMatchObject({ runId: 'live', state: 4 });
+      await store.close();
+
+      // Seen from another process; forgetting again, or a run never seen, does nothing.
+      const other = await f.open();
+      expect((await other.hydrate('ended')).outputs).toEqual([]);
+      await other.forgetRun('ended');
+      await other.forgetRun('never-seen');
+      expect((await other.hydrate('live')).outputs).toHaveLength(1);
+      await expect(other.forgetRun('')).rejects.toMatchObject({ code: 'CONTEXT_INVALID_ARGUMENT' });
+      await other.close();
+      await expect(other.forgetRun('live')).rejects.toMatchObject({ code: 'CONTEXT_CLOSED' });
+    });
+
     it('refuses bad input and writes nothing; a closed store refuses calls', async () => {
       const store = await factory().open();
       await expect(store.hydrate('')).rejects.toBeInstanceOf(ContextStoreError);

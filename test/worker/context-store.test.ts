@@ -31,7 +31,7 @@ describe('the Context Engine on SQLite', () => {
     const path = open();
     const db = openDatabase(path);
     new SqliteContextStore({ database: db });
-    expect(schemaVersion(db, 'context')).toBe(2);
+    expect(schemaVersion(db, 'context')).toBe(3);
     db.prepare("UPDATE schema_version SET version = 9 WHERE component = 'context'").run();
     expect(() => new SqliteContextStore({ database: db })).toThrow(SchemaVersionError);
     db.close();
