@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { type CompletionRecord, type ContextStore, ContextStoreError } from '../../src/persistence/context-store.js';
-import { hop } from '../worker/helpers.js';
+import { type ContextStore, ContextStoreError } from '../../src/persistence/context-store.js';
+import { hop, completionRecord as record } from '../worker/helpers.js';
 
 /**
  * The Context Engine contract: what every `ContextStore` (SQLite, Redis)
@@ -13,18 +13,6 @@ export interface ContextStoreFactory {
 }
 
 export function runContextStoreContract(name: string, factory: () => ContextStoreFactory): void {
-  const record = (key: string, extra: Partial<CompletionRecord> = {}): CompletionRecord => ({
-    idempotencyKey: key,
-    runId: 'run-1',
-    taskId: 't1',
-    hop: 0,
-    role: 'coder',
-    outcome: 'completed',
-    output: { parts: [{ kind: 'text', text: key }], artifacts: [] },
-    publishes: [{ role: '$results', envelope: hop(key), idempotencyKey: `${key}:result` }],
-    ...extra,
-  });
-
   describe(`the Context Engine contract: ${name}`, () => {
     it('hydrates an unknown run as empty', async () => {
       const store = await factory().open();

@@ -2,17 +2,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Worker, complete, createWorker } from '../../src/actors/worker.js';
+import type { Worker } from '../../src/actors/worker.js';
 import { SqliteQueue } from '../../src/bus/sqlite-queue.js';
 import { DEFAULT_IDEMPOTENCY_RETENTION_MS } from '../../src/bus/work-queue.js';
 import {
-  type CompletionRecord,
   DEFAULT_CONTEXT_RETENTION_MS,
   type PruneCounts,
   SqliteContextStore,
 } from '../../src/persistence/context-store.js';
 import { type SqliteDatabase, openDatabase } from '../../src/persistence/database.js';
-import { hop, sleep, until } from './helpers.js';
+import { chargingWorker, completionRecord, hop, sleep, until } from './helpers.js';
 
 /**
  * The SQLite Context Engine forgets its idempotency records after the
@@ -33,18 +32,6 @@ describe('the Context Engine retention on SQLite', () => {
     dir = mkdtempSync(join(tmpdir(), 'sb-ctx-retention-'));
     return join(dir, 'ctx.db');
   };
-
-  const record = (key: string, extra: Partial<CompletionRecord> = {}): CompletionRecord => ({
-    idempotencyKey: key,
-    runId: 'run-1',
-    taskId: 't1',
-    hop: 0,
-    role: 'coder',
-    outcome: 'completed',
-    output: { parts: [{ kind: 'text', text: key }], artifacts: [] },
-    publishes: [{ role: '$results', envelope: hop(key), idempotencyKey: `${key}:result` }],
-    ...extra,
-  });
 
   const count = (db: SqliteDatabase, table: string): number =>
     (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
@@ -81,20 +68,22 @@ describe('the Context Engine retention on SQLite', () => {
     // the resumed hop's completion, plain effects and memory.
     await store.updateMemory('run-1', { plan: 'a' });
     await store.complete(
-      record('suspends', { checkpoint: { token: 'tok-resumed', state: { s: 1 }, headers: hop('s').headers } }),
+      completionRecord('suspends', {
+        checkpoint: { token: 'tok-resumed', state: { s: 1 }, headers: hop('s').headers },
+      }),
     );
     await store.complete(
-      record('suspends-too', {
+      completionRecord('suspends-too', {
         runId: 'run-2',
         checkpoint: { token: 'tok-live', state: { s: 2 }, headers: hop('l').headers },
       }),
     );
-    await store.complete(record('resumes', { resumedToken: 'tok-resumed' }));
+    await store.complete(completionRecord('resumes', { resumedToken: 'tok-resumed' }));
     expect(await store.recordEffect('suspends', 'charge', { id: 1 })).toBe(true);
 
     // 59 minutes later: nothing is due yet; a new completion and effect.
     now += 59 * 60 * 1000;
-    await store.complete(record('recent'));
+    await store.complete(completionRecord('recent'));
     expect(await store.recordEffect('recent', 'charge', { id: 2 })).toBe(true);
     const before = passes.length;
     await until(() => passes.length >= before + 2, 2000, 'two pruning passes');
@@ -231,37 +220,16 @@ describe('the Context Engine retention on SQLite', () => {
         pruneIntervalMs: 15,
       });
       closers.push(() => store.close());
-      let calls = 0;
-      workers.push(
-        createWorker({
-          role: 'r',
-          bus,
-          contextStore: store,
-          pollWaitMs: 20,
-          handler: async ({ effects }) => {
-            calls += 1;
-            await effects.once('charge', () => calls);
-            return complete({ parts: [{ kind: 'text', text: 'ok' }] });
-          },
-        }),
-      );
-      const drained = async () => {
-        const stats = await bus.stats('r');
-        return stats.depth === 0 && stats.inFlight === 0 && stats.delayed === 0;
-      };
-      // The same hop (headers.idempotencyKey hop-1) under new bus keys: as a Coordinator
-      // re-publishing its outbox after the bus forgot the first key would send it.
-      const deliver = async (busKey: string) => {
-        await bus.publish('r', hop(1), { idempotencyKey: busKey });
-        await until(drained, 5000, `${busKey} to be taken`);
-      };
+      // The same hop under new bus keys: as a Coordinator re-publishing its outbox after the bus forgot the first.
+      const { worker, calls, deliver } = chargingWorker(bus, store);
+      workers.push(worker);
 
       await deliver('first');
-      expect(calls).toBe(1);
+      expect(calls()).toBe(1);
       now += 90 * 60 * 1000; // 1.5 h: past the bus's hour, inside the Context Engine's 2 h
       await sleep(60); // pruning passes run meanwhile
       await deliver('again-within');
-      expect(calls).toBe(1);
+      expect(calls()).toBe(1);
       expect(await store.effect('hop-1', 'charge')).toEqual({ value: 1 });
 
       now += 60 * 60 * 1000; // 2.5 h after it completed
@@ -269,7 +237,7 @@ describe('the Context Engine retention on SQLite', () => {
       expect(await store.effect('hop-1', 'charge')).toBeUndefined();
       await deliver('again-after');
       // Past the retention nothing remembers the hop: it runs, and applies its effect, again.
-      expect(calls).toBe(2);
+      expect(calls()).toBe(2);
       expect(await store.effect('hop-1', 'charge')).toEqual({ value: 2 });
       expect((await bus.stats('r')).deadLetters).toBe(0);
     });

@@ -2,10 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type CompletionRecord, ContextStoreError, SqliteContextStore } from '../../src/persistence/context-store.js';
+import { ContextStoreError, SqliteContextStore } from '../../src/persistence/context-store.js';
 import { openDatabase } from '../../src/persistence/database.js';
 import { SchemaVersionError, schemaVersion } from '../../src/persistence/migrations.js';
-import { hop } from './helpers.js';
+import { hop, completionRecord as record } from './helpers.js';
 
 describe('the Context Engine on SQLite', () => {
   let dir: string;
@@ -14,18 +14,6 @@ describe('the Context Engine on SQLite', () => {
     dir = mkdtempSync(join(tmpdir(), 'sb-ctx-'));
     return join(dir, 'ctx.db');
   };
-
-  const record = (key: string, extra: Partial<CompletionRecord> = {}): CompletionRecord => ({
-    idempotencyKey: key,
-    runId: 'run-1',
-    taskId: 't1',
-    hop: 0,
-    role: 'coder',
-    outcome: 'completed',
-    output: { parts: [{ kind: 'text', text: key }], artifacts: [] },
-    publishes: [{ role: '$results', envelope: hop(key), idempotencyKey: `${key}:result` }],
-    ...extra,
-  });
 
   it('is its own migration component and refuses a newer schema', () => {
     const path = open();

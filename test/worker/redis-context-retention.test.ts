@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { createClient } from 'redis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type Worker, complete, createWorker } from '../../src/actors/worker.js';
+import type { Worker } from '../../src/actors/worker.js';
 import { type RedisContextStore, createRedisContextStore } from '../../src/bus/redis-context-store.js';
 import { type RedisQueue, createRedisQueue } from '../../src/bus/redis-queue.js';
-import { type CompletionRecord, DEFAULT_CONTEXT_RETENTION_MS } from '../../src/persistence/context-store.js';
+import { DEFAULT_CONTEXT_RETENTION_MS } from '../../src/persistence/context-store.js';
 import { IN_CI, REDIS_URL, redisGate } from '../redis-availability.js';
-import { hop, sleep, until } from './helpers.js';
+import { chargingWorker, completionRecord, hop, sleep, until } from './helpers.js';
 
 /**
  * The Redis Context Engine's retention: its idempotency records carry a TTL
@@ -56,17 +56,6 @@ describe.runIf(runRedis)(
       closers.push(() => store.close());
       return store;
     };
-    const record = (key: string, extra: Partial<CompletionRecord> = {}): CompletionRecord => ({
-      idempotencyKey: key,
-      runId: 'run-1',
-      taskId: 't1',
-      hop: 0,
-      role: 'coder',
-      outcome: 'completed',
-      output: { parts: [{ kind: 'text', text: key }], artifacts: [] },
-      publishes: [{ role: '$results', envelope: hop(key), idempotencyKey: `${key}:result` }],
-      ...extra,
-    });
     const ttl = (prefix: string, rest: string) => client.pTTL(`{${prefix}}:cx:${rest}`);
 
     it('writes the idempotency records with the retention as TTL, and nothing a live run needs', async () => {
@@ -75,10 +64,12 @@ describe.runIf(runRedis)(
       expect(store.retentionMs).toBe(60_000);
       await store.updateMemory('run-1', { plan: 'a' });
       await store.complete(
-        record('suspends', { checkpoint: { token: 'tok-1', state: { s: 1 }, headers: hop('s').headers } }),
+        completionRecord('suspends', { checkpoint: { token: 'tok-1', state: { s: 1 }, headers: hop('s').headers } }),
       );
       await store.complete(
-        record('suspends-too', { checkpoint: { token: 'tok-live', state: { s: 2 }, headers: hop('l').headers } }),
+        completionRecord('suspends-too', {
+          checkpoint: { token: 'tok-live', state: { s: 2 }, headers: hop('l').headers },
+        }),
       );
       expect(await store.recordEffect('suspends', 'charge', { id: 1 })).toBe(true);
 
@@ -94,7 +85,7 @@ describe.runIf(runRedis)(
       expect(await ttl(prefix, 'm:run-1')).toBe(-1);
 
       // Resumed: the checkpoint expires from now on; the one still suspended does not.
-      await store.complete(record('resumes', { resumedToken: 'tok-1' }));
+      await store.complete(completionRecord('resumes', { resumedToken: 'tok-1' }));
       expect((await store.checkpoint('tok-1'))!.resumedAt).toBeTypeOf('number');
       expect(await ttl(prefix, 'c:tok-1')).toBeGreaterThan(55_000);
       expect(await ttl(prefix, 'c:tok-live')).toBe(-1);
@@ -108,7 +99,7 @@ describe.runIf(runRedis)(
       expect(await ttl(prefix, 'e:suspends')).toBeGreaterThan(55_000);
       // A second completion of a key writes nothing, its TTL included.
       await client.pExpire(`{${prefix}}:cx:d:suspends`, 10_000);
-      expect((await store.complete(record('suspends'))).first).toBe(false);
+      expect((await store.complete(completionRecord('suspends'))).first).toBe(false);
       expect(await ttl(prefix, 'd:suspends')).toBeLessThanOrEqual(10_000);
     });
 
@@ -116,7 +107,7 @@ describe.runIf(runRedis)(
       const prefix = newPrefix();
       const store = await open(prefix);
       expect(store.retentionMs).toBe(DEFAULT_CONTEXT_RETENTION_MS);
-      await store.complete(record('k'));
+      await store.complete(completionRecord('k'));
       expect(await ttl(prefix, 'd:k')).toBeGreaterThan(DEFAULT_CONTEXT_RETENTION_MS - 60_000);
       await expect(
         createRedisContextStore({ url: 'redis://127.0.0.1:1', prefix, retentionMs: 0, connectTimeoutMs: 200 }),
@@ -135,48 +126,28 @@ describe.runIf(runRedis)(
         const store = await open(prefix, retentionMs);
         const bus: RedisQueue = await createRedisQueue({ url: REDIS_URL, prefix });
         closers.push(() => bus.close());
-        let calls = 0;
-        workers.push(
-          createWorker({
-            role: 'r',
-            bus,
-            contextStore: store,
-            pollWaitMs: 20,
-            handler: async ({ effects }) => {
-              calls += 1;
-              await effects.once('charge', () => calls);
-              return complete({ parts: [{ kind: 'text', text: 'ok' }] });
-            },
-          }),
-        );
+        // The same hop under new bus keys, as a re-published outbox sends it.
+        const { worker, calls, deliver } = chargingWorker(bus, store);
+        workers.push(worker);
         // A suspended run's checkpoint, older than the retention by the end.
         await store.complete(
-          record('other-hop', {
+          completionRecord('other-hop', {
             runId: 'run-2',
             checkpoint: { token: 'tok-live', state: {}, headers: hop('x').headers },
           }),
         );
-        const drained = async () => {
-          const stats = await bus.stats('r');
-          return stats.depth === 0 && stats.inFlight === 0 && stats.delayed === 0;
-        };
-        // The same hop (headers.idempotencyKey hop-1) under new bus keys, as a re-published outbox sends it.
-        const deliver = async (busKey: string) => {
-          await bus.publish('r', hop(1), { idempotencyKey: busKey });
-          await until(drained, 5000, `${busKey} to be taken`);
-        };
         await deliver('first');
         const recordedAt = Date.now();
-        expect(calls).toBe(1);
+        expect(calls()).toBe(1);
         await deliver('again-within');
-        expect(calls).toBe(1);
+        expect(calls()).toBe(1);
         expect(Date.now() - recordedAt).toBeLessThan(retentionMs);
 
         await until(async () => (await store.completion('hop-1')) === undefined, 5000, 'the completion to expire');
         expect(Date.now() - recordedAt).toBeGreaterThanOrEqual(retentionMs - 50);
         await until(async () => (await store.effect('hop-1', 'charge')) === undefined, 2000, 'the effect to expire');
         await deliver('again-after');
-        expect(calls).toBe(2);
+        expect(calls()).toBe(2);
         expect(await store.effect('hop-1', 'charge')).toEqual({ value: 2 });
         await sleep(50);
         expect(await store.checkpoint('tok-live')).toMatchObject({ runId: 'run-2', resumedAt: undefined });
