@@ -575,7 +575,7 @@ class RunningCoordinator implements Coordinator {
     return this.#p.mirror.idle();
   }
 
-  forgetEndedRuns(): Promise<number> {
+  async forgetEndedRuns(): Promise<number> {
     this.#assertOpen();
     return this.#p.forgetter.forgetEnded();
   }

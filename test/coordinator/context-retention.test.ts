@@ -326,6 +326,7 @@ describe("the Coordinator forgets an ended run's context after the retention", (
     const done = await first.createWorkItem({ workflow: 'plan-build', input: 'quick' });
     expect((await first.settled(done)).state).toBe('completed');
     await first.close();
+    await expect(first.forgetEndedRuns()).rejects.toMatchObject({ code: 'COORD_CLOSED' });
 
     offset += 30 * 60 * 1000;
     const second = await open();
