@@ -67,6 +67,7 @@ export type { DeliveriesOptions } from './bus/deliveries.js';
 export { createDispatcher } from './bus/dispatcher.js';
 export type { Dispatcher, StartHop, Started, RoleQuery, ResultDelivery } from './bus/dispatcher.js';
 export * from './persistence/context-store.js';
+export * from './persistence/context-retention.js';
 export { createWorker, complete, suspend, derivedKey, NonRetryableError, WorkerError } from './actors/worker.js';
 export type {
   Worker,
@@ -96,6 +97,7 @@ export * from './actors/workflow-loader.js';
 // The Coordinator (issue 6).
 export { createCoordinator } from './actors/coordinator.js';
 export type { Coordinator, CoordinatorOptions, CreateWorkItem, RoleDeployment } from './actors/coordinator.js';
+export type { ForgetRunsOptions } from './actors/coordinator-forget.js';
 export * from './actors/coordinator-types.js';
 export * from './actors/coordinator-store.js';
 export { COORDINATOR_AGENT_NAME, EDGE_AGENT_NAME, SWITCHBOARD_METADATA_KEY } from './actors/human-edge.js';

@@ -90,7 +90,10 @@ export const CONTEXT_RETENTION_HELP = `  --context-retention-ms MS
                           how long the Context Engine keeps what stops a
                           returning hop from running twice (completion
                           records, effect markers, resumed checkpoints)
-                          before pruning it; give every process the same.
+                          before pruning it, and (coordinator) how long a
+                          finished run's outputs, memory and checkpoints
+                          stay before they are forgotten; give every
+                          process the same.
                           ${DEFAULT_IDEMPOTENCY_RETENTION_MS} (the bus's 1 h idempotency retention) to
                           ${MAX_CONTEXT_RETENTION_MS}; default ${DEFAULT_CONTEXT_RETENTION_MS} (24 h)`;
 
