@@ -28,6 +28,7 @@ import { safeRedisUrl } from './redis-url.js';
  * Keys share the bus's hash tag (one cluster slot per deployment):
  *
  *   {p}:cx:o:<runId>        the run's hop outputs, oldest first (list of JSON)
+ *   {p}:cx:q:<runId>        whose outputs those are (set of their `cx:d:` key names)
  *   {p}:cx:m:<runId>        the run's memory (hash: key -> JSON)
  *   {p}:cx:c:<token>        a checkpoint (hash: `body` JSON, `resumedAt`)
  *   {p}:cx:k:<runId>        the run's checkpoints (set of their `cx:c:` key names)
@@ -42,8 +43,12 @@ import { safeRedisUrl } from './redis-url.js';
  * a marker is added, so it lives the retention past its newest marker. TTLs
  * run on the Redis server's clock. Outputs, memory and checkpoints not yet
  * resumed are the run's context: kept until `forgetRun` deletes them (one
- * script: the run's `o`, `m`, `k` keys and every checkpoint `k` names), which
- * the Coordinator calls once the run has been over for the retention.
+ * script: the run's `o`, `q`, `m`, `k` keys and every checkpoint `k` names),
+ * which the Coordinator calls once the run has been over for the retention.
+ * A hop that returns after its completion record expired runs again, but its
+ * output is not appended a second time: the run's `q` set names the hops
+ * whose output the list holds (as SQLite's unique idempotency key does;
+ * outputs written before the set existed are not in it).
  *
  * `applyOnce` (effects written in the store's own SQLite transaction) has no
  * Redis counterpart: `effects.atomic` is refused on this store and handlers
@@ -52,14 +57,14 @@ import { safeRedisUrl } from './redis-url.js';
 
 /**
  * KEYS: completion, outputs, memory, new checkpoint, resumed checkpoint, the
- * run's checkpoint set.
+ * run's checkpoint set, the run's set of hops with an output.
  * ARGV: completion JSON, output JSON or '', checkpoint JSON or '', now,
  * '1' when a checkpoint was resumed, retention ms, then memory triples.
  */
 const COMPLETE_SCRIPT = `
 local ok = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[6])
 if not ok then return {0, redis.call('GET', KEYS[1])} end
-if ARGV[2] ~= '' then redis.call('RPUSH', KEYS[2], ARGV[2]) end
+if ARGV[2] ~= '' and redis.call('SADD', KEYS[7], KEYS[1]) == 1 then redis.call('RPUSH', KEYS[2], ARGV[2]) end
 if ARGV[3] ~= '' then
   redis.call('HSETNX', KEYS[4], 'body', ARGV[3])
   redis.call('SADD', KEYS[6], KEYS[4])
@@ -86,7 +91,8 @@ return 1
 `;
 
 /**
- * Forgets a run. KEYS: outputs, memory, the run's checkpoint set. The
+ * Forgets a run. KEYS: outputs, memory, the run's checkpoint set, the run's
+ * set of hops with an output. The
  * checkpoints it names are keys of the same deployment (same hash tag, so
  * the same cluster slot), deleted in the same script.
  */
@@ -95,7 +101,7 @@ local checkpoints = redis.call('SMEMBERS', KEYS[3])
 for i = 1, #checkpoints, 500 do
   redis.call('DEL', unpack(checkpoints, i, math.min(i + 499, #checkpoints)))
 end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
 return #checkpoints
 `;
 
@@ -169,7 +175,7 @@ export class RedisContextStore implements ContextStore {
     this.#clock = options.clock ?? systemClock;
   }
 
-  #key(kind: 'o' | 'm' | 'c' | 'k' | 'd' | 'e', id: string): string {
+  #key(kind: 'o' | 'q' | 'm' | 'c' | 'k' | 'd' | 'e', id: string): string {
     return `${this.#tag}:cx:${kind}:${id}`;
   }
 
@@ -296,6 +302,7 @@ export class RedisContextStore implements ContextStore {
         this.#key('c', token ?? key),
         this.#key('c', resumed ?? key),
         this.#key('k', runId),
+        this.#key('q', runId),
       ],
       arguments: [
         completionText,
@@ -330,7 +337,7 @@ export class RedisContextStore implements ContextStore {
     this.#assertOpen();
     const run = checkKey(runId, 'runId');
     await this.#client.eval(FORGET_SCRIPT, {
-      keys: [this.#key('o', run), this.#key('m', run), this.#key('k', run)],
+      keys: [this.#key('o', run), this.#key('m', run), this.#key('k', run), this.#key('q', run)],
       arguments: [],
     });
   }

@@ -408,7 +408,7 @@ describe("the Coordinator forgets an ended run's context after the retention", (
 
         offset += 2 * 60 * 1000;
         await until(() => coordinator.store.contextForgottenAt(done) !== null, 5000, 'the ended run to be forgotten');
-        expect(await client.exists([key('o', done), key('m', done), key('k', done)])).toBe(0);
+        expect(await client.exists([key('o', done), key('q', done), key('m', done), key('k', done)])).toBe(0);
         expect((await contextStore.hydrate(done)).outputs).toEqual([]);
         // The live (suspended) run keeps its outputs, memory and checkpoint.
         expect(await client.lLen(key('o', waiting))).toBe(1);

@@ -239,6 +239,8 @@ describe('the Context Engine retention on SQLite', () => {
       // Past the retention nothing remembers the hop: it runs, and applies its effect, again.
       expect(calls()).toBe(2);
       expect(await store.effect('hop-1', 'charge')).toEqual({ value: 2 });
+      // Its output is recorded once: the run's context holds the first.
+      expect((await store.hydrate('run-1')).outputs.map((o) => o.idempotencyKey)).toEqual(['hop-1']);
       expect((await bus.stats('r')).deadLetters).toBe(0);
     });
   });
