@@ -9,6 +9,7 @@ import {
   parseCommandArgs,
   reportUsageError,
   stringFlag,
+  databaseFileFlag,
 } from './command-args.js';
 
 export const APPROVE_USAGE = `Usage: switchboard approve --item ID --approver NAME [--deny [--reason TEXT]]
@@ -63,7 +64,7 @@ async function runApprove(argv: string[]): Promise<number> {
     const reason = stringFlag(args, 'reason');
     if (reason !== undefined && !deny) throw new CliUsageError('--reason goes with --deny');
     if (reason !== undefined && reason.length > 2000) throw new CliUsageError('--reason is at most 2000 characters');
-    parsed = { bus: parseBusChoice(args, stringFlag(args, 'db')), itemId, approver, deny, reason };
+    parsed = { bus: parseBusChoice(args, databaseFileFlag(args)), itemId, approver, deny, reason };
   } catch (error) {
     if (error instanceof CliUsageError) return reportUsageError('approve', error, APPROVE_USAGE);
     throw error;

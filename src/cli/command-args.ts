@@ -1,3 +1,4 @@
+import { IN_MEMORY_PATH, isInMemoryPath } from '../persistence/database.js';
 import { parseArgs } from 'node:util';
 
 /**
@@ -39,6 +40,22 @@ export function stringFlag(args: ParsedArgs, name: string): string | undefined {
   const value = args.values[name];
   if (value === undefined) return undefined;
   if (typeof value !== 'string' || value.length === 0) throw new CliUsageError(`--${name} needs a value`);
+  return value;
+}
+
+/**
+ * `--db PATH` of a command whose file other processes open by name or a
+ * restart reopens (the Coordinator, workers, the demo, the control-plane
+ * commands): `:memory:` would be a database no one else can see, gone with
+ * the process, so it is refused. Only `switchboard serve` takes it.
+ */
+export function databaseFileFlag(args: ParsedArgs): string | undefined {
+  const value = stringFlag(args, 'db');
+  if (value !== undefined && isInMemoryPath(value)) {
+    throw new CliUsageError(
+      `--db ${IN_MEMORY_PATH} is a database in memory, which no other process can open and which is gone with this one: give a file path (only switchboard serve keeps a broker in memory)`,
+    );
+  }
   return value;
 }
 

@@ -40,6 +40,7 @@ import {
   parseCommandArgs,
   reportUsageError,
   stringFlag,
+  databaseFileFlag,
 } from './command-args.js';
 import { stopSignal } from './stop-signal.js';
 
@@ -101,7 +102,7 @@ interface Flags {
 function parseFlags(all: string[]): Flags {
   const { argv, inspect } = splitInspectOption(all);
   const args = parseCommandArgs(argv, COORDINATOR_FLAGS, 0);
-  const db = stringFlag(args, 'db');
+  const db = databaseFileFlag(args);
   if (db === undefined) throw new CliUsageError('--db PATH is required');
   const autoApprove = stringFlag(args, 'auto-approve');
   if (autoApprove !== undefined && autoApprove.length > 128) {

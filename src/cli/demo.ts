@@ -18,7 +18,7 @@ import {
   choiceFlag,
   parseCommandArgs,
   reportUsageError,
-  stringFlag,
+  databaseFileFlag,
 } from './command-args.js';
 
 export const DEMO_USAGE = `Usage: switchboard demo [--db PATH] [--approve|--deny] [--json] [--log-level LEVEL]
@@ -83,7 +83,7 @@ function parseFlags(all: string[]): DemoFlags {
   const deny = booleanFlag(args, 'deny');
   if (approve && deny) throw new CliUsageError('give --approve or --deny, not both');
   return {
-    db: stringFlag(args, 'db'),
+    db: databaseFileFlag(args),
     approval: approve ? 'approve' : deny ? 'deny' : undefined,
     json: booleanFlag(args, 'json'),
     logLevel: choiceFlag(args, 'log-level', LOG_LEVELS, 'error'),

@@ -13,6 +13,7 @@ import {
   reportUsageError,
   stringFlag,
   stringListFlag,
+  databaseFileFlag,
 } from './command-args.js';
 import { type OpenedDatabase, openExistingDatabase, requireComponent } from './read-database.js';
 import { formatEpoch, renderTable } from './table.js';
@@ -99,7 +100,7 @@ function parseFlags(argv: string[]): DlqFlags {
   }
   return {
     sub,
-    db: stringFlag(args, 'db'),
+    db: databaseFileFlag(args),
     role,
     ids: ids === undefined ? undefined : [...new Set(ids)],
     limit: countFlag(args, 'limit', 100, LIST_PAGE),

@@ -12,6 +12,7 @@ import {
   parseCommandArgs,
   reportUsageError,
   stringFlag,
+  databaseFileFlag,
 } from './command-args.js';
 
 export const SUBMIT_USAGE = `Usage: switchboard submit --workflow ID --input TEXT [--id KEY] [--count N]
@@ -69,7 +70,7 @@ async function runSubmit(argv: string[]): Promise<number> {
       throw error;
     }
     parsed = {
-      bus: parseBusChoice(args, stringFlag(args, 'db')),
+      bus: parseBusChoice(args, databaseFileFlag(args)),
       workflow,
       input,
       ids,

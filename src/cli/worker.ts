@@ -34,6 +34,7 @@ import {
   reportUsageError,
   stringFlag,
   stringListFlag,
+  databaseFileFlag,
 } from './command-args.js';
 import {
   INSPECT_USAGE,
@@ -141,7 +142,7 @@ function parseFlags(all: string[]): Flags {
     inspect,
     roles,
     handler,
-    bus: parseBusChoice(args, stringFlag(args, 'db')),
+    bus: parseBusChoice(args, databaseFileFlag(args)),
     concurrency: countFlag(args, 'concurrency', 1, 256),
     leaseMs: msFlag(stringFlag(args, 'lease-ms'), 'lease-ms', 30_000, 100, 3_600_000),
     graceMs: msFlag(stringFlag(args, 'grace-ms'), 'grace-ms', 10_000, 0, 3_600_000),

@@ -12,10 +12,10 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the real `switchboard` command (the build in dist/) in a child process. */
-export function runCli(args: readonly string[]): Promise<CliResult> {
+/** Runs the real `switchboard` command (the build in dist/) in a child process (in `cwd`, default ours). */
+export function runCli(args: readonly string[], cwd?: string): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'], cwd });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
