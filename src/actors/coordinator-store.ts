@@ -457,6 +457,7 @@ export class CoordinatorStore {
     endedUnforgotten: Statement<[number, number], { id: string }>;
     contextForgottenAt: Statement<[string], { context_forgotten_at: number | null }>;
     forgetAgain: Statement<[string]>;
+    markForgotten: Statement<[number, string]>;
   };
 
   constructor(db: SqliteDatabase) {
@@ -514,6 +515,11 @@ export class CoordinatorStore {
       contextForgottenAt: db.prepare('SELECT context_forgotten_at FROM coord_items WHERE id = ?'),
       forgetAgain: db.prepare(
         'UPDATE coord_items SET context_forgotten_at = NULL WHERE id = ? AND context_forgotten_at IS NOT NULL',
+      ),
+      // The ids as one JSON array: one statement, prepared once, whatever the batch size.
+      markForgotten: db.prepare(
+        `UPDATE coord_items SET context_forgotten_at = ? WHERE finished_at IS NOT NULL
+           AND context_forgotten_at IS NULL AND id IN (SELECT value FROM json_each(?))`,
       ),
     };
   }
@@ -612,15 +618,7 @@ export class CoordinatorStore {
 
   /** Records that the Context Engine forgot these ended items' runs (only ended items are marked). */
   markContextForgotten(itemIds: readonly string[], at: number): void {
-    for (let i = 0; i < itemIds.length; i += 500) {
-      const chunk = itemIds.slice(i, i + 500);
-      this.db
-        .prepare(
-          `UPDATE coord_items SET context_forgotten_at = ? WHERE finished_at IS NOT NULL
-             AND context_forgotten_at IS NULL AND id IN (${chunk.map(() => '?').join(',')})`,
-        )
-        .run(at, ...chunk);
-    }
+    if (itemIds.length > 0) this.#s.markForgotten.run(at, JSON.stringify(itemIds));
   }
 
   insertItem(item: {

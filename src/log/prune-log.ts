@@ -1,9 +1,5 @@
+import type { PruneOutcome } from '../persistence/context-retention.js';
 import type { Logger } from './logger.js';
-
-/** What a Context Engine's pruning pass reports (`SqliteContextStoreOptions.onPrune`). */
-export type PruneOutcome =
-  | { pruned: { completions: number; effects: number; checkpoints: number }; ms: number }
-  | { error: unknown };
 
 /** Logs a pruning pass that deleted something (debug) or failed (warn: the next pass tries again). */
 export function logContextPrunes(log: Logger): (outcome: PruneOutcome) => void {

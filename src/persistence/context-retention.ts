@@ -60,6 +60,9 @@ export interface PruneCounts {
   checkpoints: number;
 }
 
+/** What a pruning pass reports to its owner: what it deleted and how long it took, or why it failed. */
+export type PruneOutcome = { pruned: PruneCounts; ms: number } | { error: unknown };
+
 export interface ContextRetentionOptions {
   /**
    * How long completion records, effect markers and resumed checkpoints are

@@ -10,6 +10,7 @@ import { ContextStoreError, checkKey, checkPatch, toJson } from './context-argum
 import {
   type ContextRetentionOptions,
   type PruneCounts,
+  type PruneOutcome,
   checkPruneBatch,
   checkPruneIntervalMs,
   checkRetentionMs,
@@ -22,6 +23,7 @@ export {
   DEFAULT_CONTEXT_PRUNE_INTERVAL_MS,
   DEFAULT_CONTEXT_RETENTION_MS,
   type PruneCounts,
+  type PruneOutcome,
 } from './context-retention.js';
 
 /**
@@ -262,7 +264,7 @@ export interface SqliteContextStoreOptions extends ContextRetentionOptions {
   /** Rows of each kind deleted per transaction while pruning (default 500). */
   pruneBatch?: number;
   /** Told what each pruning pass deleted, or why it failed (the next pass tries again). */
-  onPrune?: (outcome: { pruned: PruneCounts; ms: number } | { error: unknown }) => void;
+  onPrune?: (outcome: PruneOutcome) => void;
 }
 
 /**
