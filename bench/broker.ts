@@ -20,7 +20,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { firstValueFrom } from 'rxjs';
 import { filter, take } from 'rxjs/operators';
-import { type Broker, createBroker } from '../src/actors/broker.js';
+import { type Broker, createBroker } from '../src/actors/broker/broker.js';
 import type { DurableEvent } from '../src/protocol/events.js';
 import { type Rate, rawDelegations } from './raw-delegation.js';
 

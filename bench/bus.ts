@@ -17,11 +17,11 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue, Worker } from 'bullmq';
-import { SqliteQueue } from '../src/bus/sqlite-queue.js';
-import { createWorker } from '../src/actors/worker.js';
+import { SqliteQueue } from '../src/bus/sqlite/queue.js';
+import { createWorker } from '../src/actors/worker/worker.js';
 import type { PublishRequest } from '../src/bus/work-queue.js';
-import { SqliteContextStore } from '../src/persistence/context-store.js';
-import { type Durability, openDatabase } from '../src/persistence/database.js';
+import { SqliteContextStore } from '../src/persistence/context/sqlite-store.js';
+import { type Durability, openDatabase } from '../src/persistence/kernel/database.js';
 import { RESULTS_ROLE, type WorkEnvelope } from '../src/protocol/work-envelope.js';
 
 const ROUNDS = 3;

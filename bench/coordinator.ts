@@ -20,11 +20,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type RoleDeployment, createCoordinator } from '../src/actors/coordinator.js';
-import type { TimedStep } from '../src/actors/coordinator-engine.js';
-import { complete } from '../src/actors/worker.js';
-import { parseWorkflowDefinition } from '../src/machines/workflow-definition.js';
-import { openDatabase } from '../src/persistence/database.js';
+import { type RoleDeployment, createCoordinator } from '../src/actors/coordinator/coordinator.js';
+import type { TimedStep } from '../src/actors/coordinator/engine.js';
+import { complete } from '../src/actors/worker/worker.js';
+import { parseWorkflowDefinition } from '../src/workflow/definition.js';
+import { openDatabase } from '../src/persistence/kernel/database.js';
 
 const ITEMS = Number(process.env.BENCH_ITEMS ?? 400);
 const WAVE = 50;

@@ -16,7 +16,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import type { ActorInspector } from '../src/actors/inspection.js';
-import { createBroker } from '../src/actors/broker.js';
+import { createBroker } from '../src/actors/broker/broker.js';
 import { type InspectorServer, startInspectorServer } from '../src/inspect/inspector-server.js';
 import { createStatelyInspection } from '../src/inspect/stately-inspection.js';
 

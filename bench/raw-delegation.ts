@@ -8,10 +8,10 @@
  * commit would, to bound what any broker keeping these rows could reach.
  */
 import { join } from 'node:path';
-import { A2A_MIGRATION_SET } from '../src/persistence/a2a-schema.js';
-import { openDatabase } from '../src/persistence/database.js';
-import { createUuidV7Source } from '../src/persistence/ids.js';
-import { migrate } from '../src/persistence/migrations.js';
+import { A2A_MIGRATION_SET } from '../src/persistence/a2a/schema.js';
+import { openDatabase } from '../src/persistence/kernel/database.js';
+import { createUuidV7Source } from '../src/persistence/kernel/ids.js';
+import { migrate } from '../src/persistence/kernel/migrations.js';
 
 /** A rate (per wall-clock second) and the process CPU time per unit, in µs. */
 export interface Rate {

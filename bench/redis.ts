@@ -30,7 +30,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Queue, Worker } from 'bullmq';
 import { createClient } from 'redis';
-import { createRedisQueue } from '../src/bus/redis-queue.js';
+import { createRedisQueue } from '../src/bus/redis/queue.js';
 import type { Delivery, PublishRequest } from '../src/bus/work-queue.js';
 import type { WorkEnvelope } from '../src/protocol/work-envelope.js';
 

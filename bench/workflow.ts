@@ -19,12 +19,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createActor } from 'xstate';
-import { DEV_SDLC_WORKFLOW_PATH, loadWorkflowFile } from '../src/actors/workflow-loader.js';
-import { budgetPolicy, maxHopsPolicy, roleAllowListPolicy, runGovernance } from '../src/machines/governance.js';
+import { DEV_SDLC_WORKFLOW_PATH, loadWorkflowFile } from '../src/actors/coordinator/workflow-loader.js';
+import { budgetPolicy, maxHopsPolicy, roleAllowListPolicy, runGovernance } from '../src/workflow/governance.js';
 import { taskMachine } from '../src/machines/task-machine.js';
 import { workflowRunMachine } from '../src/machines/workflow-run-machine.js';
-import { AuditLog } from '../src/persistence/audit.js';
-import { openDatabase } from '../src/persistence/database.js';
+import { AuditLog } from '../src/persistence/audit/chain.js';
+import { openDatabase } from '../src/persistence/kernel/database.js';
 import type { AuditEntryInput } from '../src/protocol/audit.js';
 
 const ROUNDS = 5;

@@ -7,9 +7,9 @@ export * from './machines/task-transitions.js';
 export * from './machines/task-machine.js';
 export * from './machines/agent-machine.js';
 export { VERSION } from './version.js';
-export { createBroker, brokerClosedError } from './actors/broker.js';
-export type { Broker, BrokerOptions, BrokerOpenReport } from './actors/broker.js';
-export type { BrokerApi, BrokerMethod } from './actors/broker-api.js';
+export { createBroker, brokerClosedError } from './actors/broker/broker.js';
+export type { Broker, BrokerOptions, BrokerOpenReport } from './actors/broker/broker.js';
+export type { BrokerApi, BrokerMethod } from './actors/broker/api.js';
 export * from './protocol/a2a-tool.js';
 export { connect, CLIENT_METHODS } from './transport/client.js';
 export type {
@@ -53,22 +53,26 @@ export * from './protocol/work-envelope.js';
 export * from './machines/delivery-machine.js';
 export * from './machines/pool-machine.js';
 export * from './bus/work-queue.js';
-export { SqliteQueue, createSqliteQueue } from './bus/sqlite-queue.js';
-export type { SqliteQueueOptions } from './bus/sqlite-queue.js';
-export { RedisQueue, createRedisQueue } from './bus/redis-queue.js';
-export type { RedisQueueOptions } from './bus/redis-queue.js';
-export { RedisContextStore, RedisContextStoreError, createRedisContextStore } from './bus/redis-context-store.js';
-export type { RedisContextStoreOptions } from './bus/redis-context-store.js';
-export { RedisKeys, REDIS_GROUP } from './bus/redis-keys.js';
+export { SqliteQueue, createSqliteQueue } from './bus/sqlite/queue.js';
+export type { SqliteQueueOptions } from './bus/sqlite/queue.js';
+export { RedisQueue, createRedisQueue } from './bus/redis/queue.js';
+export type { RedisQueueOptions } from './bus/redis/queue.js';
+export {
+  RedisContextStore,
+  RedisContextStoreError,
+  createRedisContextStore,
+} from './persistence/context/redis-store.js';
+export type { RedisContextStoreOptions } from './persistence/context/redis-store.js';
+export { RedisKeys, REDIS_GROUP } from './bus/redis/keys.js';
 export { replyDispatch, replyInfo, resumeKey, REPLY_METADATA_KEY } from './bus/reply-routing.js';
 export type { ReplyInfo } from './bus/reply-routing.js';
 export { deliveries } from './bus/deliveries.js';
 export type { DeliveriesOptions } from './bus/deliveries.js';
 export { createDispatcher } from './bus/dispatcher.js';
 export type { Dispatcher, StartHop, Started, RoleQuery, ResultDelivery } from './bus/dispatcher.js';
-export * from './persistence/context-store.js';
-export * from './persistence/context-retention.js';
-export { createWorker, complete, suspend, derivedKey, NonRetryableError, WorkerError } from './actors/worker.js';
+export * from './persistence/context/sqlite-store.js';
+export * from './persistence/context/retention.js';
+export { createWorker, complete, suspend, derivedKey, NonRetryableError, WorkerError } from './actors/worker/worker.js';
 export type {
   Worker,
   WorkerOptions,
@@ -81,31 +85,36 @@ export type {
   Effects,
   StopOptions,
   WorkerErrorCode,
-} from './actors/worker.js';
-export { createPool, PoolConfigError } from './actors/pool.js';
-export type { Pool, PoolOptions } from './actors/pool.js';
+} from './actors/worker/worker.js';
+export { createPool, PoolConfigError } from './actors/worker/pool.js';
+export type { Pool, PoolOptions } from './actors/worker/pool.js';
 // Workflows, the WorkflowRun, governance and the hash-chained audit (issue 6).
 export * from './protocol/retry-policy.js';
 export * from './protocol/workflow.js';
 export * from './protocol/audit.js';
-export * from './machines/workflow-definition.js';
+export * from './workflow/definition.js';
 export * from './machines/workflow-run-transitions.js';
 export * from './machines/workflow-run-machine.js';
-export * from './machines/governance.js';
-export * from './persistence/audit.js';
-export * from './actors/workflow-loader.js';
+export * from './workflow/governance.js';
+export * from './persistence/audit/chain.js';
+export * from './actors/coordinator/workflow-loader.js';
 // The Coordinator (issue 6).
-export { createCoordinator } from './actors/coordinator.js';
-export type { Coordinator, CoordinatorOptions, CreateWorkItem, RoleDeployment } from './actors/coordinator.js';
-export type { ForgetRunsOptions } from './actors/coordinator-forget.js';
-export * from './actors/coordinator-types.js';
-export * from './actors/coordinator-store.js';
-export { COORDINATOR_AGENT_NAME, EDGE_AGENT_NAME, SWITCHBOARD_METADATA_KEY } from './actors/human-edge.js';
-export { ROLE_AGENTS_CONTEXT } from './actors/coordinator-mirror.js';
-export { DEFAULT_MAX_HOPS } from './actors/coordinator-policies.js';
-export { hopKey } from './actors/coordinator-engine.js';
-export type { TimedStep } from './actors/coordinator-engine.js';
-export { ASK_ROLE_PREFIX, AskForwarder, askTarget, routeAsks } from './actors/coordinator-asks.js';
+export { createCoordinator } from './actors/coordinator/coordinator.js';
+export type {
+  Coordinator,
+  CoordinatorOptions,
+  CreateWorkItem,
+  RoleDeployment,
+} from './actors/coordinator/coordinator.js';
+export type { ForgetRunsOptions } from './actors/coordinator/forget.js';
+export * from './actors/coordinator/types.js';
+export * from './persistence/coordinator/store.js';
+export { COORDINATOR_AGENT_NAME, EDGE_AGENT_NAME, SWITCHBOARD_METADATA_KEY } from './actors/coordinator/human-edge.js';
+export { ROLE_AGENTS_CONTEXT } from './actors/coordinator/mirror.js';
+export { DEFAULT_MAX_HOPS } from './actors/coordinator/policies.js';
+export { hopKey } from './actors/coordinator/engine.js';
+export type { TimedStep } from './actors/coordinator/engine.js';
+export { ASK_ROLE_PREFIX, AskForwarder, askTarget, routeAsks } from './actors/coordinator/asks.js';
 export {
   APPROVALS_ROLE,
   CoordinatorIntake,
@@ -113,5 +122,5 @@ export {
   REQUEST_ATTRIBUTE,
   submitApproval,
   submitItems,
-} from './actors/coordinator-intake.js';
-export type { ApprovalRequest, IntakeOptions, ItemRequest } from './actors/coordinator-intake.js';
+} from './actors/coordinator/intake.js';
+export type { ApprovalRequest, IntakeOptions, ItemRequest } from './actors/coordinator/intake.js';

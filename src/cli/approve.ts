@@ -1,4 +1,4 @@
-import { submitApproval } from '../actors/coordinator-intake.js';
+import { submitApproval } from '../actors/coordinator/intake.js';
 import type { WorkQueue } from '../bus/work-queue.js';
 import { BUS_FLAGS, BUS_HELP, openBus, parseBusChoice } from './bus-option.js';
 import type { CliCommand } from './command.js';

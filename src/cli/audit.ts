@@ -1,5 +1,5 @@
-import { AuditLog, type AuditVerification } from '../persistence/audit.js';
-import { SchemaVersionError } from '../persistence/migrations.js';
+import { AuditLog, type AuditVerification } from '../persistence/audit/chain.js';
+import { SchemaVersionError } from '../persistence/kernel/migrations.js';
 import type { AuditHead, AuditRow } from '../protocol/audit.js';
 import type { CliCommand } from './command.js';
 import {

@@ -1,10 +1,14 @@
-import { type RedisContextStore, createRedisContextStore } from '../bus/redis-context-store.js';
-import { createRedisQueue } from '../bus/redis-queue.js';
-import { SqliteQueue } from '../bus/sqlite-queue.js';
+import { type RedisContextStore, createRedisContextStore } from '../persistence/context/redis-store.js';
+import { createRedisQueue } from '../bus/redis/queue.js';
+import { SqliteQueue } from '../bus/sqlite/queue.js';
 import { DEFAULT_IDEMPOTENCY_RETENTION_MS, type WorkQueue } from '../bus/work-queue.js';
-import { type ContextStore, SqliteContextStore, type SqliteContextStoreOptions } from '../persistence/context-store.js';
-import { DEFAULT_CONTEXT_RETENTION_MS, MAX_CONTEXT_RETENTION_MS } from '../persistence/context-retention.js';
-import type { SqliteDatabase } from '../persistence/database.js';
+import {
+  type ContextStore,
+  SqliteContextStore,
+  type SqliteContextStoreOptions,
+} from '../persistence/context/sqlite-store.js';
+import { DEFAULT_CONTEXT_RETENTION_MS, MAX_CONTEXT_RETENTION_MS } from '../persistence/context/retention.js';
+import type { SqliteDatabase } from '../persistence/kernel/database.js';
 import { CliUsageError, type FlagSpec, type ParsedArgs, stringFlag } from './command-args.js';
 
 /**

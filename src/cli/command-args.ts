@@ -1,4 +1,4 @@
-import { IN_MEMORY_PATH, isInMemoryPath } from '../persistence/database.js';
+import { IN_MEMORY_PATH, isInMemoryPath } from '../persistence/kernel/database.js';
 import { parseArgs } from 'node:util';
 
 /**

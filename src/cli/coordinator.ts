@@ -1,17 +1,21 @@
 import { statSync } from 'node:fs';
-import { type Broker, createBroker } from '../actors/broker.js';
-import { type Coordinator, type RoleDeployment, createCoordinator } from '../actors/coordinator.js';
-import { CoordinatorIntake } from '../actors/coordinator-intake.js';
-import { SHIPPED_WORKFLOWS_DIR, loadWorkflowDirectory, loadWorkflowFile } from '../actors/workflow-loader.js';
+import { type Broker, createBroker } from '../actors/broker/broker.js';
+import { type Coordinator, type RoleDeployment, createCoordinator } from '../actors/coordinator/coordinator.js';
+import { CoordinatorIntake } from '../actors/coordinator/intake.js';
+import {
+  SHIPPED_WORKFLOWS_DIR,
+  loadWorkflowDirectory,
+  loadWorkflowFile,
+} from '../actors/coordinator/workflow-loader.js';
 import type { WorkQueue } from '../bus/work-queue.js';
 import { DEMO_DEPLOYMENTS } from '../demo/run-demo.js';
 import { DEMO_HANDLERS } from '../demo/roles.js';
 import { HOP_EVENT_KINDS, itemLogFields } from '../log/log-fields.js';
 import { LOG_LEVELS, type Logger, createLogger } from '../log/logger.js';
 import { logContextPrunes } from '../log/prune-log.js';
-import { WorkflowRegistry } from '../machines/workflow-definition.js';
-import type { ContextStore } from '../persistence/context-store.js';
-import { type SqliteDatabase, openDatabase } from '../persistence/database.js';
+import { WorkflowRegistry } from '../workflow/definition.js';
+import type { ContextStore } from '../persistence/context/sqlite-store.js';
+import { type SqliteDatabase, openDatabase } from '../persistence/kernel/database.js';
 import {
   BUS_FLAGS,
   BUS_HELP,

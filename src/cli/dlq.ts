@@ -1,7 +1,7 @@
-import { deadLetterCounts } from '../bus/dead-letter-roles.js';
-import { SqliteQueue } from '../bus/sqlite-queue.js';
+import { deadLetterCounts } from '../bus/sqlite/dead-letter-roles.js';
+import { SqliteQueue } from '../bus/sqlite/queue.js';
 import type { DeadLetter } from '../bus/work-queue.js';
-import { SchemaVersionError } from '../persistence/migrations.js';
+import { SchemaVersionError } from '../persistence/kernel/migrations.js';
 import { RoleSchema } from '../protocol/work-envelope.js';
 import type { CliCommand } from './command.js';
 import {

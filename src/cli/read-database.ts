@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { type SqliteDatabase, openDatabase } from '../persistence/database.js';
+import { type SqliteDatabase, openDatabase } from '../persistence/kernel/database.js';
 import { CliUsageError } from './command-args.js';
 
 /**

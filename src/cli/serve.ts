@@ -1,8 +1,8 @@
 import { Console } from 'node:console';
 import { resolve } from 'node:path';
-import { createBroker } from '../actors/broker.js';
+import { createBroker } from '../actors/broker/broker.js';
 import { LOG_LEVELS, type LogLevel, createLogger } from '../log/logger.js';
-import { type Durability, IN_MEMORY_PATH, isInMemoryPath } from '../persistence/database.js';
+import { type Durability, IN_MEMORY_PATH, isInMemoryPath } from '../persistence/kernel/database.js';
 import { BrokerSession } from '../transport/broker-session.js';
 import type { CliCommand } from './command.js';
 import { INSPECT_USAGE, type InspectTarget, startRequestedInspection, splitInspectOption } from './inspect-option.js';

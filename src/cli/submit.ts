@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { checkRequestId, submitItems } from '../actors/coordinator-intake.js';
+import { checkRequestId, submitItems } from '../actors/coordinator/intake.js';
 import type { WorkQueue } from '../bus/work-queue.js';
-import { CoordinatorError } from '../actors/coordinator-types.js';
+import { CoordinatorError } from '../actors/coordinator/types.js';
 import { BUS_FLAGS, BUS_HELP, openBus, parseBusChoice } from './bus-option.js';
 import type { CliCommand } from './command.js';
 import {

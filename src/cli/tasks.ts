@@ -1,7 +1,8 @@
-import { CoordinatorStore, type HopRecord, type ItemRecord } from '../actors/coordinator-store.js';
-import { countTasks, listTaskIds } from '../persistence/a2a-task-list.js';
-import { A2AStore, type TaskHead } from '../persistence/a2a-store.js';
-import { SchemaVersionError } from '../persistence/migrations.js';
+import { CoordinatorStore } from '../persistence/coordinator/store.js';
+import type { HopRecord, ItemRecord } from '../workflow/records.js';
+import { countTasks, listTaskIds } from '../persistence/a2a/task-list.js';
+import { A2AStore, type TaskHead } from '../persistence/a2a/store.js';
+import { SchemaVersionError } from '../persistence/kernel/migrations.js';
 import type { Part } from '../protocol/parts.js';
 import { TASK_STATES, type Task, type TaskState } from '../protocol/task.js';
 import type { CliCommand } from './command.js';

@@ -1,9 +1,9 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import type { RedisQueue } from '../bus/redis-queue.js';
+import type { RedisQueue } from '../bus/redis/queue.js';
 import { type SystemSnapshot, queueViewOf, readSystemSnapshot } from '../inspect/system-snapshot.js';
 import { type ScreenOptions, renderScreen } from '../inspect/top-screen.js';
-import { type SqliteDatabase, openDatabase } from '../persistence/database.js';
+import { type SqliteDatabase, openDatabase } from '../persistence/kernel/database.js';
 import { BUS_FLAGS, describeBus, openBus, parseBusChoice } from './bus-option.js';
 import type { CliCommand } from './command.js';
 import { CliUsageError, type FlagSpec, booleanFlag, parseCommandArgs, stringFlag } from './command-args.js';

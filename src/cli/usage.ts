@@ -1,5 +1,6 @@
-import { CoordinatorStore, type UsageGroup, type UsageGrouping } from '../actors/coordinator-store.js';
-import { SchemaVersionError } from '../persistence/migrations.js';
+import { CoordinatorStore } from '../persistence/coordinator/store.js';
+import type { UsageGroup, UsageGrouping } from '../workflow/records.js';
+import { SchemaVersionError } from '../persistence/kernel/migrations.js';
 import type { CliCommand } from './command.js';
 import {
   CliUsageError,

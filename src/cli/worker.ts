@@ -3,14 +3,14 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { firstValueFrom } from 'rxjs';
 import { filter } from 'rxjs/operators';
-import { routeAsks } from '../actors/coordinator-asks.js';
-import { type Pool, createPool } from '../actors/pool.js';
-import { NonRetryableError, type WorkHandler } from '../actors/worker.js';
+import { routeAsks } from '../actors/coordinator/asks.js';
+import { type Pool, createPool } from '../actors/worker/pool.js';
+import { NonRetryableError, type WorkHandler } from '../actors/worker/worker.js';
 import type { WorkQueue } from '../bus/work-queue.js';
 import { DEMO_HANDLERS } from '../demo/roles.js';
 import { LOG_LEVELS, type Logger, createLogger } from '../log/logger.js';
 import { logContextPrunes } from '../log/prune-log.js';
-import type { ContextStore } from '../persistence/context-store.js';
+import type { ContextStore } from '../persistence/context/sqlite-store.js';
 import { RoleSchema } from '../protocol/work-envelope.js';
 import {
   BUS_FLAGS,

@@ -1,6 +1,6 @@
-import type { HopRecord, ItemRecord } from '../actors/coordinator-store.js';
-import type { ItemStatus } from '../actors/coordinator-types.js';
-import type { AuditVerification } from '../persistence/audit.js';
+import type { HopRecord, ItemRecord } from '../workflow/records.js';
+import type { ItemStatus } from '../actors/coordinator/types.js';
+import type { AuditVerification } from '../persistence/audit/chain.js';
 
 /**
  * The demo's output: one readable line per event as it happens, then a

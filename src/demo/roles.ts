@@ -1,4 +1,4 @@
-import { NonRetryableError, type WorkHandler, complete, suspend } from '../actors/worker.js';
+import { NonRetryableError, type WorkHandler, complete, suspend } from '../actors/worker/worker.js';
 import type { Part } from '../protocol/parts.js';
 import { type DemoModel, demoUsage } from './pricing.js';
 

@@ -1,10 +1,10 @@
-import { type Coordinator, type RoleDeployment, createCoordinator } from '../actors/coordinator.js';
+import { type Coordinator, type RoleDeployment, createCoordinator } from '../actors/coordinator/coordinator.js';
 import type { ActorInspector } from '../actors/inspection.js';
-import type { ItemStatus } from '../actors/coordinator-types.js';
-import { DEV_SDLC_WORKFLOW_PATH, loadWorkflowFile } from '../actors/workflow-loader.js';
+import type { ItemStatus } from '../actors/coordinator/types.js';
+import { DEV_SDLC_WORKFLOW_PATH, loadWorkflowFile } from '../actors/coordinator/workflow-loader.js';
 import type { Logger } from '../log/logger.js';
 import type { PoolDeployment } from '../machines/pool-machine.js';
-import type { AuditVerification } from '../persistence/audit.js';
+import type { AuditVerification } from '../persistence/audit/chain.js';
 import { auditLine, itemTable, progressLine } from './progress.js';
 import { DEMO_HANDLERS } from './roles.js';
 

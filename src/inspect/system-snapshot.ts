@@ -1,5 +1,5 @@
 import type { QueueStats } from '../bus/work-queue.js';
-import type { SqliteDatabase } from '../persistence/database.js';
+import type { SqliteDatabase } from '../persistence/kernel/database.js';
 import { TASK_STATES, type TaskState } from '../protocol/task.js';
 
 /**

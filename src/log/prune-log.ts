@@ -1,4 +1,4 @@
-import type { PruneOutcome } from '../persistence/context-retention.js';
+import type { PruneOutcome } from '../persistence/context/retention.js';
 import type { Logger } from './logger.js';
 
 /** Logs a pruning pass that deleted something (debug) or failed (warn: the next pass tries again). */

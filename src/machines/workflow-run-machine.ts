@@ -1,5 +1,5 @@
 import { type Actor, type InspectionEvent, type Observer, type Snapshot, assign, createActor, setup } from 'xstate';
-import { checkWorkflowDefinition, formatPath } from './workflow-definition.js';
+import { checkWorkflowDefinition, formatPath } from '../workflow/definition.js';
 import {
   type WorkflowDefinition,
   type WorkflowRunEvent,

@@ -9,7 +9,7 @@ import {
   type WorkflowRunEventType,
   addRunUsage,
 } from '../protocol/workflow.js';
-import { stageRetryPolicy } from './workflow-definition.js';
+import { stageRetryPolicy } from '../workflow/definition.js';
 
 /**
  * The WorkflowRun's rules as data and pure functions: which event moves a

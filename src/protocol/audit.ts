@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { IdSchema } from './task.js';
 
 /**
- * The rows of the hash-chained audit (`src/persistence/audit.ts`): one per
+ * The rows of the hash-chained audit (`src/persistence/audit/chain.ts`): one per
  * thing that happened to a work item, in the order it happened.
  */
 

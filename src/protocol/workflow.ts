@@ -5,7 +5,7 @@ import { RetryPolicyFieldsSchema } from './retry-policy.js';
  * Workflow definitions: the versioned, declarative shape of a work item's
  * path through roles. A definition is data (JSON); it is checked as a whole
  * (targets, reachability, loop bounds, known roles) by
- * `parseWorkflowDefinition` in `src/machines/workflow-definition.ts`.
+ * `parseWorkflowDefinition` in `src/workflow/definition.ts`.
  */
 
 /** A workflow id: lower case, digits, `.`, `_`, `-`. */

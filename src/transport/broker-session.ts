@@ -1,5 +1,5 @@
 import type { Readable, Writable } from 'node:stream';
-import type { BrokerApi } from '../actors/broker-api.js';
+import type { BrokerApi } from '../actors/broker/api.js';
 import type { Logger } from '../log/logger.js';
 import { callLogFields } from '../log/log-fields.js';
 import { silentLogger } from '../log/logger.js';
@@ -8,7 +8,7 @@ import { handshakeResult } from '../protocol/handshake.js';
 import { HandshakeParamsSchema, type RegisterResult } from '../protocol/methods.js';
 import { parseParams } from '../protocol/parse.js';
 import { VERSION } from '../version.js';
-import { paramsText } from '../persistence/a2a-store.js';
+import { paramsText } from '../persistence/a2a/store.js';
 import { EventRelay, type EventSink } from './event-relay.js';
 import { JsonRpcServer } from './jsonrpc-server.js';
 

@@ -1,5 +1,5 @@
 import type { Duplex, Readable, Writable } from 'node:stream';
-import type { BrokerApi, BrokerMethod } from '../actors/broker-api.js';
+import type { BrokerApi, BrokerMethod } from '../actors/broker/api.js';
 import { A2A_DEFAULT_STREAM_WAIT_SECONDS, A2A_MAX_STREAM_WAIT_SECONDS, PROTOCOL_VERSION } from '../protocol/bounds.js';
 import { SwitchboardError, a2aError, invalidParams } from '../protocol/errors.js';
 import type { DurableEvent } from '../protocol/events.js';

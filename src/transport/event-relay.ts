@@ -1,5 +1,5 @@
 import type { Subscription } from 'rxjs';
-import type { BrokerApi } from '../actors/broker-api.js';
+import type { BrokerApi } from '../actors/broker/api.js';
 import type { Logger } from '../log/logger.js';
 import { MAX_EVENTS_LIMIT } from '../protocol/bounds.js';
 import { isSwitchboardError } from '../protocol/errors.js';

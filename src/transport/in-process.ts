@@ -1,5 +1,5 @@
 import { PassThrough } from 'node:stream';
-import type { BrokerApi } from '../actors/broker-api.js';
+import type { BrokerApi } from '../actors/broker/api.js';
 import type { Logger } from '../log/logger.js';
 import { BrokerSession } from './broker-session.js';
 import { type ConnectOptions, type SwitchboardClient, connect } from './client.js';

@@ -12,9 +12,9 @@ import {
   AuditLog,
   auditRowHash,
   canonicalAuditRow,
-} from '../../src/persistence/audit.js';
-import { type SqliteDatabase, openDatabase } from '../../src/persistence/database.js';
-import { SchemaVersionError, schemaVersion } from '../../src/persistence/migrations.js';
+} from '../../src/persistence/audit/chain.js';
+import { type SqliteDatabase, openDatabase } from '../../src/persistence/kernel/database.js';
+import { SchemaVersionError, schemaVersion } from '../../src/persistence/kernel/migrations.js';
 import type { AuditEntryInput } from '../../src/protocol/audit.js';
 
 const dirs: string[] = [];

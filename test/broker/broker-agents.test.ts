@@ -6,7 +6,7 @@
 import { fc, test as fcTest } from '@fast-check/vitest';
 import { createActor } from 'xstate';
 import { describe, expect, it } from 'vitest';
-import { type AgentActorLike, PlainAgentActor, startAgentActor } from '../../src/actors/broker-agents.js';
+import { type AgentActorLike, PlainAgentActor, startAgentActor } from '../../src/actors/broker/agents.js';
 import { agentMachine } from '../../src/machines/agent-machine.js';
 import { A2A_MAX_SENDS_PER_RUN } from '../../src/protocol/bounds.js';
 

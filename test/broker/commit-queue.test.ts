@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CommitQueue } from '../../src/actors/broker-commit-queue.js';
+import { CommitQueue } from '../../src/actors/broker/commit-queue.js';
 import { silentLogger } from '../../src/log/logger.js';
-import { type SqliteDatabase, openDatabase } from '../../src/persistence/database.js';
+import { type SqliteDatabase, openDatabase } from '../../src/persistence/kernel/database.js';
 import { a2aError } from '../../src/protocol/errors.js';
 import { tempDir } from './helpers.js';
 

@@ -4,7 +4,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createBroker } from '../../src/actors/broker.js';
+import { createBroker } from '../../src/actors/broker/broker.js';
 import { tempDir } from './helpers.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/crash-child.ts', import.meta.url));

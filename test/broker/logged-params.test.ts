@@ -5,7 +5,7 @@
  */
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LOGGED_PARAMS_TEXT, paramsText } from '../../src/persistence/a2a-store.js';
+import { LOGGED_PARAMS_TEXT, paramsText } from '../../src/persistence/a2a/store.js';
 import { type Harness, harness, register, settle, text } from './helpers.js';
 
 let h: Harness;

@@ -3,12 +3,12 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createBroker } from '../../src/actors/broker.js';
+import { createBroker } from '../../src/actors/broker/broker.js';
 import { createLogger } from '../../src/log/logger.js';
 import { LIVE_TASK_STATES, WORKER_STATUS_TABLE } from '../../src/machines/task-transitions.js';
-import { A2A_MIGRATION_SET } from '../../src/persistence/a2a-schema.js';
-import { openDatabase } from '../../src/persistence/database.js';
-import { SchemaVersionError, migrate, schemaVersion } from '../../src/persistence/migrations.js';
+import { A2A_MIGRATION_SET } from '../../src/persistence/a2a/schema.js';
+import { openDatabase } from '../../src/persistence/kernel/database.js';
+import { SchemaVersionError, migrate, schemaVersion } from '../../src/persistence/kernel/migrations.js';
 import type { TaskState } from '../../src/protocol/task.js';
 import { type Harness, dumpDatabase, harness, register, settle, tempDir, text } from './helpers.js';
 

@@ -14,7 +14,7 @@ import {
   TaskActorError,
   type TaskActors,
   createTaskActors,
-} from '../../src/actors/task-actors.js';
+} from '../../src/actors/broker/task-actors.js';
 import { TASK_MACHINE_VERSION } from '../../src/machines/task-machine.js';
 import { LIVE_TASK_STATES } from '../../src/machines/task-transitions.js';
 import { ALL_STATES, MOVERS, type SpecMove, VIAS, specMove } from '../machines/task-spec.js';

@@ -1,8 +1,8 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { WalCheckpointer } from '../../src/persistence/a2a-wal-checkpointer.js';
-import { type SqliteDatabase, openDatabase } from '../../src/persistence/database.js';
+import { WalCheckpointer } from '../../src/persistence/a2a/wal-checkpointer.js';
+import { type SqliteDatabase, openDatabase } from '../../src/persistence/kernel/database.js';
 import { harness, register, text, tempDir } from './helpers.js';
 
 let cleanup: () => void = () => {};

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { deliveries } from '../../src/bus/deliveries.js';
 import { BusError, type Delivery, type RoleSettings, type WorkQueue } from '../../src/bus/work-queue.js';
-import type { Clock } from '../../src/persistence/clock.js';
+import type { Clock } from '../../src/persistence/kernel/clock.js';
 import type { WorkEnvelope } from '../../src/protocol/work-envelope.js';
 
 /**

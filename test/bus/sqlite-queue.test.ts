@@ -2,10 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SqliteQueue } from '../../src/bus/sqlite-queue.js';
+import { SqliteQueue } from '../../src/bus/sqlite/queue.js';
 import type { WorkQueue } from '../../src/bus/work-queue.js';
-import { openDatabase } from '../../src/persistence/database.js';
-import { SchemaVersionError, schemaVersion } from '../../src/persistence/migrations.js';
+import { openDatabase } from '../../src/persistence/kernel/database.js';
+import { SchemaVersionError, schemaVersion } from '../../src/persistence/kernel/migrations.js';
 import { type ContractQueueOptions, runWorkQueueContract, workEnvelope } from './contract.js';
 
 function tempDir(): string {

@@ -1,9 +1,9 @@
 import { join } from 'node:path';
-import type { HopRecord, ItemRecord } from '../../src/actors/coordinator-store.js';
-import { createCoordinator } from '../../src/actors/coordinator.js';
-import { DEV_SDLC_WORKFLOW_PATH, loadWorkflowFile } from '../../src/actors/workflow-loader.js';
+import type { HopRecord, ItemRecord } from '../../src/workflow/records.js';
+import { createCoordinator } from '../../src/actors/coordinator/coordinator.js';
+import { DEV_SDLC_WORKFLOW_PATH, loadWorkflowFile } from '../../src/actors/coordinator/workflow-loader.js';
 import { DEMO_HANDLERS } from '../../src/demo/roles.js';
-import type { UsageGroup } from '../../src/actors/coordinator-store.js';
+import type { UsageGroup } from '../../src/workflow/records.js';
 
 /**
  * A database written by a real Coordinator: two work items on the dev SDLC

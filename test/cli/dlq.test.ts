@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { SqliteQueue } from '../../src/bus/sqlite-queue.js';
-import { AuditLog } from '../../src/persistence/audit.js';
-import { openDatabase } from '../../src/persistence/database.js';
+import { SqliteQueue } from '../../src/bus/sqlite/queue.js';
+import { AuditLog } from '../../src/persistence/audit/chain.js';
+import { openDatabase } from '../../src/persistence/kernel/database.js';
 import type { WorkEnvelope } from '../../src/protocol/work-envelope.js';
 import { type TempDir, fingerprint, runCli, runJson, tempDir } from './helpers.js';
 

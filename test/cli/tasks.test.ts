@@ -1,8 +1,8 @@
 import { copyFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createBroker } from '../../src/actors/broker.js';
-import type { HopRecord, ItemRecord } from '../../src/actors/coordinator-store.js';
-import { openDatabase } from '../../src/persistence/database.js';
+import { createBroker } from '../../src/actors/broker/broker.js';
+import type { HopRecord, ItemRecord } from '../../src/workflow/records.js';
+import { openDatabase } from '../../src/persistence/kernel/database.js';
 import type { Task } from '../../src/protocol/task.js';
 import { type CoordinatorDb, buildCoordinatorDb } from './coordinator-db.js';
 import { type TempDir, fingerprint, runCli, runJson, tempDir } from './helpers.js';

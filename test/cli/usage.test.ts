@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { UsageGroup } from '../../src/actors/coordinator-store.js';
-import { SqliteQueue } from '../../src/bus/sqlite-queue.js';
+import type { UsageGroup } from '../../src/workflow/records.js';
+import { SqliteQueue } from '../../src/bus/sqlite/queue.js';
 import { type CoordinatorDb, buildCoordinatorDb } from './coordinator-db.js';
 import { type TempDir, fingerprint, runCli, runJson, tempDir } from './helpers.js';
 

@@ -3,14 +3,18 @@ import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createClient } from 'redis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createBroker } from '../../src/actors/broker.js';
-import { type Coordinator, type CoordinatorOptions, createCoordinator } from '../../src/actors/coordinator.js';
-import { type Worker, type WorkHandler, complete, createWorker, suspend } from '../../src/actors/worker.js';
-import { createRedisContextStore } from '../../src/bus/redis-context-store.js';
-import { SqliteQueue } from '../../src/bus/sqlite-queue.js';
-import { parseWorkflowDefinition } from '../../src/machines/workflow-definition.js';
-import { DEFAULT_CONTEXT_RETENTION_MS, SqliteContextStore } from '../../src/persistence/context-store.js';
-import { openDatabase } from '../../src/persistence/database.js';
+import { createBroker } from '../../src/actors/broker/broker.js';
+import {
+  type Coordinator,
+  type CoordinatorOptions,
+  createCoordinator,
+} from '../../src/actors/coordinator/coordinator.js';
+import { type Worker, type WorkHandler, complete, createWorker, suspend } from '../../src/actors/worker/worker.js';
+import { createRedisContextStore } from '../../src/persistence/context/redis-store.js';
+import { SqliteQueue } from '../../src/bus/sqlite/queue.js';
+import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
+import { DEFAULT_CONTEXT_RETENTION_MS, SqliteContextStore } from '../../src/persistence/context/sqlite-store.js';
+import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { IN_CI, REDIS_URL, redisGate } from '../redis-availability.js';
 import { sleep } from '../worker/helpers.js';
 import { WARM, devSdlc, tempDir, until } from './helpers.js';

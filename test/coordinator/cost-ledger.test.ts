@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { HopRecord, ItemRecord } from '../../src/actors/coordinator-store.js';
-import { UNREPORTED_MODEL, accrue, segmentMs, totalTokens } from '../../src/actors/cost-ledger.js';
+import type { HopRecord, ItemRecord } from '../../src/workflow/records.js';
+import { UNREPORTED_MODEL, accrue, segmentMs, totalTokens } from '../../src/workflow/cost-ledger.js';
 
 const zero = { inputTokens: 0, outputTokens: 0, costUsd: 0, elapsedMs: 0 };
 

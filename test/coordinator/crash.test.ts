@@ -4,9 +4,9 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CoordinatorStore } from '../../src/actors/coordinator-store.js';
-import { AuditLog } from '../../src/persistence/audit.js';
-import { openDatabase } from '../../src/persistence/database.js';
+import { CoordinatorStore } from '../../src/persistence/coordinator/store.js';
+import { AuditLog } from '../../src/persistence/audit/chain.js';
+import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { tempDir, until } from './helpers.js';
 
 const here = dirname(fileURLToPath(import.meta.url));

@@ -2,9 +2,9 @@ import { spawn } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CoordinatorStore } from '../../src/actors/coordinator-store.js';
-import { AuditLog } from '../../src/persistence/audit.js';
-import { openDatabase } from '../../src/persistence/database.js';
+import { CoordinatorStore } from '../../src/persistence/coordinator/store.js';
+import { AuditLog } from '../../src/persistence/audit/chain.js';
+import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { tempDir } from './helpers.js';
 
 /** `switchboard demo` as a user runs it (the built CLI: `npm test` builds first). */

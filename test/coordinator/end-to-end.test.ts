@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { COORDINATOR_AGENT_NAME } from '../../src/actors/human-edge.js';
-import type { ItemStatus } from '../../src/actors/coordinator-types.js';
+import { COORDINATOR_AGENT_NAME } from '../../src/actors/coordinator/human-edge.js';
+import type { ItemStatus } from '../../src/actors/coordinator/types.js';
 import { type Fixture, autoApprove, openFixture } from './helpers.js';
 
 /**

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { CoordinatorError } from '../../src/actors/coordinator-types.js';
-import { type WorkHandler, complete } from '../../src/actors/worker.js';
+import { CoordinatorError } from '../../src/actors/coordinator/types.js';
+import { type WorkHandler, complete } from '../../src/actors/worker/worker.js';
 import { DEMO_HANDLERS } from '../../src/demo/roles.js';
-import type { NamedPolicy } from '../../src/machines/governance.js';
+import type { NamedPolicy } from '../../src/workflow/governance.js';
 import { RESULTS_ROLE, type ResultEnvelope } from '../../src/protocol/work-envelope.js';
 import { type Fixture, autoApprove, deployments, openFixture, until } from './helpers.js';
 

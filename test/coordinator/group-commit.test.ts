@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Delivery } from '../../src/bus/work-queue.js';
 import { DEMO_HANDLERS } from '../../src/demo/roles.js';
-import { openDatabase } from '../../src/persistence/database.js';
+import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { RESULTS_ROLE, type ResultEnvelope } from '../../src/protocol/work-envelope.js';
 import { type Fixture, deployments, openFixture, until } from './helpers.js';
 

@@ -6,9 +6,9 @@ import {
   type CoordinatorOptions,
   type RoleDeployment,
   createCoordinator,
-} from '../../src/actors/coordinator.js';
-import type { WorkHandler } from '../../src/actors/worker.js';
-import { DEV_SDLC_WORKFLOW_PATH, loadWorkflowFile } from '../../src/actors/workflow-loader.js';
+} from '../../src/actors/coordinator/coordinator.js';
+import type { WorkHandler } from '../../src/actors/worker/worker.js';
+import { DEV_SDLC_WORKFLOW_PATH, loadWorkflowFile } from '../../src/actors/coordinator/workflow-loader.js';
 import { DEMO_HANDLERS } from '../../src/demo/roles.js';
 import type { PoolDeployment } from '../../src/machines/pool-machine.js';
 import type { WorkflowDefinition } from '../../src/protocol/workflow.js';

@@ -2,8 +2,8 @@ import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Coordinator, createCoordinator } from '../../src/actors/coordinator.js';
-import { openDatabase } from '../../src/persistence/database.js';
+import { type Coordinator, createCoordinator } from '../../src/actors/coordinator/coordinator.js';
+import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { devSdlc, tempDir, until } from './helpers.js';
 
 /** One Coordinator per file: a second one is refused while the first lives, and takes over once it is gone. */

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Coordinator } from '../../src/actors/coordinator.js';
-import { type WorkHandler, complete, suspend } from '../../src/actors/worker.js';
+import type { Coordinator } from '../../src/actors/coordinator/coordinator.js';
+import { type WorkHandler, complete, suspend } from '../../src/actors/worker/worker.js';
 import { DEMO_HANDLERS } from '../../src/demo/roles.js';
 import { type Fixture, TO_ZERO, WARM, autoApprove, deployments, openFixture, until } from './helpers.js';
 

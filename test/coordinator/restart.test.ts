@@ -1,10 +1,10 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Coordinator, createCoordinator } from '../../src/actors/coordinator.js';
-import { COORDINATOR_SCHEMA, CoordinatorStore } from '../../src/actors/coordinator-store.js';
-import { openDatabase } from '../../src/persistence/database.js';
-import { migrate, schemaVersion } from '../../src/persistence/migrations.js';
+import { type Coordinator, createCoordinator } from '../../src/actors/coordinator/coordinator.js';
+import { COORDINATOR_SCHEMA, CoordinatorStore } from '../../src/persistence/coordinator/store.js';
+import { openDatabase } from '../../src/persistence/kernel/database.js';
+import { migrate, schemaVersion } from '../../src/persistence/kernel/migrations.js';
 import { deployments, devSdlc, tempDir, until } from './helpers.js';
 
 /** A Coordinator closed and opened again on the same file picks every live item up where it was. */

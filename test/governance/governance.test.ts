@@ -10,7 +10,7 @@ import {
   maxHopsPolicy,
   roleAllowListPolicy,
   runGovernance,
-} from '../../src/machines/governance.js';
+} from '../../src/workflow/governance.js';
 
 function hop(overrides: Partial<HopContext> = {}): HopContext {
   return {

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createPool } from '../../src/actors/pool.js';
-import { complete, createWorker } from '../../src/actors/worker.js';
+import { createPool } from '../../src/actors/worker/pool.js';
+import { complete, createWorker } from '../../src/actors/worker/worker.js';
 import type { WorkQueue } from '../../src/bus/work-queue.js';
 import { callLogFields, hopLogFields } from '../../src/log/log-fields.js';
 import { createLogger } from '../../src/log/logger.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createSequentialIdSource, createUuidV7Source } from '../../src/persistence/ids.js';
+import { createSequentialIdSource, createUuidV7Source } from '../../src/persistence/kernel/ids.js';
 
 describe('ids', () => {
   it('UUIDv7 ids are well formed and sort in creation order, even within one millisecond', () => {

@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openDatabase } from '../../src/persistence/database.js';
-import { SchemaVersionError, migrate, schemaVersion } from '../../src/persistence/migrations.js';
-import type { MigrationSet } from '../../src/persistence/migrations.js';
+import { openDatabase } from '../../src/persistence/kernel/database.js';
+import { SchemaVersionError, migrate, schemaVersion } from '../../src/persistence/kernel/migrations.js';
+import type { MigrationSet } from '../../src/persistence/kernel/migrations.js';
 
 let dir: string;
 beforeEach(() => {

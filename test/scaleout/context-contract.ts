@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type ContextStore, ContextStoreError } from '../../src/persistence/context-store.js';
+import { type ContextStore, ContextStoreError } from '../../src/persistence/context/sqlite-store.js';
 import { hop, completionRecord as record } from '../worker/helpers.js';
 
 /**

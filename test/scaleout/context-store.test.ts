@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient } from 'redis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createRedisContextStore } from '../../src/bus/redis-context-store.js';
-import { SqliteContextStore } from '../../src/persistence/context-store.js';
+import { createRedisContextStore } from '../../src/persistence/context/redis-store.js';
+import { SqliteContextStore } from '../../src/persistence/context/sqlite-store.js';
 import { runContextStoreContract } from './context-contract.js';
 import { IN_CI, REDIS_URL, redisGate } from '../redis-availability.js';
 

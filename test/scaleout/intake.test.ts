@@ -6,7 +6,7 @@ import {
   REQUEST_ATTRIBUTE,
   submitApproval,
   submitItems,
-} from '../../src/actors/coordinator-intake.js';
+} from '../../src/actors/coordinator/intake.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { type Fixture, openFixture, tempDir, until } from '../coordinator/helpers.js';
 

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { createClient } from 'redis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ITEMS_ROLE, REQUEST_ATTRIBUTE } from '../../src/actors/coordinator-intake.js';
-import { createRedisQueue } from '../../src/bus/redis-queue.js';
+import { ITEMS_ROLE, REQUEST_ATTRIBUTE } from '../../src/actors/coordinator/intake.js';
+import { createRedisQueue } from '../../src/bus/redis/queue.js';
 import {
   FIXTURE_HANDLER,
   type Proc,

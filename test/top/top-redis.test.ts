@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import { createClient } from 'redis';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type RedisQueue, createRedisQueue } from '../../src/bus/redis-queue.js';
+import { type RedisQueue, createRedisQueue } from '../../src/bus/redis/queue.js';
 import { TOP_FLAGS } from '../../src/cli/top.js';
 import { queueViewOf } from '../../src/inspect/system-snapshot.js';
 import { SWITCHBOARD_BIN } from '../../src/transport/serve-process.js';

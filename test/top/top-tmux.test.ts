@@ -2,7 +2,7 @@ import { execFile, execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createSqliteQueue } from '../../src/bus/sqlite-queue.js';
+import { createSqliteQueue } from '../../src/bus/sqlite/queue.js';
 import { SWITCHBOARD_BIN } from '../../src/transport/serve-process.js';
 import { workEnvelope } from '../bus/contract.js';
 import { RawServe, tempDir, text } from '../transport/helpers.js';

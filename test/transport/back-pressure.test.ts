@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Broker, createBroker } from '../../src/actors/broker.js';
+import { type Broker, createBroker } from '../../src/actors/broker/broker.js';
 import { BrokerSession } from '../../src/transport/broker-session.js';
 import { tempDir, text } from './helpers.js';
 

@@ -1,5 +1,5 @@
 import { Duplex, PassThrough } from 'node:stream';
-import { createBroker } from '../../src/actors/broker.js';
+import { createBroker } from '../../src/actors/broker/broker.js';
 import { BrokerSession } from '../../src/transport/broker-session.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SwitchboardError } from '../../src/protocol/errors.js';

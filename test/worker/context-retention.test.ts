@@ -2,15 +2,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Worker } from '../../src/actors/worker.js';
-import { SqliteQueue } from '../../src/bus/sqlite-queue.js';
+import type { Worker } from '../../src/actors/worker/worker.js';
+import { SqliteQueue } from '../../src/bus/sqlite/queue.js';
 import { DEFAULT_IDEMPOTENCY_RETENTION_MS } from '../../src/bus/work-queue.js';
 import {
   DEFAULT_CONTEXT_RETENTION_MS,
   type PruneCounts,
   SqliteContextStore,
-} from '../../src/persistence/context-store.js';
-import { type SqliteDatabase, openDatabase } from '../../src/persistence/database.js';
+} from '../../src/persistence/context/sqlite-store.js';
+import { type SqliteDatabase, openDatabase } from '../../src/persistence/kernel/database.js';
 import { chargingWorker, completionRecord, hop, sleep, until } from './helpers.js';
 
 /**

@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ContextStoreError, SqliteContextStore } from '../../src/persistence/context-store.js';
-import { openDatabase } from '../../src/persistence/database.js';
-import { SchemaVersionError, schemaVersion } from '../../src/persistence/migrations.js';
+import { ContextStoreError, SqliteContextStore } from '../../src/persistence/context/sqlite-store.js';
+import { openDatabase } from '../../src/persistence/kernel/database.js';
+import { SchemaVersionError, schemaVersion } from '../../src/persistence/kernel/migrations.js';
 import { hop, completionRecord as record } from './helpers.js';
 
 describe('the Context Engine on SQLite', () => {

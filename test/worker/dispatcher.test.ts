@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Worker, NonRetryableError, complete, createWorker, suspend } from '../../src/actors/worker.js';
+import { type Worker, NonRetryableError, complete, createWorker, suspend } from '../../src/actors/worker/worker.js';
 import { createDispatcher } from '../../src/bus/dispatcher.js';
 import type { ResultEnvelope } from '../../src/protocol/work-envelope.js';
 import { type Harness, openHarness } from './helpers.js';

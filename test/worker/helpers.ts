@@ -1,11 +1,15 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Worker, complete, createWorker } from '../../src/actors/worker.js';
-import { SqliteQueue, type SqliteQueueOptions } from '../../src/bus/sqlite-queue.js';
+import { type Worker, complete, createWorker } from '../../src/actors/worker/worker.js';
+import { SqliteQueue, type SqliteQueueOptions } from '../../src/bus/sqlite/queue.js';
 import type { WorkQueue } from '../../src/bus/work-queue.js';
-import { type CompletionRecord, type ContextStore, SqliteContextStore } from '../../src/persistence/context-store.js';
-import { type SqliteDatabase, openDatabase } from '../../src/persistence/database.js';
+import {
+  type CompletionRecord,
+  type ContextStore,
+  SqliteContextStore,
+} from '../../src/persistence/context/sqlite-store.js';
+import { type SqliteDatabase, openDatabase } from '../../src/persistence/kernel/database.js';
 import { RESULTS_ROLE, type ResultEnvelope, type WorkEnvelope } from '../../src/protocol/work-envelope.js';
 
 export interface Harness {

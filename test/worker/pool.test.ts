@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Pool, PoolConfigError, createPool } from '../../src/actors/pool.js';
-import type { WorkHandler } from '../../src/actors/worker.js';
+import { type Pool, PoolConfigError, createPool } from '../../src/actors/worker/pool.js';
+import type { WorkHandler } from '../../src/actors/worker/worker.js';
 import { type Harness, hop, openHarness, sleep, takeResults, until } from './helpers.js';
 
 describe('pools', () => {

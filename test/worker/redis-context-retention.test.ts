@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { createClient } from 'redis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Worker } from '../../src/actors/worker.js';
-import { type RedisContextStore, createRedisContextStore } from '../../src/bus/redis-context-store.js';
-import { type RedisQueue, createRedisQueue } from '../../src/bus/redis-queue.js';
-import { DEFAULT_CONTEXT_RETENTION_MS } from '../../src/persistence/context-store.js';
+import type { Worker } from '../../src/actors/worker/worker.js';
+import { type RedisContextStore, createRedisContextStore } from '../../src/persistence/context/redis-store.js';
+import { type RedisQueue, createRedisQueue } from '../../src/bus/redis/queue.js';
+import { DEFAULT_CONTEXT_RETENTION_MS } from '../../src/persistence/context/sqlite-store.js';
 import { IN_CI, REDIS_URL, redisGate } from '../redis-availability.js';
 import { chargingWorker, completionRecord, hop, sleep, until } from './helpers.js';
 

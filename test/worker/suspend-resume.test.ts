@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Pool, createPool } from '../../src/actors/pool.js';
-import { type HopResume, complete, suspend } from '../../src/actors/worker.js';
+import { type Pool, createPool } from '../../src/actors/worker/pool.js';
+import { type HopResume, complete, suspend } from '../../src/actors/worker/worker.js';
 import { replyDispatch } from '../../src/bus/reply-routing.js';
 import type { PublishRequest } from '../../src/bus/work-queue.js';
 import type { ResultEnvelope } from '../../src/protocol/work-envelope.js';

@@ -7,8 +7,8 @@ import {
   derivedKey,
   suspend,
   WorkerError,
-} from '../../src/actors/worker.js';
-import type { SqliteQueueOptions } from '../../src/bus/sqlite-queue.js';
+} from '../../src/actors/worker/worker.js';
+import type { SqliteQueueOptions } from '../../src/bus/sqlite/queue.js';
 import { type Harness, hop, openHarness, sleep, takeResults, until } from './helpers.js';
 
 const usage = { inputTokens: 12, outputTokens: 34, costUsd: 0.0021, model: 'test-model' };

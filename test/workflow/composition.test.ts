@@ -11,14 +11,14 @@ import {
   maxHopsPolicy,
   roleAllowListPolicy,
   runGovernance,
-} from '../../src/machines/governance.js';
+} from '../../src/workflow/governance.js';
 import {
   type WorkflowRunMachine,
   restoreWorkflowRun,
   workflowRunMachine,
 } from '../../src/machines/workflow-run-machine.js';
-import { AuditLog } from '../../src/persistence/audit.js';
-import { type SqliteDatabase, openDatabase } from '../../src/persistence/database.js';
+import { AuditLog } from '../../src/persistence/audit/chain.js';
+import { type SqliteDatabase, openDatabase } from '../../src/persistence/kernel/database.js';
 import type { AuditEntryInput } from '../../src/protocol/audit.js';
 import type { WorkflowRunEvent } from '../../src/protocol/workflow.js';
 import { DEV_ROLES, DEV_SDLC } from './fixtures.js';

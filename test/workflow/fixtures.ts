@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { DEV_SDLC_WORKFLOW_PATH } from '../../src/actors/workflow-loader.js';
-import { parseWorkflowDefinition } from '../../src/machines/workflow-definition.js';
+import { DEV_SDLC_WORKFLOW_PATH } from '../../src/actors/coordinator/workflow-loader.js';
+import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
 import type { WorkflowDefinition, WorkflowDefinitionInput } from '../../src/protocol/workflow.js';
 
 /** The roles of the dev SDLC demo. */

@@ -7,7 +7,7 @@ import {
   SHIPPED_WORKFLOWS_DIR,
   loadWorkflowDirectory,
   loadWorkflowFile,
-} from '../../src/actors/workflow-loader.js';
+} from '../../src/actors/coordinator/workflow-loader.js';
 import {
   WorkflowDefinitionError,
   type WorkflowProblem,
@@ -16,7 +16,7 @@ import {
   parseWorkflowDefinition,
   parseWorkflowDefinitionJson,
   stageRetryPolicy,
-} from '../../src/machines/workflow-definition.js';
+} from '../../src/workflow/definition.js';
 import type { WorkflowDefinitionInput } from '../../src/protocol/workflow.js';
 import { DEV_ROLES, DEV_SDLC, devSdlcJson } from './fixtures.js';
 

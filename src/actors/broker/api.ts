@@ -1,0 +1,50 @@
+import type { Observable } from 'rxjs';
+import type { DurableEvent } from '../../protocol/events.js';
+import type { MethodName, MethodParams, MethodResult } from '../../protocol/methods.js';
+
+/** The A2A methods a broker serves (every method of the table but the handshake). */
+export type BrokerMethod = Exclude<MethodName, 'app.handshake'>;
+
+/**
+ * The broker's public face, one method per row of PROTOCOL.md's method table.
+ * Params and results are exactly the wire shapes (already parsed: use
+ * `dispatch` for untrusted input). Every method resolves after its writes are
+ * committed; calls made in the same tick share one SQLite transaction (group
+ * commit) but each is atomic on its own: a refused call changes nothing.
+ */
+export interface BrokerApi {
+  register(params: MethodParams<'a2a.agents.register'>): Promise<MethodResult<'a2a.agents.register'>>;
+  deregister(params: MethodParams<'a2a.agents.deregister'>): Promise<MethodResult<'a2a.agents.deregister'>>;
+  listAgents(params: MethodParams<'a2a.agents.list'>): Promise<MethodResult<'a2a.agents.list'>>;
+  send(params: MethodParams<'a2a.message.send'>): Promise<MethodResult<'a2a.message.send'>>;
+  getTask(params: MethodParams<'a2a.tasks.get'>): Promise<MethodResult<'a2a.tasks.get'>>;
+  listTasks(params: MethodParams<'a2a.tasks.list'>): Promise<MethodResult<'a2a.tasks.list'>>;
+  setStatus(params: MethodParams<'a2a.tasks.status'>): Promise<MethodResult<'a2a.tasks.status'>>;
+  addArtifact(params: MethodParams<'a2a.tasks.artifact'>): Promise<MethodResult<'a2a.tasks.artifact'>>;
+  cancel(params: MethodParams<'a2a.tasks.cancel'>): Promise<MethodResult<'a2a.tasks.cancel'>>;
+  resubscribe(params: MethodParams<'a2a.tasks.resubscribe'>): Promise<MethodResult<'a2a.tasks.resubscribe'>>;
+  setPushConfig(
+    params: MethodParams<'a2a.tasks.pushNotificationConfig.set'>,
+  ): Promise<MethodResult<'a2a.tasks.pushNotificationConfig.set'>>;
+  getPushConfig(
+    params: MethodParams<'a2a.tasks.pushNotificationConfig.get'>,
+  ): Promise<MethodResult<'a2a.tasks.pushNotificationConfig.get'>>;
+  eventsSince(params: MethodParams<'a2a.events.since'>): Promise<MethodResult<'a2a.events.since'>>;
+
+  /**
+   * Validates untrusted params against the method's schema (-32602 or
+   * A2A_PAYLOAD_TOO_LARGE) and calls the method. Unknown methods are -32601.
+   */
+  dispatch(method: string, params: unknown): Promise<unknown>;
+
+  /**
+   * The live notifications (`a2a.task.event`, `a2a.push`) addressed to one
+   * registration, in `seq` order, as `{seq, method, params}`. Completes when
+   * the agent deregisters or the broker closes. Events committed while nobody
+   * listens wait in the durable log (`eventsSince`).
+   */
+  events(agentId: string): Observable<DurableEvent>;
+
+  /** Stops every actor and closes the database. Idempotent. */
+  close(): Promise<void>;
+}

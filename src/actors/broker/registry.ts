@@ -1,0 +1,90 @@
+import { createStore } from '@xstate/store';
+import type { AgentCard, AgentKind } from '../../protocol/agent.js';
+import type { Party } from '../../persistence/a2a/store.js';
+import type { AgentOutbox } from './agent-outbox.js';
+import type { AgentActorLike } from './agents.js';
+import type { TokenEntry } from './tokens.js';
+
+/** One live registration: an agent actor, its token's digest and its outbox. */
+export interface Registration {
+  readonly agentId: string;
+  readonly party: Party;
+  readonly kind: AgentKind;
+  readonly card: AgentCard;
+  readonly token: TokenEntry;
+  /** Replaced (not mutated) when a refused call undoes a counted send. */
+  actor: AgentActorLike;
+  readonly outbox: AgentOutbox;
+  /** The last seq of its party's event log, once read (the broker counts on from it); undefined until then. */
+  lastSeq: number | undefined;
+}
+
+export interface RegistryContext {
+  /** Live registrations by agentId. */
+  readonly byId: ReadonlyMap<string, Registration>;
+  /** `partyKey(contextId, name)` → agentId of the live registration. */
+  readonly byParty: ReadonlyMap<string, string>;
+  /** name → agentIds of the live registrations with that name, in any context. */
+  readonly byName: ReadonlyMap<string, ReadonlySet<string>>;
+  /** agentId → registration order (kept when a refused deregistration puts a registration back). */
+  readonly order: ReadonlyMap<string, number>;
+  /** Bumped on every change. */
+  readonly version: number;
+}
+
+export function partyKey(party: Party): string {
+  return `${party.contextId}\u0000${party.name}`;
+}
+
+/**
+ * The broker's registry of live registrations, an `@xstate/store`. Its maps
+ * are updated in place (O(1) per registration, whatever the number of live
+ * agents) and each change yields a new context object with a new `version`.
+ * A refused call undoes its change with the inverse event (`removed` for
+ * `added`, `added` with the old `order` for `removed`).
+ */
+export function createRegistry() {
+  const byId = new Map<string, Registration>();
+  const byParty = new Map<string, string>();
+  const byName = new Map<string, Set<string>>();
+  const order = new Map<string, number>();
+  let nextOrder = 0;
+  return createStore({
+    context: { byId, byParty, byName, order, version: 0 } as RegistryContext,
+    on: {
+      added: (context, event: { registration: Registration; order?: number }) => {
+        const r = event.registration;
+        byId.set(r.agentId, r);
+        byParty.set(partyKey(r.party), r.agentId);
+        let named = byName.get(r.party.name);
+        if (named === undefined) {
+          named = new Set();
+          byName.set(r.party.name, named);
+        }
+        named.add(r.agentId);
+        order.set(r.agentId, event.order ?? nextOrder++);
+        return { ...context, version: context.version + 1 };
+      },
+      removed: (context, event: { agentId: string }) => {
+        const r = byId.get(event.agentId);
+        if (r === undefined) return context;
+        byId.delete(r.agentId);
+        byParty.delete(partyKey(r.party));
+        const named = byName.get(r.party.name);
+        named?.delete(r.agentId);
+        if (named?.size === 0) byName.delete(r.party.name);
+        order.delete(r.agentId);
+        return { ...context, version: context.version + 1 };
+      },
+      cleared: (context) => {
+        byId.clear();
+        byParty.clear();
+        byName.clear();
+        order.clear();
+        return { ...context, version: context.version + 1 };
+      },
+    },
+  });
+}
+
+export type Registry = ReturnType<typeof createRegistry>;

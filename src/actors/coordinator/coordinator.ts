@@ -1,0 +1,762 @@
+import { type Observable, Subject, concat, defer, filter, of, takeWhile } from 'rxjs';
+import { z } from 'zod';
+import { type Dispatcher, type ResultDelivery, type StartHop, createDispatcher } from '../../bus/dispatcher.js';
+import { SqliteQueue } from '../../bus/sqlite/queue.js';
+import type { WorkQueue } from '../../bus/work-queue.js';
+import { type Logger, silentLogger } from '../../log/logger.js';
+import { logContextPrunes } from '../../log/prune-log.js';
+import { GovernanceConfigError, type PolicyEntry } from '../../workflow/governance.js';
+import type { PoolDeployment } from '../../machines/pool-machine.js';
+import { WorkflowRegistry } from '../../workflow/definition.js';
+import { isFinalRunState } from '../../machines/workflow-run-transitions.js';
+import { AuditLog } from '../../persistence/audit/chain.js';
+import { type Clock, systemClock } from '../../persistence/kernel/clock.js';
+import {
+  type ContextStore,
+  SqliteContextStore,
+  type SqliteContextStoreOptions,
+} from '../../persistence/context/sqlite-store.js';
+import { checkPruneBatch, checkPruneIntervalMs, checkRetentionMs } from '../../persistence/context/retention.js';
+import { type Durability, type SqliteDatabase, openDatabase } from '../../persistence/kernel/database.js';
+import { type IdSource, createUuidV7Source } from '../../persistence/kernel/ids.js';
+import { type Part, PartSchema } from '../../protocol/parts.js';
+import type { ResultEnvelope } from '../../protocol/work-envelope.js';
+import type { WorkflowDefinition, WorkflowRef } from '../../protocol/workflow.js';
+import { type Broker, createBroker } from '../broker/broker.js';
+import { CoordinatorEngine, type Step, type TimedStep } from './engine.js';
+import { AskForwarder, routeAsks } from './asks.js';
+import { EndedRunForgetter, type ForgetRunsOptions, checkForgetRunsOptions } from './forget.js';
+import { BrokerMirror } from './mirror.js';
+import { FileOwnership } from './ownership.js';
+import { CoordinatorGovernance } from './policies.js';
+import { CoordinatorStore } from '../../persistence/coordinator/store.js';
+import type { HopRecord, ItemBudget, ItemRecord, OutboxRow } from '../../workflow/records.js';
+import { CoordinatorError, type ItemStatus, statusOf } from './types.js';
+import { HumanEdge } from './human-edge.js';
+import { type Pool, createPool } from '../worker/pool.js';
+import type { WorkHandler } from '../worker/worker.js';
+import type { ActorInspector } from '../inspection.js';
+
+/**
+ * The Coordinator (ADR-0015's "small brain"): a deterministic actor that owns
+ * every work item's lifecycle. A work item is a top-level A2A task (requester:
+ * the human edge; worker: the Coordinator) with one WorkflowRun actor; each
+ * hop is a child task to a role's agent, dispatched through the work bus.
+ * At every hop it governs (the policy cascade), audits (hash-chained), accrues
+ * cost, and routes by the workflow definition; approval gates wait for a
+ * named approver; suspended hops wait with no worker running.
+ *
+ * Crash safety: each result is applied in ONE SQLite transaction (results read
+ * together share one commit, one savepoint each) (hop rows,
+ * cost, run snapshot, audit rows and the outbox of publishes), and its
+ * delivery is acked only after the outbox is published. A redelivered result
+ * is recognised and changes nothing; publishes carry deterministic
+ * idempotency keys, so re-publishing the outbox after a crash is harmless.
+ */
+
+/** A role's workers, run in this process by a pool. */
+export interface RoleDeployment {
+  handler: WorkHandler;
+  deployment: PoolDeployment;
+  /** Lease per hop delivery (default 30 s). */
+  visibilityTimeoutMs?: number;
+  /** How often the pool looks at its queue (default 50 ms). */
+  observeIntervalMs?: number;
+  /** How long a worker's consume waits before looping (default 200 ms). */
+  pollWaitMs?: number;
+}
+
+export interface CoordinatorOptions {
+  /** Embedded default: one SQLite file for the broker, the bus, the Context Engine, the audit and the Coordinator. */
+  path?: string;
+  durability?: Durability;
+  /** Or bring the parts (all of them; the caller closes them). */
+  broker?: Broker;
+  bus?: WorkQueue;
+  /** The database the Coordinator's tables and the audit live in. */
+  db?: SqliteDatabase;
+  contextStore?: ContextStore;
+  /**
+   * With `path`: how long the embedded Context Engine keeps completion
+   * records, effect markers and resumed checkpoints (`retentionMs`, default
+   * 24 h: see `src/persistence/context/retention.ts`), how often it prunes
+   * them (`pruneIntervalMs`, default 60 s) and how many rows per transaction
+   * (`pruneBatch`, default 500). A store you bring is configured by you.
+   */
+  contextRetention?: Pick<SqliteContextStoreOptions, 'retentionMs' | 'pruneIntervalMs' | 'pruneBatch'>;
+  /**
+   * How the Coordinator forgets the Context Engine's data of ended runs
+   * (outputs, memory, checkpoints) once they have been over for the store's
+   * `retentionMs`: a sweep every `intervalMs` (default 60 s, unref'd; `0`:
+   * only `forgetEndedRuns()`), `batch` runs at a time (default 100). The
+   * schedule is each item's `finished_at`, so it survives restarts.
+   */
+  forgetRuns?: ForgetRunsOptions;
+  /** The workflow definitions work items may follow (checked ones). */
+  definitions: readonly WorkflowDefinition[] | WorkflowRegistry;
+  /** User policies, run after the built-ins (budget, role allow-list, max hops). */
+  policies?: readonly PolicyEntry[];
+  /** Roles hops may go to (default: the roles of the definitions). */
+  allowedRoles?: Iterable<string>;
+  /** Hops per work item (default 50). */
+  maxHops?: number;
+  /** Worker pools to run in this process, by role. */
+  deployments?: Record<string, RoleDeployment>;
+  /** Lease on each result the Coordinator takes from the bus (default 30 s): how soon a crashed Coordinator's results come back. */
+  resultsVisibilityTimeoutMs?: number;
+  /** The Coordinator's consumer name on the results role. */
+  consumer?: string;
+  /** Called with the duration of each of the Coordinator's transactions (for benchmarks). */
+  /** `cpuUs`: the process's CPU time over the transaction (unlike `ns`, not inflated when the OS runs something else). */
+  /** `batch`: how many steps shared the commit (`ns`, `innerNs` and `cpuUs` are each one's share). */
+  onTiming?: (ns: number, what: TimedStep, innerNs: number, cpuUs: number, batch: number) => void;
+  clock?: Clock;
+  ids?: IdSource;
+  logger?: Logger;
+  /**
+   * One Coordinator per file: it owns the file while it runs (a heartbeat every
+   * `heartbeatMs`, default 1 s). Opening a file another live Coordinator owns
+   * is refused (`COORD_FILE_OWNED`); a dead owner's file is taken over at once
+   * (same host) or once its heartbeat is `staleMs` old (default 10 s).
+   */
+  ownership?: { heartbeatMs?: number; staleMs?: number };
+  /**
+   * An inspector (`--inspect`) given to every root actor: the broker's (when
+   * the Coordinator opens it), each work item's WorkflowRun and each pool.
+   */
+  inspect?: ActorInspector;
+}
+
+export interface CreateWorkItem {
+  /** A workflow id (its latest version) or an exact reference. */
+  workflow: string | WorkflowRef;
+  /** The request: text, or A2A parts. */
+  input: string | Part[];
+  budget?: ItemBudget;
+  /** Passed to user policies (`HopContext.attributes`). */
+  attributes?: Record<string, string | number | boolean>;
+}
+
+export interface Coordinator {
+  createWorkItem(request: CreateWorkItem): Promise<string>;
+  /** The item's status now, then on every change; completes after its final status. */
+  watch(itemId: string): Observable<ItemStatus>;
+  /** Every item's status changes (no initial value). */
+  readonly statuses$: Observable<ItemStatus>;
+  /** Resolves with the item's final status. */
+  settled(itemId: string): Promise<ItemStatus>;
+  approve(itemId: string, approver: string): Promise<void>;
+  deny(itemId: string, approver: string, reason?: string): Promise<void>;
+  cancel(itemId: string, options?: { by?: string; reason?: string }): Promise<void>;
+  get(itemId: string): ItemRecord | undefined;
+  list(): ItemRecord[];
+  hops(itemId: string): HopRecord[];
+  /** Changes a role's pool deployment (warm ↔ scale-to-zero), nothing else. */
+  configureRole(role: string, deployment: PoolDeployment): void;
+  readonly pools: ReadonlyMap<string, Pool>;
+  readonly store: CoordinatorStore;
+  readonly audit: AuditLog;
+  readonly bus: WorkQueue;
+  readonly broker: Broker;
+  readonly contextStore: ContextStore;
+  readonly dispatcher: Dispatcher;
+  /** What restoring found on open. */
+  readonly restored: { items: string[]; refused: { itemId: string; reason: string }[]; republished: number };
+  /** Coordinator CPU time inside its transactions (governance, audit, cost, routing, store). */
+  readonly timing: { ns: bigint; count: number };
+  /** Resolves when the broker mirror has caught up. */
+  mirrored(): Promise<void>;
+  /**
+   * Forgets now the Context Engine's data of every run that has been over for
+   * its retention (what the periodic sweep does); resolves with how many.
+   */
+  forgetEndedRuns(): Promise<number>;
+  close(): Promise<void>;
+}
+
+const PartsSchema = z.array(PartSchema).min(1).max(64);
+const AttributesSchema = z.record(z.string().min(1).max(128), z.union([z.string().max(1024), z.number(), z.boolean()]));
+
+function invalid(message: string): CoordinatorError {
+  return new CoordinatorError('COORD_INVALID_ARGUMENT', message);
+}
+
+function rolesOf(registry: WorkflowRegistry): Set<string> {
+  const roles = new Set<string>();
+  for (const def of registry.list()) for (const stage of Object.values(def.stages)) roles.add(stage.role);
+  return roles;
+}
+
+export async function createCoordinator(options: CoordinatorOptions): Promise<Coordinator> {
+  const log = (options.logger ?? silentLogger()).child({ component: 'coordinator' });
+  const clock = options.clock ?? systemClock;
+  const ids = options.ids ?? createUuidV7Source(() => clock.now());
+  const registry =
+    options.definitions instanceof WorkflowRegistry
+      ? options.definitions
+      : (() => {
+          const r = new WorkflowRegistry();
+          for (const def of options.definitions) r.add(def);
+          return r;
+        })();
+  if (registry.list().length === 0) throw invalid('a Coordinator needs at least one workflow definition');
+
+  if (options.contextRetention !== undefined) {
+    // Checked before anything is opened: a bad value leaves nothing to close.
+    const { retentionMs, pruneIntervalMs, pruneBatch } = options.contextRetention;
+    try {
+      checkRetentionMs(retentionMs);
+      checkPruneIntervalMs(pruneIntervalMs);
+      checkPruneBatch(pruneBatch);
+    } catch (error) {
+      throw invalid(`contextRetention: ${(error as Error).message}`);
+    }
+  }
+
+  let forgetRuns: Required<ForgetRunsOptions>;
+  try {
+    forgetRuns = checkForgetRunsOptions(options.forgetRuns);
+  } catch (error) {
+    if (error instanceof CoordinatorError) throw error;
+    throw invalid('forgetRuns takes { intervalMs?, batch? }');
+  }
+
+  const owned: (() => Promise<void> | void)[] = [];
+  let db: SqliteDatabase;
+  let bus: WorkQueue;
+  let contextStore: ContextStore;
+  let broker: Broker;
+  if (options.path !== undefined) {
+    const durability = options.durability ?? 'normal';
+    db = openDatabase(options.path, { durability });
+    owned.push(() => {
+      db.close();
+    });
+    broker = createBroker({
+      path: options.path,
+      durability,
+      clock,
+      inspect: options.inspect,
+      ...(options.ids === undefined ? {} : { ids: options.ids }),
+      ...(options.logger === undefined ? {} : { logger: options.logger }),
+    });
+    owned.push(() => broker.close());
+    bus = new SqliteQueue({ database: db, clock, pollIntervalMs: { min: 2, max: 20 } });
+    owned.push(() => bus.close());
+    contextStore = new SqliteContextStore({
+      database: db,
+      clock,
+      ...(options.contextRetention ?? {}),
+      onPrune: logContextPrunes(log),
+    });
+    owned.push(() => contextStore.close());
+  } else {
+    if (!options.broker || !options.bus || !options.db || !options.contextStore) {
+      throw invalid('give path (embedded), or broker, bus, db and contextStore');
+    }
+    if (options.contextRetention !== undefined) {
+      throw invalid(
+        'contextRetention configures the embedded Context Engine (path); configure the contextStore you give',
+      );
+    }
+    ({ broker, bus, db, contextStore } = options as Required<
+      Pick<CoordinatorOptions, 'broker' | 'bus' | 'db' | 'contextStore'>
+    >);
+  }
+  const closeOwned = async () => {
+    for (const close of owned.reverse()) {
+      try {
+        await close();
+      } catch (error) {
+        log.warn({ err: error }, 'close failed');
+      }
+    }
+  };
+
+  try {
+    const store = new CoordinatorStore(db);
+    const ownership = new FileOwnership({
+      db,
+      // Liveness across processes is wall-clock time, whatever clock the Coordinator's decisions use.
+      now: () => Date.now(),
+      logger: log,
+      ...(options.ownership ?? {}),
+    });
+    ownership.claim();
+    owned.push(() => ownership.release());
+    const audit = new AuditLog(db, { clock });
+    const knownRoles = rolesOf(registry);
+    const governance = new CoordinatorGovernance({
+      knownRoles,
+      ...(options.allowedRoles === undefined ? {} : { allowedRoles: options.allowedRoles }),
+      ...(options.maxHops === undefined ? {} : { maxHops: options.maxHops }),
+      ...(options.policies === undefined ? {} : { policies: options.policies }),
+    });
+    const engine = new CoordinatorEngine({
+      store,
+      audit,
+      registry,
+      governance,
+      clock,
+      ids,
+      logger: log,
+      inspect: options.inspect,
+      ...(options.onTiming === undefined ? {} : { onTiming: options.onTiming }),
+    });
+    const dispatcher = createDispatcher({ bus });
+    const edge = new HumanEdge(broker);
+    const mirror = new BrokerMirror({ broker, store, edge, logger: log });
+    const coordinator = new RunningCoordinator({
+      options,
+      log,
+      registry,
+      governance,
+      engine,
+      store,
+      audit,
+      dispatcher,
+      bus,
+      broker,
+      contextStore,
+      edge,
+      mirror,
+      ids,
+      closeOwned,
+      roles: new Set([...knownRoles, ...Object.keys(options.deployments ?? {})]),
+      forgetter: new EndedRunForgetter({ store, contextStore, clock, logger: log, ...forgetRuns }),
+    });
+    ownership.onLost = () => {
+      // Another Coordinator decided this one was gone and runs the file now: stop deciding.
+      void coordinator.close();
+    };
+    await coordinator.start();
+    return coordinator;
+  } catch (error) {
+    await closeOwned();
+    throw error;
+  }
+}
+
+interface Parts {
+  options: CoordinatorOptions;
+  log: Logger;
+  registry: WorkflowRegistry;
+  governance: CoordinatorGovernance;
+  engine: CoordinatorEngine;
+  store: CoordinatorStore;
+  audit: AuditLog;
+  dispatcher: Dispatcher;
+  bus: WorkQueue;
+  broker: Broker;
+  contextStore: ContextStore;
+  edge: HumanEdge;
+  mirror: BrokerMirror;
+  ids: IdSource;
+  closeOwned: () => Promise<void>;
+  roles: Set<string>;
+  forgetter: EndedRunForgetter;
+}
+
+class RunningCoordinator implements Coordinator {
+  readonly store: CoordinatorStore;
+  readonly audit: AuditLog;
+  readonly bus: WorkQueue;
+  readonly broker: Broker;
+  readonly contextStore: ContextStore;
+  readonly dispatcher: Dispatcher;
+  readonly pools = new Map<string, Pool>();
+  restored: Coordinator['restored'] = { items: [], refused: [], republished: 0 };
+  readonly #p: Parts;
+  readonly #all = new Subject<ItemStatus>();
+  readonly statuses$: Observable<ItemStatus> = this.#all.asObservable();
+  readonly #stop = new AbortController();
+  #loop: Promise<void> | undefined;
+  /** Outbox rows not yet published (a failed publish is retried). */
+  readonly #unsent = new Map<number, OutboxRow>();
+  #sending: Promise<void> | undefined;
+  #retryTimer: NodeJS.Timeout | undefined;
+  readonly #acks = new Set<Promise<unknown>>();
+  #asks: AskForwarder | undefined;
+  #closed = false;
+
+  constructor(parts: Parts) {
+    this.#p = parts;
+    this.store = parts.store;
+    this.audit = parts.audit;
+    this.bus = parts.bus;
+    this.broker = parts.broker;
+    this.contextStore = parts.contextStore;
+    this.dispatcher = parts.dispatcher;
+  }
+
+  get timing() {
+    return this.#p.engine.timing;
+  }
+
+  async start(): Promise<void> {
+    const { engine, mirror, options } = this.#p;
+    const { restored, refused } = engine.restore();
+    for (const r of refused) this.#p.log.error(r, 'could not restore a work item');
+    const outbox = engine.outbox();
+    this.restored = { items: restored, refused, republished: outbox.length };
+    for (const row of outbox) this.#unsent.set(row.id, row);
+    await this.#send();
+    for (const role of [...this.#p.roles].sort()) await mirror.roleAgent(role);
+    await mirror.recover();
+    for (const [role, d] of Object.entries(options.deployments ?? {})) {
+      this.pools.set(
+        role,
+        createPool({
+          role,
+          // Its questions go through the Coordinator (governed before they reach the asked role).
+          handler: routeAsks(d.handler),
+          bus: this.bus,
+          contextStore: this.contextStore,
+          deployment: d.deployment,
+          stopGraceMs: 2000,
+          inspect: options.inspect,
+          ...(d.visibilityTimeoutMs === undefined ? {} : { visibilityTimeoutMs: d.visibilityTimeoutMs }),
+          ...(d.observeIntervalMs === undefined ? {} : { observeIntervalMs: d.observeIntervalMs }),
+          ...(d.pollWaitMs === undefined ? {} : { pollWaitMs: d.pollWaitMs }),
+          ...(options.logger === undefined ? {} : { logger: options.logger }),
+        }),
+      );
+    }
+    this.#loop = this.#consume();
+    this.#asks = new AskForwarder({ bus: this.bus, store: this.store, logger: this.#p.log });
+    this.#asks.start(this.#p.roles, options.consumer ?? `coordinator-${process.pid}`);
+    this.#p.forgetter.start();
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new CoordinatorError('COORD_CLOSED', 'the Coordinator is closed');
+  }
+
+  // ------------------------------------------------------------------ edge
+
+  async createWorkItem(request: CreateWorkItem): Promise<string> {
+    this.#assertOpen();
+    if (request === null || typeof request !== 'object') throw invalid('createWorkItem takes { workflow, input }');
+    const { registry, governance, engine, edge } = this.#p;
+    const def =
+      typeof request.workflow === 'string'
+        ? registry.latest(request.workflow)
+        : request.workflow !== null && typeof request.workflow === 'object'
+          ? registry.get(request.workflow)
+          : undefined;
+    if (def === undefined) {
+      throw new CoordinatorError('COORD_UNKNOWN_WORKFLOW', `no workflow ${JSON.stringify(request.workflow)}`);
+    }
+    let input: Part[];
+    if (typeof request.input === 'string') {
+      if (request.input.length === 0 || request.input.length > 16_000)
+        throw invalid('input text is 1 to 16000 characters');
+      input = [{ kind: 'text', text: request.input }];
+    } else {
+      const parsed = PartsSchema.safeParse(request.input);
+      if (!parsed.success) throw invalid(`input: ${parsed.error.issues[0]?.message ?? 'invalid parts'}`);
+      input = parsed.data;
+    }
+    let budget: ItemBudget | null = null;
+    if (request.budget !== undefined) {
+      try {
+        governance.budgetEntry(request.budget);
+      } catch (error) {
+        if (error instanceof GovernanceConfigError) throw invalid(error.message);
+        throw error;
+      }
+      budget = {
+        ...(request.budget.maxTokens === undefined ? {} : { maxTokens: request.budget.maxTokens }),
+        ...(request.budget.maxCostUsd === undefined ? {} : { maxCostUsd: request.budget.maxCostUsd }),
+      };
+    }
+    let attributes: Record<string, string | number | boolean> | null = null;
+    if (request.attributes !== undefined) {
+      const parsed = AttributesSchema.safeParse(request.attributes);
+      if (!parsed.success) throw invalid(`attributes: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+      attributes = parsed.data;
+    }
+    const itemId = this.#p.ids.next();
+    const taskId = await edge.createItemTask(itemId, input, { itemId, workflow: { id: def.id, version: def.version } });
+    this.#assertOpen();
+    const step = engine.createItem({ itemId, taskId, definition: def, input, budget, attributes });
+    this.#after(step);
+    return itemId;
+  }
+
+  watch(itemId: string): Observable<ItemStatus> {
+    return defer(() => {
+      const item = this.store.getItem(itemId);
+      if (item === undefined) throw new CoordinatorError('COORD_UNKNOWN_ITEM', `no work item ${itemId}`);
+      const current = statusOf(item, {
+        kind: 'current',
+        itemId,
+        hop: item.hop,
+        stage: item.stage,
+        role: null,
+        detail: `${item.state}`,
+        at: this.#p.options.clock?.now() ?? Date.now(),
+      });
+      if (item.finishedAt !== null) return of(current);
+      return concat(
+        of(current),
+        this.#all.pipe(
+          filter((s) => s.id === itemId),
+          takeWhile((s) => s.finishedAt === null || !isFinalRunState(s.state), true),
+        ),
+      );
+    });
+  }
+
+  settled(itemId: string): Promise<ItemStatus> {
+    return new Promise((resolve, reject) => {
+      let last: ItemStatus | undefined;
+      this.watch(itemId).subscribe({
+        next: (s) => {
+          last = s;
+        },
+        error: reject,
+        complete: () => (last === undefined ? reject(new Error('no status')) : resolve(last)),
+      });
+    });
+  }
+
+  async approve(itemId: string, approver: string): Promise<void> {
+    this.#assertOpen();
+    if (typeof approver !== 'string' || approver.length === 0 || approver.length > 128) {
+      throw invalid('an approver is a name of 1 to 128 characters');
+    }
+    this.#after(this.#p.engine.approve(itemId, approver));
+  }
+
+  async deny(itemId: string, approver: string, reason?: string): Promise<void> {
+    this.#assertOpen();
+    if (typeof approver !== 'string' || approver.length === 0 || approver.length > 128) {
+      throw invalid('an approver is a name of 1 to 128 characters');
+    }
+    if (reason !== undefined && (typeof reason !== 'string' || reason.length > 2000)) {
+      throw invalid('a reason is at most 2000 characters');
+    }
+    this.#after(this.#p.engine.deny(itemId, approver, reason));
+  }
+
+  async cancel(itemId: string, options: { by?: string; reason?: string } = {}): Promise<void> {
+    this.#assertOpen();
+    const { by, reason } = options ?? {};
+    if (by !== undefined && (typeof by !== 'string' || by.length === 0 || by.length > 256)) {
+      throw invalid('who cancels is a name of 1 to 256 characters');
+    }
+    if (reason !== undefined && (typeof reason !== 'string' || reason.length === 0 || reason.length > 2000)) {
+      throw invalid('a reason is 1 to 2000 characters');
+    }
+    this.#after(this.#p.engine.cancel(itemId, options.by ?? null, options.reason ?? null));
+  }
+
+  get(itemId: string): ItemRecord | undefined {
+    return this.store.getItem(itemId);
+  }
+
+  list(): ItemRecord[] {
+    return this.store.listItems();
+  }
+
+  hops(itemId: string): HopRecord[] {
+    return this.store.listHops(itemId);
+  }
+
+  configureRole(role: string, deployment: PoolDeployment): void {
+    const pool = this.pools.get(role);
+    if (pool === undefined) throw invalid(`no pool runs role ${role} in this process`);
+    pool.configure(deployment);
+  }
+
+  mirrored(): Promise<void> {
+    return this.#p.mirror.idle();
+  }
+
+  async forgetEndedRuns(): Promise<number> {
+    this.#assertOpen();
+    return this.#p.forgetter.forgetEnded();
+  }
+
+  // ------------------------------------------------------------ after commit
+
+  /** What a committed step leads to: statuses out, publishes made, the broker moved. Resolves once published. */
+  #after(step: Step): Promise<void> {
+    for (const status of this.#p.engine.statuses(step)) this.#all.next(status);
+    for (const itemId of step.items.keys()) this.#p.mirror.schedule(itemId);
+    if (step.outbox.length === 0) return Promise.resolve();
+    for (const row of step.outbox) this.#unsent.set(row.id, row);
+    return this.#send();
+  }
+
+  /** Publishes every unsent outbox row; a failure leaves them for a retry soon. */
+  #send(): Promise<void> {
+    if (this.#sending !== undefined)
+      return this.#sending.then(() => (this.#unsent.size > 0 ? this.#send() : undefined));
+    const rows = [...this.#unsent.values()];
+    if (rows.length === 0) return Promise.resolve();
+    const sending = (async () => {
+      const done: number[] = [];
+      const results = await Promise.allSettled(
+        rows.map(async (row) => {
+          if (row.kind === 'start') await this.dispatcher.start(row.body as StartHop);
+          else await this.dispatcher.signal(row.body as ResultEnvelope);
+          return row.id;
+        }),
+      );
+      for (const [i, r] of results.entries()) {
+        if (r.status === 'fulfilled') {
+          done.push(r.value);
+          this.#unsent.delete(rows[i]!.id);
+        } else {
+          this.#p.log.warn({ err: r.reason, outbox: rows[i]!.id }, 'publish failed: will retry');
+        }
+      }
+      this.#p.engine.published(done);
+      if (this.#unsent.size > 0 && !this.#closed && this.#retryTimer === undefined) {
+        this.#retryTimer = setTimeout(() => {
+          this.#retryTimer = undefined;
+          void this.#send();
+        }, 500);
+      }
+    })().finally(() => {
+      this.#sending = undefined;
+    });
+    this.#sending = sending;
+    return sending;
+  }
+
+  /** The results loop: restarted after a bus failure (with a pause) until the Coordinator closes. */
+  async #consume(): Promise<void> {
+    let failures = 0;
+    while (!this.#closed) {
+      try {
+        // It returns when the Coordinator closes or the bus does.
+        await this.#consumeOnce();
+        return;
+      } catch (error) {
+        if (this.#closed) return;
+        failures++;
+        this.#p.log.error({ err: error }, 'the results loop failed: restarting');
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.min(5_000, 100 * 2 ** Math.min(failures, 6)));
+          this.#stop.signal.addEventListener(
+            'abort',
+            () => {
+              clearTimeout(timer);
+              resolve();
+            },
+            { once: true },
+          );
+        });
+      }
+    }
+  }
+
+  async #consumeOnce(): Promise<void> {
+    const { options } = this.#p;
+    const consumer = options.consumer ?? `coordinator-${process.pid}`;
+    // Results that arrive together (one read of the bus yields several) are applied in one
+    // transaction: the turn's results are gathered, then applied once the loop has yielded them all.
+    const pending: ResultDelivery[] = [];
+    let scheduled = false;
+    const flush = () => {
+      scheduled = false;
+      if (pending.length > 0) this.#apply(pending.splice(0));
+    };
+    for await (const rd of this.dispatcher.results({
+      consumer,
+      max: 64,
+      waitMs: 500,
+      signal: this.#stop.signal,
+      visibilityTimeoutMs: options.resultsVisibilityTimeoutMs ?? 30_000,
+    })) {
+      pending.push(rd);
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    }
+    flush();
+  }
+
+  /** Applies results (one shared commit); acks each once what it led to is published, nacks what must wait or failed. */
+  #apply(batch: ResultDelivery[]): void {
+    const { engine, log } = this.#p;
+    let applied: ReturnType<CoordinatorEngine['applyResults']>;
+    try {
+      applied = engine.applyResults(batch.map((rd) => ({ result: rd.result, deliveries: rd.delivery.deliveries })));
+    } catch (error) {
+      applied = batch.map(() => ({ error }));
+    }
+    for (const [i, outcome] of applied.entries()) {
+      const rd = batch[i]!;
+      if ('error' in outcome) {
+        const { error } = outcome;
+        log.error({ err: error, delivery: rd.delivery.id }, 'could not apply a result: it will be retried');
+        this.#track(
+          rd.nack({
+            error: { type: 'CoordinatorError', message: (error as Error)?.message ?? String(error) },
+            retryable: true,
+            delayMs: 1000,
+          }),
+        );
+        continue;
+      }
+      if (outcome.handling === 'early') {
+        this.#track(
+          rd.nack({
+            error: { type: 'EarlyAnswer', message: 'the suspension this answers is not recorded yet' },
+            retryable: true,
+            delayMs: 100,
+          }),
+        );
+        continue;
+      }
+      if (outcome.handling === 'duplicate' || outcome.handling === 'late') this.#ranAgain(rd.result.headers.runId);
+      this.#track(this.#after(outcome.step).then(() => rd.ack()));
+    }
+  }
+
+  /**
+   * A result of a hop that ran again (after its item ended, or once more):
+   * when the item's run was already forgotten, the hop may have written its
+   * output to the Context Engine anew, so the run is forgotten again at the
+   * next sweep (its item ended long enough ago).
+   */
+  #ranAgain(itemId: string): void {
+    try {
+      this.store.forgetContextAgain(itemId);
+    } catch (error) {
+      this.#p.log.warn({ err: error, itemId }, 'could not schedule forgetting a run again');
+    }
+  }
+
+  #track(p: Promise<unknown>): void {
+    const tracked = p.catch((error: unknown) => this.#p.log.warn({ err: error }, 'ack or nack failed'));
+    this.#acks.add(tracked);
+    void tracked.finally(() => this.#acks.delete(tracked));
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#p.forgetter.close();
+    for (const pool of this.pools.values()) await pool.stop();
+    this.#stop.abort();
+    await this.#loop;
+    clearTimeout(this.#retryTimer);
+    await this.#sending;
+    await Promise.all([...this.#acks]);
+    await this.#asks?.close();
+    await this.#p.mirror.close();
+    try {
+      this.#p.engine.flushPublished();
+    } catch (error) {
+      this.#p.log.warn({ err: error }, 'could not prune the outbox');
+    }
+    this.#all.complete();
+    await this.#p.closeOwned();
+  }
+}

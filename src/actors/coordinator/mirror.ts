@@ -1,0 +1,231 @@
+import type { Logger } from '../../log/logger.js';
+import type { TaskState } from '../../protocol/task.js';
+import type { BrokerApi } from '../broker/api.js';
+import type { CoordinatorStore } from '../../persistence/coordinator/store.js';
+import type { HopRecord, ItemRecord } from '../../workflow/records.js';
+import { type HumanEdge, type Party, SWITCHBOARD_METADATA_KEY } from './human-edge.js';
+
+/**
+ * The broker's view of the Coordinator's work, kept in step with its tables:
+ * the work item's A2A task (edge → Coordinator) and one child task per hop
+ * (Coordinator → the role's agent, `parentTaskId` in its metadata), each
+ * moved through `working`, `input-required` (a suspended hop),
+ * `auth-required` (an item at an approval gate) and its final state.
+ *
+ * The Coordinator's tables are the truth; this mirror follows them after
+ * each commit, one item at a time, coalescing bursts. It is idempotent: a
+ * sync reads what the tables say and moves only what differs, so after a
+ * crash a sync of every live item catches up (a hop task created just before
+ * the crash is found again by its first message's id, the hop id).
+ */
+
+/** The broker context the role agents register in. */
+export const ROLE_AGENTS_CONTEXT = 'switchboard-roles';
+
+const HOP_TASK_STATE: Record<HopRecord['state'], TaskState> = {
+  dispatched: 'working',
+  suspended: 'input-required',
+  completed: 'completed',
+  failed: 'failed',
+};
+
+const ITEM_TASK_STATE: Record<ItemRecord['state'], TaskState> = {
+  pending: 'working',
+  running: 'working',
+  suspended: 'working',
+  'awaiting-approval': 'auth-required',
+  completed: 'completed',
+  failed: 'failed',
+  canceled: 'canceled',
+};
+
+const FINAL_TASK_STATES: readonly TaskState[] = ['completed', 'failed', 'canceled', 'rejected'];
+
+export class BrokerMirror {
+  readonly #broker: BrokerApi;
+  readonly #store: CoordinatorStore;
+  readonly #edge: HumanEdge;
+  readonly #log: Logger;
+  readonly #roles = new Map<string, Promise<Party>>();
+  /** The state each task was last moved to (or read in), by task id. */
+  readonly #known = new Map<string, TaskState>();
+  readonly #running = new Map<string, Promise<void>>();
+  readonly #again = new Set<string>();
+  /** After a restart: look for hop tasks created but not recorded before the crash. */
+  #recovering = false;
+  #closed = false;
+
+  constructor(options: { broker: BrokerApi; store: CoordinatorStore; edge: HumanEdge; logger: Logger }) {
+    this.#broker = options.broker;
+    this.#store = options.store;
+    this.#edge = options.edge;
+    this.#log = options.logger;
+  }
+
+  /** The broker agent of a role (registered on first use, in `switchboard-roles`). */
+  roleAgent(role: string): Promise<Party> {
+    let party = this.#roles.get(role);
+    if (party === undefined) {
+      party = this.#broker
+        .register({
+          name: role,
+          contextId: ROLE_AGENTS_CONTEXT,
+          kind: 'parent',
+          description: `the ${role} role's worker pool`,
+        })
+        .then((r) => ({ agentId: r.agentId, token: r.token }));
+      this.#roles.set(role, party);
+      party.catch(() => this.#roles.delete(role));
+    }
+    return party;
+  }
+
+  /** Catches up every item whose mirror may be behind (on start, after a crash). */
+  recover(): Promise<void> {
+    this.#recovering = true;
+    for (const item of this.#store.unmirroredItems()) this.schedule(item.id);
+    return this.idle();
+  }
+
+  /** Brings an item's tasks in line with the tables, soon (coalesced per item). */
+  schedule(itemId: string): void {
+    if (this.#closed) return;
+    if (this.#running.has(itemId)) {
+      this.#again.add(itemId);
+      return;
+    }
+    const run = (async () => {
+      do {
+        this.#again.delete(itemId);
+        try {
+          await this.#sync(itemId);
+        } catch (error) {
+          this.#log.warn({ err: error, itemId }, 'broker mirror: sync failed');
+          break;
+        }
+      } while (this.#again.has(itemId) && !this.#closed);
+    })().finally(() => this.#running.delete(itemId));
+    this.#running.set(itemId, run);
+  }
+
+  /** Resolves when no sync is running. */
+  async idle(): Promise<void> {
+    while (this.#running.size > 0) await Promise.all([...this.#running.values()]);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.idle();
+  }
+
+  async #state(taskId: string, token: string): Promise<TaskState> {
+    const known = this.#known.get(taskId);
+    if (known !== undefined) return known;
+    const { task } = await this.#broker.getTask({ token, id: taskId, historyLength: 0 });
+    this.#known.set(taskId, task.status.state);
+    return task.status.state;
+  }
+
+  async #move(taskId: string, token: string, to: TaskState, text?: string): Promise<void> {
+    const from = await this.#state(taskId, token);
+    if (from === to || FINAL_TASK_STATES.includes(from)) return;
+    await this.#broker.setStatus({
+      token,
+      id: taskId,
+      state: to,
+      ...(text === undefined ? {} : { message: { parts: [{ kind: 'text', text }] } }),
+    });
+    this.#known.set(taskId, to);
+  }
+
+  async #hopTask(item: ItemRecord, hop: HopRecord, coordinator: Party): Promise<string> {
+    if (hop.taskId !== null) return hop.taskId;
+    const role = await this.roleAgent(hop.role);
+    if (this.#recovering) {
+      const { tasks } = await this.#broker.listTasks({ token: coordinator.token, role: 'requester' });
+      const found = tasks.find((t) => t.history[0]?.messageId === hop.id);
+      if (found !== undefined) {
+        this.#store.setHopTask(hop.id, found.id);
+        return found.id;
+      }
+    }
+    const label = hop.kind === 'query' ? `query from hop ${hop.hop} to ${hop.role}` : `hop ${hop.hop} (${hop.stage})`;
+    const { task } = await this.#broker.send({
+      token: coordinator.token,
+      to: role.agentId,
+      message: {
+        messageId: hop.id,
+        parts: [{ kind: 'text', text: `${label} of work item ${item.id}` }],
+        metadata: {
+          [SWITCHBOARD_METADATA_KEY]: {
+            itemId: item.id,
+            parentTaskId: item.taskId,
+            hopId: hop.id,
+            hop: hop.hop,
+            attempt: hop.attempt,
+            kind: hop.kind,
+            stage: hop.stage,
+            idempotencyKey: hop.idempotencyKey,
+          },
+        },
+      },
+    });
+    this.#known.set(task.id, task.status.state);
+    this.#store.setHopTask(hop.id, task.id);
+    return task.id;
+  }
+
+  async #sync(itemId: string): Promise<void> {
+    const item = this.#store.getItem(itemId);
+    if (item === undefined || item.mirrored) return;
+    const parties = await this.#edge.parties(itemId);
+    let itemTask = item.taskId;
+    if (itemTask === null) {
+      itemTask = (await this.#edge.findItemTask(itemId)) ?? null;
+      if (itemTask === null) {
+        itemTask = await this.#edge.createItemTask(itemId, item.input, { itemId, workflow: item.workflow });
+      }
+      this.#store.setItemTask(itemId, itemTask);
+    }
+    const final = item.finishedAt !== null;
+    for (const hop of this.#store.listHops(itemId)) {
+      const taskId = await this.#hopTask({ ...item, taskId: itemTask }, hop, parties.coordinator);
+      const role = await this.roleAgent(hop.role);
+      if (item.state === 'canceled' && hop.state !== 'completed' && hop.state !== 'failed') {
+        const state = await this.#state(taskId, role.token);
+        if (!FINAL_TASK_STATES.includes(state)) {
+          await this.#broker.cancel({ token: parties.coordinator.token, id: taskId });
+          this.#known.set(taskId, 'canceled');
+        }
+        continue;
+      }
+      const to = HOP_TASK_STATE[hop.state];
+      const text =
+        hop.state === 'failed' && hop.error !== null
+          ? `${hop.error.type}: ${hop.error.message}`.slice(0, 2000)
+          : undefined;
+      await this.#move(taskId, role.token, to, text);
+    }
+    const to = ITEM_TASK_STATE[item.state];
+    if (to === 'canceled') {
+      const state = await this.#state(itemTask, parties.coordinator.token);
+      if (!FINAL_TASK_STATES.includes(state)) {
+        await this.#edge.cancelItemTask(itemId, itemTask);
+        this.#known.set(itemTask, 'canceled');
+      }
+    } else {
+      const text = item.failure === null ? undefined : item.failure.reason.slice(0, 2000);
+      await this.#move(itemTask, parties.coordinator.token, to, text);
+    }
+    if (final) {
+      // Re-read: a hop recorded since this sync started keeps the item open.
+      const now = this.#store.getItem(itemId);
+      if (now !== undefined && now.hops === item.hops) {
+        this.#store.markMirrored(itemId);
+        await this.#edge.release(itemId);
+        this.#known.delete(itemTask);
+        for (const hop of this.#store.listHops(itemId)) if (hop.taskId !== null) this.#known.delete(hop.taskId);
+      }
+    }
+  }
+}

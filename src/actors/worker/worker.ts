@@ -1,0 +1,603 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { type ReplyInfo, replyInfo } from '../../bus/reply-routing.js';
+import { BusError, type Delivery, type WorkQueue } from '../../bus/work-queue.js';
+import { hopLogFields } from '../../log/log-fields.js';
+import { type Logger, silentLogger } from '../../log/logger.js';
+import {
+  type Checkpoint,
+  type CompletionRecord,
+  type ContextStore,
+  ContextStoreError,
+  type PendingPublish,
+  type WorkItemContext,
+} from '../../persistence/context/sqlite-store.js';
+import type { SqliteDatabase } from '../../persistence/kernel/database.js';
+import { MAX_ID_CHARS } from '../../protocol/bounds.js';
+import type { Part } from '../../protocol/parts.js';
+import type { Artifact } from '../../protocol/task.js';
+import {
+  BusEnvelopeSchema,
+  RESULTS_ROLE,
+  RoleSchema,
+  type ResultEnvelope,
+  type Usage,
+  type WorkEnvelope,
+  type WorkError,
+  type WorkHeaders,
+  type WorkMessage,
+} from '../../protocol/work-envelope.js';
+
+/**
+ * The worker harness: a stateless consumer of one role's queue. For each
+ * delivery it hydrates the work item's context (past hops' outputs and
+ * memory) from the Context Engine, calls the handler, and emits the result on
+ * the results role; or, when the handler suspends, checkpoints its state under
+ * a continuation token, publishes the question to the asked role, acks, and
+ * holds nothing until the reply is re-dispatched to it.
+ *
+ * A hop completes once: its completion (output, memory, checkpoint and the
+ * messages it publishes) is recorded by idempotency key in one transaction
+ * before anything is published, so a redelivered hop that already completed
+ * only re-publishes (idempotently) and acks. Effects inside a handler go
+ * through `effects`, keyed by the hop, so a re-run hop does not apply them
+ * twice.
+ */
+
+export interface Completion {
+  kind: 'complete';
+  parts?: Part[];
+  artifacts?: Artifact[];
+  usage?: Usage;
+  /** Updates of the work item's memory: a key set to `null` is deleted. */
+  memory?: Record<string, unknown>;
+  metadata?: Record<string, unknown>;
+}
+
+export interface Suspension {
+  kind: 'suspend';
+  ask: { role: string; message: WorkMessage };
+  /** What the handler needs back when the reply comes: JSON. */
+  state: unknown;
+  usage?: Usage;
+  memory?: Record<string, unknown>;
+}
+
+export type HandlerResult = Completion | Suspension | Omit<Completion, 'kind'>;
+
+export function complete(result: Omit<Completion, 'kind'> = {}): Completion {
+  return { kind: 'complete', ...result };
+}
+
+export function suspend(suspension: Omit<Suspension, 'kind'>): Suspension {
+  return { kind: 'suspend', ...suspension };
+}
+
+/** Thrown by a handler (or any error with `retryable: false`): the hop is dead-lettered without retries. */
+export class NonRetryableError extends Error {
+  readonly retryable = false as const;
+  readonly type: string;
+  constructor(message: string, options: { type?: string; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'NonRetryableError';
+    this.type = options.type ?? 'NonRetryableError';
+  }
+}
+
+export type WorkerErrorCode =
+  | 'WORKER_NO_ATOMIC_EFFECTS'
+  | 'WORKER_LEASE_LOST'
+  | 'WORKER_STOPPING'
+  | 'WORKER_INVALID_OPTIONS';
+
+export class WorkerError extends Error {
+  readonly code: WorkerErrorCode;
+  constructor(code: WorkerErrorCode, message: string) {
+    super(message);
+    this.name = 'WorkerError';
+    this.code = code;
+  }
+}
+
+/** Side effects applied once per hop, whatever the redeliveries. */
+export interface Effects {
+  /**
+   * Runs `fn` unless an effect of this key already completed for this hop, in
+   * which case its recorded value is returned. A crash between `fn` and its
+   * record re-runs it: give external systems `effects.key(key)` as their own
+   * idempotency key.
+   */
+  once<T>(key: string, fn: () => T | Promise<T>): Promise<T>;
+  /**
+   * Exactly once: `fn` writes to the Context Engine's own database, inside the
+   * transaction that records the effect. Needs a store with `applyOnce`.
+   */
+  atomic<T>(key: string, fn: (db: SqliteDatabase) => T): T;
+  /** A stable key for this hop's effect `key`: pass it to external services. */
+  key(key: string): string;
+}
+
+export interface HopResume {
+  state: unknown;
+  reply: WorkMessage;
+  /** Who answered and how (`failed` when the query was dead-lettered). */
+  from: ReplyInfo | undefined;
+  checkpoint: Checkpoint;
+}
+
+export interface HopInput {
+  role: string;
+  envelope: WorkEnvelope;
+  /** The hop's headers (on a resume: the headers of the hop that suspended). */
+  headers: WorkHeaders;
+  message: WorkMessage;
+  context: WorkItemContext;
+  /** Present when this call resumes a suspended hop. */
+  resume: HopResume | undefined;
+  effects: Effects;
+  delivery: { id: string; deliveries: number };
+  /** Aborted when the lease is lost or the worker stops without waiting. */
+  signal: AbortSignal;
+}
+
+export type WorkHandler = (hop: HopInput) => HandlerResult | Promise<HandlerResult>;
+
+export interface WorkerOptions {
+  role: string;
+  handler: WorkHandler;
+  bus: WorkQueue;
+  contextStore: ContextStore;
+  /** Hops run at once (default 1). */
+  concurrency?: number;
+  /** Lease per delivery (default 30 s), renewed by heartbeats while the handler runs. */
+  visibilityTimeoutMs?: number;
+  /** Default a third of the visibility timeout. */
+  heartbeatIntervalMs?: number;
+  /** The consumer name on the bus (default `<role>-<random>`). */
+  consumer?: string;
+  /** Where results go unless a hop names another (default `$results`). */
+  resultsRole?: string;
+  /** How long one consume waits for work before looping (default 1000 ms). */
+  pollWaitMs?: number;
+  logger?: Logger;
+  /** Starts consuming at once (default true). */
+  autoStart?: boolean;
+}
+
+export interface StopOptions {
+  /** How long in-flight hops may run before their leases are released (default: the visibility timeout). */
+  graceMs?: number;
+}
+
+export interface Worker {
+  readonly id: string;
+  readonly role: string;
+  start(): void;
+  /** Stops consuming, lets in-flight hops finish within the grace period, then releases what is left. */
+  stop(options?: StopOptions): Promise<void>;
+  /** Hops running now. */
+  readonly inFlight: number;
+  /** When the worker last became idle (epoch ms); null while it runs a hop. */
+  readonly idleSince: number | null;
+  /** Hops settled (completed, suspended, failed or released) so far. */
+  readonly settled: number;
+  readonly running: boolean;
+}
+
+function errorInfo(error: unknown): { error: WorkError; retryable: boolean } {
+  if (error instanceof ContextStoreError && error.code !== 'CONTEXT_CLOSED') {
+    // The handler's result (state, memory) cannot be stored: running it again gives the same.
+    return { error: { type: 'InvalidResult', message: error.message.slice(0, 4000) }, retryable: false };
+  }
+  if (error instanceof Error) {
+    const e = error as Error & { type?: unknown; retryable?: unknown };
+    const type = typeof e.type === 'string' && e.type.length > 0 ? e.type : e.name || 'Error';
+    return { error: { type: type.slice(0, 128), message: e.message.slice(0, 4000) }, retryable: e.retryable !== false };
+  }
+  return { error: { type: 'Error', message: String(error).slice(0, 4000) }, retryable: true };
+}
+
+/**
+ * The idempotency key of a message a hop publishes: `<hop key>:<suffix>`, or,
+ * when that would pass the 256-character bound of keys, the SHA-256 of the
+ * hop key in its place. Deterministic, so a re-published message is a duplicate.
+ */
+export function derivedKey(hopKey: string, suffix: string): string {
+  const plain = `${hopKey}:${suffix}`;
+  if (plain.length <= MAX_ID_CHARS) return plain;
+  return `sha256-${createHash('sha256').update(hopKey).digest('hex')}:${suffix}`.slice(0, MAX_ID_CHARS);
+}
+
+function isSuspension(result: HandlerResult): result is Suspension {
+  return (result as { kind?: unknown }).kind === 'suspend';
+}
+
+class InFlightHop {
+  readonly controller = new AbortController();
+  released = false;
+  constructor(readonly delivery: Delivery) {}
+}
+
+class HarnessWorker implements Worker {
+  readonly id: string;
+  readonly role: string;
+  private readonly bus: WorkQueue;
+  private readonly store: ContextStore;
+  private readonly handler: WorkHandler;
+  private readonly concurrency: number;
+  private readonly visibilityTimeoutMs: number;
+  private readonly heartbeatIntervalMs: number;
+  private readonly resultsRole: string;
+  private readonly pollWaitMs: number;
+  private readonly log: Logger;
+  private readonly hops = new Set<InFlightHop>();
+  private readonly tasks = new Set<Promise<void>>();
+  private loop: Promise<void> | undefined;
+  private stopController = new AbortController();
+  private stopping = false;
+  private idleAt: number | null = Date.now();
+  private settledCount = 0;
+  private slotFreed: (() => void) | undefined;
+
+  constructor(options: WorkerOptions) {
+    const invalid = (message: string) => new WorkerError('WORKER_INVALID_OPTIONS', message);
+    if (!RoleSchema.safeParse(options.role).success) throw invalid(`invalid role: ${String(options.role)}`);
+    if (typeof options.handler !== 'function') throw invalid('handler must be a function');
+    this.role = options.role;
+    this.bus = options.bus;
+    this.store = options.contextStore;
+    this.handler = options.handler;
+    this.concurrency = options.concurrency ?? 1;
+    if (!Number.isInteger(this.concurrency) || this.concurrency < 1)
+      throw invalid('concurrency must be an integer >= 1');
+    this.visibilityTimeoutMs = options.visibilityTimeoutMs ?? 30_000;
+    if (!Number.isInteger(this.visibilityTimeoutMs) || this.visibilityTimeoutMs < 1) {
+      throw invalid('visibilityTimeoutMs must be an integer >= 1');
+    }
+    this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? Math.max(10, Math.floor(this.visibilityTimeoutMs / 3));
+    if (!(this.heartbeatIntervalMs > 0)) throw invalid('heartbeatIntervalMs must be > 0');
+    this.resultsRole = options.resultsRole ?? RESULTS_ROLE;
+    if (!RoleSchema.safeParse(this.resultsRole).success) throw invalid(`invalid resultsRole: ${this.resultsRole}`);
+    this.pollWaitMs = options.pollWaitMs ?? 1000;
+    if (!(this.pollWaitMs >= 0)) throw invalid('pollWaitMs must be >= 0');
+    this.id = options.consumer ?? `${options.role}-${randomUUID().slice(0, 8)}`;
+    this.log = (options.logger ?? silentLogger()).child({ worker: this.id, role: this.role });
+  }
+
+  get inFlight(): number {
+    return this.hops.size;
+  }
+  get idleSince(): number | null {
+    return this.idleAt;
+  }
+  get settled(): number {
+    return this.settledCount;
+  }
+  get running(): boolean {
+    return this.loop !== undefined && !this.stopping;
+  }
+
+  start(): void {
+    if (this.loop !== undefined) return;
+    this.loop = this.consumeLoop();
+  }
+
+  private async consumeLoop(): Promise<void> {
+    let failures = 0;
+    while (!this.stopping) {
+      const free = this.concurrency - this.hops.size;
+      if (free <= 0) {
+        await new Promise<void>((resolve) => {
+          this.slotFreed = resolve;
+        });
+        continue;
+      }
+      let got: Delivery[];
+      try {
+        got = await this.bus.consume(this.role, {
+          consumer: this.id,
+          visibilityTimeoutMs: this.visibilityTimeoutMs,
+          max: free,
+          waitMs: this.pollWaitMs,
+          signal: this.stopController.signal,
+        });
+        failures = 0;
+      } catch (error) {
+        if (error instanceof BusError && error.code === 'BUS_CLOSED') break;
+        failures++;
+        this.log.error({ err: error }, 'consume failed');
+        await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 50 * 2 ** Math.min(failures, 7))));
+        continue;
+      }
+      if (this.stopping) {
+        // Taken while stopping: give them back at once.
+        await Promise.all(got.map((d) => this.bus.release(d).catch(() => false)));
+        break;
+      }
+      for (const delivery of got) this.track(delivery);
+    }
+  }
+
+  private track(delivery: Delivery): void {
+    const hop = new InFlightHop(delivery);
+    this.hops.add(hop);
+    this.idleAt = null;
+    const task = this.process(hop)
+      .catch((error: unknown) => this.hopLog(delivery).error({ err: error }, 'hop processing failed'))
+      .finally(() => {
+        this.hops.delete(hop);
+        this.tasks.delete(task);
+        this.settledCount++;
+        if (this.hops.size === 0) this.idleAt = Date.now();
+        const wake = this.slotFreed;
+        this.slotFreed = undefined;
+        wake?.();
+      });
+    this.tasks.add(task);
+  }
+
+  private startHeartbeat(hop: InFlightHop): () => void {
+    const timer = setInterval(() => {
+      this.bus.heartbeat(hop.delivery).then(
+        (until) => {
+          if (until === null && !hop.controller.signal.aborted) {
+            this.hopLog(hop.delivery).warn('lease lost');
+            hop.controller.abort(new WorkerError('WORKER_LEASE_LOST', 'the lease of this delivery was lost'));
+          }
+        },
+        (error: unknown) => this.log.warn({ err: error }, 'heartbeat failed'),
+      );
+    }, this.heartbeatIntervalMs);
+    return () => clearInterval(timer);
+  }
+
+  private async publishAll(publishes: readonly PendingPublish[]): Promise<void> {
+    if (publishes.length === 0) return;
+    await this.bus.publishMany(publishes.map((p) => ({ ...p })));
+  }
+
+  private effectsFor(scope: string): Effects {
+    const store = this.store;
+    return {
+      key: (key) => `${scope}/${key}`,
+      async once<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
+        const done = await store.effect(scope, key);
+        if (done !== undefined) return done.value as T;
+        const value = await fn();
+        await store.recordEffect(scope, key, value);
+        return value;
+      },
+      atomic<T>(key: string, fn: (db: SqliteDatabase) => T): T {
+        if (store.applyOnce === undefined) {
+          throw new WorkerError('WORKER_NO_ATOMIC_EFFECTS', 'this context store cannot apply effects atomically');
+        }
+        return store.applyOnce(scope, key, fn).value;
+      },
+    };
+  }
+
+  /** The worker's logger with the hop's task id, work item (`itemId`), hop and attempt. */
+  private hopLog(delivery: Delivery): Logger {
+    return this.log.child(hopLogFields(delivery));
+  }
+
+  private async process(hop: InFlightHop): Promise<void> {
+    const stopHeartbeat = this.startHeartbeat(hop);
+    try {
+      await this.run(hop);
+    } catch (error) {
+      if (hop.released) return;
+      await this.fail(hop, error);
+    } finally {
+      stopHeartbeat();
+    }
+  }
+
+  private async run(hop: InFlightHop): Promise<void> {
+    const { delivery } = hop;
+    const envelope = delivery.envelope;
+    if (envelope.kind !== 'work') {
+      throw new NonRetryableError(`role ${this.role} received a ${envelope.kind} envelope`, { type: 'InvalidWork' });
+    }
+    const headers = envelope.headers;
+    if (this.log.isLevelEnabled('debug'))
+      this.hopLog(delivery).debug({ deliveries: delivery.deliveries }, 'hop received');
+    const done = await this.store.completion(headers.idempotencyKey);
+    if (done !== undefined) {
+      this.hopLog(delivery).info('hop already completed: re-publishing its results');
+      await this.publishAll(done.publishes);
+      await this.settle(hop);
+      return;
+    }
+    let resume: HopResume | undefined;
+    let hopHeaders = headers;
+    if (headers.continuationToken !== undefined) {
+      const checkpoint = await this.store.checkpoint(headers.continuationToken);
+      if (checkpoint === undefined) {
+        throw new NonRetryableError(`no checkpoint under continuation token ${headers.continuationToken}`, {
+          type: 'UnknownContinuation',
+        });
+      }
+      if (checkpoint.role !== this.role) {
+        throw new NonRetryableError(`the checkpoint belongs to role ${checkpoint.role}`, { type: 'ContinuationRole' });
+      }
+      resume = {
+        state: checkpoint.state,
+        reply: envelope.message,
+        from: replyInfo(envelope.message.metadata),
+        checkpoint,
+      };
+      hopHeaders = checkpoint.headers;
+    }
+    const scope = hopHeaders.idempotencyKey;
+    const context = await this.store.hydrate(headers.runId);
+    const result = await this.handler({
+      role: this.role,
+      envelope,
+      headers: hopHeaders,
+      message: envelope.message,
+      context,
+      resume,
+      effects: this.effectsFor(scope),
+      delivery: { id: delivery.id, deliveries: delivery.deliveries },
+      signal: hop.controller.signal,
+    });
+    const record = this.completionRecord(headers, hopHeaders, result, resume);
+    const { completion } = await this.store.complete(record);
+    await this.publishAll(completion.publishes);
+    await this.settle(hop);
+  }
+
+  private async settle(hop: InFlightHop): Promise<void> {
+    if (hop.released) return;
+    const acked = await this.bus.ack(hop.delivery);
+    if (!acked) this.hopLog(hop.delivery).warn('ack refused: the lease was lost; the hop is recorded');
+    else if (this.log.isLevelEnabled('debug')) this.hopLog(hop.delivery).debug('hop done');
+  }
+
+  private completionRecord(
+    delivered: WorkHeaders,
+    hopHeaders: WorkHeaders,
+    result: HandlerResult,
+    resume: HopResume | undefined,
+  ): CompletionRecord {
+    if (result === null || typeof result !== 'object') {
+      throw new NonRetryableError('the handler returned no result', { type: 'InvalidResult' });
+    }
+    const resultRole = hopHeaders.resultRole ?? this.resultsRole;
+    const base = {
+      idempotencyKey: delivered.idempotencyKey,
+      runId: delivered.runId,
+      taskId: hopHeaders.taskId,
+      hop: hopHeaders.hop,
+      role: this.role,
+    };
+    const record: CompletionRecord = { ...base, outcome: 'completed', publishes: [] };
+    if (resume !== undefined) record.resumedToken = resume.checkpoint.token;
+    if (result.memory !== undefined) record.memory = result.memory;
+    if (isSuspension(result)) {
+      const token = randomUUID();
+      const query: WorkEnvelope = {
+        kind: 'work',
+        headers: {
+          taskId: hopHeaders.taskId,
+          runId: hopHeaders.runId,
+          hop: hopHeaders.hop,
+          attempt: 1,
+          idempotencyKey: `${token}:ask`,
+          askedBy: { role: this.role, continuationToken: token, taskId: hopHeaders.taskId, hop: hopHeaders.hop },
+        },
+        message: result.ask.message,
+      };
+      const suspended: ResultEnvelope = {
+        kind: 'result',
+        headers: hopHeaders,
+        role: this.role,
+        outcome: 'suspended',
+        parts: [],
+        artifacts: [],
+        ask: { role: result.ask.role, continuationToken: token },
+      };
+      if (result.usage !== undefined) suspended.usage = result.usage;
+      record.outcome = 'suspended';
+      record.checkpoint = { token, state: result.state === undefined ? null : result.state, headers: hopHeaders };
+      record.publishes = [
+        { role: result.ask.role, envelope: query, idempotencyKey: `${token}:ask` },
+        { role: resultRole, envelope: suspended, idempotencyKey: derivedKey(delivered.idempotencyKey, 'result') },
+      ];
+    } else {
+      const output = { parts: result.parts ?? [], artifacts: result.artifacts ?? [] } as {
+        parts: Part[];
+        artifacts: Artifact[];
+        usage?: Usage;
+      };
+      if (result.usage !== undefined) output.usage = result.usage;
+      const completed: ResultEnvelope = {
+        kind: 'result',
+        headers: hopHeaders,
+        role: this.role,
+        outcome: 'completed',
+        parts: output.parts,
+        artifacts: output.artifacts,
+      };
+      if (result.usage !== undefined) completed.usage = result.usage;
+      if (result.metadata !== undefined) completed.metadata = result.metadata;
+      record.output = output;
+      record.publishes = [
+        { role: resultRole, envelope: completed, idempotencyKey: derivedKey(delivered.idempotencyKey, 'result') },
+      ];
+    }
+    for (const p of record.publishes) {
+      if (!RoleSchema.safeParse(p.role).success) {
+        throw new NonRetryableError(`the handler asked an invalid role: ${JSON.stringify(p.role).slice(0, 200)}`, {
+          type: 'InvalidResult',
+        });
+      }
+      const parsed = BusEnvelopeSchema.safeParse(p.envelope);
+      if (!parsed.success) {
+        throw new NonRetryableError(
+          `the handler's result is not a valid envelope: ${parsed.error.issues[0]?.message}`,
+          {
+            type: 'InvalidResult',
+          },
+        );
+      }
+    }
+    return record;
+  }
+
+  private async fail(hop: InFlightHop, error: unknown): Promise<void> {
+    const { delivery } = hop;
+    if (hop.controller.signal.aborted && hop.controller.signal.reason instanceof WorkerError) {
+      if (hop.controller.signal.reason.code === 'WORKER_LEASE_LOST') return;
+    }
+    const info = errorInfo(error);
+    const log = this.hopLog(delivery);
+    log.warn({ errorType: info.error.type, retryable: info.retryable }, 'hop failed');
+    let outcome: Awaited<ReturnType<WorkQueue['nack']>>;
+    try {
+      outcome = await this.bus.nack(delivery, info);
+    } catch (nackError) {
+      log.error({ err: nackError }, 'nack failed: the lease will expire');
+      return;
+    }
+    // A dead work message's failure result is published by the queue, in the dead-letter move itself
+    // (dead-letter-notice.ts): a crash here cannot lose it.
+    if (outcome.outcome === 'dead-letter') log.warn({ reason: outcome.reason }, 'hop dead-lettered');
+  }
+
+  async stop(options: StopOptions = {}): Promise<void> {
+    const graceMs = options.graceMs ?? this.visibilityTimeoutMs;
+    if (!this.stopping) {
+      this.stopping = true;
+      this.stopController.abort(new WorkerError('WORKER_STOPPING', 'the worker is stopping'));
+      const wake = this.slotFreed;
+      this.slotFreed = undefined;
+      wake?.();
+    }
+    await this.loop;
+    if (this.tasks.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const graceOver = new Promise<'grace-over'>((resolve) => {
+        timer = setTimeout(() => resolve('grace-over'), graceMs);
+      });
+      const settled = await Promise.race([Promise.all([...this.tasks]).then(() => 'settled' as const), graceOver]);
+      clearTimeout(timer);
+      if (settled === 'grace-over') {
+        const left = [...this.hops];
+        for (const hop of left) {
+          hop.released = true;
+          hop.controller.abort(new WorkerError('WORKER_STOPPING', 'the worker stopped before the hop finished'));
+        }
+        await Promise.all(left.map((hop) => this.bus.release(hop.delivery).catch(() => false)));
+        this.log.info({ released: left.length }, 'released in-flight leases on stop');
+      }
+    }
+  }
+}
+
+/** Creates a worker for one role; it starts consuming at once unless `autoStart: false`. */
+export function createWorker(options: WorkerOptions): Worker {
+  const worker = new HarnessWorker(options);
+  if (options.autoStart !== false) worker.start();
+  return worker;
+}

@@ -1,0 +1,683 @@
+import { randomBytes } from 'node:crypto';
+import type Database from 'better-sqlite3';
+import { LEASE_EXPIRED_ERROR, decideExpiry, decideNack } from '../../machines/delivery-machine.js';
+import type { BusEnvelope, RetryPolicy, WorkError } from '../../protocol/work-envelope.js';
+import { type Clock, systemClock } from '../../persistence/kernel/clock.js';
+import { type SqliteDatabase, openDatabase, type Durability } from '../../persistence/kernel/database.js';
+import { CommitBatcher } from '../../persistence/kernel/commit-batcher.js';
+import {
+  BASE_ROLE_SETTINGS,
+  type CheckedPublish,
+  type ResolvedRoleSettings,
+  checkConsume,
+  checkExtend,
+  checkNack,
+  checkPublish,
+  checkRole,
+  resolveRoleSettings,
+} from '../queue-arguments.js';
+import { deadLetterNotice } from '../dead-letter-notice.js';
+import { migrateBus } from './schema.js';
+import { WakeSignal } from './wake-signal.js';
+import {
+  BusError,
+  DEFAULT_IDEMPOTENCY_RETENTION_MS,
+  DEFAULT_JITTER_RATIO,
+  type ConsumeOptions,
+  type DeadLetter,
+  type DeadLetterQueue,
+  type Delivery,
+  type NackOptions,
+  type NackResult,
+  type PublishOptions,
+  type PublishRequest,
+  type PublishResult,
+  type QueueStats,
+  type RoleSettings,
+  type WorkQueue,
+} from '../work-queue.js';
+
+export interface SqliteQueueOptions {
+  /** An open database (the caller closes it), or a path to open (closed by `close()`). */
+  database: SqliteDatabase | string;
+  /** When `database` is a path. */
+  durability?: Durability;
+  /** Settings of every role, then per role overrides. */
+  defaults?: RoleSettings;
+  roles?: Record<string, RoleSettings>;
+  clock?: Clock;
+  /** Returns [0, 1): the jitter source. */
+  random?: () => number;
+  jitterRatio?: number;
+  idempotencyRetentionMs?: number;
+  /**
+   * How a waiting consumer polls for work published by other processes: it
+   * starts at `min` ms and doubles up to `max` while nothing comes. A publish
+   * in this process wakes it at once.
+   */
+  pollIntervalMs?: { min: number; max: number };
+}
+
+interface JobRow {
+  seq: number;
+  role: string;
+  idempotency_key: string;
+  task_key: string | null;
+  envelope: string | null;
+  deliveries: number;
+  published_at: number;
+  last_error: string | null;
+  retry_policy: string | null;
+  available_at: number;
+  finished_at: number | null;
+}
+
+interface LeaseRow {
+  seq: number;
+  deliveries: number;
+  retry_policy: string | null;
+  last_error: string | null;
+}
+
+interface LeaseRequest {
+  consumer: string;
+  visibilityTimeoutMs: number;
+  max: number;
+  resolve: (deliveries: Delivery[]) => void;
+  reject: (error: unknown) => void;
+}
+
+/** A delivery as this backend hands it out: `seq` is the row. */
+interface SqliteDelivery extends Delivery {
+  readonly seq: number;
+}
+
+/** Done rows past their retention are pruned every this many acks. */
+const PRUNE_EVERY_ACKS = 500;
+/** At most this many rows per prune: twice the acks between prunes, so pruning keeps up. */
+const PRUNE_BATCH = 1000;
+
+function prepare(db: SqliteDatabase, sql: string): Database.Statement {
+  return db.prepare(sql);
+}
+
+function parseError(text: string | null): WorkError | undefined {
+  if (text === null) return undefined;
+  return JSON.parse(text) as WorkError;
+}
+
+/**
+ * The embedded work bus: every role's queue in one SQLite file (WAL), durable
+ * before any call resolves. Calls made in the same event-loop turn share one
+ * transaction (group commit). Several processes may open the same file; each
+ * finds the others' work by polling.
+ */
+export class SqliteQueue implements WorkQueue {
+  readonly backend = 'sqlite';
+  readonly deadLetters: DeadLetterQueue;
+
+  private readonly db: SqliteDatabase;
+  private readonly ownsDb: boolean;
+  private readonly clock: Clock;
+  private readonly random: () => number;
+  private readonly jitterRatio: number;
+  private readonly retentionMs: number;
+  private readonly poll: { min: number; max: number };
+  private readonly defaults: ResolvedRoleSettings;
+  private readonly roleSettings = new Map<string, ResolvedRoleSettings>();
+  private readonly batcher: CommitBatcher;
+  private readonly wake = new WakeSignal();
+  private readonly leaseNonce = randomBytes(6).toString('hex');
+  private leaseCounter = 0;
+  private closed = false;
+  private acksSincePrune = 0;
+  private readonly leaseRequests = new Map<string, LeaseRequest[]>();
+
+  private readonly s: Record<
+    | 'insert'
+    | 'byKey'
+    | 'expired'
+    | 'expireReady'
+    | 'expireDead'
+    | 'candidates'
+    | 'lease'
+    | 'ack'
+    | 'heartbeat'
+    | 'retry'
+    | 'dead'
+    | 'leaseOf'
+    | 'envelopeOf'
+    | 'release'
+    | 'listDead'
+    | 'replayAll'
+    | 'replayOne'
+    | 'purgeAll'
+    | 'purgeOne'
+    | 'statReady'
+    | 'statDelayed'
+    | 'statLeased'
+    | 'statExpired'
+    | 'statDead'
+    | 'prune',
+    Database.Statement
+  >;
+
+  constructor(options: SqliteQueueOptions) {
+    if (typeof options.database === 'string') {
+      this.db = openDatabase(options.database, { durability: options.durability ?? 'normal' });
+      this.ownsDb = true;
+    } else {
+      this.db = options.database;
+      this.ownsDb = false;
+    }
+    this.clock = options.clock ?? systemClock;
+    this.random = options.random ?? Math.random;
+    this.jitterRatio = options.jitterRatio ?? DEFAULT_JITTER_RATIO;
+    this.retentionMs = options.idempotencyRetentionMs ?? DEFAULT_IDEMPOTENCY_RETENTION_MS;
+    this.poll = options.pollIntervalMs ?? { min: 2, max: 50 };
+    this.defaults = resolveRoleSettings(BASE_ROLE_SETTINGS, options.defaults);
+    for (const [role, settings] of Object.entries(options.roles ?? {})) {
+      this.roleSettings.set(checkRole(role), resolveRoleSettings(this.defaults, settings));
+    }
+    migrateBus(this.db);
+    const db = this.db;
+    const cols =
+      'seq, role, idempotency_key, task_key, envelope, deliveries, published_at, last_error, retry_policy, available_at, finished_at';
+    this.s = {
+      insert: prepare(
+        db,
+        `INSERT INTO bus_jobs (role, idempotency_key, task_key, envelope, state, available_at, published_at, retry_policy)
+         VALUES (?, ?, ?, ?, 'ready', ?, ?, ?) ON CONFLICT (role, idempotency_key) DO NOTHING`,
+      ),
+      byKey: prepare(db, 'SELECT seq FROM bus_jobs WHERE role = ? AND idempotency_key = ?'),
+      expired: prepare(
+        db,
+        `SELECT seq, deliveries, retry_policy, last_error FROM bus_jobs
+         WHERE role = ? AND state = 'leased' AND leased_until <= ? LIMIT 1000`,
+      ),
+      expireReady: prepare(
+        db,
+        `UPDATE bus_jobs SET state = 'ready', available_at = leased_until, lease_id = NULL, lease_owner = NULL,
+           leased_until = NULL, last_error = ? WHERE seq = ?`,
+      ),
+      expireDead: prepare(
+        db,
+        `UPDATE bus_jobs SET state = 'dead', finished_at = ?, lease_id = NULL, lease_owner = NULL,
+           leased_until = NULL, last_error = ? WHERE seq = ?`,
+      ),
+      candidates: prepare(
+        db,
+        `SELECT ${cols} FROM bus_jobs AS c
+         WHERE c.role = ? AND c.state = 'ready' AND c.available_at <= ?
+           AND (c.task_key IS NULL OR NOT EXISTS (
+             SELECT 1 FROM bus_jobs AS l WHERE l.task_key = c.task_key AND l.state = 'leased' AND l.leased_until > ?))
+         ORDER BY c.available_at, c.seq LIMIT ?`,
+      ),
+      lease: prepare(
+        db,
+        `UPDATE bus_jobs SET state = 'leased', lease_id = ?, lease_owner = ?, leased_until = ?, visibility_ms = ?,
+           deliveries = deliveries + 1 WHERE seq = ?`,
+      ),
+      ack: prepare(
+        db,
+        `UPDATE bus_jobs SET state = 'done', envelope = NULL, lease_id = NULL, lease_owner = NULL, leased_until = NULL,
+           finished_at = ? WHERE seq = ? AND lease_id = ? AND state = 'leased'`,
+      ),
+      heartbeat: prepare(
+        db,
+        `UPDATE bus_jobs SET leased_until = ? WHERE seq = ? AND lease_id = ? AND state = 'leased'`,
+      ),
+      retry: prepare(
+        db,
+        `UPDATE bus_jobs SET state = 'ready', available_at = ?, lease_id = NULL, lease_owner = NULL, leased_until = NULL,
+           last_error = ? WHERE seq = ?`,
+      ),
+      dead: prepare(
+        db,
+        `UPDATE bus_jobs SET state = 'dead', finished_at = ?, lease_id = NULL, lease_owner = NULL, leased_until = NULL,
+           last_error = ? WHERE seq = ?`,
+      ),
+      envelopeOf: prepare(db, 'SELECT envelope FROM bus_jobs WHERE seq = ?'),
+      leaseOf: prepare(
+        db,
+        `SELECT seq, deliveries, retry_policy, last_error FROM bus_jobs WHERE seq = ? AND lease_id = ? AND state = 'leased'`,
+      ),
+      release: prepare(
+        db,
+        `UPDATE bus_jobs SET state = 'ready', available_at = ?, lease_id = NULL, lease_owner = NULL, leased_until = NULL
+         WHERE seq = ? AND lease_id = ? AND state = 'leased'`,
+      ),
+      listDead: prepare(
+        db,
+        `SELECT ${cols} FROM bus_jobs WHERE role = ? AND state = 'dead' ORDER BY finished_at, seq LIMIT ? OFFSET ?`,
+      ),
+      replayAll: prepare(
+        db,
+        `UPDATE bus_jobs SET state = 'ready', available_at = ?, deliveries = 0, finished_at = NULL
+         WHERE role = ? AND state = 'dead'`,
+      ),
+      replayOne: prepare(
+        db,
+        `UPDATE bus_jobs SET state = 'ready', available_at = ?, deliveries = 0, finished_at = NULL
+         WHERE role = ? AND state = 'dead' AND seq = ?`,
+      ),
+      purgeAll: prepare(db, `DELETE FROM bus_jobs WHERE role = ? AND state = 'dead'`),
+      purgeOne: prepare(db, `DELETE FROM bus_jobs WHERE role = ? AND state = 'dead' AND seq = ?`),
+      statReady: prepare(
+        db,
+        `SELECT count(*) AS n, min(available_at) AS oldest FROM bus_jobs
+         WHERE role = ? AND state = 'ready' AND available_at <= ?`,
+      ),
+      statDelayed: prepare(
+        db,
+        `SELECT count(*) AS n FROM bus_jobs WHERE role = ? AND state = 'ready' AND available_at > ?`,
+      ),
+      statLeased: prepare(
+        db,
+        `SELECT count(*) AS n FROM bus_jobs WHERE role = ? AND state = 'leased' AND leased_until > ?`,
+      ),
+      statExpired: prepare(
+        db,
+        `SELECT count(*) AS n, min(leased_until) AS oldest FROM bus_jobs
+         WHERE role = ? AND state = 'leased' AND leased_until <= ?`,
+      ),
+      statDead: prepare(db, `SELECT count(*) AS n FROM bus_jobs WHERE role = ? AND state = 'dead'`),
+      prune: prepare(
+        db,
+        `DELETE FROM bus_jobs WHERE seq IN (
+           SELECT seq FROM bus_jobs WHERE state = 'done' AND finished_at < ? ORDER BY finished_at LIMIT ${PRUNE_BATCH})`,
+      ),
+    };
+    this.batcher = new CommitBatcher(db);
+    this.deadLetters = {
+      list: (role, opts) => this.listDead(role, opts),
+      replay: (role, opts) => this.replayDead(role, opts),
+      purge: (role, opts) => this.purgeDead(role, opts),
+    };
+  }
+
+  private settings(role: string): ResolvedRoleSettings {
+    return this.roleSettings.get(role) ?? this.defaults;
+  }
+
+  private policyOf(role: string, stored: string | null): RetryPolicy {
+    const base = this.settings(role).retryPolicy;
+    if (stored === null) return base;
+    return { ...base, ...(JSON.parse(stored) as Partial<RetryPolicy>) };
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new BusError('BUS_CLOSED', 'the work queue is closed');
+  }
+
+  private run<T>(op: () => T, atomic = true): Promise<T> {
+    return this.batcher.submit(op, { atomic }).catch((error: unknown) => {
+      if (error instanceof BusError) throw error;
+      throw new BusError('BUS_BACKEND', `SQLite work queue: ${(error as Error)?.message ?? String(error)}`, {
+        cause: error,
+      });
+    });
+  }
+
+  // ---------------------------------------------------------------- publish
+
+  private insertOne(p: CheckedPublish, now: number): PublishResult {
+    const info = this.s.insert.run(
+      p.role,
+      p.idempotencyKey,
+      p.taskKey ?? null,
+      JSON.stringify(p.envelope),
+      now + p.delayMs,
+      now,
+      p.retryPolicy === undefined ? null : JSON.stringify(p.retryPolicy),
+    );
+    if (info.changes === 1) return { id: String(info.lastInsertRowid), duplicate: false };
+    const row = this.s.byKey.get(p.role, p.idempotencyKey) as { seq: number };
+    return { id: String(row.seq), duplicate: true };
+  }
+
+  async publish(role: string, envelope: BusEnvelope, options: PublishOptions): Promise<PublishResult> {
+    const [result] = await this.publishMany([{ ...(options ?? {}), role, envelope } as PublishRequest]);
+    return result!;
+  }
+
+  async publishMany(messages: readonly PublishRequest[]): Promise<PublishResult[]> {
+    this.assertOpen();
+    if (!Array.isArray(messages)) throw new BusError('BUS_INVALID_ARGUMENT', 'publishMany takes an array');
+    const checked = messages.map((m) => checkPublish(m));
+    if (checked.length === 0) return [];
+    const results = await this.run(() => {
+      const now = this.clock.now();
+      return checked.map((p) => this.insertOne(p, now));
+    });
+    const woken = new Map<string, number>();
+    checked.forEach((p, i) => {
+      if (!results[i]!.duplicate && p.delayMs === 0) woken.set(p.role, (woken.get(p.role) ?? 0) + 1);
+    });
+    for (const [role, n] of woken) this.wake.notify(role, n);
+    return results;
+  }
+
+  /** Inside the dead-letter move's transaction: a dead work message's failure result (see `dead-letter-notice.ts`). */
+  private notifyDead(seq: number, role: string, error: WorkError, deliveries: number, now: number): void {
+    const row = this.s.envelopeOf.get(seq) as { envelope: string | null } | undefined;
+    if (row?.envelope == null) return;
+    const notice = deadLetterNotice({
+      envelope: JSON.parse(row.envelope),
+      role,
+      error,
+      deliveries,
+      messageId: String(seq),
+      at: now,
+    });
+    if (notice === undefined) return;
+    const result = this.insertOne(checkPublish(notice), now);
+    if (!result.duplicate) this.wake.notify(notice.role, 1);
+  }
+
+  // ---------------------------------------------------------------- consume
+
+  private reclaimExpired(role: string, now: number): number {
+    const rows = this.s.expired.all(role, now) as LeaseRow[];
+    let ready = 0;
+    const settings = this.settings(role);
+    for (const row of rows) {
+      const policy = this.policyOf(role, row.retry_policy);
+      const error: WorkError = {
+        type: LEASE_EXPIRED_ERROR,
+        message: 'the lease expired before the delivery was acked',
+      };
+      if (decideExpiry(policy, row.deliveries, settings.maxDeliveries) === 'dead') {
+        this.s.expireDead.run(now, JSON.stringify(error), row.seq);
+        this.notifyDead(row.seq, role, error, row.deliveries, now);
+      } else {
+        this.s.expireReady.run(JSON.stringify(error), row.seq);
+        ready++;
+      }
+    }
+    return ready;
+  }
+
+  /**
+   * Leases for every consume request of one role gathered in this tick, with
+   * one reclaim and one candidate query: 32 consumers asking at once cost one
+   * index seek, not 32. Requests are served in arrival order.
+   */
+  private leaseFor(role: string, requests: readonly LeaseRequest[]): SqliteDelivery[][] {
+    const now = this.clock.now();
+    this.reclaimExpired(role, now);
+    let total = 0;
+    for (const r of requests) total += r.max;
+    const rows = this.s.candidates.all(role, now, now, total) as JobRow[];
+    const out: SqliteDelivery[][] = requests.map(() => []);
+    const taskKeys = new Set<string>();
+    let next = 0;
+    for (const row of rows) {
+      if (row.task_key !== null) {
+        if (taskKeys.has(row.task_key)) continue;
+        taskKeys.add(row.task_key);
+      }
+      while (next < requests.length && out[next]!.length >= requests[next]!.max) next++;
+      if (next >= requests.length) break;
+      const request = requests[next]!;
+      const leaseId = `${this.leaseNonce}.${(++this.leaseCounter).toString(36)}`;
+      this.s.lease.run(
+        leaseId,
+        request.consumer,
+        now + request.visibilityTimeoutMs,
+        request.visibilityTimeoutMs,
+        row.seq,
+      );
+      out[next]!.push({
+        seq: row.seq,
+        id: String(row.seq),
+        role,
+        envelope: JSON.parse(row.envelope!) as BusEnvelope,
+        idempotencyKey: row.idempotency_key,
+        taskKey: row.task_key ?? undefined,
+        leaseId,
+        consumer: request.consumer,
+        deliveries: row.deliveries + 1,
+        visibilityTimeoutMs: request.visibilityTimeoutMs,
+        publishedAt: row.published_at,
+        lastError: parseError(row.last_error),
+      });
+    }
+    return out;
+  }
+
+  private requestLease(role: string, consumer: string, visibilityTimeoutMs: number, max: number): Promise<Delivery[]> {
+    return new Promise<Delivery[]>((resolve, reject) => {
+      let list = this.leaseRequests.get(role);
+      if (list === undefined) {
+        const requests: LeaseRequest[] = [];
+        list = requests;
+        this.leaseRequests.set(role, requests);
+        this.run(() => {
+          if (this.leaseRequests.get(role) === requests) this.leaseRequests.delete(role);
+          return this.leaseFor(role, requests);
+        }).then(
+          (results) => {
+            requests.forEach((r, i) => {
+              r.resolve(results[i] ?? []);
+            });
+          },
+          (error: unknown) => {
+            for (const r of requests) r.reject(error);
+          },
+        );
+      }
+      list.push({ consumer, visibilityTimeoutMs, max, resolve, reject });
+    });
+  }
+
+  async consume(role: string, options: ConsumeOptions): Promise<Delivery[]> {
+    this.assertOpen();
+    const c = checkConsume(role, options);
+    if (c.signal?.aborted) return [];
+    const deadline = Date.now() + c.waitMs;
+    let interval = this.poll.min;
+    for (;;) {
+      const got = await this.requestLease(c.role, c.consumer, c.visibilityTimeoutMs, c.max);
+      if (got.length > 0 || this.closed || c.signal?.aborted) return got;
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) return got;
+      await this.wake.wait(c.role, Math.min(interval, remaining), c.signal);
+      interval = Math.min(interval * 2, this.poll.max);
+      if (this.closed) return [];
+    }
+  }
+
+  // ---------------------------------------------------------------- settle
+
+  private own(delivery: Delivery): SqliteDelivery {
+    if (
+      delivery === null ||
+      typeof delivery !== 'object' ||
+      typeof delivery.leaseId !== 'string' ||
+      typeof delivery.id !== 'string' ||
+      !/^[0-9]+$/.test(delivery.id)
+    ) {
+      throw new BusError('BUS_INVALID_ARGUMENT', 'not a delivery of this queue');
+    }
+    const seq = Number(delivery.id);
+    return { ...delivery, seq } as SqliteDelivery;
+  }
+
+  private ackOne(d: SqliteDelivery, now: number): boolean {
+    return this.s.ack.run(now, d.seq, d.leaseId).changes === 1;
+  }
+
+  private maybePrune(now: number, acked: number): void {
+    this.acksSincePrune += acked;
+    if (this.acksSincePrune < PRUNE_EVERY_ACKS) return;
+    this.acksSincePrune = 0;
+    this.s.prune.run(now - this.retentionMs);
+  }
+
+  async ack(delivery: Delivery): Promise<boolean> {
+    const [ok] = await this.ackMany([delivery]);
+    return ok!;
+  }
+
+  async ackMany(deliveries: readonly Delivery[]): Promise<boolean[]> {
+    this.assertOpen();
+    if (!Array.isArray(deliveries)) throw new BusError('BUS_INVALID_ARGUMENT', 'ackMany takes an array');
+    const own = deliveries.map((d) => this.own(d));
+    if (own.length === 0) return [];
+    return this.run(
+      () => {
+        const now = this.clock.now();
+        const out = own.map((d) => this.ackOne(d, now));
+        this.maybePrune(now, own.length);
+        return out;
+      },
+      own.length > 1 || this.acksSincePrune + own.length >= PRUNE_EVERY_ACKS,
+    );
+  }
+
+  async heartbeat(delivery: Delivery, extendMs?: number): Promise<number | null> {
+    this.assertOpen();
+    const d = this.own(delivery);
+    const extend = checkExtend(extendMs, d.visibilityTimeoutMs);
+    return this.run(() => {
+      const until = this.clock.now() + extend;
+      return this.s.heartbeat.run(until, d.seq, d.leaseId).changes === 1 ? until : null;
+    }, false);
+  }
+
+  async nack(delivery: Delivery, options: NackOptions): Promise<NackResult> {
+    this.assertOpen();
+    const d = this.own(delivery);
+    const opts = checkNack(options);
+    const result = await this.run((): NackResult => {
+      const row = this.s.leaseOf.get(d.seq, d.leaseId) as LeaseRow | undefined;
+      if (row === undefined) return { outcome: 'lease-lost' };
+      const now = this.clock.now();
+      const decision = decideNack({
+        policy: this.policyOf(d.role, row.retry_policy),
+        deliveries: row.deliveries,
+        maxDeliveries: this.settings(d.role).maxDeliveries,
+        error: opts.error,
+        retryable: opts.retryable,
+        ...(opts.delayMs === undefined ? {} : { delayMs: opts.delayMs }),
+        jitterRatio: this.jitterRatio,
+        random: this.random,
+      });
+      const error = JSON.stringify(opts.error);
+      if (decision.to === 'dead') {
+        this.s.dead.run(now, error, d.seq);
+        this.notifyDead(d.seq, d.role, opts.error, row.deliveries, now);
+        return { outcome: 'dead-letter', reason: decision.reason };
+      }
+      this.s.retry.run(now + decision.delayMs, error, d.seq);
+      return { outcome: 'retry', availableAt: now + decision.delayMs, delayMs: decision.delayMs };
+    }, false);
+    if (result.outcome === 'retry' && result.delayMs === 0) this.wake.notify(d.role, 1);
+    return result;
+  }
+
+  async release(delivery: Delivery): Promise<boolean> {
+    this.assertOpen();
+    const d = this.own(delivery);
+    const ok = await this.run(() => this.s.release.run(this.clock.now(), d.seq, d.leaseId).changes === 1, false);
+    if (ok) this.wake.notify(d.role, 1);
+    return ok;
+  }
+
+  // ---------------------------------------------------------------- dead letters
+
+  private async listDead(role: string, options: { limit?: number; offset?: number } = {}): Promise<DeadLetter[]> {
+    this.assertOpen();
+    const r = checkRole(role);
+    const limit = options.limit ?? 100;
+    const offset = options.offset ?? 0;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 10_000 || !Number.isInteger(offset) || offset < 0) {
+      throw new BusError('BUS_INVALID_ARGUMENT', 'limit must be an integer in [1, 10000] and offset >= 0');
+    }
+    const rows = this.s.listDead.all(r, limit, offset) as JobRow[];
+    return rows.map((row) => ({
+      id: String(row.seq),
+      role: row.role,
+      envelope: JSON.parse(row.envelope!) as BusEnvelope,
+      idempotencyKey: row.idempotency_key,
+      taskKey: row.task_key ?? undefined,
+      deliveries: row.deliveries,
+      lastError: parseError(row.last_error) ?? { type: 'Unknown', message: '' },
+      publishedAt: row.published_at,
+      deadAt: row.finished_at ?? 0,
+    }));
+  }
+
+  private checkIds(ids: readonly string[] | undefined): number[] | undefined {
+    if (ids === undefined) return undefined;
+    if (!Array.isArray(ids) || ids.some((id) => typeof id !== 'string' || !/^[0-9]{1,15}$/.test(id))) {
+      throw new BusError('BUS_INVALID_ARGUMENT', 'ids must be message ids of this queue');
+    }
+    return ids.map(Number);
+  }
+
+  private async replayDead(role: string, options: { ids?: readonly string[] } = {}): Promise<number> {
+    this.assertOpen();
+    const r = checkRole(role);
+    const ids = this.checkIds(options.ids);
+    const n = await this.run(() => {
+      const now = this.clock.now();
+      if (ids === undefined) return this.s.replayAll.run(now, r).changes;
+      let count = 0;
+      for (const seq of ids) count += this.s.replayOne.run(now, r, seq).changes;
+      return count;
+    });
+    if (n > 0) this.wake.notify(r, n);
+    return n;
+  }
+
+  private async purgeDead(role: string, options: { ids?: readonly string[] } = {}): Promise<number> {
+    this.assertOpen();
+    const r = checkRole(role);
+    const ids = this.checkIds(options.ids);
+    return this.run(() => {
+      if (ids === undefined) return this.s.purgeAll.run(r).changes;
+      let count = 0;
+      for (const seq of ids) count += this.s.purgeOne.run(r, seq).changes;
+      return count;
+    });
+  }
+
+  // ---------------------------------------------------------------- stats
+
+  async stats(role: string): Promise<QueueStats> {
+    this.assertOpen();
+    const r = checkRole(role);
+    const now = this.clock.now();
+    const read = this.db.transaction(() => {
+      const ready = this.s.statReady.get(r, now) as { n: number; oldest: number | null };
+      const expired = this.s.statExpired.get(r, now) as { n: number; oldest: number | null };
+      const delayed = this.s.statDelayed.get(r, now) as { n: number };
+      const leased = this.s.statLeased.get(r, now) as { n: number };
+      const dead = this.s.statDead.get(r) as { n: number };
+      const oldest = Math.min(ready.oldest ?? Number.POSITIVE_INFINITY, expired.oldest ?? Number.POSITIVE_INFINITY);
+      return {
+        role: r,
+        depth: ready.n + expired.n,
+        delayed: delayed.n,
+        inFlight: leased.n,
+        lag: Number.isFinite(oldest) ? Math.max(0, now - oldest) : 0,
+        deadLetters: dead.n,
+      };
+    });
+    return read.deferred();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.batcher.flush();
+    this.wake.notifyAll();
+    if (this.ownsDb) this.db.close();
+  }
+}
+
+export function createSqliteQueue(options: SqliteQueueOptions): SqliteQueue {
+  return new SqliteQueue(options);
+}

@@ -1,0 +1,130 @@
+import { SCHEMA_VERSION } from '../../protocol/bounds.js';
+import type { SqliteDatabase } from '../kernel/database.js';
+import type { Migration, MigrationSet } from '../kernel/migrations.js';
+
+/** The component name of the broker's rows in `schema_version`. */
+export const A2A_COMPONENT = 'a2a';
+
+/**
+ * Version 12 (ADR 0147, `migrate_v11_to_v12`): the A2A broker's tables. A
+ * database at any version below 12 has none of them; this step creates them
+ * all. Versions 1..11 predate the broker and carry no a2a schema, so a
+ * database at 0..11 is brought to 12 by this one step, in one transaction.
+ *
+ * - `a2a_agents`: every registration ever made (a party `(context_id, name)`
+ *   may have many); `ended_at` is set on deregistration and on restart.
+ *   Tokens are never stored.
+ * - `a2a_tasks`: one row per task, with its current status (JSON of the wire
+ *   `TaskStatus`) and the creating message id (to recognise a retried
+ *   creation). `history_count` is the number of rows in `a2a_messages`.
+ * - `a2a_messages`: the history, keyed `(task_id, message_id)`.
+ * - `a2a_artifacts`: keyed `(task_id, artifact_id)`, in insertion order.
+ * - `a2a_push_configs`: at most one per task (last write wins).
+ * - `a2a_events`: the durable log of notifications per party, `seq` from 1
+ *   (unique per party; a rowid table, since `params` can be large).
+ * - `a2a_task_actors`: the persisted snapshot of every live (non-terminal)
+ *   task actor with the machine version it was taken from; deleted when the
+ *   task reaches a terminal state.
+ */
+function createBrokerTables(db: SqliteDatabase): void {
+  db.exec(`
+    CREATE TABLE IF NOT EXISTS a2a_agents (
+      agent_id TEXT PRIMARY KEY,
+      context_id TEXT NOT NULL,
+      name TEXT NOT NULL,
+      kind TEXT NOT NULL CHECK (kind IN ('subagent', 'parent')),
+      description TEXT NOT NULL,
+      skills TEXT NOT NULL,
+      sends INTEGER NOT NULL DEFAULT 0,
+      registered_at TEXT NOT NULL,
+      ended_at TEXT,
+      end_reason TEXT CHECK (end_reason IS NULL OR end_reason IN ('deregistered', 'restart'))
+    ) STRICT;
+    CREATE INDEX IF NOT EXISTS a2a_agents_party ON a2a_agents (context_id, name);
+
+    CREATE TABLE IF NOT EXISTS a2a_tasks (
+      task_id TEXT PRIMARY KEY,
+      context_id TEXT NOT NULL,
+      requester_name TEXT NOT NULL,
+      agent_context_id TEXT NOT NULL,
+      agent_name TEXT NOT NULL,
+      state TEXT NOT NULL CHECK (state IN ('submitted', 'working', 'input-required', 'auth-required',
+        'completed', 'canceled', 'failed', 'rejected')),
+      status TEXT NOT NULL,
+      creation_message_id TEXT NOT NULL,
+      history_count INTEGER NOT NULL,
+      created_at TEXT NOT NULL,
+      updated_at TEXT NOT NULL,
+      metadata TEXT
+    ) STRICT;
+    CREATE INDEX IF NOT EXISTS a2a_tasks_requester ON a2a_tasks (context_id, requester_name, creation_message_id);
+    CREATE INDEX IF NOT EXISTS a2a_tasks_worker ON a2a_tasks (agent_context_id, agent_name);
+
+    CREATE TABLE IF NOT EXISTS a2a_messages (
+      task_id TEXT NOT NULL REFERENCES a2a_tasks (task_id),
+      message_id TEXT NOT NULL,
+      position INTEGER NOT NULL,
+      role TEXT NOT NULL CHECK (role IN ('user', 'agent')),
+      from_name TEXT NOT NULL,
+      body TEXT NOT NULL,
+      PRIMARY KEY (task_id, message_id)
+    ) STRICT;
+    CREATE UNIQUE INDEX IF NOT EXISTS a2a_messages_position ON a2a_messages (task_id, position);
+
+    CREATE TABLE IF NOT EXISTS a2a_artifacts (
+      task_id TEXT NOT NULL REFERENCES a2a_tasks (task_id),
+      artifact_id TEXT NOT NULL,
+      position INTEGER NOT NULL,
+      body TEXT NOT NULL,
+      updated_at TEXT NOT NULL,
+      PRIMARY KEY (task_id, artifact_id)
+    ) STRICT;
+
+    CREATE TABLE IF NOT EXISTS a2a_push_configs (
+      task_id TEXT PRIMARY KEY REFERENCES a2a_tasks (task_id),
+      config TEXT NOT NULL,
+      set_by_context_id TEXT NOT NULL,
+      set_by_name TEXT NOT NULL,
+      updated_at TEXT NOT NULL
+    ) STRICT;
+
+    CREATE TABLE IF NOT EXISTS a2a_events (
+      party_context_id TEXT NOT NULL,
+      party_name TEXT NOT NULL,
+      seq INTEGER NOT NULL CHECK (seq >= 1),
+      method TEXT NOT NULL CHECK (method IN ('a2a.task.event', 'a2a.push')),
+      task_id TEXT NOT NULL,
+      params TEXT NOT NULL,
+      created_at TEXT NOT NULL
+    ) STRICT;
+    CREATE UNIQUE INDEX IF NOT EXISTS a2a_events_party_seq ON a2a_events (party_context_id, party_name, seq);
+
+    CREATE TABLE IF NOT EXISTS a2a_task_actors (
+      task_id TEXT PRIMARY KEY REFERENCES a2a_tasks (task_id),
+      machine_version INTEGER NOT NULL,
+      snapshot TEXT NOT NULL
+    ) STRICT;
+  `);
+}
+
+export const A2A_MIGRATIONS: readonly Migration[] = Object.freeze([
+  { version: 12, name: 'a2a broker tables (ADR 0147)', up: createBrokerTables },
+]);
+
+/** The broker's schema: component `a2a`, current version 12. */
+export const A2A_MIGRATION_SET: MigrationSet = Object.freeze({
+  component: A2A_COMPONENT,
+  current: SCHEMA_VERSION,
+  migrations: A2A_MIGRATIONS,
+});
+
+/** Every table of the broker, in dependency order (for dumps and checks). */
+export const A2A_TABLES = [
+  'a2a_agents',
+  'a2a_tasks',
+  'a2a_messages',
+  'a2a_artifacts',
+  'a2a_push_configs',
+  'a2a_events',
+  'a2a_task_actors',
+] as const;

@@ -1,0 +1,416 @@
+import type { AgentCard, AgentKind, Skill } from '../../protocol/agent.js';
+import type { DurableEvent, NotificationMethod, PushConfig } from '../../protocol/events.js';
+import type { Artifact, Message, Task, TaskState, TaskStatus } from '../../protocol/task.js';
+import type { SqliteDatabase } from '../kernel/database.js';
+
+/**
+ * The JSON text of an event's params exactly as `appendEvent` wrote it to the
+ * log: a non-enumerable property of the event object (invisible to
+ * `JSON.stringify` and to deep equality).
+ */
+export const LOGGED_PARAMS_TEXT: unique symbol = Symbol('switchboard.loggedParamsText');
+
+/** The params of `event` as JSON text: the logged text when it has one, else serialized now. */
+export function paramsText(event: DurableEvent): string {
+  return (event as { [LOGGED_PARAMS_TEXT]?: string })[LOGGED_PARAMS_TEXT] ?? JSON.stringify(event.params);
+}
+
+/** A party of a task: `(contextId, name)`. Survives re-registrations and restarts. */
+export interface Party {
+  contextId: string;
+  name: string;
+}
+
+export interface AgentRow {
+  agentId: string;
+  contextId: string;
+  name: string;
+  kind: AgentKind;
+  description: string;
+  skills: Skill[];
+  sends: number;
+  registeredAt: string;
+}
+
+/** The scalar columns of a task: what the broker checks before touching history. */
+export interface TaskHead {
+  taskId: string;
+  contextId: string;
+  requesterName: string;
+  agentContextId: string;
+  agentName: string;
+  state: TaskState;
+  status: TaskStatus;
+  historyCount: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface TaskActorRow {
+  taskId: string;
+  machineVersion: number;
+  snapshot: string;
+  state: TaskState;
+}
+
+interface TaskHeadRaw {
+  task_id: string;
+  context_id: string;
+  requester_name: string;
+  agent_context_id: string;
+  agent_name: string;
+  state: TaskState;
+  status: string;
+  history_count: number;
+  created_at: string;
+  updated_at: string;
+  metadata: string | null;
+}
+
+const TASK_HEAD_COLUMNS =
+  'task_id, context_id, requester_name, agent_context_id, agent_name, state, status, history_count, created_at, updated_at, metadata';
+
+function toHead(raw: TaskHeadRaw): TaskHead {
+  return {
+    taskId: raw.task_id,
+    contextId: raw.context_id,
+    requesterName: raw.requester_name,
+    agentContextId: raw.agent_context_id,
+    agentName: raw.agent_name,
+    state: raw.state,
+    status: JSON.parse(raw.status) as TaskStatus,
+    historyCount: raw.history_count,
+    createdAt: raw.created_at,
+    updatedAt: raw.updated_at,
+  };
+}
+
+/**
+ * The broker's rows, behind prepared statements. Every method is synchronous
+ * and runs inside the caller's transaction; the store never opens one itself.
+ * Row bodies are the wire shapes as JSON, written only by the broker after
+ * schema validation, so they are read back without re-validation.
+ */
+export class A2AStore {
+  private readonly s;
+
+  constructor(db: SqliteDatabase) {
+    this.s = {
+      insertAgent: db.prepare(
+        `INSERT INTO a2a_agents (agent_id, context_id, name, kind, description, skills, sends, registered_at)
+         VALUES (@agentId, @contextId, @name, @kind, @description, @skills, @sends, @registeredAt)`,
+      ),
+      endAgent: db.prepare(
+        'UPDATE a2a_agents SET ended_at = ?, end_reason = ? WHERE agent_id = ? AND ended_at IS NULL',
+      ),
+      endAllAgents: db.prepare("UPDATE a2a_agents SET ended_at = ?, end_reason = 'restart' WHERE ended_at IS NULL"),
+      setAgentSends: db.prepare('UPDATE a2a_agents SET sends = ? WHERE agent_id = ?'),
+      latestAgentOfParty: db.prepare(
+        'SELECT agent_id FROM a2a_agents WHERE context_id = ? AND name = ? ORDER BY registered_at DESC, agent_id DESC LIMIT 1',
+      ),
+      insertTask: db.prepare(
+        `INSERT INTO a2a_tasks (task_id, context_id, requester_name, agent_context_id, agent_name, state, status,
+           creation_message_id, history_count, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      taskHead: db.prepare(`SELECT ${TASK_HEAD_COLUMNS} FROM a2a_tasks WHERE task_id = ?`),
+      createdTask: db.prepare(
+        'SELECT task_id FROM a2a_tasks WHERE context_id = ? AND requester_name = ? AND creation_message_id = ? LIMIT 1',
+      ),
+      countTasksInContext: db.prepare('SELECT COUNT(*) AS n FROM a2a_tasks WHERE context_id = ?'),
+      writeHead: db.prepare(
+        'UPDATE a2a_tasks SET state = ?, status = ?, history_count = ?, updated_at = ? WHERE task_id = ?',
+      ),
+      insertMessage: db.prepare(
+        `INSERT INTO a2a_messages (task_id, message_id, position, role, from_name, body)
+         VALUES (?, ?, ?, ?, ?, ?)`,
+      ),
+      hasMessage: db.prepare('SELECT 1 FROM a2a_messages WHERE task_id = ? AND message_id = ?'),
+      history: db.prepare('SELECT body FROM a2a_messages WHERE task_id = ? ORDER BY position'),
+      historyTail: db.prepare(
+        'SELECT body FROM (SELECT body, position FROM a2a_messages WHERE task_id = ? ORDER BY position DESC LIMIT ?) ORDER BY position',
+      ),
+      artifacts: db.prepare('SELECT body FROM a2a_artifacts WHERE task_id = ? ORDER BY position'),
+      artifact: db.prepare('SELECT body FROM a2a_artifacts WHERE task_id = ? AND artifact_id = ?'),
+      insertArtifact: db.prepare(
+        `INSERT INTO a2a_artifacts (task_id, artifact_id, position, body, updated_at)
+         VALUES (?, ?, (SELECT COUNT(*) + 1 FROM a2a_artifacts WHERE task_id = ?), ?, ?)`,
+      ),
+      updateArtifact: db.prepare(
+        'UPDATE a2a_artifacts SET body = ?, updated_at = ? WHERE task_id = ? AND artifact_id = ?',
+      ),
+      tasksAsRequester: db.prepare(
+        `SELECT ${TASK_HEAD_COLUMNS} FROM a2a_tasks WHERE context_id = ? AND requester_name = ? ORDER BY rowid`,
+      ),
+      tasksAsWorker: db.prepare(
+        `SELECT ${TASK_HEAD_COLUMNS} FROM a2a_tasks WHERE agent_context_id = ? AND agent_name = ? ORDER BY rowid`,
+      ),
+      tasksAsEither: db.prepare(
+        `SELECT ${TASK_HEAD_COLUMNS} FROM a2a_tasks
+         WHERE (context_id = @contextId AND requester_name = @name) OR (agent_context_id = @contextId AND agent_name = @name)
+         ORDER BY rowid`,
+      ),
+      openAsRequester: db.prepare(
+        `SELECT ${TASK_HEAD_COLUMNS} FROM a2a_tasks WHERE context_id = ? AND requester_name = ?
+         AND state IN ('submitted', 'working', 'input-required', 'auth-required') ORDER BY rowid`,
+      ),
+      openAsWorker: db.prepare(
+        `SELECT ${TASK_HEAD_COLUMNS} FROM a2a_tasks WHERE agent_context_id = ? AND agent_name = ?
+         AND state IN ('submitted', 'working', 'input-required', 'auth-required') ORDER BY rowid`,
+      ),
+      pushConfig: db.prepare('SELECT config FROM a2a_push_configs WHERE task_id = ?'),
+      setPushConfig: db.prepare(
+        `INSERT INTO a2a_push_configs (task_id, config, set_by_context_id, set_by_name, updated_at)
+         VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (task_id) DO UPDATE SET config = excluded.config, set_by_context_id = excluded.set_by_context_id,
+           set_by_name = excluded.set_by_name, updated_at = excluded.updated_at`,
+      ),
+      lastSeq: db.prepare(
+        'SELECT COALESCE(MAX(seq), 0) AS seq FROM a2a_events WHERE party_context_id = ? AND party_name = ?',
+      ),
+      insertEvent: db.prepare(
+        `INSERT INTO a2a_events (party_context_id, party_name, seq, method, task_id, params, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      eventsSince: db.prepare(
+        `SELECT seq, method, params FROM a2a_events WHERE party_context_id = ? AND party_name = ? AND seq > ?
+         ORDER BY seq LIMIT ?`,
+      ),
+      putActor: db.prepare(
+        `INSERT INTO a2a_task_actors (task_id, machine_version, snapshot) VALUES (?, ?, ?)
+         ON CONFLICT (task_id) DO UPDATE SET machine_version = excluded.machine_version, snapshot = excluded.snapshot`,
+      ),
+      deleteActor: db.prepare('DELETE FROM a2a_task_actors WHERE task_id = ?'),
+      allActors: db.prepare(
+        `SELECT a.task_id, a.machine_version, a.snapshot, t.state
+         FROM a2a_task_actors a JOIN a2a_tasks t ON t.task_id = a.task_id`,
+      ),
+      liveTasksWithoutActor: db.prepare(
+        `SELECT task_id, state FROM a2a_tasks t
+         WHERE state IN ('submitted', 'working', 'input-required', 'auth-required')
+         AND NOT EXISTS (SELECT 1 FROM a2a_task_actors a WHERE a.task_id = t.task_id)`,
+      ),
+    };
+  }
+
+  // ---- agents ----
+
+  insertAgent(row: AgentRow): void {
+    this.s.insertAgent.run({ ...row, skills: JSON.stringify(row.skills) });
+  }
+
+  endAgent(agentId: string, at: string, reason: 'deregistered' | 'restart'): void {
+    this.s.endAgent.run(at, reason, agentId);
+  }
+
+  /** Ends every registration left open by a previous run (tokens died with it). */
+  endAllAgents(at: string): number {
+    return this.s.endAllAgents.run(at).changes;
+  }
+
+  setAgentSends(agentId: string, sends: number): void {
+    this.s.setAgentSends.run(sends, agentId);
+  }
+
+  /** The agentId of the party's most recent registration, live or not. */
+  latestAgentIdOfParty(party: Party): string | undefined {
+    const row = this.s.latestAgentOfParty.get(party.contextId, party.name) as { agent_id: string } | undefined;
+    return row?.agent_id;
+  }
+
+  // ---- tasks ----
+
+  /** A new task row; its messages follow with `appendMessage`. */
+  insertTask(head: TaskHead, creationMessageId: string): void {
+    // Positional parameters: binding by name looks each one up in an object, per call.
+    this.s.insertTask.run(
+      head.taskId,
+      head.contextId,
+      head.requesterName,
+      head.agentContextId,
+      head.agentName,
+      head.status.state,
+      JSON.stringify(head.status),
+      creationMessageId,
+      head.historyCount,
+      head.createdAt,
+      head.updatedAt,
+    );
+  }
+
+  taskHead(taskId: string): TaskHead | undefined {
+    const raw = this.s.taskHead.get(taskId) as TaskHeadRaw | undefined;
+    return raw === undefined ? undefined : toHead(raw);
+  }
+
+  /** The task a requester created with this message id, if any. */
+  createdTaskId(requester: Party, messageId: string): string | undefined {
+    const row = this.s.createdTask.get(requester.contextId, requester.name, messageId) as
+      | { task_id: string }
+      | undefined;
+    return row?.task_id;
+  }
+
+  countTasksInContext(contextId: string): number {
+    return (this.s.countTasksInContext.get(contextId) as { n: number }).n;
+  }
+
+  /** Writes a task's mutable columns (state, status, history count, updatedAt) in one statement. */
+  writeHead(head: TaskHead): void {
+    this.s.writeHead.run(
+      head.status.state,
+      JSON.stringify(head.status),
+      head.historyCount,
+      head.updatedAt,
+      head.taskId,
+    );
+  }
+
+  /** Adds a message at `position` (1-based); the caller writes the new `historyCount` with the head. */
+  appendMessage(message: Message, position: number): void {
+    this.s.insertMessage.run(
+      message.taskId,
+      message.messageId,
+      position,
+      message.role,
+      message.from,
+      JSON.stringify(message),
+    );
+  }
+
+  hasMessage(taskId: string, messageId: string): boolean {
+    return this.s.hasMessage.get(taskId, messageId) !== undefined;
+  }
+
+  /** The whole task as the wire shows it; `historyLength` keeps the last N messages. */
+  loadTask(head: TaskHead, historyLength?: number): Task {
+    const historyRows = (
+      historyLength === undefined
+        ? this.s.history.all(head.taskId)
+        : historyLength === 0
+          ? []
+          : this.s.historyTail.all(head.taskId, historyLength)
+    ) as { body: string }[];
+    const artifactRows = this.s.artifacts.all(head.taskId) as { body: string }[];
+    return {
+      kind: 'task',
+      id: head.taskId,
+      contextId: head.contextId,
+      agentName: head.agentName,
+      agentContextId: head.agentContextId,
+      requesterName: head.requesterName,
+      status: head.status,
+      history: historyRows.map((r) => JSON.parse(r.body) as Message),
+      artifacts: artifactRows.map((r) => JSON.parse(r.body) as Artifact),
+      createdAt: head.createdAt,
+      updatedAt: head.updatedAt,
+    };
+  }
+
+  /** Tasks the party is a party to, oldest first. */
+  tasksOfParty(party: Party, role: 'requester' | 'worker' | undefined): TaskHead[] {
+    const raws = (
+      role === 'requester'
+        ? this.s.tasksAsRequester.all(party.contextId, party.name)
+        : role === 'worker'
+          ? this.s.tasksAsWorker.all(party.contextId, party.name)
+          : this.s.tasksAsEither.all({ contextId: party.contextId, name: party.name })
+    ) as TaskHeadRaw[];
+    return raws.map(toHead);
+  }
+
+  /** Non-terminal tasks where the party is the requester (`role: requester`) or the worker. */
+  openTasksOfParty(party: Party, role: 'requester' | 'worker'): TaskHead[] {
+    const stmt = role === 'requester' ? this.s.openAsRequester : this.s.openAsWorker;
+    return (stmt.all(party.contextId, party.name) as TaskHeadRaw[]).map(toHead);
+  }
+
+  // ---- artifacts ----
+
+  artifact(taskId: string, artifactId: string): Artifact | undefined {
+    const row = this.s.artifact.get(taskId, artifactId) as { body: string } | undefined;
+    return row === undefined ? undefined : (JSON.parse(row.body) as Artifact);
+  }
+
+  putArtifact(taskId: string, artifact: Artifact, exists: boolean, at: string): void {
+    const body = JSON.stringify(artifact);
+    if (exists) this.s.updateArtifact.run(body, at, taskId, artifact.artifactId);
+    else this.s.insertArtifact.run(taskId, artifact.artifactId, taskId, body, at);
+  }
+
+  // ---- push configs ----
+
+  pushConfig(taskId: string): PushConfig | null {
+    const row = this.s.pushConfig.get(taskId) as { config: string } | undefined;
+    return row === undefined ? null : (JSON.parse(row.config) as PushConfig);
+  }
+
+  setPushConfig(taskId: string, config: PushConfig, by: Party, at: string): void {
+    this.s.setPushConfig.run(taskId, JSON.stringify(config), by.contextId, by.name, at);
+  }
+
+  // ---- the durable event log ----
+
+  /** The next `seq` of a party: one more than the last ever written (never reused). */
+  nextSeq(party: Party): number {
+    return (this.s.lastSeq.get(party.contextId, party.name) as { seq: number }).seq + 1;
+  }
+
+  /**
+   * Writes an event to the party's log and attaches the JSON text of its
+   * params as written (`LOGGED_PARAMS_TEXT`, not enumerable), so that a
+   * connection relaying the event writes that text instead of serializing
+   * the params again.
+   */
+  appendEvent(party: Party, event: DurableEvent, taskId: string, at: string): void {
+    const text = JSON.stringify(event.params);
+    this.s.insertEvent.run(party.contextId, party.name, event.seq, event.method, taskId, text, at);
+    Object.defineProperty(event, LOGGED_PARAMS_TEXT, { value: text });
+  }
+
+  eventsSince(party: Party, after: number, limit: number): DurableEvent[] {
+    const rows = this.s.eventsSince.all(party.contextId, party.name, after, limit) as {
+      seq: number;
+      method: NotificationMethod;
+      params: string;
+    }[];
+    return rows.map((r) => ({ seq: r.seq, method: r.method, params: JSON.parse(r.params) }) as DurableEvent);
+  }
+
+  // ---- task actor snapshots ----
+
+  putActorSnapshot(taskId: string, machineVersion: number, snapshot: unknown): void {
+    this.s.putActor.run(taskId, machineVersion, JSON.stringify(snapshot));
+  }
+
+  deleteActorSnapshot(taskId: string): void {
+    this.s.deleteActor.run(taskId);
+  }
+
+  /** Every persisted live task actor, with the state its task row holds. */
+  actorSnapshots(): TaskActorRow[] {
+    return (
+      this.s.allActors.all() as { task_id: string; machine_version: number; snapshot: string; state: TaskState }[]
+    ).map((r) => ({ taskId: r.task_id, machineVersion: r.machine_version, snapshot: r.snapshot, state: r.state }));
+  }
+
+  /** Non-terminal tasks that have no snapshot row (never expected; repaired on open). */
+  liveTasksWithoutActor(): { taskId: string; state: TaskState }[] {
+    return (this.s.liveTasksWithoutActor.all() as { task_id: string; state: TaskState }[]).map((r) => ({
+      taskId: r.task_id,
+      state: r.state,
+    }));
+  }
+}
+
+/** The wire card of a registration. */
+export function agentCard(row: AgentRow): AgentCard {
+  return {
+    agentId: row.agentId,
+    name: row.name,
+    contextId: row.contextId,
+    kind: row.kind,
+    description: row.description,
+    skills: row.skills,
+  };
+}

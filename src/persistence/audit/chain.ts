@@ -1,0 +1,545 @@
+import * as crypto from 'node:crypto';
+import { createHash } from 'node:crypto';
+import type { Statement } from 'better-sqlite3';
+import canonicalize from 'canonicalize';
+import type { z } from 'zod';
+import { MAX_ID_CHARS } from '../../protocol/bounds.js';
+import {
+  AUDIT_KINDS,
+  type AuditEntryInput,
+  AuditEntryInputSchema,
+  type AuditHead,
+  type AuditKind,
+  type AuditRow,
+  type JsonObject,
+  MAX_AUDIT_DATA_BYTES,
+  isWellFormedText,
+  jsonProblem,
+} from '../../protocol/audit.js';
+import { type Clock, systemClock } from '../kernel/clock.js';
+import type { SqliteDatabase } from '../kernel/database.js';
+import { type MigrationSet, migrate } from '../kernel/migrations.js';
+
+/**
+ * The hash-chained audit. Every row's hash is
+ *
+ *   SHA-256( "switchboard.audit.v1" || 0x00 || prevHash (32 bytes) || JCS(row) )
+ *
+ * where JCS is the RFC 8785 canonical JSON of
+ * `{ seq, at, kind, itemId, hop?, actor, data }` (`hop` left out when absent)
+ * and `prevHash` is the previous row's hash (32 zero bytes before the first
+ * row). Hashes are stored as lower-case hex. The chain head `(seq, hash)` is
+ * kept in `audit_head`, updated in the same transaction as the row, so that
+ * rows cut from the end are detected; `append` also returns it so that
+ * callers can keep it elsewhere and pass it to `verifyChain`.
+ */
+
+export const AUDIT_DOMAIN_TAG = 'switchboard.audit.v1';
+export const AUDIT_GENESIS_HASH = '0'.repeat(64);
+
+export const AUDIT_MIGRATIONS: MigrationSet = {
+  component: 'audit',
+  current: 1,
+  migrations: [
+    {
+      version: 1,
+      name: 'audit log and head',
+      up(db) {
+        db.exec(`
+          CREATE TABLE audit_log (
+            seq INTEGER PRIMARY KEY,
+            at TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            item_id TEXT NOT NULL,
+            hop INTEGER,
+            actor TEXT NOT NULL,
+            data TEXT NOT NULL,
+            prev_hash TEXT NOT NULL,
+            hash TEXT NOT NULL
+          ) STRICT;
+          CREATE INDEX audit_log_item ON audit_log (item_id, seq);
+          CREATE TABLE audit_head (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            seq INTEGER NOT NULL,
+            hash TEXT NOT NULL
+          ) STRICT;
+        `);
+        db.prepare('INSERT INTO audit_head (id, seq, hash) VALUES (1, 0, ?)').run(AUDIT_GENESIS_HASH);
+      },
+    },
+  ],
+};
+
+export const AUDIT_ERROR_CODES = ['AUDIT_INVALID_ENTRY', 'AUDIT_HEAD_MISSING', 'AUDIT_NO_TRANSACTION'] as const;
+export type AuditErrorCode = (typeof AUDIT_ERROR_CODES)[number];
+
+export class AuditError extends Error {
+  constructor(
+    readonly code: AuditErrorCode,
+    message: string,
+    readonly path: (string | number)[] = [],
+  ) {
+    super(message);
+    this.name = 'AuditError';
+  }
+}
+
+/** Why `verifyChain` stopped. */
+export type AuditBreak =
+  /** A row's stored hash is not the hash of its content. */
+  | 'hash-mismatch'
+  /** A row's `prevHash` is not the hash of the row before (rows reordered, replaced or inserted). */
+  | 'prev-hash-mismatch'
+  /** A row is missing from the middle (or the first row is not seq 1). */
+  | 'seq-gap'
+  /** Rows were cut from the end: the head names a later row than the last one. */
+  | 'truncated'
+  /** The head does not match the last row (edited, or rows added past it). */
+  | 'head-mismatch'
+  /** A row cannot be read back (bad JSON, unknown kind). */
+  | 'malformed-row';
+
+export type AuditVerification =
+  | { ok: true; entries: number; head: AuditHead }
+  | { ok: false; seq: number; reason: AuditBreak; detail: string };
+
+/** A row's fields, as hashed. */
+export interface AuditHashedRow {
+  seq: number;
+  at: string;
+  kind: string;
+  itemId: string;
+  hop: number | null;
+  actor: string;
+  data: JsonObject;
+}
+
+/**
+ * The RFC 8785 canonical JSON of a row, given the canonical JSON of its
+ * `data`. The row's own keys are ASCII and its other values strings and whole
+ * numbers, so their canonical form is fixed: keys in code-unit order,
+ * strings as `JSON.stringify` writes them. (Equal to `canonicalize(row)`; a
+ * property test checks it.)
+ */
+export function canonicalAuditRow(row: Omit<AuditHashedRow, 'data'>, canonicalData: string): string {
+  return (
+    `{"actor":${JSON.stringify(row.actor)},"at":${JSON.stringify(row.at)},"data":${canonicalData},` +
+    (row.hop === null ? '' : `"hop":${row.hop},`) +
+    `"itemId":${JSON.stringify(row.itemId)},"kind":${JSON.stringify(row.kind)},"seq":${row.seq}}`
+  );
+}
+
+function hashCanonical(prevHash: string, canonicalRow: string): string {
+  return hashAfter(Buffer.from(prevHash, 'hex'), canonicalRow).toString('hex');
+}
+
+/**
+ * The hash of a row after the row whose hash bytes are `prev`: the domain
+ * prefix, `prev` and the row's UTF-8 are laid out in one buffer and hashed in
+ * one call (a row is at most a few tens of kilobytes).
+ */
+function hashAfter(prev: Buffer, canonicalRow: string): Buffer {
+  const size = HASH_HEAD_BYTES + Buffer.byteLength(canonicalRow, 'utf8');
+  const input = Buffer.allocUnsafe(size);
+  DOMAIN_PREFIX.copy(input, 0);
+  prev.copy(input, DOMAIN_PREFIX.length);
+  input.write(canonicalRow, HASH_HEAD_BYTES, 'utf8');
+  return oneShotHash === undefined
+    ? createHash('sha256').update(input).digest()
+    : (oneShotHash('sha256', input, 'buffer') as Buffer);
+}
+
+/** The hash of one row, given the previous row's hash (both hex). */
+export function auditRowHash(prevHash: string, row: AuditHashedRow): string {
+  return hashCanonical(prevHash, canonicalAuditRow(row, canonicalize(row.data) ?? '{}'));
+}
+/** Rows per INSERT statement at most (9 parameters a row, well under SQLite's limit). */
+const INSERT_BATCH = 8;
+/** The domain tag and the 0x00 that ends it. */
+const DOMAIN_PREFIX = Buffer.concat([Buffer.from(AUDIT_DOMAIN_TAG, 'utf8'), Buffer.from([0])]);
+/** The domain prefix and the previous hash (32 bytes). */
+const HASH_HEAD_BYTES = DOMAIN_PREFIX.length + 32;
+/** `crypto.hash` (one call, no hash object), where this Node has it (20.12 and later). */
+const oneShotHash = (crypto as { hash?: (algorithm: string, data: Buffer, encoding: 'buffer') => Buffer }).hash;
+
+interface StoredRow {
+  seq: number;
+  at: string;
+  kind: string;
+  item_id: string;
+  hop: number | null;
+  actor: string;
+  data: string;
+  prev_hash: string;
+  hash: string;
+}
+
+export interface AuditLogOptions {
+  clock?: Clock;
+}
+
+export interface AuditListOptions {
+  itemId?: string;
+  /** Rows with a larger `seq` only. */
+  afterSeq?: number;
+  limit?: number;
+}
+
+/** One appended row's place in the chain: the new head. */
+export interface AuditAppended extends AuditHead {
+  at: string;
+  prevHash: string;
+}
+
+/**
+ * The audit of one database. `append` runs inside the caller's transaction
+ * when there is one (as a savepoint), or in its own.
+ */
+export class AuditLog {
+  readonly #db: SqliteDatabase;
+  readonly #clock: Clock;
+  readonly #readHead: Statement<[], { seq: number; hash: string }>;
+  /** INSERT statements of 1 to INSERT_BATCH rows, prepared when first needed. */
+  readonly #inserts: Statement<(string | number | null)[]>[] = [];
+  readonly #writeHead: Statement<[number, string]>;
+  readonly #appendTx: (entries: readonly CheckedEntry[]) => AuditAppended[];
+  readonly #appendRows: (entries: readonly CheckedEntry[]) => AuditAppended[];
+  /** The last clock reading and its ISO form (rows of one transaction share the millisecond). */
+  #lastMs = Number.NaN;
+  #lastIso = '';
+
+  constructor(db: SqliteDatabase, options: AuditLogOptions = {}) {
+    this.#db = db;
+    this.#clock = options.clock ?? systemClock;
+    migrate(db, AUDIT_MIGRATIONS);
+    this.#readHead = db.prepare('SELECT seq, hash FROM audit_head WHERE id = 1');
+    this.#writeHead = db.prepare('UPDATE audit_head SET seq = ?, hash = ? WHERE id = 1');
+    const appendRows = (entries: readonly CheckedEntry[]) => {
+      const head = this.#readHead.get();
+      if (head === undefined) throw new AuditError('AUDIT_HEAD_MISSING', 'the audit head row is missing');
+      let { seq, hash } = head;
+      // The previous hash is carried as bytes from one row to the next (parsed from hex once per batch).
+      let prevBytes: Buffer = Buffer.from(hash, 'hex');
+      const out: AuditAppended[] = [];
+      // Rows go in by statements of up to INSERT_BATCH rows (one statement for a hop's rows).
+      let params: (string | number | null)[] = [];
+      for (const row of entries) {
+        const prevHash = hash;
+        seq += 1;
+        prevBytes = hashAfter(prevBytes, canonicalAuditRow({ seq, ...row }, row.dataText));
+        hash = prevBytes.toString('hex');
+        params.push(seq, row.at, row.kind, row.itemId, row.hop, row.actor, row.dataText, prevHash, hash);
+        out.push({ seq, hash, at: row.at, prevHash });
+        if (params.length === INSERT_BATCH * 9) {
+          this.#insertRows(INSERT_BATCH).run(...params);
+          params = [];
+        }
+      }
+      if (params.length > 0) this.#insertRows(params.length / 9).run(...params);
+      this.#writeHead.run(seq, hash);
+      return out;
+    };
+    this.#appendRows = appendRows;
+    const tx = db.transaction(appendRows);
+    // Its own transaction takes the write lock at once (BEGIN IMMEDIATE);
+    // inside a caller's transaction it is a savepoint.
+    this.#appendTx = tx.immediate;
+  }
+
+  #insertRows(count: number): Statement<(string | number | null)[]> {
+    const prepared = this.#inserts[count];
+    if (prepared !== undefined) return prepared;
+    const values = Array.from({ length: count }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ');
+    const statement = this.#db.prepare<(string | number | null)[]>(
+      `INSERT INTO audit_log (seq, at, kind, item_id, hop, actor, data, prev_hash, hash) VALUES ${values}`,
+    );
+    this.#inserts[count] = statement;
+    return statement;
+  }
+
+  /** Appends one row; returns the new head. Bad input throws `AuditError` and appends nothing. */
+  append(entry: AuditEntryInput): AuditAppended {
+    return this.#appendTx([checkEntry(entry, this.#now)])[0]!;
+  }
+
+  /** Appends rows in order, all or none. */
+  appendMany(entries: readonly AuditEntryInput[]): AuditAppended[] {
+    if (entries.length === 0) return [];
+    // Every entry is checked before anything is written.
+    return this.#appendTx(entries.map((e) => checkEntry(e, this.#now)));
+  }
+
+  /**
+   * Appends rows in order inside the caller's open transaction, without a
+   * savepoint of its own (one transaction, one head update): for a caller
+   * whose transaction rolls back whenever this throws (the Coordinator's
+   * step), which keeps it all or none. Throws when no transaction is open.
+   */
+  appendManyInTransaction(entries: readonly AuditEntryInput[]): AuditAppended[] {
+    if (!this.#db.inTransaction) {
+      throw new AuditError('AUDIT_NO_TRANSACTION', 'appendManyInTransaction needs an open transaction');
+    }
+    if (entries.length === 0) return [];
+    return this.#appendRows(entries.map((e) => checkEntry(e, this.#now)));
+  }
+
+  /** The clock's time in ISO 8601 (formatted once per millisecond). */
+  readonly #now = (): string => {
+    const ms = this.#clock.now();
+    if (ms !== this.#lastMs) {
+      this.#lastMs = ms;
+      this.#lastIso = new Date(ms).toISOString();
+    }
+    return this.#lastIso;
+  };
+
+  /** The chain head as stored. */
+  head(): AuditHead {
+    const head = this.#readHead.get();
+    if (head === undefined) throw new AuditError('AUDIT_HEAD_MISSING', 'the audit head row is missing');
+    return { seq: head.seq, hash: head.hash };
+  }
+
+  /** Rows in order (of one work item, after a seq, up to a limit). */
+  list(options: AuditListOptions = {}): AuditRow[] {
+    const where: string[] = ['seq > ?'];
+    const params: (string | number)[] = [options.afterSeq ?? 0];
+    if (options.itemId !== undefined) {
+      where.push('item_id = ?');
+      params.push(options.itemId);
+    }
+    const limit = Math.max(0, Math.min(options.limit ?? 10_000, 100_000));
+    const rows = this.#db
+      .prepare(`SELECT * FROM audit_log WHERE ${where.join(' AND ')} ORDER BY seq LIMIT ${limit}`)
+      .all(...params) as StoredRow[];
+    return rows.map((r) => {
+      const row = readRow(r);
+      if (typeof row === 'string') throw new AuditError('AUDIT_INVALID_ENTRY', `row ${r.seq}: ${row}`);
+      return row;
+    });
+  }
+
+  /**
+   * Walks the whole chain from the first row and returns the first break:
+   * a missing row, a row whose `prevHash` is not the hash before it, a row
+   * whose content does not hash to its `hash`, a head that does not match the
+   * last row. With `expectedHead` (a head the caller kept elsewhere), a chain
+   * cut short together with its head is caught too.
+   */
+  verifyChain(options: { expectedHead?: AuditHead } = {}): AuditVerification {
+    // One read transaction: rows and head are read from the same snapshot, so
+    // a writer appending meanwhile (another process, WAL) cannot make an
+    // intact chain look truncated.
+    if (this.#db.inTransaction) return this.#verify(options);
+    return this.#db.transaction(() => this.#verify(options)).deferred();
+  }
+
+  #verify(options: { expectedHead?: AuditHead }): AuditVerification {
+    let expectedSeq = 1;
+    let prevHash = AUDIT_GENESIS_HASH;
+    const iterate = this.#db.prepare('SELECT * FROM audit_log ORDER BY seq').iterate() as IterableIterator<StoredRow>;
+    for (const stored of iterate) {
+      if (stored.seq !== expectedSeq) {
+        return {
+          ok: false,
+          seq: expectedSeq,
+          reason: 'seq-gap',
+          detail:
+            stored.seq > expectedSeq
+              ? `row ${expectedSeq} is missing (the next row is ${stored.seq})`
+              : `row ${stored.seq} is out of place (expected ${expectedSeq})`,
+        };
+      }
+      if (stored.prev_hash !== prevHash) {
+        return {
+          ok: false,
+          seq: stored.seq,
+          reason: 'prev-hash-mismatch',
+          detail: `row ${stored.seq} does not follow row ${stored.seq - 1}: its prevHash is not that row's hash`,
+        };
+      }
+      // The stored data is the canonical JSON append wrote: it is hashed as
+      // stored, so any change to its bytes shows.
+      const canonical = canonicalAuditRow(
+        {
+          seq: stored.seq,
+          at: stored.at,
+          kind: stored.kind,
+          itemId: stored.item_id,
+          hop: stored.hop,
+          actor: stored.actor,
+        },
+        stored.data,
+      );
+      if (hashCanonical(prevHash, canonical) !== stored.hash) {
+        const unreadable = readRow(stored);
+        if (typeof unreadable === 'string') {
+          return { ok: false, seq: stored.seq, reason: 'malformed-row', detail: unreadable };
+        }
+        return {
+          ok: false,
+          seq: stored.seq,
+          reason: 'hash-mismatch',
+          detail: `row ${stored.seq} was changed: its content does not hash to its stored hash`,
+        };
+      }
+      prevHash = stored.hash;
+      expectedSeq += 1;
+    }
+    const last: AuditHead = { seq: expectedSeq - 1, hash: prevHash };
+    const stored = this.#readHead.get();
+    const heads: [string, AuditHead | undefined][] = [['stored head', stored]];
+    if (options.expectedHead) heads.push(['expected head', options.expectedHead]);
+    for (const [name, head] of heads) {
+      if (head === undefined) {
+        return { ok: false, seq: last.seq, reason: 'head-mismatch', detail: `the ${name} is missing` };
+      }
+      if (head.seq > last.seq) {
+        return {
+          ok: false,
+          seq: last.seq + 1,
+          reason: 'truncated',
+          detail: `the ${name} is at row ${head.seq} but the last row is ${last.seq}: rows were cut from the end`,
+        };
+      }
+      if (head.seq < last.seq) {
+        return {
+          ok: false,
+          seq: head.seq + 1,
+          reason: 'head-mismatch',
+          detail: `the ${name} is at row ${head.seq} but rows go on to ${last.seq}`,
+        };
+      }
+      if (head.hash !== last.hash) {
+        return {
+          ok: false,
+          seq: last.seq,
+          reason: 'head-mismatch',
+          detail: `the ${name}'s hash is not the hash of row ${last.seq}`,
+        };
+      }
+    }
+    return { ok: true, entries: last.seq, head: last };
+  }
+}
+
+interface CheckedEntry {
+  at: string;
+  kind: AuditKind;
+  itemId: string;
+  hop: number | null;
+  actor: string;
+  data: JsonObject;
+  dataText: string;
+}
+
+const ENTRY_KEYS = new Set(['kind', 'itemId', 'hop', 'actor', 'data', 'at']);
+const KINDS: ReadonlySet<string> = new Set(AUDIT_KINDS);
+
+function isText(value: unknown, min: number, max: number): value is string {
+  return typeof value === 'string' && value.length >= min && value.length <= max && isWellFormedText(value);
+}
+
+/**
+ * Whether `AuditEntryInputSchema` accepts an entry, decided without zod (the
+ * Coordinator appends four rows a hop). It never accepts what the schema
+ * refuses; whatever it does not accept goes through the schema, which gives
+ * the error. A test checks both agree on valid and invalid entries.
+ */
+export function isPlainAuditEntry(entry: unknown): entry is AuditEntryInput {
+  if (entry === null || typeof entry !== 'object') return false;
+  const proto = Object.getPrototypeOf(entry);
+  if (proto !== Object.prototype && proto !== null) return false;
+  for (const key in entry) if (!ENTRY_KEYS.has(key)) return false;
+  const e = entry as Record<string, unknown>;
+  if (typeof e.kind !== 'string' || !KINDS.has(e.kind)) return false;
+  if (!isText(e.itemId, 1, MAX_ID_CHARS) || !isText(e.actor, 1, 256)) return false;
+  if (e.hop !== undefined && !(Number.isSafeInteger(e.hop) && (e.hop as number) >= 0)) return false;
+  if (e.at !== undefined && !isText(e.at, 1, 64)) return false;
+  const data = e.data;
+  return data !== null && typeof data === 'object' && !Array.isArray(data) && jsonProblem(data) === null;
+}
+
+function checkEntry(entry: AuditEntryInput, now: () => string): CheckedEntry {
+  if (isPlainAuditEntry(entry)) return checkedFrom(entry as ParsedEntry, now);
+  const parsed = AuditEntryInputSchema.safeParse(entry);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const path = issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p));
+    throw new AuditError(
+      'AUDIT_INVALID_ENTRY',
+      `invalid audit entry: ${path.join('.') || '(root)'}: ${issue.message}`,
+      path,
+    );
+  }
+  return checkedFrom(parsed.data, now);
+}
+
+type ParsedEntry = z.output<typeof AuditEntryInputSchema>;
+
+/**
+ * The RFC 8785 canonical JSON of a value `jsonProblem` passed (finite
+ * numbers, well-formed strings, plain arrays and objects, nothing
+ * undefined): keys in code-unit order, primitives as `JSON.stringify` writes
+ * them. Equal to `canonicalize(value)` on such values (a property test
+ * checks it); it skips the checks `jsonProblem` already made.
+ */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (Array.isArray(value)) {
+    let out = '[';
+    for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + canonicalJson(value[i]);
+    return `${out}]`;
+  }
+  const keys = Object.keys(value).sort();
+  let out = '{';
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
+    out += `${i === 0 ? '' : ','}${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`;
+  }
+  return `${out}}`;
+}
+
+function checkedFrom(e: ParsedEntry, now: () => string): CheckedEntry {
+  // `data` passed `jsonProblem` (the fast check or the schema): plain JSON.
+  const dataText = canonicalJson(e.data);
+  if (Buffer.byteLength(dataText, 'utf8') > MAX_AUDIT_DATA_BYTES) {
+    throw new AuditError(
+      'AUDIT_INVALID_ENTRY',
+      `invalid audit entry: data: over ${MAX_AUDIT_DATA_BYTES} bytes (record sizes, not bodies)`,
+      ['data'],
+    );
+  }
+  return {
+    at: e.at ?? now(),
+    kind: e.kind,
+    itemId: e.itemId,
+    hop: e.hop ?? null,
+    actor: e.actor,
+    data: e.data,
+    dataText,
+  };
+}
+
+function readRow(r: StoredRow): AuditRow | string {
+  if (!(AUDIT_KINDS as readonly string[]).includes(r.kind))
+    return `row ${r.seq} has an unknown kind ${JSON.stringify(r.kind)}`;
+  let data: unknown;
+  try {
+    data = JSON.parse(r.data);
+  } catch {
+    return `row ${r.seq}: data is not JSON`;
+  }
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) return `row ${r.seq}: data is not an object`;
+  return {
+    seq: r.seq,
+    at: r.at,
+    kind: r.kind as AuditKind,
+    itemId: r.item_id,
+    hop: r.hop,
+    actor: r.actor,
+    data: data as JsonObject,
+    prevHash: r.prev_hash,
+    hash: r.hash,
+  };
+}

@@ -1,0 +1,404 @@
+import { createClient } from 'redis';
+import { type Clock, systemClock } from '../kernel/clock.js';
+import {
+  type Checkpoint,
+  type CompletionRecord,
+  type ContextStore,
+  ContextStoreError,
+  type HopCompletion,
+  type HopOutput,
+  type WorkItemContext,
+} from './sqlite-store.js';
+import type { Artifact } from '../../protocol/task.js';
+import type { Part } from '../../protocol/parts.js';
+import type { Usage, WorkHeaders } from '../../protocol/work-envelope.js';
+import { checkKey, checkPatch, toJson } from './arguments.js';
+import { type ContextRetentionOptions, checkRetentionMs } from './retention.js';
+import { hashTag } from '../../bus/redis/keys.js';
+import { safeRedisUrl } from '../../bus/redis/url.js';
+
+/**
+ * The Context Engine on Redis: what workers on several machines share when
+ * the bus is Redis (they cannot read the Coordinator's SQLite file). Same
+ * contract as `SqliteContextStore`; a hop's completion (completion record,
+ * output, memory updates, checkpoint, the resumed checkpoint's mark) is one
+ * Lua script, so it applies whole or not at all, and a second completion of
+ * the same idempotency key writes nothing and returns the first.
+ *
+ * Keys share the bus's hash tag (one cluster slot per deployment):
+ *
+ *   {p}:cx:o:<runId>        the run's hop outputs, oldest first (list of JSON)
+ *   {p}:cx:q:<runId>        whose outputs those are (set of their `cx:d:` key names)
+ *   {p}:cx:m:<runId>        the run's memory (hash: key -> JSON)
+ *   {p}:cx:c:<token>        a checkpoint (hash: `body` JSON, `resumedAt`)
+ *   {p}:cx:k:<runId>        the run's checkpoints (set of their `cx:c:` key names)
+ *   {p}:cx:d:<key>          a hop's completion record (string: JSON)
+ *   {p}:cx:e:<scope>        effect markers of a scope (hash: key -> JSON value)
+ *
+ * Retention (`persistence/context/retention.ts`, default 24 h): the idempotency records
+ * expire on their own, with a `PX` TTL set by the same script that writes
+ * them: a completion record when it is written; a checkpoint when the hop
+ * that resumes from it completes (never before: a suspended run may wait
+ * longer than any retention); an effect scope (one hop's markers) each time
+ * a marker is added, so it lives the retention past its newest marker. TTLs
+ * run on the Redis server's clock. Outputs, memory and checkpoints not yet
+ * resumed are the run's context: kept until `forgetRun` deletes them (one
+ * script: the run's `o`, `q`, `m`, `k` keys and every checkpoint `k` names),
+ * which the Coordinator calls once the run has been over for the retention.
+ * A hop that returns after its completion record expired runs again, but its
+ * output is not appended a second time: the run's `q` set names the hops
+ * whose output the list holds (as SQLite's unique idempotency key does;
+ * outputs written before the set existed are not in it).
+ *
+ * `applyOnce` (effects written in the store's own SQLite transaction) has no
+ * Redis counterpart: `effects.atomic` is refused on this store and handlers
+ * use `effects.once` with `effects.key(...)` as the external idempotency key.
+ */
+
+/**
+ * KEYS: completion, outputs, memory, new checkpoint, resumed checkpoint, the
+ * run's checkpoint set, the run's set of hops with an output.
+ * ARGV: completion JSON, output JSON or '', checkpoint JSON or '', now,
+ * '1' when a checkpoint was resumed, retention ms, then memory triples.
+ */
+const COMPLETE_SCRIPT = `
+local ok = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[6])
+if not ok then return {0, redis.call('GET', KEYS[1])} end
+if ARGV[2] ~= '' and redis.call('SADD', KEYS[7], KEYS[1]) == 1 then redis.call('RPUSH', KEYS[2], ARGV[2]) end
+if ARGV[3] ~= '' then
+  redis.call('HSETNX', KEYS[4], 'body', ARGV[3])
+  redis.call('SADD', KEYS[6], KEYS[4])
+end
+if ARGV[5] == '1' and redis.call('HEXISTS', KEYS[5], 'body') == 1 then
+  if redis.call('HSETNX', KEYS[5], 'resumedAt', ARGV[4]) == 1 then
+    redis.call('PEXPIRE', KEYS[5], ARGV[6])
+  end
+end
+local i = 7
+while i <= #ARGV do
+  if ARGV[i] == 'S' then redis.call('HSET', KEYS[3], ARGV[i + 1], ARGV[i + 2])
+  else redis.call('HDEL', KEYS[3], ARGV[i + 1]) end
+  i = i + 3
+end
+return {1, ARGV[1]}
+`;
+
+/** An effect marker, and the retention of its scope from now. KEYS: scope. ARGV: key, value JSON, retention ms. */
+const EFFECT_SCRIPT = `
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+`;
+
+/**
+ * Forgets a run. KEYS: outputs, memory, the run's checkpoint set, the run's
+ * set of hops with an output. The
+ * checkpoints it names are keys of the same deployment (same hash tag, so
+ * the same cluster slot), deleted in the same script.
+ */
+const FORGET_SCRIPT = `
+local checkpoints = redis.call('SMEMBERS', KEYS[3])
+for i = 1, #checkpoints, 500 do
+  redis.call('DEL', unpack(checkpoints, i, math.min(i + 499, #checkpoints)))
+end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+return #checkpoints
+`;
+
+const MEMORY_SCRIPT = `
+local i = 1
+while i <= #ARGV do
+  if ARGV[i] == 'S' then redis.call('HSET', KEYS[1], ARGV[i + 1], ARGV[i + 2])
+  else redis.call('HDEL', KEYS[1], ARGV[i + 1]) end
+  i = i + 3
+end
+return 1
+`;
+
+export interface RedisContextStoreOptions extends ContextRetentionOptions {
+  /** `redis://host:port[/db]` (default `redis://127.0.0.1:6379`). */
+  url?: string;
+  /** The deployment's key prefix, the bus's (default `switchboard`). */
+  prefix?: string;
+  clock?: Clock;
+  /** How long connecting may take before `createRedisContextStore` fails (default 5000 ms). */
+  connectTimeoutMs?: number;
+}
+
+/** Memory updates as script arguments: `S key json` sets, `D key -` deletes. */
+function memoryArgs(patch: Record<string, unknown>): string[] {
+  const args: string[] = [];
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) args.push('D', key, '-');
+    else args.push('S', key, toJson(value, `memory.${key}`));
+  }
+  return args;
+}
+
+type Client = ReturnType<typeof createClient>;
+
+interface StoredOutput {
+  hop: number;
+  role: string;
+  taskId: string;
+  idempotencyKey: string;
+  parts: Part[];
+  artifacts: Artifact[];
+  usage?: Usage;
+  recordedAt: number;
+}
+
+interface StoredCheckpoint {
+  runId: string;
+  taskId: string;
+  hop: number;
+  role: string;
+  headers: WorkHeaders;
+  state: unknown;
+  createdAt: number;
+}
+
+export class RedisContextStore implements ContextStore {
+  readonly prefix: string;
+  /** How long completion records, effect markers and resumed checkpoints live (their TTL). */
+  readonly retentionMs: number;
+  readonly #client: Client;
+  readonly #tag: string;
+  readonly #clock: Clock;
+  #closed = false;
+
+  constructor(client: Client, options: { prefix: string; clock?: Clock; retentionMs?: number }) {
+    this.retentionMs = checkRetentionMs(options.retentionMs);
+    this.#client = client;
+    this.prefix = options.prefix;
+    this.#tag = hashTag(options.prefix);
+    this.#clock = options.clock ?? systemClock;
+  }
+
+  #key(kind: 'o' | 'q' | 'm' | 'c' | 'k' | 'd' | 'e', id: string): string {
+    return `${this.#tag}:cx:${kind}:${id}`;
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new ContextStoreError('CONTEXT_CLOSED', 'the context store is closed');
+  }
+
+  async hydrate(runId: string): Promise<WorkItemContext> {
+    this.#assertOpen();
+    const run = checkKey(runId, 'runId');
+    const [outputs, memory] = (await this.#client
+      .multi()
+      .lRange(this.#key('o', run), 0, -1)
+      .hGetAll(this.#key('m', run))
+      .exec()) as unknown as [string[], Record<string, string>];
+    return {
+      runId: run,
+      outputs: outputs.map((text): HopOutput => {
+        const o = JSON.parse(text) as StoredOutput;
+        return {
+          runId: run,
+          hop: o.hop,
+          role: o.role,
+          taskId: o.taskId,
+          idempotencyKey: o.idempotencyKey,
+          parts: o.parts,
+          artifacts: o.artifacts,
+          usage: o.usage,
+          recordedAt: o.recordedAt,
+        };
+      }),
+      memory: Object.fromEntries(
+        Object.entries(memory)
+          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+          .map(([k, v]) => [k, JSON.parse(v) as unknown]),
+      ),
+    };
+  }
+
+  async updateMemory(runId: string, patch: Record<string, unknown>): Promise<void> {
+    this.#assertOpen();
+    const run = checkKey(runId, 'runId');
+    const args = memoryArgs(checkPatch(patch));
+    if (args.length === 0) return;
+    await this.#client.eval(MEMORY_SCRIPT, { keys: [this.#key('m', run)], arguments: args });
+  }
+
+  async checkpoint(token: string): Promise<Checkpoint | undefined> {
+    this.#assertOpen();
+    const t = checkKey(token, 'token');
+    const row = await this.#client.hGetAll(this.#key('c', t));
+    if (row.body === undefined) return undefined;
+    const body = JSON.parse(row.body) as StoredCheckpoint;
+    return {
+      token: t,
+      runId: body.runId,
+      taskId: body.taskId,
+      hop: body.hop,
+      role: body.role,
+      headers: body.headers,
+      state: body.state,
+      createdAt: body.createdAt,
+      resumedAt: row.resumedAt === undefined ? undefined : Number(row.resumedAt),
+    };
+  }
+
+  async completion(idempotencyKey: string): Promise<HopCompletion | undefined> {
+    this.#assertOpen();
+    const text = await this.#client.get(this.#key('d', checkKey(idempotencyKey, 'idempotencyKey')));
+    return text === null ? undefined : (JSON.parse(text) as HopCompletion);
+  }
+
+  async complete(record: CompletionRecord): Promise<{ completion: HopCompletion; first: boolean }> {
+    this.#assertOpen();
+    const key = checkKey(record.idempotencyKey, 'idempotencyKey');
+    const runId = checkKey(record.runId, 'runId');
+    const memory = record.memory === undefined ? [] : memoryArgs(checkPatch(record.memory));
+    const now = this.#clock.now();
+    const completion: HopCompletion = {
+      idempotencyKey: key,
+      outcome: record.outcome,
+      publishes: record.publishes,
+      recordedAt: now,
+    };
+    const completionText = toJson(completion, 'publishes');
+    const output =
+      record.output === undefined
+        ? ''
+        : toJson(
+            {
+              hop: record.hop,
+              role: record.role,
+              taskId: record.taskId,
+              idempotencyKey: key,
+              parts: record.output.parts,
+              artifacts: record.output.artifacts,
+              ...(record.output.usage === undefined ? {} : { usage: record.output.usage }),
+              recordedAt: now,
+            } satisfies StoredOutput,
+            'output',
+          );
+    const token = record.checkpoint === undefined ? undefined : checkKey(record.checkpoint.token, 'checkpoint token');
+    const checkpoint =
+      record.checkpoint === undefined
+        ? ''
+        : toJson(
+            {
+              runId,
+              taskId: record.taskId,
+              hop: record.hop,
+              role: record.role,
+              headers: record.checkpoint.headers,
+              state: record.checkpoint.state,
+              createdAt: now,
+            } satisfies StoredCheckpoint,
+            'checkpoint state',
+          );
+    const resumed = record.resumedToken === undefined ? undefined : checkKey(record.resumedToken, 'resumed token');
+    const reply = (await this.#client.eval(COMPLETE_SCRIPT, {
+      keys: [
+        this.#key('d', key),
+        this.#key('o', runId),
+        this.#key('m', runId),
+        this.#key('c', token ?? key),
+        this.#key('c', resumed ?? key),
+        this.#key('k', runId),
+        this.#key('q', runId),
+      ],
+      arguments: [
+        completionText,
+        output,
+        checkpoint,
+        String(now),
+        resumed === undefined ? '0' : '1',
+        String(this.retentionMs),
+        ...memory,
+      ],
+    })) as [number, string];
+    return { completion: JSON.parse(reply[1]) as HopCompletion, first: reply[0] === 1 };
+  }
+
+  async effect(scope: string, key: string): Promise<{ value: unknown } | undefined> {
+    this.#assertOpen();
+    const text = await this.#client.hGet(this.#key('e', checkKey(scope, 'effect scope')), checkKey(key, 'effect key'));
+    return text === null || text === undefined ? undefined : { value: JSON.parse(text) as unknown };
+  }
+
+  async recordEffect(scope: string, key: string, value: unknown): Promise<boolean> {
+    this.#assertOpen();
+    const text = toJson(value, 'effect value');
+    const added = await this.#client.eval(EFFECT_SCRIPT, {
+      keys: [this.#key('e', checkKey(scope, 'effect scope'))],
+      arguments: [checkKey(key, 'effect key'), text, String(this.retentionMs)],
+    });
+    return Number(added) === 1;
+  }
+
+  async forgetRun(runId: string): Promise<void> {
+    this.#assertOpen();
+    const run = checkKey(runId, 'runId');
+    await this.#client.eval(FORGET_SCRIPT, {
+      keys: [this.#key('o', run), this.#key('m', run), this.#key('k', run), this.#key('q', run)],
+      arguments: [],
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    try {
+      await this.#client.quit();
+    } catch {
+      this.#client.destroy();
+    }
+  }
+}
+
+/** Connects and returns a Redis Context Engine; fails with `CONTEXT_BACKEND` when Redis cannot be reached in time. */
+export async function createRedisContextStore(options: RedisContextStoreOptions = {}): Promise<RedisContextStore> {
+  const url = options.url ?? 'redis://127.0.0.1:6379';
+  const prefix = options.prefix ?? 'switchboard';
+  hashTag(prefix);
+  const retentionMs = checkRetentionMs(options.retentionMs);
+  const timeout = options.connectTimeoutMs ?? 5000;
+  const client = createClient({
+    url,
+    name: 'switchboard-context',
+    RESP: 2,
+    disableOfflineQueue: true,
+    socket: { connectTimeout: timeout, reconnectStrategy: (retries: number) => Math.min(20 * 2 ** retries, 1000) },
+  });
+  client.on('error', () => {
+    // node-redis reconnects by itself; calls made meanwhile fail at once.
+  });
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      client.connect(),
+      new Promise((_, reject) => {
+        timer = setTimeout(
+          () => reject(new RedisContextStoreError(`could not connect to ${safeRedisUrl(url)} within ${timeout} ms`)),
+          timeout,
+        );
+      }),
+    ]);
+  } catch (error) {
+    client.destroy();
+    if (error instanceof RedisContextStoreError) throw error;
+    throw new RedisContextStoreError(`could not connect to ${safeRedisUrl(url)}: ${(error as Error).message}`);
+  } finally {
+    clearTimeout(timer);
+  }
+  return new RedisContextStore(client as unknown as Client, {
+    prefix,
+    retentionMs,
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
+  });
+}
+
+export class RedisContextStoreError extends Error {
+  readonly code = 'CONTEXT_BACKEND' as const;
+  constructor(message: string) {
+    super(message);
+    this.name = 'RedisContextStoreError';
+  }
+}

@@ -1,0 +1,662 @@
+import type { Statement } from 'better-sqlite3';
+import type { SqliteDatabase } from '../kernel/database.js';
+import { type MigrationSet, migrate } from '../kernel/migrations.js';
+import type { Part } from '../../protocol/parts.js';
+import type {
+  HopKind,
+  HopState,
+  ItemApproval,
+  ItemBudget,
+  ItemFailure,
+  HopRecord,
+  ItemRecord,
+  ItemState,
+  OutboxKind,
+  OutboxRow,
+  UsageGroup,
+  UsageGrouping,
+  UsageRow,
+} from '../../workflow/records.js';
+
+/**
+ * The Coordinator's tables: its own migration component (`coordinator`) in
+ * the file it shares with the broker, the bus, the Context Engine and the
+ * audit. Rows in, plain objects out; it never opens a transaction itself
+ * (the Coordinator wraps each result it handles in one).
+ *
+ * The read functions (`getItem`, `listItems`, `listHops`, `usageBy`,
+ * `usageTotals`) are public: the CLI (`tasks`, `usage`) reads through them.
+ */
+
+export const COORDINATOR_SCHEMA: MigrationSet = {
+  component: 'coordinator',
+  current: 5,
+  migrations: [
+    {
+      version: 1,
+      name: 'work items, hops, runs, definitions, usage, outbox',
+      up(db) {
+        db.exec(`
+          CREATE TABLE coord_items (
+            id TEXT PRIMARY KEY,
+            task_id TEXT,
+            workflow_id TEXT NOT NULL,
+            workflow_version INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            stage TEXT,
+            hop INTEGER NOT NULL DEFAULT 0,
+            hops INTEGER NOT NULL DEFAULT 0,
+            input TEXT NOT NULL,
+            budget TEXT,
+            attributes TEXT,
+            input_tokens INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            cost_usd REAL NOT NULL DEFAULT 0,
+            elapsed_ms REAL NOT NULL DEFAULT 0,
+            failure TEXT,
+            approval TEXT,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            finished_at INTEGER,
+            mirrored INTEGER NOT NULL DEFAULT 0
+          ) STRICT;
+          CREATE INDEX coord_items_live ON coord_items (created_at) WHERE finished_at IS NULL;
+          CREATE TABLE coord_definitions (
+            id TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            body TEXT NOT NULL,
+            PRIMARY KEY (id, version)
+          ) STRICT, WITHOUT ROWID;
+          CREATE TABLE coord_runs (
+            item_id TEXT PRIMARY KEY,
+            machine_version INTEGER NOT NULL,
+            snapshot TEXT NOT NULL,
+            updated_at INTEGER NOT NULL
+          ) STRICT;
+          CREATE TABLE coord_hops (
+            id TEXT PRIMARY KEY,
+            item_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            hop INTEGER NOT NULL,
+            attempt INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            stage TEXT NOT NULL,
+            role TEXT NOT NULL,
+            idempotency_key TEXT NOT NULL UNIQUE,
+            continuation TEXT,
+            asked_by TEXT,
+            state TEXT NOT NULL,
+            task_id TEXT,
+            model TEXT,
+            input_tokens INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            cost_usd REAL NOT NULL DEFAULT 0,
+            elapsed_ms REAL NOT NULL DEFAULT 0,
+            error TEXT,
+            reply TEXT,
+            dispatched_at INTEGER NOT NULL,
+            active_since INTEGER,
+            finished_at INTEGER,
+            UNIQUE (item_id, seq)
+          ) STRICT, WITHOUT ROWID;
+          CREATE UNIQUE INDEX coord_hops_continuation ON coord_hops (continuation) WHERE continuation IS NOT NULL;
+          CREATE TABLE coord_usage (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            hop_id TEXT NOT NULL,
+            item_id TEXT NOT NULL,
+            agent TEXT NOT NULL,
+            model TEXT NOT NULL,
+            input_tokens INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL,
+            cost_usd REAL NOT NULL,
+            elapsed_ms REAL NOT NULL,
+            at INTEGER NOT NULL
+          ) STRICT;
+          CREATE INDEX coord_usage_item ON coord_usage (item_id);
+          CREATE TABLE coord_outbox (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            item_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            body TEXT NOT NULL
+          ) STRICT;
+        `);
+      },
+    },
+    {
+      version: 2,
+      name: 'the Coordinator that owns the file',
+      up(db) {
+        db.exec(`
+          CREATE TABLE coord_owner (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            token TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            host TEXT NOT NULL,
+            since INTEGER NOT NULL,
+            heartbeat_at INTEGER NOT NULL
+          ) STRICT;
+        `);
+      },
+    },
+    {
+      version: 3,
+      name: "a run's snapshot lives in its item's row (one row written per step, not two)",
+      up(db) {
+        db.exec(`
+          ALTER TABLE coord_items ADD COLUMN run_version INTEGER;
+          ALTER TABLE coord_items ADD COLUMN run_snapshot TEXT;
+          UPDATE coord_items SET run_version = r.machine_version, run_snapshot = r.snapshot
+            FROM coord_runs AS r WHERE r.item_id = coord_items.id;
+          DROP TABLE coord_runs;
+        `);
+      },
+    },
+    {
+      version: 4,
+      name: 'usage and outbox rows numbered by rowid (no AUTOINCREMENT: no sqlite_sequence write per row)',
+      up(db) {
+        // Usage rows are never deleted, so their numbers only grow anyway. An outbox number may be
+        // used again once its row is gone: nothing refers to a published row after its deletion.
+        db.exec(`
+          CREATE TABLE coord_usage_v4 (
+            seq INTEGER PRIMARY KEY,
+            hop_id TEXT NOT NULL,
+            item_id TEXT NOT NULL,
+            agent TEXT NOT NULL,
+            model TEXT NOT NULL,
+            input_tokens INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL,
+            cost_usd REAL NOT NULL,
+            elapsed_ms REAL NOT NULL,
+            at INTEGER NOT NULL
+          ) STRICT;
+          INSERT INTO coord_usage_v4 SELECT seq, hop_id, item_id, agent, model, input_tokens, output_tokens,
+            cost_usd, elapsed_ms, at FROM coord_usage ORDER BY seq;
+          DROP TABLE coord_usage;
+          ALTER TABLE coord_usage_v4 RENAME TO coord_usage;
+          CREATE INDEX coord_usage_item ON coord_usage (item_id);
+          CREATE TABLE coord_outbox_v4 (
+            id INTEGER PRIMARY KEY,
+            item_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            body TEXT NOT NULL
+          ) STRICT;
+          INSERT INTO coord_outbox_v4 SELECT id, item_id, kind, body FROM coord_outbox ORDER BY id;
+          DROP TABLE coord_outbox;
+          ALTER TABLE coord_outbox_v4 RENAME TO coord_outbox;
+          DELETE FROM sqlite_sequence WHERE name IN ('coord_usage', 'coord_outbox');
+        `);
+      },
+    },
+    {
+      version: 5,
+      name: "when an ended run's context was forgotten (the Context Engine's outputs, memory, checkpoints)",
+      up(db) {
+        // Items ended before this version are forgotten too: the first sweeps find them (in batches).
+        db.exec(`
+          ALTER TABLE coord_items ADD COLUMN context_forgotten_at INTEGER;
+          CREATE INDEX coord_items_unforgotten ON coord_items (finished_at)
+            WHERE finished_at IS NOT NULL AND context_forgotten_at IS NULL;
+        `);
+      },
+    },
+  ],
+};
+
+interface ItemRow {
+  id: string;
+  task_id: string | null;
+  workflow_id: string;
+  workflow_version: number;
+  state: string;
+  stage: string | null;
+  hop: number;
+  hops: number;
+  input: string;
+  budget: string | null;
+  attributes: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+  elapsed_ms: number;
+  failure: string | null;
+  approval: string | null;
+  created_at: number;
+  updated_at: number;
+  finished_at: number | null;
+  mirrored: number;
+}
+
+interface HopRow {
+  id: string;
+  item_id: string;
+  seq: number;
+  hop: number;
+  attempt: number;
+  kind: string;
+  stage: string;
+  role: string;
+  idempotency_key: string;
+  continuation: string | null;
+  asked_by: string | null;
+  state: string;
+  task_id: string | null;
+  model: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+  elapsed_ms: number;
+  error: string | null;
+  reply: string | null;
+  dispatched_at: number;
+  active_since: number | null;
+  finished_at: number | null;
+}
+
+function parseJson<T>(text: string | null): T | null {
+  return text === null ? null : (JSON.parse(text) as T);
+}
+
+function itemFrom(r: ItemRow): ItemRecord {
+  return {
+    id: r.id,
+    taskId: r.task_id,
+    workflow: { id: r.workflow_id, version: r.workflow_version },
+    state: r.state as ItemState,
+    stage: r.stage,
+    hop: r.hop,
+    hops: r.hops,
+    input: JSON.parse(r.input) as Part[],
+    budget: parseJson<ItemBudget>(r.budget),
+    attributes: parseJson<Record<string, string | number | boolean>>(r.attributes),
+    usage: {
+      inputTokens: r.input_tokens,
+      outputTokens: r.output_tokens,
+      costUsd: r.cost_usd,
+      elapsedMs: r.elapsed_ms,
+    },
+    failure: parseJson<ItemFailure>(r.failure),
+    approval: parseJson<ItemApproval>(r.approval),
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    finishedAt: r.finished_at,
+    mirrored: r.mirrored === 1,
+  };
+}
+
+function hopFrom(r: HopRow): HopRecord {
+  return {
+    id: r.id,
+    itemId: r.item_id,
+    seq: r.seq,
+    hop: r.hop,
+    attempt: r.attempt,
+    kind: r.kind as HopKind,
+    stage: r.stage,
+    role: r.role,
+    idempotencyKey: r.idempotency_key,
+    continuation: r.continuation,
+    askedBy: r.asked_by,
+    state: r.state as HopState,
+    taskId: r.task_id,
+    model: r.model,
+    usage: {
+      inputTokens: r.input_tokens,
+      outputTokens: r.output_tokens,
+      costUsd: r.cost_usd,
+      elapsedMs: r.elapsed_ms,
+    },
+    error: parseJson<{ type: string; message: string }>(r.error),
+    reply: parseJson<unknown>(r.reply),
+    dispatchedAt: r.dispatched_at,
+    activeSince: r.active_since,
+    finishedAt: r.finished_at,
+  };
+}
+
+const USAGE_COLUMNS: Record<UsageGrouping, string> = { agent: 'agent', model: 'model', task: 'item_id' };
+
+/** The Coordinator's tables on one open database (migrated on construction). */
+export class CoordinatorStore {
+  readonly db: SqliteDatabase;
+  readonly #s: {
+    item: Statement<[string], ItemRow>;
+    items: Statement<[number], ItemRow>;
+    itemsIn: Statement<[string, number], ItemRow>;
+    liveItems: Statement<[], ItemRow>;
+    unmirrored: Statement<[], ItemRow>;
+    insertItem: Statement<unknown[]>;
+    updateItem: Statement<unknown[]>;
+    setItemTask: Statement<[string, string]>;
+    setMirrored: Statement<[string]>;
+    hop: Statement<[string], HopRow>;
+    hopByKey: Statement<[string], HopRow>;
+    hopByContinuation: Statement<[string], HopRow>;
+    hopsOf: Statement<[string], HopRow>;
+    insertHop: Statement<unknown[]>;
+    updateHop: Statement<unknown[]>;
+    setHopTask: Statement<[string, string]>;
+    run: Statement<[string], { run_version: number | null; run_snapshot: string | null }>;
+    updateItemAndRun: Statement<unknown[]>;
+    insertUsage: Statement<unknown[]>;
+    addOutbox: Statement<[string, string, string]>;
+    outbox: Statement<[], { id: number; item_id: string; kind: string; body: string }>;
+    definition: Statement<[string, number], { body: string }>;
+    saveDefinition: Statement<[string, number, string]>;
+    endedUnforgotten: Statement<[number, number], { id: string }>;
+    contextForgottenAt: Statement<[string], { context_forgotten_at: number | null }>;
+    forgetAgain: Statement<[string]>;
+    markForgotten: Statement<[number, string]>;
+  };
+
+  constructor(db: SqliteDatabase) {
+    this.db = db;
+    migrate(db, COORDINATOR_SCHEMA);
+    this.#s = {
+      item: db.prepare('SELECT * FROM coord_items WHERE id = ?'),
+      items: db.prepare('SELECT * FROM coord_items ORDER BY created_at, id LIMIT ?'),
+      itemsIn: db.prepare('SELECT * FROM coord_items WHERE state = ? ORDER BY created_at, id LIMIT ?'),
+      liveItems: db.prepare('SELECT * FROM coord_items WHERE finished_at IS NULL ORDER BY created_at, id'),
+      unmirrored: db.prepare('SELECT * FROM coord_items WHERE mirrored = 0 ORDER BY created_at, id'),
+      insertItem: db.prepare(
+        `INSERT INTO coord_items (id, task_id, workflow_id, workflow_version, state, input, budget, attributes,
+           created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      updateItem: db.prepare(
+        `UPDATE coord_items SET state = ?, stage = ?, hop = ?, hops = ?, input_tokens = ?, output_tokens = ?,
+           cost_usd = ?, elapsed_ms = ?, failure = ?, approval = ?, updated_at = ?, finished_at = ? WHERE id = ?`,
+      ),
+      setItemTask: db.prepare('UPDATE coord_items SET task_id = ? WHERE id = ?'),
+      setMirrored: db.prepare('UPDATE coord_items SET mirrored = 1 WHERE id = ?'),
+      hop: db.prepare('SELECT * FROM coord_hops WHERE id = ?'),
+      hopByKey: db.prepare('SELECT * FROM coord_hops WHERE idempotency_key = ?'),
+      hopByContinuation: db.prepare('SELECT * FROM coord_hops WHERE continuation = ? AND continuation IS NOT NULL'),
+      hopsOf: db.prepare('SELECT * FROM coord_hops WHERE item_id = ? ORDER BY seq'),
+      insertHop: db.prepare(
+        `INSERT INTO coord_hops (id, item_id, seq, hop, attempt, kind, stage, role, idempotency_key, continuation,
+           asked_by, state, dispatched_at, active_since) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      updateHop: db.prepare(
+        `UPDATE coord_hops SET state = ?, model = ?, input_tokens = ?, output_tokens = ?, cost_usd = ?,
+           elapsed_ms = ?, error = ?, reply = ?, active_since = ?, finished_at = ? WHERE id = ?`,
+      ),
+      setHopTask: db.prepare('UPDATE coord_hops SET task_id = ? WHERE id = ?'),
+      run: db.prepare('SELECT run_version, run_snapshot FROM coord_items WHERE id = ?'),
+      updateItemAndRun: db.prepare(
+        `UPDATE coord_items SET state = ?, stage = ?, hop = ?, hops = ?, input_tokens = ?, output_tokens = ?,
+           cost_usd = ?, elapsed_ms = ?, failure = ?, approval = ?, updated_at = ?, finished_at = ?,
+           run_version = ?, run_snapshot = ? WHERE id = ?`,
+      ),
+      insertUsage: db.prepare(
+        `INSERT INTO coord_usage (hop_id, item_id, agent, model, input_tokens, output_tokens, cost_usd, elapsed_ms, at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      addOutbox: db.prepare('INSERT INTO coord_outbox (item_id, kind, body) VALUES (?, ?, ?)'),
+      outbox: db.prepare('SELECT id, item_id, kind, body FROM coord_outbox ORDER BY id'),
+      definition: db.prepare('SELECT body FROM coord_definitions WHERE id = ? AND version = ?'),
+      saveDefinition: db.prepare('INSERT OR IGNORE INTO coord_definitions (id, version, body) VALUES (?, ?, ?)'),
+      // On the partial index: only ended items whose context is not yet forgotten, oldest end first.
+      endedUnforgotten: db.prepare(
+        `SELECT id FROM coord_items WHERE finished_at IS NOT NULL AND context_forgotten_at IS NULL
+           AND finished_at <= ? AND state IN ('completed', 'failed', 'canceled')
+         ORDER BY finished_at LIMIT ?`,
+      ),
+      contextForgottenAt: db.prepare('SELECT context_forgotten_at FROM coord_items WHERE id = ?'),
+      forgetAgain: db.prepare(
+        'UPDATE coord_items SET context_forgotten_at = NULL WHERE id = ? AND context_forgotten_at IS NOT NULL',
+      ),
+      // The ids as one JSON array: one statement, prepared once, whatever the batch size.
+      markForgotten: db.prepare(
+        `UPDATE coord_items SET context_forgotten_at = ? WHERE finished_at IS NOT NULL
+           AND context_forgotten_at IS NULL AND id IN (SELECT value FROM json_each(?))`,
+      ),
+    };
+  }
+
+  // ------------------------------------------------------------ public reads
+
+  /** One work item, or undefined. */
+  getItem(id: string): ItemRecord | undefined {
+    const row = this.#s.item.get(id);
+    return row === undefined ? undefined : itemFrom(row);
+  }
+
+  /** Work items, oldest first (optionally only those in one state). */
+  listItems(options: { state?: ItemState; limit?: number } = {}): ItemRecord[] {
+    const limit = Math.max(0, Math.min(options.limit ?? 10_000, 100_000));
+    const rows = options.state === undefined ? this.#s.items.all(limit) : this.#s.itemsIn.all(options.state, limit);
+    return rows.map(itemFrom);
+  }
+
+  /** Work items not yet completed, failed or canceled. */
+  liveItems(): ItemRecord[] {
+    return this.#s.liveItems.all().map(itemFrom);
+  }
+
+  /** A work item's hops (stage hops and queries) in order. */
+  listHops(itemId: string): HopRecord[] {
+    return this.#s.hopsOf.all(itemId).map(hopFrom);
+  }
+
+  getHop(id: string): HopRecord | undefined {
+    const row = this.#s.hop.get(id);
+    return row === undefined ? undefined : hopFrom(row);
+  }
+
+  hopByKey(idempotencyKey: string): HopRecord | undefined {
+    const row = this.#s.hopByKey.get(idempotencyKey);
+    return row === undefined ? undefined : hopFrom(row);
+  }
+
+  hopByContinuation(token: string): HopRecord | undefined {
+    const row = this.#s.hopByContinuation.get(token);
+    return row === undefined ? undefined : hopFrom(row);
+  }
+
+  /**
+   * Cost and effort grouped by agent (the role that ran the hop), model, or
+   * task (work item), largest cost first; `itemId` restricts it to one item.
+   */
+  usageBy(grouping: UsageGrouping, options: { itemId?: string } = {}): UsageGroup[] {
+    const column = USAGE_COLUMNS[grouping];
+    const where = options.itemId === undefined ? '' : 'WHERE item_id = ?';
+    const rows = this.db
+      .prepare(
+        `SELECT ${column} AS key, COUNT(DISTINCT hop_id) AS hops, SUM(input_tokens) AS inputTokens,
+           SUM(output_tokens) AS outputTokens, SUM(cost_usd) AS costUsd, SUM(elapsed_ms) AS elapsedMs
+         FROM coord_usage ${where} GROUP BY ${column} ORDER BY costUsd DESC, key`,
+      )
+      .all(...(options.itemId === undefined ? [] : [options.itemId])) as UsageGroup[];
+    return rows.map((r) => ({ ...r, costUsd: Math.round(r.costUsd * 1e9) / 1e9 }));
+  }
+
+  /** Every accrual row of one item (or all), in order. */
+  usageRows(options: { itemId?: string } = {}): UsageRow[] {
+    const where = options.itemId === undefined ? '' : 'WHERE item_id = ?';
+    return this.db
+      .prepare(
+        `SELECT hop_id AS hopId, item_id AS itemId, agent, model, input_tokens AS inputTokens,
+           output_tokens AS outputTokens, cost_usd AS costUsd, elapsed_ms AS elapsedMs, at
+         FROM coord_usage ${where} ORDER BY seq`,
+      )
+      .all(...(options.itemId === undefined ? [] : [options.itemId])) as UsageRow[];
+  }
+
+  /**
+   * When the Context Engine's data of an ended item (its run's outputs,
+   * memory, checkpoints) was forgotten; null while it is kept (or unknown item).
+   */
+  contextForgottenAt(itemId: string): number | null {
+    return this.#s.contextForgottenAt.get(itemId)?.context_forgotten_at ?? null;
+  }
+
+  // ------------------------------------------------------ Coordinator writes
+
+  /** Up to `limit` items that ended at or before `endedBy` and whose run's context is not yet forgotten, oldest first. */
+  endedUnforgotten(endedBy: number, limit: number): string[] {
+    return this.#s.endedUnforgotten.all(endedBy, limit).map((r) => r.id);
+  }
+
+  /**
+   * Makes an ended item due to be forgotten again (a hop of it ran again after
+   * its run was forgotten, and may have written to the Context Engine anew).
+   */
+  forgetContextAgain(itemId: string): void {
+    this.#s.forgetAgain.run(itemId);
+  }
+
+  /** Records that the Context Engine forgot these ended items' runs (only ended items are marked). */
+  markContextForgotten(itemIds: readonly string[], at: number): void {
+    if (itemIds.length > 0) this.#s.markForgotten.run(at, JSON.stringify(itemIds));
+  }
+
+  insertItem(item: {
+    id: string;
+    taskId: string | null;
+    workflow: { id: string; version: number };
+    state: ItemState;
+    input: Part[];
+    budget: ItemBudget | null;
+    attributes: Record<string, string | number | boolean> | null;
+    now: number;
+  }): void {
+    this.#s.insertItem.run(
+      item.id,
+      item.taskId,
+      item.workflow.id,
+      item.workflow.version,
+      item.state,
+      JSON.stringify(item.input),
+      item.budget === null ? null : JSON.stringify(item.budget),
+      item.attributes === null ? null : JSON.stringify(item.attributes),
+      item.now,
+      item.now,
+    );
+  }
+
+  /** Writes an item's row; with `run`, its run's persisted snapshot too (same row, same statement). */
+  updateItem(item: ItemRecord, run?: { machineVersion: number; snapshot: unknown }): void {
+    const fields = [
+      item.state,
+      item.stage,
+      item.hop,
+      item.hops,
+      item.usage.inputTokens,
+      item.usage.outputTokens,
+      item.usage.costUsd,
+      item.usage.elapsedMs,
+      item.failure === null ? null : JSON.stringify(item.failure),
+      item.approval === null ? null : JSON.stringify(item.approval),
+      item.updatedAt,
+      item.finishedAt,
+    ];
+    if (run === undefined) this.#s.updateItem.run(...fields, item.id);
+    else this.#s.updateItemAndRun.run(...fields, run.machineVersion, JSON.stringify(run.snapshot), item.id);
+  }
+
+  setItemTask(itemId: string, taskId: string): void {
+    this.#s.setItemTask.run(taskId, itemId);
+  }
+
+  /** Items whose broker mirror has not caught up with their final state. */
+  unmirroredItems(): ItemRecord[] {
+    return this.#s.unmirrored.all().map(itemFrom);
+  }
+
+  markMirrored(itemId: string): void {
+    this.#s.setMirrored.run(itemId);
+  }
+
+  insertHop(hop: HopRecord): void {
+    this.#s.insertHop.run(
+      hop.id,
+      hop.itemId,
+      hop.seq,
+      hop.hop,
+      hop.attempt,
+      hop.kind,
+      hop.stage,
+      hop.role,
+      hop.idempotencyKey,
+      hop.continuation,
+      hop.askedBy,
+      hop.state,
+      hop.dispatchedAt,
+      hop.activeSince,
+    );
+  }
+
+  updateHop(hop: HopRecord): void {
+    this.#s.updateHop.run(
+      hop.state,
+      hop.model,
+      hop.usage.inputTokens,
+      hop.usage.outputTokens,
+      hop.usage.costUsd,
+      hop.usage.elapsedMs,
+      hop.error === null ? null : JSON.stringify(hop.error),
+      hop.reply === null || hop.reply === undefined ? null : JSON.stringify(hop.reply),
+      hop.activeSince,
+      hop.finishedAt,
+      hop.id,
+    );
+  }
+
+  setHopTask(hopId: string, taskId: string): void {
+    this.#s.setHopTask.run(taskId, hopId);
+  }
+
+  /** A run's persisted snapshot (kept in its item's row), or undefined before its first step. */
+  loadRun(itemId: string): { machineVersion: number; snapshot: unknown } | undefined {
+    const row = this.#s.run.get(itemId);
+    if (row === undefined || row.run_version === null || row.run_snapshot === null) return undefined;
+    return { machineVersion: row.run_version, snapshot: JSON.parse(row.run_snapshot) };
+  }
+
+  addUsage(row: UsageRow): void {
+    this.#s.insertUsage.run(
+      row.hopId,
+      row.itemId,
+      row.agent,
+      row.model,
+      row.inputTokens,
+      row.outputTokens,
+      row.costUsd,
+      row.elapsedMs,
+      row.at,
+    );
+  }
+
+  /** A workflow definition a run follows, as it was when the first run started on it. */
+  definition(ref: { id: string; version: number }): unknown {
+    const row = this.#s.definition.get(ref.id, ref.version);
+    return row === undefined ? undefined : (JSON.parse(row.body) as unknown);
+  }
+
+  /** Keeps a definition (once per id and version): run snapshots refer to it instead of carrying it. */
+  saveDefinition(ref: { id: string; version: number }, definition: unknown): void {
+    this.#s.saveDefinition.run(ref.id, ref.version, JSON.stringify(definition));
+  }
+
+  /** Adds a publish to make after the commit; returns its row. */
+  addOutbox(itemId: string, kind: OutboxKind, body: unknown): OutboxRow {
+    const info = this.#s.addOutbox.run(itemId, kind, JSON.stringify(body));
+    return { id: Number(info.lastInsertRowid), itemId, kind, body };
+  }
+
+  outbox(): OutboxRow[] {
+    return this.#s.outbox.all().map((r) => ({
+      id: r.id,
+      itemId: r.item_id,
+      kind: r.kind as OutboxKind,
+      body: JSON.parse(r.body) as unknown,
+    }));
+  }
+
+  deleteOutbox(ids: readonly number[]): void {
+    for (let i = 0; i < ids.length; i += 500) {
+      const chunk = ids.slice(i, i + 500);
+      this.db.prepare(`DELETE FROM coord_outbox WHERE id IN (${chunk.map(() => '?').join(',')})`).run(...chunk);
+    }
+  }
+}

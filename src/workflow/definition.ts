@@ -1,0 +1,386 @@
+import type { z } from 'zod';
+import { checkRetryPolicy, resolveRetryPolicy } from '../protocol/retry-policy.js';
+import type { RetryPolicy } from '../protocol/work-envelope.js';
+import {
+  type NextRule,
+  type Stage,
+  type WorkflowDefinition,
+  WorkflowDefinitionSchema,
+  type WorkflowRef,
+} from '../protocol/workflow.js';
+
+/**
+ * Parsing and checking workflow definitions. Pure: the caller reads the file
+ * (see `src/actors/coordinator/workflow-loader.ts`) and passes text or a value.
+ */
+
+export const WORKFLOW_PROBLEM_CODES = [
+  /** The text is not JSON. */
+  'INVALID_JSON',
+  /** A field has the wrong shape (from the zod schema). */
+  'SCHEMA',
+  /** `start` names no stage. */
+  'MISSING_START',
+  /** A stage's role is not among the known roles. */
+  'UNKNOWN_ROLE',
+  /** A rule's `goto` names no stage. */
+  'UNKNOWN_TARGET',
+  /** No path of rules leads from `start` to the stage. */
+  'UNREACHABLE_STAGE',
+  /** A loop of stages where neither a stage's `maxVisits` nor a rule's `maxTraversals` bounds it. */
+  'UNBOUNDED_CYCLE',
+  /** An earlier rule that can never be exhausted always matches first. */
+  'UNREACHABLE_RULE',
+  /** The retry policy of a stage (defaults merged) is inconsistent. */
+  'INVALID_RETRY_POLICY',
+  /** Two different definitions share one id and version. */
+  'DUPLICATE_VERSION',
+  /** A file could not be read, or is not in a supported format. */
+  'UNREADABLE',
+] as const;
+export type WorkflowProblemCode = (typeof WORKFLOW_PROBLEM_CODES)[number];
+
+export interface WorkflowProblem {
+  code: WorkflowProblemCode;
+  /** Where, as a path into the definition (`['stages', 'testing', 'next', 0, 'goto']`). */
+  path: (string | number)[];
+  message: string;
+}
+
+/** A definition refused at load time; lists every problem found, each with its path. */
+export class WorkflowDefinitionError extends Error {
+  readonly code = 'WORKFLOW_INVALID' as const;
+  constructor(
+    readonly problems: readonly WorkflowProblem[],
+    readonly source?: string,
+  ) {
+    const head = `workflow definition${source ? ` ${source}` : ''} is invalid (${problems.length} problem${problems.length === 1 ? '' : 's'})`;
+    super([head, ...problems.map((p) => `  - ${formatPath(p.path)}: ${p.message} [${p.code}]`)].join('\n'));
+    this.name = 'WorkflowDefinitionError';
+  }
+}
+
+export function formatPath(path: readonly (string | number)[]): string {
+  if (path.length === 0) return '(root)';
+  let out = '';
+  for (const segment of path) {
+    if (typeof segment === 'number') out += `[${segment}]`;
+    else out += out === '' ? segment : `.${segment}`;
+  }
+  return out;
+}
+
+export interface WorkflowCheckOptions {
+  /** Roles that exist; when given, a stage with any other role is refused. */
+  knownRoles?: Iterable<string>;
+  /** Named in error messages (a file path, say). */
+  source?: string;
+}
+
+export type WorkflowCheck = { ok: true; definition: WorkflowDefinition } | { ok: false; problems: WorkflowProblem[] };
+
+/** Checks a value as a workflow definition without throwing. */
+export function checkWorkflowDefinition(value: unknown, options: WorkflowCheckOptions = {}): WorkflowCheck {
+  const parsed = WorkflowDefinitionSchema.safeParse(value);
+  if (!parsed.success) return { ok: false, problems: schemaProblems(parsed.error) };
+  const problems = graphProblems(parsed.data, options);
+  return problems.length === 0 ? { ok: true, definition: deepFreeze(parsed.data) } : { ok: false, problems };
+}
+
+/** Parses and checks a definition; throws `WorkflowDefinitionError` listing every problem. */
+export function parseWorkflowDefinition(value: unknown, options: WorkflowCheckOptions = {}): WorkflowDefinition {
+  const check = checkWorkflowDefinition(value, options);
+  if (!check.ok) throw new WorkflowDefinitionError(check.problems, options.source);
+  return check.definition;
+}
+
+/** Parses JSON text as a definition; throws `WorkflowDefinitionError`. */
+export function parseWorkflowDefinitionJson(text: string, options: WorkflowCheckOptions = {}): WorkflowDefinition {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new WorkflowDefinitionError(
+      [{ code: 'INVALID_JSON', path: [], message: `not JSON: ${(error as Error).message}` }],
+      options.source,
+    );
+  }
+  return parseWorkflowDefinition(value, options);
+}
+
+function schemaProblems(error: z.ZodError): WorkflowProblem[] {
+  return error.issues.map((issue) => ({
+    code: 'SCHEMA' as const,
+    path: issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p)),
+    message: issue.message,
+  }));
+}
+
+/** Every stage a rule of `stage` can go to, with the rule's index. */
+function gotoRules(stage: Stage): { index: number; rule: NextRule & { goto: string } }[] {
+  const out: { index: number; rule: NextRule & { goto: string } }[] = [];
+  stage.next.forEach((rule, index) => {
+    if (rule.goto !== undefined) out.push({ index, rule: rule as NextRule & { goto: string } });
+  });
+  return out;
+}
+
+function graphProblems(def: WorkflowDefinition, options: WorkflowCheckOptions): WorkflowProblem[] {
+  const problems: WorkflowProblem[] = [];
+  const names = Object.keys(def.stages);
+  const has = (name: string) => Object.hasOwn(def.stages, name);
+  const list = names.join(', ');
+
+  if (!has(def.start)) {
+    problems.push({ code: 'MISSING_START', path: ['start'], message: `start "${def.start}" is not a stage (${list})` });
+  }
+
+  const known = options.knownRoles === undefined ? undefined : new Set(options.knownRoles);
+  for (const name of names) {
+    const stage = def.stages[name]!;
+    if (known && !known.has(stage.role)) {
+      problems.push({
+        code: 'UNKNOWN_ROLE',
+        path: ['stages', name, 'role'],
+        message: `unknown role "${stage.role}" (known: ${[...known].sort().join(', ') || 'none'})`,
+      });
+    }
+    for (const { index, rule } of gotoRules(stage)) {
+      if (!has(rule.goto)) {
+        problems.push({
+          code: 'UNKNOWN_TARGET',
+          path: ['stages', name, 'next', index, 'goto'],
+          message: `goto "${rule.goto}" is not a stage (${list})`,
+        });
+      }
+    }
+    problems.push(...shadowedRules(def, name));
+    const retry = checkRetryPolicy(def.defaults?.retry, stage.retry);
+    if (!retry.ok) {
+      problems.push({
+        code: 'INVALID_RETRY_POLICY',
+        path: ['stages', name, 'retry', ...retry.path],
+        message: retry.message,
+      });
+    }
+  }
+
+  if (has(def.start)) {
+    const reached = new Set<string>([def.start]);
+    const queue = [def.start];
+    while (queue.length > 0) {
+      const at = queue.shift()!;
+      for (const { rule } of gotoRules(def.stages[at]!)) {
+        if (has(rule.goto) && !reached.has(rule.goto)) {
+          reached.add(rule.goto);
+          queue.push(rule.goto);
+        }
+      }
+    }
+    for (const name of names) {
+      if (!reached.has(name)) {
+        problems.push({
+          code: 'UNREACHABLE_STAGE',
+          path: ['stages', name],
+          message: `stage "${name}" cannot be reached from start "${def.start}"`,
+        });
+      }
+    }
+  }
+
+  for (const cycle of unboundedCycles(def)) {
+    problems.push({
+      code: 'UNBOUNDED_CYCLE',
+      path: ['stages', cycle[0]!],
+      message: `stages ${[...cycle, cycle[0]].join(' -> ')} form a loop with no bound: set maxVisits on one of these stages or maxTraversals on one of the rules between them`,
+    });
+  }
+  return problems;
+}
+
+/** A rule that always matches first and can never be used up hides every later rule it covers. */
+function shadowedRules(def: WorkflowDefinition, name: string): WorkflowProblem[] {
+  const stage = def.stages[name]!;
+  const problems: WorkflowProblem[] = [];
+  stage.next.forEach((rule, index) => {
+    for (let earlier = 0; earlier < index; earlier++) {
+      const first = stage.next[earlier]!;
+      const covers = first.on === rule.on && (first.errorType === undefined || first.errorType === rule.errorType);
+      if (covers && !canBeExhausted(def, first)) {
+        problems.push({
+          code: 'UNREACHABLE_RULE',
+          path: ['stages', name, 'next', index],
+          message: `rule ${index} is never used: rule ${earlier} always matches "${rule.on}${rule.errorType ? `/${rule.errorType}` : ''}" first`,
+        });
+        return;
+      }
+    }
+  });
+  return problems;
+}
+
+function canBeExhausted(def: WorkflowDefinition, rule: NextRule): boolean {
+  if (rule.goto === undefined) return false;
+  if (rule.maxTraversals !== undefined) return true;
+  return def.stages[rule.goto]?.maxVisits !== undefined;
+}
+
+/**
+ * The strongly connected groups of stages joined by unbounded rules among
+ * unbounded stages (Tarjan). Each group with a loop is an unbounded cycle,
+ * returned as a cycle through it in definition order.
+ */
+function unboundedCycles(def: WorkflowDefinition): string[][] {
+  const free = Object.keys(def.stages).filter((n) => def.stages[n]!.maxVisits === undefined);
+  const isFree = new Set(free);
+  const edges = new Map<string, string[]>();
+  for (const name of free) {
+    edges.set(
+      name,
+      gotoRules(def.stages[name]!)
+        .filter(({ rule }) => rule.maxTraversals === undefined && isFree.has(rule.goto))
+        .map(({ rule }) => rule.goto),
+    );
+  }
+  let counter = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const groups: string[][] = [];
+  const visit = (v: string) => {
+    index.set(v, counter);
+    low.set(v, counter);
+    counter++;
+    stack.push(v);
+    onStack.add(v);
+    for (const w of edges.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) {
+        low.set(v, Math.min(low.get(v)!, index.get(w)!));
+      }
+    }
+    if (low.get(v) === index.get(v)) {
+      const group: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        group.push(w);
+      } while (w !== v);
+      const selfLoop = group.length === 1 && (edges.get(v) ?? []).includes(v);
+      if (group.length > 1 || selfLoop) groups.push(group);
+    }
+  };
+  for (const v of free) if (!index.has(v)) visit(v);
+  return groups.map((group) => cycleThrough(group, edges, free));
+}
+
+/** One simple cycle inside a strongly connected group, starting at its first stage in definition order. */
+function cycleThrough(group: string[], edges: Map<string, string[]>, order: string[]): string[] {
+  const members = new Set(group);
+  const startAt = order.find((n) => members.has(n))!;
+  // Breadth-first search for the shortest way back to the start inside the group.
+  const parent = new Map<string, string>();
+  const queue = [startAt];
+  const seen = new Set([startAt]);
+  while (queue.length > 0) {
+    const at = queue.shift()!;
+    for (const next of edges.get(at) ?? []) {
+      if (!members.has(next)) continue;
+      if (next === startAt) {
+        const path = [at];
+        let p = at;
+        while (p !== startAt) {
+          p = parent.get(p)!;
+          path.push(p);
+        }
+        return path.reverse();
+      }
+      if (!seen.has(next)) {
+        seen.add(next);
+        parent.set(next, at);
+        queue.push(next);
+      }
+    }
+  }
+  return [startAt];
+}
+
+/** The retry policy a stage's hops run under: the stage's fields over the definition's defaults over the built-in defaults. */
+export function stageRetryPolicy(def: WorkflowDefinition, stageName: string): RetryPolicy {
+  return resolveRetryPolicy(def.defaults?.retry, def.stages[stageName]?.retry);
+}
+
+export function workflowRef(def: WorkflowDefinition): WorkflowRef {
+  return { id: def.id, version: def.version };
+}
+
+export function workflowKey(ref: WorkflowRef): string {
+  return `${ref.id}@${ref.version}`;
+}
+
+/** Structural equality of two JSON values (key order ignored). */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  const ka = Object.keys(a as object).filter((k) => (a as Record<string, unknown>)[k] !== undefined);
+  const kb = Object.keys(b as object).filter((k) => (b as Record<string, unknown>)[k] !== undefined);
+  if (ka.length !== kb.length) return false;
+  return ka.every((k) => sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value as Record<string, unknown>)) deepFreeze(child);
+  }
+  return value;
+}
+
+/**
+ * The definitions a Coordinator knows, by id and version. Runs keep the
+ * version they started on; `latest(id)` is what new work items use.
+ */
+export class WorkflowRegistry {
+  readonly #byKey = new Map<string, WorkflowDefinition>();
+
+  /** Adds a checked definition. The same id and version twice must be the same definition. */
+  add(def: WorkflowDefinition): void {
+    const key = workflowKey(def);
+    const existing = this.#byKey.get(key);
+    if (existing !== undefined) {
+      if (sameJson(existing, def)) return;
+      throw new WorkflowDefinitionError(
+        [
+          {
+            code: 'DUPLICATE_VERSION',
+            path: ['version'],
+            message: `${key} is already registered with different content; bump "version"`,
+          },
+        ],
+        key,
+      );
+    }
+    this.#byKey.set(key, def);
+  }
+
+  get(ref: WorkflowRef): WorkflowDefinition | undefined {
+    return this.#byKey.get(workflowKey(ref));
+  }
+
+  latest(id: string): WorkflowDefinition | undefined {
+    let best: WorkflowDefinition | undefined;
+    for (const def of this.#byKey.values()) {
+      if (def.id === id && (best === undefined || def.version > best.version)) best = def;
+    }
+    return best;
+  }
+
+  list(): WorkflowDefinition[] {
+    return [...this.#byKey.values()].sort((a, b) => a.id.localeCompare(b.id) || a.version - b.version);
+  }
+}

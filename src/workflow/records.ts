@@ -1,0 +1,132 @@
+import type { Part } from '../protocol/parts.js';
+import type { RunUsage } from '../protocol/workflow.js';
+
+/**
+ * The Coordinator's records of work items, hops, cost accruals and outbox
+ * entries, as every store keeps them: plain data, no I/O.
+ */
+
+/** A work item's state: its run's state. */
+export const ITEM_STATES = [
+  'pending',
+  'running',
+  'awaiting-approval',
+  'suspended',
+  'completed',
+  'failed',
+  'canceled',
+] as const;
+export type ItemState = (typeof ITEM_STATES)[number];
+
+export interface ItemFailure {
+  code: string;
+  reason: string;
+  stage: string | null;
+  hop: number;
+}
+
+export interface ItemApproval {
+  stage: string;
+  hop: number;
+  source: 'gate' | 'governance';
+  approvers: string[] | null;
+  reason: string;
+}
+
+export interface ItemBudget {
+  maxTokens?: number;
+  maxCostUsd?: number;
+}
+
+/** A work item as stored. `usage` is the rollup of every hop's accruals. */
+export interface ItemRecord {
+  id: string;
+  /** The work item's A2A task in the broker (requester: the human edge; worker: the Coordinator). */
+  taskId: string | null;
+  workflow: { id: string; version: number };
+  state: ItemState;
+  stage: string | null;
+  /** The run's current hop number. */
+  hop: number;
+  /** Hop rows (stage hops and queries) so far. */
+  hops: number;
+  input: Part[];
+  budget: ItemBudget | null;
+  attributes: Record<string, string | number | boolean> | null;
+  usage: RunUsage;
+  failure: ItemFailure | null;
+  /** Set while the item waits for an approval. */
+  approval: ItemApproval | null;
+  createdAt: number;
+  updatedAt: number;
+  finishedAt: number | null;
+  /** Whether the broker mirror caught up with the item's final state. */
+  mirrored: boolean;
+}
+
+export type HopKind = 'stage' | 'query';
+export type HopState = 'dispatched' | 'suspended' | 'completed' | 'failed';
+
+/** One hop (a stage's hop attempt, or a query a suspended hop asked), with what it cost. */
+export interface HopRecord {
+  id: string;
+  itemId: string;
+  /** Order within the item (queries included), from 1. */
+  seq: number;
+  /** The run's hop number (a query carries the number of the hop that asked). */
+  hop: number;
+  attempt: number;
+  kind: HopKind;
+  stage: string;
+  role: string;
+  idempotencyKey: string;
+  /** For a query: the continuation token of the suspended hop it answers. */
+  continuation: string | null;
+  /** For a query: the id of the hop that asked. */
+  askedBy: string | null;
+  state: HopState;
+  /** The hop's child A2A task in the broker (parent: the work item's task). */
+  taskId: string | null;
+  model: string | null;
+  usage: RunUsage;
+  error: { type: string; message: string } | null;
+  /** For an answered query: the answer's result envelope (what resumes the hop that asked). */
+  reply: unknown;
+  dispatchedAt: number;
+  /** When the hop last started running (null while it is suspended or done). */
+  activeSince: number | null;
+  finishedAt: number | null;
+}
+
+/** One accrual of cost onto a hop (a suspended hop accrues twice: before it asked and after it resumed). */
+export interface UsageRow {
+  hopId: string;
+  itemId: string;
+  agent: string;
+  model: string;
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number;
+  elapsedMs: number;
+  at: number;
+}
+
+export type UsageGrouping = 'agent' | 'model' | 'task';
+
+export interface UsageGroup {
+  /** The agent (role), model or work item id. */
+  key: string;
+  hops: number;
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number;
+  elapsedMs: number;
+}
+
+export type OutboxKind = 'start' | 'signal';
+export interface OutboxRow {
+  id: number;
+  itemId: string;
+  kind: OutboxKind;
+  body: unknown;
+}
