@@ -12,7 +12,7 @@ import { DEMO_DEPLOYMENTS } from '../demo/run-demo.js';
 import { DEMO_HANDLERS } from '../demo/roles.js';
 import { HOP_EVENT_KINDS, itemLogFields } from '../log/log-fields.js';
 import { LOG_LEVELS, type Logger, createLogger } from '../log/logger.js';
-import { logContextPrunes } from '../log/prune-log.js';
+import { logContextPrunes } from '../persistence/context/prune-log.js';
 import { WorkflowRegistry } from '../workflow/definition.js';
 import type { ContextStore } from '../persistence/context/sqlite-store.js';
 import { type SqliteDatabase, openDatabase } from '../persistence/kernel/database.js';

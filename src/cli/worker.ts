@@ -9,7 +9,7 @@ import { NonRetryableError, type WorkHandler } from '../actors/worker/worker.js'
 import type { WorkQueue } from '../bus/work-queue.js';
 import { DEMO_HANDLERS } from '../demo/roles.js';
 import { LOG_LEVELS, type Logger, createLogger } from '../log/logger.js';
-import { logContextPrunes } from '../log/prune-log.js';
+import { logContextPrunes } from '../persistence/context/prune-log.js';
 import type { ContextStore } from '../persistence/context/sqlite-store.js';
 import { RoleSchema } from '../protocol/work-envelope.js';
 import {

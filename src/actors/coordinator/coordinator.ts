@@ -4,7 +4,7 @@ import { type Dispatcher, type ResultDelivery, type StartHop, createDispatcher }
 import { SqliteQueue } from '../../bus/sqlite/queue.js';
 import type { WorkQueue } from '../../bus/work-queue.js';
 import { type Logger, silentLogger } from '../../log/logger.js';
-import { logContextPrunes } from '../../log/prune-log.js';
+import { logContextPrunes } from '../../persistence/context/prune-log.js';
 import { GovernanceConfigError, type PolicyEntry } from '../../workflow/governance.js';
 import type { PoolDeployment } from '../../machines/pool-machine.js';
 import { WorkflowRegistry } from '../../workflow/definition.js';

@@ -1,5 +1,5 @@
-import type { PruneOutcome } from '../persistence/context/retention.js';
-import type { Logger } from './logger.js';
+import type { PruneOutcome } from './retention.js';
+import type { Logger } from '../../log/logger.js';
 
 /** Logs a pruning pass that deleted something (debug) or failed (warn: the next pass tries again). */
 export function logContextPrunes(log: Logger): (outcome: PruneOutcome) => void {
