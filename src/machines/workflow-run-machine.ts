@@ -1,19 +1,19 @@
 import { type Actor, type InspectionEvent, type Observer, type Snapshot, assign, createActor, setup } from 'xstate';
 import { checkWorkflowDefinition, formatPath } from '../workflow/definition.js';
 import {
+  WORKFLOW_RUN_STATES,
   type WorkflowDefinition,
   type WorkflowRunEvent,
   WorkflowRunEventSchema,
   type WorkflowRunEventType,
+  type WorkflowRunState,
 } from '../protocol/workflow.js';
 import {
   type LiveRunState,
   type RunCondition,
   type RunEffect,
-  WORKFLOW_RUN_STATES,
   WORKFLOW_RUN_TRANSITIONS,
   type WorkflowRunContext,
-  type WorkflowRunState,
   applyEffect,
   conditionHolds,
   initialRunContext,

@@ -7,6 +7,7 @@ import {
   type WorkflowRunEvent,
   WorkflowRunEventSchema,
   type WorkflowRunEventType,
+  type WorkflowRunState,
   addRunUsage,
 } from '../protocol/workflow.js';
 import { stageRetryPolicy } from '../workflow/definition.js';
@@ -19,16 +20,6 @@ import { stageRetryPolicy } from '../workflow/definition.js';
  * run replays to the same place from the same events.
  */
 
-export const WORKFLOW_RUN_STATES = [
-  'pending',
-  'running',
-  'awaiting-approval',
-  'suspended',
-  'completed',
-  'failed',
-  'canceled',
-] as const;
-export type WorkflowRunState = (typeof WORKFLOW_RUN_STATES)[number];
 export const FINAL_RUN_STATES = ['completed', 'failed', 'canceled'] as const satisfies readonly WorkflowRunState[];
 export type FinalRunState = (typeof FINAL_RUN_STATES)[number];
 export type LiveRunState = Exclude<WorkflowRunState, FinalRunState>;

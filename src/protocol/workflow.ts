@@ -146,6 +146,18 @@ export function addRunUsage(a: RunUsage, b: RunUsage): RunUsage {
   };
 }
 
+/** A workflow run's states, and so its work item's (`ItemRecord.state`): the one list. */
+export const WORKFLOW_RUN_STATES = [
+  'pending',
+  'running',
+  'awaiting-approval',
+  'suspended',
+  'completed',
+  'failed',
+  'canceled',
+] as const;
+export type WorkflowRunState = (typeof WORKFLOW_RUN_STATES)[number];
+
 /**
  * The events a WorkflowRun takes (see `src/machines/workflow-run-machine.ts`).
  * `hop` and `attempt` name the hop attempt a result belongs to: a result for

@@ -1,22 +1,13 @@
 import type { Part } from '../protocol/parts.js';
-import type { RunUsage } from '../protocol/workflow.js';
+import type { RunUsage, WorkflowRunState } from '../protocol/workflow.js';
 
 /**
  * The Coordinator's records of work items, hops, cost accruals and outbox
  * entries, as every store keeps them: plain data, no I/O.
  */
 
-/** A work item's state: its run's state. */
-export const ITEM_STATES = [
-  'pending',
-  'running',
-  'awaiting-approval',
-  'suspended',
-  'completed',
-  'failed',
-  'canceled',
-] as const;
-export type ItemState = (typeof ITEM_STATES)[number];
+/** A work item's state: its run's state (`WORKFLOW_RUN_STATES`). */
+export type ItemState = WorkflowRunState;
 
 export interface ItemFailure {
   code: string;

@@ -9,11 +9,8 @@ import {
   restoreWorkflowRun,
   workflowRunMachine,
 } from '../../src/machines/workflow-run-machine.js';
-import {
-  WORKFLOW_RUN_STATES,
-  WORKFLOW_RUN_TRANSITIONS,
-  type WorkflowRunContext,
-} from '../../src/machines/workflow-run-transitions.js';
+import { WORKFLOW_RUN_TRANSITIONS, type WorkflowRunContext } from '../../src/machines/workflow-run-transitions.js';
+import { WORKFLOW_RUN_STATES } from '../../src/protocol/workflow.js';
 import type { WorkflowDefinition, WorkflowRunEvent } from '../../src/protocol/workflow.js';
 import { ALL_FIXTURES, DEV_SDLC, REVIEW_LOOP, SINGLE } from '../workflow/fixtures.js';
 

@@ -1,5 +1,5 @@
 import type { RunUsage } from '../../protocol/workflow.js';
-import type { ItemApproval, ItemFailure, ItemRecord, ItemState } from '../../workflow/records.js';
+import type { ItemRecord } from '../../workflow/records.js';
 
 /** What just happened to a work item (the event of an `ItemStatus`). */
 export const ITEM_EVENT_KINDS = [
@@ -40,40 +40,29 @@ export interface ItemEvent {
   at: number;
 }
 
-/** A work item's status as `watch` streams it: the item, and the event that changed it. */
-export interface ItemStatus {
-  id: string;
-  /** The work item's A2A task in the broker. */
-  taskId: string | null;
-  workflow: { id: string; version: number };
-  state: ItemState;
-  stage: string | null;
-  hop: number;
-  hops: number;
-  usage: RunUsage;
-  failure: ItemFailure | null;
-  approval: ItemApproval | null;
-  createdAt: number;
-  finishedAt: number | null;
-  event: ItemEvent;
-}
+/** The fields of an `ItemRecord` that a status carries, in the order it carries them. */
+const ITEM_STATUS_FIELDS = [
+  'id',
+  'taskId',
+  'workflow',
+  'state',
+  'stage',
+  'hop',
+  'hops',
+  'usage',
+  'failure',
+  'approval',
+  'createdAt',
+  'finishedAt',
+] as const satisfies readonly (keyof ItemRecord)[];
+
+/** A work item's status as `watch` streams it: a view of the item, and the event that changed it. */
+export type ItemStatus = Pick<ItemRecord, (typeof ITEM_STATUS_FIELDS)[number]> & { event: ItemEvent };
 
 export function statusOf(item: ItemRecord, event: ItemEvent): ItemStatus {
-  return {
-    id: item.id,
-    taskId: item.taskId,
-    workflow: item.workflow,
-    state: item.state,
-    stage: item.stage,
-    hop: item.hop,
-    hops: item.hops,
-    usage: item.usage,
-    failure: item.failure,
-    approval: item.approval,
-    createdAt: item.createdAt,
-    finishedAt: item.finishedAt,
-    event,
-  };
+  const status: Partial<Record<keyof ItemRecord, unknown>> = {};
+  for (const field of ITEM_STATUS_FIELDS) status[field] = item[field];
+  return { ...(status as Pick<ItemRecord, (typeof ITEM_STATUS_FIELDS)[number]>), event };
 }
 
 export const COORDINATOR_ERROR_CODES = [
