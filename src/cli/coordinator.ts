@@ -11,42 +11,22 @@ import type { WorkQueue } from '../bus/work-queue.js';
 import { DEMO_DEPLOYMENTS } from '../demo/run-demo.js';
 import { DEMO_HANDLERS } from '../demo/roles.js';
 import { HOP_EVENT_KINDS, itemLogFields } from '../log/log-fields.js';
-import { LOG_LEVELS, type Logger, createLogger } from '../log/logger.js';
-import { logContextPrunes } from '../persistence/context/prune-log.js';
+import { LOG_LEVELS, type Logger } from '../log/logger.js';
 import { WorkflowRegistry } from '../workflow/definition.js';
 import type { ContextStore } from '../persistence/context/sqlite-store.js';
 import { type SqliteDatabase, openDatabase } from '../persistence/kernel/database.js';
+import { BUS_HELP, CONTEXT_RETENTION_HELP, describeBus, openBus } from './bus-option.js';
 import {
-  BUS_FLAGS,
-  BUS_HELP,
-  type BusChoice,
-  CONTEXT_RETENTION_FLAGS,
-  CONTEXT_RETENTION_HELP,
-  describeBus,
-  openBus,
-  openContextStore,
-  parseBusChoice,
-  parseContextRetention,
-} from './bus-option.js';
+  BUS_PROCESS_FLAGS,
+  type BusProcess,
+  type BusProcessFlags,
+  busProcessFlags,
+  parseBusProcessArgs,
+  runBusProcess,
+} from './bus-process.js';
 import type { CliCommand } from './command.js';
-import {
-  INSPECT_USAGE,
-  type InspectTarget,
-  type RunningInspection,
-  startRequestedInspection,
-  splitInspectOption,
-} from './inspect-option.js';
-import {
-  CliUsageError,
-  type FlagSpec,
-  booleanFlag,
-  choiceFlag,
-  parseCommandArgs,
-  reportUsageError,
-  stringFlag,
-  databaseFileFlag,
-} from './command-args.js';
-import { stopSignal } from './stop-signal.js';
+import { INSPECT_USAGE } from './inspect-option.js';
+import { CliUsageError, type FlagSpec, booleanFlag, stringFlag, databaseFileFlag } from './command-args.js';
 
 export const COORDINATOR_USAGE = `Usage: switchboard coordinator --db PATH [--bus URL] [--workflows DIR|FILE]
                                [--auto-approve NAME] [--local-workers]
@@ -84,28 +64,21 @@ workflows cannot be opened; 2 for a usage error.`;
 /** Every flag the command accepts (each is documented in its --help; a test checks it). */
 export const COORDINATOR_FLAGS: FlagSpec = {
   db: { type: 'string' },
-  ...BUS_FLAGS,
+  ...BUS_PROCESS_FLAGS,
   workflows: { type: 'string' },
   'auto-approve': { type: 'string' },
   'local-workers': { type: 'boolean' },
-  ...CONTEXT_RETENTION_FLAGS,
-  'log-level': { type: 'string' },
 };
 
-interface Flags {
-  inspect: InspectTarget | null;
+interface Flags extends BusProcessFlags {
   db: string;
-  bus: BusChoice;
   workflows: string | undefined;
   autoApprove: string | undefined;
   localWorkers: boolean;
-  contextRetentionMs: number | undefined;
-  logLevel: (typeof LOG_LEVELS)[number];
 }
 
 function parseFlags(all: string[]): Flags {
-  const { argv, inspect } = splitInspectOption(all);
-  const args = parseCommandArgs(argv, COORDINATOR_FLAGS, 0);
+  const { args, inspect } = parseBusProcessArgs(all, COORDINATOR_FLAGS);
   const db = databaseFileFlag(args);
   if (db === undefined) throw new CliUsageError('--db PATH is required');
   const autoApprove = stringFlag(args, 'auto-approve');
@@ -113,14 +86,11 @@ function parseFlags(all: string[]): Flags {
     throw new CliUsageError('--auto-approve takes a name of at most 128 characters');
   }
   return {
-    inspect,
     db,
-    bus: parseBusChoice(args, db),
+    ...busProcessFlags(args, inspect, db),
     workflows: stringFlag(args, 'workflows'),
     autoApprove,
     localWorkers: booleanFlag(args, 'local-workers'),
-    contextRetentionMs: parseContextRetention(args),
-    logLevel: choiceFlag(args, 'log-level', LOG_LEVELS, 'info'),
   };
 }
 
@@ -161,22 +131,17 @@ async function closeAll(opened: Opened, log: Logger): Promise<void> {
   }
 }
 
-async function runCoordinator(all: string[]): Promise<number> {
-  let flags: Flags;
-  try {
-    flags = parseFlags(all);
-  } catch (error) {
-    if (error instanceof CliUsageError) return reportUsageError('coordinator', error, COORDINATOR_USAGE);
-    throw error;
-  }
-  const log = createLogger({ level: flags.logLevel, name: 'switchboard-coordinator' });
-  const signal = stopSignal(log);
+async function runCoordinator({
+  flags,
+  log,
+  stopped,
+  startInspection,
+  openContextStore,
+}: BusProcess<Flags>): Promise<number> {
   const opened: Opened = {};
-  let inspection: RunningInspection | null = null;
   try {
-    const started = await startRequestedInspection(flags.inspect, log);
-    if (started === 'failed') return 1;
-    inspection = started;
+    const inspection = await startInspection();
+    if (inspection === 'failed') return 1;
     let definitions: WorkflowRegistry;
     try {
       definitions = loadDefinitions(flags.workflows);
@@ -194,11 +159,7 @@ async function runCoordinator(all: string[]): Promise<number> {
       opened.db = openDatabase(flags.db);
       opened.broker = createBroker({ path: flags.db, logger: log, inspect: inspection?.inspect });
       opened.bus = await openBus(flags.bus, { database: opened.db });
-      opened.contextStore = await openContextStore(flags.bus, {
-        database: opened.db,
-        onPrune: logContextPrunes(log),
-        ...(flags.contextRetentionMs === undefined ? {} : { retentionMs: flags.contextRetentionMs }),
-      });
+      opened.contextStore = await openContextStore({ database: opened.db });
       opened.coordinator = await createCoordinator({
         broker: opened.broker,
         bus: opened.bus,
@@ -240,14 +201,10 @@ async function runCoordinator(all: string[]): Promise<number> {
       },
       'coordinator ready',
     );
-    await signal.stopped;
+    await stopped;
     return 0;
   } finally {
     await closeAll(opened, log);
-    // The inspector's server would keep the process alive.
-    await inspection?.stop();
-    signal.dispose();
-    log.info('stopped');
   }
 }
 
@@ -255,5 +212,11 @@ export const coordinatorCommand: CliCommand = {
   name: 'coordinator',
   summary: 'run the Coordinator as its own process (workers connect over the bus)',
   usage: COORDINATOR_USAGE,
-  run: runCoordinator,
+  run: (argv) =>
+    runBusProcess(
+      { name: 'coordinator', usage: COORDINATOR_USAGE, logName: 'switchboard-coordinator' },
+      argv,
+      parseFlags,
+      runCoordinator,
+    ),
 };

@@ -8,42 +8,28 @@ import { type Pool, createPool } from '../actors/worker/pool.js';
 import { NonRetryableError, type WorkHandler } from '../actors/worker/worker.js';
 import type { WorkQueue } from '../bus/work-queue.js';
 import { DEMO_HANDLERS } from '../demo/roles.js';
-import { LOG_LEVELS, type Logger, createLogger } from '../log/logger.js';
-import { logContextPrunes } from '../persistence/context/prune-log.js';
+import { LOG_LEVELS } from '../log/logger.js';
 import type { ContextStore } from '../persistence/context/sqlite-store.js';
 import { RoleSchema } from '../protocol/work-envelope.js';
+import { BUS_HELP, CONTEXT_RETENTION_HELP, describeBus, openBus } from './bus-option.js';
 import {
-  BUS_FLAGS,
-  BUS_HELP,
-  type BusChoice,
-  CONTEXT_RETENTION_FLAGS,
-  CONTEXT_RETENTION_HELP,
-  describeBus,
-  openBus,
-  openContextStore,
-  parseBusChoice,
-  parseContextRetention,
-} from './bus-option.js';
+  BUS_PROCESS_FLAGS,
+  type BusProcess,
+  type BusProcessFlags,
+  busProcessFlags,
+  parseBusProcessArgs,
+  runBusProcess,
+} from './bus-process.js';
 import type { CliCommand } from './command.js';
 import {
   CliUsageError,
   type FlagSpec,
-  choiceFlag,
   countFlag,
-  parseCommandArgs,
-  reportUsageError,
   stringFlag,
   stringListFlag,
   databaseFileFlag,
 } from './command-args.js';
-import {
-  INSPECT_USAGE,
-  type InspectTarget,
-  type RunningInspection,
-  startRequestedInspection,
-  splitInspectOption,
-} from './inspect-option.js';
-import { stopSignal } from './stop-signal.js';
+import { INSPECT_USAGE } from './inspect-option.js';
 
 export const WORKER_USAGE = `Usage: switchboard worker --role ROLE [--role ROLE ...] --handler MODULE
                           [--bus URL] [--db PATH]
@@ -96,25 +82,19 @@ usage error.`;
 export const WORKER_FLAGS: FlagSpec = {
   role: { type: 'string', multiple: true },
   handler: { type: 'string' },
-  ...BUS_FLAGS,
+  ...BUS_PROCESS_FLAGS,
   db: { type: 'string' },
   concurrency: { type: 'string' },
   'lease-ms': { type: 'string' },
   'grace-ms': { type: 'string' },
-  ...CONTEXT_RETENTION_FLAGS,
-  'log-level': { type: 'string' },
 };
 
-interface Flags {
-  inspect: InspectTarget | null;
+interface Flags extends BusProcessFlags {
   roles: string[];
   handler: string;
-  bus: BusChoice;
   concurrency: number;
   leaseMs: number;
   graceMs: number;
-  contextRetentionMs: number | undefined;
-  logLevel: (typeof LOG_LEVELS)[number];
 }
 
 function msFlag(value: string | undefined, name: string, fallback: number, min: number, max: number): number {
@@ -126,8 +106,7 @@ function msFlag(value: string | undefined, name: string, fallback: number, min: 
 }
 
 function parseFlags(all: string[]): Flags {
-  const { argv, inspect } = splitInspectOption(all);
-  const args = parseCommandArgs(argv, WORKER_FLAGS, 0);
+  const { args, inspect } = parseBusProcessArgs(all, WORKER_FLAGS);
   const roles = stringListFlag(args, 'role');
   if (roles === undefined) throw new CliUsageError('--role ROLE is required');
   for (const role of roles) {
@@ -139,15 +118,12 @@ function parseFlags(all: string[]): Flags {
   const handler = stringFlag(args, 'handler');
   if (handler === undefined) throw new CliUsageError('--handler MODULE is required');
   return {
-    inspect,
     roles,
     handler,
-    bus: parseBusChoice(args, databaseFileFlag(args)),
+    ...busProcessFlags(args, inspect, databaseFileFlag(args)),
     concurrency: countFlag(args, 'concurrency', 1, 256),
     leaseMs: msFlag(stringFlag(args, 'lease-ms'), 'lease-ms', 30_000, 100, 3_600_000),
     graceMs: msFlag(stringFlag(args, 'grace-ms'), 'grace-ms', 10_000, 0, 3_600_000),
-    contextRetentionMs: parseContextRetention(args),
-    logLevel: choiceFlag(args, 'log-level', LOG_LEVELS, 'info'),
   };
 }
 
@@ -205,36 +181,28 @@ export async function loadHandler(spec: string): Promise<WorkHandler> {
  */
 export const WORKER_OBSERVE_INTERVAL_MS = 1000;
 
-async function runWorker(all: string[]): Promise<number> {
-  let flags: Flags;
-  try {
-    flags = parseFlags(all);
-  } catch (error) {
-    if (error instanceof CliUsageError) return reportUsageError('worker', error, WORKER_USAGE);
-    throw error;
-  }
-  const log: Logger = createLogger({ level: flags.logLevel, name: 'switchboard-worker' });
-  const signal = stopSignal(log);
+async function runWorker({
+  flags,
+  log,
+  stopped,
+  startInspection,
+  openContextStore,
+}: BusProcess<Flags>): Promise<number> {
   let bus: WorkQueue | undefined;
   let contextStore: ContextStore | undefined;
-  let inspection: RunningInspection | null = null;
   const pools: Pool[] = [];
   try {
     let handler: WorkHandler;
     try {
       handler = await loadHandler(flags.handler);
       bus = await openBus(flags.bus, { orphanIdleMs: Math.max(1_000, flags.leaseMs * 2) });
-      contextStore = await openContextStore(flags.bus, {
-        onPrune: logContextPrunes(log),
-        ...(flags.contextRetentionMs === undefined ? {} : { retentionMs: flags.contextRetentionMs }),
-      });
+      contextStore = await openContextStore();
     } catch (error) {
       log.fatal({ err: { message: (error as Error).message }, handler: flags.handler }, 'cannot start the worker');
       return 1;
     }
-    const started = await startRequestedInspection(flags.inspect, log);
-    if (started === 'failed') return 1;
-    inspection = started;
+    const inspection = await startInspection();
+    if (inspection === 'failed') return 1;
     for (const role of flags.roles) {
       pools.push(
         createPool({
@@ -260,7 +228,7 @@ async function runWorker(all: string[]): Promise<number> {
     const running = Promise.all(
       pools.map((pool) => firstValueFrom(pool.replicas$.pipe(filter((n) => n > 0)), { defaultValue: 0 })),
     );
-    if ((await Promise.race([running.then(() => 'running' as const), signal.stopped])) === 'running') {
+    if ((await Promise.race([running.then(() => 'running' as const), stopped])) === 'running') {
       log.info(
         {
           roles: flags.roles,
@@ -271,7 +239,7 @@ async function runWorker(all: string[]): Promise<number> {
         },
         'worker ready',
       );
-      await signal.stopped;
+      await stopped;
     }
     await Promise.all(pools.map((pool) => pool.stop()));
     log.info({ settled: pools.reduce((n, pool) => n + pool.settled, 0) }, 'workers stopped');
@@ -280,10 +248,6 @@ async function runWorker(all: string[]): Promise<number> {
     await Promise.all(pools.map((pool) => pool.stop().catch(() => {})));
     await contextStore?.close().catch((error: unknown) => log.warn({ err: error }, 'closing the context store failed'));
     await bus?.close().catch((error: unknown) => log.warn({ err: error }, 'closing the bus failed'));
-    // The inspector's server would keep the process alive.
-    await inspection?.stop();
-    signal.dispose();
-    log.info('stopped');
   }
 }
 
@@ -293,7 +257,12 @@ async function runWorker(all: string[]): Promise<number> {
  * once everything of the worker is closed, a second later at the latest.
  */
 async function runWorkerProcess(argv: string[]): Promise<number> {
-  const code = await runWorker(argv);
+  const code = await runBusProcess(
+    { name: 'worker', usage: WORKER_USAGE, logName: 'switchboard-worker' },
+    argv,
+    parseFlags,
+    runWorker,
+  );
   setTimeout(() => process.exit(code), 1000).unref();
   return code;
 }

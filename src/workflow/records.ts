@@ -1,5 +1,5 @@
 import type { Part } from '../protocol/parts.js';
-import type { RunUsage, WorkflowRunState } from '../protocol/workflow.js';
+import { type RunUsage, type WorkflowRunState, ZERO_RUN_USAGE } from '../protocol/workflow.js';
 
 /**
  * The Coordinator's records of work items, hops, cost accruals and outbox
@@ -87,6 +87,50 @@ export interface HopRecord {
   /** When the hop last started running (null while it is suspended or done). */
   activeSince: number | null;
   finishedAt: number | null;
+}
+
+/** What a hop is given when dispatched; the rest is what nothing run has: no task, model, cost, error or reply yet. */
+export type DispatchedHop = Pick<
+  HopRecord,
+  | 'id'
+  | 'itemId'
+  | 'seq'
+  | 'hop'
+  | 'attempt'
+  | 'kind'
+  | 'stage'
+  | 'role'
+  | 'idempotencyKey'
+  | 'continuation'
+  | 'askedBy'
+  | 'dispatchedAt'
+  | 'activeSince'
+>;
+
+/** A hop (stage hop or query) as it is dispatched: the one place a `HopRecord` is made whole. */
+export function dispatchedHop(hop: DispatchedHop): HopRecord {
+  return {
+    id: hop.id,
+    itemId: hop.itemId,
+    seq: hop.seq,
+    hop: hop.hop,
+    attempt: hop.attempt,
+    kind: hop.kind,
+    stage: hop.stage,
+    role: hop.role,
+    idempotencyKey: hop.idempotencyKey,
+    continuation: hop.continuation,
+    askedBy: hop.askedBy,
+    state: 'dispatched',
+    taskId: null,
+    model: null,
+    usage: { ...ZERO_RUN_USAGE },
+    error: null,
+    reply: null,
+    dispatchedAt: hop.dispatchedAt,
+    activeSince: hop.activeSince,
+    finishedAt: null,
+  };
 }
 
 /** One accrual of cost onto a hop (a suspended hop accrues twice: before it asked and after it resumed). */

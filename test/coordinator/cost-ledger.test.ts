@@ -1,31 +1,26 @@
 import { describe, expect, it } from 'vitest';
-import type { HopRecord, ItemRecord } from '../../src/workflow/records.js';
+import { type HopRecord, type ItemRecord, dispatchedHop } from '../../src/workflow/records.js';
 import { UNREPORTED_MODEL, accrue, segmentMs, totalTokens } from '../../src/workflow/cost-ledger.js';
 
 const zero = { inputTokens: 0, outputTokens: 0, costUsd: 0, elapsedMs: 0 };
 
 function hop(extra: Partial<HopRecord> = {}): HopRecord {
   return {
-    id: 'hop-1',
-    itemId: 'item-1',
-    seq: 1,
-    hop: 1,
-    attempt: 1,
-    kind: 'stage',
-    stage: 'coding',
-    role: 'coding',
-    idempotencyKey: 'item-1/1/1',
-    continuation: null,
-    askedBy: null,
-    state: 'dispatched',
-    taskId: null,
-    model: null,
-    usage: { ...zero },
-    error: null,
-    reply: null,
-    dispatchedAt: 1_000,
-    activeSince: 1_000,
-    finishedAt: null,
+    ...dispatchedHop({
+      id: 'hop-1',
+      itemId: 'item-1',
+      seq: 1,
+      hop: 1,
+      attempt: 1,
+      kind: 'stage',
+      stage: 'coding',
+      role: 'coding',
+      idempotencyKey: 'item-1/1/1',
+      continuation: null,
+      askedBy: null,
+      dispatchedAt: 1_000,
+      activeSince: 1_000,
+    }),
     ...extra,
   };
 }

@@ -19,7 +19,14 @@ import type { ResultEnvelope, RetryPolicy } from '../../protocol/work-envelope.j
 import type { WorkflowDefinition, WorkflowRunEvent } from '../../protocol/workflow.js';
 import type { CoordinatorGovernance } from './policies.js';
 import type { CoordinatorStore } from '../../persistence/coordinator/store.js';
-import type { HopRecord, ItemBudget, ItemRecord, ItemState, OutboxRow } from '../../workflow/records.js';
+import {
+  type HopRecord,
+  type ItemBudget,
+  type ItemRecord,
+  type ItemState,
+  type OutboxRow,
+  dispatchedHop,
+} from '../../workflow/records.js';
 import { type ItemEvent, type ItemEventKind, statusOf, type ItemStatus } from './types.js';
 import { CoordinatorError } from './types.js';
 import { askTarget } from './asks.js';
@@ -503,7 +510,7 @@ export class CoordinatorEngine {
       const ask = { role: target.role, continuationToken: result.ask.continuationToken };
       next = { ...next, state: 'suspended' };
       this.#rec.updateHop(next);
-      const query: HopRecord = {
+      const query = dispatchedHop({
         id: this.#ids.next(),
         itemId: item.id,
         seq: work.item.hops + 1,
@@ -515,16 +522,9 @@ export class CoordinatorEngine {
         idempotencyKey: `${ask.continuationToken}:ask`,
         continuation: ask.continuationToken,
         askedBy: hop.id,
-        state: 'dispatched',
-        taskId: null,
-        model: null,
-        usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, elapsedMs: 0 },
-        error: null,
-        reply: null,
         dispatchedAt: now,
         activeSince: now,
-        finishedAt: null,
-      };
+      });
       this.#rec.insertHop(query);
       work.item = { ...work.item, hops: work.item.hops + 1 };
       step.audit.push(
@@ -930,7 +930,7 @@ export class CoordinatorEngine {
   ): void {
     const now = this.#clock.now();
     const item = work.item;
-    const record: HopRecord = {
+    const record = dispatchedHop({
       id: this.#ids.next(),
       itemId: item.id,
       seq: item.hops + 1,
@@ -942,16 +942,9 @@ export class CoordinatorEngine {
       idempotencyKey: hopKey(item.id, hop, attempt),
       continuation: null,
       askedBy: null,
-      state: 'dispatched',
-      taskId: null,
-      model: null,
-      usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, elapsedMs: 0 },
-      error: null,
-      reply: null,
       dispatchedAt: now,
       activeSince: now + delayMs,
-      finishedAt: null,
-    };
+    });
     this.#rec.insertHop(record);
     work.item = { ...item, hops: item.hops + 1 };
     const start: StartHop = {
