@@ -7,9 +7,11 @@ import { BusError } from '../work-queue.js';
  * lease set, its dead-letter stream and the per-task locks of any role in one
  * atomic step (per-task serialization holds across roles), which a cluster
  * only allows within one slot. Several deployments (prefixes) share a Redis or
- * spread over a cluster's slots. The scripts build the same names from the
- * prefix (see `bus/redis/scripts.ts`); this module is the one place the layout is
- * written down on the TypeScript side.
+ * spread over a cluster's slots. The scripts (`bus/redis/scripts/*.lua`) take
+ * these names as KEYS, built here, the one place the layout is written down
+ * on the TypeScript side; they derive at run time only the keys they discover
+ * from data (task locks, roles named by a lock, a waiting list or an envelope:
+ * see `scripts/library.lua`), from the same hash tag.
  *
  *   {p}:seq                 message id counter (INCRBY)
  *   {p}:roles               roles seen (set)
@@ -37,17 +39,50 @@ export function hashTag(prefix: unknown): string {
   return `{${prefix}}`;
 }
 
+/**
+ * A role's keys in the order the scripts take them as a group
+ * (`ROLE_KEYS` in `scripts/library.lua`).
+ */
+const ROLE_KEY_SUFFIXES = ['s', 'z', 'L', 'held', 'dlq', 'dx', 'idem', 'ix', 'n', 'oc', 'ocur', 'tr'] as const;
+
 export class RedisKeys {
   /** `{prefix}`: the hash tag every key starts with. */
   readonly tag: string;
+  readonly #groups = new Map<string, readonly string[]>();
+  readonly #scriptKeys = new Map<string, readonly string[]>();
 
   constructor(prefix: string) {
     this.tag = hashTag(prefix);
   }
 
-  /** A glob matching every key of this deployment (for `SCAN`). */
-  get pattern(): string {
-    return `${this.tag}:*`;
+  /** The group of a role's keys (`{p}:r:<role>:s`, `:z`, `:L`, ... in the scripts' order). */
+  roleKeys(role: string): readonly string[] {
+    let group = this.#groups.get(role);
+    if (group === undefined) {
+      group = ROLE_KEY_SUFFIXES.map((s) => `${this.tag}:r:${role}:${s}`);
+      this.#groups.set(role, group);
+    }
+    return group;
+  }
+
+  /** KEYS of a script that moves messages of one role: seq, roles, the role's group. */
+  scriptKeys(role: string): readonly string[] {
+    let keys = this.#scriptKeys.get(role);
+    if (keys === undefined) {
+      keys = [this.seq(), this.roles(), ...this.roleKeys(role)];
+      this.#scriptKeys.set(role, keys);
+    }
+    return keys;
+  }
+
+  /** KEYS of a script that moves messages of several roles: seq, roles, each role's group in order of first appearance. */
+  scriptKeysOf(roles: Iterable<string>): readonly string[] {
+    const seen = new Set<string>();
+    for (const role of roles) seen.add(role);
+    if (seen.size === 1) return this.scriptKeys(seen.values().next().value!);
+    const keys = [this.seq(), this.roles()];
+    for (const role of seen) keys.push(...this.roleKeys(role));
+    return keys;
   }
 
   stream(role: string): string {
@@ -74,7 +109,15 @@ export class RedisKeys {
     return `${this.tag}:t:${taskKey}`;
   }
 
+  counters(role: string): string {
+    return `${this.tag}:r:${role}:n`;
+  }
+
   roles(): string {
     return `${this.tag}:roles`;
+  }
+
+  seq(): string {
+    return `${this.tag}:seq`;
   }
 }

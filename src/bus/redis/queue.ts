@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { createClient } from 'redis';
 import { LEASE_EXPIRED_ERROR, decideNack } from '../../machines/delivery-machine.js';
 import type { BusEnvelope, RetryPolicy, WorkError } from '../../protocol/work-envelope.js';
 import { type Clock, systemClock } from '../../persistence/kernel/clock.js';
@@ -15,7 +14,9 @@ import {
   resolveRoleSettings,
 } from '../queue-arguments.js';
 import { REDIS_GROUP, RedisKeys } from './keys.js';
-import { REDIS_SCRIPTS } from './scripts.js';
+import { type ScriptConnection, runScript } from './lua-script.js';
+import { type NodeRedisModule, loadNodeRedis } from './node-redis.js';
+import { type BusScripts, busScripts } from './scripts.js';
 import {
   BusError,
   DEFAULT_IDEMPOTENCY_RETENTION_MS,
@@ -74,12 +75,11 @@ export interface RedisQueueOptions {
   connectTimeoutMs?: number;
 }
 
-function connectClient(url: string, name: string, connectTimeout: number) {
-  return createClient({
+function connectClient(redis: NodeRedisModule, url: string, name: string, connectTimeout: number) {
+  return redis.createClient({
     url,
     name,
     RESP: 2,
-    scripts: REDIS_SCRIPTS,
     // While the connection is down, calls fail at once (BUS_BACKEND) instead of
     // queueing without bound: a consume retries within its wait, a caller of
     // publish/ack retries or lets the lease expire. node-redis reconnects by itself.
@@ -209,7 +209,10 @@ export class RedisQueue implements WorkQueue {
   private readonly connectTimeoutMs: number;
   private readonly defaults: ResolvedRoleSettings;
   private readonly roleSettings = new Map<string, ResolvedRoleSettings>();
-  private readonly command: RedisConnection;
+  /** node-redis, the command connection and the scripts: set by `connect`. */
+  private redis: NodeRedisModule | undefined;
+  private commandConnection: RedisConnection | undefined;
+  private scripts!: BusScripts;
   private readonly idle: BlockingConnection[] = [];
   private readonly busy = new Set<BlockingConnection>();
   private blockingCount = 0;
@@ -250,7 +253,6 @@ export class RedisQueue implements WorkQueue {
     for (const [role, settings] of Object.entries(options.roles ?? {})) {
       this.roleSettings.set(checkRole(role), resolveRoleSettings(this.defaults, settings));
     }
-    this.command = this.newClient('cmd');
     this.deadLetters = {
       list: (role, opts) => this.listDead(role, opts),
       replay: (role, opts) => this.moveDead('replay', role, opts),
@@ -258,10 +260,36 @@ export class RedisQueue implements WorkQueue {
     };
   }
 
-  /** Connects the command connection. `createRedisQueue` calls it. */
+  /**
+   * Loads node-redis (the optional peer dependency `redis`: a clear BUS_BACKEND
+   * error says what to install when it is missing) and connects the command
+   * connection. `createRedisQueue` calls it.
+   */
   async connect(): Promise<this> {
-    await this.open(this.command);
+    this.assertOpen();
+    this.redis ??= await loadNodeRedis(
+      'the Redis Streams work bus',
+      (message, cause) => new BusError('BUS_BACKEND', message, { cause }),
+    );
+    this.scripts = busScripts();
+    this.commandConnection ??= this.newClient('cmd');
+    await this.open(this.commandConnection);
     return this;
+  }
+
+  /** The command connection; calls before `connect` fail with BUS_BACKEND. */
+  private get command(): RedisConnection {
+    if (this.commandConnection === undefined) {
+      throw new BusError(
+        'BUS_BACKEND',
+        'the Redis work queue is not connected: call connect() first, or use createRedisQueue()',
+      );
+    }
+    return this.commandConnection;
+  }
+
+  private run(script: keyof BusScripts, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    return runScript(this.command as unknown as ScriptConnection, this.scripts[script], keys, args);
   }
 
   /** Connects a client, or fails with BUS_BACKEND after the connect timeout (the client is destroyed). */
@@ -290,7 +318,14 @@ export class RedisQueue implements WorkQueue {
   }
 
   private newClient(kind: string): RedisConnection {
-    const client = connectClient(this.url, `${this.clientName}:${kind}:${this.nonce}`, this.connectTimeoutMs);
+    if (this.redis === undefined)
+      throw new BusError('BUS_BACKEND', 'the Redis work queue is not connected: call connect() first');
+    const client = connectClient(
+      this.redis,
+      this.url,
+      `${this.clientName}:${kind}:${this.nonce}`,
+      this.connectTimeoutMs,
+    );
     client.on('error', (error: Error) => this.onConnectionError(error));
     return client;
   }
@@ -334,11 +369,10 @@ export class RedisQueue implements WorkQueue {
     for (let i = 0; i < checked.length; i += this.publishBatch) {
       const batch = checked.slice(i, i + this.publishBatch);
       const now = String(this.clock.now());
-      const args: string[] = [this.keys.tag, now];
+      const args: string[] = [];
       for (const p of batch) this.pushPublishArgs(args, p, now);
-      const flat = await this.call<(string | number)[]>(() =>
-        this.command.sbPublish(this.keys.stream(batch[0]!.role), args),
-      );
+      const keys = this.keys.scriptKeysOf(batch.map((p) => p.role));
+      const flat = await this.call<(string | number)[]>(() => this.run('publish', keys, args));
       for (let j = 0; j < flat.length; j += 2) results.push({ id: String(flat[j]), duplicate: flat[j + 1] === 1 });
     }
     return results;
@@ -373,7 +407,6 @@ export class RedisQueue implements WorkQueue {
     // than it saved on the server).
     const mode = entries.length === 0 && this.recover.has(consumer) ? 'recover' : 'ids';
     const args: string[] = [
-      this.keys.tag,
       role,
       String(this.clock.now()),
       consumer,
@@ -394,7 +427,7 @@ export class RedisQueue implements WorkQueue {
       args.push(entry, f.m, f.k, f.t);
     }
     const [rows, next] = await this.call<[LeaseRow[], string]>(() =>
-      this.command.sbLease(this.keys.stream(role), args),
+      this.run('lease', this.keys.scriptKeys(role), args),
     );
     if (mode === 'recover') this.recover.delete(consumer);
     const deliveries: RedisDelivery[] = [];
@@ -542,8 +575,8 @@ export class RedisQueue implements WorkQueue {
   }
 
   private unblock(conn: BlockingConnection): void {
-    if (conn.id === undefined || !this.command.isReady) return;
-    this.command.sendCommand(['CLIENT', 'UNBLOCK', String(conn.id)]).catch(() => undefined);
+    if (conn.id === undefined || this.commandConnection?.isReady !== true) return;
+    this.commandConnection.sendCommand(['CLIENT', 'UNBLOCK', String(conn.id)]).catch(() => undefined);
   }
 
   // ---------------------------------------------------------------- settle
@@ -578,9 +611,10 @@ export class RedisQueue implements WorkQueue {
     const out: boolean[] = [];
     for (let i = 0; i < own.length; i += ACK_BATCH) {
       const chunk = own.slice(i, i + ACK_BATCH);
-      const args: string[] = [this.keys.tag, String(this.retentionMs), String(this.clock.now())];
+      const args: string[] = [String(this.retentionMs), String(this.clock.now())];
       for (const d of chunk) args.push(d.role, d.leaseId);
-      const res = await this.call<number[]>(() => this.command.sbAck(this.keys.stream(chunk[0]!.role), args));
+      const keys = this.keys.scriptKeysOf(chunk.map((d) => d.role));
+      const res = await this.call<number[]>(() => this.run('ack', keys, args));
       for (const n of res) out.push(n === 1);
     }
     return out;
@@ -592,7 +626,7 @@ export class RedisQueue implements WorkQueue {
     const extend = checkExtend(extendMs, d.visibilityTimeoutMs);
     const until = this.clock.now() + extend;
     const ok = await this.call<number>(() =>
-      this.command.sbHeartbeat(this.keys.stream(d.role), [this.keys.tag, d.role, d.leaseId, String(until)]),
+      this.run('heartbeat', [this.keys.leaseDeadlines(d.role)], [d.leaseId, String(until)]),
     );
     return ok === 1 ? until : null;
   }
@@ -615,8 +649,7 @@ export class RedisQueue implements WorkQueue {
     const now = this.clock.now();
     const at = decision.to === 'dead' ? now : now + decision.delayMs;
     const ok = await this.call<number>(() =>
-      this.command.sbSettle(this.keys.stream(d.role), [
-        this.keys.tag,
+      this.run('settle', this.keys.scriptKeys(d.role), [
         d.role,
         d.leaseId,
         String(now),
@@ -635,7 +668,7 @@ export class RedisQueue implements WorkQueue {
     const d = this.own(delivery);
     const now = String(this.clock.now());
     const ok = await this.call<number>(() =>
-      this.command.sbSettle(this.keys.stream(d.role), [this.keys.tag, d.role, d.leaseId, now, 'release', now, '']),
+      this.run('settle', this.keys.scriptKeys(d.role), [d.role, d.leaseId, now, 'release', now, '']),
     );
     return ok === 1;
   }
@@ -651,7 +684,7 @@ export class RedisQueue implements WorkQueue {
       throw new BusError('BUS_INVALID_ARGUMENT', 'limit must be an integer in [1, 10000] and offset >= 0');
     }
     const rows = await this.call<string[][]>(() =>
-      this.command.sbListDead(this.keys.deadLetters(r), [this.keys.tag, r, String(offset), String(limit)]),
+      this.run('listDead', [this.keys.deadLetters(r)], [String(offset), String(limit)]),
     );
     return rows.map(([id, envelope, idempotencyKey, taskKey, deliveries, lastError, publishedAt, deadAt]) => ({
       id: id!,
@@ -684,14 +717,7 @@ export class RedisQueue implements WorkQueue {
     const ids = this.checkIds(options.ids);
     const run = (chunk: readonly string[]) =>
       this.call<number>(() =>
-        this.command.sbDead(this.keys.deadLetters(r), [
-          this.keys.tag,
-          r,
-          String(this.clock.now()),
-          action,
-          String(DEAD_BATCH),
-          ...chunk,
-        ]),
+        this.run('dead', this.keys.scriptKeys(r), [r, String(this.clock.now()), action, String(DEAD_BATCH), ...chunk]),
       );
     let total = 0;
     if (ids !== undefined) {
@@ -717,7 +743,18 @@ export class RedisQueue implements WorkQueue {
     const r = checkRole(role);
     const now = this.clock.now();
     const [depth, delayed, inFlight, deadLetters, oldest] = await this.call<[number, number, number, number, string]>(
-      () => this.command.sbStats(this.keys.stream(r), [this.keys.tag, r, String(now)]),
+      () =>
+        this.run(
+          'stats',
+          [
+            this.keys.stream(r),
+            this.keys.delayed(r),
+            this.keys.leaseDeadlines(r),
+            this.keys.counters(r),
+            this.keys.deadLetters(r),
+          ],
+          [String(now)],
+        ),
     );
     const since = Number(oldest);
     return {
@@ -749,7 +786,7 @@ export class RedisQueue implements WorkQueue {
   async trim(role: string): Promise<void> {
     this.assertOpen();
     const r = checkRole(role);
-    await this.call(() => this.command.sbTrim(this.keys.stream(r), [this.keys.tag, r]));
+    await this.call(() => this.run('trim', [this.keys.stream(r)], []));
   }
 
   /** Stops waits in progress, then quits the connections. Leases held stay until they expire. */
@@ -760,7 +797,7 @@ export class RedisQueue implements WorkQueue {
     for (const conn of this.idle.splice(0)) {
       if (conn.client.isOpen) await conn.client.close().catch(() => undefined);
     }
-    if (this.command.isOpen) await this.command.close().catch(() => undefined);
+    if (this.commandConnection?.isOpen) await this.commandConnection.close().catch(() => undefined);
   }
 }
 

@@ -1,4 +1,3 @@
-import { createClient } from 'redis';
 import { type Clock, systemClock } from '../kernel/clock.js';
 import {
   type Checkpoint,
@@ -16,6 +15,8 @@ import { checkKey, checkPatch, toJson } from './arguments.js';
 import { type ContextRetentionOptions, checkRetentionMs } from './retention.js';
 import { hashTag } from '../../bus/redis/keys.js';
 import { safeRedisUrl } from '../../bus/redis/url.js';
+import { type LuaScript, type ScriptConnection, luaScript, readLua, runScript } from '../../bus/redis/lua-script.js';
+import { type NodeRedisModule, loadNodeRedis } from '../../bus/redis/node-redis.js';
 
 /**
  * The Context Engine on Redis: what workers on several machines share when
@@ -55,65 +56,25 @@ import { safeRedisUrl } from '../../bus/redis/url.js';
  * use `effects.once` with `effects.key(...)` as the external idempotency key.
  */
 
-/**
- * KEYS: completion, outputs, memory, new checkpoint, resumed checkpoint, the
- * run's checkpoint set, the run's set of hops with an output.
- * ARGV: completion JSON, output JSON or '', checkpoint JSON or '', now,
- * '1' when a checkpoint was resumed, retention ms, then memory triples.
- */
-const COMPLETE_SCRIPT = `
-local ok = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[6])
-if not ok then return {0, redis.call('GET', KEYS[1])} end
-if ARGV[2] ~= '' and redis.call('SADD', KEYS[7], KEYS[1]) == 1 then redis.call('RPUSH', KEYS[2], ARGV[2]) end
-if ARGV[3] ~= '' then
-  redis.call('HSETNX', KEYS[4], 'body', ARGV[3])
-  redis.call('SADD', KEYS[6], KEYS[4])
-end
-if ARGV[5] == '1' and redis.call('HEXISTS', KEYS[5], 'body') == 1 then
-  if redis.call('HSETNX', KEYS[5], 'resumedAt', ARGV[4]) == 1 then
-    redis.call('PEXPIRE', KEYS[5], ARGV[6])
-  end
-end
-local i = 7
-while i <= #ARGV do
-  if ARGV[i] == 'S' then redis.call('HSET', KEYS[3], ARGV[i + 1], ARGV[i + 2])
-  else redis.call('HDEL', KEYS[3], ARGV[i + 1]) end
-  i = i + 3
-end
-return {1, ARGV[1]}
-`;
+/** The store's scripts, in `./scripts/*.lua` (each file's header declares its KEYS and ARGV), read on first use. */
+interface ContextScripts {
+  readonly complete: LuaScript;
+  readonly effect: LuaScript;
+  readonly forget: LuaScript;
+  readonly memory: LuaScript;
+}
 
-/** An effect marker, and the retention of its scope from now. KEYS: scope. ARGV: key, value JSON, retention ms. */
-const EFFECT_SCRIPT = `
-if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return 1
-`;
+let scripts: ContextScripts | undefined;
 
-/**
- * Forgets a run. KEYS: outputs, memory, the run's checkpoint set, the run's
- * set of hops with an output. The
- * checkpoints it names are keys of the same deployment (same hash tag, so
- * the same cluster slot), deleted in the same script.
- */
-const FORGET_SCRIPT = `
-local checkpoints = redis.call('SMEMBERS', KEYS[3])
-for i = 1, #checkpoints, 500 do
-  redis.call('DEL', unpack(checkpoints, i, math.min(i + 499, #checkpoints)))
-end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
-return #checkpoints
-`;
-
-const MEMORY_SCRIPT = `
-local i = 1
-while i <= #ARGV do
-  if ARGV[i] == 'S' then redis.call('HSET', KEYS[1], ARGV[i + 1], ARGV[i + 2])
-  else redis.call('HDEL', KEYS[1], ARGV[i + 1]) end
-  i = i + 3
-end
-return 1
-`;
+function contextScripts(): ContextScripts {
+  scripts ??= {
+    complete: luaScript('complete.lua', readLua(new URL('./scripts/complete.lua', import.meta.url))),
+    effect: luaScript('effect.lua', readLua(new URL('./scripts/effect.lua', import.meta.url))),
+    forget: luaScript('forget.lua', readLua(new URL('./scripts/forget.lua', import.meta.url))),
+    memory: luaScript('memory.lua', readLua(new URL('./scripts/memory.lua', import.meta.url))),
+  };
+  return scripts;
+}
 
 export interface RedisContextStoreOptions extends ContextRetentionOptions {
   /** `redis://host:port[/db]` (default `redis://127.0.0.1:6379`). */
@@ -135,7 +96,7 @@ function memoryArgs(patch: Record<string, unknown>): string[] {
   return args;
 }
 
-type Client = ReturnType<typeof createClient>;
+type Client = ReturnType<NodeRedisModule['createClient']>;
 
 interface StoredOutput {
   hop: number;
@@ -165,6 +126,7 @@ export class RedisContextStore implements ContextStore {
   readonly #client: Client;
   readonly #tag: string;
   readonly #clock: Clock;
+  readonly #scripts = contextScripts();
   #closed = false;
 
   constructor(client: Client, options: { prefix: string; clock?: Clock; retentionMs?: number }) {
@@ -177,6 +139,10 @@ export class RedisContextStore implements ContextStore {
 
   #key(kind: 'o' | 'q' | 'm' | 'c' | 'k' | 'd' | 'e', id: string): string {
     return `${this.#tag}:cx:${kind}:${id}`;
+  }
+
+  #run(script: keyof ContextScripts, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    return runScript(this.#client as unknown as ScriptConnection, this.#scripts[script], keys, args);
   }
 
   #assertOpen(): void {
@@ -220,7 +186,7 @@ export class RedisContextStore implements ContextStore {
     const run = checkKey(runId, 'runId');
     const args = memoryArgs(checkPatch(patch));
     if (args.length === 0) return;
-    await this.#client.eval(MEMORY_SCRIPT, { keys: [this.#key('m', run)], arguments: args });
+    await this.#run('memory', [this.#key('m', run)], args);
   }
 
   async checkpoint(token: string): Promise<Checkpoint | undefined> {
@@ -294,8 +260,9 @@ export class RedisContextStore implements ContextStore {
             'checkpoint state',
           );
     const resumed = record.resumedToken === undefined ? undefined : checkKey(record.resumedToken, 'resumed token');
-    const reply = (await this.#client.eval(COMPLETE_SCRIPT, {
-      keys: [
+    const reply = (await this.#run(
+      'complete',
+      [
         this.#key('d', key),
         this.#key('o', runId),
         this.#key('m', runId),
@@ -304,7 +271,7 @@ export class RedisContextStore implements ContextStore {
         this.#key('k', runId),
         this.#key('q', runId),
       ],
-      arguments: [
+      [
         completionText,
         output,
         checkpoint,
@@ -313,7 +280,7 @@ export class RedisContextStore implements ContextStore {
         String(this.retentionMs),
         ...memory,
       ],
-    })) as [number, string];
+    )) as [number, string];
     return { completion: JSON.parse(reply[1]) as HopCompletion, first: reply[0] === 1 };
   }
 
@@ -326,20 +293,18 @@ export class RedisContextStore implements ContextStore {
   async recordEffect(scope: string, key: string, value: unknown): Promise<boolean> {
     this.#assertOpen();
     const text = toJson(value, 'effect value');
-    const added = await this.#client.eval(EFFECT_SCRIPT, {
-      keys: [this.#key('e', checkKey(scope, 'effect scope'))],
-      arguments: [checkKey(key, 'effect key'), text, String(this.retentionMs)],
-    });
+    const added = await this.#run(
+      'effect',
+      [this.#key('e', checkKey(scope, 'effect scope'))],
+      [checkKey(key, 'effect key'), text, String(this.retentionMs)],
+    );
     return Number(added) === 1;
   }
 
   async forgetRun(runId: string): Promise<void> {
     this.#assertOpen();
     const run = checkKey(runId, 'runId');
-    await this.#client.eval(FORGET_SCRIPT, {
-      keys: [this.#key('o', run), this.#key('m', run), this.#key('k', run), this.#key('q', run)],
-      arguments: [],
-    });
+    await this.#run('forget', [this.#key('o', run), this.#key('m', run), this.#key('k', run), this.#key('q', run)], []);
   }
 
   async close(): Promise<void> {
@@ -360,7 +325,11 @@ export async function createRedisContextStore(options: RedisContextStoreOptions 
   hashTag(prefix);
   const retentionMs = checkRetentionMs(options.retentionMs);
   const timeout = options.connectTimeoutMs ?? 5000;
-  const client = createClient({
+  const redis = await loadNodeRedis(
+    'the Redis Context Engine store',
+    (message, cause) => new RedisContextStoreError(message, { cause }),
+  );
+  const client = redis.createClient({
     url,
     name: 'switchboard-context',
     RESP: 2,
@@ -397,8 +366,8 @@ export async function createRedisContextStore(options: RedisContextStoreOptions 
 
 export class RedisContextStoreError extends Error {
   readonly code = 'CONTEXT_BACKEND' as const;
-  constructor(message: string) {
-    super(message);
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
     this.name = 'RedisContextStoreError';
   }
 }
