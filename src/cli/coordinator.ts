@@ -34,7 +34,7 @@ import {
   type InspectTarget,
   type RunningInspection,
   startRequestedInspection,
-  splitInspectOption,
+  takeInspectOption,
 } from './inspect-option.js';
 import {
   CliUsageError,
@@ -104,7 +104,7 @@ interface Flags {
 }
 
 function parseFlags(all: string[]): Flags {
-  const { argv, inspect } = splitInspectOption(all);
+  const { argv, inspect } = takeInspectOption(all);
   const args = parseCommandArgs(argv, COORDINATOR_FLAGS, 0);
   const db = databaseFileFlag(args);
   if (db === undefined) throw new CliUsageError('--db PATH is required');

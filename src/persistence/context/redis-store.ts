@@ -376,15 +376,27 @@ export async function createRedisContextStore(options: RedisContextStoreOptions 
       client.connect(),
       new Promise((_, reject) => {
         timer = setTimeout(
-          () => reject(new RedisContextStoreError(`could not connect to ${safeRedisUrl(url)} within ${timeout} ms`)),
+          () =>
+            reject(
+              new ContextStoreError(
+                'CONTEXT_BACKEND',
+                `could not connect to ${safeRedisUrl(url)} within ${timeout} ms`,
+              ),
+            ),
           timeout,
         );
       }),
     ]);
   } catch (error) {
     client.destroy();
-    if (error instanceof RedisContextStoreError) throw error;
-    throw new RedisContextStoreError(`could not connect to ${safeRedisUrl(url)}: ${(error as Error).message}`);
+    if (error instanceof ContextStoreError) throw error;
+    throw new ContextStoreError(
+      'CONTEXT_BACKEND',
+      `could not connect to ${safeRedisUrl(url)}: ${(error as Error).message}`,
+      {
+        cause: error,
+      },
+    );
   } finally {
     clearTimeout(timer);
   }
@@ -393,12 +405,4 @@ export async function createRedisContextStore(options: RedisContextStoreOptions 
     retentionMs,
     ...(options.clock === undefined ? {} : { clock: options.clock }),
   });
-}
-
-export class RedisContextStoreError extends Error {
-  readonly code = 'CONTEXT_BACKEND' as const;
-  constructor(message: string) {
-    super(message);
-    this.name = 'RedisContextStoreError';
-  }
 }
