@@ -23,6 +23,8 @@ export type {
 export { ServeProcess, SWITCHBOARD_BIN, serveArguments } from './transport/serve-process.js';
 export type { SpawnServeOptions } from './transport/serve-process.js';
 export { TransportError, TRANSPORT_ERROR_CODES, isTransportError } from './transport/transport-error.js';
+export { SchemaVersionError } from './persistence/kernel/migrations.js';
+export * from './transport/jsonrpc-errors.js';
 export type { TransportErrorCode } from './transport/transport-error.js';
 export { createA2ATool, A2A_TOOL_DESCRIPTION } from './transport/a2a-tool.js';
 export type {
@@ -59,7 +61,6 @@ export { RedisQueue, createRedisQueue } from './bus/redis/queue.js';
 export type { RedisQueueOptions } from './bus/redis/queue.js';
 export {
   RedisContextStore,
-  RedisContextStoreError,
   createRedisContextStore,
 } from './persistence/context/redis-store.js';
 export type { RedisContextStoreOptions } from './persistence/context/redis-store.js';
@@ -72,7 +73,15 @@ export { createDispatcher } from './bus/dispatcher.js';
 export type { Dispatcher, StartHop, Started, RoleQuery, ResultDelivery } from './bus/dispatcher.js';
 export * from './persistence/context/sqlite-store.js';
 export * from './persistence/context/retention.js';
-export { createWorker, complete, suspend, derivedKey, NonRetryableError, WorkerError } from './actors/worker/worker.js';
+export {
+  createWorker,
+  complete,
+  suspend,
+  derivedKey,
+  NonRetryableError,
+  WorkerError,
+  WORKER_ERROR_CODES,
+} from './actors/worker/worker.js';
 export type {
   Worker,
   WorkerOptions,
@@ -86,7 +95,7 @@ export type {
   StopOptions,
   WorkerErrorCode,
 } from './actors/worker/worker.js';
-export { createPool, PoolConfigError } from './actors/worker/pool.js';
+export { createPool } from './actors/worker/pool.js';
 export type { Pool, PoolOptions } from './actors/worker/pool.js';
 // Workflows, the WorkflowRun, governance and the hash-chained audit (issue 6).
 export * from './protocol/retry-policy.js';

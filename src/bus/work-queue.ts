@@ -1,4 +1,10 @@
 import type { BusEnvelope, RetryPolicy, WorkError } from '../protocol/work-envelope.js';
+import {
+  ERROR_CODES,
+  type ErrorCodeOf,
+  SwitchboardError,
+  type SwitchboardErrorOptions,
+} from '../protocol/switchboard-error.js';
 
 /**
  * The work bus: role-keyed queues with at-least-once delivery. Every backend
@@ -176,20 +182,13 @@ export const DEFAULT_JITTER_RATIO = 0.2;
  */
 export const DEFAULT_IDEMPOTENCY_RETENTION_MS = 60 * 60 * 1000;
 
-export type BusErrorCode = 'BUS_CLOSED' | 'BUS_INVALID_ENVELOPE' | 'BUS_INVALID_ARGUMENT' | 'BUS_BACKEND';
+export const BUS_ERROR_CODES = ERROR_CODES.BusError;
+export type BusErrorCode = ErrorCodeOf<'BusError'>;
 
 /** An error of the bus layer: a refused call changes nothing. */
-export class BusError extends Error {
-  readonly code: BusErrorCode;
-  readonly details: Record<string, unknown> | undefined;
-  constructor(
-    code: BusErrorCode,
-    message: string,
-    options: { details?: Record<string, unknown>; cause?: unknown } = {},
-  ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = 'BusError';
-    this.code = code;
-    this.details = options.details;
+export class BusError extends SwitchboardError {
+  declare readonly code: BusErrorCode;
+  constructor(code: BusErrorCode, message: string, options: SwitchboardErrorOptions = {}) {
+    super(code, message, options);
   }
 }

@@ -22,7 +22,7 @@ import {
 import {
   type InspectTarget,
   type RunningInspection,
-  splitInspectOption,
+  takeInspectOption,
   startRequestedInspection,
 } from './inspect-option.js';
 import { stopSignal } from './stop-signal.js';
@@ -52,7 +52,7 @@ export function parseBusProcessArgs(
   argv: string[],
   spec: FlagSpec,
 ): { args: ParsedArgs; inspect: InspectTarget | null } {
-  const split = splitInspectOption(argv);
+  const split = takeInspectOption(argv);
   return { args: parseCommandArgs(split.argv, spec, 0), inspect: split.inspect };
 }
 

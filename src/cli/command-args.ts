@@ -1,5 +1,6 @@
 import { IN_MEMORY_PATH, isInMemoryPath } from '../persistence/kernel/database.js';
 import { parseArgs } from 'node:util';
+import { type ErrorCodeOf, SwitchboardError, type SwitchboardErrorOptions } from '../protocol/switchboard-error.js';
 
 /**
  * Flag parsing shared by the operator commands (`audit`, `usage`, `tasks`,
@@ -7,11 +8,11 @@ import { parseArgs } from 'node:util';
  * `CliUsageError` (exit code 2, the command's help on stderr).
  */
 
-export class CliUsageError extends Error {
-  readonly code = 'CLI_USAGE' as const;
-  constructor(message: string) {
-    super(message);
-    this.name = 'CliUsageError';
+/** A bad command line: nothing ran; the message names the flag and what it takes. */
+export class CliUsageError extends SwitchboardError {
+  declare readonly code: ErrorCodeOf<'CliUsageError'>;
+  constructor(message: string, options: SwitchboardErrorOptions = {}) {
+    super('CLI_USAGE', message, options);
   }
 }
 

@@ -10,7 +10,7 @@ import {
   type InspectTarget,
   type RunningInspection,
   startInspection,
-  splitInspectOption,
+  takeInspectOption,
 } from './inspect-option.js';
 import {
   CliUsageError,
@@ -67,7 +67,7 @@ interface DemoFlags {
 }
 
 function parseFlags(all: string[]): DemoFlags {
-  const { argv, inspect } = splitInspectOption(all);
+  const { argv, inspect } = takeInspectOption(all);
   const args = parseCommandArgs(
     argv,
     {

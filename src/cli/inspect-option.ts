@@ -15,13 +15,11 @@ export interface InspectTarget {
   port: number;
 }
 
-/** A bad `--inspect` value. */
-export class InspectOptionError extends Error {
-  readonly code = 'INSPECT_OPTION_INVALID' as const;
-  constructor(readonly value: string) {
-    super(`--inspect takes [HOST:]PORT (a port from 0 to 65535), not '${value}'`);
-    this.name = 'InspectOptionError';
-  }
+/** A bad `--inspect` value: a usage error (exit 2). */
+function badInspectValue(value: string): CliUsageError {
+  return new CliUsageError(`--inspect takes [HOST:]PORT (a port from 0 to 65535), not '${value}'`, {
+    details: { flag: 'inspect', value },
+  });
 }
 
 export const INSPECT_USAGE = `  --inspect[=[HOST:]PORT]
@@ -33,7 +31,8 @@ export const INSPECT_USAGE = `  --inspect[=[HOST:]PORT]
 
 /**
  * Takes `--inspect`, `--inspect=PORT` or `--inspect=HOST:PORT` out of `argv`
- * (node:util's parseArgs has no optional values). The last one given wins.
+ * (node:util's parseArgs has no optional values). The last one given wins; a
+ * bad value is a `CliUsageError` (exit 2).
  */
 export function takeInspectOption(argv: readonly string[]): { argv: string[]; inspect: InspectTarget | null } {
   const rest: string[] = [];
@@ -50,16 +49,6 @@ export function takeInspectOption(argv: readonly string[]): { argv: string[]; in
   return { argv: rest, inspect };
 }
 
-/** `takeInspectOption` for a command's flag parsing: a bad `--inspect` value is a usage error (exit 2). */
-export function splitInspectOption(argv: readonly string[]): { argv: string[]; inspect: InspectTarget | null } {
-  try {
-    return takeInspectOption(argv);
-  } catch (error) {
-    if (error instanceof InspectOptionError) throw new CliUsageError(error.message);
-    throw error;
-  }
-}
-
 export function parseInspectValue(value: string): InspectTarget {
   const colon = value.lastIndexOf(':');
   let host = DEFAULT_INSPECT_HOST;
@@ -67,11 +56,11 @@ export function parseInspectValue(value: string): InspectTarget {
   if (colon >= 0) {
     host = value.slice(0, colon).replace(/^\[(.*)\]$/, '$1');
     portText = value.slice(colon + 1);
-    if (host === '') throw new InspectOptionError(value);
+    if (host === '') throw badInspectValue(value);
   }
-  if (!/^\d{1,5}$/.test(portText)) throw new InspectOptionError(value);
+  if (!/^\d{1,5}$/.test(portText)) throw badInspectValue(value);
   const port = Number(portText);
-  if (port > 65535) throw new InspectOptionError(value);
+  if (port > 65535) throw badInspectValue(value);
   return { host, port };
 }
 

@@ -5,7 +5,7 @@ import { LOG_LEVELS, type LogLevel, createLogger } from '../log/logger.js';
 import { type Durability, IN_MEMORY_PATH, isInMemoryPath } from '../persistence/kernel/database.js';
 import { BrokerSession } from '../transport/broker-session.js';
 import type { CliCommand } from './command.js';
-import { INSPECT_USAGE, type InspectTarget, startRequestedInspection, splitInspectOption } from './inspect-option.js';
+import { INSPECT_USAGE, type InspectTarget, startRequestedInspection, takeInspectOption } from './inspect-option.js';
 import { CliUsageError, choiceFlag, parseCommandArgs, reportUsageError, stringFlag } from './command-args.js';
 
 export const DEFAULT_DB_PATH = './switchboard.db';
@@ -43,7 +43,7 @@ interface ServeFlags {
 }
 
 function parseFlags(all: string[]): ServeFlags {
-  const { argv, inspect } = splitInspectOption(all);
+  const { argv, inspect } = takeInspectOption(all);
   const args = parseCommandArgs(
     argv,
     { db: { type: 'string' }, durability: { type: 'string' }, 'log-level': { type: 'string' } },

@@ -79,13 +79,7 @@ function sum(groups: readonly UsageGroup[]): Total {
 }
 
 function report(opened: OpenedDatabase, flags: UsageFlags): number {
-  let store: CoordinatorStore;
-  try {
-    store = new CoordinatorStore(opened.db);
-  } catch (error) {
-    if (error instanceof SchemaVersionError) throw new CliUsageError(error.message);
-    throw error;
-  }
+  const store = new CoordinatorStore(opened.db);
   const filter = flags.item === undefined ? {} : { itemId: flags.item };
   if (flags.item !== undefined && store.getItem(flags.item) === undefined) {
     process.stderr.write(`switchboard usage: no work item ${flags.item} in ${opened.path}\n`);
@@ -165,6 +159,10 @@ async function runUsage(argv: string[]): Promise<number> {
     return report(opened, flags);
   } catch (error) {
     if (error instanceof CliUsageError) return reportUsageError('usage', error, USAGE_USAGE);
+    if (error instanceof SchemaVersionError) {
+      process.stderr.write(`switchboard usage: ${error.message}\n`);
+      return 2;
+    }
     throw error;
   } finally {
     opened.db.close();

@@ -5,7 +5,7 @@ import { firstValueFrom } from 'rxjs';
 import { filter } from 'rxjs/operators';
 import { routeAsks } from '../actors/coordinator/asks.js';
 import { type Pool, createPool } from '../actors/worker/pool.js';
-import { NonRetryableError, type WorkHandler } from '../actors/worker/worker.js';
+import { NonRetryableError, type WorkHandler, WorkerError } from '../actors/worker/worker.js';
 import type { WorkQueue } from '../bus/work-queue.js';
 import { DEMO_HANDLERS } from '../demo/roles.js';
 import { LOG_LEVELS } from '../log/logger.js';
@@ -127,12 +127,9 @@ function parseFlags(all: string[]): Flags {
   };
 }
 
-export class HandlerLoadError extends Error {
-  readonly code = 'WORKER_HANDLER_LOAD' as const;
-  constructor(message: string) {
-    super(message);
-    this.name = 'HandlerLoadError';
-  }
+/** A handler that cannot be loaded: `WorkerError` `WORKER_HANDLER_LOAD`. */
+function handlerLoadError(message: string, cause?: unknown): WorkerError {
+  return new WorkerError('WORKER_HANDLER_LOAD', message, cause === undefined ? {} : { cause });
 }
 
 /** `demo`, `demo:ROLE`, a file path, or a package specifier (resolved from the working directory). */
@@ -147,7 +144,7 @@ export async function loadHandler(spec: string): Promise<WorkHandler> {
   if (spec.startsWith('demo:')) {
     const handler = DEMO_HANDLERS[spec.slice('demo:'.length)];
     if (handler === undefined) {
-      throw new HandlerLoadError(`no demo handler '${spec}' (demo:${Object.keys(DEMO_HANDLERS).join(', demo:')})`);
+      throw handlerLoadError(`no demo handler '${spec}' (demo:${Object.keys(DEMO_HANDLERS).join(', demo:')})`);
     }
     return handler;
   }
@@ -165,11 +162,11 @@ export async function loadHandler(spec: string): Promise<WorkHandler> {
   try {
     mod = (await import(url)) as Record<string, unknown>;
   } catch (error) {
-    throw new HandlerLoadError(`cannot load handler module '${spec}': ${(error as Error).message}`);
+    throw handlerLoadError(`cannot load handler module '${spec}': ${(error as Error).message}`, error);
   }
   const handler = typeof mod.default === 'function' ? mod.default : mod.handler;
   if (typeof handler !== 'function') {
-    throw new HandlerLoadError(`module '${spec}' exports no handler function (default export or 'handler')`);
+    throw handlerLoadError(`module '${spec}' exports no handler function (default export or 'handler')`);
   }
   return handler as WorkHandler;
 }

@@ -1,6 +1,7 @@
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
+import { type ErrorCodeOf, SwitchboardError } from '../protocol/switchboard-error.js';
 
 /** Where the Stately inspector's UI is loaded from (the page embeds it). */
 export const STATELY_INSPECTOR_URL = 'https://stately.ai/inspect';
@@ -9,15 +10,17 @@ export const DEFAULT_INSPECT_PORT = 8080;
 /** Frames kept for a client that connects late (the same as `@statelyai/inspect/server`). */
 export const DEFAULT_REPLAY_FRAMES = 200;
 
-export class InspectorServerError extends Error {
-  readonly code = 'INSPECTOR_LISTEN_FAILED' as const;
-  constructor(
-    readonly host: string,
-    readonly port: number,
-    readonly reason: string,
-  ) {
-    super(`the inspector cannot listen on ${host}:${port}: ${reason}`);
-    this.name = 'InspectorServerError';
+/** The inspector could not start (`INSPECTOR_LISTEN_FAILED`: `details.host`, `port`, `reason`). */
+export class InspectorError extends SwitchboardError {
+  declare readonly code: ErrorCodeOf<'InspectorError'>;
+  constructor(host: string, port: number, reason: string) {
+    super(
+      'INSPECTOR_LISTEN_FAILED',
+      `the inspector cannot listen on ${host}:${port}: ${reason}; pick another port (0 picks a free one)`,
+      {
+        details: { host, port, reason },
+      },
+    );
   }
 }
 
@@ -81,7 +84,7 @@ export async function startInspectorServer(options: InspectorServerOptions = {})
 
   await new Promise<void>((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException) => {
-      reject(new InspectorServerError(host, requestedPort, error.code ?? error.message));
+      reject(new InspectorError(host, requestedPort, error.code ?? error.message));
     };
     http.once('error', onError);
     http.listen(requestedPort, host, () => {

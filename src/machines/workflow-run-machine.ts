@@ -1,4 +1,5 @@
 import { type Actor, type InspectionEvent, type Observer, type Snapshot, assign, createActor, setup } from 'xstate';
+import { WorkflowError } from '../protocol/workflow-error.js';
 import { checkWorkflowDefinition, formatPath } from '../workflow/definition.js';
 import {
   WORKFLOW_RUN_STATES,
@@ -141,13 +142,11 @@ export const workflowRunMachine = setup({
 
 export type WorkflowRunMachine = typeof workflowRunMachine;
 
-/** A persisted run snapshot that cannot be restored. */
-export class WorkflowRunSnapshotError extends Error {
-  readonly code = 'WORKFLOW_RUN_SNAPSHOT_INVALID' as const;
-  constructor(readonly reason: string) {
-    super(`cannot restore a workflow run: ${reason}`);
-    this.name = 'WorkflowRunSnapshotError';
-  }
+/** A persisted run snapshot that cannot be restored: `WORKFLOW_RUN_SNAPSHOT_INVALID`. */
+function badSnapshot(reason: string): WorkflowError {
+  return new WorkflowError('WORKFLOW_RUN_SNAPSHOT_INVALID', `cannot restore a workflow run: ${reason}`, {
+    details: { reason },
+  });
 }
 
 /**
@@ -160,25 +159,25 @@ export function restoreWorkflowRun(
   persisted: unknown,
   options: { inspect?: Observer<InspectionEvent> } = {},
 ): Actor<WorkflowRunMachine> {
-  if (persisted === null || typeof persisted !== 'object') throw new WorkflowRunSnapshotError('not an object');
+  if (persisted === null || typeof persisted !== 'object') throw badSnapshot('not an object');
   const snap = persisted as { value?: unknown; status?: unknown; context?: Partial<WorkflowRunContext> };
   if (typeof snap.value !== 'string' || !(WORKFLOW_RUN_STATES as readonly string[]).includes(snap.value)) {
-    throw new WorkflowRunSnapshotError(`unknown state ${JSON.stringify(snap.value)}`);
+    throw badSnapshot(`unknown state ${JSON.stringify(snap.value)}`);
   }
   if (snap.status !== 'active' && snap.status !== 'done') {
-    throw new WorkflowRunSnapshotError(`unexpected status ${JSON.stringify(snap.status)}`);
+    throw badSnapshot(`unexpected status ${JSON.stringify(snap.status)}`);
   }
   const context = snap.context;
   if (context === undefined || context === null || typeof context.runId !== 'string') {
-    throw new WorkflowRunSnapshotError('no run id in the context');
+    throw badSnapshot('no run id in the context');
   }
   const check = checkWorkflowDefinition(context.definition);
   if (!check.ok) {
     const first = check.problems[0]!;
-    throw new WorkflowRunSnapshotError(`its definition is invalid: ${formatPath(first.path)}: ${first.message}`);
+    throw badSnapshot(`its definition is invalid: ${formatPath(first.path)}: ${first.message}`);
   }
   if (context.workflow?.id !== check.definition.id || context.workflow?.version !== check.definition.version) {
-    throw new WorkflowRunSnapshotError('its workflow reference does not match its definition');
+    throw badSnapshot('its workflow reference does not match its definition');
   }
   return createActor(workflowRunMachine, {
     snapshot: persisted as Snapshot<unknown>,

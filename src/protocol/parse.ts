@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { A2A_ERROR, type SchemaIssue, SwitchboardError, invalidParams } from './errors.js';
+import { type SchemaIssue, a2aError, invalidParams } from './broker-error.js';
 import type { BoundIssueParams } from './parts.js';
 
 function boundParams(issue: z.core.$ZodIssue): BoundIssueParams | undefined {
@@ -21,7 +21,8 @@ export function toSchemaIssues(error: z.ZodError): SchemaIssue[] {
 
 /**
  * Parses untrusted params. A crossed bound is `A2A_PAYLOAD_TOO_LARGE` (with
- * `data.limit` and `data.max`); any other problem is -32602 with `data.issues`.
+ * `details.limit` and `details.max`); any other problem is `INVALID_PARAMS`
+ * with `details.issues`.
  */
 export function parseParams<S extends z.ZodType>(schema: S, value: unknown, what = 'params'): z.infer<S> {
   const result = schema.safeParse(value ?? {});
@@ -37,8 +38,5 @@ export function parseParams<S extends z.ZodType>(schema: S, value: unknown, what
 }
 
 function throwBound(bound: BoundIssueParams, message: string): never {
-  throw new SwitchboardError(A2A_ERROR, message, {
-    errorCode: bound.errorCode,
-    data: { limit: bound.limit, max: bound.max },
-  });
+  throw a2aError(bound.errorCode, message, { limit: bound.limit, max: bound.max });
 }

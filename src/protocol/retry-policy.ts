@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { WorkflowError } from './workflow-error.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy, RetryPolicySchema } from './work-envelope.js';
 
 /**
@@ -82,22 +83,14 @@ export function checkRetryPolicy(...layers: (RetryPolicyFields | undefined)[]): 
   return { ok: true, policy };
 }
 
-/** Thrown by `resolveRetryPolicy` for fields that do not make a policy. */
-export class RetryPolicyError extends Error {
-  readonly code = 'RETRY_POLICY_INVALID' as const;
-  constructor(
-    readonly path: string[],
-    readonly detail: string,
-  ) {
-    super(`invalid retry policy: ${path.join('.')}: ${detail}`);
-    this.name = 'RetryPolicyError';
-  }
-}
-
-/** The policy of the given layers (see `checkRetryPolicy`); throws `RetryPolicyError`. */
+/** The policy of the given layers (see `checkRetryPolicy`); throws `WorkflowError` (`RETRY_POLICY_INVALID`, `details.path`). */
 export function resolveRetryPolicy(...layers: (RetryPolicyFields | undefined)[]): RetryPolicy {
   const check = checkRetryPolicy(...layers);
-  if (!check.ok) throw new RetryPolicyError(check.path, check.message);
+  if (!check.ok) {
+    throw new WorkflowError('RETRY_POLICY_INVALID', `invalid retry policy: ${check.path.join('.')}: ${check.message}`, {
+      details: { path: check.path },
+    });
+  }
   return check.policy;
 }
 

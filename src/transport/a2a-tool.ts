@@ -6,7 +6,7 @@ import {
   A2AToolInputSchema,
 } from '../protocol/a2a-tool.js';
 import { A2A_DEFAULT_STREAM_WAIT_SECONDS } from '../protocol/bounds.js';
-import { JSONRPC_INVALID_PARAMS, SwitchboardError } from '../protocol/errors.js';
+import { BrokerError } from '../protocol/broker-error.js';
 import type { DurableEvent } from '../protocol/events.js';
 import type { Part } from '../protocol/parts.js';
 import type { Artifact, Message, Task } from '../protocol/task.js';
@@ -304,61 +304,61 @@ function failure(action: A2AToolAction, error: unknown): A2AToolFailure {
       message: 'The A2A broker is not reachable right now; wait a moment and try again, or carry on without it.',
     };
   }
-  if (!(error instanceof SwitchboardError)) {
+  if (!(error instanceof BrokerError)) {
     return {
       ok: false,
       errorCode: 'INTERNAL_ERROR',
       message: 'The A2A broker failed on this call; try once more, and if it fails again carry on without it.',
     };
   }
-  const data = error.data ?? {};
-  switch (error.errorCode) {
+  const data = error.details ?? {};
+  switch (error.code) {
     case 'A2A_UNKNOWN_TOKEN':
       return fail(
-        error.errorCode,
+        error.code,
         'Your A2A registration has ended; stop using the A2A tool and finish with what you have.',
       );
     case 'A2A_UNKNOWN_AGENT':
       return fail(
-        error.errorCode,
+        error.code,
         'No agent you can address has that name; call A2A with action "discover" and send to one of the names it lists.',
       );
     case 'A2A_UNKNOWN_TASK':
-      return fail(error.errorCode, 'There is no task with that taskId; use a taskId returned by send or wait.');
+      return fail(error.code, 'There is no task with that taskId; use a taskId returned by send or wait.');
     case 'A2A_CROSS_CONTEXT_DENIED':
-      return fail(error.errorCode, 'You are not part of that task; use only taskIds returned to you by send or wait.');
+      return fail(error.code, 'You are not part of that task; use only taskIds returned to you by send or wait.');
     case 'A2A_INVALID_TRANSITION':
       if (data.reason === 'worker-only') {
         return fail(
-          error.errorCode,
+          error.code,
           'Only the agent serving this task can complete it; as the one who asked, wait for its answer or cancel it.',
         );
       }
       return fail(
-        error.errorCode,
+        error.code,
         `The task cannot go from ${String(data.from ?? 'its state')} to ${String(data.to ?? 'that state')}; call get to see where it stands.`,
       );
     case 'A2A_TASK_TERMINAL':
       return fail(
-        error.errorCode,
+        error.code,
         'That task has already ended; call get to read its outcome, or send with `to` to start a new task.',
       );
     case 'A2A_SEND_CAP':
       return fail(
-        error.errorCode,
+        error.code,
         `You reached the limit ${String(data.limit ?? 'on sends')} (${String(data.max ?? '')}); stop sending and finish with what you have.`,
       );
     case 'A2A_NO_PEERS':
-      return fail(error.errorCode, 'No other agent is available to address right now; do the work yourself.');
+      return fail(error.code, 'No other agent is available to address right now; do the work yourself.');
     case 'A2A_PAYLOAD_TOO_LARGE':
       return fail(
-        error.errorCode,
+        error.code,
         `The ${action} was too large (${String(data.limit ?? 'a bound')} is ${String(data.max ?? '')}); shorten it or split it over several sends.`,
       );
     default:
       break;
   }
-  if (error.code === JSONRPC_INVALID_PARAMS) {
+  if (error.code === 'INVALID_PARAMS') {
     const issues = Array.isArray(data.issues)
       ? (data.issues as { path?: unknown[]; message?: unknown }[])
           .map((i) => `${(i.path ?? []).join('.') || 'input'}: ${String(i.message)}`)

@@ -134,8 +134,7 @@ export class BrokerSession {
       this.logger.debug(fields, 'call answered');
       return;
     }
-    const e = error as { code?: unknown; errorCode?: unknown };
-    this.logger.debug({ ...fields, code: e.code, errorCode: e.errorCode }, 'call refused');
+    this.logger.debug({ ...fields, code: (error as { code?: unknown }).code }, 'call refused');
   }
 
   private route(method: string, params: unknown): unknown {

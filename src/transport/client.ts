@@ -1,7 +1,7 @@
 import type { Duplex, Readable, Writable } from 'node:stream';
 import type { BrokerApi, BrokerMethod } from '../actors/broker/api.js';
 import { A2A_DEFAULT_STREAM_WAIT_SECONDS, A2A_MAX_STREAM_WAIT_SECONDS, PROTOCOL_VERSION } from '../protocol/bounds.js';
-import { SwitchboardError, a2aError, invalidParams } from '../protocol/errors.js';
+import { BrokerError, a2aError, invalidParams } from '../protocol/broker-error.js';
 import type { DurableEvent } from '../protocol/events.js';
 import {
   HandshakeResultSchema,
@@ -339,7 +339,7 @@ export class ClientBase {
       return result;
     } catch (error) {
       // An unknown token is gone on the broker's side too: forget it here.
-      if (error instanceof SwitchboardError && error.errorCode === 'A2A_UNKNOWN_TOKEN') this.forget(registration);
+      if (error instanceof BrokerError && error.code === 'A2A_UNKNOWN_TOKEN') this.forget(registration);
       throw error;
     }
   }

@@ -1,5 +1,5 @@
 import type { MethodParamsInput, RegisterResult } from '../protocol/methods.js';
-import { SwitchboardError } from '../protocol/errors.js';
+import { BrokerError } from '../protocol/broker-error.js';
 import { type A2ATool, createA2ATool } from './a2a-tool.js';
 import type { SwitchboardClient } from './client.js';
 import { TransportError } from './transport-error.js';
@@ -43,7 +43,7 @@ export async function delegate<T>(options: DelegateOptions<T>): Promise<T> {
       () => undefined,
       (error: unknown) => {
         if (error instanceof TransportError) return;
-        if (error instanceof SwitchboardError && error.errorCode === 'A2A_UNKNOWN_TOKEN') return;
+        if (error instanceof BrokerError && error.code === 'A2A_UNKNOWN_TOKEN') return;
         throw error;
       },
     );

@@ -2,7 +2,7 @@ import type { Subscription } from 'rxjs';
 import type { BrokerApi } from '../actors/broker/api.js';
 import type { Logger } from '../log/logger.js';
 import { MAX_EVENTS_LIMIT } from '../protocol/bounds.js';
-import { isSwitchboardError } from '../protocol/errors.js';
+import { isBrokerError } from '../protocol/broker-error.js';
 import type { DurableEvent } from '../protocol/events.js';
 
 /** Where relayed events go: a connection's output, with its congestion signal. */
@@ -78,7 +78,7 @@ export class EventRelay {
       complete: () => this.stop(),
       error: (error: unknown) => {
         // An unknown agent: it deregistered before the relay attached.
-        if (isSwitchboardError(error) && error.errorCode === 'A2A_UNKNOWN_AGENT') {
+        if (isBrokerError(error) && error.code === 'A2A_UNKNOWN_AGENT') {
           this.stop();
           return;
         }
@@ -174,7 +174,7 @@ export class EventRelay {
     } catch (error) {
       // A2A_UNKNOWN_TOKEN: the agent deregistered meanwhile; anything else
       // means the broker is going away. Either way this relay is done.
-      if (!isSwitchboardError(error) || error.errorCode !== 'A2A_UNKNOWN_TOKEN') {
+      if (!isBrokerError(error) || error.code !== 'A2A_UNKNOWN_TOKEN') {
         logger.warn({ agentId, err: { message: messageOf(error) } }, 'catching up on events failed');
       }
       this.stop();

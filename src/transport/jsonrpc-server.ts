@@ -1,14 +1,14 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../log/logger.js';
 import { silentLogger } from '../log/logger.js';
+import { isBrokerError } from '../protocol/broker-error.js';
+import type { JsonRpcId } from '../protocol/jsonrpc.js';
 import {
   JSONRPC_INVALID_REQUEST,
   JSONRPC_PARSE_ERROR,
   type JsonRpcErrorObject,
-  isSwitchboardError,
   toJsonRpcError,
-} from '../protocol/errors.js';
-import type { JsonRpcId } from '../protocol/jsonrpc.js';
+} from './jsonrpc-errors.js';
 import { LineWriter } from './line-writer.js';
 import { LineSplitter, isBlankLine } from './ndjson.js';
 
@@ -284,7 +284,7 @@ export class JsonRpcServer {
   }
 
   private toError(method: string, error: unknown): JsonRpcErrorObject {
-    if (!isSwitchboardError(error)) {
+    if (!isBrokerError(error)) {
       this.logger.error(
         {
           method,
@@ -297,7 +297,7 @@ export class JsonRpcServer {
   }
 
   private logNotificationFailure(method: string, error: unknown): undefined {
-    if (!isSwitchboardError(error)) this.toError(method, error);
+    if (!isBrokerError(error)) this.toError(method, error);
     return undefined;
   }
 

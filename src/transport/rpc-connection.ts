@@ -1,5 +1,5 @@
 import type { Readable, Writable } from 'node:stream';
-import { type JsonRpcErrorObject, fromJsonRpcError } from '../protocol/errors.js';
+import { type JsonRpcErrorObject, fromJsonRpcError } from './jsonrpc-errors.js';
 import { LineWriter } from './line-writer.js';
 import { LineSplitter, isBlankLine } from './ndjson.js';
 import { TransportError } from './transport-error.js';

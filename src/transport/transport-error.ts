@@ -1,23 +1,25 @@
-/** Why a client-side connection failed; not a wire error (those are `SwitchboardError`). */
-export const TRANSPORT_ERROR_CODES = [
-  /** The connection closed (or the broker process exited) before the answer came. */
-  'CONNECTION_CLOSED',
-  /** The host's handshake is too old or lacks the `a2a` capability. */
-  'INCOMPATIBLE_HOST',
-  /** The broker process could not be started. */
-  'SPAWN_FAILED',
-  /** The peer wrote something that is not JSON-RPC. */
-  'PROTOCOL_VIOLATION',
-] as const;
-export type TransportErrorCode = (typeof TRANSPORT_ERROR_CODES)[number];
+import {
+  ERROR_CODES,
+  type ErrorCodeOf,
+  SwitchboardError,
+  type SwitchboardErrorOptions,
+} from '../protocol/switchboard-error.js';
 
-export class TransportError extends Error {
-  readonly code: TransportErrorCode;
+/**
+ * Why a client-side connection failed; not a wire error (those are
+ * `BrokerError`). `CONNECTION_CLOSED`: closed (or the broker process exited)
+ * before the answer came; `INCOMPATIBLE_HOST`: the handshake is too old or
+ * lacks the `a2a` capability; `SPAWN_FAILED`: the broker process could not be
+ * started; `PROTOCOL_VIOLATION`: the peer wrote something that is not JSON-RPC.
+ */
+export const TRANSPORT_ERROR_CODES = ERROR_CODES.TransportError;
+export type TransportErrorCode = ErrorCodeOf<'TransportError'>;
 
-  constructor(code: TransportErrorCode, message: string, options: { cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = 'TransportError';
-    this.code = code;
+export class TransportError extends SwitchboardError {
+  declare readonly code: TransportErrorCode;
+
+  constructor(code: TransportErrorCode, message: string, options: SwitchboardErrorOptions = {}) {
+    super(code, message, options);
   }
 }
 

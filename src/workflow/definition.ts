@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { checkRetryPolicy, resolveRetryPolicy } from '../protocol/retry-policy.js';
+import { WorkflowError } from '../protocol/workflow-error.js';
 import type { RetryPolicy } from '../protocol/work-envelope.js';
 import {
   type NextRule,
@@ -47,17 +48,23 @@ export interface WorkflowProblem {
   message: string;
 }
 
-/** A definition refused at load time; lists every problem found, each with its path. */
-export class WorkflowDefinitionError extends Error {
-  readonly code = 'WORKFLOW_INVALID' as const;
-  constructor(
-    readonly problems: readonly WorkflowProblem[],
-    readonly source?: string,
-  ) {
-    const head = `workflow definition${source ? ` ${source}` : ''} is invalid (${problems.length} problem${problems.length === 1 ? '' : 's'})`;
-    super([head, ...problems.map((p) => `  - ${formatPath(p.path)}: ${p.message} [${p.code}]`)].join('\n'));
-    this.name = 'WorkflowDefinitionError';
-  }
+/**
+ * A definition refused at load time: a `WorkflowError` (`WORKFLOW_INVALID`)
+ * whose `details.problems` lists every problem found, each with its path.
+ */
+export function invalidWorkflow(problems: readonly WorkflowProblem[], source?: string): WorkflowError {
+  const head = `workflow definition${source ? ` ${source}` : ''} is invalid (${problems.length} problem${problems.length === 1 ? '' : 's'})`;
+  return new WorkflowError(
+    'WORKFLOW_INVALID',
+    [head, ...problems.map((p) => `  - ${formatPath(p.path)}: ${p.message} [${p.code}]`)].join('\n'),
+    { details: source === undefined ? { problems } : { problems, source } },
+  );
+}
+
+/** The problems of a `WORKFLOW_INVALID` error (none for any other error). */
+export function workflowProblems(error: unknown): readonly WorkflowProblem[] {
+  if (!(error instanceof WorkflowError) || error.code !== 'WORKFLOW_INVALID') return [];
+  return (error.details?.problems as readonly WorkflowProblem[] | undefined) ?? [];
 }
 
 export function formatPath(path: readonly (string | number)[]): string {
@@ -87,20 +94,20 @@ export function checkWorkflowDefinition(value: unknown, options: WorkflowCheckOp
   return problems.length === 0 ? { ok: true, definition: deepFreeze(parsed.data) } : { ok: false, problems };
 }
 
-/** Parses and checks a definition; throws `WorkflowDefinitionError` listing every problem. */
+/** Parses and checks a definition; throws `WorkflowError` (`WORKFLOW_INVALID`) listing every problem. */
 export function parseWorkflowDefinition(value: unknown, options: WorkflowCheckOptions = {}): WorkflowDefinition {
   const check = checkWorkflowDefinition(value, options);
-  if (!check.ok) throw new WorkflowDefinitionError(check.problems, options.source);
+  if (!check.ok) throw invalidWorkflow(check.problems, options.source);
   return check.definition;
 }
 
-/** Parses JSON text as a definition; throws `WorkflowDefinitionError`. */
+/** Parses JSON text as a definition; throws `WorkflowError` (`WORKFLOW_INVALID`). */
 export function parseWorkflowDefinitionJson(text: string, options: WorkflowCheckOptions = {}): WorkflowDefinition {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (error) {
-    throw new WorkflowDefinitionError(
+    throw invalidWorkflow(
       [{ code: 'INVALID_JSON', path: [], message: `not JSON: ${(error as Error).message}` }],
       options.source,
     );
@@ -354,7 +361,7 @@ export class WorkflowRegistry {
     const existing = this.#byKey.get(key);
     if (existing !== undefined) {
       if (sameJson(existing, def)) return;
-      throw new WorkflowDefinitionError(
+      throw invalidWorkflow(
         [
           {
             code: 'DUPLICATE_VERSION',

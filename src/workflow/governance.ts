@@ -1,3 +1,4 @@
+import { WorkflowError } from '../protocol/workflow-error.js';
 import type { RunUsage, WorkflowRef } from '../protocol/workflow.js';
 
 /**
@@ -68,13 +69,9 @@ export type GovernanceDecision =
       verdicts: PolicyRecord[];
     };
 
-/** Bad arguments to a built-in policy. */
-export class GovernanceConfigError extends Error {
-  readonly code = 'GOVERNANCE_INVALID_POLICY' as const;
-  constructor(message: string) {
-    super(message);
-    this.name = 'GovernanceConfigError';
-  }
+/** Bad arguments to a built-in policy: `GOVERNANCE_INVALID_POLICY`. */
+function invalidPolicy(message: string): WorkflowError {
+  return new WorkflowError('GOVERNANCE_INVALID_POLICY', message);
 }
 
 function policyName(entry: PolicyEntry, index: number): string {
@@ -185,13 +182,13 @@ export interface Budget {
 
 function checkBudget(budget: Budget): void {
   if (budget.maxTokens === undefined && budget.maxCostUsd === undefined) {
-    throw new GovernanceConfigError('a budget sets maxTokens, maxCostUsd or both');
+    throw invalidPolicy('a budget sets maxTokens, maxCostUsd or both');
   }
   if (budget.maxTokens !== undefined && !(Number.isInteger(budget.maxTokens) && budget.maxTokens >= 0)) {
-    throw new GovernanceConfigError(`maxTokens must be a whole number of tokens, not ${budget.maxTokens}`);
+    throw invalidPolicy(`maxTokens must be a whole number of tokens, not ${budget.maxTokens}`);
   }
   if (budget.maxCostUsd !== undefined && !(Number.isFinite(budget.maxCostUsd) && budget.maxCostUsd >= 0)) {
-    throw new GovernanceConfigError(`maxCostUsd must be a finite amount of dollars, not ${budget.maxCostUsd}`);
+    throw invalidPolicy(`maxCostUsd must be a finite amount of dollars, not ${budget.maxCostUsd}`);
   }
 }
 
@@ -230,7 +227,7 @@ export function budgetPolicy(budget: Budget): NamedPolicy {
 /** Denies a hop to any role not listed. */
 export function roleAllowListPolicy(roles: Iterable<string>): NamedPolicy {
   const allowed = new Set(roles);
-  if (allowed.size === 0) throw new GovernanceConfigError('a role allow-list names at least one role');
+  if (allowed.size === 0) throw invalidPolicy('a role allow-list names at least one role');
   const listed = [...allowed].sort().join(', ');
   return {
     name: 'role-allow-list',
@@ -243,8 +240,7 @@ export function roleAllowListPolicy(roles: Iterable<string>): NamedPolicy {
 
 /** Denies any hop past the `max`-th of a work item (a backstop against runaway loops). */
 export function maxHopsPolicy(max: number): NamedPolicy {
-  if (!(Number.isInteger(max) && max >= 1))
-    throw new GovernanceConfigError(`max hops must be a whole number >= 1, not ${max}`);
+  if (!(Number.isInteger(max) && max >= 1)) throw invalidPolicy(`max hops must be a whole number >= 1, not ${max}`);
   return {
     name: 'max-hops',
     check: (ctx) =>

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { CommitQueue } from '../../src/actors/broker/commit-queue.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { type SqliteDatabase, openDatabase } from '../../src/persistence/kernel/database.js';
-import { a2aError } from '../../src/protocol/errors.js';
+import { a2aError } from '../../src/protocol/broker-error.js';
 import { tempDir } from './helpers.js';
 
 let cleanup: () => void = () => {};
@@ -60,7 +60,7 @@ describe('the commit queue', () => {
       });
     const results = await Promise.allSettled([write('a', false), write('b', true), write('c', false)]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
-    expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ errorCode: 'A2A_UNKNOWN_TASK' });
+    expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ code: 'A2A_UNKNOWN_TASK' });
     expect(rows(d)).toEqual(['a', 'c']);
     expect(memory).toEqual(['a', 'c']);
   });
@@ -73,7 +73,7 @@ describe('the commit queue', () => {
         throw new Error('secret detail');
       })
       .catch((x: unknown) => x);
-    expect(e).toMatchObject({ code: -32603 });
+    expect(e).toMatchObject({ code: 'INTERNAL_ERROR' });
     expect((e as Error).message).not.toContain('secret');
   });
 
@@ -115,7 +115,7 @@ describe('the commit queue', () => {
         throw a2aError('A2A_TASK_TERMINAL', 'refused');
       })
       .catch((x: unknown) => x);
-    expect(e).toMatchObject({ errorCode: 'A2A_TASK_TERMINAL' });
+    expect(e).toMatchObject({ code: 'A2A_TASK_TERMINAL' });
     expect(rows(d)).toEqual([]);
     expect(memory).toEqual([]);
     expect(q.stats()).toEqual({ commits: 0, calls: 0, failedCommits: 0 });
@@ -133,7 +133,7 @@ describe('the commit queue', () => {
         return 'ok';
       })
       .catch((x: unknown) => x);
-    expect(e).toMatchObject({ code: -32603 });
+    expect(e).toMatchObject({ code: 'INTERNAL_ERROR' });
     expect(memory).toEqual([]);
     expect(d.prepare('SELECT COUNT(*) AS n FROM child').get()).toEqual({ n: 0 });
     expect(q.stats().failedCommits).toBe(1);
@@ -207,7 +207,10 @@ describe('the commit queue', () => {
         })
         .catch((x: unknown) => x);
     const answers = await Promise.all([call('a'), call('b')]);
-    expect(answers).toEqual([expect.objectContaining({ code: -32603 }), expect.objectContaining({ code: -32603 })]);
+    expect(answers).toEqual([
+      expect.objectContaining({ code: 'INTERNAL_ERROR' }),
+      expect.objectContaining({ code: 'INTERNAL_ERROR' }),
+    ]);
     expect(memory).toEqual([]);
     expect(rows(d)).toEqual([]);
     expect(q.stats().failedCommits).toBe(1);

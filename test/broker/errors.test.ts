@@ -6,7 +6,7 @@ import {
   A2A_MAX_TASKS_PER_CONTEXT,
   A2A_MAX_TEXT_CHARS,
 } from '../../src/protocol/bounds.js';
-import { A2A_ERROR, toJsonRpcError } from '../../src/protocol/errors.js';
+import { A2A_ERROR, toJsonRpcError } from '../../src/transport/jsonrpc-errors.js';
 import type { TaskState } from '../../src/protocol/task.js';
 import { type Agent, type Harness, expectRefusedUnchanged, harness, register, text } from './helpers.js';
 
@@ -33,13 +33,17 @@ describe('JSON-RPC -32602', () => {
   it('a duplicate live name in one context', async () => {
     const { req } = await pair();
     await expectRefusedUnchanged(h, () => h.broker.register({ name: req.name, contextId: req.contextId }), {
-      code: -32602,
+      code: 'INVALID_PARAMS',
+      jsonRpc: -32602,
     });
   });
 
   it('a missing token', async () => {
     await pair();
-    await expectRefusedUnchanged(h, () => h.broker.dispatch('a2a.agents.list', {}), { code: -32602 });
+    await expectRefusedUnchanged(h, () => h.broker.dispatch('a2a.agents.list', {}), {
+      code: 'INVALID_PARAMS',
+      jsonRpc: -32602,
+    });
   });
 
   it('to together with taskId', async () => {
@@ -48,7 +52,7 @@ describe('JSON-RPC -32602', () => {
     await expectRefusedUnchanged(
       h,
       () => h.broker.dispatch('a2a.message.send', { token: req.token, to: 'wrk', taskId: id, message: text('x') }),
-      { code: -32602 },
+      { code: 'INVALID_PARAMS', jsonRpc: -32602 },
     );
   });
 
@@ -58,12 +62,12 @@ describe('JSON-RPC -32602', () => {
     await expectRefusedUnchanged(
       h,
       () => h.broker.dispatch('a2a.message.send', { token: req.token, to: 'wrk', message: { parts: [] } }),
-      { code: -32602 },
+      { code: 'INVALID_PARAMS', jsonRpc: -32602 },
     );
     await expectRefusedUnchanged(
       h,
       () => h.broker.dispatch('a2a.tasks.status', { token: wrk.token, id, state: 'done' }),
-      { code: -32602 },
+      { code: 'INVALID_PARAMS', jsonRpc: -32602 },
     );
   });
 });
@@ -89,7 +93,7 @@ describe('A2A_UNKNOWN_TOKEN', () => {
     ];
     for (const [method, params] of calls) {
       const e = await expectRefusedUnchanged(h, () => h.broker.dispatch(method, params), {
-        errorCode: 'A2A_UNKNOWN_TOKEN',
+        code: 'A2A_UNKNOWN_TOKEN',
       });
       expect(toJsonRpcError(e)).toMatchObject({ code: A2A_ERROR, data: { errorCode: 'A2A_UNKNOWN_TOKEN' } });
     }
@@ -99,7 +103,7 @@ describe('A2A_UNKNOWN_TOKEN', () => {
     const { req } = await pair();
     await h.broker.deregister({ token: req.token });
     await expectRefusedUnchanged(h, () => h.broker.deregister({ token: req.token }), {
-      errorCode: 'A2A_UNKNOWN_TOKEN',
+      code: 'A2A_UNKNOWN_TOKEN',
     });
   });
 });
@@ -108,7 +112,7 @@ describe('A2A_UNKNOWN_AGENT', () => {
   it('for a name nobody has', async () => {
     const { req } = await pair();
     await expectRefusedUnchanged(h, () => h.broker.send({ token: req.token, to: 'nobody', message: text('x') }), {
-      errorCode: 'A2A_UNKNOWN_AGENT',
+      code: 'A2A_UNKNOWN_AGENT',
     });
   });
 
@@ -117,7 +121,7 @@ describe('A2A_UNKNOWN_AGENT', () => {
     const boss = await register(h.broker, 'boss', 'ctx-a', 'parent');
     for (const to of [boss.agentId, 'boss']) {
       await expectRefusedUnchanged(h, () => h.broker.send({ token: req.token, to, message: text('x') }), {
-        errorCode: 'A2A_UNKNOWN_AGENT',
+        code: 'A2A_UNKNOWN_AGENT',
       });
     }
   });
@@ -127,18 +131,18 @@ describe('A2A_UNKNOWN_AGENT', () => {
     await register(h.broker, 'dup', 'ctx-x');
     await register(h.broker, 'dup', 'ctx-y');
     await expectRefusedUnchanged(h, () => h.broker.send({ token: req.token, to: 'dup', message: text('x') }), {
-      errorCode: 'A2A_UNKNOWN_AGENT',
+      code: 'A2A_UNKNOWN_AGENT',
     });
   });
 
   it('for the caller itself, and for a deregistered agent', async () => {
     const { req, wrk } = await pair();
     await expectRefusedUnchanged(h, () => h.broker.send({ token: req.token, to: req.agentId, message: text('x') }), {
-      errorCode: 'A2A_UNKNOWN_AGENT',
+      code: 'A2A_UNKNOWN_AGENT',
     });
     await h.broker.deregister({ token: wrk.token });
     await expectRefusedUnchanged(h, () => h.broker.send({ token: req.token, to: wrk.agentId, message: text('x') }), {
-      errorCode: 'A2A_UNKNOWN_AGENT',
+      code: 'A2A_UNKNOWN_AGENT',
     });
   });
 });
@@ -158,7 +162,7 @@ describe('A2A_UNKNOWN_TASK', () => {
       ['a2a.tasks.pushNotificationConfig.get', { token: req.token, id }],
     ];
     for (const [method, params] of calls) {
-      await expectRefusedUnchanged(h, () => h.broker.dispatch(method, params), { errorCode: 'A2A_UNKNOWN_TASK' });
+      await expectRefusedUnchanged(h, () => h.broker.dispatch(method, params), { code: 'A2A_UNKNOWN_TASK' });
     }
   });
 });
@@ -181,7 +185,7 @@ describe('A2A_CROSS_CONTEXT_DENIED', () => {
       ];
       for (const [method, params] of calls) {
         await expectRefusedUnchanged(h, () => h.broker.dispatch(method, params), {
-          errorCode: 'A2A_CROSS_CONTEXT_DENIED',
+          code: 'A2A_CROSS_CONTEXT_DENIED',
         });
       }
     }
@@ -194,7 +198,7 @@ describe('A2A_CROSS_CONTEXT_DENIED', () => {
     await expectRefusedUnchanged(
       h,
       () => h.broker.send({ token: stranger.token, taskId: task.id, message: text('q', 'm1') }),
-      { errorCode: 'A2A_CROSS_CONTEXT_DENIED' },
+      { code: 'A2A_CROSS_CONTEXT_DENIED' },
     );
   });
 });
@@ -216,8 +220,8 @@ describe('A2A_INVALID_TRANSITION', () => {
       const { req, wrk } = await pair();
       const id = await taskIn(req, wrk, from);
       const e = await expectRefusedUnchanged(h, () => h.broker.setStatus({ token: wrk.token, id, state: to }), {
-        errorCode: 'A2A_INVALID_TRANSITION',
-        data: { from, to },
+        code: 'A2A_INVALID_TRANSITION',
+        details: { from, to },
       });
       expect(toJsonRpcError(e).data).toMatchObject({ errorCode: 'A2A_INVALID_TRANSITION', from, to });
     });
@@ -227,13 +231,13 @@ describe('A2A_INVALID_TRANSITION', () => {
     const { req, wrk } = await pair();
     const id = await taskIn(req, wrk, 'working');
     await expectRefusedUnchanged(h, () => h.broker.setStatus({ token: req.token, id, state: 'completed' }), {
-      errorCode: 'A2A_INVALID_TRANSITION',
-      data: { from: 'working', to: 'completed', reason: 'worker-only' },
+      code: 'A2A_INVALID_TRANSITION',
+      details: { from: 'working', to: 'completed', reason: 'worker-only' },
     });
     await expectRefusedUnchanged(
       h,
       () => h.broker.addArtifact({ token: req.token, id, artifact: { parts: [{ kind: 'text', text: 'a' }] } }),
-      { errorCode: 'A2A_INVALID_TRANSITION', data: { reason: 'worker-only' } },
+      { code: 'A2A_INVALID_TRANSITION', details: { reason: 'worker-only' } },
     );
   });
 });
@@ -253,7 +257,7 @@ describe('A2A_TASK_TERMINAL', () => {
         () => h.broker.addArtifact({ token: wrk.token, id, artifact: { parts: [{ kind: 'text', text: 'a' }] } }),
       ];
       for (const call of calls) {
-        await expectRefusedUnchanged(h, call, { errorCode: 'A2A_TASK_TERMINAL', data: { from: terminal } });
+        await expectRefusedUnchanged(h, call, { code: 'A2A_TASK_TERMINAL', details: { from: terminal } });
       }
     });
   }
@@ -272,13 +276,13 @@ describe('A2A_SEND_CAP', () => {
     expect(task.history).toHaveLength(A2A_MAX_TASK_HISTORY);
     const data = { limit: 'A2A_MAX_TASK_HISTORY', max: A2A_MAX_TASK_HISTORY };
     await expectRefusedUnchanged(h, () => h.broker.send({ token: wrk.token, taskId: id, message: text('x') }), {
-      errorCode: 'A2A_SEND_CAP',
-      data,
+      code: 'A2A_SEND_CAP',
+      details: data,
     });
     await expectRefusedUnchanged(
       h,
       () => h.broker.setStatus({ token: wrk.token, id, state: 'completed', message: text('x') }),
-      { errorCode: 'A2A_SEND_CAP', data },
+      { code: 'A2A_SEND_CAP', details: data },
     );
     // A move without a message still goes through, and a retry is still recognised.
     await h.broker.setStatus({ token: wrk.token, id, state: 'completed' });
@@ -295,8 +299,8 @@ describe('A2A_SEND_CAP', () => {
       if (i % 3 === 0) await h.broker.cancel({ token: wrk.token, id: task.id });
     }
     await expectRefusedUnchanged(h, () => h.broker.send({ token: req.token, to: 'wrk', message: text('x') }), {
-      errorCode: 'A2A_SEND_CAP',
-      data: { limit: 'A2A_MAX_TASKS_PER_CONTEXT', max: A2A_MAX_TASKS_PER_CONTEXT },
+      code: 'A2A_SEND_CAP',
+      details: { limit: 'A2A_MAX_TASKS_PER_CONTEXT', max: A2A_MAX_TASKS_PER_CONTEXT },
     });
     // Another context is not affected.
     await h.broker.send({ token: wrk.token, to: 'req', message: text('ok') });
@@ -316,12 +320,12 @@ describe('A2A_SEND_CAP', () => {
     await h.broker.send({ token: req.token, taskId: id, message: text('f1', 'f1') });
     const data = { limit: 'A2A_MAX_SENDS_PER_RUN', max: A2A_MAX_SENDS_PER_RUN };
     await expectRefusedUnchanged(h, () => h.broker.send({ token: req.token, taskId: id, message: text('x') }), {
-      errorCode: 'A2A_SEND_CAP',
-      data,
+      code: 'A2A_SEND_CAP',
+      details: data,
     });
     await expectRefusedUnchanged(h, () => h.broker.send({ token: req.token, to: 'wrk', message: text('x') }), {
-      errorCode: 'A2A_SEND_CAP',
-      data,
+      code: 'A2A_SEND_CAP',
+      details: data,
     });
     // tasks.status messages are not sends; a new registration starts a new run.
     await h.broker.setStatus({ token: wrk.token, id, state: 'working', message: text('progress') });
@@ -337,7 +341,7 @@ describe('A2A_NO_PEERS', () => {
     h = harness();
     const lone = await register(h.broker, 'lone', 'c1');
     await register(h.broker, 'boss', 'c1', 'parent');
-    await expectRefusedUnchanged(h, () => h.broker.listAgents({ token: lone.token }), { errorCode: 'A2A_NO_PEERS' });
+    await expectRefusedUnchanged(h, () => h.broker.listAgents({ token: lone.token }), { code: 'A2A_NO_PEERS' });
   });
 });
 
@@ -346,8 +350,8 @@ describe('A2A_PAYLOAD_TOO_LARGE', () => {
     const { req } = await pair();
     const big = 'x'.repeat(A2A_MAX_TEXT_CHARS + 1);
     await expectRefusedUnchanged(h, () => h.broker.send({ token: req.token, to: 'wrk', message: text(big) }), {
-      errorCode: 'A2A_PAYLOAD_TOO_LARGE',
-      data: { limit: 'A2A_MAX_TEXT_CHARS', max: A2A_MAX_TEXT_CHARS },
+      code: 'A2A_PAYLOAD_TOO_LARGE',
+      details: { limit: 'A2A_MAX_TEXT_CHARS', max: A2A_MAX_TEXT_CHARS },
     });
     // Exactly the bound in astral code points (two UTF-16 units each) is accepted.
     await h.broker.send({ token: req.token, to: 'wrk', message: text('😀'.repeat(A2A_MAX_TEXT_CHARS)) });
@@ -362,11 +366,11 @@ describe('A2A_PAYLOAD_TOO_LARGE', () => {
     await expectRefusedUnchanged(
       h,
       () => h.broker.setStatus({ token: wrk.token, id, state: 'completed', message: { parts: [file] } }),
-      { errorCode: 'A2A_PAYLOAD_TOO_LARGE', data },
+      { code: 'A2A_PAYLOAD_TOO_LARGE', details: data },
     );
     await expectRefusedUnchanged(h, () => h.broker.addArtifact({ token: wrk.token, id, artifact: { parts: [file] } }), {
-      errorCode: 'A2A_PAYLOAD_TOO_LARGE',
-      data,
+      code: 'A2A_PAYLOAD_TOO_LARGE',
+      details: data,
     });
   });
 });

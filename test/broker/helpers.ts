@@ -7,7 +7,8 @@ import { type Broker, type BrokerOptions, createBroker } from '../../src/actors/
 import { A2A_TABLES } from '../../src/persistence/a2a/schema.js';
 import type { Clock } from '../../src/persistence/kernel/clock.js';
 import { createSequentialIdSource } from '../../src/persistence/kernel/ids.js';
-import { SwitchboardError } from '../../src/protocol/errors.js';
+import { BrokerError } from '../../src/protocol/broker-error.js';
+import { toJsonRpcError } from '../../src/transport/jsonrpc-errors.js';
 import type { DurableEvent } from '../../src/protocol/events.js';
 import type { MessageSend } from '../../src/protocol/task.js';
 
@@ -114,27 +115,27 @@ export function dumpDatabase(path: string): Record<string, unknown[]> {
 export async function expectRefusedUnchanged(
   h: Harness,
   call: () => Promise<unknown>,
-  expected: { errorCode?: string; code?: number; data?: Record<string, unknown> },
-): Promise<SwitchboardError> {
+  expected: { code?: string; details?: Record<string, unknown>; jsonRpc?: number },
+): Promise<BrokerError> {
   const before = dumpDatabase(h.path);
   const error = await call().then(
     () => undefined,
     (e: unknown) => e,
   );
-  expect(error, 'the call was expected to be refused').toBeInstanceOf(SwitchboardError);
-  const e = error as SwitchboardError;
-  if (expected.errorCode !== undefined) expect(e.errorCode).toBe(expected.errorCode);
+  expect(error, 'the call was expected to be refused').toBeInstanceOf(BrokerError);
+  const e = error as BrokerError;
   if (expected.code !== undefined) expect(e.code).toBe(expected.code);
-  if (expected.data !== undefined) expect(e.data).toMatchObject(expected.data);
+  if (expected.details !== undefined) expect(e.details).toMatchObject(expected.details);
+  if (expected.jsonRpc !== undefined) expect(toJsonRpcError(e).code).toBe(expected.jsonRpc);
   expect(dumpDatabase(h.path)).toEqual(before);
   return e;
 }
 
-export async function refusal(call: Promise<unknown>): Promise<SwitchboardError> {
+export async function refusal(call: Promise<unknown>): Promise<BrokerError> {
   const error = await call.then(
     () => undefined,
     (e: unknown) => e,
   );
-  expect(error).toBeInstanceOf(SwitchboardError);
-  return error as SwitchboardError;
+  expect(error).toBeInstanceOf(BrokerError);
+  return error as BrokerError;
 }

@@ -73,7 +73,7 @@ describe('a2a.agents.deregister', () => {
   it('answers deregistered and invalidates the token', async () => {
     const { req } = await pair();
     expect(await h.broker.deregister({ token: req.token })).toEqual({ deregistered: true });
-    await expect(h.broker.listAgents({ token: req.token })).rejects.toMatchObject({ errorCode: 'A2A_UNKNOWN_TOKEN' });
+    await expect(h.broker.listAgents({ token: req.token })).rejects.toMatchObject({ code: 'A2A_UNKNOWN_TOKEN' });
   });
 
   it('completes the events stream of the registration', async () => {
@@ -337,8 +337,8 @@ describe('dispatch', () => {
       agents: unknown[];
     };
     expect(r.agents).toHaveLength(1);
-    await expect(h.broker.dispatch('a2a.nope', {})).rejects.toMatchObject({ code: -32601 });
-    await expect(h.broker.dispatch('a2a.agents.list', { token: 5 })).rejects.toMatchObject({ code: -32602 });
+    await expect(h.broker.dispatch('a2a.nope', {})).rejects.toMatchObject({ code: 'METHOD_NOT_FOUND' });
+    await expect(h.broker.dispatch('a2a.agents.list', { token: 5 })).rejects.toMatchObject({ code: 'INVALID_PARAMS' });
     await expect(h.broker.dispatch('app.handshake', { protocolVersion: 10 })).resolves.toMatchObject({
       protocolVersion: PROTOCOL_VERSION,
       schemaVersion: SCHEMA_VERSION,
@@ -353,6 +353,6 @@ describe('close', () => {
     await h.broker.close();
     await h.broker.close();
     expect(h.broker.closed).toBe(true);
-    await expect(h.broker.listAgents({ token: req.token })).rejects.toMatchObject({ code: -32603 });
+    await expect(h.broker.listAgents({ token: req.token })).rejects.toMatchObject({ code: 'INTERNAL_ERROR' });
   });
 });

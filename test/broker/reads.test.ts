@@ -53,12 +53,12 @@ describe('reads', () => {
     h = harness();
     const req = await register(h.broker, 'req', 'ctx-a');
     await expect(h.broker.getTask({ token: req.token, id: 'nope' })).rejects.toMatchObject({
-      errorCode: 'A2A_UNKNOWN_TASK',
+      code: 'A2A_UNKNOWN_TASK',
     });
     const pending = h.broker.send({ token: req.token, to: 'ghost', message: text('x') });
     await expect(h.broker.getTask({ token: 'bad', id: 'nope' })).rejects.toMatchObject({
-      errorCode: 'A2A_UNKNOWN_TOKEN',
+      code: 'A2A_UNKNOWN_TOKEN',
     });
-    await expect(pending).rejects.toMatchObject({ errorCode: 'A2A_UNKNOWN_AGENT' });
+    await expect(pending).rejects.toMatchObject({ code: 'A2A_UNKNOWN_AGENT' });
   });
 });

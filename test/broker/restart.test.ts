@@ -119,7 +119,7 @@ describe('restart', () => {
     const b = await h.reopen();
     expect(b.liveAgentCount()).toBe(0);
     await expect(b.getTask({ token: req.token, id: task.id })).rejects.toMatchObject({
-      errorCode: 'A2A_UNKNOWN_TOKEN',
+      code: 'A2A_UNKNOWN_TOKEN',
     });
     const req2 = await register(b, 'req', 'ctx-a');
     expect(req2.agentId).not.toBe(req.agentId);
@@ -127,7 +127,7 @@ describe('restart', () => {
     expect((await b.listTasks({ token: req2.token })).tasks.map((t) => t.id)).toEqual([task.id]);
     // The worker is not live: it cannot be addressed until it registers again.
     await expect(b.send({ token: req2.token, to: 'wrk', message: text('x') })).rejects.toMatchObject({
-      errorCode: 'A2A_UNKNOWN_AGENT',
+      code: 'A2A_UNKNOWN_AGENT',
     });
     const wrk2 = await register(b, 'wrk', 'ctx-b');
     await b.setStatus({ token: wrk2.token, id: task.id, state: 'completed' });
@@ -159,7 +159,7 @@ describe('restart', () => {
         const wrk2 = await register(b, 'wrk', 'ctx-b');
         const outcome = await b.setStatus({ token: wrk2.token, id: task.id, state: to }).then(
           (r) => r.task.status.state,
-          (e: { errorCode: string }) => e.errorCode,
+          (e: { code: string }) => e.code,
         );
         expect(outcome, `${state} -> ${to}`).toBe(allowed ? to : 'A2A_INVALID_TRANSITION');
         await local.close();
@@ -181,7 +181,7 @@ describe('restart', () => {
     expect(b.opened).toMatchObject({ restoredTasks: 0, rebuiltTasks: 1 });
     const wrk2 = await register(b, 'wrk', 'ctx-b');
     await expect(b.setStatus({ token: wrk2.token, id: task.id, state: 'auth-required' })).rejects.toMatchObject({
-      data: { from: 'auth-required', to: 'auth-required' },
+      details: { from: 'auth-required', to: 'auth-required' },
     });
     expect((await b.setStatus({ token: wrk2.token, id: task.id, state: 'working' })).task.status.state).toBe('working');
   });

@@ -46,7 +46,7 @@ describe('addressing', () => {
     const { task } = await h.broker.send({ token: p1.token, to: 'p2', message: text('hello') });
     expect(task.agentName).toBe('p2');
     await expect(h.broker.send({ token: p1.token, to: 'sub', message: text('x') })).rejects.toMatchObject({
-      errorCode: 'A2A_UNKNOWN_AGENT',
+      code: 'A2A_UNKNOWN_AGENT',
     });
     expect((await h.broker.listAgents({ token: p1.token })).agents.map((a) => a.name)).toEqual(['p2']);
   });
@@ -116,8 +116,8 @@ describe('counterpart routing', () => {
       ]);
       // The woken task accepts exactly the moves of `working`.
       await expect(h.broker.setStatus({ token: wrk.token, id: task.id, state: 'rejected' })).rejects.toMatchObject({
-        errorCode: 'A2A_INVALID_TRANSITION',
-        data: { from: 'working', to: 'rejected' },
+        code: 'A2A_INVALID_TRANSITION',
+        details: { from: 'working', to: 'rejected' },
       });
     }
   });
@@ -329,6 +329,6 @@ describe('live delivery', () => {
     await pair();
     let error: unknown;
     h.broker.events('nobody').subscribe({ error: (e) => (error = e) });
-    expect(error).toMatchObject({ errorCode: 'A2A_UNKNOWN_AGENT' });
+    expect(error).toMatchObject({ code: 'A2A_UNKNOWN_AGENT' });
   });
 });

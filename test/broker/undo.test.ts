@@ -29,7 +29,7 @@ describe('a call failing half-way', () => {
     const heal = failEventWrites(h.path);
     const before = dumpDatabase(h.path);
     const e = await h.broker.send({ token: req.token, to: 'wrk', message: text('x') }).catch((x: unknown) => x);
-    expect(e).toMatchObject({ code: -32603 });
+    expect(e).toMatchObject({ code: 'INTERNAL_ERROR' });
     expect(dumpDatabase(h.path)).toEqual(before);
     expect(h.broker.liveTaskCount()).toBe(0);
     heal();
@@ -51,7 +51,7 @@ describe('a call failing half-way', () => {
     const heal = failEventWrites(h.path);
     const before = dumpDatabase(h.path);
     const e = await h.broker.deregister({ token: wrk.token }).catch((x: unknown) => x);
-    expect(e).toMatchObject({ code: -32603 });
+    expect(e).toMatchObject({ code: 'INTERNAL_ERROR' });
     expect(dumpDatabase(h.path)).toEqual(before);
     expect(h.broker.liveTaskCount()).toBe(2);
     expect(h.broker.liveAgentCount()).toBe(2);
@@ -74,14 +74,14 @@ describe('a call failing half-way', () => {
     await h.broker.setStatus({ token: wrk.token, id: task.id, state: 'input-required' });
     const heal = failEventWrites(h.path);
     await expect(h.broker.setStatus({ token: wrk.token, id: task.id, state: 'completed' })).rejects.toMatchObject({
-      code: -32603,
+      code: 'INTERNAL_ERROR',
     });
     heal();
     expect(h.broker.liveTaskCount()).toBe(1);
     // Still input-required: input-required -> input-required is refused, the wake-up works.
     await expect(h.broker.setStatus({ token: wrk.token, id: task.id, state: 'input-required' })).rejects.toMatchObject({
-      errorCode: 'A2A_INVALID_TRANSITION',
-      data: { from: 'input-required' },
+      code: 'A2A_INVALID_TRANSITION',
+      details: { from: 'input-required' },
     });
     const woken = await h.broker.send({ token: req.token, taskId: task.id, message: text('answer') });
     expect(woken.task.status.state).toBe('working');

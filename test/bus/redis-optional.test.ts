@@ -68,7 +68,7 @@ describe('redis is optional', () => {
       message: `the Redis Streams work bus ${INSTALL} in the project that uses switchboard`,
     });
     expect(store).toEqual({
-      name: 'RedisContextStoreError',
+      name: 'ContextStoreError',
       code: 'CONTEXT_BACKEND',
       message: `the Redis Context Engine store ${INSTALL} in the project that uses switchboard`,
     });

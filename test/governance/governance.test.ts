@@ -2,7 +2,6 @@ import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import {
   CASCADE_POLICY_NAME,
-  GovernanceConfigError,
   type HopContext,
   type Policy,
   budgetPolicy,
@@ -230,7 +229,7 @@ describe('built-in policies', () => {
       () => roleAllowListPolicy([]),
       () => maxHopsPolicy(0),
     ]) {
-      expect(make).toThrow(GovernanceConfigError);
+      expect(make).toThrow(expect.objectContaining({ name: 'WorkflowError', code: 'GOVERNANCE_INVALID_POLICY' }));
     }
   });
 

@@ -2,7 +2,7 @@ import { createStore } from '@xstate/store';
 import { assign, createActor, setup } from 'xstate';
 import { describe, expect, it } from 'vitest';
 import { inspectStore } from '../../src/actors/inspection.js';
-import { InspectOptionError, parseInspectValue, takeInspectOption } from '../../src/cli/inspect-option.js';
+import { parseInspectValue, takeInspectOption } from '../../src/cli/inspect-option.js';
 import { REDACTED, sanitizeForInspection } from '../../src/inspect/sanitize.js';
 import { createStatelyInspection } from '../../src/inspect/stately-inspection.js';
 
@@ -149,7 +149,9 @@ describe('--inspect parsing', () => {
     expect(takeInspectOption(['--inspect=[::1]:9002']).inspect).toEqual({ host: '::1', port: 9002 });
     expect(takeInspectOption(['--log-level', 'info']).inspect).toBeNull();
     for (const bad of ['', 'abc', '70000', ':80', 'host:', '-1', '8080x']) {
-      expect(() => parseInspectValue(bad), bad).toThrow(InspectOptionError);
+      expect(() => parseInspectValue(bad), bad).toThrow(
+        expect.objectContaining({ name: 'CliUsageError', code: 'CLI_USAGE' }),
+      );
     }
   });
 });

@@ -2,36 +2,38 @@ import { fc, test as fcTest } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
-  A2A_ERROR,
   A2A_MAX_FILE_BYTES,
   A2A_MAX_TEXT_CHARS,
   AgentCardSchema,
   DurableEventSchema,
-  JSONRPC_INVALID_PARAMS,
   MessageSchema,
   MessageSendSchema,
   METHODS,
   METHOD_NAMES,
   PartSchema,
   SendParamsSchema,
-  SwitchboardError,
+  BrokerError,
   TaskSchema,
   a2aError,
   base64DecodedLength,
   codePointLength,
-  fromJsonRpcError,
   parseParams,
-  toJsonRpcError,
 } from '../../src/protocol/index.js';
+import {
+  A2A_ERROR,
+  JSONRPC_INVALID_PARAMS,
+  fromJsonRpcError,
+  toJsonRpcError,
+} from '../../src/transport/jsonrpc-errors.js';
 
-function errorOf(fn: () => unknown): SwitchboardError {
+function errorOf(fn: () => unknown): BrokerError {
   try {
     fn();
   } catch (error) {
-    if (error instanceof SwitchboardError) return error;
+    if (error instanceof BrokerError) return error;
     throw error;
   }
-  throw new Error('expected a SwitchboardError');
+  throw new Error('expected a BrokerError');
 }
 
 // --- generators ------------------------------------------------------------
@@ -133,8 +135,8 @@ describe('parts and messages', () => {
         message: { parts: [{ kind: 'text', text: ch.repeat(A2A_MAX_TEXT_CHARS + over) }] },
       };
       const error = errorOf(() => parseParams(SendParamsSchema, bad));
-      expect(error.code).toBe(A2A_ERROR);
-      expect(error.errorCode).toBe('A2A_PAYLOAD_TOO_LARGE');
+      expect(error.code).toBe('A2A_PAYLOAD_TOO_LARGE');
+      expect(toJsonRpcError(error).code).toBe(A2A_ERROR);
       expect(toJsonRpcError(error).data).toEqual({
         errorCode: 'A2A_PAYLOAD_TOO_LARGE',
         limit: 'A2A_MAX_TEXT_CHARS',
@@ -150,8 +152,8 @@ describe('parts and messages', () => {
     for (const extra of [1, 2, 3, 1000]) {
       const over = Buffer.alloc(A2A_MAX_FILE_BYTES + extra, 7).toString('base64');
       const error = errorOf(() => parseParams(PartSchema, { kind: 'file', file: { bytes: over } }));
-      expect(error.errorCode).toBe('A2A_PAYLOAD_TOO_LARGE');
-      expect(error.data).toEqual({ limit: 'A2A_MAX_FILE_BYTES', max: A2A_MAX_FILE_BYTES });
+      expect(error.code).toBe('A2A_PAYLOAD_TOO_LARGE');
+      expect(error.details).toEqual({ limit: 'A2A_MAX_FILE_BYTES', max: A2A_MAX_FILE_BYTES });
     }
   });
 
@@ -168,27 +170,25 @@ describe('parts and messages', () => {
     ['whitespace', 'YW Jj'],
   ])('invalid base64 (%s) is invalid params', (_label, bytes) => {
     const error = errorOf(() => parseParams(PartSchema, { kind: 'file', file: { bytes } }));
-    expect(error.code).toBe(JSONRPC_INVALID_PARAMS);
-    expect(((error.data?.issues as unknown[] | undefined) ?? []).length).toBeGreaterThan(0);
+    expect(error.code).toBe('INVALID_PARAMS');
+    expect(((error.details?.issues as unknown[] | undefined) ?? []).length).toBeGreaterThan(0);
   });
 
   it('a file carries exactly one of uri and bytes', () => {
     for (const file of [{}, { uri: 'file:///a', bytes: 'YWJj' }, { name: 'x' }]) {
-      expect(errorOf(() => parseParams(PartSchema, { kind: 'file', file })).code).toBe(JSONRPC_INVALID_PARAMS);
+      expect(errorOf(() => parseParams(PartSchema, { kind: 'file', file })).code).toBe('INVALID_PARAMS');
     }
   });
 
   it('a data part holds an object, not an array or a scalar', () => {
     for (const data of [[1], 'x', 3, null]) {
-      expect(errorOf(() => parseParams(PartSchema, { kind: 'data', data })).code).toBe(JSONRPC_INVALID_PARAMS);
+      expect(errorOf(() => parseParams(PartSchema, { kind: 'data', data })).code).toBe('INVALID_PARAMS');
     }
   });
 
   it('a message needs at least one part; unknown part kinds are refused', () => {
-    expect(errorOf(() => parseParams(MessageSendSchema, { parts: [] })).code).toBe(JSONRPC_INVALID_PARAMS);
-    expect(errorOf(() => parseParams(MessageSendSchema, { parts: [{ kind: 'audio' }] })).code).toBe(
-      JSONRPC_INVALID_PARAMS,
-    );
+    expect(errorOf(() => parseParams(MessageSendSchema, { parts: [] })).code).toBe('INVALID_PARAMS');
+    expect(errorOf(() => parseParams(MessageSendSchema, { parts: [{ kind: 'audio' }] })).code).toBe('INVALID_PARAMS');
   });
 
   it('a malformed request that also crosses a bound is invalid params, listing both problems', () => {
@@ -198,8 +198,8 @@ describe('parts and messages', () => {
         message: { parts: [{ kind: 'text', text: 'a'.repeat(A2A_MAX_TEXT_CHARS + 1) }] },
       }),
     );
-    expect(error.code).toBe(JSONRPC_INVALID_PARAMS);
-    expect(((error.data?.issues ?? []) as { path: unknown[] }[]).map((i) => i.path[0])).toEqual(
+    expect(error.code).toBe('INVALID_PARAMS');
+    expect(((error.details?.issues ?? []) as { path: unknown[] }[]).map((i) => i.path[0])).toEqual(
       expect.arrayContaining(['token', 'message']),
     );
   });
@@ -211,17 +211,17 @@ describe('params', () => {
     expect(() => parseParams(SendParamsSchema, { token: 't', to: 'w', message })).not.toThrow();
     expect(() => parseParams(SendParamsSchema, { token: 't', taskId: 'x', message })).not.toThrow();
     expect(errorOf(() => parseParams(SendParamsSchema, { token: 't', to: 'w', taskId: 'x', message })).code).toBe(
-      JSONRPC_INVALID_PARAMS,
+      'INVALID_PARAMS',
     );
-    expect(errorOf(() => parseParams(SendParamsSchema, { token: 't', message })).code).toBe(JSONRPC_INVALID_PARAMS);
+    expect(errorOf(() => parseParams(SendParamsSchema, { token: 't', message })).code).toBe('INVALID_PARAMS');
   });
 
   it('a missing token is invalid params for every method that takes one', () => {
     for (const name of METHOD_NAMES) {
       if (name === 'app.handshake' || name === 'a2a.agents.register') continue;
       const error = errorOf(() => parseParams(METHODS[name].params, {}));
-      expect(error.code, name).toBe(JSONRPC_INVALID_PARAMS);
-      const paths = ((error.data?.issues ?? []) as { path: unknown[] }[]).map((i) => i.path.join('.'));
+      expect(error.code, name).toBe('INVALID_PARAMS');
+      const paths = ((error.details?.issues ?? []) as { path: unknown[] }[]).map((i) => i.path.join('.'));
       expect(paths, name).toContain('token');
     }
   });
@@ -333,12 +333,21 @@ describe('errors', () => {
       data: { from: 'working', to: 'rejected', errorCode: 'A2A_INVALID_TRANSITION' },
     });
     const back = fromJsonRpcError(json(wire));
-    expect(back.code).toBe(1400);
-    expect(back.errorCode).toBe('A2A_INVALID_TRANSITION');
-    expect(back.data).toMatchObject({ from: 'working', to: 'rejected' });
+    expect(back).toBeInstanceOf(BrokerError);
+    expect(back.code).toBe('A2A_INVALID_TRANSITION');
+    expect(back.details).toEqual({ from: 'working', to: 'rejected' });
+    expect(toJsonRpcError(back)).toEqual(wire);
   });
 
-  it('anything that is not a SwitchboardError becomes -32603 without its message', () => {
+  it('INVALID_PARAMS is -32602 with data.issues, and survives the wire', () => {
+    const error = errorOf(() => parseParams(MessageSendSchema, { parts: [] }));
+    const wire = toJsonRpcError(error);
+    expect(wire).toMatchObject({ code: JSONRPC_INVALID_PARAMS, data: { issues: expect.any(Array) } });
+    const back = fromJsonRpcError(json(wire));
+    expect(back).toMatchObject({ code: 'INVALID_PARAMS', details: error.details });
+  });
+
+  it('anything that is not a BrokerError becomes -32603 without its message', () => {
     expect(toJsonRpcError(new Error('secret path /etc/x'))).toEqual({ code: -32603, message: 'Internal error' });
     expect(toJsonRpcError('boom')).toEqual({ code: -32603, message: 'Internal error' });
   });

@@ -206,7 +206,7 @@ describe('delegate()', () => {
     expect(task.status.state).toBe('completed');
     expect(seenToken).not.toContain('token');
     // The delegate is gone: its name is free and nobody is addressable.
-    const list = await client.listAgents({ token: parent.token }).catch((e: { errorCode?: string }) => e.errorCode);
+    const list = await client.listAgents({ token: parent.token }).catch((e: { code?: string }) => e.code);
     expect(list).toBe('A2A_NO_PEERS');
   });
 

@@ -2,7 +2,7 @@ import { Duplex, PassThrough } from 'node:stream';
 import { createBroker } from '../../src/actors/broker/broker.js';
 import { BrokerSession } from '../../src/transport/broker-session.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SwitchboardError } from '../../src/protocol/errors.js';
+import { BrokerError } from '../../src/protocol/broker-error.js';
 import { type SwitchboardClient, connect } from '../../src/transport/client.js';
 import { JsonRpcServer } from '../../src/transport/jsonrpc-server.js';
 import { connectInProcess } from '../../src/transport/in-process.js';
@@ -69,6 +69,68 @@ describe('connect()', () => {
     expect(broker.closed).toBe(false);
   });
 
+  it('the same refusal is the same BrokerError from createBroker, connectInProcess and a spawned serve', async () => {
+    type Calls = Pick<SwitchboardClient, 'register' | 'listAgents' | 'getTask' | 'send' | 'setStatus' | 'call'>;
+    /** Each refusal of one scenario, as class, code, message and details. */
+    async function refusals(api: Calls): Promise<unknown[]> {
+      const seen = (e: unknown) =>
+        e instanceof BrokerError ? { class: 'BrokerError', code: e.code, message: e.message, details: e.details } : e;
+      const lone = await api.register({ name: 'lone', contextId: 'solo' });
+      const w = await api.register({ name: 'w', contextId: 'c' });
+      const r = await api.register({ name: 'r', contextId: 'c' });
+      const { task } = await api.send({ token: r.token, to: 'w', message: text('q') });
+      await api.setStatus({ token: w.token, id: task.id, state: 'completed' });
+      const calls: (() => Promise<unknown>)[] = [
+        () => api.getTask({ token: 'no-such-token', id: task.id }),
+        () => api.getTask({ token: r.token, id: 'no-such-task' }),
+        () => api.getTask({ token: lone.token, id: task.id }),
+        () => api.listAgents({ token: lone.token }),
+        () => api.send({ token: r.token, to: 'nobody', message: text('q') }),
+        () => api.setStatus({ token: w.token, id: task.id, state: 'working' }),
+        () => api.call('a2a.tasks.get', { token: r.token } as never),
+        () => api.call('a2a.nope' as never, {} as never),
+      ];
+      const out: unknown[] = [];
+      for (const call of calls) out.push(await call().then(() => 'accepted', seen));
+      return out;
+    }
+    const dirs = [tempDir(), tempDir()];
+    const direct = createBroker({ path: dirs[0]!.db });
+    const embedded = createBroker({ path: dirs[1]!.db });
+    cleanups.push(async () => {
+      await direct.close();
+      await embedded.close();
+      for (const d of dirs) d.cleanup();
+    });
+    const directCalls: Calls = {
+      register: (p) => direct.register(p),
+      listAgents: (p) => direct.listAgents(p),
+      getTask: (p) => direct.getTask(p),
+      send: (p) => direct.send(p),
+      setStatus: (p) => direct.setStatus(p),
+      call: ((method: string, params: unknown) => direct.dispatch(method, params)) as Calls['call'],
+    };
+    const { client: inProcess } = await connectInProcess(embedded);
+    cleanups.push(() => inProcess.close());
+    const { client: stdio } = await spawnClient();
+    const expected = await refusals(directCalls);
+    expect(expected.map((e) => (e as { code?: unknown }).code)).toEqual([
+      'A2A_UNKNOWN_TOKEN',
+      'A2A_UNKNOWN_TASK',
+      'A2A_CROSS_CONTEXT_DENIED',
+      'A2A_NO_PEERS',
+      'A2A_UNKNOWN_AGENT',
+      'A2A_TASK_TERMINAL',
+      'INVALID_PARAMS',
+      'METHOD_NOT_FOUND',
+    ]);
+    // Task ids differ between brokers: compare with each broker's own ids masked.
+    const mask = (list: unknown[]) =>
+      JSON.parse(JSON.stringify(list).replace(/"[0-9a-f]{8}-[0-9a-f-]{27}"/g, '"<id>"'));
+    expect(mask(await refusals(inProcess))).toEqual(mask(expected));
+    expect(mask(await refusals(stdio))).toEqual(mask(expected));
+  });
+
   it('talks to an embedded broker over any duplex stream', async () => {
     const tmp = tempDir();
     const broker = createBroker({ path: tmp.db });
@@ -125,7 +187,7 @@ describe('connect()', () => {
 });
 
 describe('the client', () => {
-  it('calls every method by wire name or friendly name, and turns errors into SwitchboardError', async () => {
+  it('calls every method by wire name or friendly name, and turns errors into BrokerError', async () => {
     const { client } = await spawnClient();
     const worker = await client.register({ name: 'worker', contextId: 'c', description: 'does things' });
     const requester = await client.call('a2a.agents.register', { name: 'requester', contextId: 'c' });
@@ -136,11 +198,11 @@ describe('the client', () => {
     expect(got.task.history[0]).toMatchObject({ from: 'requester', role: 'user' });
 
     const error = await client.getTask({ token: requester.token, id: 'no-such-task' }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(SwitchboardError);
-    expect((error as SwitchboardError).errorCode).toBe('A2A_UNKNOWN_TASK');
+    expect(error).toBeInstanceOf(BrokerError);
+    expect((error as BrokerError).code).toBe('A2A_UNKNOWN_TASK');
     const invalid = await client.call('a2a.tasks.get', { token: requester.token } as never).catch((e: unknown) => e);
-    expect((invalid as SwitchboardError).code).toBe(-32602);
-    expect((invalid as SwitchboardError).data?.issues).toBeInstanceOf(Array);
+    expect((invalid as BrokerError).code).toBe('INVALID_PARAMS');
+    expect((invalid as BrokerError).details?.issues).toBeInstanceOf(Array);
   });
 
   it('wait() resolves with the events addressed to the agent, filtered by task, or [] at the timeout', async () => {
@@ -176,10 +238,10 @@ describe('the client', () => {
     const { client } = await spawnClient();
     const agent = await client.register({ name: 'a', contextId: 'c' });
     const tooLong = await client.wait({ token: agent.token, timeoutSeconds: 121 }).catch((e: unknown) => e);
-    expect((tooLong as SwitchboardError).code).toBe(-32602);
+    expect((tooLong as BrokerError).code).toBe('INVALID_PARAMS');
     expect((tooLong as Error).message).toContain('A2A_MAX_STREAM_WAIT_SECONDS');
     const unknown = await client.wait({ token: 'nope', timeoutSeconds: 1 }).catch((e: unknown) => e);
-    expect((unknown as SwitchboardError).errorCode).toBe('A2A_UNKNOWN_TOKEN');
+    expect((unknown as BrokerError).code).toBe('A2A_UNKNOWN_TOKEN');
   });
 
   it('resolves a pending wait with [] when the agent deregisters', async () => {
@@ -189,7 +251,7 @@ describe('the client', () => {
     await client.deregister({ token: agent.token });
     expect(await pending).toEqual([]);
     const after = await client.getTask({ token: agent.token, id: 'x' }).catch((e: unknown) => e);
-    expect((after as SwitchboardError).errorCode).toBe('A2A_UNKNOWN_TOKEN');
+    expect((after as BrokerError).code).toBe('A2A_UNKNOWN_TOKEN');
   });
 
   it('after a broker restart, reconnect() registers again, keeps the old tokens working and replays what was missed', async () => {

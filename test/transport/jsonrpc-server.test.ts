@@ -1,6 +1,6 @@
 import { PassThrough, Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { a2aError, invalidParams, methodNotFound } from '../../src/protocol/errors.js';
+import { a2aError, invalidParams, methodNotFound } from '../../src/protocol/broker-error.js';
 import { type Dispatch, JsonRpcServer } from '../../src/transport/jsonrpc-server.js';
 
 /** A server over in-memory pipes; `lines` collects every line it writes. */

@@ -93,7 +93,7 @@ describe('switchboard serve', () => {
     expect(calls.find((l) => l.method === 'a2a.tasks.get')).toMatchObject({
       msg: 'call refused',
       taskId: 'x',
-      errorCode: 'A2A_UNKNOWN_TOKEN',
+      code: 'A2A_UNKNOWN_TOKEN',
     });
   });
 

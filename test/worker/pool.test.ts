@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Pool, PoolConfigError, createPool } from '../../src/actors/worker/pool.js';
+import { type Pool, createPool } from '../../src/actors/worker/pool.js';
 import type { WorkHandler } from '../../src/actors/worker/worker.js';
 import { type Harness, hop, openHarness, sleep, takeResults, until } from './helpers.js';
 
@@ -117,10 +117,10 @@ describe('pools', () => {
   it('refuses an invalid deployment', () => {
     h = openHarness();
     expect(() => pool('bad', { minReplicas: 3, maxReplicas: 1, idleTimeoutMs: 10, concurrency: 1 })).toThrow(
-      PoolConfigError,
+      expect.objectContaining({ name: 'WorkerError', code: 'POOL_INVALID_DEPLOYMENT' }),
     );
     expect(() => pool('bad', { minReplicas: 0, maxReplicas: 1, idleTimeoutMs: 10, concurrency: 0 })).toThrow(
-      PoolConfigError,
+      expect.objectContaining({ name: 'WorkerError', code: 'POOL_INVALID_DEPLOYMENT' }),
     );
   });
 });

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { WorkflowError } from '../../src/protocol/workflow-error.js';
 import {
   DEV_SDLC_WORKFLOW_PATH,
   SHIPPED_WORKFLOWS_DIR,
@@ -9,7 +10,7 @@ import {
   loadWorkflowFile,
 } from '../../src/actors/coordinator/workflow-loader.js';
 import {
-  WorkflowDefinitionError,
+  workflowProblems,
   type WorkflowProblem,
   WorkflowRegistry,
   checkWorkflowDefinition,
@@ -104,10 +105,11 @@ describe('validation errors', () => {
     } catch (error) {
       caught = error;
     }
-    expect(caught).toBeInstanceOf(WorkflowDefinitionError);
-    const error = caught as WorkflowDefinitionError;
+    expect(caught).toBeInstanceOf(WorkflowError);
+    const error = caught as WorkflowError;
     expect(error.code).toBe('WORKFLOW_INVALID');
-    expect(error.problems.map((p) => [p.code, p.path])).toEqual([
+    expect(error.details?.source).toBe('broken.json');
+    expect(workflowProblems(error).map((p) => [p.code, p.path])).toEqual([
       ['MISSING_START', ['start']],
       ['UNKNOWN_TARGET', ['stages', 'a', 'next', 0, 'goto']],
       ['UNKNOWN_ROLE', ['stages', 'b', 'role']],
@@ -160,7 +162,7 @@ describe('validation errors', () => {
     expect(() => parseWorkflowDefinitionJson('{ "id": ', { source: 'x.json' })).toThrow(
       expect.objectContaining({
         code: 'WORKFLOW_INVALID',
-        problems: [expect.objectContaining({ code: 'INVALID_JSON' })],
+        details: expect.objectContaining({ problems: [expect.objectContaining({ code: 'INVALID_JSON' })] }),
       }),
     );
     expect(problemsOf(null)[0]?.code).toBe('SCHEMA');
@@ -281,7 +283,9 @@ describe('loading files', () => {
     const yaml = join(dir, 'flow.yaml');
     writeFileSync(yaml, 'id: x\n');
     expect(() => loadWorkflowFile(yaml)).toThrow(
-      expect.objectContaining({ problems: [expect.objectContaining({ code: 'UNREADABLE' })] }),
+      expect.objectContaining({
+        details: expect.objectContaining({ problems: [expect.objectContaining({ code: 'UNREADABLE' })] }),
+      }),
     );
     expect(() => loadWorkflowFile(join(dir, 'missing.json'))).toThrow(/cannot read/);
     expect(() => loadWorkflowDirectory(join(dir, 'no-such-dir'))).toThrow(/cannot list/);
@@ -299,7 +303,9 @@ describe('loading files', () => {
     // The same content again (keys in another order) is accepted.
     registry.add(parseWorkflowDefinition({ stages: { a: { role: 'r' } }, start: 'a', version: 1, id: 'wf' }));
     expect(() => registry.add(parseWorkflowDefinition(base({ a: { role: 'other' } })))).toThrow(
-      expect.objectContaining({ problems: [expect.objectContaining({ code: 'DUPLICATE_VERSION' })] }),
+      expect.objectContaining({
+        details: expect.objectContaining({ problems: [expect.objectContaining({ code: 'DUPLICATE_VERSION' })] }),
+      }),
     );
     expect(new WorkflowRegistry().get({ id: 'wf', version: 1 })).toBeUndefined();
   });

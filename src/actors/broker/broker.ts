@@ -10,14 +10,7 @@ import {
   A2A_MAX_TASKS_PER_CONTEXT,
   DEFAULT_EVENTS_LIMIT,
 } from '../../protocol/bounds.js';
-import {
-  JSONRPC_INTERNAL_ERROR,
-  SwitchboardError,
-  a2aError,
-  boundError,
-  invalidParams,
-  methodNotFound,
-} from '../../protocol/errors.js';
+import { BrokerError, a2aError, boundError, invalidParams, methodNotFound } from '../../protocol/broker-error.js';
 import type { DurableEvent, PushNotification, TaskEvent } from '../../protocol/events.js';
 import { handshakeResult } from '../../protocol/handshake.js';
 import {
@@ -111,8 +104,8 @@ const READS: ReadonlySet<BrokerMethod> = new Set<BrokerMethod>([
 const TASK_COUNTS_KEPT = 4096;
 
 /** The error of a call made after `close()`. */
-export function brokerClosedError(): SwitchboardError {
-  return new SwitchboardError(JSONRPC_INTERNAL_ERROR, 'the broker is closed');
+export function brokerClosedError(): BrokerError {
+  return new BrokerError('INTERNAL_ERROR', 'the broker is closed');
 }
 
 /**
@@ -860,7 +853,7 @@ function statusEvent(head: TaskHead, final: boolean, message?: Message): TaskEve
   return { kind: 'status-update', taskId: head.taskId, contextId: head.contextId, status, final };
 }
 
-function moveRefusal(check: { errorCode: string; from: TaskState; to: TaskState; reason: string }): SwitchboardError {
+function moveRefusal(check: { errorCode: string; from: TaskState; to: TaskState; reason: string }): BrokerError {
   if (check.errorCode === 'A2A_TASK_TERMINAL') {
     return a2aError('A2A_TASK_TERMINAL', `task is ${check.from}: it never moves again`, {
       from: check.from,

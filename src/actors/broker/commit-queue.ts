@@ -1,5 +1,5 @@
 import type { Logger } from '../../log/logger.js';
-import { SwitchboardError, internalError } from '../../protocol/errors.js';
+import { BrokerError, internalError } from '../../protocol/broker-error.js';
 import type { SqliteDatabase } from '../../persistence/kernel/database.js';
 
 /**
@@ -300,7 +300,7 @@ function runUndos(undos: (() => void)[], logger: Logger): void {
 
 /** A refusal travels as is; anything else is logged and becomes -32603. */
 function publicError(error: unknown, logger: Logger): unknown {
-  if (error instanceof SwitchboardError) return error;
+  if (error instanceof BrokerError) return error;
   logger.error({ err: describe(error) }, 'a2a call failed unexpectedly');
   return internalError();
 }

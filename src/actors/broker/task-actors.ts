@@ -7,21 +7,21 @@ import {
   taskMachine,
 } from '../../machines/task-machine.js';
 import { type TaskMove, findTransition } from '../../machines/task-transitions.js';
+import { type ErrorCodeOf, SwitchboardError } from '../../protocol/switchboard-error.js';
 import { type TaskState, isTerminalState } from '../../protocol/task.js';
 
 type TaskActor = Actor<TaskMachine>;
 type PersistedTaskSnapshot = ReturnType<TaskActor['getPersistedSnapshot']>;
 
 /** A task actor refused a move the broker had already checked: a defect, never a user error. */
-export class TaskActorError extends Error {
-  readonly code = 'TASK_ACTOR_REFUSED' as const;
+export class TaskActorError extends SwitchboardError {
+  declare readonly code: ErrorCodeOf<'TaskActorError'>;
   constructor(
     readonly taskId: string,
     readonly from: string,
     readonly to: string,
   ) {
-    super(`task actor ${taskId} refused ${from} -> ${to}`);
-    this.name = 'TaskActorError';
+    super('TASK_ACTOR_REFUSED', `task actor ${taskId} refused ${from} -> ${to}`, { details: { taskId, from, to } });
   }
 }
 

@@ -5,7 +5,8 @@ import { SqliteQueue } from '../../bus/sqlite/queue.js';
 import type { WorkQueue } from '../../bus/work-queue.js';
 import { type Logger, silentLogger } from '../../log/logger.js';
 import { logContextPrunes } from '../../persistence/context/prune-log.js';
-import { GovernanceConfigError, type PolicyEntry } from '../../workflow/governance.js';
+import { WorkflowError } from '../../protocol/workflow-error.js';
+import type { PolicyEntry } from '../../workflow/governance.js';
 import type { PoolDeployment } from '../../machines/pool-machine.js';
 import { WorkflowRegistry } from '../../workflow/definition.js';
 import { isFinalRunState } from '../../machines/workflow-run-transitions.js';
@@ -177,8 +178,8 @@ export interface Coordinator {
 const PartsSchema = z.array(PartSchema).min(1).max(64);
 const AttributesSchema = z.record(z.string().min(1).max(128), z.union([z.string().max(1024), z.number(), z.boolean()]));
 
-function invalid(message: string): CoordinatorError {
-  return new CoordinatorError('COORD_INVALID_ARGUMENT', message);
+function invalid(message: string, cause?: unknown): CoordinatorError {
+  return new CoordinatorError('COORD_INVALID_ARGUMENT', message, cause === undefined ? {} : { cause });
 }
 
 function rolesOf(registry: WorkflowRegistry): Set<string> {
@@ -462,7 +463,8 @@ class RunningCoordinator implements Coordinator {
       try {
         governance.budgetEntry(request.budget);
       } catch (error) {
-        if (error instanceof GovernanceConfigError) throw invalid(error.message);
+        // A bad budget is this call's bad argument: the Coordinator's own refusal.
+        if (error instanceof WorkflowError) throw invalid(error.message, error);
         throw error;
       }
       budget = {

@@ -1,3 +1,9 @@
+import {
+  ERROR_CODES,
+  type ErrorCodeOf,
+  SwitchboardError,
+  type SwitchboardErrorOptions,
+} from '../../protocol/switchboard-error.js';
 import type { RunUsage } from '../../protocol/workflow.js';
 import type { ItemRecord } from '../../workflow/records.js';
 
@@ -65,23 +71,13 @@ export function statusOf(item: ItemRecord, event: ItemEvent): ItemStatus {
   return { ...(status as Pick<ItemRecord, (typeof ITEM_STATUS_FIELDS)[number]>), event };
 }
 
-export const COORDINATOR_ERROR_CODES = [
-  'COORD_INVALID_ARGUMENT',
-  'COORD_UNKNOWN_WORKFLOW',
-  'COORD_UNKNOWN_ITEM',
-  'COORD_ITEM_FINAL',
-  'COORD_APPROVAL_REFUSED',
-  'COORD_CLOSED',
-  'COORD_FILE_OWNED',
-] as const;
-export type CoordinatorErrorCode = (typeof COORDINATOR_ERROR_CODES)[number];
+export const COORDINATOR_ERROR_CODES = ERROR_CODES.CoordinatorError;
+export type CoordinatorErrorCode = ErrorCodeOf<'CoordinatorError'>;
 
 /** A refused Coordinator call: nothing changed. */
-export class CoordinatorError extends Error {
-  readonly code: CoordinatorErrorCode;
-  constructor(code: CoordinatorErrorCode, message: string) {
-    super(message);
-    this.name = 'CoordinatorError';
-    this.code = code;
+export class CoordinatorError extends SwitchboardError {
+  declare readonly code: CoordinatorErrorCode;
+  constructor(code: CoordinatorErrorCode, message: string, options: SwitchboardErrorOptions = {}) {
+    super(code, message, options);
   }
 }

@@ -2,7 +2,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  WorkflowDefinitionError,
+  invalidWorkflow,
   type WorkflowCheckOptions,
   WorkflowRegistry,
   parseWorkflowDefinitionJson,
@@ -21,10 +21,10 @@ export const DEV_SDLC_WORKFLOW_PATH = join(SHIPPED_WORKFLOWS_DIR, 'dev-sdlc.json
 
 export type WorkflowLoadOptions = Omit<WorkflowCheckOptions, 'source'>;
 
-/** Reads and checks one `.json` definition; throws `WorkflowDefinitionError` naming the file. */
+/** Reads and checks one `.json` definition; throws `WorkflowError` (`WORKFLOW_INVALID`) naming the file. */
 export function loadWorkflowFile(path: string, options: WorkflowLoadOptions = {}): WorkflowDefinition {
   if (extname(path).toLowerCase() !== '.json') {
-    throw new WorkflowDefinitionError(
+    throw invalidWorkflow(
       [{ code: 'UNREADABLE', path: [], message: 'workflow definitions are JSON files (.json)' }],
       path,
     );
@@ -33,7 +33,7 @@ export function loadWorkflowFile(path: string, options: WorkflowLoadOptions = {}
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    throw new WorkflowDefinitionError(
+    throw invalidWorkflow(
       [{ code: 'UNREADABLE', path: [], message: `cannot read: ${(error as Error).message}` }],
       path,
     );
@@ -54,10 +54,7 @@ export function loadWorkflowDirectory(
   try {
     names = readdirSync(dir).filter((n) => extname(n).toLowerCase() === '.json');
   } catch (error) {
-    throw new WorkflowDefinitionError(
-      [{ code: 'UNREADABLE', path: [], message: `cannot list: ${(error as Error).message}` }],
-      dir,
-    );
+    throw invalidWorkflow([{ code: 'UNREADABLE', path: [], message: `cannot list: ${(error as Error).message}` }], dir);
   }
   for (const name of names.sort()) registry.add(loadWorkflowFile(join(dir, name), options));
   return registry;

@@ -11,7 +11,7 @@ import {
 } from '../../machines/pool-machine.js';
 import type { ContextStore } from '../../persistence/context/sqlite-store.js';
 import type { ActorInspector } from '../inspection.js';
-import { type WorkHandler, type Worker, createWorker } from './worker.js';
+import { type WorkHandler, type Worker, WorkerError, createWorker } from './worker.js';
 
 /**
  * A role's pool: a supervisor actor (the pool machine) that watches the
@@ -66,17 +66,18 @@ export interface Pool {
   stop(): Promise<void>;
 }
 
-export class PoolConfigError extends Error {
-  readonly code = 'POOL_INVALID_DEPLOYMENT' as const;
-  constructor(readonly problems: { field: string; message: string }[]) {
-    super(`invalid pool deployment: ${problems.map((p) => p.message).join('; ')}`);
-    this.name = 'PoolConfigError';
-  }
+/** A deployment that makes no pool: `WorkerError` `POOL_INVALID_DEPLOYMENT`, `details.problems`. */
+function invalidDeployment(problems: { field: string; message: string }[]): WorkerError {
+  return new WorkerError(
+    'POOL_INVALID_DEPLOYMENT',
+    `invalid pool deployment: ${problems.map((p) => p.message).join('; ')}`,
+    { details: { problems } },
+  );
 }
 
 function checked(deployment: PoolDeployment): PoolDeployment {
   const problems = checkDeployment(deployment);
-  if (problems.length > 0) throw new PoolConfigError(problems);
+  if (problems.length > 0) throw invalidDeployment(problems);
   return { ...deployment };
 }
 

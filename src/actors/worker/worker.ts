@@ -13,6 +13,12 @@ import {
 } from '../../persistence/context/sqlite-store.js';
 import type { SqliteDatabase } from '../../persistence/kernel/database.js';
 import { MAX_ID_CHARS } from '../../protocol/bounds.js';
+import {
+  ERROR_CODES,
+  type ErrorCodeOf,
+  SwitchboardError,
+  type SwitchboardErrorOptions,
+} from '../../protocol/switchboard-error.js';
 import type { Part } from '../../protocol/parts.js';
 import type { Artifact } from '../../protocol/task.js';
 import {
@@ -73,28 +79,24 @@ export function suspend(suspension: Omit<Suspension, 'kind'>): Suspension {
 }
 
 /** Thrown by a handler (or any error with `retryable: false`): the hop is dead-lettered without retries. */
-export class NonRetryableError extends Error {
+export class NonRetryableError extends SwitchboardError {
+  declare readonly code: ErrorCodeOf<'NonRetryableError'>;
   readonly retryable = false as const;
   readonly type: string;
-  constructor(message: string, options: { type?: string; cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = 'NonRetryableError';
+  constructor(message: string, options: { type?: string; details?: Record<string, unknown>; cause?: unknown } = {}) {
+    super('WORKER_NON_RETRYABLE', message, options);
     this.type = options.type ?? 'NonRetryableError';
   }
 }
 
-export type WorkerErrorCode =
-  | 'WORKER_NO_ATOMIC_EFFECTS'
-  | 'WORKER_LEASE_LOST'
-  | 'WORKER_STOPPING'
-  | 'WORKER_INVALID_OPTIONS';
+export const WORKER_ERROR_CODES = ERROR_CODES.WorkerError;
+export type WorkerErrorCode = ErrorCodeOf<'WorkerError'>;
 
-export class WorkerError extends Error {
-  readonly code: WorkerErrorCode;
-  constructor(code: WorkerErrorCode, message: string) {
-    super(message);
-    this.name = 'WorkerError';
-    this.code = code;
+/** A refused worker or pool call, a hop's lost lease or stop, or a handler that cannot be loaded. */
+export class WorkerError extends SwitchboardError {
+  declare readonly code: WorkerErrorCode;
+  constructor(code: WorkerErrorCode, message: string, options: SwitchboardErrorOptions = {}) {
+    super(code, message, options);
   }
 }
 
@@ -184,7 +186,10 @@ export interface Worker {
 }
 
 function errorInfo(error: unknown): { error: WorkError; retryable: boolean } {
-  if (error instanceof ContextStoreError && error.code !== 'CONTEXT_CLOSED') {
+  if (
+    error instanceof ContextStoreError &&
+    (error.code === 'CONTEXT_NOT_JSON' || error.code === 'CONTEXT_INVALID_ARGUMENT')
+  ) {
     // The handler's result (state, memory) cannot be stored: running it again gives the same.
     return { error: { type: 'InvalidResult', message: error.message.slice(0, 4000) }, retryable: false };
   }

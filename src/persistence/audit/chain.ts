@@ -4,6 +4,7 @@ import type { Statement } from 'better-sqlite3';
 import canonicalize from 'canonicalize';
 import type { z } from 'zod';
 import { MAX_ID_CHARS } from '../../protocol/bounds.js';
+import { ERROR_CODES, type ErrorCodeOf, SwitchboardError } from '../../protocol/switchboard-error.js';
 import {
   AUDIT_KINDS,
   type AuditEntryInput,
@@ -70,17 +71,18 @@ export const AUDIT_MIGRATIONS: MigrationSet = {
   ],
 };
 
-export const AUDIT_ERROR_CODES = ['AUDIT_INVALID_ENTRY', 'AUDIT_HEAD_MISSING', 'AUDIT_NO_TRANSACTION'] as const;
-export type AuditErrorCode = (typeof AUDIT_ERROR_CODES)[number];
+export const AUDIT_ERROR_CODES = ERROR_CODES.AuditError;
+export type AuditErrorCode = ErrorCodeOf<'AuditError'>;
 
-export class AuditError extends Error {
+/** A refused audit append (nothing written); `path` (also `details.path`) points into the entry. */
+export class AuditError extends SwitchboardError {
+  declare readonly code: AuditErrorCode;
   constructor(
-    readonly code: AuditErrorCode,
+    code: AuditErrorCode,
     message: string,
     readonly path: (string | number)[] = [],
   ) {
-    super(message);
-    this.name = 'AuditError';
+    super(code, message, { details: { path } });
   }
 }
 

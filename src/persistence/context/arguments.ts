@@ -4,14 +4,21 @@
  * refused with the same code and message whichever store holds the context.
  */
 
-export type ContextStoreErrorCode = 'CONTEXT_CLOSED' | 'CONTEXT_NOT_JSON' | 'CONTEXT_INVALID_ARGUMENT';
+import {
+  ERROR_CODES,
+  type ErrorCodeOf,
+  SwitchboardError,
+  type SwitchboardErrorOptions,
+} from '../../protocol/switchboard-error.js';
 
-export class ContextStoreError extends Error {
-  readonly code: ContextStoreErrorCode;
-  constructor(code: ContextStoreErrorCode, message: string) {
-    super(message);
-    this.name = 'ContextStoreError';
-    this.code = code;
+export const CONTEXT_STORE_ERROR_CODES = ERROR_CODES.ContextStoreError;
+export type ContextStoreErrorCode = ErrorCodeOf<'ContextStoreError'>;
+
+/** A refused Context Engine call (nothing changed), or a backend it cannot reach (`CONTEXT_BACKEND`). */
+export class ContextStoreError extends SwitchboardError {
+  declare readonly code: ContextStoreErrorCode;
+  constructor(code: ContextStoreErrorCode, message: string, options: SwitchboardErrorOptions = {}) {
+    super(code, message, options);
   }
 }
 

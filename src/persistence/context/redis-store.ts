@@ -327,7 +327,7 @@ export async function createRedisContextStore(options: RedisContextStoreOptions 
   const timeout = options.connectTimeoutMs ?? 5000;
   const redis = await loadNodeRedis(
     'the Redis Context Engine store',
-    (message, cause) => new RedisContextStoreError(message, { cause }),
+    (message, cause) => new ContextStoreError('CONTEXT_BACKEND', message, { cause }),
   );
   const client = redis.createClient({
     url,
@@ -345,15 +345,27 @@ export async function createRedisContextStore(options: RedisContextStoreOptions 
       client.connect(),
       new Promise((_, reject) => {
         timer = setTimeout(
-          () => reject(new RedisContextStoreError(`could not connect to ${safeRedisUrl(url)} within ${timeout} ms`)),
+          () =>
+            reject(
+              new ContextStoreError(
+                'CONTEXT_BACKEND',
+                `could not connect to ${safeRedisUrl(url)} within ${timeout} ms`,
+              ),
+            ),
           timeout,
         );
       }),
     ]);
   } catch (error) {
     client.destroy();
-    if (error instanceof RedisContextStoreError) throw error;
-    throw new RedisContextStoreError(`could not connect to ${safeRedisUrl(url)}: ${(error as Error).message}`);
+    if (error instanceof ContextStoreError) throw error;
+    throw new ContextStoreError(
+      'CONTEXT_BACKEND',
+      `could not connect to ${safeRedisUrl(url)}: ${(error as Error).message}`,
+      {
+        cause: error,
+      },
+    );
   } finally {
     clearTimeout(timer);
   }
@@ -362,12 +374,4 @@ export async function createRedisContextStore(options: RedisContextStoreOptions 
     retentionMs,
     ...(options.clock === undefined ? {} : { clock: options.clock }),
   });
-}
-
-export class RedisContextStoreError extends Error {
-  readonly code = 'CONTEXT_BACKEND' as const;
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'RedisContextStoreError';
-  }
 }

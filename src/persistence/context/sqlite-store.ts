@@ -16,7 +16,7 @@ import {
   checkRetentionMs,
 } from './retention.js';
 
-export { ContextStoreError, type ContextStoreErrorCode } from './arguments.js';
+export { CONTEXT_STORE_ERROR_CODES, ContextStoreError, type ContextStoreErrorCode } from './arguments.js';
 export {
   type ContextRetentionOptions,
   DEFAULT_CONTEXT_PRUNE_BATCH,

@@ -1,3 +1,4 @@
+import { type ErrorCodeOf, SwitchboardError } from '../../protocol/switchboard-error.js';
 import type { SqliteDatabase } from './database.js';
 
 /** One forward step of a component's schema. */
@@ -19,17 +20,19 @@ export interface MigrationSet {
   migrations: readonly Migration[];
 }
 
-export class SchemaVersionError extends Error {
-  readonly code = 'SCHEMA_TOO_NEW' as const;
+/** A database written by a newer switchboard: nothing was changed. */
+export class SchemaVersionError extends SwitchboardError {
+  declare readonly code: ErrorCodeOf<'SchemaVersionError'>;
   constructor(
     readonly component: string,
     readonly found: number,
     readonly supported: number,
   ) {
     super(
+      'SCHEMA_TOO_NEW',
       `database schema for ${component} is version ${found}, newer than this switchboard supports (${supported}); upgrade switchboard`,
+      { details: { component, found, supported } },
     );
-    this.name = 'SchemaVersionError';
   }
 }
 

@@ -1,0 +1,80 @@
+import type { BoundName } from './bounds.js';
+import { BOUNDS } from './bounds.js';
+import { ERROR_CODES, type ErrorCodeOf, SwitchboardError, type SwitchboardErrorOptions } from './switchboard-error.js';
+
+/** The broker's refusals; the transport puts them on the wire (`toJsonRpcError`). */
+export const BROKER_ERROR_CODES = ERROR_CODES.BrokerError;
+export type BrokerErrorCode = ErrorCodeOf<'BrokerError'>;
+
+/** The A2A refusals: on the wire, JSON-RPC code 1400 with `data.errorCode`. */
+export const A2A_ERROR_CODES = [
+  'A2A_UNKNOWN_TOKEN',
+  'A2A_UNKNOWN_AGENT',
+  'A2A_UNKNOWN_TASK',
+  'A2A_CROSS_CONTEXT_DENIED',
+  'A2A_INVALID_TRANSITION',
+  'A2A_TASK_TERMINAL',
+  'A2A_SEND_CAP',
+  'A2A_NO_PEERS',
+  'A2A_PAYLOAD_TOO_LARGE',
+] as const satisfies readonly BrokerErrorCode[];
+export type A2AErrorCode = (typeof A2A_ERROR_CODES)[number];
+
+export function isA2AErrorCode(code: string): code is A2AErrorCode {
+  return (A2A_ERROR_CODES as readonly string[]).includes(code);
+}
+
+export interface SchemaIssue {
+  path: (string | number)[];
+  message: string;
+  code: string;
+}
+
+/**
+ * A call the broker refused (nothing changed). The same refusal is the same
+ * `BrokerError` in process (`createBroker`, `connectInProcess`) and over stdio.
+ */
+export class BrokerError extends SwitchboardError {
+  declare readonly code: BrokerErrorCode;
+
+  constructor(code: BrokerErrorCode, message: string, options: SwitchboardErrorOptions = {}) {
+    super(code, message, options);
+  }
+}
+
+export function a2aError(code: A2AErrorCode, message: string, details: Record<string, unknown> = {}): BrokerError {
+  return new BrokerError(code, message, { details });
+}
+
+/** A bound was crossed: `details.limit` names the bound, `details.max` is its value. */
+export function boundError(
+  code: 'A2A_PAYLOAD_TOO_LARGE' | 'A2A_SEND_CAP',
+  limit: BoundName,
+  message?: string,
+): BrokerError {
+  return a2aError(code, message ?? `${limit} (${BOUNDS[limit]}) exceeded`, { limit, max: BOUNDS[limit] });
+}
+
+export function invalidParams(message: string, issues: SchemaIssue[] = []): BrokerError {
+  return new BrokerError('INVALID_PARAMS', message, { details: { issues } });
+}
+
+export function invalidRequest(message: string): BrokerError {
+  return new BrokerError('INVALID_REQUEST', message);
+}
+
+export function methodNotFound(method: string): BrokerError {
+  return new BrokerError('METHOD_NOT_FOUND', `Method not found: ${method}`, { details: { method } });
+}
+
+export function parseError(message = 'Parse error'): BrokerError {
+  return new BrokerError('PARSE_ERROR', message);
+}
+
+export function internalError(message = 'Internal error'): BrokerError {
+  return new BrokerError('INTERNAL_ERROR', message);
+}
+
+export function isBrokerError(value: unknown): value is BrokerError {
+  return value instanceof BrokerError;
+}

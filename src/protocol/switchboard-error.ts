@@ -1,0 +1,90 @@
+/**
+ * The one error base of switchboard. Every error class extends
+ * `SwitchboardError`; its `code` is a stable string from `ERROR_CODES`, its
+ * message says what to do, `details` holds the facts (ids, limits, problems).
+ * `docs/errors.md` lists every code of this table (a test keeps them equal).
+ */
+
+/** Every error code, by the class that throws it. */
+export const ERROR_CODES = {
+  /** The broker's refusals; the transport maps each to a JSON-RPC code. */
+  BrokerError: [
+    'PARSE_ERROR',
+    'INVALID_REQUEST',
+    'METHOD_NOT_FOUND',
+    'INVALID_PARAMS',
+    'INTERNAL_ERROR',
+    'A2A_UNKNOWN_TOKEN',
+    'A2A_UNKNOWN_AGENT',
+    'A2A_UNKNOWN_TASK',
+    'A2A_CROSS_CONTEXT_DENIED',
+    'A2A_INVALID_TRANSITION',
+    'A2A_TASK_TERMINAL',
+    'A2A_SEND_CAP',
+    'A2A_NO_PEERS',
+    'A2A_PAYLOAD_TOO_LARGE',
+  ],
+  /** A task actor refused a move the broker had already checked: a defect. */
+  TaskActorError: ['TASK_ACTOR_REFUSED'],
+  BusError: ['BUS_CLOSED', 'BUS_INVALID_ENVELOPE', 'BUS_INVALID_ARGUMENT', 'BUS_BACKEND'],
+  CoordinatorError: [
+    'COORD_INVALID_ARGUMENT',
+    'COORD_UNKNOWN_WORKFLOW',
+    'COORD_UNKNOWN_ITEM',
+    'COORD_ITEM_FINAL',
+    'COORD_APPROVAL_REFUSED',
+    'COORD_CLOSED',
+    'COORD_FILE_OWNED',
+  ],
+  WorkerError: [
+    'WORKER_NO_ATOMIC_EFFECTS',
+    'WORKER_LEASE_LOST',
+    'WORKER_STOPPING',
+    'WORKER_INVALID_OPTIONS',
+    'WORKER_HANDLER_LOAD',
+    'POOL_INVALID_DEPLOYMENT',
+  ],
+  /** Thrown by a handler: the hop is dead-lettered without retries. */
+  NonRetryableError: ['WORKER_NON_RETRYABLE'],
+  WorkflowError: [
+    'WORKFLOW_INVALID',
+    'GOVERNANCE_INVALID_POLICY',
+    'RETRY_POLICY_INVALID',
+    'WORKFLOW_RUN_SNAPSHOT_INVALID',
+  ],
+  ContextStoreError: ['CONTEXT_CLOSED', 'CONTEXT_NOT_JSON', 'CONTEXT_INVALID_ARGUMENT', 'CONTEXT_BACKEND'],
+  AuditError: ['AUDIT_INVALID_ENTRY', 'AUDIT_HEAD_MISSING', 'AUDIT_NO_TRANSACTION'],
+  SchemaVersionError: ['SCHEMA_TOO_NEW'],
+  TransportError: ['CONNECTION_CLOSED', 'INCOMPATIBLE_HOST', 'SPAWN_FAILED', 'PROTOCOL_VIOLATION'],
+  CliUsageError: ['CLI_USAGE'],
+  InspectorError: ['INSPECTOR_LISTEN_FAILED'],
+} as const satisfies Record<string, readonly string[]>;
+
+export type ErrorClassName = keyof typeof ERROR_CODES;
+/** The codes one class throws. */
+export type ErrorCodeOf<C extends ErrorClassName> = (typeof ERROR_CODES)[C][number];
+export type SwitchboardErrorCode = ErrorCodeOf<ErrorClassName>;
+
+/** Every code, each once. */
+export const SWITCHBOARD_ERROR_CODES: readonly SwitchboardErrorCode[] = Object.values(ERROR_CODES).flat();
+
+export interface SwitchboardErrorOptions {
+  details?: Record<string, unknown>;
+  cause?: unknown;
+}
+
+export class SwitchboardError extends Error {
+  readonly code: SwitchboardErrorCode;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: SwitchboardErrorCode, message: string, options: SwitchboardErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.details = options.details;
+  }
+}
+
+export function isSwitchboardError(value: unknown): value is SwitchboardError {
+  return value instanceof SwitchboardError;
+}

@@ -1,0 +1,17 @@
+import { ERROR_CODES, type ErrorCodeOf, SwitchboardError, type SwitchboardErrorOptions } from './switchboard-error.js';
+
+export const WORKFLOW_ERROR_CODES = ERROR_CODES.WorkflowError;
+export type WorkflowErrorCode = ErrorCodeOf<'WorkflowError'>;
+
+/**
+ * A workflow refused before anything ran: a definition (`WORKFLOW_INVALID`,
+ * `details.problems`), a governance policy's arguments, a retry policy
+ * (`details.path`), or a persisted run snapshot that cannot be restored.
+ */
+export class WorkflowError extends SwitchboardError {
+  declare readonly code: WorkflowErrorCode;
+
+  constructor(code: WorkflowErrorCode, message: string, options: SwitchboardErrorOptions = {}) {
+    super(code, message, options);
+  }
+}
