@@ -1,31 +1,91 @@
 /**
- * switchboard: the library entry. Everything a user embedding the runtime
- * needs is exported from here.
+ * switchboard: the library entry, what an embedder uses. Advanced pieces live
+ * under the subpath exports (`a2a-switchboard/protocol`, `/machines`, `/bus`,
+ * `/transport`, `/workflow`, `/coordinator`); internals are not exported.
+ *
+ * @packageDocumentation
  */
-export * from './protocol/index.js';
-export * from './machines/task-transitions.js';
-export * from './machines/task-machine.js';
-export * from './machines/agent-machine.js';
+
+// The package.
 export { VERSION } from './version.js';
-export { createBroker, brokerClosedError } from './actors/broker/broker.js';
+
+// The wire: schemas and the types inferred from them (every schema, with the
+// helpers around them, is in `a2a-switchboard/protocol`).
+export * from './protocol/bounds.js';
+export {
+  MetadataSchema,
+  TextPartSchema,
+  FileContentSchema,
+  FilePartSchema,
+  DataPartSchema,
+  PartSchema,
+} from './protocol/parts.js';
+export type { Metadata, TextPart, FileContent, FilePart, DataPart, Part } from './protocol/parts.js';
+export * from './protocol/task.js';
+export * from './protocol/agent.js';
+export * from './protocol/events.js';
+export * from './protocol/methods.js';
+export * from './protocol/jsonrpc.js';
+export * from './protocol/work-envelope.js';
+export {
+  WorkflowIdSchema,
+  StageNameSchema,
+  RoleNameSchema,
+  ApproverNameSchema,
+  NEXT_RULE_OUTCOMES,
+  NextRuleOutcomeSchema,
+  RUN_ENDINGS,
+  RunEndingSchema,
+  NextRuleSchema,
+  ApprovalGateSchema,
+  StageSchema,
+  WorkflowDefinitionSchema,
+  WorkflowRefSchema,
+  RunUsageSchema,
+} from './protocol/workflow.js';
+export type {
+  NextRuleOutcome,
+  RunEnding,
+  NextRule,
+  ApprovalGate,
+  Stage,
+  WorkflowDefinitionInput,
+  WorkflowDefinition,
+  WorkflowRef,
+  RunUsage,
+} from './protocol/workflow.js';
+
+// Types the options below share: a database handle, a clock, id sources, a
+// logger, an XState inspector.
+export type { SqliteDatabase, Durability } from './persistence/kernel/database.js';
+export type { Clock } from './persistence/kernel/clock.js';
+export type { IdSource } from './persistence/kernel/ids.js';
+export type { Logger } from './log/logger.js';
+export type { ActorInspector } from './actors/inspection.js';
+
+// The broker, embedded in process.
+export { createBroker } from './actors/broker/broker.js';
 export type { Broker, BrokerOptions, BrokerOpenReport } from './actors/broker/broker.js';
 export type { BrokerApi, BrokerMethod } from './actors/broker/api.js';
-export * from './protocol/a2a-tool.js';
+
+// The client: over stdio (`switchboard serve`) or in process.
 export { connect, CLIENT_METHODS } from './transport/client.js';
 export type {
   SwitchboardClient,
+  ClientBase,
   ClientMethods,
   ConnectOptions,
   RegisterOptions,
   StreamPair,
   WaitOptions,
 } from './transport/client.js';
+export { connectInProcess } from './transport/in-process.js';
+export type { InProcessConnection } from './transport/in-process.js';
 export { ServeProcess, SWITCHBOARD_BIN, serveArguments } from './transport/serve-process.js';
 export type { SpawnServeOptions } from './transport/serve-process.js';
-export { TransportError, TRANSPORT_ERROR_CODES, isTransportError } from './transport/transport-error.js';
-export { SchemaVersionError } from './persistence/kernel/migrations.js';
-export * from './transport/jsonrpc-errors.js';
-export type { TransportErrorCode } from './transport/transport-error.js';
+
+// The model-facing `A2A` tool and `delegate()`.
+export * from './protocol/a2a-tool.js';
 export { createA2ATool, A2A_TOOL_DESCRIPTION } from './transport/a2a-tool.js';
 export type {
   A2ATool,
@@ -35,53 +95,61 @@ export type {
   A2AToolFailure,
   TaskView,
   MessageView,
+  PartView,
   ArtifactView,
   EventView,
   AgentView,
 } from './transport/a2a-tool.js';
 export { delegate } from './transport/delegate.js';
 export type { Delegation, DelegateOptions } from './transport/delegate.js';
-export { connectInProcess } from './transport/in-process.js';
-export type { InProcessConnection } from './transport/in-process.js';
-export { BrokerSession } from './transport/broker-session.js';
-export type { BrokerSessionOptions } from './transport/broker-session.js';
-export { JsonRpcServer } from './transport/jsonrpc-server.js';
-export type { Dispatch, JsonRpcServerOptions } from './transport/jsonrpc-server.js';
-export { LineSplitter } from './transport/ndjson.js';
-export { LineWriter } from './transport/line-writer.js';
-export { AgentInbox, MAX_BUFFERED_EVENTS } from './transport/agent-inbox.js';
-// The work bus (issue 5): queues, the SQLite backend, the worker harness, the Context Engine and pools.
-export * from './protocol/work-envelope.js';
-export * from './machines/delivery-machine.js';
-export * from './machines/pool-machine.js';
-export * from './bus/work-queue.js';
-export { SqliteQueue, createSqliteQueue } from './bus/sqlite/queue.js';
-export type { SqliteQueueOptions } from './bus/sqlite/queue.js';
-export { RedisQueue, createRedisQueue } from './bus/redis/queue.js';
-export type { RedisQueueOptions } from './bus/redis/queue.js';
+
+// Work queues: the SQLite and Redis Streams buses (the classes and the bus
+// internals are in `a2a-switchboard/bus`).
+export { createSqliteQueue } from './bus/sqlite/queue.js';
+export type { SqliteQueue, SqliteQueueOptions } from './bus/sqlite/queue.js';
+export { createRedisQueue } from './bus/redis/queue.js';
+export type { RedisQueue, RedisQueueOptions } from './bus/redis/queue.js';
+export { DEFAULT_MAX_DELIVERIES, DEFAULT_JITTER_RATIO, DEFAULT_IDEMPOTENCY_RETENTION_MS } from './bus/work-queue.js';
+export type {
+  WorkQueue,
+  PublishOptions,
+  PublishRequest,
+  PublishResult,
+  ConsumeOptions,
+  Delivery,
+  NackOptions,
+  NackResult,
+  DeadLetter,
+  DeadLetterQueue,
+  QueueStats,
+  RoleSettings,
+} from './bus/work-queue.js';
+
+// Context stores: the Context Engine on SQLite and on Redis.
+export { createSqliteContextStore } from './persistence/context/sqlite-store.js';
+export type {
+  ContextStore,
+  SqliteContextStore,
+  SqliteContextStoreOptions,
+  HopOutput,
+  WorkItemContext,
+  Checkpoint,
+  PendingPublish,
+  HopCompletion,
+  CompletionRecord,
+} from './persistence/context/sqlite-store.js';
+export { createRedisContextStore } from './persistence/context/redis-store.js';
+export type { RedisContextStore, RedisContextStoreOptions } from './persistence/context/redis-store.js';
 export {
-  RedisContextStore,
-  createRedisContextStore,
-} from './persistence/context/redis-store.js';
-export type { RedisContextStoreOptions } from './persistence/context/redis-store.js';
-export { RedisKeys, REDIS_GROUP } from './bus/redis/keys.js';
-export { replyDispatch, replyInfo, resumeKey, REPLY_METADATA_KEY } from './bus/reply-routing.js';
-export type { ReplyInfo } from './bus/reply-routing.js';
-export { deliveries } from './bus/deliveries.js';
-export type { DeliveriesOptions } from './bus/deliveries.js';
-export { createDispatcher } from './bus/dispatcher.js';
-export type { Dispatcher, StartHop, Started, RoleQuery, ResultDelivery } from './bus/dispatcher.js';
-export * from './persistence/context/sqlite-store.js';
-export * from './persistence/context/retention.js';
-export {
-  createWorker,
-  complete,
-  suspend,
-  derivedKey,
-  NonRetryableError,
-  WorkerError,
-  WORKER_ERROR_CODES,
-} from './actors/worker/worker.js';
+  DEFAULT_CONTEXT_RETENTION_MS,
+  DEFAULT_CONTEXT_PRUNE_INTERVAL_MS,
+  DEFAULT_CONTEXT_PRUNE_BATCH,
+  MAX_CONTEXT_RETENTION_MS,
+} from './persistence/context/retention.js';
+export type { ContextRetentionOptions, PruneCounts, PruneOutcome } from './persistence/context/retention.js';
+
+// Workers and pools.
+export { createWorker, complete, suspend, derivedKey } from './actors/worker/worker.js';
 export type {
   Worker,
   WorkerOptions,
@@ -93,21 +161,12 @@ export type {
   Suspension,
   Effects,
   StopOptions,
-  WorkerErrorCode,
 } from './actors/worker/worker.js';
 export { createPool } from './actors/worker/pool.js';
 export type { Pool, PoolOptions } from './actors/worker/pool.js';
-// Workflows, the WorkflowRun, governance and the hash-chained audit (issue 6).
-export * from './protocol/retry-policy.js';
-export * from './protocol/workflow.js';
-export * from './protocol/audit.js';
-export * from './workflow/definition.js';
-export * from './machines/workflow-run-transitions.js';
-export * from './machines/workflow-run-machine.js';
-export * from './workflow/governance.js';
-export * from './persistence/audit/chain.js';
-export * from './actors/coordinator/workflow-loader.js';
-// The Coordinator (issue 6).
+export type { PoolDeployment } from './machines/pool-machine.js';
+
+// The Coordinator: workflow definitions, governance, work items.
 export { createCoordinator } from './actors/coordinator/coordinator.js';
 export type {
   Coordinator,
@@ -116,20 +175,80 @@ export type {
   RoleDeployment,
 } from './actors/coordinator/coordinator.js';
 export type { ForgetRunsOptions } from './actors/coordinator/forget.js';
-export * from './actors/coordinator/types.js';
-export * from './persistence/coordinator/store.js';
-export { COORDINATOR_AGENT_NAME, EDGE_AGENT_NAME, SWITCHBOARD_METADATA_KEY } from './actors/coordinator/human-edge.js';
-export { ROLE_AGENTS_CONTEXT } from './actors/coordinator/mirror.js';
+export { ITEM_EVENT_KINDS } from './actors/coordinator/types.js';
+export type { ItemEvent, ItemEventKind, ItemStatus } from './actors/coordinator/types.js';
 export { DEFAULT_MAX_HOPS } from './actors/coordinator/policies.js';
-export { hopKey } from './actors/coordinator/engine.js';
-export type { TimedStep } from './actors/coordinator/engine.js';
-export { ASK_ROLE_PREFIX, AskForwarder, askTarget, routeAsks } from './actors/coordinator/asks.js';
 export {
-  APPROVALS_ROLE,
-  CoordinatorIntake,
-  ITEMS_ROLE,
-  REQUEST_ATTRIBUTE,
-  submitApproval,
-  submitItems,
-} from './actors/coordinator/intake.js';
-export type { ApprovalRequest, IntakeOptions, ItemRequest } from './actors/coordinator/intake.js';
+  SHIPPED_WORKFLOWS_DIR,
+  DEV_SDLC_WORKFLOW_PATH,
+  loadWorkflowFile,
+  loadWorkflowDirectory,
+} from './actors/coordinator/workflow-loader.js';
+export type { WorkflowLoadOptions } from './actors/coordinator/workflow-loader.js';
+export {
+  WorkflowRegistry,
+  checkWorkflowDefinition,
+  parseWorkflowDefinition,
+  parseWorkflowDefinitionJson,
+} from './workflow/definition.js';
+export type { WorkflowCheck, WorkflowCheckOptions } from './workflow/definition.js';
+export { budgetPolicy, roleAllowListPolicy, maxHopsPolicy } from './workflow/governance.js';
+export type { HopContext, Policy, PolicyVerdict, NamedPolicy, PolicyEntry, Budget } from './workflow/governance.js';
+export { WORKFLOW_RUN_STATES } from './protocol/workflow.js';
+export type { WorkflowRunState } from './protocol/workflow.js';
+export type {
+  ItemState,
+  ItemRecord,
+  ItemFailure,
+  ItemApproval,
+  ItemBudget,
+  HopRecord,
+  HopKind,
+  HopState,
+} from './workflow/records.js';
+
+// Errors: one base (`SwitchboardError`: a string `code`, a message that says
+// what to do, `details`), one subclass per subsystem, and the code lists.
+export {
+  SwitchboardError,
+  isSwitchboardError,
+  ERROR_CODES,
+  SWITCHBOARD_ERROR_CODES,
+} from './protocol/switchboard-error.js';
+export type {
+  SwitchboardErrorCode,
+  SwitchboardErrorOptions,
+  ErrorClassName,
+  ErrorCodeOf,
+} from './protocol/switchboard-error.js';
+export { BrokerError, isBrokerError, BROKER_ERROR_CODES, A2A_ERROR_CODES } from './protocol/broker-error.js';
+export type { BrokerErrorCode, A2AErrorCode, SchemaIssue } from './protocol/broker-error.js';
+export {
+  toJsonRpcError,
+  fromJsonRpcError,
+  JSONRPC_CODE_OF,
+  A2A_ERROR,
+  JSONRPC_PARSE_ERROR,
+  JSONRPC_INVALID_REQUEST,
+  JSONRPC_METHOD_NOT_FOUND,
+  JSONRPC_INVALID_PARAMS,
+  JSONRPC_INTERNAL_ERROR,
+} from './transport/jsonrpc-errors.js';
+export type { JsonRpcErrorObject } from './transport/jsonrpc-errors.js';
+export { TransportError, TRANSPORT_ERROR_CODES, isTransportError } from './transport/transport-error.js';
+export type { TransportErrorCode } from './transport/transport-error.js';
+export { BusError, BUS_ERROR_CODES } from './bus/work-queue.js';
+export type { BusErrorCode } from './bus/work-queue.js';
+export { ContextStoreError, CONTEXT_STORE_ERROR_CODES } from './persistence/context/arguments.js';
+export type { ContextStoreErrorCode } from './persistence/context/arguments.js';
+export { WorkerError, NonRetryableError, WORKER_ERROR_CODES } from './actors/worker/worker.js';
+export type { WorkerErrorCode } from './actors/worker/worker.js';
+export { CoordinatorError, COORDINATOR_ERROR_CODES } from './actors/coordinator/types.js';
+export type { CoordinatorErrorCode } from './actors/coordinator/types.js';
+export { WorkflowError, WORKFLOW_ERROR_CODES } from './protocol/workflow-error.js';
+export type { WorkflowErrorCode } from './protocol/workflow-error.js';
+export { WORKFLOW_PROBLEM_CODES } from './workflow/definition.js';
+export type { WorkflowProblem, WorkflowProblemCode } from './workflow/definition.js';
+export { AuditError, AUDIT_ERROR_CODES } from './persistence/audit/chain.js';
+export type { AuditErrorCode } from './persistence/audit/chain.js';
+export { SchemaVersionError } from './persistence/kernel/migrations.js';

@@ -17,7 +17,7 @@ export interface TaskTransition {
 
 /**
  * The worker's moves through `a2a.tasks.status`, cell for cell the table of
- * PROTOCOL.md ("Task states"): `WORKER_STATUS_TABLE[from][to]`.
+ * docs/protocol.md ("Task states"): `WORKER_STATUS_TABLE[from][to]`.
  */
 export const WORKER_STATUS_TABLE: Readonly<
   Record<

@@ -1,5 +1,5 @@
 /**
- * The broker's bounds (PROTOCOL.md, "Bounds and errors"). Each is named: the
+ * The broker's bounds (docs/protocol.md, "Bounds"). Each is named: the
  * name travels in `data.limit` of an error, the value in `data.max`.
  */
 export const A2A_MAX_TEXT_CHARS = 16_000;

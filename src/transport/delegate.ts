@@ -25,7 +25,7 @@ export interface DelegateOptions<T> {
 }
 
 /**
- * ADR 0147's spawn and settle: registers the delegate, hands it the `A2A`
+ * Spawn and settle of a delegate: registers the delegate, hands it the `A2A`
  * tool closed over its token, and deregisters it (invalidating the token)
  * when the delegation settles, however it settles: resolved, thrown or
  * aborted. A deregistration the broker can no longer perform (the token is

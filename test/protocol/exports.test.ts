@@ -1,13 +1,254 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import * as bus from '../../src/entry/bus.js';
+import * as coordinator from '../../src/entry/coordinator.js';
+import * as machines from '../../src/entry/machines.js';
+import * as protocolEntry from '../../src/entry/protocol.js';
+import * as transport from '../../src/entry/transport.js';
+import * as workflow from '../../src/entry/workflow.js';
 import * as lib from '../../src/index.js';
 import * as protocol from '../../src/protocol/index.js';
 
-describe('the library entry', () => {
-  it('exports every protocol schema, bound and error helper', () => {
-    for (const name of Object.keys(protocol)) {
-      expect(lib, name).toHaveProperty(name);
-    }
+const root = new URL('../..', import.meta.url).pathname;
+
+/** The values of the package root, sorted: a change here is a change of the public API. */
+const ROOT_VALUES = [
+  'A2A_DEFAULT_STREAM_WAIT_SECONDS',
+  'A2A_ERROR',
+  'A2A_ERROR_CODES',
+  'A2A_MAX_FILE_BYTES',
+  'A2A_MAX_SENDS_PER_RUN',
+  'A2A_MAX_STREAM_WAIT_SECONDS',
+  'A2A_MAX_TASKS_PER_CONTEXT',
+  'A2A_MAX_TASK_HISTORY',
+  'A2A_MAX_TEXT_CHARS',
+  'A2A_TOOL_ACTIONS',
+  'A2A_TOOL_DEFAULT_HISTORY',
+  'A2A_TOOL_DESCRIPTION',
+  'A2A_TOOL_OUTCOMES',
+  'A2AToolArtifactSchema',
+  'A2AToolInputSchema',
+  'AUDIT_ERROR_CODES',
+  'AddArtifactParamsSchema',
+  'AgentCardSchema',
+  'AgentKindSchema',
+  'ApprovalGateSchema',
+  'ApproverNameSchema',
+  'ArtifactSchema',
+  'ArtifactSendSchema',
+  'AskedBySchema',
+  'AuditError',
+  'BROKER_ERROR_CODES',
+  'BUS_ERROR_CODES',
+  'BrokerError',
+  'CONTEXT_STORE_ERROR_CODES',
+  'ERROR_CODES',
+  'JSONRPC_CODE_OF',
+  'SWITCHBOARD_ERROR_CODES',
+  'SchemaVersionError',
+  'WORKER_ERROR_CODES',
+  'WORKFLOW_ERROR_CODES',
+  'WorkflowError',
+  'isBrokerError',
+  'BOUNDS',
+  'BusEnvelopeSchema',
+  'BusError',
+  'CLIENT_METHODS',
+  'COORDINATOR_ERROR_CODES',
+  'ContextStoreError',
+  'CoordinatorError',
+  'DEFAULT_CONTEXT_PRUNE_BATCH',
+  'DEFAULT_CONTEXT_PRUNE_INTERVAL_MS',
+  'DEFAULT_CONTEXT_RETENTION_MS',
+  'DEFAULT_EVENTS_LIMIT',
+  'DEFAULT_IDEMPOTENCY_RETENTION_MS',
+  'DEFAULT_JITTER_RATIO',
+  'DEFAULT_MAX_DELIVERIES',
+  'DEFAULT_MAX_HOPS',
+  'DEFAULT_RETRY_POLICY',
+  'DEV_SDLC_WORKFLOW_PATH',
+  'DataPartSchema',
+  'DeregisterResultSchema',
+  'DurableEventSchema',
+  'EventsSinceParamsSchema',
+  'EventsSinceResultSchema',
+  'FileContentSchema',
+  'FilePartSchema',
+  'GetPushConfigResultSchema',
+  'GetTaskParamsSchema',
+  'HOP_OUTCOMES',
+  'HandshakeParamsSchema',
+  'HandshakeResultSchema',
+  'HopOutcomeSchema',
+  'ITEM_EVENT_KINDS',
+  'WORKFLOW_RUN_STATES',
+  'IdSchema',
+  'JSONRPC_INTERNAL_ERROR',
+  'JSONRPC_INVALID_PARAMS',
+  'JSONRPC_INVALID_REQUEST',
+  'JSONRPC_METHOD_NOT_FOUND',
+  'JSONRPC_PARSE_ERROR',
+  'JsonRpcErrorObjectSchema',
+  'JsonRpcFailureSchema',
+  'JsonRpcIdSchema',
+  'JsonRpcNotificationSchema',
+  'JsonRpcRequestSchema',
+  'JsonRpcResponseSchema',
+  'JsonRpcSuccessSchema',
+  'ListAgentsResultSchema',
+  'ListTasksParamsSchema',
+  'ListTasksResultSchema',
+  'MAX_CONTEXT_RETENTION_MS',
+  'MAX_EVENTS_LIMIT',
+  'MAX_ID_CHARS',
+  'MAX_LINE_BYTES',
+  'MAX_NAME_CHARS',
+  'METHODS',
+  'METHOD_NAMES',
+  'MessageRoleSchema',
+  'MessageSchema',
+  'MessageSendSchema',
+  'MetadataSchema',
+  'NEXT_RULE_OUTCOMES',
+  'NOTIFICATION_METHODS',
+  'NameSchema',
+  'NextRuleOutcomeSchema',
+  'NextRuleSchema',
+  'NonRetryableError',
+  'PROTOCOL_VERSION',
+  'PartSchema',
+  'PushConfigSchema',
+  'PushNotificationSchema',
+  'RESULTS_ROLE',
+  'RUN_ENDINGS',
+  'RegisterParamsSchema',
+  'RegisterResultSchema',
+  'ResultEnvelopeSchema',
+  'RetryPolicySchema',
+  'RoleNameSchema',
+  'RoleSchema',
+  'RunEndingSchema',
+  'RunUsageSchema',
+  'SCHEMA_VERSION',
+  'SHIPPED_WORKFLOWS_DIR',
+  'SWITCHBOARD_BIN',
+  'SendParamsSchema',
+  'SeqSchema',
+  'ServeProcess',
+  'SetPushConfigParamsSchema',
+  'SetPushConfigResultSchema',
+  'SetStatusParamsSchema',
+  'SkillSchema',
+  'StageNameSchema',
+  'StageSchema',
+  'SwitchboardError',
+  'TASK_STATES',
+  'TERMINAL_STATES',
+  'TRANSPORT_ERROR_CODES',
+  'TaskArtifactUpdateEventSchema',
+  'TaskEventNotificationSchema',
+  'TaskEventSchema',
+  'TaskRefParamsSchema',
+  'TaskResultSchema',
+  'TaskSchema',
+  'TaskStateSchema',
+  'TaskStatusSchema',
+  'TaskStatusUpdateEventSchema',
+  'TextPartSchema',
+  'TimestampSchema',
+  'TokenOnlyParamsSchema',
+  'TokenSchema',
+  'TransportError',
+  'UsageSchema',
+  'VERSION',
+  'WORKFLOW_PROBLEM_CODES',
+  'WorkEnvelopeSchema',
+  'WorkErrorSchema',
+  'WorkHeadersSchema',
+  'WorkMessageSchema',
+  'WorkerError',
+  'WorkflowDefinitionSchema',
+  'WorkflowIdSchema',
+  'WorkflowRefSchema',
+  'WorkflowRegistry',
+  'budgetPolicy',
+  'checkWorkflowDefinition',
+  'complete',
+  'connect',
+  'connectInProcess',
+  'createA2ATool',
+  'createBroker',
+  'createCoordinator',
+  'createPool',
+  'createRedisContextStore',
+  'createRedisQueue',
+  'createSqliteContextStore',
+  'createSqliteQueue',
+  'createWorker',
+  'delegate',
+  'derivedKey',
+  'fromJsonRpcError',
+  'isMethodName',
+  'isSwitchboardError',
+  'isTerminalState',
+  'isTransportError',
+  'loadWorkflowDirectory',
+  'loadWorkflowFile',
+  'maxHopsPolicy',
+  'parseWorkflowDefinition',
+  'parseWorkflowDefinitionJson',
+  'roleAllowListPolicy',
+  'serveArguments',
+  'suspend',
+  'toJsonRpcError',
+];
+
+/** Internals: exported by no entry point. */
+const INTERNALS = [
+  'LineSplitter',
+  'isBlankLine',
+  'planScale',
+  'migrate',
+  'AUDIT_MIGRATIONS',
+  'CONTEXT_SCHEMA',
+  'COORDINATOR_SCHEMA',
+  'openDatabase',
+  'checkRetentionMs',
+  'checkPublish',
+  'resolveRoleSettings',
+  'RpcConnection',
+  'EventRelay',
+];
+
+const ENTRIES: Record<string, object> = {
+  '.': lib,
+  './protocol': protocolEntry,
+  './machines': machines,
+  './bus': bus,
+  './transport': transport,
+  './workflow': workflow,
+  './coordinator': coordinator,
+};
+
+describe('the package root', () => {
+  it('exports exactly the curated values', () => {
+    expect(Object.keys(lib).sort()).toEqual([...ROOT_VALUES].sort());
+  });
+
+  it('exports what an embedder starts from and the wire schemas', () => {
     for (const name of [
+      'createBroker',
+      'connect',
+      'createA2ATool',
+      'delegate',
+      'createSqliteQueue',
+      'createRedisQueue',
+      'createSqliteContextStore',
+      'createRedisContextStore',
+      'createWorker',
+      'createPool',
+      'createCoordinator',
       'PartSchema',
       'TextPartSchema',
       'FilePartSchema',
@@ -22,6 +263,8 @@ describe('the library entry', () => {
       'PushConfigSchema',
       'JsonRpcRequestSchema',
       'JsonRpcResponseSchema',
+      'WorkEnvelopeSchema',
+      'WorkflowDefinitionSchema',
       'METHODS',
       'SwitchboardError',
       'toJsonRpcError',
@@ -31,13 +274,83 @@ describe('the library entry', () => {
       expect(lib, name).toHaveProperty(name);
     }
   });
+});
 
-  it('exports the machines and their transition tables as data', () => {
-    expect(Array.isArray(lib.TASK_TRANSITIONS)).toBe(true);
-    expect(lib.TASK_TRANSITIONS.length).toBeGreaterThan(20);
-    expect(lib.WORKER_STATUS_TABLE.working.rejected).toBe(false);
-    expect(lib.taskMachine.id).toBe('task');
-    expect(lib.agentMachine.id).toBe('agent');
-    expect(lib.AGENT_TRANSITIONS.length).toBe(2);
+describe('the subpath exports', () => {
+  it('package.json maps each entry file under src/entry to a subpath with types and import', () => {
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+      exports: Record<string, { types: string; import: string } | string>;
+    };
+    const files = readdirSync(join(root, 'src/entry'))
+      .filter((name) => name.endsWith('.ts'))
+      .map((name) => name.slice(0, -3))
+      .sort();
+    expect(files).toEqual(
+      Object.keys(ENTRIES)
+        .filter((key) => key !== '.')
+        .map((key) => key.slice(2))
+        .sort(),
+    );
+    expect(pkg.exports['.']).toEqual({ types: './dist/index.d.ts', import: './dist/index.js' });
+    for (const name of files) {
+      expect(pkg.exports[`./${name}`], name).toEqual({
+        types: `./dist/entry/${name}.d.ts`,
+        import: `./dist/entry/${name}.js`,
+      });
+    }
+  });
+
+  it('a2a-switchboard/protocol holds every schema of src/protocol', async () => {
+    for (const name of Object.keys(protocol)) {
+      expect(protocolEntry, name).toHaveProperty(name);
+    }
+    for (const file of readdirSync(join(root, 'src/protocol')).filter((name) => name.endsWith('.ts'))) {
+      const module = (await import(`../../src/protocol/${file.replace(/\.ts$/, '.js')}`)) as Record<string, unknown>;
+      for (const name of Object.keys(module).filter((key) => key.endsWith('Schema'))) {
+        expect(protocolEntry, `${file}: ${name}`).toHaveProperty(name);
+      }
+    }
+  });
+
+  it('a2a-switchboard/machines exports the machines and their transition tables as data', () => {
+    expect(Array.isArray(machines.TASK_TRANSITIONS)).toBe(true);
+    expect(machines.TASK_TRANSITIONS.length).toBeGreaterThan(20);
+    expect(machines.WORKER_STATUS_TABLE.working.rejected).toBe(false);
+    expect(machines.taskMachine.id).toBe('task');
+    expect(machines.agentMachine.id).toBe('agent');
+    expect(machines.AGENT_TRANSITIONS.length).toBe(2);
+    expect(machines.DELIVERY_TRANSITIONS.length).toBeGreaterThan(0);
+    expect(machines.POOL_TRANSITIONS.length).toBeGreaterThan(0);
+    expect(machines.WORKFLOW_RUN_TRANSITIONS.length).toBeGreaterThan(0);
+    expect(machines.workflowRunMachine.id).toBeTypeOf('string');
+  });
+
+  it('the advanced pieces are under their subpath, not at the root', () => {
+    const placed: Array<[object, string]> = [
+      [bus, 'createDispatcher'],
+      [bus, 'replyDispatch'],
+      [bus, 'SqliteQueue'],
+      [bus, 'RedisKeys'],
+      [transport, 'JsonRpcServer'],
+      [transport, 'LineWriter'],
+      [transport, 'BrokerSession'],
+      [workflow, 'AuditLog'],
+      [workflow, 'runGovernance'],
+      [coordinator, 'submitItems'],
+      [coordinator, 'CoordinatorStore'],
+      [coordinator, 'routeAsks'],
+    ];
+    for (const [entry, name] of placed) {
+      expect(entry, name).toHaveProperty(name);
+      expect(lib, name).not.toHaveProperty(name);
+    }
+  });
+
+  it('no entry point exports an internal', () => {
+    for (const [entry, module] of Object.entries(ENTRIES)) {
+      for (const name of INTERNALS) {
+        expect(module, `${entry} exports ${name}`).not.toHaveProperty(name);
+      }
+    }
   });
 });

@@ -6,7 +6,7 @@ import type { MethodName, MethodParams, MethodResult } from '../../protocol/meth
 export type BrokerMethod = Exclude<MethodName, 'app.handshake'>;
 
 /**
- * The broker's public face, one method per row of PROTOCOL.md's method table.
+ * The broker's public face, one method per row of the method table in docs/protocol.md.
  * Params and results are exactly the wire shapes (already parsed: use
  * `dispatch` for untrusted input). Every method resolves after its writes are
  * committed; calls made in the same tick share one SQLite transaction (group

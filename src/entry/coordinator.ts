@@ -1,0 +1,29 @@
+/**
+ * `a2a-switchboard/coordinator`: the Coordinator beyond `createCoordinator`:
+ * its intake over the bus, ask routing, its tables' reader and its names.
+ *
+ * @packageDocumentation
+ */
+
+// Submitting items and approvals to a Coordinator in another process.
+export {
+  APPROVALS_ROLE,
+  CoordinatorIntake,
+  ITEMS_ROLE,
+  REQUEST_ATTRIBUTE,
+  ItemRequestSchema,
+  ApprovalRequestSchema,
+  submitApproval,
+  submitItems,
+} from '../actors/coordinator/intake.js';
+export type { ApprovalRequest, IntakeOptions, ItemRequest } from '../actors/coordinator/intake.js';
+// Questions a hop asks another role.
+export { ASK_ROLE_PREFIX, AskForwarder, askTarget, routeAsks } from '../actors/coordinator/asks.js';
+// Reading the Coordinator's tables.
+export { CoordinatorStore } from '../persistence/coordinator/store.js';
+export { statusOf } from '../actors/coordinator/types.js';
+// The names the Coordinator gives its agents, hops and metadata.
+export { COORDINATOR_AGENT_NAME, EDGE_AGENT_NAME, SWITCHBOARD_METADATA_KEY } from '../actors/coordinator/human-edge.js';
+export { ROLE_AGENTS_CONTEXT } from '../actors/coordinator/mirror.js';
+export { hopKey } from '../actors/coordinator/engine.js';
+export type { TimedStep } from '../actors/coordinator/engine.js';

@@ -1,0 +1,17 @@
+/**
+ * `a2a-switchboard/protocol`: every zod schema of the wire, the bounds, the
+ * error constructors and the parsing helpers around them.
+ *
+ * @packageDocumentation
+ */
+
+// The broker's wire: parts, tasks, cards, events, methods, JSON-RPC, errors.
+export * from '../protocol/index.js';
+// The model-facing `A2A` tool's input.
+export * from '../protocol/a2a-tool.js';
+// The work bus: envelopes and retry policies.
+export * from '../protocol/work-envelope.js';
+export * from '../protocol/retry-policy.js';
+// Workflows and the audit chain's entries.
+export * from '../protocol/workflow.js';
+export * from '../protocol/audit.js';

@@ -1,0 +1,30 @@
+/**
+ * `a2a-switchboard/workflow`: the pure workflow logic: definitions, governance,
+ * the cost ledger, the item and hop records, and the hash-chained audit log.
+ *
+ * @packageDocumentation
+ */
+
+export * from '../workflow/definition.js';
+export * from '../workflow/governance.js';
+export * from '../workflow/cost-ledger.js';
+export * from '../workflow/records.js';
+export {
+  AUDIT_DOMAIN_TAG,
+  AUDIT_GENESIS_HASH,
+  AUDIT_ERROR_CODES,
+  AuditError,
+  AuditLog,
+  auditRowHash,
+  canonicalAuditRow,
+  canonicalJson,
+} from '../persistence/audit/chain.js';
+export type {
+  AuditErrorCode,
+  AuditBreak,
+  AuditVerification,
+  AuditHashedRow,
+  AuditLogOptions,
+  AuditListOptions,
+  AuditAppended,
+} from '../persistence/audit/chain.js';
