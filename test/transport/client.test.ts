@@ -76,6 +76,8 @@ describe('connect()', () => {
       const seen = (e: unknown) =>
         e instanceof BrokerError ? { class: 'BrokerError', code: e.code, message: e.message, details: e.details } : e;
       const lone = await api.register({ name: 'lone', contextId: 'solo' });
+      // Discovery spans every live agent: `lone` has no peers only while it is alone.
+      const alone = await api.listAgents({ token: lone.token }).then(() => 'accepted', seen);
       const w = await api.register({ name: 'w', contextId: 'c' });
       const r = await api.register({ name: 'r', contextId: 'c' });
       const { task } = await api.send({ token: r.token, to: 'w', message: text('q') });
@@ -84,7 +86,7 @@ describe('connect()', () => {
         () => api.getTask({ token: 'no-such-token', id: task.id }),
         () => api.getTask({ token: r.token, id: 'no-such-task' }),
         () => api.getTask({ token: lone.token, id: task.id }),
-        () => api.listAgents({ token: lone.token }),
+        () => Promise.reject(alone),
         () => api.send({ token: r.token, to: 'nobody', message: text('q') }),
         () => api.setStatus({ token: w.token, id: task.id, state: 'working' }),
         () => api.call('a2a.tasks.get', { token: r.token } as never),
