@@ -7,6 +7,7 @@ import { BrokerSession } from '../transport/broker-session.js';
 import type { CliCommand } from './command.js';
 import { INSPECT_USAGE, type InspectTarget, startRequestedInspection, takeInspectOption } from './inspect-option.js';
 import { CliUsageError, choiceFlag, parseCommandArgs, reportUsageError, stringFlag } from './command-args.js';
+import { stopSignal } from './stop-signal.js';
 
 export const DEFAULT_DB_PATH = './switchboard.db';
 const DURABILITIES: readonly Durability[] = ['normal', 'full'];
@@ -85,18 +86,8 @@ async function runServe(argv: string[]): Promise<number> {
     return 1;
   }
   const session = new BrokerSession({ broker, input: process.stdin, output: process.stdout, logger });
-  let signals = 0;
-  const onSignal = (signal: NodeJS.Signals) => {
-    signals++;
-    if (signals > 1) {
-      logger.warn({ signal }, 'second signal: exiting now');
-      process.exit(130);
-    }
-    logger.info({ signal }, 'stopping: answering calls in flight');
-    void session.close();
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const signal = stopSignal(logger, 'stopping: answering calls in flight');
+  void signal.stopped.then(() => session.close());
   logger.info({ db: flags.db, durability: flags.durability }, 'serving on stdio');
   if (isInMemoryPath(flags.db))
     logger.warn({ db: flags.db }, 'the database is in memory: nothing survives this process');
@@ -105,8 +96,7 @@ async function runServe(argv: string[]): Promise<number> {
     await session.close();
     await broker.close();
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    signal.dispose();
     // The inspector's server would keep the process alive.
     await inspection?.stop();
     // Let the process end: nothing more is read.

@@ -2,10 +2,13 @@ import type { Logger } from '../log/logger.js';
 
 /**
  * Resolves on the first SIGINT or SIGTERM (a long-running command then stops
- * gracefully); a second signal exits at once with 130. `dispose` removes the
- * handlers.
+ * gracefully, logging `message`); a second signal exits at once with 130.
+ * `dispose` removes the handlers.
  */
-export function stopSignal(logger: Logger): { stopped: Promise<NodeJS.Signals>; dispose: () => void } {
+export function stopSignal(
+  logger: Logger,
+  message = 'stopping',
+): { stopped: Promise<NodeJS.Signals>; dispose: () => void } {
   let resolve!: (signal: NodeJS.Signals) => void;
   const stopped = new Promise<NodeJS.Signals>((r) => {
     resolve = r;
@@ -17,7 +20,7 @@ export function stopSignal(logger: Logger): { stopped: Promise<NodeJS.Signals>; 
       logger.warn({ signal }, 'second signal: exiting now');
       process.exit(130);
     }
-    logger.info({ signal }, 'stopping');
+    logger.info({ signal }, message);
     resolve(signal);
   };
   process.on('SIGINT', onSignal);
