@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { type Broker, createBroker } from '../actors/broker/broker.js';
 import { type Coordinator, type RoleDeployment, createCoordinator } from '../actors/coordinator/coordinator.js';
@@ -46,11 +47,12 @@ import {
   stringFlag,
   databaseFileFlag,
 } from './command-args.js';
+import { AUDIT_KEY_ENV, loadAuditPrivateKey } from './audit-key.js';
 import { stopSignal } from './stop-signal.js';
 
 export const COORDINATOR_USAGE = `Usage: switchboard coordinator --db PATH [--bus URL] [--workflows DIR|FILE]
                                [--auto-approve NAME] [--local-workers]
-                               [--context-retention-ms MS]
+                               [--context-retention-ms MS] [--audit-key FILE]
                                [--log-level LEVEL] [--inspect[=[HOST:]PORT]]
 
 Runs the Coordinator in this process: the broker, the audit and the
@@ -74,6 +76,12 @@ ${BUS_HELP}
   --local-workers         also run the demo's scripted workers in this
                           process (one pool per demo role)
 ${CONTEXT_RETENTION_HELP}
+  --audit-key FILE        an Ed25519 private key (PEM, mode 0600: refused if
+                          group or others can read it; make one with
+                          switchboard audit keygen) that signs the audit
+                          head at every work item's end and every minute;
+                          ${AUDIT_KEY_ENV} may hold the PEM instead. The key
+                          is never stored in the database or logged
   --log-level LEVEL       ${LOG_LEVELS.join(', ')} (default: info)
 ${INSPECT_USAGE}
   -h, --help              show this help
@@ -89,6 +97,7 @@ export const COORDINATOR_FLAGS: FlagSpec = {
   'auto-approve': { type: 'string' },
   'local-workers': { type: 'boolean' },
   ...CONTEXT_RETENTION_FLAGS,
+  'audit-key': { type: 'string' },
   'log-level': { type: 'string' },
 };
 
@@ -100,6 +109,7 @@ interface Flags {
   autoApprove: string | undefined;
   localWorkers: boolean;
   contextRetentionMs: number | undefined;
+  auditKey: KeyObject | undefined;
   logLevel: (typeof LOG_LEVELS)[number];
 }
 
@@ -120,6 +130,7 @@ function parseFlags(all: string[]): Flags {
     autoApprove,
     localWorkers: booleanFlag(args, 'local-workers'),
     contextRetentionMs: parseContextRetention(args),
+    auditKey: loadAuditPrivateKey(stringFlag(args, 'audit-key')),
     logLevel: choiceFlag(args, 'log-level', LOG_LEVELS, 'info'),
   };
 }
@@ -209,6 +220,7 @@ async function runCoordinator(all: string[]): Promise<number> {
         consumer: `coordinator-${process.pid}`,
         logger: log,
         inspect: inspection?.inspect,
+        ...(flags.auditKey === undefined ? {} : { auditKey: flags.auditKey }),
       });
     } catch (error) {
       log.fatal({ err: { message: (error as Error).message }, db: flags.db }, 'cannot start the Coordinator');
