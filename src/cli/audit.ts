@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import { AuditLog, type AuditVerification } from '../persistence/audit/chain.js';
 import { SchemaVersionError } from '../persistence/kernel/migrations.js';
 import type { AuditHead, AuditRow } from '../protocol/audit.js';
@@ -10,9 +11,12 @@ import {
   reportUsageError,
   stringFlag,
 } from './command-args.js';
+import { loadAuditPublicKey, writeAuditKeyPair } from './audit-key.js';
 import { hasTable, openExistingDatabase, requireComponent } from './read-database.js';
 
-export const AUDIT_USAGE = `Usage: switchboard audit verify --db PATH [--expect-head SEQ:HASH] [--json]
+export const AUDIT_USAGE = `Usage: switchboard audit verify --db PATH [--expect-head SEQ:HASH]
+                              [--public-key FILE [--require-signed-head]] [--json]
+       switchboard audit keygen --out FILE
 
 Walks the hash-chained audit from its first row and checks every link:
 each row's hash is SHA-256 over the domain tag, the previous row's hash and
@@ -24,9 +28,20 @@ reason. The database is opened read-only.
 Options:
   --db PATH               the SQLite file the Coordinator wrote (required;
                           never created)
-  --expect-head SEQ:HASH  also check against a head kept elsewhere (as
-                          printed by a previous verify): catches rows cut
-                          from the end together with the stored head
+  --expect-head SEQ:HASH  also check against a head noted elsewhere (as
+                          printed by a previous verify): row SEQ must still
+                          have HASH (the chain may have grown since); a
+                          chain shorter than SEQ is truncated
+  --public-key FILE       check the signed checkpoints of this Ed25519 key
+                          (FILE.pub of audit keygen): a bad signature, a
+                          checkpoint whose row hash differs (rewritten), or
+                          one past the last row (truncated) is a break; rows
+                          after the newest checkpoint are counted unsigned
+  --require-signed-head   with --public-key: fail when any row follows the
+                          newest checkpoint (unsigned-head)
+  --out FILE              keygen: write the private key to FILE (mode 0600,
+                          never over an existing file) and the public key to
+                          FILE.pub; give FILE to the Coordinator's --audit-key
   --json                  print one JSON object on stdout:
                           {"ok":true,"entries","head":{"seq","hash"}} or
                           {"ok":false,"seq","reason","detail","row"}
@@ -35,7 +50,10 @@ Options:
 Reasons: hash-mismatch (a row was changed), prev-hash-mismatch (rows
 reordered, replaced or inserted), seq-gap (a row is missing), truncated
 (rows cut from the end), head-mismatch (the head does not match the last
-row), malformed-row (a row cannot be read back).
+row), malformed-row (a row cannot be read back), checkpoint-signature (a
+checkpoint does not verify), checkpoint-mismatch (a signed row hash
+differs: the chain was rewritten), unsigned-head (rows past the newest
+checkpoint, with --require-signed-head).
 
 Exit status: 0 when the chain is intact; 1 when it is not (the first bad
 row is named); 2 for a usage error or a file that is not a switchboard
@@ -45,6 +63,9 @@ database with an audit.`;
 export const AUDIT_FLAGS: FlagSpec = {
   db: { type: 'string' },
   'expect-head': { type: 'string' },
+  'public-key': { type: 'string' },
+  'require-signed-head': { type: 'boolean' },
+  out: { type: 'string' },
   json: { type: 'boolean' },
 };
 
@@ -73,13 +94,23 @@ async function runAudit(argv: string[]): Promise<number> {
   let json: boolean;
   let opened: ReturnType<typeof openExistingDatabase>;
   let expectedHead: AuditHead | undefined;
+  let publicKey: KeyObject | undefined;
+  let requireSignedHead: boolean;
   try {
     const args = parseCommandArgs(argv, AUDIT_FLAGS, 1);
     const [sub] = args.positionals;
-    if (sub === undefined) throw new CliUsageError("missing subcommand: 'verify'");
-    if (sub !== 'verify') throw new CliUsageError(`unknown subcommand '${sub}' (expected 'verify')`);
+    if (sub === undefined) throw new CliUsageError("missing subcommand: 'verify' or 'keygen'");
+    if (sub === 'keygen') return keygen(stringFlag(args, 'out'), args.values);
+    if (sub !== 'verify') throw new CliUsageError(`unknown subcommand '${sub}' (expected 'verify' or 'keygen')`);
+    if (args.values.out !== undefined) throw new CliUsageError('--out is an option of audit keygen');
     json = booleanFlag(args, 'json');
     expectedHead = parseHead(stringFlag(args, 'expect-head'));
+    const publicKeyFile = stringFlag(args, 'public-key');
+    requireSignedHead = booleanFlag(args, 'require-signed-head');
+    if (requireSignedHead && publicKeyFile === undefined) {
+      throw new CliUsageError('--require-signed-head needs --public-key FILE');
+    }
+    publicKey = publicKeyFile === undefined ? undefined : loadAuditPublicKey(publicKeyFile);
     opened = openExistingDatabase(stringFlag(args, 'db'), 'read');
   } catch (error) {
     if (error instanceof CliUsageError) return reportUsageError('audit', error, AUDIT_USAGE);
@@ -100,7 +131,7 @@ async function runAudit(argv: string[]): Promise<number> {
     } else {
       let audit: AuditLog;
       try {
-        audit = new AuditLog(opened.db);
+        audit = new AuditLog(opened.db, { readOnly: true });
       } catch (error) {
         if (error instanceof SchemaVersionError) {
           process.stderr.write(`switchboard audit: ${error.message}\n`);
@@ -110,7 +141,12 @@ async function runAudit(argv: string[]): Promise<number> {
       }
       // One read transaction: rows and head from the same snapshot, even while a Coordinator appends.
       verification = opened.db
-        .transaction(() => audit.verifyChain(expectedHead === undefined ? {} : { expectedHead }))
+        .transaction(() =>
+          audit.verifyChain({
+            ...(expectedHead === undefined ? {} : { expectedHead }),
+            ...(publicKey === undefined ? {} : { publicKey, requireSignedHead }),
+          }),
+        )
         .deferred();
       if (!verification.ok) row = rowAt(audit, verification.seq);
     }
@@ -119,9 +155,16 @@ async function runAudit(argv: string[]): Promise<number> {
         `${JSON.stringify(verification.ok ? verification : { ...verification, row: row ?? null })}\n`,
       );
     } else if (verification.ok) {
+      const c = verification.checkpoints;
       process.stdout.write(
         `Audit chain intact: ${verification.entries} entries\n` +
-          `Head: ${verification.head.seq}:${verification.head.hash}\n`,
+          `Head: ${verification.head.seq}:${verification.head.hash}\n` +
+          (c === undefined
+            ? ''
+            : `Signed: ${c.verified} checkpoint(s) of key ${c.keyId}, the newest at row ${c.signedSeq}; ` +
+              `${c.unsignedRows} row(s) after it unsigned` +
+              (c.otherKeys > 0 ? ` (${c.otherKeys} checkpoint(s) of other keys not checked)` : '') +
+              '\n'),
       );
     } else {
       process.stdout.write(
@@ -135,9 +178,23 @@ async function runAudit(argv: string[]): Promise<number> {
   }
 }
 
+function keygen(out: string | undefined, values: Record<string, unknown>): number {
+  for (const flag of ['db', 'expect-head', 'public-key', 'require-signed-head', 'json']) {
+    if (values[flag] !== undefined) throw new CliUsageError(`--${flag} is not an option of audit keygen`);
+  }
+  if (out === undefined) throw new CliUsageError('audit keygen needs --out FILE');
+  const written = writeAuditKeyPair(out);
+  process.stdout.write(
+    `Private key: ${written.privateFile} (mode 0600; give it to the Coordinator's --audit-key, keep it off the database host's backups)\n` +
+      `Public key: ${written.publicFile} (for audit verify --public-key)\n` +
+      `Key id: ${written.keyId}\n`,
+  );
+  return 0;
+}
+
 export const auditCommand: CliCommand = {
   name: 'audit',
-  summary: 'verify the hash-chained audit of a database (audit verify)',
+  summary: 'verify the hash-chained audit of a database, or make a checkpoint key (audit verify, audit keygen)',
   usage: AUDIT_USAGE,
   run: runAudit,
 };

@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { type Broker, createBroker } from '../actors/broker/broker.js';
 import { type Coordinator, type RoleDeployment, createCoordinator } from '../actors/coordinator/coordinator.js';
@@ -27,10 +28,11 @@ import {
 import type { CliCommand } from './command.js';
 import { INSPECT_USAGE } from './inspect-option.js';
 import { CliUsageError, type FlagSpec, booleanFlag, stringFlag, databaseFileFlag } from './command-args.js';
+import { AUDIT_KEY_ENV, loadAuditPrivateKey } from './audit-key.js';
 
 export const COORDINATOR_USAGE = `Usage: switchboard coordinator --db PATH [--bus URL] [--workflows DIR|FILE]
                                [--auto-approve NAME] [--local-workers]
-                               [--context-retention-ms MS]
+                               [--context-retention-ms MS] [--audit-key FILE]
                                [--log-level LEVEL] [--inspect[=[HOST:]PORT]]
 
 Runs the Coordinator in this process: the broker, the audit and the
@@ -54,6 +56,12 @@ ${BUS_HELP}
   --local-workers         also run the demo's scripted workers in this
                           process (one pool per demo role)
 ${CONTEXT_RETENTION_HELP}
+  --audit-key FILE        an Ed25519 private key (PEM, mode 0600: refused if
+                          group or others can read it; make one with
+                          switchboard audit keygen) that signs the audit
+                          head at every work item's end and every minute;
+                          ${AUDIT_KEY_ENV} may hold the PEM instead. The key
+                          is never stored in the database or logged
   --log-level LEVEL       ${LOG_LEVELS.join(', ')} (default: info)
 ${INSPECT_USAGE}
   -h, --help              show this help
@@ -68,6 +76,7 @@ export const COORDINATOR_FLAGS: FlagSpec = {
   workflows: { type: 'string' },
   'auto-approve': { type: 'string' },
   'local-workers': { type: 'boolean' },
+  'audit-key': { type: 'string' },
 };
 
 interface Flags extends BusProcessFlags {
@@ -75,6 +84,7 @@ interface Flags extends BusProcessFlags {
   workflows: string | undefined;
   autoApprove: string | undefined;
   localWorkers: boolean;
+  auditKey: KeyObject | undefined;
 }
 
 function parseFlags(all: string[]): Flags {
@@ -91,6 +101,7 @@ function parseFlags(all: string[]): Flags {
     workflows: stringFlag(args, 'workflows'),
     autoApprove,
     localWorkers: booleanFlag(args, 'local-workers'),
+    auditKey: loadAuditPrivateKey(stringFlag(args, 'audit-key')),
   };
 }
 
@@ -170,6 +181,7 @@ async function runCoordinator({
         consumer: `coordinator-${process.pid}`,
         logger: log,
         inspect: inspection?.inspect,
+        ...(flags.auditKey === undefined ? {} : { auditKey: flags.auditKey }),
       });
     } catch (error) {
       log.fatal({ err: { message: (error as Error).message }, db: flags.db }, 'cannot start the Coordinator');

@@ -2,6 +2,7 @@ import { type IncomingMessage, type Server, type ServerResponse, createServer } 
 import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
 import { type ErrorCodeOf, SwitchboardError } from '../protocol/switchboard-error.js';
+import { localAuthorities, localRequestProblem } from './local-origin.js';
 
 /** Where the Stately inspector's UI is loaded from (the page embeds it). */
 export const STATELY_INSPECTOR_URL = 'https://stately.ai/inspect';
@@ -67,15 +68,32 @@ export async function startInspectorServer(options: InspectorServerOptions = {})
   const replay: string[] = [];
   let frames = 0;
   let wsUrl = '';
+  // Set once the port is known (before the first request can arrive).
+  let authorities: ReadonlySet<string> = new Set();
+  const problemOf = (request: IncomingMessage) =>
+    localRequestProblem({ host: request.headers.host, origin: request.headers.origin }, authorities);
 
   const http: Server = createServer((request: IncomingMessage, response: ServerResponse) => {
+    const problem = problemOf(request);
+    if (problem !== null) {
+      response.writeHead(403, { 'content-type': 'text/plain' }).end(`${problem}\n`);
+      return;
+    }
     if (request.method !== 'GET' || (request.url !== '/' && request.url !== '/index.html')) {
       response.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
       return;
     }
     response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(bridgePage(wsUrl, inspectorUrl));
   });
-  const wss = new WebSocketServer({ server: http });
+  const wss = new WebSocketServer({
+    server: http,
+    // The same Host and Origin check as the page: a WebSocket opened by another site's page is refused.
+    verifyClient: (info, done) => {
+      const problem = problemOf(info.req);
+      if (problem === null) done(true);
+      else done(false, 403, problem);
+    },
+  });
   wss.on('connection', (socket) => {
     socket.on('error', () => socket.terminate());
     for (const frame of replay) socket.send(frame);
@@ -94,6 +112,7 @@ export async function startInspectorServer(options: InspectorServerOptions = {})
   });
   http.on('error', () => undefined);
   const port = (http.address() as AddressInfo).port;
+  authorities = localAuthorities(host, port);
   const hostInUrl = host.includes(':') ? `[${host}]` : host;
   wsUrl = `ws://${hostInUrl}:${port}`;
   let stopped: Promise<void> | null = null;

@@ -1,8 +1,88 @@
 import { z } from 'zod';
+import { MAX_ID_CHARS, MAX_NAME_CHARS } from './bounds.js';
 import { IdSchema, NameSchema } from './task.js';
 
 export const AgentKindSchema = z.enum(['subagent', 'parent']);
 export type AgentKind = z.infer<typeof AgentKindSchema>;
+
+/**
+ * What a valid agent name is (the text of the error a refused name gets).
+ * Names are shown to models as `from`, so two names that look alike must not
+ * both be live: see `agentNameProblem` and `foldAgentName`.
+ */
+export const AGENT_NAME_RULE =
+  `a name is 1 to ${MAX_NAME_CHARS} characters after Unicode NFKC normalization, not blank, with no leading or trailing ` +
+  'space, no control, format (zero-width, bidi), separator or unassigned characters, and letters of one ' +
+  'script only among Latin, Greek, Cyrillic and Armenian';
+
+/** Characters no name or identifier a model sees may hold: every \p{C} (Cc, Cf, Cs, Co, Cn) and line/paragraph separators. */
+const INVISIBLE = /[\p{C}\p{Zl}\p{Zp}]/u;
+/** Whitespace other than U+0020 (NFKC already maps no-break and other spaces to U+0020). */
+const ODD_SPACE = /[^\S ]/u;
+/** Scripts whose letters are confusable with one another (Latin `o`, Cyrillic `о`, Greek `ο`). */
+const CONFUSABLE_SCRIPTS: readonly [string, RegExp][] = [
+  ['Latin', /\p{Script=Latin}/u],
+  ['Greek', /\p{Script=Greek}/u],
+  ['Cyrillic', /\p{Script=Cyrillic}/u],
+  ['Armenian', /\p{Script=Armenian}/u],
+];
+
+/** Why an (NFKC-normalized) text cannot be an agent name, or null when it can. */
+export function agentNameProblem(name: string): string | null {
+  const textProblem = visibleTextProblem(name);
+  if (textProblem !== null) return textProblem;
+  if (name !== name.trim()) return 'it has leading or trailing whitespace';
+  if (ODD_SPACE.test(name)) return 'it holds whitespace other than a plain space';
+  const scripts = CONFUSABLE_SCRIPTS.filter(([, re]) => re.test(name)).map(([script]) => script);
+  if (scripts.length > 1) return `it mixes ${scripts.join(' and ')} letters`;
+  return null;
+}
+
+/** Why a text a model sees (a name, a skill's name, an id) is not visible text, or null. */
+export function visibleTextProblem(text: string): string | null {
+  if (text.trim() === '') return 'it is blank';
+  const invisible = INVISIBLE.exec(text);
+  if (invisible !== null) {
+    const code = invisible[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0');
+    return `it holds the invisible or control character U+${code}`;
+  }
+  return null;
+}
+
+/**
+ * The key two agent names are compared by: NFKC, then lower case (then NFKC
+ * again, as lower-casing can leave a text unnormalized). `Bob`, `bob` and
+ * full-width `ｂｏｂ` fold to one key.
+ */
+export function foldAgentName(name: string): string {
+  return name.normalize('NFKC').toLowerCase().normalize('NFKC');
+}
+
+/**
+ * An agent's name as registered: normalized to NFKC, then checked by
+ * `agentNameProblem`. Names read back from a database are `NameSchema`
+ * (a name stored before this rule keeps working as stored).
+ */
+export const AgentNameSchema = z
+  .string()
+  .overwrite((s) => s.normalize('NFKC'))
+  .min(1)
+  .max(MAX_NAME_CHARS)
+  .superRefine((name, ctx) => {
+    const problem = agentNameProblem(name);
+    if (problem !== null) ctx.addIssue({ code: 'custom', message: `invalid name (${problem}): ${AGENT_NAME_RULE}` });
+  });
+
+/** Visible text only (no control, format or separator characters; not blank): a context id or skill field a model sees. */
+function visible<S extends z.ZodString>(schema: S, what: string) {
+  return schema.superRefine((text, ctx) => {
+    const problem = visibleTextProblem(text);
+    if (problem !== null) ctx.addIssue({ code: 'custom', message: `invalid ${what} (${problem})` });
+  });
+}
+
+/** A context id as given at registration: visible text, compared exactly (not folded). */
+export const RegisterContextIdSchema = visible(z.string().min(1).max(MAX_ID_CHARS), 'context id');
 
 export const SkillSchema = z.object({
   id: IdSchema,
@@ -12,6 +92,19 @@ export const SkillSchema = z.object({
   examples: z.array(z.string().max(4000)).max(64).optional(),
 });
 export type Skill = z.infer<typeof SkillSchema>;
+
+/** A skill as given at registration: its id and name are visible text, its name NFKC-normalized. */
+export const RegisterSkillSchema = SkillSchema.extend({
+  id: visible(z.string().min(1).max(MAX_ID_CHARS), 'skill id'),
+  name: visible(
+    z
+      .string()
+      .overwrite((s) => s.normalize('NFKC'))
+      .min(1)
+      .max(MAX_NAME_CHARS),
+    'skill name',
+  ),
+});
 
 export const AgentCardSchema = z.object({
   agentId: IdSchema,

@@ -1,9 +1,15 @@
 import { z } from 'zod';
-import { AgentCardSchema, AgentKindSchema, SkillSchema } from './agent.js';
+import {
+  AgentCardSchema,
+  AgentKindSchema,
+  AgentNameSchema,
+  RegisterContextIdSchema,
+  RegisterSkillSchema,
+} from './agent.js';
 import { DEFAULT_EVENTS_LIMIT, MAX_EVENTS_LIMIT } from './bounds.js';
 import { DurableEventSchema, PushConfigSchema } from './events.js';
 import { MetadataSchema, PartSchema } from './parts.js';
-import { IdSchema, MessageSendSchema, NameSchema, TaskSchema, TaskStateSchema } from './task.js';
+import { IdSchema, MessageSendSchema, TaskSchema, TaskStateSchema } from './task.js';
 
 /** A capability token as it travels in params. Never logged, never stored. */
 export const TokenSchema = z.string().min(1).max(256);
@@ -20,11 +26,11 @@ export const HandshakeResultSchema = z.object({
 });
 
 export const RegisterParamsSchema = z.object({
-  name: NameSchema,
-  contextId: IdSchema,
+  name: AgentNameSchema,
+  contextId: RegisterContextIdSchema,
   kind: AgentKindSchema.optional(),
   description: z.string().max(16_000).optional(),
-  skills: z.array(SkillSchema).max(256).optional(),
+  skills: z.array(RegisterSkillSchema).max(256).optional(),
 });
 export const RegisterResultSchema = z.object({
   agentId: IdSchema,

@@ -6,6 +6,7 @@ import { fc, test } from '@fast-check/vitest';
 import canonicalize from 'canonicalize';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
+  AUDIT_MIGRATIONS,
   AUDIT_DOMAIN_TAG,
   AUDIT_GENESIS_HASH,
   AuditError,
@@ -184,9 +185,9 @@ describe('appending', () => {
     again.append(entry(4));
     other.append(entry(5));
     expect(again.verifyChain()).toMatchObject({ ok: true, entries: 6 });
-    expect(schemaVersion(db2, 'audit')).toBe(1);
+    expect(schemaVersion(db2, 'audit')).toBe(AUDIT_MIGRATIONS.current);
     expect(audit).toBeDefined();
-    db2.prepare("UPDATE schema_version SET version = 2 WHERE component = 'audit'").run();
+    db2.prepare("UPDATE schema_version SET version = ? WHERE component = 'audit'").run(AUDIT_MIGRATIONS.current + 1);
     expect(() => new AuditLog(db2)).toThrow(SchemaVersionError);
   });
 
@@ -358,7 +359,9 @@ describe('random chains with a random tamper', () => {
   test.prop([fc.array(entryArb, { minLength: 1, maxLength: 25 }), tamperArb], { numRuns: 150 })(
     'verifyChain is ok exactly when nothing was tampered with, and names the first broken row',
     (entries, tamper) => {
-      db.exec('DROP TABLE IF EXISTS audit_log; DROP TABLE IF EXISTS audit_head; DROP TABLE IF EXISTS schema_version');
+      db.exec(
+        'DROP TABLE IF EXISTS audit_log; DROP TABLE IF EXISTS audit_head; DROP TABLE IF EXISTS audit_checkpoints; DROP TABLE IF EXISTS schema_version',
+      );
       const audit = new AuditLog(db, { clock: tickingClock() });
       const appended = audit.appendMany(entries);
       const kept = audit.head();

@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import { join } from 'node:path';
 import type { HopRecord, ItemRecord } from '../../src/workflow/records.js';
 import { createCoordinator } from '../../src/actors/coordinator/coordinator.js';
@@ -19,7 +20,8 @@ export interface CoordinatorDb {
   auditEntries: number;
 }
 
-export async function buildCoordinatorDb(dir: string): Promise<CoordinatorDb> {
+/** `auditKey`: signs the audit head (checkpoints) at every item's end. */
+export async function buildCoordinatorDb(dir: string, auditKey?: KeyObject): Promise<CoordinatorDb> {
   const path = join(dir, 'switchboard.db');
   const definition = loadWorkflowFile(DEV_SDLC_WORKFLOW_PATH);
   const deployments = Object.fromEntries(
@@ -33,7 +35,12 @@ export async function buildCoordinatorDb(dir: string): Promise<CoordinatorDb> {
       },
     ]),
   );
-  const coordinator = await createCoordinator({ path, definitions: [definition], deployments });
+  const coordinator = await createCoordinator({
+    path,
+    definitions: [definition],
+    deployments,
+    ...(auditKey === undefined ? {} : { auditKey }),
+  });
   try {
     const sub = coordinator.statuses$.subscribe((s) => {
       if (s.event.kind === 'approval-requested') coordinator.approve(s.id, 'release-manager').catch(() => {});

@@ -194,3 +194,55 @@ describe('fuzz: switchboard serve under random input', () => {
     expect(await again.end()).toEqual({ code: 0, signal: null });
   });
 });
+
+describe('fuzz: look-alike agent names on switchboard serve', () => {
+  it('refuses every look-alike of a live name with -32602 and lists only the real one', async () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.cleanup);
+    const server = new RawServe(tmp.db);
+    cleanups.push(async () => {
+      if (server.child.exitCode === null && server.child.signalCode === null) await server.kill();
+    });
+    await server.call('a2a.agents.register', { name: 'bob', contextId: 'c' });
+    const lister = (await server.call('a2a.agents.register', { name: 'lister', contextId: 'c' })) as { token: string };
+    const invisible = fc.constantFrom(
+      '\u200b',
+      '\u200c',
+      '\u200d',
+      '\u200e',
+      '\u200f',
+      '\u2060',
+      '\ufeff',
+      '\u00ad',
+      ...['\u202a', '\u202b', '\u202c', '\u202d', '\u202e', '\u2066', '\u2067', '\u2068', '\u2069'],
+      '\u0000',
+      '\n',
+      '\r',
+      '\u007f',
+      '\u2028',
+    );
+    const lookAlike = fc.oneof(
+      // `bob` with an invisible or control character somewhere in it.
+      fc
+        .tuple(invisible, fc.integer({ min: 0, max: 3 }))
+        .map(([c, at]) => `${'bob'.slice(0, at)}${c}${'bob'.slice(at)}`),
+      // `bob` with its o in Cyrillic or Greek, or in another case or width (folds to bob).
+      fc.constantFrom('b\u043eb', 'b\u03bfb', 'Bob', 'BOB', 'ｂｏｂ', 'Ｂｏｂ'),
+      // blank names.
+      fc
+        .array(fc.constantFrom(' ', '\u3000', '\u00a0', '\u2003', '\t'), { minLength: 1, maxLength: 4 })
+        .map((a) => a.join('')),
+    );
+    await fc.assert(
+      fc.asyncProperty(lookAlike, async (name) => {
+        const answer = await server.request('a2a.agents.register', { name, contextId: 'c' });
+        expect(answer.error, JSON.stringify(name)).toMatchObject({ code: -32602 });
+      }),
+      { numRuns: 150 },
+    );
+    const listed = (await server.call('a2a.agents.list', { token: lister.token })) as { agents: { name: string }[] };
+    expect(listed.agents.map((a) => a.name)).toEqual(['bob']);
+    const answer = await server.request('a2a.agents.register', { name: 'b\u043eb', contextId: 'c' });
+    expect(JSON.stringify(answer.error)).toContain('mixes Latin and Cyrillic letters');
+  });
+});

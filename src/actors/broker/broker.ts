@@ -3,7 +3,7 @@ import { throwError } from 'rxjs';
 import { type Logger, silentLogger } from '../../log/logger.js';
 import { TASK_MACHINE_VERSION } from '../../machines/task-machine.js';
 import { type TaskMove, type TaskMover, checkTaskMove } from '../../machines/task-transitions.js';
-import type { AgentCard } from '../../protocol/agent.js';
+import { type AgentCard, foldAgentName } from '../../protocol/agent.js';
 import {
   A2A_MAX_SENDS_PER_RUN,
   A2A_MAX_TASK_HISTORY,
@@ -44,7 +44,7 @@ import type { BrokerApi, BrokerMethod } from './api.js';
 import { type CallScope, CommitQueue } from './commit-queue.js';
 import { TokenAuthority } from './tokens.js';
 import { type ActorInspector, inspectStore } from '../inspection.js';
-import { type Registration, type Registry, createRegistry, partyKey } from './registry.js';
+import { type Registration, type Registry, createRegistry, foldedPartyKey, partyKey } from './registry.js';
 import { type TaskActors, createTaskActors } from './task-actors.js';
 
 export interface BrokerOptions {
@@ -454,11 +454,13 @@ class EmbeddedBroker implements Broker {
   // ---- registration ----
 
   private doRegister(p: MethodParams<'a2a.agents.register'>, scope: CallScope): MethodResult<'a2a.agents.register'> {
+    // `p.name` is NFKC-normalized and checked by the schema; names that fold alike are one name.
     const party: Party = { contextId: p.contextId, name: p.name };
-    if (this.liveRegistrationOf(party) !== undefined) {
-      throw invalidParams('an agent with this name is already live in this context', [
-        { path: ['name'], message: 'duplicate live name in this context', code: 'custom' },
-      ]);
+    if (this.registry.getSnapshot().context.byFoldedParty.has(foldedPartyKey(party))) {
+      throw invalidParams(
+        'an agent with this name (compared case-insensitively after NFKC) is already live in this context',
+        [{ path: ['name'], message: 'duplicate live name in this context', code: 'custom' }],
+      );
     }
     const agentId = this.ids.next();
     const row = {
@@ -563,7 +565,7 @@ class EmbeddedBroker implements Broker {
     const direct = byId.get(to);
     if (direct !== undefined && isAddressable(caller, direct)) return direct;
     const named: Registration[] = [];
-    for (const agentId of byName.get(to) ?? []) {
+    for (const agentId of byName.get(foldAgentName(to)) ?? []) {
       const r = byId.get(agentId);
       if (r !== undefined && isAddressable(caller, r)) named.push(r);
     }

@@ -1,5 +1,5 @@
 import { createStore } from '@xstate/store';
-import type { AgentCard, AgentKind } from '../../protocol/agent.js';
+import { type AgentCard, type AgentKind, foldAgentName } from '../../protocol/agent.js';
 import type { Party } from '../../persistence/a2a/store.js';
 import type { AgentOutbox } from './agent-outbox.js';
 import type { AgentActorLike } from './agents.js';
@@ -24,7 +24,12 @@ export interface RegistryContext {
   readonly byId: ReadonlyMap<string, Registration>;
   /** `partyKey(contextId, name)` → agentId of the live registration. */
   readonly byParty: ReadonlyMap<string, string>;
-  /** name → agentIds of the live registrations with that name, in any context. */
+  /**
+   * `partyKey` of the folded name (`foldAgentName`) → agentId: at most one
+   * live registration per folded name and context (`Bob` beside `bob` is a duplicate).
+   */
+  readonly byFoldedParty: ReadonlyMap<string, string>;
+  /** Folded name → agentIds of the live registrations with that name, in any context. */
   readonly byName: ReadonlyMap<string, ReadonlySet<string>>;
   /** agentId → registration order (kept when a refused deregistration puts a registration back). */
   readonly order: ReadonlyMap<string, number>;
@@ -34,6 +39,11 @@ export interface RegistryContext {
 
 export function partyKey(party: Party): string {
   return `${party.contextId}\u0000${party.name}`;
+}
+
+/** The key of a party's name as folded: two names that fold alike are one name in a context. */
+export function foldedPartyKey(party: Party): string {
+  return `${party.contextId}\u0000${foldAgentName(party.name)}`;
 }
 
 /**
@@ -46,20 +56,23 @@ export function partyKey(party: Party): string {
 export function createRegistry() {
   const byId = new Map<string, Registration>();
   const byParty = new Map<string, string>();
+  const byFoldedParty = new Map<string, string>();
   const byName = new Map<string, Set<string>>();
   const order = new Map<string, number>();
   let nextOrder = 0;
   return createStore({
-    context: { byId, byParty, byName, order, version: 0 } as RegistryContext,
+    context: { byId, byParty, byFoldedParty, byName, order, version: 0 } as RegistryContext,
     on: {
       added: (context, event: { registration: Registration; order?: number }) => {
         const r = event.registration;
         byId.set(r.agentId, r);
         byParty.set(partyKey(r.party), r.agentId);
-        let named = byName.get(r.party.name);
+        byFoldedParty.set(foldedPartyKey(r.party), r.agentId);
+        const folded = foldAgentName(r.party.name);
+        let named = byName.get(folded);
         if (named === undefined) {
           named = new Set();
-          byName.set(r.party.name, named);
+          byName.set(folded, named);
         }
         named.add(r.agentId);
         order.set(r.agentId, event.order ?? nextOrder++);
@@ -70,15 +83,18 @@ export function createRegistry() {
         if (r === undefined) return context;
         byId.delete(r.agentId);
         byParty.delete(partyKey(r.party));
-        const named = byName.get(r.party.name);
+        if (byFoldedParty.get(foldedPartyKey(r.party)) === r.agentId) byFoldedParty.delete(foldedPartyKey(r.party));
+        const folded = foldAgentName(r.party.name);
+        const named = byName.get(folded);
         named?.delete(r.agentId);
-        if (named?.size === 0) byName.delete(r.party.name);
+        if (named?.size === 0) byName.delete(folded);
         order.delete(r.agentId);
         return { ...context, version: context.version + 1 };
       },
       cleared: (context) => {
         byId.clear();
         byParty.clear();
+        byFoldedParty.clear();
         byName.clear();
         order.clear();
         return { ...context, version: context.version + 1 };

@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import { type Observable, Subject, concat, defer, filter, of, takeWhile } from 'rxjs';
 import { z } from 'zod';
 import { type Dispatcher, type ResultDelivery, type StartHop, createDispatcher } from '../../bus/dispatcher.js';
@@ -93,6 +94,14 @@ export interface CoordinatorOptions {
    * schedule is each item's `finished_at`, so it survives restarts.
    */
   forgetRuns?: ForgetRunsOptions;
+  /**
+   * An Ed25519 private key that signs the audit head (checkpoints, verified
+   * by `audit verify --public-key`): at every work item's end and every
+   * `auditCheckpointMs`. Held in memory only, never stored or logged.
+   */
+  auditKey?: KeyObject;
+  /** How often the head is signed besides items' ends (default 60 s). */
+  auditCheckpointMs?: number;
   /** The workflow definitions work items may follow (checked ones). */
   definitions: readonly WorkflowDefinition[] | WorkflowRegistry;
   /** User policies, run after the built-ins (budget, role allow-list, max hops). */
@@ -286,6 +295,19 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
     ownership.claim();
     owned.push(() => ownership.release());
     const audit = new AuditLog(db, { clock });
+    const auditKey = options.auditKey;
+    if (auditKey !== undefined) {
+      audit.checkpoint(auditKey);
+      const timer = setInterval(() => {
+        try {
+          audit.checkpoint(auditKey);
+        } catch (error) {
+          log.warn({ err: error }, 'audit checkpoint failed');
+        }
+      }, options.auditCheckpointMs ?? 60_000);
+      timer.unref();
+      owned.push(() => clearInterval(timer));
+    }
     const knownRoles = rolesOf(registry);
     const governance = new CoordinatorGovernance({
       knownRoles,
@@ -302,6 +324,7 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
       ids,
       logger: log,
       inspect: options.inspect,
+      auditKey,
       ...(options.onTiming === undefined ? {} : { onTiming: options.onTiming }),
     });
     const dispatcher = createDispatcher({ bus });

@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import { type Actor, createActor } from 'xstate';
 import type { StartHop } from '../../bus/dispatcher.js';
 import type { Logger } from '../../log/logger.js';
@@ -80,6 +81,9 @@ export function hopKey(itemId: string, hop: number, attempt: number): string {
   return `${itemId}/${hop}/${attempt}`;
 }
 
+/** Audit kinds that end a work item: the head is signed in their transaction. */
+const ITEM_END_KINDS: ReadonlySet<string> = new Set(['item-completed', 'item-failed', 'item-canceled']);
+
 export interface EngineOptions {
   store: CoordinatorStore;
   audit: AuditLog;
@@ -90,6 +94,11 @@ export interface EngineOptions {
   logger: Logger;
   /** An inspector (`--inspect`) for each work item's WorkflowRun actor (a root actor); none by default. */
   inspect?: ActorInspector | undefined;
+  /**
+   * The Ed25519 key that signs the audit head (a checkpoint) in the
+   * transaction of every work item's end; never stored.
+   */
+  auditKey?: KeyObject | undefined;
   /** Called with each transaction's duration (governance, audit, cost, routing, the store and the commit). */
   /** Per step; a step of a shared commit gets its share (`batch` steps shared it). */
   onTiming?: (ns: number, what: TimedStep, innerNs: number, cpuUs: number, batch: number) => void;
@@ -139,7 +148,11 @@ export class CoordinatorEngine {
     this.#rec = new LiveRecords(options.store);
     const tx = this.#store.db.transaction((fn: (step: Step) => ResultHandling) => {
       const done = this.#body(fn);
-      if (done.step.audit.length > 0) this.#audit.appendManyInTransaction(done.step.audit);
+      if (done.step.audit.length > 0) {
+        this.#audit.appendManyInTransaction(done.step.audit);
+        const key = options.auditKey;
+        if (key !== undefined && done.step.audit.some((e) => ITEM_END_KINDS.has(e.kind))) this.#audit.checkpoint(key);
+      }
       return done;
     });
     this.#tx = (fn) => tx.immediate(fn);

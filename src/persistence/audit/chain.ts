@@ -19,7 +19,7 @@ import {
 } from '../../protocol/audit.js';
 import { type Clock, systemClock } from '../kernel/clock.js';
 import type { SqliteDatabase } from '../kernel/database.js';
-import { type MigrationSet, migrate } from '../kernel/migrations.js';
+import { type MigrationSet, SchemaVersionError, migrate, schemaVersion } from '../kernel/migrations.js';
 
 /**
  * The hash-chained audit. Every row's hash is
@@ -40,7 +40,7 @@ export const AUDIT_GENESIS_HASH = '0'.repeat(64);
 
 export const AUDIT_MIGRATIONS: MigrationSet = {
   component: 'audit',
-  current: 1,
+  current: 2,
   migrations: [
     {
       version: 1,
@@ -68,11 +68,68 @@ export const AUDIT_MIGRATIONS: MigrationSet = {
         db.prepare('INSERT INTO audit_head (id, seq, hash) VALUES (1, 0, ?)').run(AUDIT_GENESIS_HASH);
       },
     },
+    {
+      version: 2,
+      name: 'signed checkpoints',
+      up(db) {
+        // One signed chain head per row number; the private key is never stored.
+        db.exec(`
+          CREATE TABLE audit_checkpoints (
+            seq INTEGER PRIMARY KEY,
+            hash TEXT NOT NULL,
+            at TEXT NOT NULL,
+            key_id TEXT NOT NULL,
+            signature TEXT NOT NULL
+          ) STRICT;
+        `);
+      },
+    },
   ],
 };
 
 export const AUDIT_ERROR_CODES = ERROR_CODES.AuditError;
 export type AuditErrorCode = ErrorCodeOf<'AuditError'>;
+
+/** The domain tag of a checkpoint's signed bytes. */
+export const AUDIT_CHECKPOINT_TAG = 'switchboard.audit.checkpoint.v1';
+
+/** A signed chain head: row `seq` had hash `hash` at `at`, signed by the key `keyId` names. */
+export interface AuditCheckpoint {
+  seq: number;
+  hash: string;
+  at: string;
+  /** `auditKeyId` of the public key (hex). */
+  keyId: string;
+  /** Ed25519 signature of `checkpointMessage` (base64). */
+  signature: string;
+}
+
+/** The bytes a checkpoint signs: the domain tag, 0x00, then the JCS of `{at, hash, seq}`. */
+export function checkpointMessage(c: { seq: number; hash: string; at: string }): Buffer {
+  return Buffer.from(`${AUDIT_CHECKPOINT_TAG}\u0000${canonicalize({ at: c.at, hash: c.hash, seq: c.seq })}`, 'utf8');
+}
+
+/** A key's id: the first 16 bytes (hex) of SHA-256 over its public key (SPKI DER). */
+export function auditKeyId(key: crypto.KeyObject): string {
+  const publicKey = key.type === 'private' ? crypto.createPublicKey(key) : key;
+  return createHash('sha256')
+    .update(publicKey.export({ type: 'spki', format: 'der' }))
+    .digest('hex')
+    .slice(0, 32);
+}
+
+/** What `verifyChain` found of the checkpoints, given a public key. */
+export interface AuditCheckpointReport {
+  keyId: string;
+  /** Checkpoints of this key whose signature and row hash were checked. */
+  verified: number;
+  /** Checkpoints of other keys (not checked). */
+  otherKeys: number;
+  /** The newest verified checkpoint's row (0 when none). */
+  signedSeq: number;
+  /** Rows after it: appended since the last checkpoint, or forged there. */
+  unsignedRows: number;
+}
 
 /** A refused audit append (nothing written); `path` (also `details.path`) points into the entry. */
 export class AuditError extends SwitchboardError {
@@ -99,11 +156,30 @@ export type AuditBreak =
   /** The head does not match the last row (edited, or rows added past it). */
   | 'head-mismatch'
   /** A row cannot be read back (bad JSON, unknown kind). */
-  | 'malformed-row';
+  | 'malformed-row'
+  /** A checkpoint of the given key does not verify (forged or edited checkpoint). */
+  | 'checkpoint-signature'
+  /** A signed checkpoint's hash is not the hash of the row it covers (the chain was rewritten). */
+  | 'checkpoint-mismatch'
+  /** The head is not covered by a checkpoint and a signed head was required. */
+  | 'unsigned-head';
 
 export type AuditVerification =
-  | { ok: true; entries: number; head: AuditHead }
-  | { ok: false; seq: number; reason: AuditBreak; detail: string };
+  | { ok: true; entries: number; head: AuditHead; checkpoints?: AuditCheckpointReport }
+  | { ok: false; seq: number; reason: AuditBreak; detail: string; checkpoints?: AuditCheckpointReport };
+
+export interface AuditVerifyOptions {
+  /**
+   * A head noted earlier (kept elsewhere): row `seq` must still have this
+   * hash (a prefix check: the chain may have grown since); a chain shorter
+   * than `seq` is truncated.
+   */
+  expectedHead?: AuditHead;
+  /** Checks every checkpoint of this key: its signature and the hash of the row it covers. */
+  publicKey?: crypto.KeyObject;
+  /** With `publicKey`: fails when rows follow the newest verified checkpoint. */
+  requireSignedHead?: boolean;
+}
 
 /** A row's fields, as hashed. */
 export interface AuditHashedRow {
@@ -178,6 +254,12 @@ interface StoredRow {
 
 export interface AuditLogOptions {
   clock?: Clock;
+  /**
+   * Reads only (a verifier on a read-only connection): the schema is not
+   * migrated, only checked not to be newer than this code; a database from
+   * before checkpoints has none.
+   */
+  readOnly?: boolean;
 }
 
 export interface AuditListOptions {
@@ -209,11 +291,20 @@ export class AuditLog {
   /** The last clock reading and its ISO form (rows of one transaction share the millisecond). */
   #lastMs = Number.NaN;
   #lastIso = '';
+  /** Key ids of the private keys seen (derived once per key). */
+  readonly #keyIds = new WeakMap<crypto.KeyObject, string>();
 
   constructor(db: SqliteDatabase, options: AuditLogOptions = {}) {
     this.#db = db;
     this.#clock = options.clock ?? systemClock;
-    migrate(db, AUDIT_MIGRATIONS);
+    if (options.readOnly === true) {
+      const version = schemaVersion(db, AUDIT_MIGRATIONS.component);
+      if (version > AUDIT_MIGRATIONS.current) {
+        throw new SchemaVersionError(AUDIT_MIGRATIONS.component, version, AUDIT_MIGRATIONS.current);
+      }
+    } else {
+      migrate(db, AUDIT_MIGRATIONS);
+    }
     this.#readHead = db.prepare('SELECT seq, hash FROM audit_head WHERE id = 1');
     this.#writeHead = db.prepare('UPDATE audit_head SET seq = ?, hash = ? WHERE id = 1');
     const appendRows = (entries: readonly CheckedEntry[]) => {
@@ -328,7 +419,7 @@ export class AuditLog {
    * last row. With `expectedHead` (a head the caller kept elsewhere), a chain
    * cut short together with its head is caught too.
    */
-  verifyChain(options: { expectedHead?: AuditHead } = {}): AuditVerification {
+  verifyChain(options: AuditVerifyOptions = {}): AuditVerification {
     // One read transaction: rows and head are read from the same snapshot, so
     // a writer appending meanwhile (another process, WAL) cannot make an
     // intact chain look truncated.
@@ -336,7 +427,10 @@ export class AuditLog {
     return this.#db.transaction(() => this.#verify(options)).deferred();
   }
 
-  #verify(options: { expectedHead?: AuditHead }): AuditVerification {
+  #verify(options: AuditVerifyOptions): AuditVerification {
+    const signed = options.publicKey === undefined ? undefined : this.#signedCheckpoints(options.publicKey);
+    if (signed !== undefined && 'reason' in signed) return signed;
+    const expected = options.expectedHead;
     let expectedSeq = 1;
     let prevHash = AUDIT_GENESIS_HASH;
     const iterate = this.#db.prepare('SELECT * FROM audit_log ORDER BY seq').iterate() as IterableIterator<StoredRow>;
@@ -385,13 +479,65 @@ export class AuditLog {
           detail: `row ${stored.seq} was changed: its content does not hash to its stored hash`,
         };
       }
+      if (expected !== undefined && stored.seq === expected.seq && stored.hash !== expected.hash) {
+        return {
+          ok: false,
+          seq: stored.seq,
+          reason: 'head-mismatch',
+          detail: `row ${stored.seq}'s hash is not the expected head's: the chain was rewritten up to there`,
+        };
+      }
+      const checkpoint = signed?.bySeq.get(stored.seq);
+      if (checkpoint !== undefined && checkpoint.hash !== stored.hash) {
+        return {
+          ok: false,
+          seq: stored.seq,
+          reason: 'checkpoint-mismatch',
+          detail: `row ${stored.seq}'s hash is not the one its signed checkpoint of ${checkpoint.at} names: the chain was rewritten`,
+        };
+      }
       prevHash = stored.hash;
       expectedSeq += 1;
     }
     const last: AuditHead = { seq: expectedSeq - 1, hash: prevHash };
+    if (expected !== undefined && expected.seq > last.seq) {
+      return {
+        ok: false,
+        seq: last.seq + 1,
+        reason: 'truncated',
+        detail: `the expected head is at row ${expected.seq} but the last row is ${last.seq}: rows were cut from the end`,
+      };
+    }
+    let report: AuditCheckpointReport | undefined;
+    if (signed !== undefined) {
+      if (signed.newest !== undefined && signed.newest.seq > last.seq) {
+        return {
+          ok: false,
+          seq: last.seq + 1,
+          reason: 'truncated',
+          detail: `a signed checkpoint of ${signed.newest.at} covers row ${signed.newest.seq} but the last row is ${last.seq}: rows were cut from the end`,
+        };
+      }
+      const signedSeq = signed.newest?.seq ?? 0;
+      report = {
+        keyId: signed.keyId,
+        verified: signed.bySeq.size,
+        otherKeys: signed.otherKeys,
+        signedSeq,
+        unsignedRows: last.seq - signedSeq,
+      };
+      if (options.requireSignedHead === true && report.unsignedRows > 0) {
+        return {
+          ok: false,
+          seq: signedSeq + 1,
+          reason: 'unsigned-head',
+          detail: `${report.unsignedRows} row(s) after row ${signedSeq} are covered by no signed checkpoint (appended since, or forged)`,
+          checkpoints: report,
+        };
+      }
+    }
     const stored = this.#readHead.get();
     const heads: [string, AuditHead | undefined][] = [['stored head', stored]];
-    if (options.expectedHead) heads.push(['expected head', options.expectedHead]);
     for (const [name, head] of heads) {
       if (head === undefined) {
         return { ok: false, seq: last.seq, reason: 'head-mismatch', detail: `the ${name} is missing` };
@@ -421,7 +567,87 @@ export class AuditLog {
         };
       }
     }
-    return { ok: true, entries: last.seq, head: last };
+    return report === undefined
+      ? { ok: true, entries: last.seq, head: last }
+      : { ok: true, entries: last.seq, head: last, checkpoints: report };
+  }
+
+  /** The checkpoints of `publicKey`'s key, each signature checked; the first bad one is a break. */
+  #signedCheckpoints(
+    publicKey: crypto.KeyObject,
+  ):
+    | { keyId: string; bySeq: Map<number, AuditCheckpoint>; newest: AuditCheckpoint | undefined; otherKeys: number }
+    | (AuditVerification & { ok: false }) {
+    const keyId = auditKeyId(publicKey);
+    const bySeq = new Map<number, AuditCheckpoint>();
+    let newest: AuditCheckpoint | undefined;
+    let otherKeys = 0;
+    for (const c of this.checkpoints()) {
+      if (c.keyId !== keyId) {
+        otherKeys++;
+        continue;
+      }
+      let valid = false;
+      try {
+        valid = crypto.verify(null, checkpointMessage(c), publicKey, Buffer.from(c.signature, 'base64'));
+      } catch {
+        valid = false;
+      }
+      if (!valid) {
+        return {
+          ok: false,
+          seq: c.seq,
+          reason: 'checkpoint-signature',
+          detail: `the checkpoint of row ${c.seq} does not verify with key ${keyId}: it was forged or edited`,
+        };
+      }
+      bySeq.set(c.seq, c);
+      newest = c;
+    }
+    return { keyId, bySeq, newest, otherKeys };
+  }
+
+  /** Every stored checkpoint, by row. */
+  checkpoints(): AuditCheckpoint[] {
+    const table = this.#db
+      .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit_checkpoints'")
+      .get();
+    if (table === undefined) return [];
+    return this.#db
+      .prepare('SELECT seq, hash, at, key_id AS keyId, signature FROM audit_checkpoints ORDER BY seq')
+      .all() as AuditCheckpoint[];
+  }
+
+  /**
+   * Signs the current head with an Ed25519 private key and stores the
+   * checkpoint (the key itself is never stored). Returns it, or null on an
+   * empty chain; a head already signed by this key is not signed again.
+   */
+  checkpoint(privateKey: crypto.KeyObject): AuditCheckpoint | null {
+    if (privateKey.type !== 'private' || privateKey.asymmetricKeyType !== 'ed25519') {
+      throw new AuditError('AUDIT_BAD_KEY', 'an audit checkpoint needs an Ed25519 private key');
+    }
+    const keyId = this.#keyIds.get(privateKey) ?? auditKeyId(privateKey);
+    this.#keyIds.set(privateKey, keyId);
+    const run = () => {
+      const head = this.head();
+      if (head.seq === 0) return null;
+      const existing = this.#db
+        .prepare('SELECT seq, hash, at, key_id AS keyId, signature FROM audit_checkpoints WHERE seq = ?')
+        .get(head.seq) as AuditCheckpoint | undefined;
+      if (existing !== undefined && existing.keyId === keyId && existing.hash === head.hash) return existing;
+      const at = this.#now();
+      const c = { seq: head.seq, hash: head.hash, at };
+      const signature = crypto.sign(null, checkpointMessage(c), privateKey).toString('base64');
+      const checkpoint: AuditCheckpoint = { ...c, keyId, signature };
+      this.#db
+        .prepare(
+          'INSERT OR REPLACE INTO audit_checkpoints (seq, hash, at, key_id, signature) VALUES (@seq, @hash, @at, @keyId, @signature)',
+        )
+        .run(checkpoint);
+      return checkpoint;
+    };
+    return this.#db.inTransaction ? run() : this.#db.transaction(run).immediate();
   }
 }
 

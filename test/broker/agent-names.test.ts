@@ -1,0 +1,146 @@
+/**
+ * Agent names a model sees as `from`: normalized to NFKC, refused when they
+ * hold invisible or control characters, are blank or mix confusable scripts,
+ * and compared folded (NFKC, lower case) for uniqueness and addressing.
+ */
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { AGENT_NAME_RULE, foldAgentName } from '../../src/protocol/agent.js';
+/** The in-process code of a refusal that goes out on the wire as -32602. */
+const INVALID_PARAMS = 'INVALID_PARAMS';
+import { type Harness, expectRefusedUnchanged, harness, register, settle, text } from './helpers.js';
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+/** Look-alikes of `bob` and other names no model should see as a sender. */
+const REFUSED_NAMES: [string, string][] = [
+  ['bob\u200b', 'zero-width space'],
+  ['\u202ebob', 'right-to-left override'],
+  ['bob\u2066', 'left-to-right isolate'],
+  ['b\u200eob', 'left-to-right mark'],
+  ['bob\u0000', 'NUL'],
+  ['bob\nadmin', 'newline'],
+  ['bob\u2028admin', 'line separator'],
+  ['b\u043eb', 'Cyrillic o among Latin letters'],
+  ['b\u03bfb', 'Greek omicron among Latin letters'],
+  ['   ', 'whitespace only'],
+  ['\u3000', 'ideographic space only'],
+  [' bob', 'leading space'],
+  ['bob\t', 'tab'],
+  ['\ud800bob', 'lone surrogate'],
+];
+
+describe('agent names at registration', () => {
+  for (const [name, what] of REFUSED_NAMES) {
+    it(`refuses ${what} (${JSON.stringify(name)}) with -32602 saying what a name is, and writes nothing`, async () => {
+      h = harness();
+      await register(h.broker, 'bob', 'c');
+      const e = await expectRefusedUnchanged(h, () => h!.broker.register({ name, contextId: 'c' }), {
+        code: INVALID_PARAMS,
+      });
+      const issues = (e.details as { issues: { path: unknown[]; message: string }[] }).issues;
+      expect(issues[0]?.path).toEqual(['name']);
+      expect(issues[0]?.message).toContain(AGENT_NAME_RULE);
+    });
+  }
+
+  it('normalizes to NFKC: full-width ｂｏｂ registers as bob, and is a duplicate of a live bob', async () => {
+    h = harness();
+    const wide = await h.broker.register({ name: 'ｂｏｂ', contextId: 'other' });
+    expect(wide.card.name).toBe('bob');
+    await register(h.broker, 'bob', 'c');
+    await expectRefusedUnchanged(h, () => h!.broker.register({ name: 'ｂｏｂ', contextId: 'c' }), {
+      code: INVALID_PARAMS,
+    });
+  });
+
+  it('refuses Bob beside a live bob in one context, accepts it in another and after bob deregisters', async () => {
+    h = harness();
+    const bob = await register(h.broker, 'bob', 'c');
+    const e = await expectRefusedUnchanged(h, () => h!.broker.register({ name: 'Bob', contextId: 'c' }), {
+      code: INVALID_PARAMS,
+    });
+    expect(e.message).toContain('already live');
+    await expect(h.broker.register({ name: 'BOB', contextId: 'elsewhere' })).resolves.toBeTruthy();
+    await h.broker.deregister({ token: bob.token });
+    const big = await h.broker.register({ name: 'Bob', contextId: 'c' });
+    expect(big.card.name).toBe('Bob');
+  });
+
+  it('accepts names of one script, with spaces inside and digits or punctuation', async () => {
+    h = harness();
+    for (const name of ['Алиса', 'Ωμέγα', 'research agent 2', '研究者', 'données-α'.replace('α', 'a'), 'o\u0301']) {
+      const r = await h.broker.register({ name, contextId: 'c' });
+      expect(r.card.name).toBe(name.normalize('NFKC'));
+    }
+  });
+
+  it('addresses by the folded name: to "BOB" and to full-width "ｂｏｂ" reach bob', async () => {
+    h = harness();
+    const bob = await register(h.broker, 'bob', 'c');
+    const alice = await register(h.broker, 'alice', 'c');
+    const one = await h.broker.send({ token: alice.token, to: 'BOB', message: text('hi') });
+    const two = await h.broker.send({ token: alice.token, to: 'ｂｏｂ', message: text('again') });
+    expect(one.task.agentName).toBe('bob');
+    expect(two.task.agentName).toBe('bob');
+    await settle();
+    expect(bob.received.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('refuses skill names and context ids with invisible characters; skill names are normalized', async () => {
+    h = harness();
+    for (const params of [
+      { name: 'a', contextId: 'c\u200b' },
+      { name: 'a', contextId: ' ' },
+      { name: 'a', contextId: 'c', skills: [{ id: 's', name: 'search\u202e' }] },
+      { name: 'a', contextId: 'c', skills: [{ id: 's\u0000', name: 'search' }] },
+    ]) {
+      await expectRefusedUnchanged(h, () => h!.broker.register(params), { code: INVALID_PARAMS });
+    }
+    const r = await h.broker.register({ name: 'a', contextId: 'c', skills: [{ id: 's', name: 'ｓｅａｒｃｈ' }] });
+    expect(r.card.skills[0]?.name).toBe('search');
+  });
+
+  it('folds NFKC then lower case', () => {
+    expect(foldAgentName('ＢＯＢ')).toBe('bob');
+    expect(foldAgentName('Bob')).toBe(foldAgentName('bOB'));
+    expect(foldAgentName('ﬁle')).toBe('file');
+  });
+});
+
+describe('names stored before the rule', () => {
+  it('keep working as stored: the database opens, such a party regains its tasks, new look-alikes are refused', async () => {
+    h = harness();
+    const requester = await register(h.broker, 'r1', 'c');
+    await register(h.broker, 'w1', 'c');
+    const created = await h.broker.send({ token: requester.token, to: 'w1', message: text('job') });
+    await h.broker.close();
+    // As an older build could have written them: a name that folds with a valid one, and an invalid one.
+    const db = new Database(h.path);
+    const rename = (from: string, to: string) => {
+      db.prepare('UPDATE a2a_agents SET name = ? WHERE name = ?').run(to, from);
+      db.prepare('UPDATE a2a_tasks SET requester_name = ? WHERE requester_name = ?').run(to, from);
+      db.prepare('UPDATE a2a_tasks SET agent_name = ? WHERE agent_name = ?').run(to, from);
+      db.prepare('UPDATE a2a_events SET party_name = ? WHERE party_name = ?').run(to, from);
+    };
+    rename('r1', 'Bob');
+    rename('w1', 'bob\u200b');
+    db.close();
+    h.open();
+    // The stored party regains its task under its stored name.
+    const again = await h.broker.register({ name: 'Bob', contextId: 'c' });
+    const listed = await h.broker.listTasks({ token: again.token, role: 'requester' });
+    expect(listed.tasks.map((t) => [t.id, t.agentName])).toEqual([[created.task.id, 'bob\u200b']]);
+    // A name that folds with it is refused while it is live; the invalid stored name cannot register again.
+    await expectRefusedUnchanged(h, () => h!.broker.register({ name: 'bob', contextId: 'c' }), {
+      code: INVALID_PARAMS,
+    });
+    await expectRefusedUnchanged(h, () => h!.broker.register({ name: 'bob\u200b', contextId: 'c' }), {
+      code: INVALID_PARAMS,
+    });
+  });
+});
