@@ -52,7 +52,7 @@ import { type CallScope, CommitQueue } from './commit-queue.js';
 import { TokenAuthority } from './tokens.js';
 import { type ActorInspector, inspectStore } from '../inspection.js';
 import { type Registration, type Registry, createRegistry, partyKey } from './registry.js';
-import { type TaskActors, createTaskActors } from './task-actors.js';
+import { TaskActors } from './task-actors.js';
 
 export interface BrokerOptions {
   /** The SQLite file (created if missing). */
@@ -86,7 +86,7 @@ export interface Broker extends BrokerApi {
   readonly path: string;
   readonly durability: Durability;
   readonly opened: BrokerOpenReport;
-  /** Non-terminal tasks with a live actor. */
+  /** Non-terminal tasks (each an actor of the task machine; one restored on open starts it on first move). */
   liveTaskCount(): number;
   /** Live registrations. */
   liveAgentCount(): number;
@@ -160,7 +160,7 @@ class EmbeddedBroker implements Broker {
     this.ids = options.ids ?? createUuidV7Source(() => this.clock.now());
     this.logger = options.logger ?? silentLogger();
     this.inspect = options.inspect;
-    this.tasks = createTaskActors(options.inspect);
+    this.tasks = new TaskActors(options.inspect);
     if (options.inspect !== undefined) inspectStore(this.registry, 'broker', options.inspect);
     const schema = migrate(db, A2A_MIGRATION_SET);
     this.store = new A2AStore(db);
