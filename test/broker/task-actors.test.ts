@@ -193,9 +193,11 @@ describe('task actors', () => {
             refused = error;
           }
           if (!spec.ok) {
-            // Refused: a defect the broker never commits; nothing changed.
+            // Refused: a defect the broker never commits. The task is as it was, its
+            // actor (which refused) stopped: the next move starts another.
             expect(refused).toBeInstanceOf(TaskActorError);
             expect(refused).toMatchObject({ taskId: id, from, to: step.move.to });
+            if (before !== undefined) model.set(id, { ...before, started: false });
           } else {
             expect(refused).toBeUndefined();
             const base = before ?? fresh(id, from, false);
@@ -266,7 +268,7 @@ describe('task actors', () => {
     expect(actors.size).toBe(0);
   });
 
-  it('every moved task is an XState actor: the inspector sees it created, sent MOVE, and stopped when terminal', () => {
+  it('every moved task is an XState actor: the inspector sees it started, sent MOVE, and stopped when terminal or refused', () => {
     const events: InspectionEvent[] = [];
     const actors = new TaskActors({ next: (e) => events.push(e) });
     actors.create('t-new');
@@ -280,19 +282,29 @@ describe('task actors', () => {
     expect(actorsOf()).toEqual(['t-new']);
     expect(actors.started('t-new')).toBe(true);
     expect(actors.started('t-old')).toBe(false);
-    // A refused move is decided before any actor is touched.
+    // A refused move: the actor that refused it is stopped and the task is as it was.
     expect(() => actors.move('t-old', 'working', { to: 'rejected', by: 'worker', via: 'status' })).toThrow(
       TaskActorError,
     );
     expect(actors.started('t-old')).toBe(false);
-    expect(actorsOf()).toEqual(['t-new']);
-    const moved = actors.move('t-old', 'working', { to: 'input-required', by: 'worker', via: 'status' });
+    expect(actors.state('t-old')).toBe('working');
+    expect(JSON.stringify(actors.persisted('t-old'))).toBe(
+      persistedOf({
+        state: 'working',
+        context: { taskId: 't-old', moves: 0, lastMove: null, refusal: null },
+        started: false,
+      }),
+    );
+    const refusedBy = events.filter((e) => e.type === '@xstate.actor')[1]?.actorRef;
     expect(actorsOf()).toEqual(['t-new', 't-old']);
+    expect(refusedBy?.getSnapshot().status).toBe('stopped');
+    const moved = actors.move('t-old', 'working', { to: 'input-required', by: 'worker', via: 'status' });
+    expect(actorsOf()).toEqual(['t-new', 't-old', 't-old']);
     expect(actors.started('t-old')).toBe(true);
     const sent = events.filter((e) => e.type === '@xstate.event' && e.event.type === 'MOVE');
-    expect(sent).toHaveLength(1);
+    expect(sent).toHaveLength(2);
     // Undo puts the snapshot back; the actor that took the move is stopped.
-    const oldActor = events.filter((e) => e.type === '@xstate.actor')[1]?.actorRef;
+    const oldActor = events.filter((e) => e.type === '@xstate.actor')[2]?.actorRef;
     moved.undo();
     expect(oldActor?.getSnapshot().status).toBe('stopped');
     expect(actors.state('t-old')).toBe('working');

@@ -1,4 +1,4 @@
-import { type Actor, type SnapshotFrom, createActor, transition } from 'xstate';
+import { type Actor, type SnapshotFrom, createActor } from 'xstate';
 import { TASK_MACHINE_VERSION, type TaskMachine, taskMachine } from '../../machines/task-machine.js';
 import type { TaskMove } from '../../machines/task-transitions.js';
 import { type TaskState, isTerminalState } from '../../protocol/task.js';
@@ -28,20 +28,25 @@ export interface MoveResult {
   undo: () => void;
 }
 
+type TaskContext = TaskSnapshot['context'];
+
 /**
  * A live task: its XState actor, or (restored on open, or put back by an
- * undo, and not moved since) the machine snapshot its actor will start from.
+ * undo or a refusal, and not moved since) the state and context its actor
+ * will start from.
  */
-type LiveTask = { actor: TaskActor; snapshot?: undefined } | { actor?: undefined; snapshot: TaskSnapshot };
+type PendingTask = { actor?: undefined; state: TaskState; context: TaskContext };
+type LiveTask = { actor: TaskActor } | PendingTask;
 
 /**
  * The live tasks of a broker: each non-terminal task is an actor of
  * `taskMachine` (its own root, given the inspector if there is one), keyed by
  * task id. A task restored on open keeps only its machine snapshot until its
  * first move, when its actor starts from it; a task that reaches a terminal
- * state is stopped and dropped (its history lives in SQLite only). Every move
- * is decided by the machine's pure `transition` before the actor is sent it,
- * so a refused move changes nothing.
+ * state is stopped and dropped (its history lives in SQLite only). A move the
+ * machine refuses stops the actor that refused it and puts the task back as
+ * it was (XState's pure `transition()` would decide it first, but it builds an
+ * actor and a system per call: dearer than the move).
  */
 export class TaskActors {
   private readonly live = new Map<string, LiveTask>();
@@ -59,7 +64,8 @@ export class TaskActors {
 
   state(taskId: string): TaskState | undefined {
     const task = this.live.get(taskId);
-    return task === undefined ? undefined : (snapshotOf(task).value as TaskState);
+    if (task === undefined) return undefined;
+    return task.actor === undefined ? task.state : (task.actor.getSnapshot().value as TaskState);
   }
 
   /** Whether the task has a running actor (false for one restored and not moved since). */
@@ -92,11 +98,11 @@ export class TaskActors {
       // Only a snapshot of the machine's shape is given to XState: one without
       // a context makes an actor report an uncaught error besides throwing.
       if (parsed !== undefined && isRestorable(parsed, state)) {
-        this.live.set(taskId, { snapshot: taskMachine.resolveState({ value: state, context: parsed.context }) });
+        this.live.set(taskId, { state, context: parsed.context });
         return 'restored';
       }
     }
-    this.live.set(taskId, { snapshot: rebuilt(taskId, state) });
+    this.live.set(taskId, { state, context: freshContext(taskId) });
     return 'rebuilt';
   }
 
@@ -105,7 +111,9 @@ export class TaskActors {
     const task = this.live.get(taskId);
     if (task === undefined) return undefined;
     return (
-      task.actor === undefined ? taskMachine.getPersistedSnapshot(task.snapshot) : task.actor.getPersistedSnapshot()
+      task.actor === undefined
+        ? taskMachine.getPersistedSnapshot(resolved(task.state, task.context))
+        : task.actor.getPersistedSnapshot()
     ) as PersistedTaskSnapshot;
   }
 
@@ -117,19 +125,29 @@ export class TaskActors {
    */
   move(taskId: string, from: TaskState, move: TaskMove): MoveResult {
     const had = this.live.get(taskId);
-    // Snapshots are immutable: the one before the move is what an undo puts back.
-    const before = had === undefined ? rebuilt(taskId, from) : snapshotOf(had);
-    const event = { type: 'MOVE' as const, to: move.to, by: move.by, via: move.via };
-    const [next] = transition(taskMachine, before, event);
-    if (next.context.refusal !== null || next.value !== move.to) throw new TaskActorError(taskId, from, move.to);
-    const actor = had?.actor ?? this.start(taskId, before);
-    actor.send(event);
+    let actor = had?.actor;
+    // Snapshots are immutable: the one before the move is what an undo or a refusal puts back.
+    const before: PendingTask =
+      had === undefined
+        ? { state: from, context: freshContext(taskId) }
+        : had.actor === undefined
+          ? had
+          : { state: had.actor.getSnapshot().value as TaskState, context: had.actor.getSnapshot().context };
+    if (actor === undefined) actor = this.start(taskId, resolved(before.state, before.context));
+    actor.send({ type: 'MOVE', to: move.to, by: move.by, via: move.via });
+    const after = actor.getSnapshot();
     const undo = () => {
       this.live.get(taskId)?.actor?.stop();
       if (had === undefined) this.live.delete(taskId);
-      else this.live.set(taskId, { snapshot: before });
+      else this.live.set(taskId, before);
     };
-    if (next.status === 'done') {
+    if (after.context.refusal !== null || after.value !== move.to) {
+      actor.stop();
+      if (had === undefined) this.live.delete(taskId);
+      else this.live.set(taskId, before);
+      throw new TaskActorError(taskId, from, move.to);
+    }
+    if (after.status === 'done') {
       actor.stop();
       this.live.delete(taskId);
       return { snapshot: null, undo };
@@ -152,28 +170,25 @@ export class TaskActors {
   }
 }
 
-function snapshotOf(task: LiveTask): TaskSnapshot {
-  return task.actor === undefined ? task.snapshot : task.actor.getSnapshot();
+function freshContext(taskId: string): TaskContext {
+  return { taskId, moves: 0, lastMove: null, refusal: null };
 }
 
-/** The machine in the row's state with a fresh context (the row is the record of truth). */
-function rebuilt(taskId: string, state: TaskState): TaskSnapshot {
-  return taskMachine.resolveState({ value: state, context: { taskId, moves: 0, lastMove: null, refusal: null } });
+/** The machine snapshot of a task in `state` with `context` (a rebuilt one has a fresh context: the row is the record of truth). */
+function resolved(state: TaskState, context: TaskContext): TaskSnapshot {
+  return taskMachine.resolveState({ value: state, context });
 }
 
 type ParsedSnapshot = { value?: unknown; status?: unknown; context?: unknown };
 
 /** A persisted snapshot of the task machine, active in `state` (the task row's state). */
-function isRestorable(
-  parsed: ParsedSnapshot,
-  state: TaskState,
-): parsed is ParsedSnapshot & { context: TaskSnapshot['context'] } {
+function isRestorable(parsed: ParsedSnapshot, state: TaskState): parsed is ParsedSnapshot & { context: TaskContext } {
   return parsed.value === state && parsed.status === 'active' && isTaskContext(parsed.context);
 }
 
-function isTaskContext(value: unknown): value is TaskSnapshot['context'] {
+function isTaskContext(value: unknown): value is TaskContext {
   if (value === null || typeof value !== 'object') return false;
-  const c = value as Partial<TaskSnapshot['context']>;
+  const c = value as Partial<TaskContext>;
   return (
     typeof c.taskId === 'string' && typeof c.moves === 'number' && c.lastMove !== undefined && c.refusal !== undefined
   );
