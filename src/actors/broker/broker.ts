@@ -19,7 +19,7 @@ import {
   methodNotFound,
 } from '../../protocol/errors.js';
 import type { DurableEvent, PushNotification, TaskEvent } from '../../protocol/events.js';
-import { handshakeResult } from '../../protocol/handshake.js';
+import { answerHandshake } from '../../protocol/handshake.js';
 import {
   type ArtifactSend,
   METHODS,
@@ -247,11 +247,10 @@ class EmbeddedBroker implements Broker {
     if (!isMethodName(method)) return Promise.reject(methodNotFound(method));
     if (method === 'app.handshake') {
       try {
-        parseParams(METHODS[method].params, params);
+        return Promise.resolve(answerHandshake(params, VERSION));
       } catch (error) {
         return Promise.reject(error);
       }
-      return Promise.resolve(handshakeResult(VERSION));
     }
     // `invoke` never throws: it rejects.
     return this.invoke(method, params);
