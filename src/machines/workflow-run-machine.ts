@@ -32,42 +32,6 @@ export interface WorkflowRunInput {
   definition: WorkflowDefinition;
 }
 
-const START_KEYS: ReadonlySet<string> = new Set(['type']);
-const SUCCEEDED_KEYS: ReadonlySet<string> = new Set(['type', 'hop', 'attempt', 'usage']);
-const USAGE_KEYS: ReadonlySet<string> = new Set(['inputTokens', 'outputTokens', 'costUsd', 'elapsedMs']);
-
-function plainWithKeys(value: unknown, keys: ReadonlySet<string>): value is Record<string, unknown> {
-  if (value === null || typeof value !== 'object') return false;
-  const proto = Object.getPrototypeOf(value);
-  if (proto !== Object.prototype && proto !== null) return false;
-  for (const key in value) if (!keys.has(key)) return false;
-  return true;
-}
-
-const positiveInt = (v: unknown) => Number.isSafeInteger(v) && (v as number) >= 1;
-const countOf = (v: unknown) => Number.isSafeInteger(v) && (v as number) >= 0;
-const amountOf = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v >= 0;
-
-/**
- * Whether an event is a well-formed `START` or `HOP_SUCCEEDED` (the events of
- * every hop), decided without zod. It never accepts what
- * `WorkflowRunEventSchema` refuses; any other event goes to the schema.
- */
-export function isPlainRunEvent(event: unknown): boolean {
-  if (!plainWithKeys(event, SUCCEEDED_KEYS)) return false;
-  if (event.type === 'START') return plainWithKeys(event, START_KEYS);
-  if (event.type !== 'HOP_SUCCEEDED' || !positiveInt(event.hop) || !positiveInt(event.attempt)) return false;
-  const usage = event.usage;
-  if (usage === undefined) return true;
-  return (
-    plainWithKeys(usage, USAGE_KEYS) &&
-    countOf(usage.inputTokens) &&
-    countOf(usage.outputTokens) &&
-    amountOf(usage.costUsd) &&
-    amountOf(usage.elapsedMs)
-  );
-}
-
 type EventConfig = {
   guard?: { type: 'malformed' } | { type: 'holds'; params: { when: RunCondition } };
   target?: WorkflowRunState;
@@ -120,7 +84,8 @@ export const workflowRunMachine = setup({
     input: {} as WorkflowRunInput,
   },
   guards: {
-    malformed: ({ event }) => !isPlainRunEvent(event) && !WorkflowRunEventSchema.safeParse(event).success,
+    // The protocol's schema is the one check of an event's shape.
+    malformed: ({ event }) => !WorkflowRunEventSchema.safeParse(event).success,
     holds: ({ context, event }, params: { when: RunCondition }) => conditionHolds(context, event, params.when),
   },
   actions: {

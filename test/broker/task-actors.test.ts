@@ -1,23 +1,18 @@
 /**
- * The broker's two ways of running its task machines, driven through the
- * same steps and compared after every one: `ActorTaskActors` (an XState actor
- * per live task, what an inspected broker runs) and `TableTaskActors` (the
- * machine applied as data, the default). Same accepted moves, same refusals,
- * same persisted snapshots (byte for byte as JSON), same undo, same restore.
+ * The broker's task actors, driven through random creations, moves, undos
+ * and restores and compared after every step with a reference model written
+ * from PROTOCOL.md's table (test/machines/task-spec.ts): the same accepted
+ * moves, the same refusals, the persisted snapshots XState writes (byte for
+ * byte as JSON), undo, restore and rebuild, and which tasks have a running actor.
  */
 import { fc, test as fcTest } from '@fast-check/vitest';
+import type { InspectionEvent } from 'xstate';
 import { describe, expect, it } from 'vitest';
-import {
-  ActorTaskActors,
-  type MoveResult,
-  TableTaskActors,
-  TaskActorError,
-  type TaskActors,
-  createTaskActors,
-} from '../../src/actors/broker/task-actors.js';
+import { type MoveResult, TaskActorError, TaskActors } from '../../src/actors/broker/task-actors.js';
 import { TASK_MACHINE_VERSION } from '../../src/machines/task-machine.js';
 import { LIVE_TASK_STATES } from '../../src/machines/task-transitions.js';
-import { ALL_STATES, MOVERS, type SpecMove, VIAS, specMove } from '../machines/task-spec.js';
+import type { TaskState } from '../../src/protocol/task.js';
+import { ALL_STATES, MOVERS, type SpecMove, TERMINALS, VIAS, specMove } from '../machines/task-spec.js';
 
 const TASK_IDS = ['t-1', 't-2', 't-3'];
 
@@ -52,15 +47,27 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   },
 );
 
-/** What a call on either implementation did, in comparable form. */
-function outcome(run: () => unknown): unknown {
-  try {
-    const value = run();
-    return { ok: true, value: JSON.parse(JSON.stringify(value ?? null)) };
-  } catch (error) {
-    if (error instanceof TaskActorError) return { ok: false, taskId: error.taskId, from: error.from, to: error.to };
-    throw error;
-  }
+interface ModelContext {
+  taskId: string;
+  moves: number;
+  lastMove: (SpecMove & { from: TaskState }) | null;
+  refusal: null;
+}
+
+/** A live task as the reference model holds it; `started`: it has a running actor. */
+interface ModelTask {
+  state: TaskState;
+  context: ModelContext;
+  started: boolean;
+}
+
+/** The persisted snapshot XState writes for the task machine (same keys, same order). */
+function persistedOf(task: ModelTask): string {
+  return JSON.stringify({ status: 'active', value: task.state, historyValue: {}, context: task.context, children: {} });
+}
+
+function fresh(taskId: string, state: TaskState, started: boolean): ModelTask {
+  return { state, context: { taskId, moves: 0, lastMove: null, refusal: null }, started };
 }
 
 function view(actors: TaskActors) {
@@ -69,18 +76,34 @@ function view(actors: TaskActors) {
     tasks: TASK_IDS.map((id) => ({
       has: actors.has(id),
       state: actors.state(id) ?? null,
+      started: actors.has(id) ? actors.started(id) : null,
       persisted: JSON.stringify(actors.persisted(id) ?? null),
     })),
   };
 }
 
-/** Snapshots to restore from: the other side's current one, others of its shape, and garbage. */
-function snapshotText(kind: number, id: string, state: string, source: TaskActors): string | null {
+function modelView(model: Map<string, ModelTask>) {
+  return {
+    size: model.size,
+    tasks: TASK_IDS.map((id) => {
+      const task = model.get(id);
+      return {
+        has: task !== undefined,
+        state: task?.state ?? null,
+        started: task?.started ?? null,
+        persisted: task === undefined ? 'null' : persistedOf(task),
+      };
+    }),
+  };
+}
+
+/** Snapshots to restore from: one this task had earlier, others of its shape, and garbage. */
+function snapshotText(kind: number, id: string, state: TaskState, earlier: Map<string, string>): string | null {
   switch (kind) {
     case 0:
       return null;
     case 1:
-      return JSON.stringify(source.persisted(id) ?? null);
+      return earlier.get(id) ?? null;
     case 2:
       return JSON.stringify({
         status: 'active',
@@ -101,13 +124,47 @@ function snapshotText(kind: number, id: string, state: string, source: TaskActor
   }
 }
 
-describe('TableTaskActors behaves as ActorTaskActors', () => {
+/** What the model says a restore does: the snapshot's context if it is of the machine's shape in `state`. */
+function modelRestore(
+  id: string,
+  state: TaskState,
+  version: number,
+  text: string | null,
+): { task: ModelTask; how: 'restored' | 'rebuilt' } | 'terminal' {
+  if (TERMINALS.includes(state)) return 'terminal';
+  if (text !== null && version === TASK_MACHINE_VERSION) {
+    let parsed: { value?: unknown; status?: unknown; context?: ModelContext } | undefined;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    const c = parsed?.context;
+    if (
+      parsed?.value === state &&
+      parsed.status === 'active' &&
+      c !== undefined &&
+      typeof c.taskId === 'string' &&
+      typeof c.moves === 'number'
+    ) {
+      return { task: { state, context: c, started: false }, how: 'restored' };
+    }
+  }
+  return { task: fresh(id, state, false), how: 'rebuilt' };
+}
+
+describe('task actors', () => {
   fcTest.prop([fc.array(stepArb, { minLength: 1, maxLength: 60 })], { numRuns: 300 })(
-    'same answers and snapshots after every step',
+    'answer as the reference model after every step: moves, refusals, snapshots, undo, restore',
     (steps) => {
-      const actors = new ActorTaskActors();
-      const table = new TableTaskActors();
+      const actors = new TaskActors();
+      const model = new Map<string, ModelTask>();
+      const earlier = new Map<string, string>();
       const undos: [() => void, () => void][] = [];
+      const putBack = (id: string, task: ModelTask | undefined) => () => {
+        if (task === undefined) model.delete(id);
+        else model.set(id, { ...task, started: false });
+      };
       for (const step of steps) {
         if (step.kind === 'undo') {
           const pair = undos.pop();
@@ -117,70 +174,147 @@ describe('TableTaskActors behaves as ActorTaskActors', () => {
         } else if (step.kind === 'create') {
           const id = TASK_IDS[step.task] as string;
           if (actors.has(id)) continue;
-          const a = actors.create(id);
-          const b = table.create(id);
-          expect(JSON.stringify(b.snapshot)).toBe(JSON.stringify(a.snapshot));
-          undos.push([a.undo, b.undo]);
+          const created = actors.create(id);
+          const task = fresh(id, 'submitted', true);
+          model.set(id, task);
+          expect(JSON.stringify(created.snapshot)).toBe(persistedOf(task));
+          undos.push([created.undo, () => model.delete(id)]);
         } else if (step.kind === 'move') {
           const id = TASK_IDS[step.task] as string;
           // The broker moves only tasks it found live (checkTaskMove refuses a terminal one first).
           const from = actors.state(id) ?? LIVE_TASK_STATES[step.from % LIVE_TASK_STATES.length] ?? 'submitted';
-          let a: MoveResult | undefined;
-          let b: MoveResult | undefined;
-          const oa = outcome(() => {
-            a = actors.move(id, from, step.move);
-            return a.snapshot;
-          });
-          const ob = outcome(() => {
-            b = table.move(id, from, step.move);
-            return b.snapshot;
-          });
-          expect(ob).toEqual(oa);
-          // The same decision as the table of PROTOCOL.md, whoever applies it.
-          expect((oa as { ok: boolean }).ok).toBe(specMove(from, step.move).ok);
-          if (a !== undefined && b !== undefined) undos.push([a.undo, b.undo]);
+          const before = model.get(id);
+          const spec = specMove(from, step.move);
+          let result: MoveResult | undefined;
+          let refused: unknown;
+          try {
+            result = actors.move(id, from, step.move);
+          } catch (error) {
+            refused = error;
+          }
+          if (!spec.ok) {
+            // Refused: a defect the broker never commits. The task is as it was, its
+            // actor (which refused) stopped: the next move starts another.
+            expect(refused).toBeInstanceOf(TaskActorError);
+            expect(refused).toMatchObject({ taskId: id, from, to: step.move.to });
+            if (before !== undefined) model.set(id, { ...before, started: false });
+          } else {
+            expect(refused).toBeUndefined();
+            const base = before ?? fresh(id, from, false);
+            const after: ModelTask = {
+              state: step.move.to,
+              context: {
+                ...base.context,
+                moves: base.context.moves + 1,
+                lastMove: { from, to: step.move.to, by: step.move.by, via: step.move.via },
+                refusal: null,
+              },
+              started: true,
+            };
+            if (TERMINALS.includes(step.move.to)) {
+              model.delete(id);
+              expect(result?.snapshot).toBeNull();
+            } else {
+              model.set(id, after);
+              expect(JSON.stringify(result?.snapshot)).toBe(persistedOf(after));
+            }
+            if (result !== undefined) undos.push([result.undo, putBack(id, before)]);
+          }
         } else {
           const id = TASK_IDS[step.task] as string;
           if (actors.has(id)) continue;
           const state = ALL_STATES[step.state] ?? 'submitted';
           const version = step.version === 0 ? TASK_MACHINE_VERSION : TASK_MACHINE_VERSION + step.version;
-          const text = snapshotText(step.snapshot, id, state, actors);
-          expect(table.restore(id, state, version, text)).toBe(actors.restore(id, state, version, text));
+          const text = snapshotText(step.snapshot, id, state, earlier);
+          const expected = modelRestore(id, state, version, text);
+          const how = actors.restore(id, state, version, text);
+          if (expected === 'terminal') expect(how).toBe('rebuilt');
+          else {
+            model.set(id, expected.task);
+            expect(how).toBe(expected.how);
+          }
         }
-        expect(view(table)).toEqual(view(actors));
+        expect(view(actors)).toEqual(modelView(model));
+        for (const id of TASK_IDS) {
+          const persisted = actors.persisted(id);
+          if (persisted !== undefined) earlier.set(id, JSON.stringify(persisted));
+        }
       }
       actors.stopAll();
-      table.stopAll();
-      expect(view(table)).toEqual(view(actors));
+      expect(view(actors)).toEqual(modelView(new Map()));
     },
   );
 
   it('a full life: submitted, working, input-required, working, completed', () => {
-    for (const actors of [new ActorTaskActors(), new TableTaskActors()]) {
-      actors.create('t-1');
-      const moves: SpecMove[] = [
-        { to: 'working', by: 'worker', via: 'status' },
-        { to: 'input-required', by: 'worker', via: 'status' },
-        { to: 'working', by: 'broker', via: 'follow-up' },
-      ];
-      for (const move of moves)
-        expect(actors.move('t-1', actors.state('t-1') ?? 'submitted', move).snapshot).not.toBeNull();
-      expect(actors.persisted('t-1')).toMatchObject({
-        status: 'active',
-        value: 'working',
-        context: { moves: 3, lastMove: { from: 'input-required', to: 'working', by: 'broker', via: 'follow-up' } },
-      });
-      const done = actors.move('t-1', 'working', { to: 'completed', by: 'worker', via: 'status' });
-      expect(done.snapshot).toBeNull();
-      expect(actors.has('t-1')).toBe(false);
-      expect(actors.state('t-1')).toBeUndefined();
-      expect(actors.persisted('t-1')).toBeUndefined();
-      expect(actors.size).toBe(0);
-    }
+    const actors = new TaskActors();
+    actors.create('t-1');
+    const moves: SpecMove[] = [
+      { to: 'working', by: 'worker', via: 'status' },
+      { to: 'input-required', by: 'worker', via: 'status' },
+      { to: 'working', by: 'broker', via: 'follow-up' },
+    ];
+    for (const move of moves)
+      expect(actors.move('t-1', actors.state('t-1') ?? 'submitted', move).snapshot).not.toBeNull();
+    expect(actors.persisted('t-1')).toMatchObject({
+      status: 'active',
+      value: 'working',
+      context: { moves: 3, lastMove: { from: 'input-required', to: 'working', by: 'broker', via: 'follow-up' } },
+    });
+    const done = actors.move('t-1', 'working', { to: 'completed', by: 'worker', via: 'status' });
+    expect(done.snapshot).toBeNull();
+    expect(actors.has('t-1')).toBe(false);
+    expect(actors.state('t-1')).toBeUndefined();
+    expect(actors.persisted('t-1')).toBeUndefined();
+    expect(actors.size).toBe(0);
   });
 
-  it('createTaskActors: actors when inspected, the table otherwise', () => {
-    expect(createTaskActors()).toBeInstanceOf(TableTaskActors);
-    expect(createTaskActors({ next: () => {} })).toBeInstanceOf(ActorTaskActors);
+  it('every moved task is an XState actor: the inspector sees it started, sent MOVE, and stopped when terminal or refused', () => {
+    const events: InspectionEvent[] = [];
+    const actors = new TaskActors({ next: (e) => events.push(e) });
+    actors.create('t-new');
+    const restored = actors.restore('t-old', 'working', TASK_MACHINE_VERSION, null);
+    expect(restored).toBe('rebuilt');
+    const actorsOf = () =>
+      events
+        .filter((e) => e.type === '@xstate.actor')
+        .map((e) => (e.actorRef.getSnapshot() as { context: ModelContext }).context.taskId);
+    // A restored task starts its actor on first use only.
+    expect(actorsOf()).toEqual(['t-new']);
+    expect(actors.started('t-new')).toBe(true);
+    expect(actors.started('t-old')).toBe(false);
+    // A refused move: the actor that refused it is stopped and the task is as it was.
+    expect(() => actors.move('t-old', 'working', { to: 'rejected', by: 'worker', via: 'status' })).toThrow(
+      TaskActorError,
+    );
+    expect(actors.started('t-old')).toBe(false);
+    expect(actors.state('t-old')).toBe('working');
+    expect(JSON.stringify(actors.persisted('t-old'))).toBe(
+      persistedOf({
+        state: 'working',
+        context: { taskId: 't-old', moves: 0, lastMove: null, refusal: null },
+        started: false,
+      }),
+    );
+    const refusedBy = events.filter((e) => e.type === '@xstate.actor')[1]?.actorRef;
+    expect(actorsOf()).toEqual(['t-new', 't-old']);
+    expect(refusedBy?.getSnapshot().status).toBe('stopped');
+    const moved = actors.move('t-old', 'working', { to: 'input-required', by: 'worker', via: 'status' });
+    expect(actorsOf()).toEqual(['t-new', 't-old', 't-old']);
+    expect(actors.started('t-old')).toBe(true);
+    const sent = events.filter((e) => e.type === '@xstate.event' && e.event.type === 'MOVE');
+    expect(sent).toHaveLength(2);
+    // Undo puts the snapshot back; the actor that took the move is stopped.
+    const oldActor = events.filter((e) => e.type === '@xstate.actor')[2]?.actorRef;
+    moved.undo();
+    expect(oldActor?.getSnapshot().status).toBe('stopped');
+    expect(actors.state('t-old')).toBe('working');
+    expect(actors.started('t-old')).toBe(false);
+    const done = actors.move('t-new', 'submitted', { to: 'completed', by: 'worker', via: 'status' });
+    expect(done.snapshot).toBeNull();
+    const newActor = events.filter((e) => e.type === '@xstate.actor')[0]?.actorRef;
+    expect(newActor?.getSnapshot().status).toBe('done');
+    expect(actors.has('t-new')).toBe(false);
+    actors.stopAll();
+    expect(actors.size).toBe(0);
   });
 });

@@ -1,9 +1,12 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
-import { isPlainRunEvent } from '../../src/machines/workflow-run-machine.js';
+import { type AnyMachineSnapshot, initialTransition, transition } from 'xstate';
+import { workflowRunMachine } from '../../src/machines/workflow-run-machine.js';
+import type { WorkflowRunContext } from '../../src/machines/workflow-run-transitions.js';
 import { WorkflowRunEventSchema } from '../../src/protocol/workflow.js';
+import { DEV_SDLC } from '../workflow/fixtures.js';
 
-/** The run machine's zod-free check of the events of every hop never accepts what the schema refuses. */
+/** The run machine's check of an event's shape is `WorkflowRunEventSchema`: it refuses exactly what the schema refuses. */
 
 const value = fc.oneof(
   fc.anything(),
@@ -30,31 +33,46 @@ const eventLike = fc.record(
     usage,
     extra: value,
   },
-  { requiredKeys: [] },
+  // XState delivers only events with a string type: the rest may be missing.
+  { requiredKeys: ['type'] },
 );
 
-describe('the run machine event check without zod', () => {
-  test.prop([eventLike], { numRuns: 500 })('never accepts what the schema refuses', (event) => {
-    if (isPlainRunEvent(event)) expect(WorkflowRunEventSchema.safeParse(event).success).toBe(true);
-  });
+const [pending] = initialTransition(workflowRunMachine, { runId: 'item-1', definition: DEV_SDLC });
+const [running] = transition(workflowRunMachine, pending, { type: 'START' });
+
+function refusalOf(snapshot: AnyMachineSnapshot, event: unknown): WorkflowRunContext['refusal'] {
+  const [next] = transition(workflowRunMachine, snapshot as typeof pending, event as never);
+  return next.context.refusal;
+}
+
+describe('the run machine event check', () => {
+  test.prop([eventLike, fc.boolean()], { numRuns: 500 })(
+    'refuses as malformed exactly what the schema refuses, in any state',
+    (event, started) => {
+      const refusal = refusalOf(started ? running : pending, event);
+      expect(refusal?.reason === 'malformed').toBe(!WorkflowRunEventSchema.safeParse(event).success);
+    },
+  );
 
   it('accepts the events of every hop', () => {
     const usage = { inputTokens: 100, outputTokens: 20, costUsd: 0.0001, elapsedMs: 3 };
+    expect(refusalOf(pending, { type: 'START' })).toBeNull();
     for (const event of [
       { type: 'START' },
       { type: 'HOP_SUCCEEDED', hop: 1, attempt: 1 },
       { type: 'HOP_SUCCEEDED', hop: 4, attempt: 2, usage },
     ]) {
       expect(WorkflowRunEventSchema.safeParse(event).success).toBe(true);
-      expect(isPlainRunEvent(event)).toBe(true);
+      expect(refusalOf(running, event)?.reason).not.toBe('malformed');
     }
+    expect(refusalOf(running, { type: 'HOP_SUCCEEDED', hop: 1, attempt: 1, usage })).toBeNull();
     for (const event of [
       { type: 'START', hop: 1 },
       { type: 'HOP_SUCCEEDED', hop: 0, attempt: 1 },
       { type: 'HOP_SUCCEEDED', hop: 1, attempt: 1, usage: { ...usage, costUsd: -1 } },
       { type: 'HOP_SUCCEEDED', hop: 1, attempt: 1, note: 'x' },
     ]) {
-      expect(isPlainRunEvent(event)).toBe(false);
+      expect(refusalOf(running, event)?.reason).toBe('malformed');
       expect(WorkflowRunEventSchema.safeParse(event).success).toBe(false);
     }
   });

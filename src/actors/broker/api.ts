@@ -33,7 +33,8 @@ export interface BrokerApi {
 
   /**
    * Validates untrusted params against the method's schema (-32602 or
-   * A2A_PAYLOAD_TOO_LARGE) and calls the method. Unknown methods are -32601.
+   * A2A_PAYLOAD_TOO_LARGE) and calls the method; `app.handshake` is answered
+   * with `answerHandshake`. Unknown methods are -32601.
    */
   dispatch(method: string, params: unknown): Promise<unknown>;
 

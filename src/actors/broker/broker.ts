@@ -12,7 +12,7 @@ import {
 } from '../../protocol/bounds.js';
 import { BrokerError, a2aError, boundError, invalidParams, methodNotFound } from '../../protocol/broker-error.js';
 import type { DurableEvent, PushNotification, TaskEvent } from '../../protocol/events.js';
-import { handshakeResult } from '../../protocol/handshake.js';
+import { answerHandshake } from '../../protocol/handshake.js';
 import {
   type ArtifactSend,
   METHODS,
@@ -45,7 +45,7 @@ import { type CallScope, CommitQueue } from './commit-queue.js';
 import { TokenAuthority } from './tokens.js';
 import { type ActorInspector, inspectStore } from '../inspection.js';
 import { type Registration, type Registry, createRegistry, foldedPartyKey, partyKey } from './registry.js';
-import { type TaskActors, createTaskActors } from './task-actors.js';
+import { TaskActors } from './task-actors.js';
 
 export interface BrokerOptions {
   /** The SQLite file (created if missing). */
@@ -79,7 +79,7 @@ export interface Broker extends BrokerApi {
   readonly path: string;
   readonly durability: Durability;
   readonly opened: BrokerOpenReport;
-  /** Non-terminal tasks with a live actor. */
+  /** Non-terminal tasks (each an actor of the task machine; one restored on open starts it on first move). */
   liveTaskCount(): number;
   /** Live registrations. */
   liveAgentCount(): number;
@@ -153,7 +153,7 @@ class EmbeddedBroker implements Broker {
     this.ids = options.ids ?? createUuidV7Source(() => this.clock.now());
     this.logger = options.logger ?? silentLogger();
     this.inspect = options.inspect;
-    this.tasks = createTaskActors(options.inspect);
+    this.tasks = new TaskActors(options.inspect);
     if (options.inspect !== undefined) inspectStore(this.registry, 'broker', options.inspect);
     const schema = migrate(db, A2A_MIGRATION_SET);
     this.store = new A2AStore(db);
@@ -240,11 +240,10 @@ class EmbeddedBroker implements Broker {
     if (!isMethodName(method)) return Promise.reject(methodNotFound(method));
     if (method === 'app.handshake') {
       try {
-        parseParams(METHODS[method].params, params);
+        return Promise.resolve(answerHandshake(params, VERSION));
       } catch (error) {
         return Promise.reject(error);
       }
-      return Promise.resolve(handshakeResult(VERSION));
     }
     // `invoke` never throws: it rejects.
     return this.invoke(method, params);

@@ -2,7 +2,7 @@ import { createStore } from '@xstate/store';
 import { type AgentCard, type AgentKind, foldAgentName } from '../../protocol/agent.js';
 import type { Party } from '../../persistence/a2a/store.js';
 import type { AgentOutbox } from './agent-outbox.js';
-import type { AgentActorLike } from './agents.js';
+import type { AgentActor } from './agents.js';
 import type { TokenEntry } from './tokens.js';
 
 /** One live registration: an agent actor, its token's digest and its outbox. */
@@ -13,7 +13,7 @@ export interface Registration {
   readonly card: AgentCard;
   readonly token: TokenEntry;
   /** Replaced (not mutated) when a refused call undoes a counted send. */
-  actor: AgentActorLike;
+  actor: AgentActor;
   readonly outbox: AgentOutbox;
   /** The last seq of its party's event log, once read (the broker counts on from it); undefined until then. */
   lastSeq: number | undefined;

@@ -1,16 +1,12 @@
 import { type Actor, type SnapshotFrom, createActor } from 'xstate';
-import type { ActorInspector } from '../inspection.js';
-import {
-  TASK_MACHINE_VERSION,
-  type TaskMachine,
-  type TaskMachineContext,
-  taskMachine,
-} from '../../machines/task-machine.js';
-import { type TaskMove, findTransition } from '../../machines/task-transitions.js';
+import { TASK_MACHINE_VERSION, type TaskMachine, taskMachine } from '../../machines/task-machine.js';
+import type { TaskMove } from '../../machines/task-transitions.js';
 import { type ErrorCodeOf, SwitchboardError } from '../../protocol/switchboard-error.js';
 import { type TaskState, isTerminalState } from '../../protocol/task.js';
+import type { ActorInspector } from '../inspection.js';
 
 type TaskActor = Actor<TaskMachine>;
+type TaskSnapshot = SnapshotFrom<TaskMachine>;
 type PersistedTaskSnapshot = ReturnType<TaskActor['getPersistedSnapshot']>;
 
 /** A task actor refused a move the broker had already checked: a defect, never a user error. */
@@ -28,168 +24,32 @@ export class TaskActorError extends SwitchboardError {
 export interface MoveResult {
   /** The persisted snapshot after the move, or null when the task became terminal (actor stopped). */
   snapshot: PersistedTaskSnapshot | null;
-  /** Puts the actor back as it was before the move. */
+  /** Puts the task back as it was before the move. */
   undo: () => void;
 }
 
-/** The live tasks of a broker and the moves they accept. */
-export interface TaskActors {
-  readonly size: number;
-  has(taskId: string): boolean;
-  state(taskId: string): TaskState | undefined;
-  /** Starts the task of a new task (in `submitted`). */
-  create(taskId: string): { snapshot: PersistedTaskSnapshot; undo: () => void };
-  /**
-   * Restores a task from its persisted snapshot. A snapshot from another
-   * machine version, or one that disagrees with the task row, is rebuilt from
-   * the row's state (the row is the record of truth).
-   */
-  restore(taskId: string, state: TaskState, machineVersion: number, snapshot: string | null): 'restored' | 'rebuilt';
-  /** The persisted snapshot of a live task (to write after a rebuild). */
-  persisted(taskId: string): PersistedTaskSnapshot | undefined;
-  /** Applies an already-checked move; throws `TaskActorError` if the machine refuses it. */
-  move(taskId: string, from: TaskState, move: TaskMove): MoveResult;
-  stopAll(): void;
-}
+type TaskContext = TaskSnapshot['context'];
 
 /**
- * The task actors a broker runs: one XState actor per live task when an
- * inspector is given (it sees every task actor), else `TableTaskActors`, the
- * same machine applied as data (the persisted snapshots, the accepted moves
- * and the refusals are the same; test/broker/task-actors.test.ts drives both
- * through the same moves and compares them step by step).
+ * A live task: its XState actor, or (restored on open, or put back by an
+ * undo or a refusal, and not moved since) the state and context its actor
+ * will start from.
  */
-export function createTaskActors(inspect?: ActorInspector): TaskActors {
-  return inspect === undefined ? new TableTaskActors() : new ActorTaskActors(inspect);
-}
-
-type TaskContext = TaskMachineContext;
+type PendingTask = { actor?: undefined; state: TaskState; context: TaskContext };
+type LiveTask = { actor: TaskActor } | PendingTask;
 
 /**
- * The task machine without an actor per task: each live task is its
- * persisted snapshot's context and state, moved by the rows of
- * `TASK_TRANSITIONS` (the rows the machine is built from), exactly as the
- * machine's `accept` action moves them. Nothing is created per move but the
- * new context: no actor, no inspection events (nobody is inspecting).
+ * The live tasks of a broker: each non-terminal task is an actor of
+ * `taskMachine` (its own root, given the inspector if there is one), keyed by
+ * task id. A task restored on open keeps only its machine snapshot until its
+ * first move, when its actor starts from it; a task that reaches a terminal
+ * state is stopped and dropped (its history lives in SQLite only). A move the
+ * machine refuses stops the actor that refused it and puts the task back as
+ * it was (XState's pure `transition()` would decide it first, but it builds an
+ * actor and a system per call: dearer than the move).
  */
-export class TableTaskActors implements TaskActors {
-  private readonly live = new Map<string, { state: TaskState; context: TaskContext }>();
-
-  get size(): number {
-    return this.live.size;
-  }
-
-  has(taskId: string): boolean {
-    return this.live.has(taskId);
-  }
-
-  state(taskId: string): TaskState | undefined {
-    return this.live.get(taskId)?.state;
-  }
-
-  create(taskId: string): { snapshot: PersistedTaskSnapshot; undo: () => void } {
-    const entry = { state: 'submitted' as TaskState, context: initialContext(taskId) };
-    this.live.set(taskId, entry);
-    return {
-      snapshot: persistedOf(entry.state, entry.context),
-      undo: () => {
-        this.live.delete(taskId);
-      },
-    };
-  }
-
-  restore(taskId: string, state: TaskState, machineVersion: number, snapshot: string | null): 'restored' | 'rebuilt' {
-    if (isTerminalState(state)) return 'rebuilt';
-    if (snapshot !== null && machineVersion === TASK_MACHINE_VERSION) {
-      const parsed = parseSnapshot(snapshot);
-      if (parsed !== undefined && isRestorable(parsed, state)) {
-        this.live.set(taskId, { state, context: (parsed as unknown as { context: TaskContext }).context });
-        return 'restored';
-      }
-    }
-    this.live.set(taskId, { state, context: initialContext(taskId) });
-    return 'rebuilt';
-  }
-
-  persisted(taskId: string): PersistedTaskSnapshot | undefined {
-    const entry = this.live.get(taskId);
-    return entry === undefined ? undefined : persistedOf(entry.state, entry.context);
-  }
-
-  move(taskId: string, from: TaskState, move: TaskMove): MoveResult {
-    let entry = this.live.get(taskId);
-    const had = entry;
-    if (entry === undefined) {
-      entry = { state: from, context: initialContext(taskId) };
-      this.live.set(taskId, entry);
-    }
-    const undo = () => {
-      if (had === undefined) this.live.delete(taskId);
-      else this.live.set(taskId, had);
-    };
-    const row = isTerminalState(entry.state) ? undefined : findTransition(entry.state, move);
-    if (row === undefined) {
-      undo();
-      throw new TaskActorError(taskId, from, move.to);
-    }
-    // The machine's `accept` action: an assign over the context, keys in place.
-    const context: TaskContext = {
-      ...entry.context,
-      moves: entry.context.moves + 1,
-      lastMove: { from: entry.state, to: move.to, by: move.by, via: move.via },
-      refusal: null,
-    };
-    if (isTerminalState(move.to)) {
-      this.live.delete(taskId);
-      return { snapshot: null, undo };
-    }
-    const next = { state: move.to, context };
-    this.live.set(taskId, next);
-    return { snapshot: persistedOf(next.state, context), undo };
-  }
-
-  stopAll(): void {
-    this.live.clear();
-  }
-}
-
-function initialContext(taskId: string): TaskContext {
-  return { taskId, moves: 0, lastMove: null, refusal: null };
-}
-
-/** The persisted snapshot XState gives for the task machine in `state` (same keys, same order). */
-function persistedOf(state: TaskState, context: TaskContext): PersistedTaskSnapshot {
-  return {
-    status: 'active',
-    value: state,
-    historyValue: {},
-    context,
-    children: {},
-  } as unknown as PersistedTaskSnapshot;
-}
-
-/** A persisted snapshot of the task machine, active in `state` (the task row's state). */
-function isRestorable(parsed: PersistedTaskSnapshot, state: TaskState): boolean {
-  const { value, status, context } = parsed as unknown as { value?: unknown; status?: unknown; context?: unknown };
-  return value === state && status === 'active' && isTaskContext(context);
-}
-
-function isTaskContext(value: unknown): value is TaskContext {
-  if (value === null || typeof value !== 'object') return false;
-  const c = value as Partial<TaskContext>;
-  return (
-    typeof c.taskId === 'string' && typeof c.moves === 'number' && c.lastMove !== undefined && c.refusal !== undefined
-  );
-}
-
-/**
- * The live task actors of an inspected broker: one independent root actor per non-terminal task
- * (`createActor(taskMachine)`), keyed by task id. A task that reaches a
- * terminal state is stopped and dropped: its history lives in SQLite only.
- * Nothing else is kept per task, so memory holds the live work.
- */
-export class ActorTaskActors implements TaskActors {
-  private readonly live = new Map<string, TaskActor>();
+export class TaskActors {
+  private readonly live = new Map<string, LiveTask>();
 
   /** `inspect`: given to every task actor (each is its own root). */
   constructor(private readonly inspect?: ActorInspector) {}
@@ -203,14 +63,20 @@ export class ActorTaskActors implements TaskActors {
   }
 
   state(taskId: string): TaskState | undefined {
-    const actor = this.live.get(taskId);
-    return actor === undefined ? undefined : (actor.getSnapshot().value as TaskState);
+    const task = this.live.get(taskId);
+    if (task === undefined) return undefined;
+    return task.actor === undefined ? task.state : (task.actor.getSnapshot().value as TaskState);
+  }
+
+  /** Whether the task has a running actor (false for one restored and not moved since). */
+  started(taskId: string): boolean {
+    return this.live.get(taskId)?.actor !== undefined;
   }
 
   /** Starts the actor of a new task (in `submitted`). */
   create(taskId: string): { snapshot: PersistedTaskSnapshot; undo: () => void } {
-    const actor = createActor(taskMachine, { input: { taskId }, inspect: this.inspect }).start();
-    this.live.set(taskId, actor);
+    const actor = this.start(taskId, undefined);
+    this.live.set(taskId, { actor });
     return {
       snapshot: actor.getPersistedSnapshot() as PersistedTaskSnapshot,
       undo: () => {
@@ -221,72 +87,64 @@ export class ActorTaskActors implements TaskActors {
   }
 
   /**
-   * Restores a task actor from its persisted snapshot. A snapshot from another
-   * machine version, or one that disagrees with the task row, is rebuilt from
-   * the row's state (the row is the record of truth).
+   * Restores a task from its persisted snapshot; its actor starts on first
+   * use. A snapshot from another machine version, or one that disagrees with
+   * the task row, is rebuilt from the row's state (the row is the record of truth).
    */
   restore(taskId: string, state: TaskState, machineVersion: number, snapshot: string | null): 'restored' | 'rebuilt' {
     if (isTerminalState(state)) return 'rebuilt';
     if (snapshot !== null && machineVersion === TASK_MACHINE_VERSION) {
       const parsed = parseSnapshot(snapshot);
       // Only a snapshot of the machine's shape is given to XState: one without
-      // a context makes it report an uncaught error besides throwing.
+      // a context makes an actor report an uncaught error besides throwing.
       if (parsed !== undefined && isRestorable(parsed, state)) {
-        try {
-          const actor = createActor(taskMachine, {
-            snapshot: parsed,
-            input: { taskId },
-            inspect: this.inspect,
-          }).start();
-          this.live.set(taskId, actor);
-          return 'restored';
-        } catch {
-          // An unreadable snapshot is rebuilt from the row below.
-        }
+        this.live.set(taskId, { state, context: parsed.context });
+        return 'restored';
       }
     }
-    this.live.set(taskId, this.rebuilt(taskId, state));
+    this.live.set(taskId, { state, context: freshContext(taskId) });
     return 'rebuilt';
   }
 
   /** The persisted snapshot of a live task (to write after a rebuild). */
   persisted(taskId: string): PersistedTaskSnapshot | undefined {
-    return this.live.get(taskId)?.getPersistedSnapshot() as PersistedTaskSnapshot | undefined;
+    const task = this.live.get(taskId);
+    if (task === undefined) return undefined;
+    return (
+      task.actor === undefined
+        ? taskMachine.getPersistedSnapshot(resolved(task.state, task.context))
+        : task.actor.getPersistedSnapshot()
+    ) as PersistedTaskSnapshot;
   }
 
   /**
-   * Sends an already-checked move to the task's actor. A task without a live
-   * actor (never expected) gets one rebuilt from `from` first.
+   * Sends an already-checked move to the task's actor (started first if the
+   * task has none yet; a task not live at all, never expected, is rebuilt
+   * from `from`). Throws `TaskActorError`, changing nothing, if the machine
+   * refuses the move.
    */
   move(taskId: string, from: TaskState, move: TaskMove): MoveResult {
-    let actor = this.live.get(taskId);
-    const hadActor = actor !== undefined;
-    if (actor === undefined) {
-      actor = this.rebuilt(taskId, from);
-      this.live.set(taskId, actor);
-    }
-    // Snapshots are immutable: the one before the move is kept as is and only
-    // turned into a persisted snapshot if the move has to be undone.
-    const before = actor.getSnapshot();
-    actor.send({ type: 'MOVE', ...move });
-    const after: SnapshotFrom<TaskMachine> = actor.getSnapshot();
+    const had = this.live.get(taskId);
+    let actor = had?.actor;
+    // Snapshots are immutable: the one before the move is what an undo or a refusal puts back.
+    const before: PendingTask =
+      had === undefined
+        ? { state: from, context: freshContext(taskId) }
+        : had.actor === undefined
+          ? had
+          : { state: had.actor.getSnapshot().value as TaskState, context: had.actor.getSnapshot().context };
+    if (actor === undefined) actor = this.start(taskId, resolved(before.state, before.context));
+    actor.send({ type: 'MOVE', to: move.to, by: move.by, via: move.via });
+    const after = actor.getSnapshot();
     const undo = () => {
-      this.live.get(taskId)?.stop();
-      if (hadActor) {
-        this.live.set(
-          taskId,
-          createActor(taskMachine, {
-            snapshot: taskMachine.getPersistedSnapshot(before) as PersistedTaskSnapshot,
-            input: { taskId },
-            inspect: this.inspect,
-          }).start(),
-        );
-      } else {
-        this.live.delete(taskId);
-      }
+      this.live.get(taskId)?.actor?.stop();
+      if (had === undefined) this.live.delete(taskId);
+      else this.live.set(taskId, before);
     };
     if (after.context.refusal !== null || after.value !== move.to) {
-      undo();
+      actor.stop();
+      if (had === undefined) this.live.delete(taskId);
+      else this.live.set(taskId, before);
       throw new TaskActorError(taskId, from, move.to);
     }
     if (after.status === 'done') {
@@ -294,27 +152,52 @@ export class ActorTaskActors implements TaskActors {
       this.live.delete(taskId);
       return { snapshot: null, undo };
     }
+    if (had?.actor === undefined) this.live.set(taskId, { actor });
     return { snapshot: actor.getPersistedSnapshot() as PersistedTaskSnapshot, undo };
   }
 
   stopAll(): void {
-    for (const actor of this.live.values()) actor.stop();
+    for (const task of this.live.values()) task.actor?.stop();
     this.live.clear();
   }
 
-  private rebuilt(taskId: string, state: TaskState): TaskActor {
-    const snapshot = taskMachine.resolveState({
-      value: state,
-      context: { taskId, moves: 0, lastMove: null, refusal: null },
-    });
-    return createActor(taskMachine, { snapshot, input: { taskId }, inspect: this.inspect }).start();
+  private start(taskId: string, snapshot: TaskSnapshot | undefined): TaskActor {
+    return createActor(taskMachine, {
+      input: { taskId },
+      ...(snapshot === undefined ? {} : { snapshot }),
+      ...(this.inspect === undefined ? {} : { inspect: this.inspect }),
+    }).start();
   }
 }
 
-function parseSnapshot(text: string): PersistedTaskSnapshot | undefined {
+function freshContext(taskId: string): TaskContext {
+  return { taskId, moves: 0, lastMove: null, refusal: null };
+}
+
+/** The machine snapshot of a task in `state` with `context` (a rebuilt one has a fresh context: the row is the record of truth). */
+function resolved(state: TaskState, context: TaskContext): TaskSnapshot {
+  return taskMachine.resolveState({ value: state, context });
+}
+
+type ParsedSnapshot = { value?: unknown; status?: unknown; context?: unknown };
+
+/** A persisted snapshot of the task machine, active in `state` (the task row's state). */
+function isRestorable(parsed: ParsedSnapshot, state: TaskState): parsed is ParsedSnapshot & { context: TaskContext } {
+  return parsed.value === state && parsed.status === 'active' && isTaskContext(parsed.context);
+}
+
+function isTaskContext(value: unknown): value is TaskContext {
+  if (value === null || typeof value !== 'object') return false;
+  const c = value as Partial<TaskContext>;
+  return (
+    typeof c.taskId === 'string' && typeof c.moves === 'number' && c.lastMove !== undefined && c.refusal !== undefined
+  );
+}
+
+function parseSnapshot(text: string): ParsedSnapshot | undefined {
   try {
     const parsed: unknown = JSON.parse(text);
-    return parsed !== null && typeof parsed === 'object' ? (parsed as PersistedTaskSnapshot) : undefined;
+    return parsed !== null && typeof parsed === 'object' ? (parsed as ParsedSnapshot) : undefined;
   } catch {
     return undefined;
   }
