@@ -5,6 +5,10 @@
 export const A2A_MAX_TEXT_CHARS = 16_000;
 /** 20 MiB of decoded bytes per file part. */
 export const A2A_MAX_FILE_BYTES = 20 * 1024 * 1024;
+/** Bytes of one data part's `data` as JSON text. */
+export const A2A_MAX_DATA_BYTES = 1024 * 1024;
+/** Bytes of one `metadata` object as JSON text (on a part, message, artifact or push config). */
+export const A2A_MAX_METADATA_BYTES = 64 * 1024;
 export const A2A_MAX_TASK_HISTORY = 256;
 export const A2A_MAX_TASKS_PER_CONTEXT = 128;
 export const A2A_MAX_SENDS_PER_RUN = 200;
@@ -12,6 +16,10 @@ export const A2A_MAX_STREAM_WAIT_SECONDS = 120;
 export const A2A_DEFAULT_STREAM_WAIT_SECONDS = 30;
 /** The framing bound: bytes of one NDJSON line before its `\n`. */
 export const MAX_LINE_BYTES = 32 * 1024 * 1024;
+/** Requests in one JSON-RPC batch; a longer batch is refused whole with -32600. */
+export const MAX_BATCH_REQUESTS = 1000;
+/** Nesting levels of a call's params (an object or array is one level); deeper is -32602. */
+export const MAX_JSON_DEPTH = 64;
 /** Default page size of `a2a.events.since`. */
 export const DEFAULT_EVENTS_LIMIT = 100;
 /** Ceiling of one `a2a.events.since` page (a decision of this project). */
@@ -23,6 +31,8 @@ export const MAX_ID_CHARS = 256;
 export const BOUNDS = {
   A2A_MAX_TEXT_CHARS,
   A2A_MAX_FILE_BYTES,
+  A2A_MAX_DATA_BYTES,
+  A2A_MAX_METADATA_BYTES,
   A2A_MAX_TASK_HISTORY,
   A2A_MAX_TASKS_PER_CONTEXT,
   A2A_MAX_SENDS_PER_RUN,

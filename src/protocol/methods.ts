@@ -42,12 +42,19 @@ export const TokenOnlyParamsSchema = z.object({ token: TokenSchema });
 export const DeregisterResultSchema = z.object({ deregistered: z.literal(true) });
 export const ListAgentsResultSchema = z.object({ agents: z.array(AgentCardSchema) });
 
+/**
+ * How many of the newest history messages an answer's task carries (all when
+ * absent): keeps the answers about a long or heavy task small.
+ */
+export const HistoryLengthSchema = z.number().int().min(0).optional();
+
 export const SendParamsSchema = z
   .object({
     token: TokenSchema,
     message: MessageSendSchema,
     to: z.string().min(1).max(256).optional(),
     taskId: IdSchema.optional(),
+    historyLength: HistoryLengthSchema,
   })
   .superRefine((params, ctx) => {
     if (params.to !== undefined && params.taskId !== undefined) {
@@ -65,7 +72,7 @@ export const TaskResultSchema = z.object({ task: TaskSchema });
 export const GetTaskParamsSchema = z.object({
   token: TokenSchema,
   id: IdSchema,
-  historyLength: z.number().int().min(0).optional(),
+  historyLength: HistoryLengthSchema,
 });
 
 export const ListTasksParamsSchema = z.object({
@@ -80,6 +87,7 @@ export const SetStatusParamsSchema = z.object({
   id: IdSchema,
   state: TaskStateSchema,
   message: MessageSendSchema.optional(),
+  historyLength: HistoryLengthSchema,
 });
 
 /** An artifact as the worker sends it: the broker assigns `artifactId` when absent. */

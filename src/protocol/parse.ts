@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { type SchemaIssue, a2aError, invalidParams } from './broker-error.js';
+import { jsonShapeIssue } from './json-shape.js';
 import type { BoundIssueParams } from './parts.js';
 
 function boundParams(issue: z.core.$ZodIssue): BoundIssueParams | undefined {
@@ -20,11 +21,15 @@ export function toSchemaIssues(error: z.ZodError): SchemaIssue[] {
 }
 
 /**
- * Parses untrusted params. A crossed bound is `A2A_PAYLOAD_TOO_LARGE` (with
- * `details.limit` and `details.max`); any other problem is `INVALID_PARAMS`
- * with `details.issues`.
+ * Parses untrusted params. Nesting deeper than `MAX_JSON_DEPTH` and a
+ * `__proto__` key anywhere are `INVALID_PARAMS` naming the path. A crossed
+ * bound is `A2A_PAYLOAD_TOO_LARGE` (with `details.limit` and `details.max`);
+ * any other problem is `INVALID_PARAMS` with `details.issues`.
  */
 export function parseParams<S extends z.ZodType>(schema: S, value: unknown, what = 'params'): z.infer<S> {
+  // Before the schema: it recurses, and it would drop a __proto__ key silently.
+  const shape = jsonShapeIssue(value);
+  if (shape !== undefined) throw invalidParams(`Invalid ${what}: ${shape.message}`, [shape]);
   const result = schema.safeParse(value ?? {});
   if (result.success) return result.data;
   // A crossed bound is reported as such only when it is the sole problem: a

@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { A2A_MAX_FILE_BYTES, A2A_MAX_TEXT_CHARS, MAX_NAME_CHARS } from './bounds.js';
+import {
+  A2A_MAX_DATA_BYTES,
+  A2A_MAX_FILE_BYTES,
+  A2A_MAX_METADATA_BYTES,
+  A2A_MAX_TEXT_CHARS,
+  MAX_NAME_CHARS,
+} from './bounds.js';
 
 /**
  * An issue raised by a bound carries these params; `parseParams` turns it into
@@ -7,7 +13,7 @@ import { A2A_MAX_FILE_BYTES, A2A_MAX_TEXT_CHARS, MAX_NAME_CHARS } from './bounds
  */
 export interface BoundIssueParams {
   errorCode: 'A2A_PAYLOAD_TOO_LARGE';
-  limit: 'A2A_MAX_TEXT_CHARS' | 'A2A_MAX_FILE_BYTES';
+  limit: 'A2A_MAX_TEXT_CHARS' | 'A2A_MAX_FILE_BYTES' | 'A2A_MAX_DATA_BYTES' | 'A2A_MAX_METADATA_BYTES';
   max: number;
 }
 
@@ -80,8 +86,46 @@ const Base64Schema = z.string().superRefine((bytes, ctx) => {
   }
 });
 
-/** Metadata: a JSON object for extensions. */
-export const MetadataSchema = z.record(z.string(), z.unknown());
+/** Bytes of `text` in UTF-8, counted only as far as needed to know whether it exceeds `max`. */
+function utf8LengthExceeds(text: string, max: number): boolean {
+  if (text.length > max) return true;
+  if (text.length * 3 <= max) return false;
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) bytes += 1;
+    else if (c < 0x800) bytes += 2;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      bytes += 4;
+      i++;
+    } else bytes += 3;
+    if (bytes > max) return true;
+  }
+  return false;
+}
+
+/** A JSON object bounded by the bytes of its JSON text (`limit` names the bound in the error). */
+function boundedObject(limit: 'A2A_MAX_DATA_BYTES' | 'A2A_MAX_METADATA_BYTES', max: number, what: string) {
+  return z.record(z.string(), z.unknown()).superRefine((value, ctx) => {
+    let json: string | undefined;
+    try {
+      json = JSON.stringify(value);
+    } catch {
+      ctx.addIssue({ code: 'custom', message: `${what} must be JSON` });
+      return;
+    }
+    if (json !== undefined && utf8LengthExceeds(json, max)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `${what} exceeds ${max} bytes of JSON (${limit}): carry large content in a file part`,
+        params: { errorCode: 'A2A_PAYLOAD_TOO_LARGE', limit, max },
+      });
+    }
+  });
+}
+
+/** Metadata: a JSON object for extensions, at most `A2A_MAX_METADATA_BYTES` of JSON. */
+export const MetadataSchema = boundedObject('A2A_MAX_METADATA_BYTES', A2A_MAX_METADATA_BYTES, 'metadata');
 export type Metadata = z.infer<typeof MetadataSchema>;
 
 export const TextPartSchema = z.object({
@@ -122,7 +166,7 @@ export type FilePart = z.infer<typeof FilePartSchema>;
 
 export const DataPartSchema = z.object({
   kind: z.literal('data'),
-  data: z.record(z.string(), z.unknown()),
+  data: boundedObject('A2A_MAX_DATA_BYTES', A2A_MAX_DATA_BYTES, 'data part'),
   metadata: MetadataSchema.optional(),
 });
 export type DataPart = z.infer<typeof DataPartSchema>;

@@ -1,9 +1,11 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../log/logger.js';
 import { silentLogger } from '../log/logger.js';
+import { MAX_BATCH_REQUESTS, MAX_LINE_BYTES } from '../protocol/bounds.js';
 import { isBrokerError } from '../protocol/broker-error.js';
 import type { JsonRpcId } from '../protocol/jsonrpc.js';
 import {
+  JSONRPC_INTERNAL_ERROR,
   JSONRPC_INVALID_REQUEST,
   JSONRPC_PARSE_ERROR,
   type JsonRpcErrorObject,
@@ -11,6 +13,7 @@ import {
 } from './jsonrpc-errors.js';
 import { LineWriter } from './line-writer.js';
 import { LineSplitter, isBlankLine } from './ndjson.js';
+import { rawIdLiteral } from './raw-id.js';
 
 /** Routes one call. May throw or reject; the server turns that into an error answer. */
 export type Dispatch = (method: string, params: unknown) => unknown;
@@ -31,11 +34,28 @@ export interface JsonRpcServerOptions {
 }
 
 /**
+ * Characters of answers a connection lets be computed and not yet written:
+ * calls are dispatched in a window of about this many characters over the
+ * size of recent answers (at least one call, at most `maxInFlight`).
+ */
+const ANSWER_BUDGET_CHARS = 2 * MAX_LINE_BYTES;
+
+/** A request read and not yet answered: its parsed message and, when a number cannot hold it, its id as written. */
+interface Job {
+  message: unknown;
+  rawId: string | undefined;
+  /** Takes the answer line (undefined for a notification). */
+  done: (line: string | undefined, idText: string) => void;
+}
+
+/**
  * JSON-RPC 2.0 over NDJSON on a pair of streams. Calls are dispatched as they
  * are read, without waiting for earlier ones, so that a broker can gather the
  * calls of one tick into one commit; answers go out as they settle (the `id`
- * matches them). When output backs up, input is paused until it drains, so a
- * peer that does not read cannot make the server buffer without bound.
+ * matches them). Calls wait in a queue (and input pauses) while output is
+ * congested or while the answers in flight would hold more than a budget of
+ * characters, so that neither a peer that does not read nor one that asks
+ * for large answers can make the server buffer without bound.
  */
 export class JsonRpcServer {
   readonly writer: LineWriter;
@@ -43,10 +63,19 @@ export class JsonRpcServer {
   private readonly dispatch: Dispatch;
   private readonly logger: Logger;
   private readonly splitter: LineSplitter;
-  private inFlight = 0;
+  /** Requests read and not yet answered (queued or dispatched). */
+  private unanswered = 0;
+  /** Requests dispatched and not yet answered. */
+  private dispatched = 0;
+  private queue: Job[] = [];
+  private queueHead = 0;
+  private pumping = false;
+  private waitingForDrain = false;
+  /** A decaying maximum of recent answer sizes (characters): sets the dispatch window. */
+  private answerEstimate = 1;
   private inputEnded = false;
   private stopping = false;
-  private pausedForOutput = false;
+  private inputPaused = false;
   private pausedForLoad = false;
   private readonly maxInFlight: number;
   private idleWaiters: (() => void)[] = [];
@@ -60,7 +89,11 @@ export class JsonRpcServer {
     this.maxInFlight = options.maxInFlight ?? 4096;
     this.writer = new LineWriter(options.output, { highWaterMark: options.outputHighWaterMark });
     this.splitter = new LineSplitter(
-      { line: (text) => this.onLine(text), oversized: (bytes) => this.onOversized(bytes) },
+      {
+        line: (text) => this.onLine(text),
+        oversized: (bytes) => this.onOversized(bytes),
+        invalidUtf8: (bytes) => this.onInvalidUtf8(bytes),
+      },
       { maxLineBytes: options.maxLineBytes },
     );
     this.done = new Promise((resolve) => {
@@ -72,9 +105,9 @@ export class JsonRpcServer {
     this.input.on('close', this.onInputEnd);
   }
 
-  /** Calls dispatched and not yet answered. */
+  /** Calls read and not yet answered. */
   get pending(): number {
-    return this.inFlight;
+    return this.unanswered;
   }
 
   /** Resolves once input has ended (or `stop` was called), every call is answered and output is flushed. */
@@ -92,10 +125,10 @@ export class JsonRpcServer {
    * `notify` writes for those params.
    */
   notifyText(method: string, paramsJson: string): void {
-    this.writer.write(`{"jsonrpc":"2.0","method":${JSON.stringify(method)},"params":${paramsJson}}`);
+    this.writer.writePieces(['{"jsonrpc":"2.0","method":', JSON.stringify(method), ',"params":', paramsJson, '}']);
   }
 
-  /** Stops reading, answers the calls in flight, flushes output. */
+  /** Stops reading, answers the calls read so far, flushes output. */
   stop(): Promise<void> {
     if (!this.stopping) {
       this.stopping = true;
@@ -108,13 +141,14 @@ export class JsonRpcServer {
 
   private readonly onData = (chunk: Buffer | string): void => {
     this.splitter.push(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
-    this.applyBackPressure();
+    this.pump();
   };
 
   private readonly onInputEnd = (): void => {
     if (this.inputEnded) return;
     this.inputEnded = true;
     this.splitter.end();
+    this.pump();
     if (!this.stopping) {
       this.stopping = true;
       this.detachInput();
@@ -144,34 +178,92 @@ export class JsonRpcServer {
   }
 
   private whenIdle(): Promise<void> {
-    if (this.inFlight === 0) return Promise.resolve();
+    if (this.unanswered === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
+  /** How many calls may be dispatched and unanswered at once, given the size of recent answers. */
+  private get window(): number {
+    return Math.max(1, Math.min(this.maxInFlight, Math.floor(ANSWER_BUDGET_CHARS / this.answerEstimate)));
+  }
+
   /**
-   * Input is paused while output is congested (a peer that does not read)
-   * or while too many calls are in flight (a peer that floods a slow
-   * broker), so that neither makes the server buffer without bound.
+   * Dispatches queued calls while output keeps up and the window allows;
+   * input is paused while calls wait, while output is congested and while
+   * `maxInFlight` calls are in flight (until half of them are answered).
    */
-  private applyBackPressure(): void {
-    if (this.stopping) return;
-    if (!this.pausedForLoad && this.inFlight >= this.maxInFlight) {
-      this.pausedForLoad = true;
-      this.input.pause();
+  private pump(): void {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      while (this.queueHead < this.queue.length) {
+        if (this.writer.congested && !this.writer.closed) break;
+        if (this.dispatched >= this.window) break;
+        const job = this.queue[this.queueHead] as Job;
+        this.queue[this.queueHead] = undefined as unknown as Job;
+        this.queueHead++;
+        this.run(job);
+      }
+      if (this.queueHead === this.queue.length) {
+        this.queue = [];
+        this.queueHead = 0;
+      } else if (this.queueHead > 1024 && this.queueHead * 2 > this.queue.length) {
+        this.queue = this.queue.slice(this.queueHead);
+        this.queueHead = 0;
+      }
+    } finally {
+      this.pumping = false;
     }
-    if (!this.pausedForOutput && this.writer.congested) {
-      this.pausedForOutput = true;
-      this.input.pause();
+    if (this.writer.congested && !this.waitingForDrain) {
+      this.waitingForDrain = true;
       void this.writer.whenDrained().then(() => {
-        this.pausedForOutput = false;
-        this.resumeInput();
+        this.waitingForDrain = false;
+        this.pump();
       });
+    }
+    this.updateInput();
+  }
+
+  private updateInput(): void {
+    if (this.stopping) return;
+    if (this.dispatched >= this.maxInFlight) this.pausedForLoad = true;
+    else if (this.dispatched <= this.maxInFlight / 2) this.pausedForLoad = false;
+    const pause =
+      this.pausedForLoad || this.queueHead < this.queue.length || (this.writer.congested && !this.writer.closed);
+    if (pause && !this.inputPaused) {
+      this.inputPaused = true;
+      this.input.pause();
+    } else if (!pause && this.inputPaused) {
+      this.inputPaused = false;
+      this.input.resume();
     }
   }
 
-  private resumeInput(): void {
-    if (this.stopping || this.pausedForOutput || this.pausedForLoad) return;
-    this.input.resume();
+  private enqueue(job: Job): void {
+    this.unanswered++;
+    this.queue.push(job);
+  }
+
+  private run(job: Job): void {
+    this.dispatched++;
+    const idText = idTextOf(job.message, job.rawId);
+    const settle = (line: string | undefined) => {
+      this.dispatched--;
+      if (line !== undefined) this.answerEstimate = Math.max(line.length, this.answerEstimate * 0.75);
+      // The line is written before the call stops counting as unanswered, so
+      // that `stop()` never resolves ahead of an answer.
+      job.done(line, idText);
+      this.unanswered--;
+      if (this.unanswered === 0 && this.idleWaiters.length > 0) {
+        const waiters = this.idleWaiters;
+        this.idleWaiters = [];
+        for (const waiter of waiters) waiter();
+      }
+      this.pump();
+    };
+    const answer = this.handle(job.message, idText);
+    if (answer === undefined || typeof answer === 'string') settle(answer);
+    else void answer.then(settle);
   }
 
   private onOversized(bytes: number): void {
@@ -179,6 +271,14 @@ export class JsonRpcServer {
     this.writeError(null, {
       code: JSONRPC_INVALID_REQUEST,
       message: `Invalid Request: line exceeds ${this.splitter.maxLineBytes} bytes`,
+    });
+  }
+
+  private onInvalidUtf8(bytes: number): void {
+    this.logger.warn({ bytes }, 'discarded a line that is not valid UTF-8');
+    this.writeError(null, {
+      code: JSONRPC_PARSE_ERROR,
+      message: 'Parse error: the line is not valid UTF-8; send every line as UTF-8 text',
     });
   }
 
@@ -192,63 +292,70 @@ export class JsonRpcServer {
       return;
     }
     if (Array.isArray(message)) {
-      this.onBatch(message);
+      this.onBatch(message, text);
       return;
     }
-    const answer = this.handle(message);
-    if (answer === undefined) return;
-    if (typeof answer === 'string') {
-      this.writer.write(answer);
-      return;
-    }
-    // The line is written before the call stops counting as in flight, so
-    // that `stop()` never resolves ahead of an answer.
-    void this.track(
-      answer.then((line) => {
+    this.enqueue({
+      message,
+      rawId: needsRawId(message) ? rawIdLiteral(text) : undefined,
+      done: (line) => {
         if (line !== undefined) this.writer.write(line);
-      }),
-    );
+      },
+    });
   }
 
-  private onBatch(messages: unknown[]): void {
+  /**
+   * A batch's calls go through the queue one by one like single calls; its
+   * answer is written as one array line once all are answered, in pieces. An
+   * answer that would take that line past `MAX_LINE_BYTES` is replaced by an
+   * error saying to send the call alone.
+   */
+  private onBatch(messages: unknown[], text: string): void {
     if (messages.length === 0) {
       this.writeError(null, { code: JSONRPC_INVALID_REQUEST, message: 'Invalid Request: empty batch' });
       return;
     }
-    const answers = messages.map((m) => this.handle(m));
-    void this.track(
-      Promise.all(answers).then((lines) => {
-        const present = lines.filter((line): line is string => line !== undefined);
-        if (present.length > 0) this.writer.write(`[${present.join(',')}]`);
-      }),
-    );
-  }
-
-  private track<T>(promise: Promise<T>): Promise<T> {
-    this.inFlight++;
-    const settle = () => {
-      this.inFlight--;
-      if (this.pausedForLoad && this.inFlight <= this.maxInFlight / 2) {
-        this.pausedForLoad = false;
-        this.resumeInput();
+    if (messages.length > MAX_BATCH_REQUESTS) {
+      this.writeError(null, {
+        code: JSONRPC_INVALID_REQUEST,
+        message: `Invalid Request: a batch holds at most ${MAX_BATCH_REQUESTS} requests (MAX_BATCH_REQUESTS), this one ${messages.length}: split it into smaller batches`,
+        data: { limit: 'MAX_BATCH_REQUESTS', max: MAX_BATCH_REQUESTS },
+      });
+      return;
+    }
+    // Answers go in request order; a notification leaves its slot empty.
+    const answers: (string | undefined)[] = new Array(messages.length);
+    let bytes = 2;
+    let remaining = messages.length;
+    const answered = (index: number) => (line: string | undefined, idText: string) => {
+      if (line !== undefined) {
+        const size = utf8Bytes(line);
+        const entry = bytes + size + 1 > MAX_LINE_BYTES ? errorLine(idText, answerTooLarge(size, true)) : line;
+        answers[index] = entry;
+        bytes += entry.length + 1;
       }
-      if (this.inFlight === 0 && this.idleWaiters.length > 0) {
-        const waiters = this.idleWaiters;
-        this.idleWaiters = [];
-        for (const waiter of waiters) waiter();
-      }
+      remaining--;
+      if (remaining > 0) return;
+      const pieces: string[] = [];
+      for (const answer of answers) if (answer !== undefined) pieces.push(pieces.length === 0 ? '[' : ',', answer);
+      if (pieces.length === 0) return;
+      pieces.push(']');
+      this.writer.writePieces(pieces);
     };
-    return promise.finally(settle);
+    for (let i = 0; i < messages.length; i++) {
+      const message = messages[i];
+      this.enqueue({ message, rawId: needsRawId(message) ? rawIdLiteral(text, i) : undefined, done: answered(i) });
+    }
   }
 
   /**
-   * Handles one request object: undefined for a notification (never
-   * answered), a serialized answer when it is known at once, or a promise of
-   * one. Never throws, never rejects.
+   * Handles one request object: undefined for a notification answered at
+   * once (never answered), a serialized answer when it is known at once, or a
+   * promise of one. Never throws, never rejects.
    */
-  private handle(message: unknown): string | Promise<string | undefined> | undefined {
+  private handle(message: unknown, idText: string): string | Promise<string | undefined> | undefined {
     if (message === null || typeof message !== 'object' || Array.isArray(message)) {
-      return errorLine(null, { code: JSONRPC_INVALID_REQUEST, message: 'Invalid Request: not a request object' });
+      return errorLine('null', { code: JSONRPC_INVALID_REQUEST, message: 'Invalid Request: not a request object' });
     }
     const request = message as Record<string, unknown>;
     const hasId = Object.hasOwn(request, 'id');
@@ -260,7 +367,7 @@ export class JsonRpcServer {
       (hasId && !isJsonRpcId(id)) ||
       (params !== undefined && (params === null || typeof params !== 'object'))
     ) {
-      return errorLine(null, { code: JSONRPC_INVALID_REQUEST, message: 'Invalid Request' });
+      return errorLine('null', { code: JSONRPC_INVALID_REQUEST, message: 'Invalid Request' });
     }
     const method = request.method;
     let result: unknown;
@@ -268,19 +375,42 @@ export class JsonRpcServer {
       result = this.dispatch(method, params);
     } catch (error) {
       if (!hasId) return this.logNotificationFailure(method, error);
-      return errorLine(id as JsonRpcId, this.toError(method, error));
+      return errorLine(idText, this.toError(method, error));
     }
     if (!hasId) {
-      if (isPromiseLike(result)) {
-        this.track(Promise.resolve(result)).catch((error: unknown) => this.logNotificationFailure(method, error));
-      }
-      return undefined;
+      if (!isPromiseLike(result)) return undefined;
+      return Promise.resolve(result).then(
+        () => undefined,
+        (error: unknown) => this.logNotificationFailure(method, error),
+      );
     }
-    if (!isPromiseLike(result)) return resultLine(id as JsonRpcId, result);
+    if (!isPromiseLike(result)) return this.resultLine(method, idText, result);
     return Promise.resolve(result).then(
-      (value) => resultLine(id as JsonRpcId, value),
-      (error: unknown) => errorLine(id as JsonRpcId, this.toError(method, error)),
+      (value) => this.resultLine(method, idText, value),
+      (error: unknown) => errorLine(idText, this.toError(method, error)),
     );
+  }
+
+  /**
+   * The answer line of a call that succeeded, or, when it cannot be sent
+   * (not serializable, or longer than a line may be), an error saying so.
+   */
+  private resultLine(method: string, idText: string, result: unknown): string {
+    let json: string | undefined;
+    try {
+      json = JSON.stringify(result === undefined ? null : result) ?? 'null';
+    } catch (error) {
+      if (!(error instanceof RangeError)) return errorLine(idText, this.toError(method, error));
+      this.logger.warn({ method }, 'an answer was too large to serialize');
+      return errorLine(idText, answerTooLarge(undefined, false));
+    }
+    const line = `{"jsonrpc":"2.0","id":${idText},"result":${json ?? 'null'}}`;
+    const bytes = utf8Bytes(line);
+    if (bytes > MAX_LINE_BYTES) {
+      this.logger.warn({ method, bytes }, 'an answer was longer than the line bound');
+      return errorLine(idText, answerTooLarge(bytes, false));
+    }
+    return line;
   }
 
   private toError(method: string, error: unknown): JsonRpcErrorObject {
@@ -302,8 +432,45 @@ export class JsonRpcServer {
   }
 
   private writeError(id: JsonRpcId, error: JsonRpcErrorObject): void {
-    this.writer.write(errorLine(id, error));
+    this.writer.write(errorLine(JSON.stringify(id), error));
   }
+}
+
+/**
+ * The error answer of a call that succeeded but whose answer cannot be sent.
+ * `bytes` is the answer's size when known.
+ */
+function answerTooLarge(bytes: number | undefined, inBatch: boolean): JsonRpcErrorObject {
+  const size = bytes === undefined ? 'too large to serialize' : `${bytes} bytes`;
+  const where = inBatch ? 'would take its batch answer past' : 'is over';
+  return {
+    code: JSONRPC_INTERNAL_ERROR,
+    message: `the call succeeded but its answer (${size}) ${where} the ${MAX_LINE_BYTES}-byte line bound (MAX_LINE_BYTES): ${
+      inBatch ? 'send the call on its own line, or ' : ''
+    }read the task with a2a.tasks.get and a smaller historyLength (a2a.message.send and a2a.tasks.status take historyLength too)`,
+    data: { limit: 'MAX_LINE_BYTES', max: MAX_LINE_BYTES, ...(bytes === undefined ? {} : { bytes }) },
+  };
+}
+
+/** Bytes of `text` in UTF-8 (counted only when the length alone does not settle it). */
+function utf8Bytes(text: string): number {
+  return text.length * 3 <= MAX_LINE_BYTES ? text.length : Buffer.byteLength(text, 'utf8');
+}
+
+/** True for a request whose numeric id `JSON.parse` may not have kept exactly. */
+function needsRawId(message: unknown): boolean {
+  if (message === null || typeof message !== 'object') return false;
+  const id = (message as { id?: unknown }).id;
+  return typeof id === 'number' && Number.isFinite(id) && !Number.isSafeInteger(id);
+}
+
+/** The id of an answer as JSON text: as written when `rawId` holds it, `null` for no valid id. */
+function idTextOf(message: unknown, rawId: string | undefined): string {
+  if (message === null || typeof message !== 'object' || Array.isArray(message)) return 'null';
+  const id = (message as { id?: unknown }).id;
+  if (!isJsonRpcId(id)) return 'null';
+  if (rawId !== undefined && typeof id === 'number') return rawId;
+  return JSON.stringify(id);
 }
 
 function isJsonRpcId(value: unknown): value is JsonRpcId {
@@ -318,14 +485,6 @@ function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
   );
 }
 
-function errorLine(id: JsonRpcId, error: JsonRpcErrorObject): string {
-  return JSON.stringify({ jsonrpc: '2.0', id, error });
-}
-
-function resultLine(id: JsonRpcId, result: unknown): string {
-  try {
-    return JSON.stringify({ jsonrpc: '2.0', id, result: result === undefined ? null : result });
-  } catch {
-    return errorLine(id, toJsonRpcError(undefined));
-  }
+function errorLine(idText: string, error: JsonRpcErrorObject): string {
+  return `{"jsonrpc":"2.0","id":${idText},"error":${JSON.stringify(error)}}`;
 }

@@ -9,15 +9,23 @@ export interface LineWriterOptions {
   highWaterMark?: number;
 }
 
+/** Characters handed to the stream in one `write()`: lines are coalesced up to this, longer ones sliced. */
+const CHUNK_CHARS = 64 * 1024;
+
 /**
- * Writes NDJSON lines to a stream with back-pressure, coalescing the lines of
- * one turn of the event loop into a single `write()`. While the stream asks
- * for a drain, lines wait here and go out together when it drains.
+ * Writes NDJSON lines to a stream with back-pressure. Output is never joined
+ * into one string: queued pieces go out in `write()`s of at most 64 Ki
+ * characters (short lines coalesced, long ones sliced), and once `write()`
+ * returns false the rest waits here for `'drain'`.
  */
 export class LineWriter {
   private readonly stream: Writable;
   private readonly highWaterMark: number;
+  /** Pieces of output in order (a line is its pieces followed by `\n`); `head` is the next to write. */
   private pending: string[] = [];
+  private head = 0;
+  /** Characters of `pending[head]` already written. */
+  private offset = 0;
   private pendingChars = 0;
   private scheduled = false;
   private needsDrain = false;
@@ -52,12 +60,20 @@ export class LineWriter {
   /** Queues one line (without its `\n`). */
   write(line: string): void {
     if (this.broken) return;
-    this.pending.push(line);
-    this.pendingChars += line.length + 1;
-    if (!this.scheduled && !this.needsDrain) {
-      this.scheduled = true;
-      setImmediate(this.flushPending);
-    }
+    this.push(line);
+    this.push('\n');
+    this.schedule();
+  }
+
+  /**
+   * Queues one line given as pieces written one after the other (e.g. a
+   * batch's answers as a JSON array), never concatenated into one string.
+   */
+  writePieces(pieces: readonly string[]): void {
+    if (this.broken) return;
+    for (const piece of pieces) this.push(piece);
+    this.push('\n');
+    this.schedule();
   }
 
   /** Resolves when nothing is held back (at once when not congested). */
@@ -75,7 +91,7 @@ export class LineWriter {
 
   /** Writes everything queued and resolves once the stream took it all. */
   async flush(): Promise<void> {
-    while (!this.broken && (this.pending.length > 0 || this.needsDrain)) {
+    while (!this.broken && (this.pendingChars > 0 || this.needsDrain)) {
       if (!this.needsDrain) this.flushPending();
       if (this.needsDrain) {
         await new Promise<void>((resolve) => {
@@ -96,19 +112,65 @@ export class LineWriter {
     this.stream.off('close', this.onError);
   }
 
+  private push(piece: string): void {
+    if (piece.length === 0) return;
+    this.pending.push(piece);
+    this.pendingChars += piece.length;
+  }
+
+  private schedule(): void {
+    if (!this.scheduled && !this.needsDrain) {
+      this.scheduled = true;
+      setImmediate(this.flushPending);
+    }
+  }
+
+  /** The next chunk of at most CHUNK_CHARS characters (more only for one piece sliced at a surrogate pair). */
+  private nextChunk(): string {
+    const first = this.pending[this.head] as string;
+    if (first.length - this.offset > CHUNK_CHARS) {
+      let end = this.offset + CHUNK_CHARS;
+      // Never split a surrogate pair: each write is encoded to UTF-8 on its own.
+      const last = first.charCodeAt(end - 1);
+      if (last >= 0xd800 && last <= 0xdbff) end++;
+      const slice = first.slice(this.offset, end);
+      this.offset = end;
+      this.pendingChars -= slice.length;
+      return slice;
+    }
+    const parts: string[] = [this.offset === 0 ? first : first.slice(this.offset)];
+    let chars = (parts[0] as string).length;
+    this.head++;
+    this.offset = 0;
+    while (this.head < this.pending.length) {
+      const next = this.pending[this.head] as string;
+      if (chars + next.length > CHUNK_CHARS) break;
+      parts.push(next);
+      chars += next.length;
+      this.head++;
+    }
+    this.pendingChars -= chars;
+    if (this.head === this.pending.length) {
+      this.pending = [];
+      this.head = 0;
+    } else if (this.head > 1024 && this.head * 2 > this.pending.length) {
+      this.pending = this.pending.slice(this.head);
+      this.head = 0;
+    }
+    return parts.length === 1 ? (parts[0] as string) : parts.join('');
+  }
+
   private readonly flushPending = (): void => {
     this.scheduled = false;
-    if (this.broken || this.needsDrain || this.pending.length === 0) return;
-    const chunk = this.pending.length === 1 ? `${this.pending[0]}\n` : `${this.pending.join('\n')}\n`;
-    this.pending = [];
-    this.pendingChars = 0;
-    if (!this.stream.write(chunk)) this.needsDrain = true;
+    while (!this.broken && !this.needsDrain && this.pendingChars > 0) {
+      if (!this.stream.write(this.nextChunk())) this.needsDrain = true;
+    }
     this.notifyDrain();
   };
 
   private readonly onDrain = (): void => {
     this.needsDrain = false;
-    if (this.pending.length > 0) this.flushPending();
+    if (this.pendingChars > 0) this.flushPending();
     else this.notifyDrain();
   };
 
@@ -116,6 +178,8 @@ export class LineWriter {
     if (this.broken) return;
     this.broken = true;
     this.pending = [];
+    this.head = 0;
+    this.offset = 0;
     this.pendingChars = 0;
     this.needsDrain = false;
     this.notifyDrain();

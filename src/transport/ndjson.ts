@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { MAX_LINE_BYTES } from '../protocol/bounds.js';
 
 const NEWLINE = 0x0a;
@@ -12,6 +13,11 @@ export interface LineSink {
   line(text: string): void;
   /** A line longer than the bound was dropped; `bytes` counts what was dropped. */
   oversized(bytes: number): void;
+  /**
+   * A line that is not valid UTF-8 was dropped. When the sink has this, every
+   * line is checked; without it, invalid sequences decode as U+FFFD.
+   */
+  invalidUtf8?(bytes: number): void;
 }
 
 /**
@@ -51,7 +57,7 @@ export class LineSplitter {
       }
       if (this.pendingBytes === 0 && this.discarded < 0 && newline - start <= this.maxLineBytes) {
         // The common case: a whole line inside one chunk, decoded in place.
-        this.sink.line(chunk.toString('utf8', start, newline));
+        this.emit(chunk, start, newline);
       } else {
         this.take(chunk, start, newline);
         this.endLine();
@@ -91,13 +97,23 @@ export class LineSplitter {
       return;
     }
     const parts = this.pending;
-    let text: string;
-    if (parts.length === 0) text = '';
-    else if (parts.length === 1) text = (parts[0] as Buffer).toString('utf8');
-    else text = Buffer.concat(parts, this.pendingBytes).toString('utf8');
+    const bytes =
+      parts.length === 0
+        ? Buffer.alloc(0)
+        : parts.length === 1
+          ? (parts[0] as Buffer)
+          : Buffer.concat(parts, this.pendingBytes);
     this.pending = [];
     this.pendingBytes = 0;
-    this.sink.line(text);
+    this.emit(bytes, 0, bytes.length);
+  }
+
+  private emit(bytes: Buffer, start: number, end: number): void {
+    if (this.sink.invalidUtf8 !== undefined && !isUtf8(bytes.subarray(start, end))) {
+      this.sink.invalidUtf8(end - start);
+      return;
+    }
+    this.sink.line(bytes.toString('utf8', start, end));
   }
 }
 

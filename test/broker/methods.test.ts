@@ -187,6 +187,29 @@ describe('a2a.tasks.get', () => {
   });
 });
 
+describe('historyLength on a2a.message.send and a2a.tasks.status', () => {
+  it('bounds the history of the answer, and changes nothing of what is stored', async () => {
+    const { req, wrk } = await pair();
+    const texts = (task: { history: { parts: unknown[] }[] }) =>
+      task.history.map((m) => (m.parts[0] as { text: string }).text);
+    const created = await h.broker.send({ token: req.token, to: 'wrk', message: text('1'), historyLength: 0 });
+    expect(created.task.history).toEqual([]);
+    const id = created.task.id;
+    const second = await h.broker.send({ token: req.token, taskId: id, message: text('2'), historyLength: 1 });
+    expect(texts(second.task)).toEqual(['2']);
+    const status = await h.broker.setStatus({
+      token: wrk.token,
+      id,
+      state: 'working',
+      message: text('3'),
+      historyLength: 2,
+    });
+    expect(texts(status.task)).toEqual(['2', '3']);
+    const full = await h.broker.getTask({ token: req.token, id });
+    expect(texts(full.task)).toEqual(['1', '2', '3']);
+  });
+});
+
 describe('a2a.tasks.list', () => {
   it('lists the tasks the caller is a party to, by role and by state', async () => {
     const { req, wrk } = await pair();

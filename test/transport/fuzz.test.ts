@@ -19,7 +19,11 @@ type Op =
   | { kind: 'json'; value: unknown }
   | { kind: 'call'; method: string; params: unknown; notification: boolean }
   | { kind: 'batch'; calls: { method: string; params: unknown; notification: boolean }[] }
-  | { kind: 'valid' };
+  | { kind: 'valid' }
+  | { kind: 'deep'; levels: number; inData: boolean }
+  | { kind: 'badUtf8'; bytes: readonly number[] }
+  | { kind: 'proto'; where: 'data' | 'metadata' | 'config' }
+  | { kind: 'hugeId'; digits: string };
 
 function opArbitrary(tokens: string[]): fc.Arbitrary<Op> {
   const method = fc.oneof(fc.constantFrom(...METHOD_NAMES, 'a2a.', 'rpc.discover', ''), fc.string({ maxLength: 30 }));
@@ -49,6 +53,19 @@ function opArbitrary(tokens: string[]): fc.Arbitrary<Op> {
     call.map((c) => ({ kind: 'call' as const, ...c })),
     fc.record({ kind: fc.constant('batch' as const), calls: fc.array(call, { maxLength: 4 }) }),
     fc.constant({ kind: 'valid' as const }),
+    fc.record({ kind: fc.constant('deep' as const), levels: fc.integer({ min: 65, max: 6000 }), inData: fc.boolean() }),
+    fc.record({
+      kind: fc.constant('badUtf8' as const),
+      bytes: fc.constantFrom([0xff], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xe2, 0x82], [0xf8, 0x88, 0x80, 0x80, 0x80]),
+    }),
+    fc.record({
+      kind: fc.constant('proto' as const),
+      where: fc.constantFrom('data' as const, 'metadata' as const, 'config' as const),
+    }),
+    fc.record({
+      kind: fc.constant('hugeId' as const),
+      digits: fc.bigInt({ min: 2n ** 53n + 1n, max: 10n ** 30n }).map((n) => n.toString()),
+    }),
   );
 }
 
@@ -68,9 +85,13 @@ describe('fuzz: switchboard serve under random input', () => {
     };
 
     const sent = new Set<string>();
+    /** Ids beyond 2^53, as written: each must come back with the same digits. */
+    const hugeIds: string[] = [];
     let nextFuzzId = 0;
     let run = 0;
     let validTasks = 0;
+    let hasDeep = false;
+    let hasBadUtf8 = false;
     const request = (c: { method: string; params: unknown; notification: boolean }) => {
       if (c.notification) return { jsonrpc: '2.0', method: c.method, params: c.params };
       const id = `f-${nextFuzzId++}`;
@@ -85,6 +106,8 @@ describe('fuzz: switchboard serve under random input', () => {
         async (ops) => {
           run++;
           for (const op of ops) {
+            if (op.kind === 'deep') hasDeep = true;
+            if (op.kind === 'badUtf8') hasBadUtf8 = true;
             switch (op.kind) {
               case 'bytes':
                 server.write(Buffer.concat([Buffer.from(op.bytes.filter((b) => b !== 0x0a)), Buffer.from('\n')]));
@@ -97,6 +120,49 @@ describe('fuzz: switchboard serve under random input', () => {
                 break;
               case 'batch':
                 server.write(`${JSON.stringify(op.calls.map(request))}\n`);
+                break;
+              case 'deep': {
+                const id = `f-${nextFuzzId++}`;
+                sent.add(id);
+                const deep = `${'{"a":'.repeat(op.levels - 1)}{}${'}'.repeat(op.levels - 1)}`;
+                const message = op.inData
+                  ? `{"parts":[{"kind":"data","data":${deep}}]}`
+                  : `{"parts":[{"kind":"text","text":"x"}],"metadata":${deep}}`;
+                server.write(
+                  `{"jsonrpc":"2.0","id":"${id}","method":"a2a.message.send","params":{"token":"${fuzzRequester.token}","to":"fuzz-worker","message":${message}}}\n`,
+                );
+                break;
+              }
+              case 'badUtf8':
+                // Answered -32700 with id null: the id is not counted as sent.
+                server.write(
+                  Buffer.concat([
+                    Buffer.from(
+                      `{"jsonrpc":"2.0","id":"bad-${run}","method":"app.handshake","params":{"protocolVersion":10,"client":{"name":"`,
+                    ),
+                    Buffer.from(op.bytes),
+                    Buffer.from('","version":"1"}}}\n'),
+                  ]),
+                );
+                break;
+              case 'proto': {
+                const id = `f-${nextFuzzId++}`;
+                sent.add(id);
+                const params =
+                  op.where === 'config'
+                    ? `{"token":"${fuzzRequester.token}","id":"t","config":{"__proto__":{"token":"x"}}}`
+                    : op.where === 'data'
+                      ? `{"token":"${fuzzRequester.token}","to":"fuzz-worker","message":{"parts":[{"kind":"data","data":{"__proto__":{"x":1}}}]}}`
+                      : `{"token":"${fuzzRequester.token}","to":"fuzz-worker","message":{"parts":[{"kind":"text","text":"x"}],"metadata":{"__proto__":{}}}}`;
+                const method = op.where === 'config' ? 'a2a.tasks.pushNotificationConfig.set' : 'a2a.message.send';
+                server.write(`{"jsonrpc":"2.0","id":"${id}","method":"${method}","params":${params}}\n`);
+                break;
+              }
+              case 'hugeId':
+                hugeIds.push(op.digits);
+                server.write(
+                  `{"jsonrpc":"2.0","id":${op.digits},"method":"app.handshake","params":{"protocolVersion":10}}\n`,
+                );
                 break;
               case 'valid': {
                 const contextId = `valid-${run}-${validTasks}`;
@@ -158,6 +224,15 @@ describe('fuzz: switchboard serve under random input', () => {
       }
     }
     for (const id of sent) expect(answered.get(id), id).toBe(1);
+    for (const digits of hugeIds) {
+      expect(
+        server.rawStdout.some((line) => line.startsWith(`{"jsonrpc":"2.0","id":${digits},"result":`)),
+        digits,
+      ).toBe(true);
+    }
+    // The deep, __proto__ and invalid UTF-8 cases were refused as such, never as internal errors.
+    expect(server.rawStdout.some((line) => line.includes('MAX_JSON_DEPTH'))).toBe(hasDeep);
+    expect(server.rawStdout.some((line) => line.includes('not valid UTF-8'))).toBe(hasBadUtf8);
     expect([...answered.keys()].every((id) => sent.has(id))).toBe(true);
     expect(server.stderr).not.toContain('internal error');
 

@@ -579,7 +579,7 @@ class EmbeddedBroker implements Broker {
   private doSend(p: MethodParams<'a2a.message.send'>, scope: CallScope): MethodResult<'a2a.message.send'> {
     const caller = this.caller(p.token);
     if (p.taskId === undefined) return this.createTask(caller, p, scope);
-    return this.followUp(caller, p.taskId, p.message, scope);
+    return this.followUp(caller, p.taskId, p.message, scope, p.historyLength);
   }
 
   private createTask(
@@ -591,7 +591,7 @@ class EmbeddedBroker implements Broker {
     if (p.message.messageId !== undefined) {
       const existing = this.store.createdTaskId(caller.party, p.message.messageId);
       const head = existing === undefined ? undefined : this.store.taskHead(existing);
-      if (head !== undefined) return { task: this.store.loadTask(head) };
+      if (head !== undefined) return { task: this.store.loadTask(head, p.historyLength) };
     }
     const worker = this.resolveTo(caller, p.to ?? '');
     const contextId = caller.party.contextId;
@@ -635,7 +635,7 @@ class EmbeddedBroker implements Broker {
         agentContextId: head.agentContextId,
         requesterName: head.requesterName,
         status,
-        history: [message],
+        history: p.historyLength === 0 ? [] : [message],
         artifacts: [],
         createdAt: at,
         updatedAt: at,
@@ -648,11 +648,12 @@ class EmbeddedBroker implements Broker {
     taskId: string,
     m: MessageSend,
     scope: CallScope,
+    historyLength: number | undefined,
   ): MethodResult<'a2a.message.send'> {
     const { head, role } = this.partyTask(caller, taskId);
     // A retry is recognised before any other check.
     if (m.messageId !== undefined && this.store.hasMessage(taskId, m.messageId)) {
-      return { task: this.store.loadTask(head) };
+      return { task: this.store.loadTask(head, historyLength) };
     }
     if (isTerminalState(head.state)) {
       throw a2aError('A2A_TASK_TERMINAL', `task is ${head.state}`, { from: head.state, to: head.state });
@@ -669,7 +670,7 @@ class EmbeddedBroker implements Broker {
     }
     this.store.writeHead(current);
     this.notify(scope, counterpart(current, role), current, statusEvent(current, false, message));
-    return { task: this.store.loadTask(current) };
+    return { task: this.store.loadTask(current, historyLength) };
   }
 
   // ---- tasks ----
@@ -694,7 +695,7 @@ class EmbeddedBroker implements Broker {
     const caller = this.caller(p.token);
     const { head, role } = this.partyTask(caller, p.id);
     if (p.message?.messageId !== undefined && this.store.hasMessage(head.taskId, p.message.messageId)) {
-      return { task: this.store.loadTask(head) };
+      return { task: this.store.loadTask(head, p.historyLength) };
     }
     const check = checkTaskMove(head.state, { to: p.state, by: role as TaskMover, via: 'status' });
     if (!check.ok) throw moveRefusal(check);
@@ -714,7 +715,7 @@ class EmbeddedBroker implements Broker {
     const requester = counterpart(current, role);
     this.notify(scope, requester, current, statusEvent(current, final));
     if (final) this.push(scope, requester, current, status);
-    return { task: this.store.loadTask(current) };
+    return { task: this.store.loadTask(current, p.historyLength) };
   }
 
   private doAddArtifact(p: MethodParams<'a2a.tasks.artifact'>, scope: CallScope): MethodResult<'a2a.tasks.artifact'> {
