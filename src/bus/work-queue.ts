@@ -63,6 +63,7 @@ export interface WorkQueue {
   close(): Promise<void>;
 }
 
+/** Options of `WorkQueue.publish`: the idempotency key, and an optional delay, task key and retry policy. */
 export interface PublishOptions {
   /** Required: a second publish with the same key to the same role is a no-op. */
   idempotencyKey: string;
@@ -74,17 +75,20 @@ export interface PublishOptions {
   retryPolicy?: Partial<RetryPolicy>;
 }
 
+/** One message of `WorkQueue.publishMany`: the role, the envelope and its publish options. */
 export interface PublishRequest extends PublishOptions {
   role: string;
   envelope: BusEnvelope;
 }
 
+/** What a publish stored: the message id, and whether the idempotency key made it a duplicate. */
 export interface PublishResult {
   id: string;
   /** True when the idempotency key was already used: nothing was stored, `id` is the first message's. */
   duplicate: boolean;
 }
 
+/** Options of `WorkQueue.consume`: the consumer, its lease, how many to take and how long to wait. */
 export interface ConsumeOptions {
   /** Who holds the lease (a worker's id): reported in logs and stats only; fencing uses the lease id. */
   consumer: string;
@@ -96,6 +100,7 @@ export interface ConsumeOptions {
   signal?: AbortSignal;
 }
 
+/** One leased delivery of a message: its envelope, keys, lease (fencing) id and delivery count. */
 export interface Delivery {
   /** The message id (stable across deliveries). */
   readonly id: string;
@@ -115,6 +120,7 @@ export interface Delivery {
   readonly lastError: WorkError | undefined;
 }
 
+/** Options of `WorkQueue.nack`: the error, whether it may be retried, and an optional exact delay. */
 export interface NackOptions {
   error: WorkError;
   /** False: dead-letter now. */
@@ -123,11 +129,13 @@ export interface NackOptions {
   delayMs?: number;
 }
 
+/** What a nack did: scheduled a retry, dead-lettered the message, or found its lease lost. */
 export type NackResult =
   | { outcome: 'retry'; availableAt: number; delayMs: number }
   | { outcome: 'dead-letter'; reason: string }
   | { outcome: 'lease-lost' };
 
+/** A dead-lettered message: its envelope, keys, delivery count, last error and when it died. */
 export interface DeadLetter {
   id: string;
   role: string;
@@ -141,6 +149,7 @@ export interface DeadLetter {
   deadAt: number;
 }
 
+/** A queue's dead letters: list, replay or purge them per role. */
 export interface DeadLetterQueue {
   /** Oldest first. */
   list(role: string, options?: { limit?: number; offset?: number }): Promise<DeadLetter[]>;
@@ -150,6 +159,7 @@ export interface DeadLetterQueue {
   purge(role: string, options?: { ids?: readonly string[] }): Promise<number>;
 }
 
+/** One role's queue now: ready, delayed, in-flight and dead-lettered counts, and the lag of the oldest ready. */
 export interface QueueStats {
   role: string;
   /** Ready now. */
@@ -170,6 +180,7 @@ export interface RoleSettings {
   maxDeliveries?: number;
 }
 
+/** Deliveries after which a message is dead-lettered whatever its retry policy says. */
 export const DEFAULT_MAX_DELIVERIES = 10;
 /** Jitter takes up to this fraction off a backoff delay. */
 export const DEFAULT_JITTER_RATIO = 0.2;
@@ -182,7 +193,9 @@ export const DEFAULT_JITTER_RATIO = 0.2;
  */
 export const DEFAULT_IDEMPOTENCY_RETENTION_MS = 60 * 60 * 1000;
 
+/** Every code a `BusError` carries. */
 export const BUS_ERROR_CODES = ERROR_CODES.BusError;
+/** One code a `BusError` carries (one of `BUS_ERROR_CODES`). */
 export type BusErrorCode = ErrorCodeOf<'BusError'>;
 
 /** An error of the bus layer: a refused call changes nothing. */

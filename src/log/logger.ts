@@ -1,5 +1,6 @@
 import { pino, type Logger as PinoLogger, type DestinationStream } from 'pino';
 
+/** The structured logger every part of switchboard takes (pino's), writing JSON lines to stderr by default. */
 export type Logger = PinoLogger;
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];

@@ -8,6 +8,7 @@ import { IdSchema } from './task.js';
  * the tool closes over the caller's token, which the model never sees.
  */
 export const A2A_TOOL_ACTIONS = ['discover', 'send', 'get', 'wait', 'complete', 'cancel'] as const;
+/** One action of the model-facing `A2A` tool (one of `A2A_TOOL_ACTIONS`). */
 export type A2AToolAction = (typeof A2A_TOOL_ACTIONS)[number];
 
 /** How `complete` ends a task (the worker's terminal states). */
@@ -20,6 +21,7 @@ const DataSchema = z
   .record(z.string(), z.unknown())
   .describe('Structured data as a JSON object, sent as a data part next to the text.');
 
+/** The result a model attaches with `complete`, as the `A2A` tool takes it: a name, and text or data. */
 export const A2AToolArtifactSchema = z
   .object({
     name: z.string().min(1).max(1024).optional().describe('A short name for the result, e.g. "report.md".'),
@@ -30,6 +32,7 @@ export const A2AToolArtifactSchema = z
     message: 'an artifact needs text or data',
   });
 
+/** The `A2A` tool's input as the model gives it: one flat object, its fields checked per action. */
 export const A2AToolInputSchema = z
   .object({
     action: z
@@ -100,4 +103,5 @@ export const A2AToolInputSchema = z
         break;
     }
   });
+/** The `A2A` tool's input as the model gives it (inferred from `A2AToolInputSchema`). */
 export type A2AToolInput = z.infer<typeof A2AToolInputSchema>;

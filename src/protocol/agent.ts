@@ -2,7 +2,9 @@ import { z } from 'zod';
 import { MAX_ID_CHARS, MAX_NAME_CHARS } from './bounds.js';
 import { IdSchema, NameSchema } from './task.js';
 
+/** An agent's kind on the wire: `subagent` (a worker) or `parent` (the agent that delegates). */
 export const AgentKindSchema = z.enum(['subagent', 'parent']);
+/** An agent's kind as on the wire (inferred from `AgentKindSchema`). */
 export type AgentKind = z.infer<typeof AgentKindSchema>;
 
 /**
@@ -84,6 +86,7 @@ function visible<S extends z.ZodString>(schema: S, what: string) {
 /** A context id as given at registration: visible text, compared exactly (not folded). */
 export const RegisterContextIdSchema = visible(z.string().min(1).max(MAX_ID_CHARS), 'context id');
 
+/** One skill of an agent card on the wire: id, name and optional description, tags and examples. */
 export const SkillSchema = z.object({
   id: IdSchema,
   name: NameSchema,
@@ -91,6 +94,7 @@ export const SkillSchema = z.object({
   tags: z.array(z.string().max(128)).max(64).optional(),
   examples: z.array(z.string().max(4000)).max(64).optional(),
 });
+/** One skill of an agent card as on the wire (inferred from `SkillSchema`). */
 export type Skill = z.infer<typeof SkillSchema>;
 
 /** A skill as given at registration: its id and name are visible text, its name NFKC-normalized. */
@@ -106,6 +110,7 @@ export const RegisterSkillSchema = SkillSchema.extend({
   ),
 });
 
+/** An agent card on the wire: who a registered agent is, in which context, and what it can do. */
 export const AgentCardSchema = z.object({
   agentId: IdSchema,
   name: NameSchema,
@@ -114,4 +119,5 @@ export const AgentCardSchema = z.object({
   description: z.string(),
   skills: z.array(SkillSchema),
 });
+/** An agent card as on the wire (inferred from `AgentCardSchema`). */
 export type AgentCard = z.infer<typeof AgentCardSchema>;

@@ -9,10 +9,15 @@ export const A2A_MAX_FILE_BYTES = 20 * 1024 * 1024;
 export const A2A_MAX_DATA_BYTES = 1024 * 1024;
 /** Bytes of one `metadata` object as JSON text (on a part, message, artifact or push config). */
 export const A2A_MAX_METADATA_BYTES = 64 * 1024;
+/** Messages one task's history may hold; one more is refused with `A2A_SEND_CAP`. */
 export const A2A_MAX_TASK_HISTORY = 256;
+/** Tasks one context may hold, in any state (tasks are never deleted); one more is refused with `A2A_SEND_CAP`. */
 export const A2A_MAX_TASKS_PER_CONTEXT = 128;
+/** New messages the broker accepts from one registration; one more is refused with `A2A_SEND_CAP`. */
 export const A2A_MAX_SENDS_PER_RUN = 200;
+/** Ceiling, in seconds, of the client's `wait` for a task to move; a longer wait is refused. */
 export const A2A_MAX_STREAM_WAIT_SECONDS = 120;
+/** Seconds the client's `wait` waits when the caller names no timeout. */
 export const A2A_DEFAULT_STREAM_WAIT_SECONDS = 30;
 /** The framing bound: bytes of one NDJSON line before its `\n`. */
 export const MAX_LINE_BYTES = 32 * 1024 * 1024;
@@ -26,8 +31,10 @@ export const DEFAULT_EVENTS_LIMIT = 100;
 export const MAX_EVENTS_LIMIT = 1000;
 /** Bounds on identifiers and names (decisions of this project, documented in docs/protocol.md). */
 export const MAX_NAME_CHARS = 128;
+/** Longest identifier (task, context, agent, message, artifact id), in characters. */
 export const MAX_ID_CHARS = 256;
 
+/** The broker's bounds keyed by name: a bound error's `data.limit` is a key here, `data.max` its value. */
 export const BOUNDS = {
   A2A_MAX_TEXT_CHARS,
   A2A_MAX_FILE_BYTES,
@@ -40,7 +47,10 @@ export const BOUNDS = {
   A2A_DEFAULT_STREAM_WAIT_SECONDS,
 } as const;
 
+/** The name of one broker bound, as a bound error carries it in `data.limit`. */
 export type BoundName = keyof typeof BOUNDS;
 
+/** Version of the wire protocol this build speaks; the client refuses a host whose handshake answers a lower one. */
 export const PROTOCOL_VERSION = 10;
+/** Version of the broker's SQLite schema, reported by the handshake as `schemaVersion`. */
 export const SCHEMA_VERSION = 12;

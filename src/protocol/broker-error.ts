@@ -4,6 +4,7 @@ import { ERROR_CODES, type ErrorCodeOf, SwitchboardError, type SwitchboardErrorO
 
 /** The broker's refusals; the transport puts them on the wire (`toJsonRpcError`). */
 export const BROKER_ERROR_CODES = ERROR_CODES.BrokerError;
+/** One code a `BrokerError` carries (one of `BROKER_ERROR_CODES`). */
 export type BrokerErrorCode = ErrorCodeOf<'BrokerError'>;
 
 /** The A2A refusals: on the wire, JSON-RPC code 1400 with `data.errorCode`. */
@@ -18,12 +19,14 @@ export const A2A_ERROR_CODES = [
   'A2A_NO_PEERS',
   'A2A_PAYLOAD_TOO_LARGE',
 ] as const satisfies readonly BrokerErrorCode[];
+/** One code of the A2A refusals (one of `A2A_ERROR_CODES`). */
 export type A2AErrorCode = (typeof A2A_ERROR_CODES)[number];
 
 export function isA2AErrorCode(code: string): code is A2AErrorCode {
   return (A2A_ERROR_CODES as readonly string[]).includes(code);
 }
 
+/** One problem of refused params, as `INVALID_PARAMS` lists it in `details.issues`: where, what and its code. */
 export interface SchemaIssue {
   path: (string | number)[];
   message: string;
@@ -75,6 +78,7 @@ export function internalError(message = 'Internal error'): BrokerError {
   return new BrokerError('INTERNAL_ERROR', message);
 }
 
+/** Whether a value is a `BrokerError`. */
 export function isBrokerError(value: unknown): value is BrokerError {
   return value instanceof BrokerError;
 }

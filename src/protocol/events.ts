@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { IdSchema, NameSchema, ArtifactSchema, TaskStatusSchema } from './task.js';
 
+/** A status-update event on the wire: a task's new status, `final` when it is terminal. */
 export const TaskStatusUpdateEventSchema = z.object({
   kind: z.literal('status-update'),
   taskId: IdSchema,
@@ -8,8 +9,10 @@ export const TaskStatusUpdateEventSchema = z.object({
   status: TaskStatusSchema,
   final: z.boolean(),
 });
+/** A status-update event as on the wire (inferred from `TaskStatusUpdateEventSchema`). */
 export type TaskStatusUpdateEvent = z.infer<typeof TaskStatusUpdateEventSchema>;
 
+/** An artifact-update event on the wire: an artifact added to a task, whole or as a chunk. */
 export const TaskArtifactUpdateEventSchema = z.object({
   kind: z.literal('artifact-update'),
   taskId: IdSchema,
@@ -18,14 +21,18 @@ export const TaskArtifactUpdateEventSchema = z.object({
   append: z.boolean(),
   lastChunk: z.boolean(),
 });
+/** An artifact-update event as on the wire (inferred from `TaskArtifactUpdateEventSchema`). */
 export type TaskArtifactUpdateEvent = z.infer<typeof TaskArtifactUpdateEventSchema>;
 
+/** A task event on the wire: a status update or an artifact update, told apart by `kind`. */
 export const TaskEventSchema = z.discriminatedUnion('kind', [
   TaskStatusUpdateEventSchema,
   TaskArtifactUpdateEventSchema,
 ]);
+/** A task event as on the wire (inferred from `TaskEventSchema`). */
 export type TaskEvent = z.infer<typeof TaskEventSchema>;
 
+/** A durable event's sequence number on the wire: a positive integer, rising per recipient. */
 export const SeqSchema = z.number().int().min(1);
 
 /** Params of the `a2a.task.event` notification. */
@@ -36,6 +43,7 @@ export const TaskEventNotificationSchema = z.object({
   seq: SeqSchema,
   event: TaskEventSchema,
 });
+/** Params of the `a2a.task.event` notification as on the wire (inferred from `TaskEventNotificationSchema`). */
 export type TaskEventNotification = z.infer<typeof TaskEventNotificationSchema>;
 
 /**
@@ -51,9 +59,12 @@ export const PushNotificationSchema = z.object({
   status: TaskStatusSchema,
   seq: SeqSchema,
 });
+/** Params of the `a2a.push` notification as on the wire (inferred from `PushNotificationSchema`). */
 export type PushNotification = z.infer<typeof PushNotificationSchema>;
 
+/** The notifications the broker sends a client: task events and pushes. */
 export const NOTIFICATION_METHODS = ['a2a.task.event', 'a2a.push'] as const;
+/** The name of one notification the broker sends (`NOTIFICATION_METHODS`). */
 export type NotificationMethod = (typeof NOTIFICATION_METHODS)[number];
 
 /** One entry of the durable per-recipient event log. */
@@ -61,9 +72,12 @@ export const DurableEventSchema = z.discriminatedUnion('method', [
   z.object({ seq: SeqSchema, method: z.literal('a2a.task.event'), params: TaskEventNotificationSchema }),
   z.object({ seq: SeqSchema, method: z.literal('a2a.push'), params: PushNotificationSchema }),
 ]);
+/** One entry of the durable per-recipient event log (inferred from `DurableEventSchema`). */
 export type DurableEvent = z.infer<typeof DurableEventSchema>;
 
+/** A task's push notification config on the wire: the optional token echoed in each push. */
 export const PushConfigSchema = z.object({
   token: z.string().max(4096).optional(),
 });
+/** A push notification config as on the wire (inferred from `PushConfigSchema`). */
 export type PushConfig = z.infer<typeof PushConfigSchema>;

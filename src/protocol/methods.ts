@@ -14,10 +14,12 @@ import { IdSchema, MessageSendSchema, TaskSchema, TaskStateSchema } from './task
 /** A capability token as it travels in params. Never logged, never stored. */
 export const TokenSchema = z.string().min(1).max(256);
 
+/** Params of `app.handshake`: the protocol version the client speaks, and optionally who it is. */
 export const HandshakeParamsSchema = z.object({
   protocolVersion: z.number().int(),
   client: z.object({ name: z.string().max(256), version: z.string().max(256) }).optional(),
 });
+/** Result of `app.handshake`: the server's protocol and schema versions, capabilities and name. */
 export const HandshakeResultSchema = z.object({
   protocolVersion: z.number().int(),
   schemaVersion: z.number().int(),
@@ -25,6 +27,7 @@ export const HandshakeResultSchema = z.object({
   server: z.object({ name: z.string(), version: z.string() }),
 });
 
+/** Params of `a2a.agents.register`: the agent's name, context, and optional kind, description and skills. */
 export const RegisterParamsSchema = z.object({
   name: AgentNameSchema,
   contextId: RegisterContextIdSchema,
@@ -32,14 +35,18 @@ export const RegisterParamsSchema = z.object({
   description: z.string().max(16_000).optional(),
   skills: z.array(RegisterSkillSchema).max(256).optional(),
 });
+/** Result of `a2a.agents.register`: the new agent's id, its capability token and its card. */
 export const RegisterResultSchema = z.object({
   agentId: IdSchema,
   token: TokenSchema,
   card: AgentCardSchema,
 });
 
+/** Params of the methods that take only the caller's token (`a2a.agents.deregister`, `a2a.agents.list`). */
 export const TokenOnlyParamsSchema = z.object({ token: TokenSchema });
+/** Result of `a2a.agents.deregister`: `{deregistered: true}`. */
 export const DeregisterResultSchema = z.object({ deregistered: z.literal(true) });
+/** Result of `a2a.agents.list`: the cards of the addressable peers, not the caller's. */
 export const ListAgentsResultSchema = z.object({ agents: z.array(AgentCardSchema) });
 
 /**
@@ -48,6 +55,7 @@ export const ListAgentsResultSchema = z.object({ agents: z.array(AgentCardSchema
  */
 export const HistoryLengthSchema = z.number().int().min(0).optional();
 
+/** Params of `a2a.message.send`: a message to a named agent (new task) or to an existing task, never both. */
 export const SendParamsSchema = z
   .object({
     token: TokenSchema,
@@ -67,21 +75,26 @@ export const SendParamsSchema = z
       ctx.addIssue({ code: 'custom', message: 'give to (new task) or taskId (existing task)', path: ['to'] });
     }
   });
+/** Result of the methods that answer one task (`a2a.message.send`, `a2a.tasks.get`, status, artifact, cancel, resubscribe). */
 export const TaskResultSchema = z.object({ task: TaskSchema });
 
+/** Params of `a2a.tasks.get`: the task's id and how many history messages to return. */
 export const GetTaskParamsSchema = z.object({
   token: TokenSchema,
   id: IdSchema,
   historyLength: HistoryLengthSchema,
 });
 
+/** Params of `a2a.tasks.list`: the caller's tasks, filtered by its role in them and by state. */
 export const ListTasksParamsSchema = z.object({
   token: TokenSchema,
   role: z.enum(['requester', 'worker']).optional(),
   states: z.array(TaskStateSchema).optional(),
 });
+/** Result of `a2a.tasks.list`: the matching tasks. */
 export const ListTasksResultSchema = z.object({ tasks: z.array(TaskSchema) });
 
+/** Params of `a2a.tasks.status` (worker only): the task's new state and an optional message. */
 export const SetStatusParamsSchema = z.object({
   token: TokenSchema,
   id: IdSchema,
@@ -98,6 +111,7 @@ export const ArtifactSendSchema = z.object({
   parts: z.array(PartSchema).min(1),
   metadata: MetadataSchema.optional(),
 });
+/** Params of `a2a.tasks.artifact` (worker only): an artifact for the task, whole or as a chunk. */
 export const AddArtifactParamsSchema = z.object({
   token: TokenSchema,
   id: IdSchema,
@@ -106,21 +120,27 @@ export const AddArtifactParamsSchema = z.object({
   lastChunk: z.boolean().optional(),
 });
 
+/** Params of the methods that name one task by id (`a2a.tasks.cancel`, resubscribe, push config get). */
 export const TaskRefParamsSchema = z.object({ token: TokenSchema, id: IdSchema });
 
+/** Params of `a2a.tasks.pushNotificationConfig.set`: the push config for one task. */
 export const SetPushConfigParamsSchema = z.object({
   token: TokenSchema,
   id: IdSchema,
   config: PushConfigSchema,
 });
+/** Result of `a2a.tasks.pushNotificationConfig.set`: the config now in force. */
 export const SetPushConfigResultSchema = z.object({ config: PushConfigSchema });
+/** Result of `a2a.tasks.pushNotificationConfig.get`: the task's push config, or null when none is set. */
 export const GetPushConfigResultSchema = z.object({ config: PushConfigSchema.nullable() });
 
+/** Params of `a2a.events.since`: the durable events after a seq, at most `limit` of them. */
 export const EventsSinceParamsSchema = z.object({
   token: TokenSchema,
   after: z.number().int().min(0),
   limit: z.number().int().min(1).max(MAX_EVENTS_LIMIT).optional(),
 });
+/** Result of `a2a.events.since`: one page of the caller's durable events, in seq order. */
 export const EventsSinceResultSchema = z.object({ events: z.array(DurableEventSchema) });
 export { DEFAULT_EVENTS_LIMIT };
 
@@ -145,27 +165,45 @@ export const METHODS = {
   'a2a.events.since': { params: EventsSinceParamsSchema, result: EventsSinceResultSchema },
 } as const;
 
+/** The name of one method of the wire (a key of `METHODS`). */
 export type MethodName = keyof typeof METHODS;
+/** Every method name of the wire, in the order of `METHODS`. */
 export const METHOD_NAMES = Object.keys(METHODS) as MethodName[];
+/** The params of method `M` as the server reads them (inferred from its schema in `METHODS`). */
 export type MethodParams<M extends MethodName> = z.infer<(typeof METHODS)[M]['params']>;
 /** Params as a caller may write them (before defaults and transforms). */
 export type MethodParamsInput<M extends MethodName> = z.input<(typeof METHODS)[M]['params']>;
+/** The result of method `M` as on the wire (inferred from its schema in `METHODS`). */
 export type MethodResult<M extends MethodName> = z.infer<(typeof METHODS)[M]['result']>;
 
+/** Whether a string names a method of the wire (narrows it to `MethodName`). */
 export function isMethodName(name: string): name is MethodName {
   return Object.hasOwn(METHODS, name);
 }
 
+/** Params of `app.handshake` as on the wire (inferred from `HandshakeParamsSchema`). */
 export type HandshakeParams = MethodParams<'app.handshake'>;
+/** Result of `app.handshake` as on the wire (inferred from `HandshakeResultSchema`). */
 export type HandshakeResult = MethodResult<'app.handshake'>;
+/** Params of `a2a.agents.register` as on the wire (inferred from `RegisterParamsSchema`). */
 export type RegisterParams = MethodParams<'a2a.agents.register'>;
+/** Result of `a2a.agents.register` as on the wire (inferred from `RegisterResultSchema`). */
 export type RegisterResult = MethodResult<'a2a.agents.register'>;
+/** Params of `a2a.message.send` as on the wire (inferred from `SendParamsSchema`). */
 export type SendParams = MethodParams<'a2a.message.send'>;
+/** Params of `a2a.tasks.get` as on the wire (inferred from `GetTaskParamsSchema`). */
 export type GetTaskParams = MethodParams<'a2a.tasks.get'>;
+/** Params of `a2a.tasks.list` as on the wire (inferred from `ListTasksParamsSchema`). */
 export type ListTasksParams = MethodParams<'a2a.tasks.list'>;
+/** Params of `a2a.tasks.status` as on the wire (inferred from `SetStatusParamsSchema`). */
 export type SetStatusParams = MethodParams<'a2a.tasks.status'>;
+/** Params of `a2a.tasks.artifact` as on the wire (inferred from `AddArtifactParamsSchema`). */
 export type AddArtifactParams = MethodParams<'a2a.tasks.artifact'>;
+/** An artifact as the worker sends it (inferred from `ArtifactSendSchema`). */
 export type ArtifactSend = z.infer<typeof ArtifactSendSchema>;
+/** Params that name one task as on the wire (inferred from `TaskRefParamsSchema`). */
 export type TaskRefParams = MethodParams<'a2a.tasks.cancel'>;
+/** Params of `a2a.tasks.pushNotificationConfig.set` as on the wire (inferred from `SetPushConfigParamsSchema`). */
 export type SetPushConfigParams = MethodParams<'a2a.tasks.pushNotificationConfig.set'>;
+/** Params of `a2a.events.since` as on the wire (inferred from `EventsSinceParamsSchema`). */
 export type EventsSinceParams = MethodParams<'a2a.events.since'>;

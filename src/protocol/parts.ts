@@ -126,15 +126,19 @@ function boundedObject(limit: 'A2A_MAX_DATA_BYTES' | 'A2A_MAX_METADATA_BYTES', m
 
 /** Metadata: a JSON object for extensions, at most `A2A_MAX_METADATA_BYTES` of JSON. */
 export const MetadataSchema = boundedObject('A2A_MAX_METADATA_BYTES', A2A_MAX_METADATA_BYTES, 'metadata');
+/** Metadata as on the wire (inferred from `MetadataSchema`). */
 export type Metadata = z.infer<typeof MetadataSchema>;
 
+/** A text part on the wire: at most `A2A_MAX_TEXT_CHARS` code points of text. */
 export const TextPartSchema = z.object({
   kind: z.literal('text'),
   text: TextSchema,
   metadata: MetadataSchema.optional(),
 });
+/** A text part as on the wire (inferred from `TextPartSchema`). */
 export type TextPart = z.infer<typeof TextPartSchema>;
 
+/** A file part's content on the wire: exactly one of `uri` and base64 `bytes`, with optional name and MIME type. */
 export const FileContentSchema = z
   .object({
     name: z
@@ -155,21 +159,28 @@ export const FileContentSchema = z
       ctx.addIssue({ code: 'custom', message: 'a file carries exactly one of uri or bytes' });
     }
   });
+/** A file part's content as on the wire (inferred from `FileContentSchema`). */
 export type FileContent = z.infer<typeof FileContentSchema>;
 
+/** A file part on the wire: one file, by URI or inline bytes. */
 export const FilePartSchema = z.object({
   kind: z.literal('file'),
   file: FileContentSchema,
   metadata: MetadataSchema.optional(),
 });
+/** A file part as on the wire (inferred from `FilePartSchema`). */
 export type FilePart = z.infer<typeof FilePartSchema>;
 
+/** A data part on the wire: one JSON object. */
 export const DataPartSchema = z.object({
   kind: z.literal('data'),
   data: boundedObject('A2A_MAX_DATA_BYTES', A2A_MAX_DATA_BYTES, 'data part'),
   metadata: MetadataSchema.optional(),
 });
+/** A data part as on the wire (inferred from `DataPartSchema`). */
 export type DataPart = z.infer<typeof DataPartSchema>;
 
+/** A part of a message or artifact on the wire: text, file or data, told apart by `kind`. */
 export const PartSchema = z.discriminatedUnion('kind', [TextPartSchema, FilePartSchema, DataPartSchema]);
+/** A part as on the wire (inferred from `PartSchema`). */
 export type Part = z.infer<typeof PartSchema>;

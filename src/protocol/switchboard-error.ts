@@ -60,19 +60,23 @@ export const ERROR_CODES = {
   InspectorError: ['INSPECTOR_LISTEN_FAILED'],
 } as const satisfies Record<string, readonly string[]>;
 
+/** The name of one error class of switchboard (a key of `ERROR_CODES`). */
 export type ErrorClassName = keyof typeof ERROR_CODES;
 /** The codes one class throws. */
 export type ErrorCodeOf<C extends ErrorClassName> = (typeof ERROR_CODES)[C][number];
+/** Any error code of switchboard (one of `SWITCHBOARD_ERROR_CODES`). */
 export type SwitchboardErrorCode = ErrorCodeOf<ErrorClassName>;
 
 /** Every code, each once. */
 export const SWITCHBOARD_ERROR_CODES: readonly SwitchboardErrorCode[] = Object.values(ERROR_CODES).flat();
 
+/** Options of a `SwitchboardError`: the facts in `details` and the error it wraps in `cause`. */
 export interface SwitchboardErrorOptions {
   details?: Record<string, unknown>;
   cause?: unknown;
 }
 
+/** The one error base of switchboard: a stable string `code`, a message that says what to do, and `details`. */
 export class SwitchboardError extends Error {
   readonly code: SwitchboardErrorCode;
   readonly details: Record<string, unknown> | undefined;
@@ -85,6 +89,7 @@ export class SwitchboardError extends Error {
   }
 }
 
+/** Whether a value is a `SwitchboardError` (any subclass). */
 export function isSwitchboardError(value: unknown): value is SwitchboardError {
   return value instanceof SwitchboardError;
 }

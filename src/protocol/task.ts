@@ -2,10 +2,14 @@ import { z } from 'zod';
 import { MAX_ID_CHARS, MAX_NAME_CHARS } from './bounds.js';
 import { MetadataSchema, PartSchema } from './parts.js';
 
+/** An identifier on the wire: a non-empty string of at most `MAX_ID_CHARS` characters. */
 export const IdSchema = z.string().min(1).max(MAX_ID_CHARS);
+/** A name on the wire (agent, sender, requester): a non-empty string of at most `MAX_NAME_CHARS` characters. */
 export const NameSchema = z.string().min(1).max(MAX_NAME_CHARS);
+/** A timestamp on the wire: an ISO 8601 string as the broker stamps it. */
 export const TimestampSchema = z.string();
 
+/** Every state of an A2A task, live ones first, then the terminal ones. */
 export const TASK_STATES = [
   'submitted',
   'working',
@@ -16,11 +20,16 @@ export const TASK_STATES = [
   'failed',
   'rejected',
 ] as const;
+/** A task's state on the wire: one of `TASK_STATES`. */
 export const TaskStateSchema = z.enum(TASK_STATES);
+/** A task's state as on the wire (inferred from `TaskStateSchema`). */
 export type TaskState = z.infer<typeof TaskStateSchema>;
 
+/** The states a task never leaves. */
 export const TERMINAL_STATES = ['completed', 'canceled', 'failed', 'rejected'] as const satisfies readonly TaskState[];
+/** One of the states a task never leaves (`TERMINAL_STATES`). */
 export type TerminalState = (typeof TERMINAL_STATES)[number];
+/** Whether a task in this state is finished for good (narrows it to `TerminalState`). */
 export function isTerminalState(state: TaskState): state is TerminalState {
   return (TERMINAL_STATES as readonly TaskState[]).includes(state);
 }
@@ -31,9 +40,12 @@ export const MessageSendSchema = z.object({
   parts: z.array(PartSchema).min(1),
   metadata: MetadataSchema.optional(),
 });
+/** A message as a caller sends it (inferred from `MessageSendSchema`). */
 export type MessageSend = z.infer<typeof MessageSendSchema>;
 
+/** A message's role on the wire: `user` from the requester, `agent` from the worker. */
 export const MessageRoleSchema = z.enum(['user', 'agent']);
+/** A message's role as on the wire (inferred from `MessageRoleSchema`). */
 export type MessageRole = z.infer<typeof MessageRoleSchema>;
 
 /** A message as stored and delivered: stamped by the broker. */
@@ -48,15 +60,19 @@ export const MessageSchema = z.object({
   parts: z.array(PartSchema).min(1),
   metadata: MetadataSchema.optional(),
 });
+/** A message as stored and delivered (inferred from `MessageSchema`). */
 export type Message = z.infer<typeof MessageSchema>;
 
+/** A task's status on the wire: its state, when it got there, and the message that moved it, if any. */
 export const TaskStatusSchema = z.object({
   state: TaskStateSchema,
   message: MessageSchema.optional(),
   timestamp: TimestampSchema,
 });
+/** A task's status as on the wire (inferred from `TaskStatusSchema`). */
 export type TaskStatus = z.infer<typeof TaskStatusSchema>;
 
+/** An artifact on the wire: a named output of a task, made of parts. */
 export const ArtifactSchema = z.object({
   artifactId: IdSchema,
   name: z
@@ -67,8 +83,10 @@ export const ArtifactSchema = z.object({
   parts: z.array(PartSchema).min(1),
   metadata: MetadataSchema.optional(),
 });
+/** An artifact as on the wire (inferred from `ArtifactSchema`). */
 export type Artifact = z.infer<typeof ArtifactSchema>;
 
+/** A task on the wire: its ids, parties, status, history and artifacts. */
 export const TaskSchema = z.object({
   kind: z.literal('task'),
   id: IdSchema,
@@ -83,4 +101,5 @@ export const TaskSchema = z.object({
   updatedAt: TimestampSchema,
   metadata: MetadataSchema.optional(),
 });
+/** A task as on the wire (inferred from `TaskSchema`). */
 export type Task = z.infer<typeof TaskSchema>;

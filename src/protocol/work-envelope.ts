@@ -15,6 +15,7 @@ export const RoleSchema = z
   .min(1)
   .max(MAX_NAME_CHARS)
   .regex(/^[$A-Za-z0-9][A-Za-z0-9._:/-]*$/, 'a role is letters, digits and . _ : / - (an optional leading $)');
+/** A queue name (a role) as on the bus (inferred from `RoleSchema`). */
 export type Role = z.infer<typeof RoleSchema>;
 
 /** The role the worker harness publishes hop results to unless a hop names another (`headers.resultRole`). */
@@ -27,8 +28,10 @@ export const AskedBySchema = z.object({
   taskId: IdSchema,
   hop: z.number().int().nonnegative(),
 });
+/** Where a query's reply must be re-dispatched, as on the bus (inferred from `AskedBySchema`). */
 export type AskedBy = z.infer<typeof AskedBySchema>;
 
+/** A work envelope's headers on the bus: which task, run, hop and attempt it is, with its idempotency key. */
 export const WorkHeadersSchema = z.object({
   /** The A2A task this hop is (a child task of the work item). */
   taskId: IdSchema,
@@ -47,6 +50,7 @@ export const WorkHeadersSchema = z.object({
   /** Where the worker publishes this hop's result (default `$results`). */
   resultRole: RoleSchema.optional(),
 });
+/** A work envelope's headers as on the bus (inferred from `WorkHeadersSchema`). */
 export type WorkHeaders = z.infer<typeof WorkHeadersSchema>;
 
 /** An A2A-message-like body: the broker's stamping (from, timestamp) is not needed on the bus. */
@@ -56,6 +60,7 @@ export const WorkMessageSchema = z.object({
   parts: z.array(PartSchema).min(1),
   metadata: MetadataSchema.optional(),
 });
+/** The message body of a work envelope as on the bus (inferred from `WorkMessageSchema`). */
 export type WorkMessage = z.infer<typeof WorkMessageSchema>;
 
 /** Work for a role: a hop, a query from a suspended hop, or a reply resuming one. */
@@ -65,6 +70,7 @@ export const WorkEnvelopeSchema = z.object({
   message: WorkMessageSchema,
   metadata: MetadataSchema.optional(),
 });
+/** Work for a role as on the bus (inferred from `WorkEnvelopeSchema`). */
 export type WorkEnvelope = z.infer<typeof WorkEnvelopeSchema>;
 
 /** What one hop cost. */
@@ -74,6 +80,7 @@ export const UsageSchema = z.object({
   costUsd: z.number().nonnegative(),
   model: z.string().min(1).max(MAX_NAME_CHARS),
 });
+/** What one hop cost, as a worker reports it on the bus (inferred from `UsageSchema`). */
 export type Usage = z.infer<typeof UsageSchema>;
 
 /** A hop's failure as it travels: the error's type name (matched against `nonRetryableErrorTypes`) and message. */
@@ -81,10 +88,14 @@ export const WorkErrorSchema = z.object({
   type: z.string().min(1).max(MAX_NAME_CHARS),
   message: z.string().max(16_000),
 });
+/** A hop's failure as on the bus (inferred from `WorkErrorSchema`). */
 export type WorkError = z.infer<typeof WorkErrorSchema>;
 
+/** How one hop can end: completed, suspended (waiting on a reply) or failed. */
 export const HOP_OUTCOMES = ['completed', 'suspended', 'failed'] as const;
+/** A hop's outcome on the bus: one of `HOP_OUTCOMES`. */
 export const HopOutcomeSchema = z.enum(HOP_OUTCOMES);
+/** A hop's outcome as on the bus (inferred from `HopOutcomeSchema`). */
 export type HopOutcome = z.infer<typeof HopOutcomeSchema>;
 
 /**
@@ -109,9 +120,12 @@ export const ResultEnvelopeSchema = z.object({
   ask: z.object({ role: RoleSchema, continuationToken: IdSchema }).optional(),
   metadata: MetadataSchema.optional(),
 });
+/** A hop's result as on the bus (inferred from `ResultEnvelopeSchema`). */
 export type ResultEnvelope = z.infer<typeof ResultEnvelopeSchema>;
 
+/** Anything the work bus carries: a work envelope or a result envelope, told apart by `kind`. */
 export const BusEnvelopeSchema = z.discriminatedUnion('kind', [WorkEnvelopeSchema, ResultEnvelopeSchema]);
+/** An envelope as on the bus (inferred from `BusEnvelopeSchema`). */
 export type BusEnvelope = z.infer<typeof BusEnvelopeSchema>;
 
 /**
@@ -129,8 +143,10 @@ export const RetryPolicySchema = z.object({
   maximumAttempts: z.number().int().min(0),
   nonRetryableErrorTypes: z.array(z.string().min(1).max(MAX_NAME_CHARS)),
 });
+/** An activity retry policy as a hop carries it (inferred from `RetryPolicySchema`). */
 export type RetryPolicy = z.infer<typeof RetryPolicySchema>;
 
+/** The retry policy of a hop that names none: 1 s doubling up to 60 s, at most 5 attempts. */
 export const DEFAULT_RETRY_POLICY: RetryPolicy = Object.freeze({
   initialInterval: 1000,
   backoffCoefficient: 2,

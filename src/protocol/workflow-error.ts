@@ -1,6 +1,8 @@
 import { ERROR_CODES, type ErrorCodeOf, SwitchboardError, type SwitchboardErrorOptions } from './switchboard-error.js';
 
+/** Every code a `WorkflowError` carries. */
 export const WORKFLOW_ERROR_CODES = ERROR_CODES.WorkflowError;
+/** One code a `WorkflowError` carries (one of `WORKFLOW_ERROR_CODES`). */
 export type WorkflowErrorCode = ErrorCodeOf<'WorkflowError'>;
 
 /**

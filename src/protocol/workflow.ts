@@ -25,12 +25,16 @@ export const ApproverNameSchema = z.string().min(1).max(128);
 
 /** The outcomes a `next` rule branches on. */
 export const NEXT_RULE_OUTCOMES = ['succeeded', 'failed'] as const;
+/** The outcome a `next` rule branches on, in a workflow definition: one of `NEXT_RULE_OUTCOMES`. */
 export const NextRuleOutcomeSchema = z.enum(NEXT_RULE_OUTCOMES);
+/** The outcome a `next` rule branches on (inferred from `NextRuleOutcomeSchema`). */
 export type NextRuleOutcome = z.infer<typeof NextRuleOutcomeSchema>;
 
 /** How a run ends when a rule ends it. */
 export const RUN_ENDINGS = ['completed', 'failed'] as const;
+/** How an `end` rule ends the run, in a workflow definition: one of `RUN_ENDINGS`. */
 export const RunEndingSchema = z.enum(RUN_ENDINGS);
+/** How an `end` rule ends the run (inferred from `RunEndingSchema`). */
 export type RunEnding = z.infer<typeof RunEndingSchema>;
 
 /**
@@ -65,6 +69,7 @@ export const NextRuleSchema = z
       ctx.addIssue({ code: 'custom', path: ['reason'], message: '"reason" applies only to end: "failed"' });
     }
   });
+/** One branch of a stage's `next` list, as written (inferred from `NextRuleSchema`). */
 export type NextRule = z.infer<typeof NextRuleSchema>;
 
 /** A gate before a stage's hop: the run waits for one of `approvers` to approve. */
@@ -76,8 +81,10 @@ export const ApprovalGateSchema = z.strictObject({
     .refine((a) => new Set(a).size === a.length, 'approvers are listed once each'),
   reason: z.string().min(1).max(500).optional(),
 });
+/** A gate before a stage's hop, as written (inferred from `ApprovalGateSchema`). */
 export type ApprovalGate = z.infer<typeof ApprovalGateSchema>;
 
+/** One stage of a workflow definition: the role that runs it, its gate, retry, visit bound and `next` rules. */
 export const StageSchema = z.strictObject({
   role: RoleNameSchema,
   description: z.string().max(1_000).optional(),
@@ -92,8 +99,10 @@ export const StageSchema = z.strictObject({
    */
   next: z.array(NextRuleSchema).max(32).default([]),
 });
+/** One stage of a workflow definition, after parsing (inferred from `StageSchema`). */
 export type Stage = z.infer<typeof StageSchema>;
 
+/** A workflow definition's shape (JSON): its id, version, start stage, defaults and stages, checked field by field. */
 export const WorkflowDefinitionSchema = z.strictObject({
   id: WorkflowIdSchema,
   version: z.number().int().min(1).max(1_000_000),
@@ -113,6 +122,7 @@ export type WorkflowDefinition = z.output<typeof WorkflowDefinitionSchema>;
 
 /** Which definition a run follows. */
 export const WorkflowRefSchema = z.strictObject({ id: WorkflowIdSchema, version: z.number().int().min(1) });
+/** Which definition a run follows, by id and version (inferred from `WorkflowRefSchema`). */
 export type WorkflowRef = z.infer<typeof WorkflowRefSchema>;
 
 /**
@@ -127,6 +137,7 @@ export const RunUsageSchema = z.strictObject({
   costUsd: z.number().nonnegative().finite(),
   elapsedMs: z.number().nonnegative().finite(),
 });
+/** What a run or one of its hops has cost (inferred from `RunUsageSchema`). */
 export type RunUsage = z.infer<typeof RunUsageSchema>;
 
 export const ZERO_RUN_USAGE: Readonly<RunUsage> = Object.freeze({
@@ -156,6 +167,7 @@ export const WORKFLOW_RUN_STATES = [
   'failed',
   'canceled',
 ] as const;
+/** One state of a workflow run and its work item (one of `WORKFLOW_RUN_STATES`). */
 export type WorkflowRunState = (typeof WORKFLOW_RUN_STATES)[number];
 
 /**

@@ -27,6 +27,7 @@ export interface PartView {
   file?: { name?: string; mimeType?: string; uri?: string; bytes?: number };
 }
 
+/** A message as the model reads it: who sent it, in which role, and its text, data and files. */
 export interface MessageView {
   from: string;
   role: 'user' | 'agent';
@@ -35,11 +36,13 @@ export interface MessageView {
   files?: NonNullable<PartView['file']>[];
 }
 
+/** An artifact as the model reads it: its id and name, and its text, data and files. */
 export interface ArtifactView extends Omit<MessageView, 'from' | 'role'> {
   artifactId: string;
   name?: string;
 }
 
+/** A task as the model reads it: its state, worker and requester, status message, artifacts and history. */
 export interface TaskView {
   taskId: string;
   state: Task['status']['state'];
@@ -53,6 +56,7 @@ export interface TaskView {
   updatedAt: string;
 }
 
+/** An event on the caller's tasks as the model reads it from `wait`: status, artifact or push. */
 export interface EventView {
   seq: number;
   taskId: string;
@@ -63,11 +67,13 @@ export interface EventView {
   artifact?: ArtifactView;
 }
 
+/** A call of the `A2A` tool that succeeded, as the model reads it, by action. */
 export type A2AToolSuccess =
   | { ok: true; action: 'discover'; agents: AgentView[] }
   | { ok: true; action: 'send' | 'get' | 'complete' | 'cancel'; task: TaskView }
   | { ok: true; action: 'wait'; events: EventView[]; note?: string };
 
+/** An agent as the model reads it from `discover`: its name, ids, kind, description and skills. */
 export interface AgentView {
   name: string;
   agentId: string;
@@ -84,8 +90,10 @@ export interface A2AToolFailure {
   message: string;
 }
 
+/** What one call of the `A2A` tool returns to the model: a success or a failure that says what to do. */
 export type A2AToolResult = A2AToolSuccess | A2AToolFailure;
 
+/** The model-facing `A2A` tool: its name, description, input schema (zod and JSON Schema) and `execute`. */
 export interface A2ATool {
   name: 'A2A';
   description: string;
@@ -96,6 +104,7 @@ export interface A2ATool {
   execute(input: unknown): Promise<A2AToolResult>;
 }
 
+/** The `A2A` tool's description for the model: what it is for and how each action is used. */
 export const A2A_TOOL_DESCRIPTION = [
   'Work with other agents through the A2A broker: ask them for help, answer what they ask of you, and follow tasks.',
   'Actions:',

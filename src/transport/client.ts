@@ -53,6 +53,7 @@ export interface StreamPair {
   writable: Writable;
 }
 
+/** Options of `connect`: spawn a `switchboard serve` child or use open streams, and who the client is. */
 export interface ConnectOptions {
   /** Start `switchboard serve` as a child process and talk over its pipes. */
   spawn?: SpawnServeOptions;
@@ -62,6 +63,7 @@ export interface ConnectOptions {
   client?: { name: string; version: string };
 }
 
+/** Options of the client's `register`: the seq after which the agent's durable events are replayed. */
 export interface RegisterOptions {
   /**
    * Replay the party's durable events after this seq into the inbox (default:
@@ -72,6 +74,7 @@ export interface RegisterOptions {
   after?: number;
 }
 
+/** Options of the client's `wait`: the waiting agent's token, an optional task, and how long to wait. */
 export interface WaitOptions {
   /** The agent that waits (the token its registration returned). */
   token: string;
@@ -95,6 +98,7 @@ interface Registration {
   readonly inbox: AgentInbox;
 }
 
+/** A connected client of a broker: the handshake, inboxes and reconnect of `ClientBase`, and one call per method. */
 export type SwitchboardClient = ClientBase & ClientMethods;
 
 /**

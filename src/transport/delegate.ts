@@ -14,6 +14,7 @@ export interface Delegation {
   signal: AbortSignal;
 }
 
+/** Options of `delegate`: the client, the delegate's registration, an abort signal, and the run to settle on. */
 export interface DelegateOptions<T> {
   client: SwitchboardClient;
   /** The delegate's registration: its name, the session (`contextId`), its card. */

@@ -4,6 +4,7 @@ import type { Logger } from '../log/logger.js';
 import { BrokerSession } from './broker-session.js';
 import { type ConnectOptions, type SwitchboardClient, connect } from './client.js';
 
+/** What `connectInProcess` returns: the client and the broker session serving it. */
 export interface InProcessConnection {
   client: SwitchboardClient;
   /** The session serving the client (its relays, its backlog). */

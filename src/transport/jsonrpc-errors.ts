@@ -14,9 +14,13 @@ import {
 
 /** Standard JSON-RPC 2.0 error codes. */
 export const JSONRPC_PARSE_ERROR = -32700;
+/** JSON-RPC 2.0 error code: the line is JSON but not a valid request. */
 export const JSONRPC_INVALID_REQUEST = -32600;
+/** JSON-RPC 2.0 error code: no method of that name. */
 export const JSONRPC_METHOD_NOT_FOUND = -32601;
+/** JSON-RPC 2.0 error code: the params do not match the method's schema. */
 export const JSONRPC_INVALID_PARAMS = -32602;
+/** JSON-RPC 2.0 error code: the server failed (no message or stack of the cause is sent). */
 export const JSONRPC_INTERNAL_ERROR = -32603;
 /** Every A2A error is JSON-RPC code 1400 with `data.errorCode`. */
 export const A2A_ERROR = 1400;
@@ -39,6 +43,7 @@ const CODE_OF_JSONRPC: ReadonlyMap<number, BrokerErrorCode> = new Map([
   [JSONRPC_INTERNAL_ERROR, 'INTERNAL_ERROR'],
 ]);
 
+/** A JSON-RPC 2.0 error object as `toJsonRpcError` builds it: code, message and optional data. */
 export interface JsonRpcErrorObject {
   code: number;
   message: string;

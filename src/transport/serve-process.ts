@@ -25,6 +25,7 @@ const STDERR_TAIL_CHARS = 16 * 1024;
 /** This package's `switchboard` command, from `src/transport/` or `dist/transport/` alike. */
 export const SWITCHBOARD_BIN = fileURLToPath(new URL('../../bin/switchboard.js', import.meta.url));
 
+/** The `switchboard serve` command-line arguments for the given spawn options. */
 export function serveArguments(options: SpawnServeOptions): string[] {
   const args = ['serve'];
   if (options.db !== undefined) args.push('--db', options.db);

@@ -13,8 +13,10 @@ import {
  * started; `PROTOCOL_VIOLATION`: the peer wrote something that is not JSON-RPC.
  */
 export const TRANSPORT_ERROR_CODES = ERROR_CODES.TransportError;
+/** One code a `TransportError` carries (one of `TRANSPORT_ERROR_CODES`). */
 export type TransportErrorCode = ErrorCodeOf<'TransportError'>;
 
+/** A client-side connection that failed (closed, incompatible host, spawn failure, protocol violation). */
 export class TransportError extends SwitchboardError {
   declare readonly code: TransportErrorCode;
 
@@ -23,6 +25,7 @@ export class TransportError extends SwitchboardError {
   }
 }
 
+/** Whether a value is a `TransportError`. */
 export function isTransportError(value: unknown): value is TransportError {
   return value instanceof TransportError;
 }

@@ -39,8 +39,10 @@ export const WORKFLOW_PROBLEM_CODES = [
   /** A file could not be read, or is not in a supported format. */
   'UNREADABLE',
 ] as const;
+/** What is wrong with a workflow definition, as a problem names it (one of `WORKFLOW_PROBLEM_CODES`). */
 export type WorkflowProblemCode = (typeof WORKFLOW_PROBLEM_CODES)[number];
 
+/** One problem of a refused workflow definition: its code, its path into the definition, and a message. */
 export interface WorkflowProblem {
   code: WorkflowProblemCode;
   /** Where, as a path into the definition (`['stages', 'testing', 'next', 0, 'goto']`). */
@@ -77,6 +79,7 @@ export function formatPath(path: readonly (string | number)[]): string {
   return out;
 }
 
+/** Options of the workflow definition checks: the roles that exist, and the source named in messages. */
 export interface WorkflowCheckOptions {
   /** Roles that exist; when given, a stage with any other role is refused. */
   knownRoles?: Iterable<string>;
@@ -84,6 +87,7 @@ export interface WorkflowCheckOptions {
   source?: string;
 }
 
+/** What `checkWorkflowDefinition` answers: the checked definition, or every problem found. */
 export type WorkflowCheck = { ok: true; definition: WorkflowDefinition } | { ok: false; problems: WorkflowProblem[] };
 
 /** Checks a value as a workflow definition without throwing. */

@@ -27,6 +27,7 @@ export interface HopContext {
   attributes?: Readonly<Record<string, string | number | boolean>>;
 }
 
+/** What a governance policy decides for a hop: allow, deny with a reason, or require an approval. */
 export type PolicyVerdict =
   | { decision: 'allow' }
   | { decision: 'deny'; reason: string }
@@ -41,6 +42,7 @@ export interface NamedPolicy {
   check: Policy;
 }
 
+/** A governance policy as the Coordinator takes it: a plain function, or one with the name its verdicts are recorded under. */
 export type PolicyEntry = Policy | NamedPolicy;
 
 /** One policy's verdict as recorded in the audit. */
@@ -174,6 +176,7 @@ export function runGovernance(policies: readonly PolicyEntry[], ctx: HopContext)
   };
 }
 
+/** What `budgetPolicy` lets a work item spend: tokens, dollars, or both. */
 export interface Budget {
   /** Input plus output tokens the work item may spend. */
   maxTokens?: number;

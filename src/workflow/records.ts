@@ -9,6 +9,7 @@ import { type RunUsage, type WorkflowRunState, ZERO_RUN_USAGE } from '../protoco
 /** A work item's state: its run's state (`WORKFLOW_RUN_STATES`). */
 export type ItemState = WorkflowRunState;
 
+/** Why a work item failed: a code, a reason, and the stage and hop it failed at. */
 export interface ItemFailure {
   code: string;
   reason: string;
@@ -16,6 +17,7 @@ export interface ItemFailure {
   hop: number;
 }
 
+/** The approval a work item waits for: the stage and hop, gate or governance, who may approve, and why. */
 export interface ItemApproval {
   stage: string;
   hop: number;
@@ -24,6 +26,7 @@ export interface ItemApproval {
   reason: string;
 }
 
+/** What a work item may spend: tokens (input plus output), dollars, or both. */
 export interface ItemBudget {
   maxTokens?: number;
   maxCostUsd?: number;
@@ -55,7 +58,9 @@ export interface ItemRecord {
   mirrored: boolean;
 }
 
+/** What a hop is: a stage's hop, or a query a suspended hop asked. */
 export type HopKind = 'stage' | 'query';
+/** Where a hop stands: dispatched, suspended (waiting on a reply), completed or failed. */
 export type HopState = 'dispatched' | 'suspended' | 'completed' | 'failed';
 
 /** One hop (a stage's hop attempt, or a query a suspended hop asked), with what it cost. */

@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import * as bus from '../../src/entry/bus.js';
 import * as coordinator from '../../src/entry/coordinator.js';
@@ -273,6 +274,30 @@ describe('the package root', () => {
     ]) {
       expect(lib, name).toHaveProperty(name);
     }
+  });
+
+  it('documents every export on its declaration (types included)', () => {
+    const program = ts.createProgram([join(root, 'src/index.ts')], {
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      target: ts.ScriptTarget.ES2022,
+      noEmit: true,
+      skipLibCheck: true,
+    });
+    const checker = program.getTypeChecker();
+    const source = program.getSourceFile(join(root, 'src/index.ts'));
+    const moduleSymbol = source && checker.getSymbolAtLocation(source);
+    expect(moduleSymbol).toBeDefined();
+    const exported = checker.getExportsOfModule(moduleSymbol as ts.Symbol);
+    expect(exported.length).toBeGreaterThan(ROOT_VALUES.length);
+    const undocumented = exported
+      .filter((symbol) => {
+        const target = symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
+        return ts.displayPartsToString(target.getDocumentationComment(checker)).trim() === '';
+      })
+      .map((symbol) => symbol.name)
+      .sort();
+    expect(undocumented).toEqual([]);
   });
 });
 

@@ -47,6 +47,7 @@ import { type ActorInspector, inspectStore } from '../inspection.js';
 import { type Registration, type Registry, createRegistry, foldedPartyKey, partyKey } from './registry.js';
 import { TaskActors } from './task-actors.js';
 
+/** Options of `createBroker`: the SQLite file, its durability, and the clock, ids and logger it uses. */
 export interface BrokerOptions {
   /** The SQLite file (created if missing). */
   path: string;

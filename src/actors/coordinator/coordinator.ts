@@ -68,6 +68,7 @@ export interface RoleDeployment {
   pollWaitMs?: number;
 }
 
+/** Options of `createCoordinator`: its storage (one file, or the parts), workflows, roles, governance and sweeps. */
 export interface CoordinatorOptions {
   /** Embedded default: one SQLite file for the broker, the bus, the Context Engine, the audit and the Coordinator. */
   path?: string;
@@ -137,6 +138,7 @@ export interface CoordinatorOptions {
   inspect?: ActorInspector;
 }
 
+/** What `Coordinator.createWorkItem` takes: the workflow to run, the request, and an optional budget and attributes. */
 export interface CreateWorkItem {
   /** A workflow id (its latest version) or an exact reference. */
   workflow: string | WorkflowRef;
@@ -147,6 +149,7 @@ export interface CreateWorkItem {
   attributes?: Record<string, string | number | boolean>;
 }
 
+/** A running Coordinator: creates work items, streams their statuses, decides their approvals and cancels them. */
 export interface Coordinator {
   createWorkItem(request: CreateWorkItem): Promise<string>;
   /** The item's status now, then on every change; completes after its final status. */
@@ -197,6 +200,7 @@ function rolesOf(registry: WorkflowRegistry): Set<string> {
   return roles;
 }
 
+/** Starts a Coordinator on an embedded SQLite file or on the broker, bus and database given. */
 export async function createCoordinator(options: CoordinatorOptions): Promise<Coordinator> {
   const log = (options.logger ?? silentLogger()).child({ component: 'coordinator' });
   const clock = options.clock ?? systemClock;

@@ -28,6 +28,7 @@ export const DEFAULT_FORGET_INTERVAL_MS = 60_000;
 /** Runs forgotten per batch (default): one transaction (SQLite) or this many scripts (Redis). */
 export const DEFAULT_FORGET_BATCH = 100;
 
+/** Options of the Coordinator's sweep that forgets ended runs: how often, and how many per batch. */
 export interface ForgetRunsOptions {
   /** How often to sweep (default 60 s; unref'd; `0`: never by itself, call `forgetEndedRuns()`). */
   intervalMs?: number;

@@ -29,8 +29,10 @@ export const ITEM_EVENT_KINDS = [
   /** The item as it stands when `watch` starts (the first status it emits). */
   'current',
 ] as const;
+/** What happened to a work item, as an `ItemEvent` names it (one of `ITEM_EVENT_KINDS`). */
 export type ItemEventKind = (typeof ITEM_EVENT_KINDS)[number];
 
+/** One thing that happened to a work item: which hop, stage and role, a readable line, and what it cost. */
 export interface ItemEvent {
   kind: ItemEventKind;
   itemId: string;
@@ -71,7 +73,9 @@ export function statusOf(item: ItemRecord, event: ItemEvent): ItemStatus {
   return { ...(status as Pick<ItemRecord, (typeof ITEM_STATUS_FIELDS)[number]>), event };
 }
 
+/** Every code a `CoordinatorError` carries. */
 export const COORDINATOR_ERROR_CODES = ERROR_CODES.CoordinatorError;
+/** One code a `CoordinatorError` carries (one of `COORDINATOR_ERROR_CODES`). */
 export type CoordinatorErrorCode = ErrorCodeOf<'CoordinatorError'>;
 
 /** A refused Coordinator call: nothing changed. */

@@ -19,6 +19,7 @@ export const SHIPPED_WORKFLOWS_DIR = fileURLToPath(new URL('../../../workflows',
 /** The dev SDLC definition of ADR-0015 (architect, coding, testing, devops). */
 export const DEV_SDLC_WORKFLOW_PATH = join(SHIPPED_WORKFLOWS_DIR, 'dev-sdlc.json');
 
+/** Options of `loadWorkflowFile` and `loadWorkflowDirectory`: the checks of `WorkflowCheckOptions` (the file names the source). */
 export type WorkflowLoadOptions = Omit<WorkflowCheckOptions, 'source'>;
 
 /** Reads and checks one `.json` definition; throws `WorkflowError` (`WORKFLOW_INVALID`) naming the file. */

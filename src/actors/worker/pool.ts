@@ -46,6 +46,7 @@ export interface PoolOptions {
   consumerName?: (workerId: string) => string;
 }
 
+/** A running pool of one role: its replica count and deployment, which `configure` changes at run time. */
 export interface Pool {
   readonly role: string;
   /** Workers running now. */
@@ -81,6 +82,7 @@ function checked(deployment: PoolDeployment): PoolDeployment {
   return { ...deployment };
 }
 
+/** Starts the pool of one role: a supervisor that scales its workers between the deployment's bounds. */
 export function createPool(options: PoolOptions): Pool {
   const deployment = checked(options.deployment);
   // Every line of the pool carries the role, as its workers' lines do; `pool` marks the supervisor's own.

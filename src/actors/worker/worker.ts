@@ -59,6 +59,7 @@ export interface Completion {
   metadata?: Record<string, unknown>;
 }
 
+/** A handler's suspension: the question to ask another role and the state to resume with when its reply comes. */
 export interface Suspension {
   kind: 'suspend';
   ask: { role: string; message: WorkMessage };
@@ -68,12 +69,15 @@ export interface Suspension {
   memory?: Record<string, unknown>;
 }
 
+/** What a handler returns: a completion (with or without `kind`) or a suspension. */
 export type HandlerResult = Completion | Suspension | Omit<Completion, 'kind'>;
 
+/** Builds a handler's completion (`kind: 'complete'`) from its output, usage and memory updates. */
 export function complete(result: Omit<Completion, 'kind'> = {}): Completion {
   return { kind: 'complete', ...result };
 }
 
+/** Builds a handler's suspension (`kind: 'suspend'`): the question to ask and the state to resume with. */
 export function suspend(suspension: Omit<Suspension, 'kind'>): Suspension {
   return { kind: 'suspend', ...suspension };
 }
@@ -89,7 +93,9 @@ export class NonRetryableError extends SwitchboardError {
   }
 }
 
+/** Every code a `WorkerError` carries. */
 export const WORKER_ERROR_CODES = ERROR_CODES.WorkerError;
+/** One code a `WorkerError` carries (one of `WORKER_ERROR_CODES`). */
 export type WorkerErrorCode = ErrorCodeOf<'WorkerError'>;
 
 /** A refused worker or pool call, a hop's lost lease or stop, or a handler that cannot be loaded. */
@@ -118,6 +124,7 @@ export interface Effects {
   key(key: string): string;
 }
 
+/** What a resumed hop's handler gets back: its saved state, the reply, who answered, and its checkpoint. */
 export interface HopResume {
   state: unknown;
   reply: WorkMessage;
@@ -126,6 +133,7 @@ export interface HopResume {
   checkpoint: Checkpoint;
 }
 
+/** What a handler receives for one hop: the role, the envelope, the item's context, effects and an abort signal. */
 export interface HopInput {
   role: string;
   envelope: WorkEnvelope;
@@ -141,8 +149,10 @@ export interface HopInput {
   signal: AbortSignal;
 }
 
+/** A role's handler: runs one hop and completes or suspends it; a throw fails the attempt (retried per the retry policy). */
 export type WorkHandler = (hop: HopInput) => HandlerResult | Promise<HandlerResult>;
 
+/** Options of `createWorker`: the role, its handler, the bus and Context Engine, concurrency and lease timings. */
 export interface WorkerOptions {
   role: string;
   handler: WorkHandler;
@@ -165,11 +175,13 @@ export interface WorkerOptions {
   autoStart?: boolean;
 }
 
+/** Options of `Worker.stop`: how long in-flight hops may still run. */
 export interface StopOptions {
   /** How long in-flight hops may run before their leases are released (default: the visibility timeout). */
   graceMs?: number;
 }
 
+/** A running worker of one role: its hops in flight, idle time and settled count; `stop` drains it. */
 export interface Worker {
   readonly id: string;
   readonly role: string;

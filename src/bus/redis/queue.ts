@@ -36,6 +36,7 @@ import {
 } from '../work-queue.js';
 import { safeRedisUrl } from './url.js';
 
+/** Options of `createRedisQueue`: the server URL, key prefix, per-role settings, clock and timings. */
 export interface RedisQueueOptions {
   /** `redis://host:port[/db]` (default `redis://127.0.0.1:6379`). */
   url?: string;

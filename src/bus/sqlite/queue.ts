@@ -37,6 +37,7 @@ import {
   type WorkQueue,
 } from '../work-queue.js';
 
+/** Options of `createSqliteQueue`: the database (open or a path), per-role settings, clock and polling. */
 export interface SqliteQueueOptions {
   /** An open database (the caller closes it), or a path to open (closed by `close()`). */
   database: SqliteDatabase | string;
@@ -678,6 +679,7 @@ export class SqliteQueue implements WorkQueue {
   }
 }
 
+/** Opens a work queue on a SQLite database (the embedded bus). */
 export function createSqliteQueue(options: SqliteQueueOptions): SqliteQueue {
   return new SqliteQueue(options);
 }

@@ -87,7 +87,9 @@ export const AUDIT_MIGRATIONS: MigrationSet = {
   ],
 };
 
+/** Every code an `AuditError` carries. */
 export const AUDIT_ERROR_CODES = ERROR_CODES.AuditError;
+/** One code an `AuditError` carries (one of `AUDIT_ERROR_CODES`). */
 export type AuditErrorCode = ErrorCodeOf<'AuditError'>;
 
 /** The domain tag of a checkpoint's signed bytes. */

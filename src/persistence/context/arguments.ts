@@ -11,7 +11,9 @@ import {
   type SwitchboardErrorOptions,
 } from '../../protocol/switchboard-error.js';
 
+/** Every code a `ContextStoreError` carries. */
 export const CONTEXT_STORE_ERROR_CODES = ERROR_CODES.ContextStoreError;
+/** One code a `ContextStoreError` carries (one of `CONTEXT_STORE_ERROR_CODES`). */
 export type ContextStoreErrorCode = ErrorCodeOf<'ContextStoreError'>;
 
 /** A refused Context Engine call (nothing changed), or a backend it cannot reach (`CONTEXT_BACKEND`). */

@@ -76,6 +76,7 @@ function contextScripts(): ContextScripts {
   return scripts;
 }
 
+/** Options of `createRedisContextStore`: the server URL, key prefix, clock, connect timeout and retention. */
 export interface RedisContextStoreOptions extends ContextRetentionOptions {
   /** `redis://host:port[/db]` (default `redis://127.0.0.1:6379`). */
   url?: string;
@@ -119,6 +120,7 @@ interface StoredCheckpoint {
   createdAt: number;
 }
 
+/** The Context Engine on Redis: runs' outputs, memory, checkpoints and hop completions under the bus's key prefix. */
 export class RedisContextStore implements ContextStore {
   readonly prefix: string;
   /** How long completion records, effect markers and resumed checkpoints live (their TTL). */

@@ -63,6 +63,7 @@ export interface PruneCounts {
 /** What a pruning pass reports to its owner: what it deleted and how long it took, or why it failed. */
 export type PruneOutcome = { pruned: PruneCounts; ms: number } | { error: unknown };
 
+/** How long a Context Engine keeps completion records, effect markers and resumed checkpoints. */
 export interface ContextRetentionOptions {
   /**
    * How long completion records, effect markers and resumed checkpoints are

@@ -55,6 +55,7 @@ export interface HopOutput {
   recordedAt: number;
 }
 
+/** What a hop sees of its work item: the run's completed hop outputs, oldest first, and its memory. */
 export interface WorkItemContext {
   runId: string;
   /** The run's completed hops, oldest first. */
@@ -62,6 +63,7 @@ export interface WorkItemContext {
   memory: Record<string, unknown>;
 }
 
+/** A suspended hop's checkpoint: its headers and the state its handler asked to keep, until a reply resumes it. */
 export interface Checkpoint {
   token: string;
   runId: string;
@@ -85,6 +87,7 @@ export interface PendingPublish {
   taskKey?: string;
 }
 
+/** A hop's recorded completion: its outcome and the messages to publish, re-published as-is on a redelivery. */
 export interface HopCompletion {
   idempotencyKey: string;
   outcome: HopOutcome;
@@ -92,6 +95,7 @@ export interface HopCompletion {
   recordedAt: number;
 }
 
+/** What a hop's completion writes in one transaction: its output, memory updates, checkpoint and publishes. */
 export interface CompletionRecord {
   idempotencyKey: string;
   runId: string;
@@ -250,6 +254,7 @@ interface CompletionRow {
   recorded_at: number;
 }
 
+/** Options of `createSqliteContextStore`: the database (open or a path), clock, retention and pruning. */
 export interface SqliteContextStoreOptions extends ContextRetentionOptions {
   /** An open database (the caller closes it) or a path (closed by `close()`). */
   database: SqliteDatabase | string;
@@ -611,6 +616,7 @@ export class SqliteContextStore implements ContextStore {
   }
 }
 
+/** Opens the Context Engine on a SQLite database. */
 export function createSqliteContextStore(options: SqliteContextStoreOptions): SqliteContextStore {
   return new SqliteContextStore(options);
 }

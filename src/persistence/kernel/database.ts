@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 
+/** An open better-sqlite3 database, as the stores, the bus and the Coordinator share it. */
 export type SqliteDatabase = Database.Database;
 
 /**
