@@ -17,7 +17,6 @@ export {
   AuditLog,
   auditRowHash,
   canonicalAuditRow,
-  canonicalJson,
 } from '../persistence/audit/chain.js';
 export type {
   AuditErrorCode,

@@ -1,14 +1,27 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import canonicalize from 'canonicalize';
-import { canonicalJson, isPlainAuditEntry } from '../../src/persistence/audit/chain.js';
+import { AuditError, checkAuditEntry } from '../../src/persistence/audit/chain.js';
 import { AUDIT_KINDS, AuditEntryInputSchema, jsonProblem } from '../../src/protocol/audit.js';
 
 /**
- * The audit's zod-free check of an entry (its fast path) never accepts what
- * `AuditEntryInputSchema` refuses, and accepts the entries the Coordinator
- * writes (plain JSON data, kinds, ids, actors, hops) so that they skip zod.
+ * The audit's check of an entry is `AuditEntryInputSchema`: it accepts
+ * exactly what the schema accepts, refuses the rest as `AUDIT_INVALID_ENTRY`
+ * naming the path, and writes the data's canonical JSON as `canonicalize`
+ * does.
  */
+const NOW = () => '2026-01-01T00:00:00.000Z';
+
+/** The check's verdict: the AuditError's code and path, or 'accepted'. */
+function verdict(entry: unknown): 'accepted' | { code: string; path: unknown[] } {
+  try {
+    checkAuditEntry(entry, NOW);
+    return 'accepted';
+  } catch (error) {
+    expect(error).toBeInstanceOf(AuditError);
+    return { code: (error as AuditError).code, path: (error as AuditError).path };
+  }
+}
 
 const text = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 300 }),
@@ -38,10 +51,16 @@ const entryLike = fc.record(
   { requiredKeys: [] },
 );
 
-describe('the audit entry check without zod', () => {
-  test.prop([entryLike], { numRuns: 400 })('never accepts what the schema refuses', (entry) => {
-    if (isPlainAuditEntry(entry)) expect(AuditEntryInputSchema.safeParse(entry).success).toBe(true);
-  });
+describe('the audit entry check', () => {
+  test.prop([entryLike], { numRuns: 400 })(
+    'accepts exactly what the schema accepts, and names the path of a refusal',
+    (entry) => {
+      const parsed = AuditEntryInputSchema.safeParse(entry);
+      const got = verdict(entry);
+      if (parsed.success) expect(got).toBe('accepted');
+      else expect(got).toEqual({ code: 'AUDIT_INVALID_ENTRY', path: parsed.error.issues[0]!.path });
+    },
+  );
 
   test.prop(
     [
@@ -60,10 +79,13 @@ describe('the audit entry check without zod', () => {
     { numRuns: 200 },
   )('accepts every well-formed entry the schema accepts', (entry) => {
     expect(AuditEntryInputSchema.safeParse(entry).success).toBe(true);
-    expect(isPlainAuditEntry(entry)).toBe(true);
+    const checked = checkAuditEntry(entry, NOW);
+    expect(checked).toMatchObject({ kind: entry.kind, itemId: entry.itemId, actor: entry.actor, data: entry.data });
+    expect(checked.at).toBe(entry.at ?? NOW());
+    expect(checked.hop).toBe(entry.hop ?? null);
   });
 
-  it('leaves bad entries to the schema (which names the problem)', () => {
+  it('refuses bad entries as AUDIT_INVALID_ENTRY, as the schema does', () => {
     for (const bad of [
       { kind: 'gossip', itemId: 'w', actor: 'a', data: {} },
       { kind: 'dispatch', itemId: '', actor: 'a', data: {} },
@@ -76,7 +98,7 @@ describe('the audit entry check without zod', () => {
       { kind: 'dispatch', itemId: 'w', actor: 'a', data: {}, extra: 1 },
       { kind: 'dispatch', itemId: 'w', actor: 'x'.repeat(257), data: {} },
     ]) {
-      expect(isPlainAuditEntry(bad)).toBe(false);
+      expect(verdict(bad)).toMatchObject({ code: 'AUDIT_INVALID_ENTRY' });
       expect(AuditEntryInputSchema.safeParse(bad).success).toBe(false);
     }
   });
@@ -88,12 +110,15 @@ describe('the canonical JSON of checked data', () => {
     numRuns: 300,
   })('is exactly what canonicalize writes', (value) => {
     fc.pre(jsonProblem(value) === null);
-    expect(canonicalJson(value)).toBe(canonicalize(value));
+    const { dataText } = checkAuditEntry({ kind: AUDIT_KINDS[0], itemId: 'w', actor: 'a', data: value }, NOW);
+    expect(dataText).toBe(canonicalize(value));
+    expect(JSON.parse(dataText)).toEqual(JSON.parse(JSON.stringify(value)));
   });
 
   it('orders keys by code unit and writes numbers as RFC 8785 does', () => {
     const value = { b: [1e21, -0, 0.1, 1e-7], a: { '\u00e9': 'x', e\u0301: 'y', '\ud83d\ude00': null, z: true } };
-    expect(canonicalJson(value)).toBe(canonicalize(value));
-    expect(canonicalJson(value)).toBe('{"a":{"e\u0301":"y","z":true,"\u00e9":"x","😀":null},"b":[1e+21,0,0.1,1e-7]}');
+    const { dataText } = checkAuditEntry({ kind: AUDIT_KINDS[0], itemId: 'w', actor: 'a', data: value }, NOW);
+    expect(dataText).toBe(canonicalize(value));
+    expect(dataText).toBe('{"a":{"e\u0301":"y","z":true,"\u00e9":"x","😀":null},"b":[1e+21,0,0.1,1e-7]}');
   });
 });

@@ -3,7 +3,6 @@ import { createHash } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
 import canonicalize from 'canonicalize';
 import type { z } from 'zod';
-import { MAX_ID_CHARS } from '../../protocol/bounds.js';
 import { ERROR_CODES, type ErrorCodeOf, SwitchboardError } from '../../protocol/switchboard-error.js';
 import {
   AUDIT_KINDS,
@@ -14,8 +13,6 @@ import {
   type AuditRow,
   type JsonObject,
   MAX_AUDIT_DATA_BYTES,
-  isWellFormedText,
-  jsonProblem,
 } from '../../protocol/audit.js';
 import { type Clock, systemClock } from '../kernel/clock.js';
 import type { SqliteDatabase } from '../kernel/database.js';
@@ -354,14 +351,14 @@ export class AuditLog {
 
   /** Appends one row; returns the new head. Bad input throws `AuditError` and appends nothing. */
   append(entry: AuditEntryInput): AuditAppended {
-    return this.#appendTx([checkEntry(entry, this.#now)])[0]!;
+    return this.#appendTx([checkAuditEntry(entry, this.#now)])[0]!;
   }
 
   /** Appends rows in order, all or none. */
   appendMany(entries: readonly AuditEntryInput[]): AuditAppended[] {
     if (entries.length === 0) return [];
     // Every entry is checked before anything is written.
-    return this.#appendTx(entries.map((e) => checkEntry(e, this.#now)));
+    return this.#appendTx(entries.map((e) => checkAuditEntry(e, this.#now)));
   }
 
   /**
@@ -375,7 +372,7 @@ export class AuditLog {
       throw new AuditError('AUDIT_NO_TRANSACTION', 'appendManyInTransaction needs an open transaction');
     }
     if (entries.length === 0) return [];
-    return this.#appendRows(entries.map((e) => checkEntry(e, this.#now)));
+    return this.#appendRows(entries.map((e) => checkAuditEntry(e, this.#now)));
   }
 
   /** The clock's time in ISO 8601 (formatted once per millisecond). */
@@ -653,7 +650,8 @@ export class AuditLog {
   }
 }
 
-interface CheckedEntry {
+/** An audit entry as checked: its fields and its data's canonical JSON. */
+export interface CheckedEntry {
   at: string;
   kind: AuditKind;
   itemId: string;
@@ -663,35 +661,12 @@ interface CheckedEntry {
   dataText: string;
 }
 
-const ENTRY_KEYS = new Set(['kind', 'itemId', 'hop', 'actor', 'data', 'at']);
-const KINDS: ReadonlySet<string> = new Set(AUDIT_KINDS);
-
-function isText(value: unknown, min: number, max: number): value is string {
-  return typeof value === 'string' && value.length >= min && value.length <= max && isWellFormedText(value);
-}
-
 /**
- * Whether `AuditEntryInputSchema` accepts an entry, decided without zod (the
- * Coordinator appends four rows a hop). It never accepts what the schema
- * refuses; whatever it does not accept goes through the schema, which gives
- * the error. A test checks both agree on valid and invalid entries.
+ * Checks an entry against `AuditEntryInputSchema` (the one check) and writes
+ * its data's RFC 8785 canonical JSON; a refused entry is `AUDIT_INVALID_ENTRY`
+ * naming the path, and nothing is written.
  */
-export function isPlainAuditEntry(entry: unknown): entry is AuditEntryInput {
-  if (entry === null || typeof entry !== 'object') return false;
-  const proto = Object.getPrototypeOf(entry);
-  if (proto !== Object.prototype && proto !== null) return false;
-  for (const key in entry) if (!ENTRY_KEYS.has(key)) return false;
-  const e = entry as Record<string, unknown>;
-  if (typeof e.kind !== 'string' || !KINDS.has(e.kind)) return false;
-  if (!isText(e.itemId, 1, MAX_ID_CHARS) || !isText(e.actor, 1, 256)) return false;
-  if (e.hop !== undefined && !(Number.isSafeInteger(e.hop) && (e.hop as number) >= 0)) return false;
-  if (e.at !== undefined && !isText(e.at, 1, 64)) return false;
-  const data = e.data;
-  return data !== null && typeof data === 'object' && !Array.isArray(data) && jsonProblem(data) === null;
-}
-
-function checkEntry(entry: AuditEntryInput, now: () => string): CheckedEntry {
-  if (isPlainAuditEntry(entry)) return checkedFrom(entry as ParsedEntry, now);
+export function checkAuditEntry(entry: unknown, now: () => string): CheckedEntry {
   const parsed = AuditEntryInputSchema.safeParse(entry);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -707,32 +682,9 @@ function checkEntry(entry: AuditEntryInput, now: () => string): CheckedEntry {
 
 type ParsedEntry = z.output<typeof AuditEntryInputSchema>;
 
-/**
- * The RFC 8785 canonical JSON of a value `jsonProblem` passed (finite
- * numbers, well-formed strings, plain arrays and objects, nothing
- * undefined): keys in code-unit order, primitives as `JSON.stringify` writes
- * them. Equal to `canonicalize(value)` on such values (a property test
- * checks it); it skips the checks `jsonProblem` already made.
- */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value);
-  if (Array.isArray(value)) {
-    let out = '[';
-    for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + canonicalJson(value[i]);
-    return `${out}]`;
-  }
-  const keys = Object.keys(value).sort();
-  let out = '{';
-  for (let i = 0; i < keys.length; i++) {
-    const key = keys[i]!;
-    out += `${i === 0 ? '' : ','}${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`;
-  }
-  return `${out}}`;
-}
-
 function checkedFrom(e: ParsedEntry, now: () => string): CheckedEntry {
-  // `data` passed `jsonProblem` (the fast check or the schema): plain JSON.
-  const dataText = canonicalJson(e.data);
+  // `data` passed the schema's `jsonProblem`: plain JSON, so canonicalize writes it.
+  const dataText = canonicalize(e.data) ?? '{}';
   if (Buffer.byteLength(dataText, 'utf8') > MAX_AUDIT_DATA_BYTES) {
     throw new AuditError(
       'AUDIT_INVALID_ENTRY',
