@@ -2,7 +2,7 @@
  * A model-based property test of the whole broker: several agents in several
  * contexts issue random calls (valid and invalid: wrong token, stranger,
  * terminal task, illegal move, oversize payload), with restarts in the middle.
- * The reference model below is written from PROTOCOL.md; after every step the
+ * The reference model below is written from docs/protocol.md; after every step the
  * broker's answer, the events each live agent received, the durable logs and
  * the stored tasks must agree with it.
  */
@@ -253,7 +253,7 @@ class Restart implements Cmd {
   toString = () => `restart(rejoin ${this.rejoin.join(',')})`;
 }
 
-/** `to` resolution as PROTOCOL.md says it, over the addressable agents (live, same kind, not the caller). */
+/** `to` resolution as docs/protocol.md says it, over the addressable agents (live, same kind, not the caller). */
 function resolve(model: Model, caller: number, target: number, byId: boolean): number | null {
   const me = PARTIES[caller] as MParty;
   const addressable = (p: number) => model.live[p] !== null && PARTIES[p]?.kind === me.kind && p !== caller;

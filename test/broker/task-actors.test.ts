@@ -1,7 +1,7 @@
 /**
  * The broker's task actors, driven through random creations, moves, undos
  * and restores and compared after every step with a reference model written
- * from PROTOCOL.md's table (test/machines/task-spec.ts): the same accepted
+ * from docs/protocol.md's table (test/machines/task-spec.ts): the same accepted
  * moves, the same refusals, the persisted snapshots XState writes (byte for
  * byte as JSON), undo, restore and rebuild, and which tasks have a running actor.
  */

@@ -4,7 +4,7 @@ import type { ItemStatus } from '../../src/actors/coordinator/types.js';
 import { type Fixture, autoApprove, openFixture } from './helpers.js';
 
 /**
- * ADR-0015's verification: the same definition runs two work items end to
+ * The design's verification: the same definition runs two work items end to
  * end, every hop governed, audited and cost-accounted, and the audit chain
  * covers every hop.
  */

@@ -59,7 +59,7 @@ function actorIn(state: TaskState): TaskActor {
 }
 
 describe('the exported table', () => {
-  it('is PROTOCOL.md cell for cell (worker moves through tasks.status)', () => {
+  it('is docs/protocol.md cell for cell (worker moves through tasks.status)', () => {
     for (const from of LIVE_TASK_STATES) {
       for (const to of ALL_STATES) {
         const inTable = TASK_TRANSITIONS.some(

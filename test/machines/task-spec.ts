@@ -1,5 +1,5 @@
 /**
- * The task lifecycle written out from PROTOCOL.md ("Task states"), by hand and
+ * The task lifecycle written out from docs/protocol.md ("Task states"), by hand and
  * independently of src/machines: the reference the property tests hold the
  * machine and its exported table to.
  */
@@ -19,7 +19,7 @@ export const TERMINALS: TaskState[] = ['completed', 'canceled', 'failed', 'rejec
 export const MOVERS = ['worker', 'requester', 'broker'] as const;
 export const VIAS = ['status', 'cancel', 'follow-up', 'deregistration'] as const;
 
-/** PROTOCOL.md's table, row by row: where the worker may move a task with tasks.status. */
+/** docs/protocol.md's table, row by row: where the worker may move a task with tasks.status. */
 export const SPEC_WORKER_STATUS: Record<string, TaskState[]> = {
   submitted: ['working', 'input-required', 'auth-required', 'completed', 'failed', 'rejected'],
   working: ['working', 'input-required', 'auth-required', 'completed', 'failed'],

@@ -231,7 +231,7 @@ describe('params', () => {
     expect(parsed).toEqual({ token: 't', id: 'x' });
   });
 
-  it('the method table has exactly the methods of PROTOCOL.md', () => {
+  it('the method table has exactly the methods of docs/protocol.md', () => {
     expect([...METHOD_NAMES].sort()).toEqual(
       [
         'app.handshake',

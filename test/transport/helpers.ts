@@ -14,7 +14,7 @@ export type Line = Record<string, unknown> & { id?: unknown; method?: string; pa
 
 /**
  * The real `switchboard serve` on real pipes, driven line by line: what a
- * test written from PROTOCOL.md alone would do.
+ * test written from docs/protocol.md alone would do.
  */
 export class RawServe {
   readonly child: ChildProcessWithoutNullStreams;

@@ -40,7 +40,7 @@ import type { WorkHandler } from '../worker/worker.js';
 import type { ActorInspector } from '../inspection.js';
 
 /**
- * The Coordinator (ADR-0015's "small brain"): a deterministic actor that owns
+ * The Coordinator (the design's "small brain"): a deterministic actor that owns
  * every work item's lifecycle. A work item is a top-level A2A task (requester:
  * the human edge; worker: the Coordinator) with one WorkflowRun actor; each
  * hop is a child task to a role's agent, dispatched through the work bus.

@@ -2,7 +2,7 @@ import type { Part } from '../../protocol/parts.js';
 import type { BrokerApi } from '../broker/api.js';
 
 /**
- * The human edge (ADR-0015's Quad) as the broker sees it. Each work item is
+ * The human edge (the operator's side of the design) as the broker sees it. Each work item is
  * an A2A task whose requester is the edge and whose worker is the
  * Coordinator; both are registered per work item, in a broker context named
  * by the item's id, so that every item's hops (the Coordinator's child tasks)

@@ -16,7 +16,7 @@ import type { WorkflowDefinition } from '../../protocol/workflow.js';
 
 /** The folder of definitions shipped with switchboard (`workflows/` at the package root). */
 export const SHIPPED_WORKFLOWS_DIR = fileURLToPath(new URL('../../../workflows', import.meta.url));
-/** The dev SDLC definition of ADR-0015 (architect, coding, testing, devops). */
+/** The dev SDLC workflow shipped with the package (architect, coding, testing, devops). */
 export const DEV_SDLC_WORKFLOW_PATH = join(SHIPPED_WORKFLOWS_DIR, 'dev-sdlc.json');
 
 /** Options of `loadWorkflowFile` and `loadWorkflowDirectory`: the checks of `WorkflowCheckOptions` (the file names the source). */

@@ -6,7 +6,7 @@ import type { Migration, MigrationSet } from '../kernel/migrations.js';
 export const A2A_COMPONENT = 'a2a';
 
 /**
- * Version 12 (ADR 0147, `migrate_v11_to_v12`): the A2A broker's tables. A
+ * Version 12 (`migrate_v11_to_v12`): the A2A broker's tables. A
  * database at any version below 12 has none of them; this step creates them
  * all. Versions 1..11 predate the broker and carry no a2a schema, so a
  * database at 0..11 is brought to 12 by this one step, in one transaction.
