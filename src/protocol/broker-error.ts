@@ -7,24 +7,16 @@ export const BROKER_ERROR_CODES = ERROR_CODES.BrokerError;
 /** One code a `BrokerError` carries (one of `BROKER_ERROR_CODES`). */
 export type BrokerErrorCode = ErrorCodeOf<'BrokerError'>;
 
-/** The A2A refusals: on the wire, JSON-RPC code 1400 with `data.errorCode`. */
-export const A2A_ERROR_CODES = [
-  'A2A_UNKNOWN_TOKEN',
-  'A2A_UNKNOWN_AGENT',
-  'A2A_UNKNOWN_TASK',
-  'A2A_CROSS_CONTEXT_DENIED',
-  'A2A_INVALID_TRANSITION',
-  'A2A_TASK_TERMINAL',
-  'A2A_SEND_CAP',
-  'A2A_NO_PEERS',
-  'A2A_PAYLOAD_TOO_LARGE',
-] as const satisfies readonly BrokerErrorCode[];
-/** One code of the A2A refusals (one of `A2A_ERROR_CODES`). */
-export type A2AErrorCode = (typeof A2A_ERROR_CODES)[number];
+/** One code of the A2A refusals (a `BROKER_ERROR_CODES` entry starting `A2A_`). */
+export type A2AErrorCode = Extract<BrokerErrorCode, `A2A_${string}`>;
 
+/** Whether a code is one of the A2A refusals (JSON-RPC 1400 on the wire). */
 export function isA2AErrorCode(code: string): code is A2AErrorCode {
-  return (A2A_ERROR_CODES as readonly string[]).includes(code);
+  return code.startsWith('A2A_') && (BROKER_ERROR_CODES as readonly string[]).includes(code);
 }
+
+/** The A2A refusals: on the wire, JSON-RPC code 1400 with `data.errorCode`. */
+export const A2A_ERROR_CODES: readonly A2AErrorCode[] = BROKER_ERROR_CODES.filter(isA2AErrorCode);
 
 /** One problem of refused params, as `INVALID_PARAMS` lists it in `details.issues`: where, what and its code. */
 export interface SchemaIssue {

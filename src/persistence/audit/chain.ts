@@ -651,15 +651,7 @@ export class AuditLog {
 }
 
 /** An audit entry as checked: its fields and its data's canonical JSON. */
-export interface CheckedEntry {
-  at: string;
-  kind: AuditKind;
-  itemId: string;
-  hop: number | null;
-  actor: string;
-  data: JsonObject;
-  dataText: string;
-}
+export type CheckedEntry = Omit<AuditRow, 'seq' | 'prevHash' | 'hash'> & { dataText: string };
 
 /**
  * Checks an entry against `AuditEntryInputSchema` (the one check) and writes

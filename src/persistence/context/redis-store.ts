@@ -66,12 +66,17 @@ interface ContextScripts {
 
 let scripts: ContextScripts | undefined;
 
+function contextScript(name: string): LuaScript {
+  return luaScript(name, readLua(new URL(`./scripts/${name}`, import.meta.url)));
+}
+
+/** The Context Engine's scripts, read once on first use (never on the embedded path). */
 function contextScripts(): ContextScripts {
   scripts ??= {
-    complete: luaScript('complete.lua', readLua(new URL('./scripts/complete.lua', import.meta.url))),
-    effect: luaScript('effect.lua', readLua(new URL('./scripts/effect.lua', import.meta.url))),
-    forget: luaScript('forget.lua', readLua(new URL('./scripts/forget.lua', import.meta.url))),
-    memory: luaScript('memory.lua', readLua(new URL('./scripts/memory.lua', import.meta.url))),
+    complete: contextScript('complete.lua'),
+    effect: contextScript('effect.lua'),
+    forget: contextScript('forget.lua'),
+    memory: contextScript('memory.lua'),
   };
   return scripts;
 }
