@@ -93,6 +93,8 @@ export type {
   A2AToolResult,
   A2AToolSuccess,
   A2AToolFailure,
+  A2AToolOptions,
+  CandidateView,
   TaskView,
   MessageView,
   PartView,

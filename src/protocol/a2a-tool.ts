@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { A2A_MAX_STREAM_WAIT_SECONDS, A2A_MAX_TASK_HISTORY } from './bounds.js';
+import { A2A_MAX_STREAM_WAIT_SECONDS, A2A_MAX_TASK_HISTORY, MAX_ID_CHARS } from './bounds.js';
 import { IdSchema } from './task.js';
 
 /**
@@ -7,7 +7,7 @@ import { IdSchema } from './task.js';
  * wants an object at the top), checked per action. It has no token field:
  * the tool closes over the caller's token, which the model never sees.
  */
-export const A2A_TOOL_ACTIONS = ['discover', 'send', 'get', 'wait', 'complete', 'cancel'] as const;
+export const A2A_TOOL_ACTIONS = ['discover', 'send', 'get', 'wait', 'ask', 'stream', 'complete', 'cancel'] as const;
 /** One action of the model-facing `A2A` tool (one of `A2A_TOOL_ACTIONS`). */
 export type A2AToolAction = (typeof A2A_TOOL_ACTIONS)[number];
 
@@ -21,10 +21,24 @@ const DataSchema = z
   .record(z.string(), z.unknown())
   .describe('Structured data as a JSON object, sent as a data part next to the text.');
 
-/** The result a model attaches with `complete`, as the `A2A` tool takes it: a name, and text or data. */
+/** The artifact name `stream` and `complete` use when the model gives none. */
+export const A2A_TOOL_DEFAULT_ARTIFACT = 'result';
+
+/**
+ * The result a model attaches with `stream` or `complete`, as the `A2A` tool
+ * takes it: a name, and text or data. The name is the artifact's id on its
+ * task: chunks streamed under one name append to one artifact.
+ */
 export const A2AToolArtifactSchema = z
   .object({
-    name: z.string().min(1).max(1024).optional().describe('A short name for the result, e.g. "report.md".'),
+    name: z
+      .string()
+      .min(1)
+      .max(MAX_ID_CHARS)
+      .optional()
+      .describe(
+        `A short name for the result, e.g. "report.md" (default "${A2A_TOOL_DEFAULT_ARTIFACT}"); chunks with one name form one artifact.`,
+      ),
     text: z.string().optional().describe('The result as text.'),
     data: DataSchema.optional(),
   })
@@ -40,7 +54,8 @@ export const A2AToolInputSchema = z
       .describe(
         'discover: list the agents you can address. send: start a task for another agent (with `to`) or add a ' +
           'message to a task you are part of (with `taskId`). get: read a task. wait: block until something ' +
-          'happens on your tasks. complete: finish a task you serve, with your result. cancel: stop a task.',
+          'happens on your tasks. ask: ask the requester of a task you serve a question. stream: send part of ' +
+          'your result now. complete: finish a task you serve, with your result. cancel: stop a task.',
       ),
     to: z
       .string()
@@ -49,10 +64,10 @@ export const A2AToolInputSchema = z
       .optional()
       .describe('send, new task only: the name (or agentId) of the agent to ask, as listed by discover.'),
     taskId: IdSchema.optional().describe(
-      'The task to act on: needed by get, complete and cancel, and by send to reply on an existing task; ' +
+      'The task to act on: needed by get, ask, stream, complete and cancel, and by send to reply on an existing task; ' +
         'optional for wait (only that task).',
     ),
-    text: z.string().optional().describe('send and complete: the message, in plain words.'),
+    text: z.string().optional().describe('send, ask and complete: the message (or question), in plain words.'),
     data: DataSchema.optional(),
     outcome: z
       .enum(A2A_TOOL_OUTCOMES)
@@ -61,7 +76,9 @@ export const A2AToolInputSchema = z
         'complete: how the task ends. completed (default) when done, failed when you could not do it, ' +
           'rejected when you will not do it.',
       ),
-    artifact: A2AToolArtifactSchema.optional().describe('complete: a result to attach to the task.'),
+    artifact: A2AToolArtifactSchema.optional().describe(
+      'stream: the chunk of your result to send now; complete: the (last part of the) result to attach.',
+    ),
     timeoutSeconds: z
       .number()
       .min(0)
@@ -92,6 +109,18 @@ export const A2AToolInputSchema = z
         }
         if (input.text === undefined && input.data === undefined) {
           ctx.addIssue({ code: 'custom', path: ['text'], message: 'send needs text or data' });
+        }
+        break;
+      case 'ask':
+        if (input.taskId === undefined) need('taskId', 'the id of the task you serve');
+        if (input.text === undefined && input.data === undefined) {
+          ctx.addIssue({ code: 'custom', path: ['text'], message: 'ask needs text (the question) or data' });
+        }
+        break;
+      case 'stream':
+        if (input.taskId === undefined) need('taskId', 'the id of the task you serve');
+        if (input.artifact === undefined) {
+          ctx.addIssue({ code: 'custom', path: ['artifact'], message: 'stream needs artifact: the chunk to send' });
         }
         break;
       case 'get':

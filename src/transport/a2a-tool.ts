@@ -1,11 +1,12 @@
 import { z } from 'zod';
 import {
+  A2A_TOOL_DEFAULT_ARTIFACT,
   A2A_TOOL_DEFAULT_HISTORY,
   type A2AToolAction,
   type A2AToolInput,
   A2AToolInputSchema,
 } from '../protocol/a2a-tool.js';
-import { A2A_DEFAULT_STREAM_WAIT_SECONDS } from '../protocol/bounds.js';
+import { A2A_DEFAULT_STREAM_WAIT_SECONDS, A2A_MAX_STREAM_WAIT_SECONDS } from '../protocol/bounds.js';
 import { BrokerError } from '../protocol/broker-error.js';
 import type { DurableEvent } from '../protocol/events.js';
 import type { Part } from '../protocol/parts.js';
@@ -56,7 +57,11 @@ export interface TaskView {
   updatedAt: string;
 }
 
-/** An event on the caller's tasks as the model reads it from `wait`: status, artifact or push. */
+/**
+ * An event on the caller's tasks as the model reads it from `wait`: status,
+ * artifact or push. An artifact event is one chunk: `append` when it adds to
+ * the artifact of that id, `lastChunk` when the artifact is whole.
+ */
 export interface EventView {
   seq: number;
   taskId: string;
@@ -65,12 +70,14 @@ export interface EventView {
   final?: boolean;
   message?: MessageView;
   artifact?: ArtifactView;
+  append?: boolean;
+  lastChunk?: boolean;
 }
 
 /** A call of the `A2A` tool that succeeded, as the model reads it, by action. */
 export type A2AToolSuccess =
   | { ok: true; action: 'discover'; agents: AgentView[] }
-  | { ok: true; action: 'send' | 'get' | 'complete' | 'cancel'; task: TaskView }
+  | { ok: true; action: 'send' | 'get' | 'ask' | 'stream' | 'complete' | 'cancel'; task: TaskView }
   | { ok: true; action: 'wait'; events: EventView[]; note?: string };
 
 /** An agent as the model reads it from `discover`: its name, ids, kind, description and skills. */
@@ -83,11 +90,20 @@ export interface AgentView {
   skills: { id: string; name: string; description?: string }[];
 }
 
+/** An agent a name could mean, as an ambiguous `to` lists it: send again with its `agentId`. */
+export interface CandidateView {
+  name: string;
+  contextId: string;
+  agentId: string;
+}
+
 /** A failed call, as the model reads it: the code and one sentence saying what to do next. */
 export interface A2AToolFailure {
   ok: false;
   errorCode: string;
   message: string;
+  /** When `to` named several agents: the ones it could mean. */
+  candidates?: CandidateView[];
 }
 
 /** What one call of the `A2A` tool returns to the model: a success or a failure that says what to do. */
@@ -100,34 +116,102 @@ export interface A2ATool {
   inputSchema: typeof A2AToolInputSchema;
   /** The input schema as JSON Schema, for LLM tool calling. */
   jsonSchema: Record<string, unknown>;
-  /** Runs one call. Never throws: every failure is a result with `ok: false`. */
+  /**
+   * Runs one call. Never throws: every failure is a result with `ok: false`.
+   * A field given as `null` counts as absent (as strict-mode models send them).
+   */
   execute(input: unknown): Promise<A2AToolResult>;
+}
+
+/** Options of `createA2ATool`: the client, the agent's token, and the longest one `wait` may last. */
+export interface A2AToolOptions {
+  client: A2AToolClient;
+  /** The token of the agent the tool acts as: in no schema, result or error text. */
+  token: string;
+  /**
+   * The longest one `wait` lasts, in seconds, whatever the model asks
+   * (default: `A2A_MAX_STREAM_WAIT_SECONDS`). A host whose calls time out
+   * (an MCP client's request timeout) sets it below that timeout; a longer
+   * wait returns empty with a note telling the model to wait again.
+   */
+  maxWaitSeconds?: number;
 }
 
 /** The `A2A` tool's description for the model: what it is for and how each action is used. */
 export const A2A_TOOL_DESCRIPTION = [
   'Work with other agents through the A2A broker: ask them for help, answer what they ask of you, and follow tasks.',
   'Actions:',
-  '- discover: list the agents you can address (name, description, skills).',
+  '- discover: list the agents you can address (name, agentId, description, skills).',
   '- send with `to` and `text`: ask an agent to do something; this creates a task and returns its taskId.',
-  '- send with `taskId` and `text`: add a message to a task you are part of (a reply, a follow-up, an answer to a question).',
-  '- wait (optionally with `taskId`): block until something happens on your tasks (a reply, a result, a new task ' +
-    'for you); returns the events, or none after `timeoutSeconds`.',
-  '- get with `taskId`: read a task: its state, latest messages and results.',
+  '- send with `taskId` and `text`: add a message to a task you are part of (a reply, a follow-up, the answer to ' +
+    'a question you were asked).',
+  '- wait (optionally with `taskId`): block until something happens on your tasks (a reply, a question, a partial ' +
+    'or final result, a new task for you); returns the events, or none after `timeoutSeconds`.',
+  '- get with `taskId`: read a task: its state, latest messages and results. Reading a task you serve marks it working.',
+  '- ask with `taskId` and `text`: when you serve a task and cannot go on without something from the agent that ' +
+    'asked (a choice, a missing detail), ask it; the task shows input-required until it answers, then wait for the answer.',
+  '- stream with `taskId` and `artifact`: when you serve a long task, send part of your result as soon as you have ' +
+    'it; chunks with the same artifact name add up to one result.',
   '- complete with `taskId`: finish a task you serve, with your answer in `text` and/or `artifact`; this wakes the ' +
     'agent that asked. Set `outcome` to failed or rejected when you could not or will not do it.',
   '- cancel with `taskId`: stop a task you asked for (or serve) that is no longer needed.',
-  'Typical flow when delegating: discover, send, then wait until the task reaches completed, failed, rejected or ' +
-    'canceled. When you receive a task: read it, do the work, then complete it.',
+  'Delegating: discover, send, then wait until the task ends (completed, failed, rejected, canceled); answer with ' +
+    'send when it is input-required. Serving: get the task, do the work (ask if you must, stream long results), ' +
+    'then complete it.',
 ].join('\n');
 
 /**
  * The single `A2A` tool a model uses, closed over one agent's token: the
  * token is in no schema, result or error text.
  */
-export function createA2ATool(options: { client: A2AToolClient; token: string }): A2ATool {
+export function createA2ATool(options: A2AToolOptions): A2ATool {
   const { client, token } = options;
+  const maxWait = Math.min(options.maxWaitSeconds ?? A2A_MAX_STREAM_WAIT_SECONDS, A2A_MAX_STREAM_WAIT_SECONDS);
   const jsonSchema = z.toJSONSchema(A2AToolInputSchema) as Record<string, unknown>;
+  /** Tasks this agent asked for (it is their requester), and tasks it serves that are known to be under way. */
+  const requested = new Set<string>();
+  const started = new Set<string>();
+
+  /**
+   * A task the model acts on as its worker shows `working`: a submitted task
+   * is moved there once. The requester's own calls move nothing (the broker
+   * refuses them as worker-only, and the tool remembers it).
+   */
+  async function markWorking(task: Task): Promise<Task> {
+    if (task.status.state !== 'submitted' || requested.has(task.id) || started.has(task.id)) return task;
+    try {
+      const moved = await client.setStatus({ token, id: task.id, state: 'working', historyLength: 0 });
+      started.add(task.id);
+      return { ...moved.task, history: task.history };
+    } catch (error) {
+      if (
+        error instanceof BrokerError &&
+        error.code === 'A2A_INVALID_TRANSITION' &&
+        error.details?.reason === 'worker-only'
+      ) {
+        requested.add(task.id);
+        return task;
+      }
+      throw error;
+    }
+  }
+
+  async function startServing(id: string): Promise<void> {
+    if (started.has(id)) return;
+    const { task } = await client.getTask({ token, id, historyLength: 0 });
+    await markWorking(task);
+  }
+
+  function addChunk(id: string, artifact: NonNullable<A2AToolInput['artifact']>, lastChunk: boolean) {
+    const name = artifact.name ?? A2A_TOOL_DEFAULT_ARTIFACT;
+    return client.addArtifact({
+      token,
+      id,
+      artifact: { artifactId: name, name, parts: partsOf(artifact.text, artifact.data) },
+      append: true,
+      lastChunk,
+    });
+  }
 
   async function run(input: A2AToolInput): Promise<A2AToolSuccess> {
     switch (input.action) {
@@ -137,19 +221,25 @@ export function createA2ATool(options: { client: A2AToolClient; token: string })
       }
       case 'send': {
         const message = { parts: partsOf(input.text, input.data) };
-        const { task } =
-          input.taskId !== undefined
-            ? await client.send({ token, taskId: input.taskId, message })
-            : await client.send({ token, to: input.to as string, message });
-        return { ok: true, action: 'send', task: taskView(task) };
+        if (input.taskId === undefined) {
+          const { task } = await client.send({ token, to: input.to as string, message, historyLength: 1 });
+          requested.add(task.id);
+          return { ok: true, action: 'send', task: taskView(task) };
+        }
+        const { task } = await client.send({ token, taskId: input.taskId, message, historyLength: 1 });
+        // The message just sent is the newest: its role says which side of the task the caller is on.
+        const role = task.history.at(-1)?.role;
+        if (role === 'user') requested.add(task.id);
+        return { ok: true, action: 'send', task: taskView(role === 'agent' ? await markWorking(task) : task) };
       }
       case 'get': {
         const historyLength = input.historyLength ?? A2A_TOOL_DEFAULT_HISTORY;
         const { task } = await client.getTask({ token, id: input.taskId as string, historyLength });
-        return { ok: true, action: 'get', task: taskView(task, true) };
+        return { ok: true, action: 'get', task: taskView(await markWorking(task), true) };
       }
       case 'wait': {
-        const timeoutSeconds = input.timeoutSeconds ?? A2A_DEFAULT_STREAM_WAIT_SECONDS;
+        const asked = input.timeoutSeconds ?? A2A_DEFAULT_STREAM_WAIT_SECONDS;
+        const timeoutSeconds = Math.min(asked, maxWait);
         const waitOptions =
           input.taskId === undefined ? { token, timeoutSeconds } : { token, taskId: input.taskId, timeoutSeconds };
         const events = (await client.wait(waitOptions)).map(eventView);
@@ -158,21 +248,32 @@ export function createA2ATool(options: { client: A2AToolClient; token: string })
           ok: true,
           action: 'wait',
           events,
-          note: `Nothing happened within ${timeoutSeconds} seconds; wait again, or get the task to check on it.`,
+          note:
+            timeoutSeconds < asked
+              ? `Nothing happened within ${timeoutSeconds} seconds (the longest one wait lasts here); wait again, or get the task to check on it.`
+              : `Nothing happened within ${timeoutSeconds} seconds; wait again, or get the task to check on it.`,
         };
+      }
+      case 'ask': {
+        const { task } = await client.setStatus({
+          token,
+          id: input.taskId as string,
+          state: 'input-required',
+          message: { parts: partsOf(input.text, input.data) },
+          historyLength: 0,
+        });
+        started.add(task.id);
+        return { ok: true, action: 'ask', task: taskView(task) };
+      }
+      case 'stream': {
+        const id = input.taskId as string;
+        await startServing(id);
+        const { task } = await addChunk(id, input.artifact as NonNullable<A2AToolInput['artifact']>, false);
+        return { ok: true, action: 'stream', task: taskView(task) };
       }
       case 'complete': {
         const id = input.taskId as string;
-        if (input.artifact !== undefined) {
-          const { name, text, data } = input.artifact;
-          const parts = partsOf(text, data);
-          await client.addArtifact({
-            token,
-            id,
-            artifact: name === undefined ? { parts } : { name, parts },
-            lastChunk: true,
-          });
-        }
+        if (input.artifact !== undefined) await addChunk(id, input.artifact, true);
         const state = input.outcome ?? 'completed';
         const hasMessage = input.text !== undefined || input.data !== undefined;
         const { task } = await client.setStatus(
@@ -193,7 +294,7 @@ export function createA2ATool(options: { client: A2AToolClient; token: string })
     inputSchema: A2AToolInputSchema,
     jsonSchema,
     async execute(raw: unknown): Promise<A2AToolResult> {
-      const parsed = A2AToolInputSchema.safeParse(raw);
+      const parsed = A2AToolInputSchema.safeParse(withoutNulls(raw));
       if (!parsed.success) {
         const issues = parsed.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; ');
         return scrub(
@@ -212,6 +313,21 @@ export function createA2ATool(options: { client: A2AToolClient; token: string })
       }
     },
   };
+}
+
+/** A field given as `null` is absent: at the top of the input and in its artifact. */
+function withoutNulls(raw: unknown): unknown {
+  if (!isPlainObject(raw)) return raw;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(raw)) {
+    if (value === null) continue;
+    out[key] = key === 'artifact' && isPlainObject(value) ? withoutNulls(value) : value;
+  }
+  return out;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function partsOf(text: string | undefined, data: Record<string, unknown> | undefined): Part[] {
@@ -301,7 +417,14 @@ function eventView(event: DurableEvent): EventView {
     if (inner.status.message !== undefined) view.message = messageView(inner.status.message);
     return view;
   }
-  return { seq: event.seq, taskId: inner.taskId, type: 'artifact', artifact: artifactView(inner.artifact) };
+  return {
+    seq: event.seq,
+    taskId: inner.taskId,
+    type: 'artifact',
+    artifact: artifactView(inner.artifact),
+    append: inner.append,
+    lastChunk: inner.lastChunk,
+  };
 }
 
 /** One sentence per error: what happened and what the model should do next. */
@@ -327,11 +450,21 @@ function failure(action: A2AToolAction, error: unknown): A2AToolFailure {
         error.code,
         'Your A2A registration has ended; stop using the A2A tool and finish with what you have.',
       );
-    case 'A2A_UNKNOWN_AGENT':
+    case 'A2A_UNKNOWN_AGENT': {
+      const candidates = candidatesOf(data.candidates);
+      if (data.reason === 'ambiguous' && candidates.length > 0) {
+        return {
+          ok: false,
+          errorCode: error.code,
+          message: `Several agents are named ${JSON.stringify(String(data.to ?? ''))} (listed in candidates); send again with \`to\` set to the agentId of the one you mean.`,
+          candidates,
+        };
+      }
       return fail(
         error.code,
         'No agent you can address has that name; call A2A with action "discover" and send to one of the names it lists.',
       );
+    }
     case 'A2A_UNKNOWN_TASK':
       return fail(error.code, 'There is no task with that taskId; use a taskId returned by send or wait.');
     case 'A2A_CROSS_CONTEXT_DENIED':
@@ -340,7 +473,13 @@ function failure(action: A2AToolAction, error: unknown): A2AToolFailure {
       if (data.reason === 'worker-only') {
         return fail(
           error.code,
-          'Only the agent serving this task can complete it; as the one who asked, wait for its answer or cancel it.',
+          `Only the agent serving this task can use ${action} on it; as the one who asked, send it a message, wait for its answer or cancel it.`,
+        );
+      }
+      if (action === 'ask' && data.from === 'input-required') {
+        return fail(
+          error.code,
+          'You already asked on this task and the answer has not come yet; wait for it (the task goes back to working when it arrives).',
         );
       }
       return fail(
@@ -379,6 +518,16 @@ function failure(action: A2AToolAction, error: unknown): A2AToolFailure {
     'INTERNAL_ERROR',
     'The A2A broker failed on this call; try once more, and if it fails again carry on without it.',
   );
+}
+
+function candidatesOf(raw: unknown): CandidateView[] {
+  if (!Array.isArray(raw)) return [];
+  return raw.flatMap((c: unknown) => {
+    if (!isPlainObject(c)) return [];
+    const { name, contextId, agentId } = c;
+    if (typeof name !== 'string' || typeof contextId !== 'string' || typeof agentId !== 'string') return [];
+    return [{ name, contextId, agentId }];
+  });
 }
 
 function fail(errorCode: string, message: string): A2AToolFailure {

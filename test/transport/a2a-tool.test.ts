@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { A2AToolInputSchema } from '../../src/protocol/a2a-tool.js';
+import { A2A_TOOL_ACTIONS, A2AToolInputSchema } from '../../src/protocol/a2a-tool.js';
 import { type A2ATool, type A2AToolResult, createA2ATool } from '../../src/transport/a2a-tool.js';
 import { type SwitchboardClient, connect } from '../../src/transport/client.js';
 import { delegate } from '../../src/transport/delegate.js';
@@ -30,12 +30,12 @@ describe('the A2A tool', () => {
     const { token } = await client.register({ name: 'a', contextId: 'c' });
     const tool = createA2ATool({ client, token });
     expect(tool.name).toBe('A2A');
-    for (const action of ['discover', 'send', 'get', 'wait', 'complete', 'cancel']) {
-      expect(tool.description).toContain(`${action}`);
-    }
+    for (const action of A2A_TOOL_ACTIONS) expect(tool.description).toContain(`- ${action}`);
+    // A few lines: one per action, a heading and the two flows.
+    expect(tool.description.split('\n').length).toBeLessThanOrEqual(A2A_TOOL_ACTIONS.length + 4);
     expect(tool.jsonSchema.type).toBe('object');
     const properties = tool.jsonSchema.properties as Record<string, { enum?: string[] }>;
-    expect(properties.action?.enum).toEqual(['discover', 'send', 'get', 'wait', 'complete', 'cancel']);
+    expect(properties.action?.enum).toEqual(['discover', 'send', 'get', 'wait', 'ask', 'stream', 'complete', 'cancel']);
     expect(Object.keys(properties)).not.toContain('token');
     expect(JSON.stringify(tool.jsonSchema)).not.toContain(token);
     expect(tool.inputSchema).toBe(A2AToolInputSchema);
@@ -96,9 +96,14 @@ describe('the A2A tool', () => {
 
     const woken = ok(await asker.execute({ action: 'wait', taskId, timeoutSeconds: 10 }));
     if (woken.action !== 'wait') throw new Error('unexpected');
-    expect(woken.events.map((e) => e.type)).toEqual(['artifact', 'status']);
-    expect(woken.events[0]?.artifact).toMatchObject({ name: 'answer.json', data: [{ city: 'Paris' }] });
-    expect(woken.events[1]).toMatchObject({
+    // The worker's get marked the task working; then its result and the end.
+    expect(woken.events.map((e) => [e.type, e.state])).toEqual([
+      ['status', 'working'],
+      ['artifact', undefined],
+      ['status', 'completed'],
+    ]);
+    expect(woken.events[1]?.artifact).toMatchObject({ name: 'answer.json', data: [{ city: 'Paris' }] });
+    expect(woken.events[2]).toMatchObject({
       state: 'completed',
       final: true,
       message: { from: 'researcher', text: 'Paris' },
@@ -177,6 +182,202 @@ describe('the A2A tool', () => {
     const gone = await asker.execute({ action: 'discover' });
     expect(gone).toMatchObject({ ok: false, errorCode: 'A2A_UNKNOWN_TOKEN' });
     expect(JSON.stringify(gone)).not.toContain(r.token);
+  });
+});
+
+describe('the A2A tool, serving a task', () => {
+  async function pair() {
+    const client = await spawnClient();
+    const lead = await client.register({ name: 'lead', contextId: 'session' });
+    const researcher = await client.register({ name: 'researcher', contextId: 'session' });
+    return {
+      client,
+      asker: createA2ATool({ client, token: lead.token }),
+      worker: createA2ATool({ client, token: researcher.token }),
+    };
+  }
+
+  it('a task the worker reads shows working; the requester reading it moves nothing', async () => {
+    const { asker, worker } = await pair();
+    const sent = ok(await asker.execute({ action: 'send', to: 'researcher', text: 'dig' }));
+    if (sent.action !== 'send') throw new Error('unexpected');
+    const taskId = sent.task.taskId;
+    const mine = ok(await asker.execute({ action: 'get', taskId }));
+    expect(mine.action === 'get' && mine.task.state).toBe('submitted');
+    ok(await worker.execute({ action: 'wait', timeoutSeconds: 10 }));
+    const read = ok(await worker.execute({ action: 'get', taskId }));
+    expect(read.action === 'get' && read.task).toMatchObject({
+      state: 'working',
+      history: [{ from: 'lead', role: 'user', text: 'dig' }],
+    });
+    const woken = ok(await asker.execute({ action: 'wait', taskId, timeoutSeconds: 10 }));
+    expect(woken.action === 'wait' && woken.events).toEqual([
+      expect.objectContaining({ type: 'status', state: 'working', final: false }),
+    ]);
+    // Read again: no second move, no second event.
+    ok(await worker.execute({ action: 'get', taskId }));
+    const quiet = ok(await asker.execute({ action: 'wait', taskId, timeoutSeconds: 0 }));
+    expect(quiet.action === 'wait' && quiet.events).toEqual([]);
+  });
+
+  it('a requester whose tool did not create the task moves nothing; a worker reply marks it working', async () => {
+    const { client, worker } = await pair();
+    const lead2 = await client.register({ name: 'lead2', contextId: 'session' });
+    const { task } = await client.send({ token: lead2.token, to: 'researcher', message: text('one') });
+    // A tool made later for the same requester (a restarted runtime) knows nothing of the task.
+    const tool = createA2ATool({ client, token: lead2.token });
+    const read = ok(await tool.execute({ action: 'get', taskId: task.id }));
+    expect(read.action === 'get' && read.task.state).toBe('submitted');
+    const again = ok(await tool.execute({ action: 'send', taskId: task.id, text: 'and two' }));
+    expect(again.action === 'send' && again.task.state).toBe('submitted');
+    const reply = ok(await worker.execute({ action: 'send', taskId: task.id, text: 'on it' }));
+    expect(reply.action === 'send' && reply.task.state).toBe('working');
+  });
+
+  it('ask moves the task to input-required with the question; the answer wakes the worker and it works on', async () => {
+    const { asker, worker } = await pair();
+    const sent = ok(await asker.execute({ action: 'send', to: 'researcher', text: 'find the population' }));
+    if (sent.action !== 'send') throw new Error('unexpected');
+    const taskId = sent.task.taskId;
+    ok(await worker.execute({ action: 'wait', timeoutSeconds: 10 }));
+
+    const asked = ok(await worker.execute({ action: 'ask', taskId, text: 'Of which city?' }));
+    expect(asked.action === 'ask' && asked.task).toMatchObject({
+      state: 'input-required',
+      statusMessage: { from: 'researcher', role: 'agent', text: 'Of which city?' },
+    });
+    const twice = await worker.execute({ action: 'ask', taskId, text: 'Of which city, again?' });
+    expect(twice).toMatchObject({ ok: false, errorCode: 'A2A_INVALID_TRANSITION' });
+    expect(!twice.ok && twice.message).toContain('You already asked');
+
+    const question = ok(await asker.execute({ action: 'wait', taskId, timeoutSeconds: 10 }));
+    expect(question.action === 'wait' && question.events).toEqual([
+      expect.objectContaining({
+        type: 'status',
+        state: 'input-required',
+        message: { from: 'researcher', role: 'agent', text: 'Of which city?' },
+      }),
+    ]);
+    const notMine = await asker.execute({ action: 'ask', taskId, text: 'me?' });
+    expect(notMine).toMatchObject({ ok: false, errorCode: 'A2A_INVALID_TRANSITION' });
+    expect(!notMine.ok && notMine.message).toContain('Only the agent serving this task can use ask');
+
+    const answered = ok(await asker.execute({ action: 'send', taskId, text: 'Lyon' }));
+    expect(answered.action === 'send' && answered.task.state).toBe('working');
+    const answer = ok(await worker.execute({ action: 'wait', taskId, timeoutSeconds: 10 }));
+    expect(answer.action === 'wait' && answer.events).toEqual([
+      expect.objectContaining({
+        type: 'status',
+        state: 'working',
+        message: { from: 'lead', role: 'user', text: 'Lyon' },
+      }),
+    ]);
+    const done = ok(await worker.execute({ action: 'complete', taskId, text: 'About 520,000.' }));
+    expect(done.action === 'complete' && done.task.state).toBe('completed');
+  });
+
+  it('stream sends chunks the requester waits for as they come; complete ends the same artifact', async () => {
+    const { asker, worker } = await pair();
+    const sent = ok(await asker.execute({ action: 'send', to: 'researcher', text: 'write the report' }));
+    if (sent.action !== 'send') throw new Error('unexpected');
+    const taskId = sent.task.taskId;
+    ok(await worker.execute({ action: 'wait', timeoutSeconds: 10 }));
+
+    const first = ok(
+      await worker.execute({ action: 'stream', taskId, artifact: { name: 'report.md', text: '# Part 1' } }),
+    );
+    expect(first.action === 'stream' && first.task.state).toBe('working');
+    const early = ok(await asker.execute({ action: 'wait', taskId, timeoutSeconds: 10 }));
+    expect(early.action === 'wait' && early.events).toEqual([
+      expect.objectContaining({ type: 'status', state: 'working' }),
+      expect.objectContaining({
+        type: 'artifact',
+        artifact: { artifactId: 'report.md', name: 'report.md', text: '# Part 1' },
+        append: true,
+        lastChunk: false,
+      }),
+    ]);
+    ok(await worker.execute({ action: 'stream', taskId, artifact: { name: 'report.md', text: '# Part 2' } }));
+    const second = ok(await asker.execute({ action: 'wait', taskId, timeoutSeconds: 10 }));
+    expect(second.action === 'wait' && second.events).toEqual([
+      expect.objectContaining({
+        type: 'artifact',
+        artifact: expect.objectContaining({ text: '# Part 2' }),
+        lastChunk: false,
+      }),
+    ]);
+    ok(
+      await worker.execute({
+        action: 'complete',
+        taskId,
+        text: 'Done.',
+        artifact: { name: 'report.md', text: '# End' },
+      }),
+    );
+    const end = ok(await asker.execute({ action: 'wait', taskId, timeoutSeconds: 10 }));
+    expect(end.action === 'wait' && end.events).toEqual([
+      expect.objectContaining({
+        type: 'artifact',
+        artifact: expect.objectContaining({ text: '# End' }),
+        lastChunk: true,
+      }),
+      expect.objectContaining({ type: 'status', state: 'completed', final: true }),
+    ]);
+    const read = ok(await asker.execute({ action: 'get', taskId }));
+    expect(read.action === 'get' && read.task.artifacts).toEqual([
+      { artifactId: 'report.md', name: 'report.md', text: '# Part 1\n# Part 2\n# End' },
+    ]);
+    const bad = await worker.execute({ action: 'stream', taskId });
+    expect(bad).toMatchObject({ ok: false, errorCode: 'INVALID_INPUT' });
+  });
+
+  it('reads null as absent, as strict-mode models send it', async () => {
+    const { asker } = await pair();
+    const sent = ok(
+      await asker.execute({
+        action: 'send',
+        to: 'researcher',
+        taskId: null,
+        text: 'hi',
+        data: null,
+        outcome: null,
+        artifact: null,
+        timeoutSeconds: null,
+        historyLength: null,
+      }),
+    );
+    expect(sent.action === 'send' && sent.task.state).toBe('submitted');
+  });
+
+  it('an ambiguous `to` lists the candidates and says to send to one agentId', async () => {
+    const client = await spawnClient();
+    const lead = await client.register({ name: 'lead', contextId: 'home' });
+    const a = await client.register({ name: 'critic', contextId: 'team-a' });
+    const b = await client.register({ name: 'critic', contextId: 'team-b' });
+    const asker = createA2ATool({ client, token: lead.token });
+    const result = await asker.execute({ action: 'send', to: 'critic', text: 'review this' });
+    expect(result).toEqual({
+      ok: false,
+      errorCode: 'A2A_UNKNOWN_AGENT',
+      message: expect.stringMatching(/^Several agents are named "critic" .*agentId of the one you mean[.]$/),
+      candidates: [
+        { name: 'critic', contextId: 'team-a', agentId: a.agentId },
+        { name: 'critic', contextId: 'team-b', agentId: b.agentId },
+      ],
+    });
+    const chosen = ok(await asker.execute({ action: 'send', to: b.agentId, text: 'review this' }));
+    expect(chosen.action === 'send' && chosen.task.worker).toBe('critic');
+  });
+
+  it('a wait lasts at most maxWaitSeconds and says so', async () => {
+    const client = await spawnClient();
+    const lead = await client.register({ name: 'lead', contextId: 'c' });
+    const tool = createA2ATool({ client, token: lead.token, maxWaitSeconds: 0.2 });
+    const result = ok(await tool.execute({ action: 'wait', timeoutSeconds: 120 }));
+    expect(result.action === 'wait' && result).toMatchObject({
+      events: [],
+      note: expect.stringContaining('the longest one wait lasts here'),
+    });
   });
 });
 
