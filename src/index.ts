@@ -102,6 +102,26 @@ export type {
   EventView,
   AgentView,
 } from './transport/a2a-tool.js';
+// Adapters of the `A2A` tool for the common LLM SDKs (no runtime dependency on them).
+export { toAISDKTool } from './transport/a2a-tool-ai-sdk.js';
+export type { AISDKA2ATool } from './transport/a2a-tool-ai-sdk.js';
+export { a2aToolStrictJsonSchema, toOpenAITool } from './transport/a2a-tool-openai.js';
+export type {
+  OpenAIA2ATool,
+  OpenAIChatTool,
+  OpenAIChatToolCall,
+  OpenAIChatToolMessage,
+  OpenAIFunctionCall,
+  OpenAIFunctionCallOutput,
+  OpenAIResponsesTool,
+} from './transport/a2a-tool-openai.js';
+export { toAnthropicTool } from './transport/a2a-tool-anthropic.js';
+export type {
+  AnthropicA2ATool,
+  AnthropicTool,
+  AnthropicToolResultBlock,
+  AnthropicToolUseBlock,
+} from './transport/a2a-tool-anthropic.js';
 export { delegate } from './transport/delegate.js';
 export type { Delegation, DelegateOptions } from './transport/delegate.js';
 

@@ -134,3 +134,48 @@ export const A2AToolInputSchema = z
   });
 /** The `A2A` tool's input as the model gives it (inferred from `A2AToolInputSchema`). */
 export type A2AToolInput = z.infer<typeof A2AToolInputSchema>;
+
+const strictData = (where: string) =>
+  z
+    .string()
+    .nullable()
+    .describe(
+      `${where}Structured data: a JSON object written as a string, e.g. "{\\"city\\":\\"Paris\\"}"; null when there is none.`,
+    );
+
+/**
+ * The `A2A` tool's input in the shape OpenAI's strict mode (Structured
+ * Outputs for function calling) accepts: every field is required and
+ * nullable (`null` means absent), structured data is a JSON object written
+ * as a string, and no bound is a schema keyword (the tool checks them: the
+ * input is read back into `A2AToolInputSchema`).
+ */
+export const A2AToolStrictInputSchema = z.object({
+  action: A2AToolInputSchema.shape.action,
+  to: z.string().nullable().describe(A2AToolInputSchema.shape.to.description ?? ''),
+  taskId: z.string().nullable().describe(A2AToolInputSchema.shape.taskId.description ?? ''),
+  text: z.string().nullable().describe(A2AToolInputSchema.shape.text.description ?? ''),
+  data: strictData('send, ask and complete: '),
+  outcome: z
+    .enum(A2A_TOOL_OUTCOMES)
+    .nullable()
+    .describe(A2AToolInputSchema.shape.outcome.description ?? ''),
+  artifact: z
+    .object({
+      name: z.string().nullable().describe(A2AToolArtifactSchema.shape.name.description ?? ''),
+      text: z.string().nullable().describe('The result as text.'),
+      data: strictData(''),
+    })
+    .nullable()
+    .describe(A2AToolInputSchema.shape.artifact.description ?? ''),
+  timeoutSeconds: z
+    .number()
+    .nullable()
+    .describe(A2AToolInputSchema.shape.timeoutSeconds.description ?? ''),
+  historyLength: z
+    .number()
+    .nullable()
+    .describe(`${A2AToolInputSchema.shape.historyLength.description ?? ''} A whole number.`),
+});
+/** The `A2A` tool's input in OpenAI strict mode (inferred from `A2AToolStrictInputSchema`). */
+export type A2AToolStrictInput = z.infer<typeof A2AToolStrictInputSchema>;
