@@ -135,6 +135,13 @@ export const A2AToolInputSchema = z
 /** The `A2A` tool's input as the model gives it (inferred from `A2AToolInputSchema`). */
 export type A2AToolInput = z.infer<typeof A2AToolInputSchema>;
 
+const input = A2AToolInputSchema.shape;
+
+/** A strict-mode field: the type or null, described as the field it stands for. */
+function nullable<T extends z.ZodType>(type: T, of: z.ZodType, more = '') {
+  return type.nullable().describe(`${of.description ?? ''}${more}`);
+}
+
 const strictData = (where: string) =>
   z
     .string()
@@ -151,31 +158,22 @@ const strictData = (where: string) =>
  * input is read back into `A2AToolInputSchema`).
  */
 export const A2AToolStrictInputSchema = z.object({
-  action: A2AToolInputSchema.shape.action,
-  to: z.string().nullable().describe(A2AToolInputSchema.shape.to.description ?? ''),
-  taskId: z.string().nullable().describe(A2AToolInputSchema.shape.taskId.description ?? ''),
-  text: z.string().nullable().describe(A2AToolInputSchema.shape.text.description ?? ''),
+  action: input.action,
+  to: nullable(z.string(), input.to),
+  taskId: nullable(z.string(), input.taskId),
+  text: nullable(z.string(), input.text),
   data: strictData('send, ask and complete: '),
-  outcome: z
-    .enum(A2A_TOOL_OUTCOMES)
-    .nullable()
-    .describe(A2AToolInputSchema.shape.outcome.description ?? ''),
-  artifact: z
-    .object({
-      name: z.string().nullable().describe(A2AToolArtifactSchema.shape.name.description ?? ''),
-      text: z.string().nullable().describe('The result as text.'),
+  outcome: nullable(z.enum(A2A_TOOL_OUTCOMES), input.outcome),
+  artifact: nullable(
+    z.object({
+      name: nullable(z.string(), A2AToolArtifactSchema.shape.name),
+      text: nullable(z.string(), A2AToolArtifactSchema.shape.text),
       data: strictData(''),
-    })
-    .nullable()
-    .describe(A2AToolInputSchema.shape.artifact.description ?? ''),
-  timeoutSeconds: z
-    .number()
-    .nullable()
-    .describe(A2AToolInputSchema.shape.timeoutSeconds.description ?? ''),
-  historyLength: z
-    .number()
-    .nullable()
-    .describe(`${A2AToolInputSchema.shape.historyLength.description ?? ''} A whole number.`),
+    }),
+    input.artifact,
+  ),
+  timeoutSeconds: nullable(z.number(), input.timeoutSeconds),
+  historyLength: nullable(z.number(), input.historyLength, ' A whole number.'),
 });
 /** The `A2A` tool's input in OpenAI strict mode (inferred from `A2AToolStrictInputSchema`). */
 export type A2AToolStrictInput = z.infer<typeof A2AToolStrictInputSchema>;
