@@ -4,6 +4,7 @@ import { auditCommand } from './audit.js';
 import { coordinatorCommand } from './coordinator.js';
 import { demoCommand } from './demo.js';
 import { dlqCommand } from './dlq.js';
+import { mcpCommand } from './mcp.js';
 import { serveCommand } from './serve.js';
 import { submitCommand } from './submit.js';
 import { tasksCommand } from './tasks.js';
@@ -17,6 +18,7 @@ import { workerCommand } from './worker.js';
  */
 export const COMMANDS: readonly CliCommand[] = [
   serveCommand,
+  mcpCommand,
   demoCommand,
   auditCommand,
   usageCommand,

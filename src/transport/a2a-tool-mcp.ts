@@ -1,0 +1,93 @@
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { DEFAULT_REQUEST_TIMEOUT_MSEC } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import { VERSION } from '../version.js';
+import type { A2ATool } from './a2a-tool.js';
+
+/**
+ * The longest one `wait` lasts behind an MCP server, in seconds: 10 s under
+ * the request timeout MCP clients use by default (60 s in the official SDK),
+ * so that a wait answers before the client gives up on the call.
+ */
+export const MCP_DEFAULT_MAX_WAIT_SECONDS = DEFAULT_REQUEST_TIMEOUT_MSEC / 1000 - 10;
+
+/** How often a call in progress sends `notifications/progress` when the client asked for them. */
+export const MCP_PROGRESS_INTERVAL_MS = 5000;
+
+/** Options of `createA2AMcpServer`: the tool to expose and how the server introduces itself. */
+export interface A2AMcpServerOptions {
+  /**
+   * The `A2A` tool, closed over the agent's token (create it with
+   * `maxWaitSeconds` below the client's request timeout, e.g.
+   * `MCP_DEFAULT_MAX_WAIT_SECONDS`).
+   */
+  tool: A2ATool;
+  /** The server's name in the MCP handshake (default `switchboard`). */
+  name?: string;
+  /** Told to the host's model in the handshake (`instructions`). */
+  instructions?: string;
+  /** Interval of progress notifications during a call (default `MCP_PROGRESS_INTERVAL_MS`). */
+  progressIntervalMs?: number;
+}
+
+/**
+ * A Model Context Protocol server (the official SDK's `Server`) exposing
+ * one tool, `A2A`: `tools/list` lists it with its JSON Schema, `tools/call`
+ * runs it and answers its result as JSON text, `isError` when the call
+ * failed (the text says what to do next). While a call runs, a client that
+ * sent a `progressToken` gets `notifications/progress` every few seconds.
+ * The token stays in the tool: no MCP message carries it. Connect it to a
+ * transport (`StdioServerTransport`) to serve.
+ */
+export function createA2AMcpServer(options: A2AMcpServerOptions): Server {
+  const { tool } = options;
+  const interval = options.progressIntervalMs ?? MCP_PROGRESS_INTERVAL_MS;
+  const { $schema: _dialect, ...inputSchema } = tool.jsonSchema;
+  const definition: Tool = {
+    name: tool.name,
+    title: 'Agent2Agent',
+    description: tool.description,
+    inputSchema: inputSchema as Tool['inputSchema'],
+    annotations: { title: 'Agent2Agent', readOnlyHint: false, destructiveHint: false, openWorldHint: true },
+  };
+  const server = new Server(
+    { name: options.name ?? 'switchboard', version: VERSION },
+    options.instructions === undefined
+      ? { capabilities: { tools: {} } }
+      : { capabilities: { tools: {} }, instructions: options.instructions },
+  );
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [definition] }));
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+    if (request.params.name !== tool.name) {
+      throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${request.params.name}: this server has one tool, A2A.`);
+    }
+    const progressToken = request.params._meta?.progressToken;
+    let progress = 0;
+    const timer =
+      progressToken === undefined
+        ? undefined
+        : setInterval(() => {
+            progress += 1;
+            extra
+              .sendNotification({
+                method: 'notifications/progress',
+                params: { progressToken, progress, message: 'waiting on the A2A broker' },
+              })
+              .catch(() => undefined);
+          }, interval);
+    try {
+      const result = await tool.execute(request.params.arguments ?? {});
+      return { content: [{ type: 'text', text: JSON.stringify(result) }], isError: !result.ok };
+    } finally {
+      if (timer !== undefined) clearInterval(timer);
+    }
+  });
+  return server;
+}
