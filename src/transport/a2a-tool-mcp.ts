@@ -66,7 +66,10 @@ export function createA2AMcpServer(options: A2AMcpServerOptions): Server {
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [definition] }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
     if (request.params.name !== tool.name) {
-      throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${request.params.name}: this server has one tool, A2A.`);
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `Unknown tool ${request.params.name}: this server has one tool, A2A.`,
+      );
     }
     const progressToken = request.params._meta?.progressToken;
     let progress = 0;
