@@ -7,6 +7,14 @@ import { type SwitchboardClient, connect } from '../transport/client.js';
  * host broker shared by every process on the file replaces this body with
  * joining it.
  */
+/**
+ * Whether `joinBroker` joins one broker shared by every process on the file
+ * (the host broker). While false, two `switchboard mcp` processes on one
+ * file run two brokers, which do not see each other's agents: the test of
+ * two servers delegating to each other is skipped.
+ */
+export const JOINS_HOST_BROKER: boolean = false;
+
 export function joinBroker(db: string): Promise<SwitchboardClient> {
   return connect({ spawn: { db, stderr: 'inherit' }, client: { name: 'switchboard-mcp', version: '1' } });
 }
