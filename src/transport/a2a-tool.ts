@@ -11,7 +11,7 @@ import { BrokerError } from '../protocol/broker-error.js';
 import type { DurableEvent } from '../protocol/events.js';
 import type { Part } from '../protocol/parts.js';
 import type { Artifact, Message, Task } from '../protocol/task.js';
-import type { AgentCard } from '../protocol/agent.js';
+import { type AgentCard, foldAgentName } from '../protocol/agent.js';
 import type { SwitchboardClient } from './client.js';
 import { TransportError } from './transport-error.js';
 
@@ -213,7 +213,27 @@ export function createA2ATool(options: A2AToolOptions): A2ATool {
     });
   }
 
-  async function run(input: A2AToolInput): Promise<A2AToolSuccess> {
+  /**
+   * When `to` named no agent the broker could pick: the addressable agents
+   * it could mean (those the broker lists in `details.agentIds`, else those
+   * whose name folds to it), when there are several.
+   */
+  async function candidatesFor(to: string, error: BrokerError): Promise<CandidateView[]> {
+    const ids = error.details?.agentIds;
+    const listed = Array.isArray(ids) ? new Set(ids) : undefined;
+    const folded = foldAgentName(to);
+    let agents: AgentCard[];
+    try {
+      ({ agents } = await client.listAgents({ token }));
+    } catch {
+      return [];
+    }
+    const matches = agents.filter((a) => (listed ? listed.has(a.agentId) : foldAgentName(a.name) === folded));
+    if (matches.length < 2) return [];
+    return matches.map((a) => ({ name: a.name, contextId: a.contextId, agentId: a.agentId }));
+  }
+
+  async function run(input: A2AToolInput): Promise<A2AToolResult> {
     switch (input.action) {
       case 'discover': {
         const { agents } = await client.listAgents({ token });
@@ -222,9 +242,22 @@ export function createA2ATool(options: A2AToolOptions): A2ATool {
       case 'send': {
         const message = { parts: partsOf(input.text, input.data) };
         if (input.taskId === undefined) {
-          const { task } = await client.send({ token, to: input.to as string, message, historyLength: 1 });
-          requested.add(task.id);
-          return { ok: true, action: 'send', task: taskView(task) };
+          const to = input.to as string;
+          try {
+            const { task } = await client.send({ token, to, message, historyLength: 1 });
+            requested.add(task.id);
+            return { ok: true, action: 'send', task: taskView(task) };
+          } catch (error) {
+            if (!(error instanceof BrokerError && error.code === 'A2A_UNKNOWN_AGENT')) throw error;
+            const candidates = await candidatesFor(to, error);
+            if (candidates.length === 0) throw error;
+            return {
+              ok: false,
+              errorCode: error.code,
+              message: `Several agents are named ${JSON.stringify(to)} (listed in candidates); send again with \`to\` set to the agentId of the one you mean.`,
+              candidates,
+            };
+          }
         }
         const { task } = await client.send({ token, taskId: input.taskId, message, historyLength: 1 });
         // The message just sent is the newest: its role says which side of the task the caller is on.
@@ -450,21 +483,11 @@ function failure(action: A2AToolAction, error: unknown): A2AToolFailure {
         error.code,
         'Your A2A registration has ended; stop using the A2A tool and finish with what you have.',
       );
-    case 'A2A_UNKNOWN_AGENT': {
-      const candidates = candidatesOf(data.candidates);
-      if (data.reason === 'ambiguous' && candidates.length > 0) {
-        return {
-          ok: false,
-          errorCode: error.code,
-          message: `Several agents are named ${JSON.stringify(String(data.to ?? ''))} (listed in candidates); send again with \`to\` set to the agentId of the one you mean.`,
-          candidates,
-        };
-      }
+    case 'A2A_UNKNOWN_AGENT':
       return fail(
         error.code,
         'No agent you can address has that name; call A2A with action "discover" and send to one of the names it lists.',
       );
-    }
     case 'A2A_UNKNOWN_TASK':
       return fail(error.code, 'There is no task with that taskId; use a taskId returned by send or wait.');
     case 'A2A_CROSS_CONTEXT_DENIED':
@@ -518,16 +541,6 @@ function failure(action: A2AToolAction, error: unknown): A2AToolFailure {
     'INTERNAL_ERROR',
     'The A2A broker failed on this call; try once more, and if it fails again carry on without it.',
   );
-}
-
-function candidatesOf(raw: unknown): CandidateView[] {
-  if (!Array.isArray(raw)) return [];
-  return raw.flatMap((c: unknown) => {
-    if (!isPlainObject(c)) return [];
-    const { name, contextId, agentId } = c;
-    if (typeof name !== 'string' || typeof contextId !== 'string' || typeof agentId !== 'string') return [];
-    return [{ name, contextId, agentId }];
-  });
 }
 
 function fail(errorCode: string, message: string): A2AToolFailure {

@@ -572,14 +572,6 @@ class EmbeddedBroker implements Broker {
     const local = named.find((r) => r.party.contextId === caller.party.contextId);
     if (local !== undefined) return local;
     if (named.length === 1 && named[0] !== undefined) return named[0];
-    if (named.length > 1) {
-      // Several contexts have an agent of this name: the caller picks one by agentId.
-      throw a2aError('A2A_UNKNOWN_AGENT', 'several addressable agents answer to this name; address one by agentId', {
-        to,
-        reason: 'ambiguous',
-        candidates: named.map((r) => ({ name: r.card.name, contextId: r.party.contextId, agentId: r.agentId })),
-      });
-    }
     throw a2aError('A2A_UNKNOWN_AGENT', 'no addressable agent answers to this name or id', { to });
   }
 
