@@ -122,6 +122,12 @@ export type {
   AnthropicToolResultBlock,
   AnthropicToolUseBlock,
 } from './transport/a2a-tool-anthropic.js';
+export {
+  MCP_DEFAULT_MAX_WAIT_SECONDS,
+  MCP_PROGRESS_INTERVAL_MS,
+  createA2AMcpServer,
+} from './transport/a2a-tool-mcp.js';
+export type { A2AMcpServerOptions } from './transport/a2a-tool-mcp.js';
 export { delegate } from './transport/delegate.js';
 export type { Delegation, DelegateOptions } from './transport/delegate.js';
 

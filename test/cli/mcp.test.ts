@@ -15,6 +15,7 @@ import {
   type TaskView,
 } from '../../src/transport/a2a-tool.js';
 import { JOINS_HOST_BROKER } from '../../src/cli/join-broker.js';
+import { MCP_FLAGS } from '../../src/cli/mcp.js';
 import { SWITCHBOARD_BIN } from '../../src/transport/serve-process.js';
 
 let cleanups: (() => Promise<void> | void)[] = [];
@@ -240,6 +241,13 @@ describe('switchboard mcp', () => {
     const { spawnSync } = await import('node:child_process');
     const run = (args: string[]) =>
       spawnSync(process.execPath, [SWITCHBOARD_BIN, 'mcp', ...args], { encoding: 'utf8' });
+    const help = run(['--help']);
+    expect(help.status).toBe(0);
+    for (const flag of Object.keys(MCP_FLAGS)) expect(help.stdout).toMatch(new RegExp(`^  --${flag}\\b`, 'm'));
+    expect(help.stdout).toContain('Exit status:');
+    expect(spawnSync(process.execPath, [SWITCHBOARD_BIN, '--help'], { encoding: 'utf8' }).stdout).toMatch(
+      /^ {2}mcp +\S/m,
+    );
     const missing = run(['--db', db]);
     expect(missing.status).toBe(2);
     expect(missing.stderr).toContain('--name NAME is required');
