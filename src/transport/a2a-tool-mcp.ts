@@ -9,7 +9,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { VERSION } from '../version.js';
-import type { A2ATool } from './a2a-tool.js';
+import type { A2ATool, A2AToolResult, EventView } from './a2a-tool.js';
 
 /**
  * The longest one `wait` lasts behind an MCP server, in seconds: 10 s under
@@ -43,8 +43,11 @@ export interface A2AMcpServerOptions {
  * runs it and answers its result as JSON text, `isError` when the call
  * failed (the text says what to do next). While a call runs, a client that
  * sent a `progressToken` gets `notifications/progress` every few seconds.
- * The token stays in the tool: no MCP message carries it. Connect it to a
- * transport (`StdioServerTransport`) to serve.
+ * The token stays in the tool: no MCP message carries it. A `wait` whose
+ * request the client cancelled (or gave up on at its timeout) may still have
+ * taken events: they are kept and the next `wait` returns them first, so no
+ * event is lost with a dropped answer. Connect it to a transport
+ * (`StdioServerTransport`) to serve.
  */
 export function createA2AMcpServer(options: A2AMcpServerOptions): Server {
   const { tool } = options;
@@ -63,6 +66,32 @@ export function createA2AMcpServer(options: A2AMcpServerOptions): Server {
       ? { capabilities: { tools: {} } }
       : { capabilities: { tools: {} }, instructions: options.instructions },
   );
+  /** Events taken by waits whose answers the client no longer read. */
+  let undelivered: EventView[] = [];
+  const waitTaskId = (args: Record<string, unknown>): string | undefined | false => {
+    if (args.action !== 'wait') return false;
+    return typeof args.taskId === 'string' ? args.taskId : undefined;
+  };
+  const takeKept = (only: string | undefined): EventView[] => {
+    const kept = undelivered.filter((e) => only === undefined || e.taskId === only);
+    undelivered = undelivered.filter((e) => !kept.includes(e));
+    return kept;
+  };
+  const run = async (args: Record<string, unknown>, signal: AbortSignal): Promise<A2AToolResult> => {
+    const only = waitTaskId(args);
+    if (only === false) return tool.execute(args);
+    const before = takeKept(only);
+    // Kept events answer at once, with whatever else is buffered.
+    const result = await tool.execute(before.length > 0 ? { ...args, timeoutSeconds: 0 } : args);
+    if (!result.ok || result.action !== 'wait') return result;
+    if (signal.aborted) {
+      undelivered = [...before, ...undelivered, ...result.events];
+      return result;
+    }
+    // Events a cancelled wait took while this one ran come with it.
+    const kept = [...before, ...takeKept(only)];
+    return kept.length === 0 ? result : { ok: true, action: 'wait', events: [...kept, ...result.events] };
+  };
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [definition] }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
     if (request.params.name !== tool.name) {
@@ -86,7 +115,7 @@ export function createA2AMcpServer(options: A2AMcpServerOptions): Server {
               .catch(() => undefined);
           }, interval);
     try {
-      const result = await tool.execute(request.params.arguments ?? {});
+      const result = await run(request.params.arguments ?? {}, extra.signal);
       return { content: [{ type: 'text', text: JSON.stringify(result) }], isError: !result.ok };
     } finally {
       if (timer !== undefined) clearInterval(timer);

@@ -231,6 +231,26 @@ describe('switchboard mcp', () => {
       expect(read.task.artifacts).toEqual([
         { artifactId: 'summary.md', name: 'summary.md', text: 'Budget: up 4%.\nStaff: flat.' },
       ]);
+
+      // A wait the host cancels may still take an event: the next wait returns it.
+      const controller = new AbortController();
+      const dropped = lead.client.callTool(
+        { name: 'A2A', arguments: { action: 'wait', timeoutSeconds: 20 } },
+        undefined,
+        { signal: controller.signal },
+      );
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      controller.abort(new Error('the host gave up'));
+      await expect(dropped).rejects.toThrow();
+      const review = await ok(researcher, { action: 'send', to: 'lead', text: 'Your turn: review it.' });
+      const kept = await ok(lead, { action: 'wait', timeoutSeconds: 5 });
+      expect(kept.events).toEqual([
+        expect.objectContaining({
+          taskId: review.task.taskId,
+          state: 'submitted',
+          message: expect.objectContaining({ text: 'Your turn: review it.' }),
+        }),
+      ]);
       expectNoToken(lead.frames);
       expectNoToken(researcher.frames);
     },
