@@ -166,7 +166,11 @@ export const A2A_TOOL_DESCRIPTION = [
  */
 export function createA2ATool(options: A2AToolOptions): A2ATool {
   const { client, token } = options;
-  const maxWait = Math.min(options.maxWaitSeconds ?? A2A_MAX_STREAM_WAIT_SECONDS, A2A_MAX_STREAM_WAIT_SECONDS);
+  const asked = options.maxWaitSeconds ?? A2A_MAX_STREAM_WAIT_SECONDS;
+  if (!Number.isFinite(asked) || asked < 0) {
+    throw new RangeError(`maxWaitSeconds must be a number of seconds from 0 (got ${String(asked)})`);
+  }
+  const maxWait = Math.min(asked, A2A_MAX_STREAM_WAIT_SECONDS);
   const jsonSchema = z.toJSONSchema(A2AToolInputSchema) as Record<string, unknown>;
   /** Tasks this agent asked for (it is their requester), and tasks it serves that are known to be under way. */
   const requested = new Set<string>();

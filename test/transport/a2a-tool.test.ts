@@ -373,6 +373,7 @@ describe('the A2A tool, serving a task', () => {
     const client = await spawnClient();
     const lead = await client.register({ name: 'lead', contextId: 'c' });
     const tool = createA2ATool({ client, token: lead.token, maxWaitSeconds: 0.2 });
+    expect(() => createA2ATool({ client, token: lead.token, maxWaitSeconds: -1 })).toThrow(/maxWaitSeconds/);
     const result = ok(await tool.execute({ action: 'wait', timeoutSeconds: 120 }));
     expect(result.action === 'wait' && result).toMatchObject({
       events: [],
