@@ -329,7 +329,8 @@ export class JsonRpcServer {
     const answered = (index: number) => (line: string | undefined, idText: string) => {
       if (line !== undefined) {
         const size = utf8Bytes(line);
-        const entry = bytes + size + 1 > MAX_LINE_BYTES ? errorLine(idText, toJsonRpcError(answerTooLarge(size, true))) : line;
+        const entry =
+          bytes + size + 1 > MAX_LINE_BYTES ? errorLine(idText, toJsonRpcError(answerTooLarge(size, true))) : line;
         answers[index] = entry;
         bytes += entry.length + 1;
       }

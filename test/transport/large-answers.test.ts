@@ -192,7 +192,9 @@ describe('serve under large answers', () => {
     expect(canceled.error?.message).toContain('succeeded');
     const after = await server.request('a2a.tasks.get', { token: requester.token, id, historyLength: 0 });
     expect(after.error).toBeUndefined();
-    expect((after.line as { result: { task: { status: { state: string } } } }).result.task.status.state).toBe('canceled');
+    expect((after.line as { result: { task: { status: { state: string } } } }).result.task.status.state).toBe(
+      'canceled',
+    );
     await expectAlive(server);
     // The task (19 files of 27 MB, over 500 MB stored) is never loaded whole: answers too large are refused from
     // the rows' sizes, so RSS stays that of a few files in flight (it reached 3.2 GB when each answer loaded it).

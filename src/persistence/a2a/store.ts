@@ -136,7 +136,9 @@ export class A2AStore {
       historyTailBytes: db.prepare(
         'SELECT COALESCE(SUM(n), 0) AS n FROM (SELECT octet_length(body) AS n FROM a2a_messages WHERE task_id = ? ORDER BY position DESC LIMIT ?)',
       ),
-      artifactBytes: db.prepare('SELECT COALESCE(SUM(octet_length(body)), 0) AS n FROM a2a_artifacts WHERE task_id = ?'),
+      artifactBytes: db.prepare(
+        'SELECT COALESCE(SUM(octet_length(body)), 0) AS n FROM a2a_artifacts WHERE task_id = ?',
+      ),
       artifact: db.prepare('SELECT body FROM a2a_artifacts WHERE task_id = ? AND artifact_id = ?'),
       insertArtifact: db.prepare(
         `INSERT INTO a2a_artifacts (task_id, artifact_id, position, body, updated_at)
