@@ -22,6 +22,7 @@ const LAYERS = [
   { name: 'actors-coordinator', path: '^src/actors/coordinator/' },
   { name: 'transport', path: '^src/transport/' },
   { name: 'inspect', path: '^src/inspect/' },
+  { name: 'console', path: '^src/console/' },
   { name: 'demo', path: '^src/demo/' },
   { name: 'cli', path: '^src/cli/' },
   { name: 'index', path: '^src/index[.]ts$' },
