@@ -224,16 +224,27 @@ export class ConsoleData {
     return { item: consoleItem(item, now), hops, audit, chain: this.chain() };
   }
 
-  /** The audit chain's verification. */
+  /** The last verification and the head it covered: the chain is verified again only once it has moved. */
+  #verified: { seq: number; hash: string; chain: ConsoleItemDetail['chain'] } | undefined;
+
+  /** The audit chain's verification (of the whole chain, cached until its head moves). */
   chain(): ConsoleItemDetail['chain'] {
     if (this.#audit === undefined) return { ok: true, entries: 0, head: null, problem: null };
-    const verification: AuditVerification = this.#audit.verifyChain();
+    const head = this.#audit.head();
+    if (this.#verified?.seq === head.seq && this.#verified.hash === head.hash) return this.#verified.chain;
+    const chain = this.#verify(this.#audit);
+    this.#verified = { seq: head.seq, hash: head.hash, chain };
+    return chain;
+  }
+
+  #verify(audit: AuditLog): ConsoleItemDetail['chain'] {
+    const verification: AuditVerification = audit.verifyChain();
     if (verification.ok) {
       return { ok: true, entries: verification.entries, head: verification.head.hash, problem: null };
     }
     return {
       ok: false,
-      entries: this.#audit.head().seq,
+      entries: audit.head().seq,
       head: null,
       problem: `${verification.reason} at row ${verification.seq}: ${verification.detail}`,
     };

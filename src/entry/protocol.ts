@@ -15,3 +15,5 @@ export * from '../protocol/retry-policy.js';
 // Workflows and the audit chain's entries.
 export * from '../protocol/workflow.js';
 export * from '../protocol/audit.js';
+// The operations console's HTTP API bodies.
+export * from '../protocol/console-api.js';

@@ -37,10 +37,15 @@ const ms = (n) =>
 const time = (t) => (t ? new Date(t).toLocaleTimeString() : '');
 const state = (s) => h('span', { class: `state ${s}` }, s);
 
+/** What the reads of the current render returned, without the fields that change with the clock alone. */
+let reads = [];
+const VOLATILE = new Set(['at', 'elapsedMs', 'lagMs', 'idleMs']);
+
 async function api(path, init) {
   const res = await fetch(path, init);
   const body = await res.json().catch(() => ({ error: `HTTP ${res.status}` }));
   if (!res.ok) throw new Error(body.error ?? `HTTP ${res.status}`);
+  if (init === undefined) reads.push(JSON.stringify(body, (key, value) => (VOLATILE.has(key) ? undefined : value)));
   return body;
 }
 
@@ -98,18 +103,20 @@ async function machine(id) {
 
 /** Lays the states out in columns by distance from the initial state, edges as arrows. */
 function diagram(graph, current) {
+  // Live states by their distance from the initial state, the final states in a last column.
   const depth = new Map([[graph.initial, 0]]);
   const queue = [graph.initial];
   while (queue.length > 0) {
     const s = queue.shift();
     for (const e of graph.edges) {
-      if (e.from === s && !depth.has(e.to)) {
+      if (e.from === s && !depth.has(e.to) && !graph.final.includes(e.to)) {
         depth.set(e.to, depth.get(s) + 1);
         queue.push(e.to);
       }
     }
   }
-  for (const s of graph.states) if (!depth.has(s)) depth.set(s, 0);
+  const last = Math.max(...depth.values()) + 1;
+  for (const s of graph.states) if (!depth.has(s)) depth.set(s, graph.final.includes(s) ? last : 0);
   const columns = [];
   for (const s of graph.states) {
     const column = depth.get(s);
@@ -532,7 +539,9 @@ function render() {
   return rendering;
 }
 
+let shown = '';
 async function renderNow() {
+  reads = [];
   const route = location.hash.replace(/^#\//, '') || 'items';
   const [name, ...rest] = route.split('/');
   for (const a of document.querySelectorAll('nav a')) a.classList.toggle('active', a.dataset.route === name);
@@ -549,10 +558,17 @@ async function renderNow() {
               : name === 'machines'
                 ? await machinesView()
                 : await itemsView();
+    // A change elsewhere in the file (a heartbeat, another item) that this view does not show leaves it as it is:
+    // the operator's selection, typing and a button under the pointer stay put.
+    const signature = `${route}\n${reads.join('\n')}\n${selectedTask}\n${JSON.stringify(filters)}`;
     // Keep what the operator is typing in an input across a live refresh.
-    if (view.contains(document.activeElement) && document.activeElement.tagName === 'INPUT') return;
-    view.replaceChildren(...[content].flat().filter(Boolean));
+    const typing = view.contains(document.activeElement) && document.activeElement.tagName === 'INPUT';
+    if (signature !== shown && !typing) {
+      shown = signature;
+      view.replaceChildren(...[content].flat(Number.POSITIVE_INFINITY).filter(Boolean));
+    }
   } catch (error) {
+    shown = '';
     view.replaceChildren(h('p', { class: 'muted' }, error.message));
   }
   const approvals = await api('/api/approvals').catch(() => ({ items: [] }));
