@@ -35,6 +35,7 @@ export const ERROR_CODES = {
     'COORD_APPROVAL_REFUSED',
     'COORD_CLOSED',
     'COORD_FILE_OWNED',
+    'COORD_SETTLE_TIMEOUT',
   ],
   WorkerError: [
     'WORKER_NO_ATOMIC_EFFECTS',
