@@ -459,6 +459,15 @@ export class CoordinatorStore {
     return rows.map(itemFrom);
   }
 
+  /** How many work items there are (optionally only those in one state). */
+  countItems(options: { state?: ItemState } = {}): number {
+    const row =
+      options.state === undefined
+        ? this.db.prepare('SELECT count(*) AS n FROM coord_items').get()
+        : this.db.prepare('SELECT count(*) AS n FROM coord_items WHERE state = ?').get(options.state);
+    return (row as { n: number }).n;
+  }
+
   /** Work items not yet completed, failed or canceled. */
   liveItems(): ItemRecord[] {
     return this.#s.liveItems.all().map(itemFrom);
