@@ -2,6 +2,7 @@ import { CoordinatorStore } from '../persistence/coordinator/store.js';
 import { WORKFLOW_RUN_STATES } from '../protocol/workflow.js';
 import type { ItemOutput } from '../protocol/item-output.js';
 import type { Part } from '../protocol/parts.js';
+import { outputSummary } from '../workflow/item-output.js';
 import type { HopRecord, ItemRecord, ItemState } from '../workflow/records.js';
 import type { CliCommand } from './command.js';
 import {
@@ -136,21 +137,6 @@ function partLine(part: Part): string {
   }
 }
 
-/** An output in one line (the list's column). */
-export function outputLine(output: ItemOutput | null): string {
-  if (output === null) return '-';
-  if (output.state === 'failed') return `${output.code}: ${output.message}`;
-  if (output.state === 'canceled') {
-    return `canceled${output.by === null ? '' : ` by ${output.by}`}${output.reason === null ? '' : `: ${output.reason}`}`;
-  }
-  const text = output.parts.map(partLine).join(' ');
-  const extra =
-    output.artifacts.length === 0
-      ? ''
-      : ` (+${output.artifacts.length} artifact${output.artifacts.length === 1 ? '' : 's'})`;
-  return `${text === '' ? '(no parts)' : text}${extra}`;
-}
-
 /** An output in full (show). */
 function outputLines(output: ItemOutput | null): string[] {
   if (output === null) return ['Output: none yet (the item has not ended)'];
@@ -230,7 +216,7 @@ function listItems(opened: OpenedDatabase, store: CoordinatorStore, flags: Items
       tokens(item),
       formatUsd(item.usage.costUsd),
       formatDuration(elapsedMs(item, now)),
-      cut(outputLine(item.output), 60),
+      cut(outputSummary(item.output), 60),
     ]),
   );
   process.stdout.write(`${lines.join('\n')}\n`);

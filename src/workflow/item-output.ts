@@ -1,4 +1,5 @@
 import type { ItemOutput } from '../protocol/item-output.js';
+import type { Part } from '../protocol/parts.js';
 import type { Artifact } from '../protocol/task.js';
 import type { ResultEnvelope } from '../protocol/work-envelope.js';
 
@@ -131,4 +132,34 @@ export function outputArtifacts(output: ItemOutput): Artifact[] {
       parts: [{ kind: 'data', data: { by: output.by, reason: output.reason, stage: output.stage, hop: output.hop } }],
     },
   ];
+}
+
+function partText(part: Part): string {
+  switch (part.kind) {
+    case 'text':
+      return part.text;
+    case 'data':
+      return JSON.stringify(part.data);
+    case 'file':
+      return `[file ${part.file.name ?? part.file.uri ?? ''}]`;
+  }
+}
+
+/**
+ * An output in one line of text (whitespace folded): a completed item's
+ * parts (and how many artifacts), a failure's code and message, who
+ * canceled and why; `-` for none (the item runs).
+ */
+export function outputSummary(output: ItemOutput | null): string {
+  if (output === null) return '-';
+  let line: string;
+  if (output.state === 'failed') line = `${output.code}: ${output.message}`;
+  else if (output.state === 'canceled') {
+    line = `canceled${output.by === null ? '' : ` by ${output.by}`}${output.reason === null ? '' : `: ${output.reason}`}`;
+  } else {
+    const text = output.parts.map(partText).join(' ');
+    const n = output.artifacts.length;
+    line = `${text === '' ? '(no parts)' : text}${n === 0 ? '' : ` (+${n} artifact${n === 1 ? '' : 's'})`}`;
+  }
+  return line.replace(/\s+/g, ' ').trim();
 }
