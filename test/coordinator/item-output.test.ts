@@ -1,11 +1,15 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { type Broker, createBroker } from '../../src/actors/broker/broker.js';
 import { type Coordinator, createCoordinator } from '../../src/actors/coordinator/coordinator.js';
 import { COORDINATOR_AGENT_NAME } from '../../src/actors/coordinator/human-edge.js';
 import type { ItemStatus } from '../../src/actors/coordinator/types.js';
 import { NonRetryableError, type WorkHandler, complete, suspend } from '../../src/actors/worker/worker.js';
-import type { SqliteContextStore } from '../../src/persistence/context/sqlite-store.js';
+import { SqliteQueue } from '../../src/bus/sqlite/queue.js';
+import { A2AStore } from '../../src/persistence/a2a/store.js';
+import { SqliteContextStore } from '../../src/persistence/context/sqlite-store.js';
+import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { ItemOutputSchema } from '../../src/protocol/item-output.js';
 import type { Artifact, Task } from '../../src/protocol/task.js';
 import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
@@ -65,6 +69,14 @@ const roles: Record<string, WorkHandler> = {
   },
 };
 
+const pools = () =>
+  Object.fromEntries(
+    Object.entries(roles).map(([role, handler]) => [
+      role,
+      { handler, deployment: WARM, observeIntervalMs: 10, pollWaitMs: 50 },
+    ]),
+  );
+
 async function open(path: string, offset: () => number): Promise<Coordinator> {
   return createCoordinator({
     path,
@@ -72,12 +84,7 @@ async function open(path: string, offset: () => number): Promise<Coordinator> {
     definitions: [draftReview, oracleDesk],
     contextRetention: { retentionMs: HOUR, pruneIntervalMs: 0 },
     forgetRuns: { intervalMs: 0 },
-    deployments: Object.fromEntries(
-      Object.entries(roles).map(([role, handler]) => [
-        role,
-        { handler, deployment: WARM, observeIntervalMs: 10, pollWaitMs: 50 },
-      ]),
-    ),
+    deployments: pools(),
   });
 }
 
@@ -215,6 +222,64 @@ describe("a work item's output", () => {
     expect(task.status.state).toBe('canceled');
     expect(task.artifacts.map((a) => a.artifactId)).toEqual(['item-cancellation']);
     expect(task.artifacts[0]?.parts[0]).toMatchObject({ kind: 'data', data: { by: 'editor' } });
+  });
+
+  it('a mirror that failed between the artifacts and the final move puts the same artifacts again on open', async () => {
+    const path = fixture();
+    const db = openDatabase(path);
+    let broker = createBroker({ path });
+    const bus = new SqliteQueue({ database: db, pollIntervalMs: { min: 2, max: 20 } });
+    const contextStore = new SqliteContextStore({ database: db, pruneIntervalMs: 0 });
+    cleanups.push(async () => {
+      await contextStore.close();
+      await bus.close();
+      await broker.close();
+      db.close();
+    });
+    // The broker as the mirror sees it: the item task's final move fails once (a crash right before it).
+    const itemTasks = new Set<string>();
+    let failed = 0;
+    const flaky = new Proxy(broker, {
+      get(target, prop) {
+        if (prop === 'setStatus') {
+          return (params: Parameters<Broker['setStatus']>[0]) => {
+            if (failed === 0 && params.state === 'completed' && itemTasks.has(params.id)) {
+              failed++;
+              return Promise.reject(new Error('the process died here'));
+            }
+            return target.setStatus(params);
+          };
+        }
+        const value = Reflect.get(target, prop, target) as unknown;
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const parts = { bus, db, contextStore, definitions: [draftReview, oracleDesk], deployments: pools() };
+    const first = await createCoordinator({ ...parts, broker: flaky });
+    const id = await first.createWorkItem({ workflow: 'draft-review', input: 'the launch post' });
+    itemTasks.add(first.get(id)!.taskId!);
+    expect((await first.settled(id)).state).toBe('completed');
+    await first.mirrored();
+    expect(failed).toBe(1);
+    expect(first.get(id)?.mirrored).toBe(false);
+    // Read from the tables (the item's parties are still registered: the mirror has not released them).
+    const tasks = new A2AStore(db);
+    const halfway = tasks.loadTask(tasks.taskHead(first.get(id)!.taskId!)!);
+    expect(halfway.status.state).toBe('working');
+    expect(halfway.artifacts.map((a) => a.artifactId)).toEqual(['item-output', 'review-report']);
+    await first.close();
+    // A restart: the broker is opened again too (its registrations end with it).
+    await broker.close();
+    broker = createBroker({ path });
+
+    const second = await createCoordinator({ ...parts, broker });
+    cleanups.push(() => second.close());
+    const task = await itemTask(second, id);
+    expect(second.get(id)?.mirrored).toBe(true);
+    expect(task.status.state).toBe('completed');
+    // The same two artifacts, put again under their ids: not four.
+    expect(task.artifacts.map((a) => a.artifactId)).toEqual(['item-output', 'review-report']);
+    expect(task.artifacts[1]?.parts).toEqual(REPORT.parts);
   });
 
   it('statuses$ gives a late subscriber the current status of each live item, then the changes', async () => {
