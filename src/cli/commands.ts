@@ -1,6 +1,7 @@
 import type { CliCommand } from './command.js';
 import { approveCommand } from './approve.js';
 import { auditCommand } from './audit.js';
+import { consoleCommand } from './console.js';
 import { coordinatorCommand } from './coordinator.js';
 import { demoCommand } from './demo.js';
 import { dlqCommand } from './dlq.js';
@@ -25,6 +26,7 @@ export const COMMANDS: readonly CliCommand[] = [
   tasksCommand,
   dlqCommand,
   topCommand,
+  consoleCommand,
   coordinatorCommand,
   workerCommand,
   submitCommand,

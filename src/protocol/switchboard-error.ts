@@ -59,6 +59,7 @@ export const ERROR_CODES = {
   TransportError: ['CONNECTION_CLOSED', 'INCOMPATIBLE_HOST', 'SPAWN_FAILED', 'PROTOCOL_VIOLATION'],
   CliUsageError: ['CLI_USAGE'],
   InspectorError: ['INSPECTOR_LISTEN_FAILED'],
+  ConsoleError: ['CONSOLE_LISTEN_FAILED'],
 } as const satisfies Record<string, readonly string[]>;
 
 /** The name of one error class of switchboard (a key of `ERROR_CODES`). */

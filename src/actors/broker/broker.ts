@@ -9,8 +9,16 @@ import {
   A2A_MAX_TASK_HISTORY,
   A2A_MAX_TASKS_PER_CONTEXT,
   DEFAULT_EVENTS_LIMIT,
+  MAX_LINE_BYTES,
 } from '../../protocol/bounds.js';
-import { BrokerError, a2aError, boundError, invalidParams, methodNotFound } from '../../protocol/broker-error.js';
+import {
+  BrokerError,
+  a2aError,
+  answerTooLarge,
+  boundError,
+  invalidParams,
+  methodNotFound,
+} from '../../protocol/broker-error.js';
 import type { DurableEvent, PushNotification, TaskEvent } from '../../protocol/events.js';
 import { answerHandshake } from '../../protocol/handshake.js';
 import {
@@ -298,8 +306,8 @@ class EmbeddedBroker implements Broker {
     'a2a.agents.deregister': (p, scope) => this.doDeregister(p, scope),
     'a2a.agents.list': (p) => this.doListAgents(p),
     'a2a.message.send': (p, scope) => this.doSend(p, scope),
-    'a2a.tasks.get': (p) => this.doGetTask(p),
-    'a2a.tasks.list': (p) => this.doListTasks(p),
+    'a2a.tasks.get': (p, scope) => this.doGetTask(p, scope),
+    'a2a.tasks.list': (p, scope) => this.doListTasks(p, scope),
     'a2a.tasks.status': (p, scope) => this.doSetStatus(p, scope),
     'a2a.tasks.artifact': (p, scope) => this.doAddArtifact(p, scope),
     'a2a.tasks.cancel': (p, scope) => this.doCancel(p, scope),
@@ -335,6 +343,32 @@ class EmbeddedBroker implements Broker {
     const role = roleOf(head, caller.party);
     if (role === undefined) throw a2aError('A2A_CROSS_CONTEXT_DENIED', 'not a party to this task', { taskId });
     return { head, role };
+  }
+
+  /**
+   * The task as a call's answer carries it. One that would be longer than a
+   * line may be is not loaded: the call's changes stand and its caller is
+   * told to read the task with a smaller historyLength.
+   */
+  private answer(scope: CallScope, head: TaskHead, historyLength?: number): Task {
+    const bytes = this.store.taskBytes(head, historyLength);
+    if (bytes <= MAX_LINE_BYTES) return this.store.loadTask(head, historyLength);
+    scope.answerWith(answerTooLarge(bytes));
+    // Never seen by the caller (`answerWith` replaced the answer): the head alone.
+    const { taskId, contextId, agentName, agentContextId, requesterName, status, createdAt, updatedAt } = head;
+    return {
+      kind: 'task',
+      id: taskId,
+      contextId,
+      agentName,
+      agentContextId,
+      requesterName,
+      status,
+      history: [],
+      artifacts: [],
+      createdAt,
+      updatedAt,
+    };
   }
 
   /** Commits a task event (and the push that may follow it) for one party. */
@@ -592,7 +626,7 @@ class EmbeddedBroker implements Broker {
     if (p.message.messageId !== undefined) {
       const existing = this.store.createdTaskId(caller.party, p.message.messageId);
       const head = existing === undefined ? undefined : this.store.taskHead(existing);
-      if (head !== undefined) return { task: this.store.loadTask(head, p.historyLength) };
+      if (head !== undefined) return { task: this.answer(scope, head, p.historyLength) };
     }
     const worker = this.resolveTo(caller, p.to ?? '');
     const contextId = caller.party.contextId;
@@ -654,7 +688,7 @@ class EmbeddedBroker implements Broker {
     const { head, role } = this.partyTask(caller, taskId);
     // A retry is recognised before any other check.
     if (m.messageId !== undefined && this.store.hasMessage(taskId, m.messageId)) {
-      return { task: this.store.loadTask(head, historyLength) };
+      return { task: this.answer(scope, head, historyLength) };
     }
     if (isTerminalState(head.state)) {
       throw a2aError('A2A_TASK_TERMINAL', `task is ${head.state}`, { from: head.state, to: head.state });
@@ -671,32 +705,38 @@ class EmbeddedBroker implements Broker {
     }
     this.store.writeHead(current);
     this.notify(scope, counterpart(current, role), current, statusEvent(current, false, message));
-    return { task: this.store.loadTask(current, historyLength) };
+    return { task: this.answer(scope, current, historyLength) };
   }
 
   // ---- tasks ----
 
-  private doGetTask(p: MethodParams<'a2a.tasks.get'>): MethodResult<'a2a.tasks.get'> {
+  private doGetTask(p: MethodParams<'a2a.tasks.get'>, scope: CallScope): MethodResult<'a2a.tasks.get'> {
     const caller = this.caller(p.token);
     const { head } = this.partyTask(caller, p.id);
-    return { task: this.store.loadTask(head, p.historyLength) };
+    return { task: this.answer(scope, head, p.historyLength) };
   }
 
-  private doListTasks(p: MethodParams<'a2a.tasks.list'>): MethodResult<'a2a.tasks.list'> {
+  private doListTasks(p: MethodParams<'a2a.tasks.list'>, scope: CallScope): MethodResult<'a2a.tasks.list'> {
     const caller = this.caller(p.token);
     const states = p.states === undefined ? undefined : new Set<TaskState>(p.states);
-    const tasks: Task[] = [];
-    for (const head of this.store.tasksOfParty(caller.party, p.role)) {
-      if (states === undefined || states.has(head.state)) tasks.push(this.store.loadTask(head));
+    const heads = this.store
+      .tasksOfParty(caller.party, p.role)
+      .filter((head) => states === undefined || states.has(head.state));
+    let bytes = 0;
+    for (const head of heads) bytes += this.store.taskBytes(head);
+    // A read: refused before anything is loaded.
+    if (bytes > MAX_LINE_BYTES) {
+      scope.answerWith(answerTooLarge(bytes));
+      return { tasks: [] };
     }
-    return { tasks };
+    return { tasks: heads.map((head) => this.store.loadTask(head)) };
   }
 
   private doSetStatus(p: MethodParams<'a2a.tasks.status'>, scope: CallScope): MethodResult<'a2a.tasks.status'> {
     const caller = this.caller(p.token);
     const { head, role } = this.partyTask(caller, p.id);
     if (p.message?.messageId !== undefined && this.store.hasMessage(head.taskId, p.message.messageId)) {
-      return { task: this.store.loadTask(head, p.historyLength) };
+      return { task: this.answer(scope, head, p.historyLength) };
     }
     const check = checkTaskMove(head.state, { to: p.state, by: role as TaskMover, via: 'status' });
     if (!check.ok) throw moveRefusal(check);
@@ -716,7 +756,7 @@ class EmbeddedBroker implements Broker {
     const requester = counterpart(current, role);
     this.notify(scope, requester, current, statusEvent(current, final));
     if (final) this.push(scope, requester, current, status);
-    return { task: this.store.loadTask(current, p.historyLength) };
+    return { task: this.answer(scope, current, p.historyLength) };
   }
 
   private doAddArtifact(p: MethodParams<'a2a.tasks.artifact'>, scope: CallScope): MethodResult<'a2a.tasks.artifact'> {
@@ -748,7 +788,7 @@ class EmbeddedBroker implements Broker {
       append,
       lastChunk: p.lastChunk ?? false,
     });
-    return { task: this.store.loadTask(current) };
+    return { task: this.answer(scope, current) };
   }
 
   private doCancel(p: MethodParams<'a2a.tasks.cancel'>, scope: CallScope): MethodResult<'a2a.tasks.cancel'> {
@@ -763,7 +803,7 @@ class EmbeddedBroker implements Broker {
     const other = counterpart(current, role);
     this.notify(scope, other, current, statusEvent(current, true));
     this.push(scope, other, current, status);
-    return { task: this.store.loadTask(current) };
+    return { task: this.answer(scope, current) };
   }
 
   private doResubscribe(
@@ -773,7 +813,7 @@ class EmbeddedBroker implements Broker {
     const caller = this.caller(p.token);
     const { head } = this.partyTask(caller, p.id);
     this.notify(scope, caller.party, head, statusEvent(head, isTerminalState(head.state)));
-    return { task: this.store.loadTask(head) };
+    return { task: this.answer(scope, head) };
   }
 
   private doSetPushConfig(
