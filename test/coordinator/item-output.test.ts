@@ -224,6 +224,19 @@ describe("a work item's output", () => {
     expect(task.artifacts[0]?.parts[0]).toMatchObject({ kind: 'data', data: { by: 'editor' } });
   });
 
+  it('settled() rejects with COORD_CLOSED when the Coordinator closes before the item ends', async () => {
+    const path = fixture();
+    const coordinator = await open(path, () => 0);
+    const id = await coordinator.createWorkItem({ workflow: 'draft-review', input: 'ask the oracle' });
+    await until(() => coordinator.get(id)?.state === 'suspended', 10_000, 'the item to suspend');
+    const settling = coordinator.settled(id);
+    await coordinator.close();
+    await expect(settling).rejects.toMatchObject({
+      code: 'COORD_CLOSED',
+      details: { itemId: id, state: 'suspended' },
+    });
+  });
+
   it('a mirror that failed between the artifacts and the final move puts the same artifacts again on open', async () => {
     const path = fixture();
     const db = openDatabase(path);
