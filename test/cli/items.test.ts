@@ -3,6 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Coordinator, createCoordinator } from '../../src/actors/coordinator/coordinator.js';
 import { NonRetryableError, type WorkHandler, complete, suspend } from '../../src/actors/worker/worker.js';
 import { SqliteQueue } from '../../src/bus/sqlite/queue.js';
+import { COORDINATOR_SCHEMA } from '../../src/persistence/coordinator/store.js';
+import { openDatabase } from '../../src/persistence/kernel/database.js';
+import { migrate } from '../../src/persistence/kernel/migrations.js';
 import type { ItemOutput } from '../../src/protocol/item-output.js';
 import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
 import type { HopRecord, ItemRecord } from '../../src/workflow/records.js';
@@ -218,6 +221,17 @@ describe('switchboard items', () => {
     const noTables = await runCli(['items', 'show', 'x', '--db', busOnly]);
     expect(noTables.code).toBe(1);
     expect(noTables.stderr).toContain("holds no Coordinator tables (no 'coordinator' schema)");
+    // A file of an older Coordinator schema is not migrated by a reader, nor is it touched.
+    const older = tmp.file('older.db');
+    const db = openDatabase(older);
+    migrate(db, { ...COORDINATOR_SCHEMA, current: 5, migrations: COORDINATOR_SCHEMA.migrations.slice(0, 5) });
+    db.close();
+    const untouched = fingerprint(older);
+    const old = await runCli(['items', 'list', '--db', older]);
+    expect(old.code).toBe(1);
+    expect(old.stderr).toContain('database schema for coordinator is version 5, older than this switchboard reads (6)');
+    expect(old.stderr).toContain('switchboard coordinator --db PATH');
+    expect(fingerprint(older)).toBe(untouched);
 
     for (const [args, message] of [
       [['items'], "missing subcommand: 'list' or 'show ID'"],

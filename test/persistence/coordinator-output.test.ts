@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteContextStore } from '../../src/persistence/context/sqlite-store.js';
 import { COORDINATOR_SCHEMA, CoordinatorStore } from '../../src/persistence/coordinator/store.js';
 import { openDatabase } from '../../src/persistence/kernel/database.js';
-import { migrate, schemaVersion } from '../../src/persistence/kernel/migrations.js';
+import { SchemaVersionError, migrate, schemaVersion } from '../../src/persistence/kernel/migrations.js';
 import type { ItemOutput } from '../../src/protocol/item-output.js';
 import type { ItemRecord } from '../../src/workflow/records.js';
 
@@ -124,9 +124,20 @@ describe("the Coordinator's tables keep an ended item's output", () => {
     old.close();
     // A reader does not migrate: it says what to do.
     const reader = openDatabase(path, { readonly: true });
-    expect(() => new CoordinatorStore(reader, { readOnly: true })).toThrow(
-      /schema version 5, this switchboard reads version 6: start a Coordinator on the file once/,
-    );
+    let refusal: unknown;
+    try {
+      new CoordinatorStore(reader, { readOnly: true });
+    } catch (error) {
+      refusal = error;
+    }
+    expect(refusal).toBeInstanceOf(SchemaVersionError);
+    expect(refusal).toMatchObject({
+      code: 'SCHEMA_TOO_OLD',
+      details: { component: 'coordinator', found: 5, supported: 6 },
+      message: expect.stringMatching(
+        /version 5, older than this switchboard reads \(6\).*switchboard coordinator --db PATH/,
+      ),
+    });
     reader.close();
     const db = openDatabase(path);
     try {

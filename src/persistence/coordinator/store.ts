@@ -365,21 +365,15 @@ export class CoordinatorStore {
   /**
    * `readOnly`: for a reader beside a running Coordinator (the CLI): nothing
    * is migrated or written; a schema other than this code's is refused
-   * (`SchemaVersionError` when newer; an Error saying to open it with a
-   * Coordinator first when older).
+   * (`SchemaVersionError`: `SCHEMA_TOO_NEW`, or `SCHEMA_TOO_OLD` saying to
+   * open the file with a Coordinator of this version first).
    */
   constructor(db: SqliteDatabase, options: { readOnly?: boolean } = {}) {
     this.db = db;
     if (options.readOnly === true) {
       const found = schemaVersion(db, COORDINATOR_SCHEMA.component);
-      if (found > COORDINATOR_SCHEMA.current) {
+      if (found !== COORDINATOR_SCHEMA.current) {
         throw new SchemaVersionError(COORDINATOR_SCHEMA.component, found, COORDINATOR_SCHEMA.current);
-      }
-      if (found < COORDINATOR_SCHEMA.current) {
-        throw new Error(
-          `the Coordinator's tables are at schema version ${found}, this switchboard reads version ` +
-            `${COORDINATOR_SCHEMA.current}: start a Coordinator on the file once to migrate it`,
-        );
       }
     } else migrate(db, COORDINATOR_SCHEMA);
     this.#s = {
