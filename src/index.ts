@@ -173,6 +173,7 @@ export type {
   CoordinatorOptions,
   CreateWorkItem,
   RoleDeployment,
+  SettleOptions,
 } from './actors/coordinator/coordinator.js';
 export type { ForgetRunsOptions } from './actors/coordinator/forget.js';
 export { ITEM_EVENT_KINDS } from './actors/coordinator/types.js';
@@ -206,6 +207,18 @@ export type {
   HopKind,
   HopState,
 } from './workflow/records.js';
+export {
+  ItemOutputSchema,
+  CompletedItemOutputSchema,
+  FailedItemOutputSchema,
+  CanceledItemOutputSchema,
+} from './protocol/item-output.js';
+export type {
+  ItemOutput,
+  CompletedItemOutput,
+  FailedItemOutput,
+  CanceledItemOutput,
+} from './protocol/item-output.js';
 
 // Errors: one base (`SwitchboardError`: a string `code`, a message that says
 // what to do, `details`), one subclass per subsystem, and the code lists.

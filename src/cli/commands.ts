@@ -5,6 +5,7 @@ import { consoleCommand } from './console.js';
 import { coordinatorCommand } from './coordinator.js';
 import { demoCommand } from './demo.js';
 import { dlqCommand } from './dlq.js';
+import { itemsCommand } from './items.js';
 import { serveCommand } from './serve.js';
 import { submitCommand } from './submit.js';
 import { tasksCommand } from './tasks.js';
@@ -21,6 +22,7 @@ export const COMMANDS: readonly CliCommand[] = [
   demoCommand,
   auditCommand,
   usageCommand,
+  itemsCommand,
   tasksCommand,
   dlqCommand,
   topCommand,

@@ -10,6 +10,7 @@ import type { Part } from '../protocol/parts.js';
 import { TASK_STATES } from '../protocol/task.js';
 import { RESULTS_ROLE } from '../protocol/work-envelope.js';
 import { WORKFLOW_RUN_STATES } from '../protocol/workflow.js';
+import { outputSummary } from '../workflow/item-output.js';
 import type { HopRecord, ItemRecord, ItemState } from '../workflow/records.js';
 
 /**
@@ -38,6 +39,8 @@ export interface ConsoleItem {
   elapsedMs: number;
   failure: { code: string; reason: string } | null;
   approval: ItemRecord['approval'];
+  /** What the item ended with, in one line of text (at most `MAX_SHOWN_TEXT` characters), and its artifacts' names. */
+  output: { state: string; summary: string; artifacts: string[] } | null;
 }
 
 /** One hop of an item's timeline. */
@@ -133,7 +136,7 @@ export class ConsoleData {
   constructor(db: SqliteDatabase, bus?: WorkQueue) {
     this.#db = db;
     this.#bus = bus;
-    this.#store = this.#has('coord_items') ? new CoordinatorStore(db) : undefined;
+    this.#store = this.#has('coord_items') ? new CoordinatorStore(db, { readOnly: true }) : undefined;
     this.#audit = this.#has('audit_log') ? new AuditLog(db, { readOnly: true }) : undefined;
   }
 
@@ -390,6 +393,15 @@ function consoleItem(item: ItemRecord, now: number): ConsoleItem {
     elapsedMs: Math.max(0, (item.finishedAt ?? now) - item.createdAt),
     failure: item.failure === null ? null : { code: item.failure.code, reason: clip(item.failure.reason) },
     approval: item.approval,
+    output:
+      item.output === null
+        ? null
+        : {
+            state: item.output.state,
+            summary: clip(outputSummary(item.output)),
+            artifacts:
+              item.output.state === 'completed' ? item.output.artifacts.map((a) => a.name ?? a.artifactId) : [],
+          },
   };
 }
 

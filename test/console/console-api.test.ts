@@ -67,6 +67,11 @@ describe('the console API on the demo database', () => {
     for (const item of items) {
       expect(item).toMatchObject({ state: 'completed', hops: 7, workflow: 'dev-sdlc@1' });
       expect(item.costUsd).toBeGreaterThan(0);
+      // The item's output: the devops stage's answer, in one line.
+      expect((item as unknown as { output: { state: string; summary: string } }).output).toMatchObject({
+        state: 'completed',
+        summary: expect.stringMatching(/\S/),
+      });
     }
     expect(((await get('/api/items?state=completed')).body.items as unknown[]).length).toBe(2);
     expect(((await get('/api/items?state=running')).body.items as unknown[]).length).toBe(0);

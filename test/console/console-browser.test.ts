@@ -93,6 +93,7 @@ describe.skipIf(!available)('the console in a browser', () => {
     expect(await page.locator('svg[aria-label="workflow-run machine"] g.node.current').getAttribute('data-state')).toBe(
       'completed',
     );
+    expect(await page.locator('#output').textContent()).toMatch(/^Output \S/);
     await shot(page, 'item');
     await page.goto(`${server.url}#/machines`);
     await page.locator('svg[aria-label="task machine"]').waitFor();

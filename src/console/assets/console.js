@@ -273,7 +273,8 @@ async function itemsView() {
 
 function outputCell(item) {
   if (item.failure) return h('span', { class: 'muted' }, `${item.failure.code}: ${item.failure.reason}`);
-  if (item.output?.text) return item.output.text.slice(0, 120);
+  if (item.output)
+    return item.output.summary.length > 120 ? `${item.output.summary.slice(0, 120)}…` : item.output.summary;
   return '';
 }
 
