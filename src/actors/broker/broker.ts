@@ -25,6 +25,7 @@ import { parseParams } from '../../protocol/parse.js';
 import type { Artifact, Message, MessageSend, Task, TaskState, TaskStatus } from '../../protocol/task.js';
 import { isTerminalState } from '../../protocol/task.js';
 import { A2A_MIGRATION_SET } from '../../persistence/a2a/schema.js';
+import { type BrokerOwner, type OwnershipClaim, claimOwnership } from '../../persistence/a2a/owner.js';
 import { A2AStore, type Party, type TaskHead, agentCard } from '../../persistence/a2a/store.js';
 import { type Clock, systemClock } from '../../persistence/kernel/clock.js';
 import {
@@ -62,6 +63,12 @@ export interface BrokerOptions {
    * Absent (the default), nothing is inspected.
    */
   inspect?: ActorInspector;
+  /**
+   * The local socket this broker listens on (`serve --listen`), recorded
+   * with its ownership of the file so that a broker refused the file can
+   * name where to reach the owner.
+   */
+  socket?: string;
 }
 
 /** What `createBroker` found and did when it opened the database. */
@@ -73,6 +80,8 @@ export interface BrokerOpenReport {
   rebuiltTasks: number;
   /** Registrations left open by the previous run, now ended (their tokens died with it). */
   endedRegistrations: number;
+  /** The owner whose process was gone (killed, crashed) when this broker took the file over. */
+  tookOverFrom?: BrokerOwner;
 }
 
 /** The embedded broker: `BrokerApi` plus what an embedding runtime inspects. */
@@ -110,10 +119,13 @@ export function brokerClosedError(): BrokerError {
 }
 
 /**
- * Opens (creating or migrating) the broker's database, restores every live
- * task actor from its snapshot, and returns the broker. Registrations of a
- * previous run are over: their agents register again under the same
- * `(contextId, name)` and regain their tasks with a new token.
+ * Opens (creating or migrating) the broker's database, takes ownership of it,
+ * restores every live task actor from its snapshot, and returns the broker.
+ * A file owned by another live broker is refused with `BrokerOwnershipError`
+ * (`BROKER_FILE_OWNED`, naming its pid, host and socket); one whose owner
+ * died is taken over at once. Registrations of a previous run are over:
+ * their agents register again under the same `(contextId, name)` and regain
+ * their tasks with a new token.
  */
 export function createBroker(options: BrokerOptions): Broker {
   const durability = options.durability ?? DEFAULT_DURABILITY;
@@ -136,6 +148,8 @@ class EmbeddedBroker implements Broker {
   /** None for a database in memory: it has no WAL to checkpoint. */
   private readonly checkpointer: WalCheckpointer | undefined;
   private readonly tokens = new TokenAuthority();
+  /** None for a database in memory: nobody else can open it. */
+  private readonly ownership: OwnershipClaim | undefined;
   private readonly registry: Registry = createRegistry();
   private readonly tasks: TaskActors;
   private readonly inspect: ActorInspector | undefined;
@@ -157,6 +171,10 @@ class EmbeddedBroker implements Broker {
     this.tasks = new TaskActors(options.inspect);
     if (options.inspect !== undefined) inspectStore(this.registry, 'broker', options.inspect);
     const schema = migrate(db, A2A_MIGRATION_SET);
+    // Before anything is written: a refused broker leaves the file as it was.
+    this.ownership = isInMemoryPath(path)
+      ? undefined
+      : claimOwnership(db, path, { socket: options.socket ?? null, now: () => this.now() });
     this.store = new A2AStore(db);
     this.checkpointer = isInMemoryPath(path)
       ? undefined
@@ -175,7 +193,16 @@ class EmbeddedBroker implements Broker {
       this.logger,
       checkpointer === undefined ? undefined : () => checkpointer.committed(),
     );
-    this.opened = { schema, ...this.restore() };
+    try {
+      const tookOver = this.ownership?.tookOverFrom;
+      this.opened = { schema, ...this.restore(), ...(tookOver === undefined ? {} : { tookOverFrom: tookOver }) };
+    } catch (error) {
+      this.ownership?.release();
+      throw error;
+    }
+    if (this.opened.tookOverFrom !== undefined) {
+      this.logger.warn({ previous: this.opened.tookOverFrom }, 'took the file over from a broker that is gone');
+    }
     this.logger.info({ path, durability, ...this.opened, liveTasks: this.tasks.size }, 'a2a broker open');
   }
 
@@ -271,6 +298,11 @@ class EmbeddedBroker implements Broker {
       this.registry.trigger.cleared();
       this.tokens.clear();
       this.tasks.stopAll();
+      try {
+        this.ownership?.release();
+      } catch (error) {
+        this.logger.warn({ err: { message: (error as Error).message } }, 'could not release the file ownership');
+      }
       this.db.close();
       this.logger.info({ path: this.path, ...this.queue.stats() }, 'a2a broker closed');
     });
