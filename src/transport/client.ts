@@ -35,7 +35,9 @@ export const CLIENT_METHODS = {
   setPushConfig: 'a2a.tasks.pushNotificationConfig.set',
   getPushConfig: 'a2a.tasks.pushNotificationConfig.get',
   eventsSince: 'a2a.events.since',
-} as const satisfies { [K in Exclude<keyof BrokerApi, 'dispatch' | 'events' | 'close'>]: BrokerMethod };
+} as const satisfies {
+  [K in Exclude<keyof BrokerApi, 'dispatch' | 'events' | 'endRegistrations' | 'close'>]: BrokerMethod;
+};
 
 type ClientMethodName = keyof typeof CLIENT_METHODS;
 type CallableMethod = BrokerMethod | 'app.handshake';

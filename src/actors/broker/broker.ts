@@ -285,6 +285,15 @@ class EmbeddedBroker implements Broker {
     return registration.outbox.observable();
   }
 
+  endRegistrations(tokens: readonly string[]): Promise<number> {
+    if (this.isClosed || tokens.length === 0) return Promise.resolve(0);
+    return this.queue.enqueue((scope) => {
+      let ended = 0;
+      for (const token of tokens) if (this.endRegistration(token, scope)) ended++;
+      return ended;
+    });
+  }
+
   close(): Promise<void> {
     if (this.closing !== null) return this.closing;
     this.isClosed = true;
@@ -568,6 +577,31 @@ class EmbeddedBroker implements Broker {
     scope.afterCommit(() => caller.outbox.complete());
     this.logger.info({ agentId: caller.agentId }, 'a2a agent deregistered');
     return { deregistered: true };
+  }
+
+  /** Ends one registration, its tasks untouched (`endRegistrations`); false for an unknown token. */
+  private endRegistration(token: string, scope: CallScope): boolean {
+    const agentId = this.tokens.resolve(token);
+    const registration = agentId === undefined ? undefined : this.registry.getSnapshot().context.byId.get(agentId);
+    if (registration === undefined) return false;
+    this.store.endAgent(registration.agentId, this.now(), 'disconnected');
+    const order = this.registry.getSnapshot().context.order.get(registration.agentId);
+    const actorBefore = registration.actor.getPersistedSnapshot();
+    registration.actor.stop();
+    this.tokens.revoke(registration.token);
+    this.registry.trigger.removed({ agentId: registration.agentId });
+    scope.onUndo(() => {
+      registration.actor = startAgentActor({
+        snapshot: actorBefore,
+        input: { agentId: registration.agentId },
+        inspect: this.inspect,
+      });
+      this.tokens.reinstate(registration.token);
+      this.registry.trigger.added({ registration, ...(order === undefined ? {} : { order }) });
+    });
+    scope.afterCommit(() => registration.outbox.complete());
+    this.logger.info({ agentId: registration.agentId }, 'a2a agent disconnected: registration ended, tasks kept');
+    return true;
   }
 
   private doListAgents(p: MethodParams<'a2a.agents.list'>): MethodResult<'a2a.agents.list'> {

@@ -113,10 +113,28 @@ function createBrokerTables(db: SqliteDatabase): void {
  * time on Linux, so a reused pid is not taken for the owner), when it took
  * the file, and the socket it listens on (if any). Written when a broker
  * opens the file, deleted when it closes; a row whose process is gone is
- * taken over.
+ * taken over. And a registration may end `disconnected`: the connection
+ * that made it closed (`a2a_agents` is rebuilt with the wider check).
  */
 function createOwnerTable(db: SqliteDatabase): void {
   db.exec(`
+    CREATE TABLE a2a_agents_v13 (
+      agent_id TEXT PRIMARY KEY,
+      context_id TEXT NOT NULL,
+      name TEXT NOT NULL,
+      kind TEXT NOT NULL CHECK (kind IN ('subagent', 'parent')),
+      description TEXT NOT NULL,
+      skills TEXT NOT NULL,
+      sends INTEGER NOT NULL DEFAULT 0,
+      registered_at TEXT NOT NULL,
+      ended_at TEXT,
+      end_reason TEXT CHECK (end_reason IS NULL OR end_reason IN ('deregistered', 'restart', 'disconnected'))
+    ) STRICT;
+    INSERT INTO a2a_agents_v13 SELECT * FROM a2a_agents;
+    DROP TABLE a2a_agents;
+    ALTER TABLE a2a_agents_v13 RENAME TO a2a_agents;
+    CREATE INDEX a2a_agents_party ON a2a_agents (context_id, name);
+
     CREATE TABLE IF NOT EXISTS a2a_owner (
       id INTEGER PRIMARY KEY CHECK (id = 1),
       token TEXT NOT NULL,
