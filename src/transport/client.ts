@@ -14,6 +14,7 @@ import { VERSION } from '../version.js';
 import { AgentInbox } from './agent-inbox.js';
 import { RpcConnection } from './rpc-connection.js';
 import { ServeProcess, type SpawnServeOptions } from './serve-process.js';
+import { connectSocket, joinHostBroker } from './host-broker.js';
 import { TransportError } from './transport-error.js';
 
 /**
@@ -55,9 +56,24 @@ export interface StreamPair {
   writable: Writable;
 }
 
-/** Options of `connect`: spawn a `switchboard serve` child or use open streams, and who the client is. */
+/**
+ * Options of `connect`: which broker (give one of `db`, `socket`, `spawn`,
+ * `streams`) and who the client is.
+ */
 export interface ConnectOptions {
-  /** Start `switchboard serve` as a child process and talk over its pipes. */
+  /**
+   * Join the host's broker of this SQLite file: the broker that owns it, if
+   * one runs, else one started now in the background on the file's default
+   * socket. That broker outlives the process that started it and stops by
+   * itself `idleSeconds` after its last connection closed. Runtimes that
+   * call `connect({ db })` on one file at once end up on one broker.
+   */
+  db?: string;
+  /** With `db`: seconds a broker started by this call keeps running without connections (default 60). */
+  idleSeconds?: number;
+  /** Join the broker listening on this Unix socket (`switchboard serve --listen unix:PATH`). */
+  socket?: string;
+  /** Start `switchboard serve` as a child process and talk over its pipes (the broker ends with the client). */
   spawn?: SpawnServeOptions;
   /** Or talk over streams already open (a duplex, or a readable/writable pair). */
   streams?: StreamPair | Duplex;
@@ -154,7 +170,7 @@ export class ClientBase {
 
   /** Opens the connection and performs the handshake. */
   async open(streams?: StreamPair | Duplex): Promise<void> {
-    const pair = this.openStreams(streams);
+    const pair = await this.openStreams(streams);
     this.connection = new RpcConnection({
       readable: pair.readable,
       writable: pair.writable,
@@ -173,6 +189,8 @@ export class ClientBase {
     } catch (error) {
       this.connection.destroy('handshake failed');
       if (this.process) {
+        // What the child said before it exited (its fatal line), not only how it exited.
+        await this.process.exitedWithin(2000);
         const failure = this.process.describeFailure();
         await this.process.stop(1000);
         if (error instanceof TransportError && error.code === 'CONNECTION_CLOSED') {
@@ -292,10 +310,15 @@ export class ClientBase {
     else this.connection.destroy();
   }
 
-  private openStreams(streams?: StreamPair | Duplex): StreamPair {
+  private async openStreams(streams?: StreamPair | Duplex): Promise<StreamPair> {
     const given = streams ?? this.options.streams;
     if (given) return isStreamPair(given) ? given : asPair(given);
-    if (!this.options.spawn) throw new TypeError('connect() needs spawn or streams');
+    if (this.options.socket !== undefined) return asPair(await connectSocket(this.options.socket));
+    if (this.options.db !== undefined) {
+      const joinOptions = this.options.idleSeconds === undefined ? {} : { idleSeconds: this.options.idleSeconds };
+      return asPair(await joinHostBroker(this.options.db, joinOptions));
+    }
+    if (!this.options.spawn) throw new TypeError('connect() needs one of db, socket, spawn or streams');
     this.process = new ServeProcess(this.options.spawn);
     const { stdout, stdin } = this.process.child;
     if (!stdout || !stdin) throw new TransportError('SPAWN_FAILED', 'the child has no stdio pipes');
@@ -389,7 +412,15 @@ export class ClientBase {
   }
 }
 
-/** Connects to a broker (spawning `switchboard serve`, or over given streams) and performs the handshake. */
+/**
+ * Connects to a broker and performs the handshake: `{ db }` joins (or
+ * starts) the host's broker of a file, `{ socket }` a broker listening on a
+ * Unix socket, `{ spawn }` starts a private `switchboard serve` child,
+ * `{ streams }` talks over streams already open. On a socket, the agents
+ * registered through this client are no longer live once it closes (or its
+ * process dies); their tasks are kept for the next registration of the same
+ * `(contextId, name)`.
+ */
 export async function connect(options: ConnectOptions): Promise<SwitchboardClient> {
   const client = new ClientBase(options);
   await client.open();
