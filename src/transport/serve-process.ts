@@ -76,8 +76,8 @@ export class ServeProcess {
 
   /**
    * What went wrong, for an error message: the spawn error, else the message
-   * of the child's last fatal or error log line, else the end of its stderr
-   * (a usage message), else how it exited.
+   * of the child's last fatal or error log line, else its usage error (an
+   * unknown option), else the end of its stderr, else how it exited.
    */
   describeFailure(): string {
     if (this.spawnError) return this.spawnError.message;
@@ -90,6 +90,9 @@ export class ServeProcess {
         // Not a log line.
       }
     }
+    // A usage error is one line naming the command, before the help.
+    const usage = [...lines].reverse().find((line) => line.startsWith('switchboard serve: '));
+    if (usage !== undefined) return usage.slice('switchboard serve: '.length);
     const tail = lines.slice(-5).join('\n');
     if (tail !== '') return tail;
     const how = this.child.signalCode ?? this.child.exitCode;
