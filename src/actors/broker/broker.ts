@@ -638,7 +638,56 @@ class EmbeddedBroker implements Broker {
     const local = named.find((r) => r.party.contextId === caller.party.contextId);
     if (local !== undefined) return local;
     if (named.length === 1 && named[0] !== undefined) return named[0];
-    throw a2aError('A2A_UNKNOWN_AGENT', 'no addressable agent answers to this name or id', { to });
+    throw this.unresolved(caller, to, direct, named);
+  }
+
+  /** Why `to` resolves to no one: several agents of other contexts, an agent of the other kind, the caller, or nobody. */
+  private unresolved(
+    caller: Registration,
+    to: string,
+    direct: Registration | undefined,
+    named: readonly Registration[],
+  ): BrokerError {
+    if (named.length > 1) {
+      const agentIds = named.map((r) => r.agentId);
+      const listed = named.map((r) => `${r.agentId} (context ${r.party.contextId})`).join(', ');
+      return a2aError(
+        'A2A_UNKNOWN_AGENT',
+        `${named.length} agents of other contexts answer to "${to}": ${listed}; address one by its agentId`,
+        { to, reason: 'ambiguous', agentIds },
+      );
+    }
+    if (direct?.agentId === caller.agentId || (named.length === 0 && this.isCallerName(caller, to))) {
+      return a2aError('A2A_UNKNOWN_AGENT', `"${to}" is the caller itself: address another agent`, {
+        to,
+        reason: 'self',
+      });
+    }
+    const { byId, byName } = this.registry.getSnapshot().context;
+    let other = direct !== undefined && direct.kind !== caller.kind ? direct : undefined;
+    for (const agentId of other === undefined ? (byName.get(foldAgentName(to)) ?? []) : []) {
+      const r = byId.get(agentId);
+      if (r !== undefined && r.kind !== caller.kind) {
+        other = r;
+        break;
+      }
+    }
+    if (other !== undefined) {
+      return a2aError(
+        'A2A_UNKNOWN_AGENT',
+        `"${to}" is an agent of the other kind (${other.kind}; the caller is a ${caller.kind}): agents address only agents of their own kind`,
+        { to, reason: 'other-kind', kind: other.kind },
+      );
+    }
+    return a2aError(
+      'A2A_UNKNOWN_AGENT',
+      `no live agent answers to "${to}": list the addressable ones with a2a.agents.list, or wait for it to register`,
+      { to, reason: 'none' },
+    );
+  }
+
+  private isCallerName(caller: Registration, to: string): boolean {
+    return foldAgentName(to) === foldAgentName(caller.party.name);
   }
 
   // ---- messages ----
