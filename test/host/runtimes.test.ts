@@ -1,9 +1,11 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DurableEvent } from '../../src/protocol/events.js';
 import { connect } from '../../src/transport/client.js';
 import { defaultSocketPath } from '../../src/transport/host-paths.js';
+import { SWITCHBOARD_BIN } from '../../src/transport/serve-process.js';
 import { SocketServe, hostDir, text } from './helpers.js';
 import { RuntimeProcess, alive, eventually, ownerPid } from './runtime.js';
 
@@ -190,6 +192,9 @@ describe('one broker per host, shared by runtime processes', () => {
     expect(second.stderr).toContain('BROKER_FILE_OWNED');
     expect(second.stderr).toContain(`pid ${first.child.pid}`);
     expect(second.stderr).toContain(`unix:${h.socket}`);
+    // The read-only commands keep working beside the owner.
+    const read = spawnSync(process.execPath, [SWITCHBOARD_BIN, 'tasks', 'list', '--db', h.db], { encoding: 'utf8' });
+    expect(read.status, read.stderr).toBe(0);
     // connect({ db }) finds the owner's socket through its ownership and joins it.
     const joined = await runtime({ db: h.db }, h.env).ready();
     const reg = await joined.call<Registered>('register', { contextId: 'c', name: 'x' });

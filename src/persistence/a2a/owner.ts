@@ -16,7 +16,9 @@ import type { SqliteDatabase } from '../kernel/database.js';
 
 /** Who owns a broker's file: the `a2a_owner` row. */
 export interface BrokerOwner {
+  /** The owner's process id (on `host`). */
   pid: number;
+  /** The host name of the machine it runs on. */
   host: string;
   /** When it took the file (ISO 8601). */
   since: string;
