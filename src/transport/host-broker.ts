@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { type Socket, connect as netConnect } from 'node:net';
 import { type BrokerOwner, BrokerOwnershipError, liveOwner } from '../persistence/a2a/owner.js';
-import { openDatabase } from '../persistence/kernel/database.js';
+import { isInMemoryPath, openDatabase } from '../persistence/kernel/database.js';
 import { backgroundLogPath, canonicalDatabasePath, defaultSocketPath, runtimeDirectory } from './host-paths.js';
 import { SWITCHBOARD_BIN } from './serve-process.js';
 import { TransportError } from './transport-error.js';
@@ -75,6 +75,11 @@ function ownerOf(db: string): BrokerOwner | undefined {
  * broker wins the file and the others join it.
  */
 export async function joinHostBroker(dbPath: string, options: JoinHostBrokerOptions = {}): Promise<Socket> {
+  if (isInMemoryPath(dbPath)) {
+    throw new TypeError(
+      `connect({ db: '${dbPath}' }): a database in memory belongs to one process and has no host broker; give a file path, or use connect({ spawn })`,
+    );
+  }
   const db = canonicalDatabasePath(dbPath);
   const env = options.env ?? process.env;
   const socketPath = defaultSocketPath(db, env);

@@ -210,6 +210,7 @@ describe('one broker per host, shared by runtime processes', () => {
 
   it('a failed start says why; an unknown option keeps its message', async () => {
     const h = host();
+    await expect(connect({ db: ':memory:' })).rejects.toThrow(/in memory/);
     const viaDb = await refusal(connect({ db: '/nonexistent/dir/x.db' }));
     expect(viaDb.code).toBe('SPAWN_FAILED');
     expect(viaDb.message).toMatch(/directory does not exist|no such file/i);
