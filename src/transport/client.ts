@@ -168,8 +168,25 @@ export class ClientBase {
     return !this.connection.closed;
   }
 
-  /** Opens the connection and performs the handshake. */
+  /**
+   * Opens the connection and performs the handshake. With `db`, a broker
+   * that closed the connection before answering (it was stopping, idle, at
+   * that moment) is joined again, or started again: up to 3 attempts.
+   */
   async open(streams?: StreamPair | Duplex): Promise<void> {
+    const attempts = streams === undefined && this.options.db !== undefined && !this.options.streams ? 3 : 1;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.openOnce(streams);
+        return;
+      } catch (error) {
+        const closed = error instanceof TransportError && error.code === 'CONNECTION_CLOSED';
+        if (!closed || attempt >= attempts) throw error;
+      }
+    }
+  }
+
+  private async openOnce(streams?: StreamPair | Duplex): Promise<void> {
     const pair = await this.openStreams(streams);
     this.connection = new RpcConnection({
       readable: pair.readable,
