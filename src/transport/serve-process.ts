@@ -16,7 +16,7 @@ export interface SpawnServeOptions {
   script?: string;
   env?: NodeJS.ProcessEnv;
   cwd?: string;
-  /** The child's stderr: shared with ours (default), ignored, or kept (last 16 KiB, for error messages). */
+  /** The child's stderr: copied to ours (default) or kept only, its last 16 KiB read for error messages; or ignored. */
   stderr?: 'inherit' | 'ignore' | 'pipe';
 }
 
@@ -104,7 +104,7 @@ export class ServeProcess {
     return settlesWithin(this.exited, ms);
   }
 
-  /** The end of the child's stderr (only when `stderr: 'pipe'`). */
+  /** The end of the child's stderr (kept unless `stderr: 'ignore'`). */
   get stderr(): string {
     return this.stderrTail;
   }
