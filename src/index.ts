@@ -82,6 +82,9 @@ export type {
 export { connectInProcess } from './transport/in-process.js';
 export type { InProcessConnection } from './transport/in-process.js';
 export { ServeProcess, SWITCHBOARD_BIN, serveArguments } from './transport/serve-process.js';
+export { DEFAULT_BROKER_IDLE_SECONDS } from './transport/host-broker.js';
+export { defaultSocketPath } from './transport/host-paths.js';
+export { SocketError, SOCKET_ERROR_CODES } from './transport/socket-server.js';
 export type { SpawnServeOptions } from './transport/serve-process.js';
 
 // The model-facing `A2A` tool and `delegate()`.
@@ -265,3 +268,5 @@ export type { WorkflowProblem, WorkflowProblemCode } from './workflow/definition
 export { AuditError, AUDIT_ERROR_CODES } from './persistence/audit/chain.js';
 export type { AuditErrorCode } from './persistence/audit/chain.js';
 export { SchemaVersionError } from './persistence/kernel/migrations.js';
+export { BrokerOwnershipError, BROKER_OWNERSHIP_ERROR_CODES } from './persistence/a2a/owner.js';
+export type { BrokerOwner } from './persistence/a2a/owner.js';

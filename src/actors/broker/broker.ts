@@ -33,6 +33,7 @@ import { parseParams } from '../../protocol/parse.js';
 import type { Artifact, Message, MessageSend, Task, TaskState, TaskStatus } from '../../protocol/task.js';
 import { isTerminalState } from '../../protocol/task.js';
 import { A2A_MIGRATION_SET } from '../../persistence/a2a/schema.js';
+import { type BrokerOwner, type OwnershipClaim, claimOwnership } from '../../persistence/a2a/owner.js';
 import { A2AStore, type Party, type TaskHead, agentCard } from '../../persistence/a2a/store.js';
 import { type Clock, systemClock } from '../../persistence/kernel/clock.js';
 import {
@@ -70,6 +71,12 @@ export interface BrokerOptions {
    * Absent (the default), nothing is inspected.
    */
   inspect?: ActorInspector;
+  /**
+   * The local socket this broker listens on (`serve --listen`), recorded
+   * with its ownership of the file so that a broker refused the file can
+   * name where to reach the owner.
+   */
+  socket?: string;
 }
 
 /** What `createBroker` found and did when it opened the database. */
@@ -81,6 +88,8 @@ export interface BrokerOpenReport {
   rebuiltTasks: number;
   /** Registrations left open by the previous run, now ended (their tokens died with it). */
   endedRegistrations: number;
+  /** The owner whose process was gone (killed, crashed) when this broker took the file over. */
+  tookOverFrom?: BrokerOwner;
 }
 
 /** The embedded broker: `BrokerApi` plus what an embedding runtime inspects. */
@@ -118,10 +127,13 @@ export function brokerClosedError(): BrokerError {
 }
 
 /**
- * Opens (creating or migrating) the broker's database, restores every live
- * task actor from its snapshot, and returns the broker. Registrations of a
- * previous run are over: their agents register again under the same
- * `(contextId, name)` and regain their tasks with a new token.
+ * Opens (creating or migrating) the broker's database, takes ownership of it,
+ * restores every live task actor from its snapshot, and returns the broker.
+ * A file owned by another live broker is refused with `BrokerOwnershipError`
+ * (`BROKER_FILE_OWNED`, naming its pid, host and socket); one whose owner
+ * died is taken over at once. Registrations of a previous run are over:
+ * their agents register again under the same `(contextId, name)` and regain
+ * their tasks with a new token.
  */
 export function createBroker(options: BrokerOptions): Broker {
   const durability = options.durability ?? DEFAULT_DURABILITY;
@@ -144,6 +156,8 @@ class EmbeddedBroker implements Broker {
   /** None for a database in memory: it has no WAL to checkpoint. */
   private readonly checkpointer: WalCheckpointer | undefined;
   private readonly tokens = new TokenAuthority();
+  /** None for a database in memory: nobody else can open it. */
+  private readonly ownership: OwnershipClaim | undefined;
   private readonly registry: Registry = createRegistry();
   private readonly tasks: TaskActors;
   private readonly inspect: ActorInspector | undefined;
@@ -165,6 +179,10 @@ class EmbeddedBroker implements Broker {
     this.tasks = new TaskActors(options.inspect);
     if (options.inspect !== undefined) inspectStore(this.registry, 'broker', options.inspect);
     const schema = migrate(db, A2A_MIGRATION_SET);
+    // Before anything is written: a refused broker leaves the file as it was.
+    this.ownership = isInMemoryPath(path)
+      ? undefined
+      : claimOwnership(db, path, { socket: options.socket ?? null, now: () => this.now() });
     this.store = new A2AStore(db);
     this.checkpointer = isInMemoryPath(path)
       ? undefined
@@ -183,7 +201,16 @@ class EmbeddedBroker implements Broker {
       this.logger,
       checkpointer === undefined ? undefined : () => checkpointer.committed(),
     );
-    this.opened = { schema, ...this.restore() };
+    try {
+      const tookOver = this.ownership?.tookOverFrom;
+      this.opened = { schema, ...this.restore(), ...(tookOver === undefined ? {} : { tookOverFrom: tookOver }) };
+    } catch (error) {
+      this.ownership?.release();
+      throw error;
+    }
+    if (this.opened.tookOverFrom !== undefined) {
+      this.logger.warn({ previous: this.opened.tookOverFrom }, 'took the file over from a broker that is gone');
+    }
     this.logger.info({ path, durability, ...this.opened, liveTasks: this.tasks.size }, 'a2a broker open');
   }
 
@@ -266,6 +293,15 @@ class EmbeddedBroker implements Broker {
     return registration.outbox.observable();
   }
 
+  endRegistrations(tokens: readonly string[]): Promise<number> {
+    if (this.isClosed || tokens.length === 0) return Promise.resolve(0);
+    return this.queue.enqueue((scope) => {
+      let ended = 0;
+      for (const token of tokens) if (this.endRegistration(token, scope)) ended++;
+      return ended;
+    });
+  }
+
   close(): Promise<void> {
     if (this.closing !== null) return this.closing;
     this.isClosed = true;
@@ -279,6 +315,11 @@ class EmbeddedBroker implements Broker {
       this.registry.trigger.cleared();
       this.tokens.clear();
       this.tasks.stopAll();
+      try {
+        this.ownership?.release();
+      } catch (error) {
+        this.logger.warn({ err: { message: (error as Error).message } }, 'could not release the file ownership');
+      }
       this.db.close();
       this.logger.info({ path: this.path, ...this.queue.stats() }, 'a2a broker closed');
     });
@@ -572,6 +613,31 @@ class EmbeddedBroker implements Broker {
     return { deregistered: true };
   }
 
+  /** Ends one registration, its tasks untouched (`endRegistrations`); false for an unknown token. */
+  private endRegistration(token: string, scope: CallScope): boolean {
+    const agentId = this.tokens.resolve(token);
+    const registration = agentId === undefined ? undefined : this.registry.getSnapshot().context.byId.get(agentId);
+    if (registration === undefined) return false;
+    this.store.endAgent(registration.agentId, this.now(), 'disconnected');
+    const order = this.registry.getSnapshot().context.order.get(registration.agentId);
+    const actorBefore = registration.actor.getPersistedSnapshot();
+    registration.actor.stop();
+    this.tokens.revoke(registration.token);
+    this.registry.trigger.removed({ agentId: registration.agentId });
+    scope.onUndo(() => {
+      registration.actor = startAgentActor({
+        snapshot: actorBefore,
+        input: { agentId: registration.agentId },
+        inspect: this.inspect,
+      });
+      this.tokens.reinstate(registration.token);
+      this.registry.trigger.added({ registration, ...(order === undefined ? {} : { order }) });
+    });
+    scope.afterCommit(() => registration.outbox.complete());
+    this.logger.info({ agentId: registration.agentId }, 'a2a agent disconnected: registration ended, tasks kept');
+    return true;
+  }
+
   private doListAgents(p: MethodParams<'a2a.agents.list'>): MethodResult<'a2a.agents.list'> {
     const caller = this.caller(p.token);
     const agents = this.addressable(caller).map((r) => r.card);
@@ -606,7 +672,56 @@ class EmbeddedBroker implements Broker {
     const local = named.find((r) => r.party.contextId === caller.party.contextId);
     if (local !== undefined) return local;
     if (named.length === 1 && named[0] !== undefined) return named[0];
-    throw a2aError('A2A_UNKNOWN_AGENT', 'no addressable agent answers to this name or id', { to });
+    throw this.unresolved(caller, to, direct, named);
+  }
+
+  /** Why `to` resolves to no one: several agents of other contexts, an agent of the other kind, the caller, or nobody. */
+  private unresolved(
+    caller: Registration,
+    to: string,
+    direct: Registration | undefined,
+    named: readonly Registration[],
+  ): BrokerError {
+    if (named.length > 1) {
+      const agentIds = named.map((r) => r.agentId);
+      const listed = named.map((r) => `${r.agentId} (context ${r.party.contextId})`).join(', ');
+      return a2aError(
+        'A2A_UNKNOWN_AGENT',
+        `${named.length} agents of other contexts answer to "${to}": ${listed}; address one by its agentId`,
+        { to, reason: 'ambiguous', agentIds },
+      );
+    }
+    if (direct?.agentId === caller.agentId || (named.length === 0 && this.isCallerName(caller, to))) {
+      return a2aError('A2A_UNKNOWN_AGENT', `"${to}" is the caller itself: address another agent`, {
+        to,
+        reason: 'self',
+      });
+    }
+    const { byId, byName } = this.registry.getSnapshot().context;
+    let other = direct !== undefined && direct.kind !== caller.kind ? direct : undefined;
+    for (const agentId of other === undefined ? (byName.get(foldAgentName(to)) ?? []) : []) {
+      const r = byId.get(agentId);
+      if (r !== undefined && r.kind !== caller.kind) {
+        other = r;
+        break;
+      }
+    }
+    if (other !== undefined) {
+      return a2aError(
+        'A2A_UNKNOWN_AGENT',
+        `"${to}" is an agent of the other kind (${other.kind}; the caller is a ${caller.kind}): agents address only agents of their own kind`,
+        { to, reason: 'other-kind', kind: other.kind },
+      );
+    }
+    return a2aError(
+      'A2A_UNKNOWN_AGENT',
+      `no live agent answers to "${to}": list the addressable ones with a2a.agents.list, or wait for it to register`,
+      { to, reason: 'none' },
+    );
+  }
+
+  private isCallerName(caller: Registration, to: string): boolean {
+    return foldAgentName(to) === foldAgentName(caller.party.name);
   }
 
   // ---- messages ----

@@ -207,7 +207,7 @@ export class A2AStore {
     this.s.insertAgent.run({ ...row, skills: JSON.stringify(row.skills) });
   }
 
-  endAgent(agentId: string, at: string, reason: 'deregistered' | 'restart'): void {
+  endAgent(agentId: string, at: string, reason: 'deregistered' | 'restart' | 'disconnected'): void {
     this.s.endAgent.run(at, reason, agentId);
   }
 
