@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DurableEvent } from '../../src/protocol/events.js';
 import { connect } from '../../src/transport/client.js';
@@ -155,8 +156,16 @@ describe('one broker per host, shared by runtime processes', () => {
       } catch (error) {
         return (error as { code?: string }).code === 'A2A_NO_PEERS';
       }
-    }, 1000);
-    expect(Date.now() - killedAt).toBeLessThan(1000);
+    }, 10_000);
+    // Freed by the connection's close, not by a timeout or a heartbeat: the registration ended `disconnected`.
+    // (How long it took is printed, not asserted: the machine is shared; it is well under a second when quiet.)
+    process.stderr.write(`names freed ${Date.now() - killedAt} ms after the SIGKILL\n`);
+    const file = new Database(h.db, { readonly: true });
+    const ended = file.prepare("SELECT end_reason FROM a2a_agents WHERE name = 'worker'").all() as {
+      end_reason: string;
+    }[];
+    file.close();
+    expect(ended).toEqual([{ end_reason: 'disconnected' }]);
     // The requester's task and events are intact: it is still working, its events all there.
     const task = await requester.call<{ task: { status: { state: string } } }>('getTask', {
       token: r.token,
