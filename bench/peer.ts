@@ -21,6 +21,9 @@
  * round trips plus two commits per sequential delegation, the grouped writes
  * alone when concurrent. CPU per delegation (server process from /proc, all
  * threads; client = this process) shows where each side spends its time.
+ *
+ * `npm run bench:peer -- --socket`: the socket variant (bench/peer-socket.ts),
+ * 4 requester and 4 worker processes on one host broker.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -31,6 +34,7 @@ import { Role, TaskState } from '@a2a-js/sdk';
 import { ClientFactory } from '@a2a-js/sdk/client';
 import { type SwitchboardClient, connect } from '../src/transport/client.js';
 import { ECHO_PARAMS, type EchoChild, sequentialRoundTrips, spawnEchoChild } from './echo-child.js';
+import { runSocketVariant } from './peer-socket.js';
 import { rawDelegations } from './raw-delegation.js';
 
 const WARMUP_TASKS = 300;
@@ -534,7 +538,7 @@ async function main() {
   }
 }
 
-main().catch((error: unknown) => {
+(process.argv.includes('--socket') ? runSocketVariant() : main()).catch((error: unknown) => {
   process.stderr.write(`bench:peer failed: ${error instanceof Error ? error.stack : String(error)}\n`);
   process.exitCode = 1;
 });

@@ -82,6 +82,9 @@ export type {
 export { connectInProcess } from './transport/in-process.js';
 export type { InProcessConnection } from './transport/in-process.js';
 export { ServeProcess, SWITCHBOARD_BIN, serveArguments } from './transport/serve-process.js';
+export { DEFAULT_BROKER_IDLE_SECONDS } from './transport/host-broker.js';
+export { defaultSocketPath } from './transport/host-paths.js';
+export { SocketError, SOCKET_ERROR_CODES } from './transport/socket-server.js';
 export type { SpawnServeOptions } from './transport/serve-process.js';
 
 // The model-facing `A2A` tool and `delegate()`.
@@ -201,6 +204,7 @@ export type {
   CoordinatorOptions,
   CreateWorkItem,
   RoleDeployment,
+  SettleOptions,
 } from './actors/coordinator/coordinator.js';
 export type { ForgetRunsOptions } from './actors/coordinator/forget.js';
 export { ITEM_EVENT_KINDS } from './actors/coordinator/types.js';
@@ -234,6 +238,18 @@ export type {
   HopKind,
   HopState,
 } from './workflow/records.js';
+export {
+  ItemOutputSchema,
+  CompletedItemOutputSchema,
+  FailedItemOutputSchema,
+  CanceledItemOutputSchema,
+} from './protocol/item-output.js';
+export type {
+  ItemOutput,
+  CompletedItemOutput,
+  FailedItemOutput,
+  CanceledItemOutput,
+} from './protocol/item-output.js';
 
 // Errors: one base (`SwitchboardError`: a string `code`, a message that says
 // what to do, `details`), one subclass per subsystem, and the code lists.
@@ -280,3 +296,5 @@ export type { WorkflowProblem, WorkflowProblemCode } from './workflow/definition
 export { AuditError, AUDIT_ERROR_CODES } from './persistence/audit/chain.js';
 export type { AuditErrorCode } from './persistence/audit/chain.js';
 export { SchemaVersionError } from './persistence/kernel/migrations.js';
+export { BrokerOwnershipError, BROKER_OWNERSHIP_ERROR_CODES } from './persistence/a2a/owner.js';
+export type { BrokerOwner } from './persistence/a2a/owner.js';

@@ -1,10 +1,12 @@
 import type { CliCommand } from './command.js';
 import { approveCommand } from './approve.js';
 import { auditCommand } from './audit.js';
+import { consoleCommand } from './console.js';
 import { coordinatorCommand } from './coordinator.js';
 import { demoCommand } from './demo.js';
 import { dlqCommand } from './dlq.js';
 import { mcpCommand } from './mcp.js';
+import { itemsCommand } from './items.js';
 import { serveCommand } from './serve.js';
 import { submitCommand } from './submit.js';
 import { tasksCommand } from './tasks.js';
@@ -22,9 +24,11 @@ export const COMMANDS: readonly CliCommand[] = [
   demoCommand,
   auditCommand,
   usageCommand,
+  itemsCommand,
   tasksCommand,
   dlqCommand,
   topCommand,
+  consoleCommand,
   coordinatorCommand,
   workerCommand,
   submitCommand,

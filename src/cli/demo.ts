@@ -38,7 +38,8 @@ counts and prices per model (demo-large, demo-medium, demo-small). Real LLM
 agents plug into the same handler interface.
 
 Progress is printed as it happens, then a table of each item's hops (cost,
-tokens, time) and the audit verification.
+tokens, time) with what the item ended with (its output), and the audit
+verification.
 
 Options:
   --db PATH          the SQLite file (default: a new file in a temporary
@@ -167,6 +168,7 @@ export const demoCommand: CliCommand = {
       for (const line of summary.report) out(line);
       out('');
       out(`The database is kept: ${path}`);
+      out(`Read the items and their outputs back: switchboard items list --db ${path}`);
     }
     return summary.asExpected && summary.audit.ok ? 0 : 1;
   },

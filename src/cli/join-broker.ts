@@ -3,19 +3,15 @@ import { VERSION } from '../version.js';
 
 /**
  * Whether `joinBroker` joins one broker shared by every process on the file
- * (the host broker). While false, two `switchboard mcp` processes on one
- * file run two brokers, which do not see each other's agents: the test of
- * two servers delegating to each other is skipped.
+ * (the host broker): two `switchboard mcp` processes on one file meet there.
  */
-export const JOINS_HOST_BROKER: boolean = false;
+export const JOINS_HOST_BROKER: boolean = true;
 
 /**
  * The one place a runtime command (`switchboard mcp`) gets its connection to
- * the broker of a database file. Today it starts `switchboard serve --db`
- * as a child on that file, whose broker lives as long as the command; with
- * the host broker this becomes `connect({ db, client })` (joining the broker
- * that owns the file, or starting it) and `JOINS_HOST_BROKER` true.
+ * the broker of a database file: the host's broker that owns the file, or
+ * one started now in the background (`connect({ db })`).
  */
 export function joinBroker(db: string): Promise<SwitchboardClient> {
-  return connect({ spawn: { db, stderr: 'inherit' }, client: { name: 'switchboard-mcp', version: VERSION } });
+  return connect({ db, client: { name: 'switchboard-mcp', version: VERSION } });
 }

@@ -4,6 +4,8 @@ import { createBroker } from '../actors/broker/broker.js';
 import { LOG_LEVELS, type LogLevel, createLogger } from '../log/logger.js';
 import { type Durability, IN_MEMORY_PATH, isInMemoryPath } from '../persistence/kernel/database.js';
 import { BrokerSession } from '../transport/broker-session.js';
+import { defaultSocketPath } from '../transport/host-paths.js';
+import { BrokerSocketServer } from '../transport/socket-server.js';
 import type { CliCommand } from './command.js';
 import { INSPECT_USAGE, type InspectTarget, startRequestedInspection, takeInspectOption } from './inspect-option.js';
 import { CliUsageError, choiceFlag, parseCommandArgs, reportUsageError, stringFlag } from './command-args.js';
@@ -13,6 +15,7 @@ export const DEFAULT_DB_PATH = './switchboard.db';
 const DURABILITIES: readonly Durability[] = ['normal', 'full'];
 
 export const SERVE_USAGE = `Usage: switchboard serve [--db PATH] [--durability normal|full] [--log-level LEVEL]
+                       [--listen unix[:PATH]] [--stdio] [--idle-exit SECONDS]
                        [--inspect[=[HOST:]PORT]]
 
 Runs the A2A broker on stdin/stdout: JSON-RPC 2.0, one message per line
@@ -23,6 +26,13 @@ on stderr. Stops cleanly on end of stdin, SIGINT or SIGTERM: calls in flight
 are answered, output is flushed and the database is closed (a second signal
 exits at once; every answered call is committed either way).
 
+With --listen it serves the same protocol on a local socket instead, to any
+number of connections at once (and on stdio too with --stdio). The broker
+owns its database file: a second broker on a file a live one owns exits 1
+naming the owner and its socket. Agents registered through a connection
+are no longer live once it closes (their tasks are kept: registering again
+under the same contextId and name regains them).
+
 Options:
   --db PATH            SQLite file holding tasks, messages and events; created
                        if missing (default: ${DEFAULT_DB_PATH}). ${IN_MEMORY_PATH} keeps
@@ -31,6 +41,14 @@ Options:
                        synchronous=NORMAL; default). full: it also survives
                        power loss (synchronous=FULL, slower)
   --log-level LEVEL    ${LOG_LEVELS.join(', ')} (default: info)
+  --listen unix[:PATH] serve on a Unix socket at PATH, mode 0600, in a
+                       directory only you can write; plain "unix" takes the
+                       default path of the database (in $XDG_RUNTIME_DIR/
+                       switchboard, else $TMPDIR/switchboard-UID)
+  --stdio              with --listen, serve stdin/stdout as well (stops when
+                       stdin ends)
+  --idle-exit SECONDS  with --listen, stop after this long without any
+                       connection (default: never)
 ${INSPECT_USAGE}
   -h, --help           show this help
 
@@ -41,21 +59,63 @@ interface ServeFlags {
   durability: Durability;
   logLevel: LogLevel;
   inspect: InspectTarget | null;
+  /** The socket to listen on, or undefined (stdio only). */
+  listen: string | undefined;
+  stdio: boolean;
+  idleExitMs: number | undefined;
 }
 
 function parseFlags(all: string[]): ServeFlags {
   const { argv, inspect } = takeInspectOption(all);
   const args = parseCommandArgs(
     argv,
-    { db: { type: 'string' }, durability: { type: 'string' }, 'log-level': { type: 'string' } },
+    {
+      db: { type: 'string' },
+      durability: { type: 'string' },
+      'log-level': { type: 'string' },
+      listen: { type: 'string' },
+      stdio: { type: 'boolean' },
+      'idle-exit': { type: 'string' },
+    },
     0,
   );
+  const db = dbPath(stringFlag(args, 'db') ?? DEFAULT_DB_PATH);
+  const listen = listenFlag(stringFlag(args, 'listen'), db);
+  const idle = stringFlag(args, 'idle-exit');
+  if (listen === undefined && (args.values.stdio !== undefined || idle !== undefined)) {
+    throw new CliUsageError('--stdio and --idle-exit go with --listen');
+  }
+  let idleExitMs: number | undefined;
+  if (idle !== undefined) {
+    const seconds = Number(idle);
+    if (!Number.isFinite(seconds) || seconds <= 0) {
+      throw new CliUsageError(`--idle-exit takes a number of seconds above 0, not '${idle}'`);
+    }
+    idleExitMs = Math.round(seconds * 1000);
+  }
   return {
-    db: dbPath(stringFlag(args, 'db') ?? DEFAULT_DB_PATH),
+    db,
     durability: choiceFlag(args, 'durability', DURABILITIES, 'normal'),
     logLevel: choiceFlag(args, 'log-level', LOG_LEVELS, 'info'),
     inspect,
+    listen,
+    stdio: listen === undefined || args.values.stdio === true,
+    idleExitMs,
   };
+}
+
+/** `--listen unix:PATH` (absolute-made) or `unix` (the database's default socket). */
+function listenFlag(value: string | undefined, db: string): string | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'unix' || value === 'unix:') {
+    if (isInMemoryPath(db))
+      throw new CliUsageError('--listen unix needs --db PATH: a database in memory has no default socket');
+    return defaultSocketPath(db);
+  }
+  if (!value.startsWith('unix:')) {
+    throw new CliUsageError(`--listen takes unix:PATH or unix (the default socket of --db), not '${value}'`);
+  }
+  return resolve(value.slice('unix:'.length));
 }
 
 /** A file path is made absolute (logs name it unambiguously); `:memory:` stays as SQLite spells it. */
@@ -79,21 +139,68 @@ async function runServe(argv: string[]): Promise<number> {
   if (inspection === 'failed') return 1;
   let broker: ReturnType<typeof createBroker>;
   try {
-    broker = createBroker({ path: flags.db, durability: flags.durability, logger, inspect: inspection?.inspect });
+    broker = createBroker({
+      path: flags.db,
+      durability: flags.durability,
+      logger,
+      inspect: inspection?.inspect,
+      ...(flags.listen === undefined ? {} : { socket: flags.listen }),
+    });
   } catch (error) {
-    logger.fatal({ db: flags.db, err: { message: (error as Error).message } }, 'cannot open the broker database');
+    const err = error as Error & { code?: unknown; details?: unknown };
+    logger.fatal(
+      { db: flags.db, err: { message: err.message, code: err.code, details: err.details } },
+      `cannot open the broker database: ${err.message}`,
+    );
     await inspection?.stop();
     return 1;
   }
-  const session = new BrokerSession({ broker, input: process.stdin, output: process.stdout, logger });
+  let stopIdle!: () => void;
+  const idle = new Promise<'idle'>((resolveIdle) => {
+    stopIdle = () => resolveIdle('idle');
+  });
+  let socketServer: BrokerSocketServer | undefined;
+  if (flags.listen !== undefined) {
+    try {
+      socketServer = await BrokerSocketServer.listen({
+        broker,
+        path: flags.listen,
+        logger,
+        ...(flags.idleExitMs === undefined ? {} : { idle: { ms: flags.idleExitMs, onIdle: stopIdle } }),
+      });
+    } catch (error) {
+      const err = error as Error & { code?: unknown };
+      logger.fatal(
+        { socket: flags.listen, err: { message: err.message, code: err.code } },
+        `cannot listen: ${err.message}`,
+      );
+      await broker.close();
+      await inspection?.stop();
+      return 1;
+    }
+  }
+  const session = flags.stdio
+    ? new BrokerSession({ broker, input: process.stdin, output: process.stdout, logger, connectionScoped: true })
+    : undefined;
   const signal = stopSignal(logger, 'stopping: answering calls in flight');
-  void signal.stopped.then(() => session.close());
-  logger.info({ db: flags.db, durability: flags.durability }, 'serving on stdio');
+  logger.info(
+    {
+      db: flags.db,
+      durability: flags.durability,
+      socket: flags.listen,
+      stdio: flags.stdio,
+      idleExitMs: flags.idleExitMs,
+    },
+    flags.listen === undefined ? 'serving on stdio' : `serving on unix:${flags.listen}`,
+  );
   if (isInMemoryPath(flags.db))
     logger.warn({ db: flags.db }, 'the database is in memory: nothing survives this process');
   try {
-    await session.closed;
-    await session.close();
+    const ended: Promise<unknown>[] = [signal.stopped, idle];
+    if (session !== undefined) ended.push(session.closed);
+    const why = await Promise.race(ended);
+    if (why === 'idle') logger.info({ idleExitMs: flags.idleExitMs }, 'stopping: no connection for the idle period');
+    await Promise.all([session?.close(), socketServer?.close()]);
     await broker.close();
   } finally {
     signal.dispose();
@@ -108,7 +215,7 @@ async function runServe(argv: string[]): Promise<number> {
 
 export const serveCommand: CliCommand = {
   name: 'serve',
-  summary: 'run the A2A broker on stdin/stdout (JSON-RPC 2.0 over NDJSON)',
+  summary: 'run the A2A broker on stdin/stdout or a local socket (JSON-RPC 2.0 over NDJSON)',
   usage: SERVE_USAGE,
   run: runServe,
 };

@@ -127,7 +127,7 @@ const NO_LINKS: Links = {
 function readLinks(opened: OpenedDatabase): Links {
   if (!opened.components.has('coordinator')) return NO_LINKS;
   try {
-    return coordinatorLinks(new CoordinatorStore(opened.db));
+    return coordinatorLinks(new CoordinatorStore(opened.db, { readOnly: true }));
   } catch (error) {
     // The broker's tasks are still worth listing: say why the links are missing.
     const why = error instanceof SchemaVersionError ? error.message : (error as Error)?.message;

@@ -79,7 +79,7 @@ function sum(groups: readonly UsageGroup[]): Total {
 }
 
 function report(opened: OpenedDatabase, flags: UsageFlags): number {
-  const store = new CoordinatorStore(opened.db);
+  const store = new CoordinatorStore(opened.db, { readOnly: true });
   const filter = flags.item === undefined ? {} : { itemId: flags.item };
   if (flags.item !== undefined && store.getItem(flags.item) === undefined) {
     process.stderr.write(`switchboard usage: no work item ${flags.item} in ${opened.path}\n`);

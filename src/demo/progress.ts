@@ -1,3 +1,4 @@
+import { outputSummary } from '../workflow/item-output.js';
 import type { HopRecord, ItemRecord } from '../workflow/records.js';
 import type { ItemStatus } from '../actors/coordinator/types.js';
 import type { AuditVerification } from '../persistence/audit/chain.js';
@@ -81,7 +82,12 @@ export function itemTable(item: ItemRecord, hops: readonly HopRecord[], label: s
     ...rows.map(line),
     rule,
     line(total),
+    `  output: ${cut(outputSummary(item.output), 110)}`,
   ];
+}
+
+function cut(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
 export function auditLine(verification: AuditVerification): string {

@@ -12,6 +12,9 @@ export * from '../protocol/a2a-tool.js';
 // The work bus: envelopes and retry policies.
 export * from '../protocol/work-envelope.js';
 export * from '../protocol/retry-policy.js';
-// Workflows and the audit chain's entries.
+// Workflows, work items' outputs and the audit chain's entries.
 export * from '../protocol/workflow.js';
+export * from '../protocol/item-output.js';
 export * from '../protocol/audit.js';
+// The operations console's HTTP API bodies.
+export * from '../protocol/console-api.js';

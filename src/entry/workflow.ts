@@ -1,6 +1,7 @@
 /**
  * `a2a-switchboard/workflow`: the pure workflow logic: definitions, governance,
- * the cost ledger, the item and hop records, and the hash-chained audit log.
+ * the cost ledger, the item and hop records, items' outputs, and the
+ * hash-chained audit log.
  *
  * @packageDocumentation
  */
@@ -9,6 +10,7 @@ export * from '../workflow/definition.js';
 export * from '../workflow/governance.js';
 export * from '../workflow/cost-ledger.js';
 export * from '../workflow/records.js';
+export * from '../workflow/item-output.js';
 export {
   AUDIT_DOMAIN_TAG,
   AUDIT_GENESIS_HASH,

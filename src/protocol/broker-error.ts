@@ -1,5 +1,5 @@
 import type { BoundName } from './bounds.js';
-import { BOUNDS } from './bounds.js';
+import { BOUNDS, MAX_LINE_BYTES } from './bounds.js';
 import { ERROR_CODES, type ErrorCodeOf, SwitchboardError, type SwitchboardErrorOptions } from './switchboard-error.js';
 
 /** The broker's refusals; the transport puts them on the wire (`toJsonRpcError`). */
@@ -48,6 +48,24 @@ export function boundError(
   message?: string,
 ): BrokerError {
   return a2aError(code, message ?? `${limit} (${BOUNDS[limit]}) exceeded`, { limit, max: BOUNDS[limit] });
+}
+
+/**
+ * A call that succeeded (its changes are committed) but whose answer cannot be
+ * given: it is longer than a line may be (`MAX_LINE_BYTES`), or would take its
+ * batch's answer past it. `bytes` is its size, or an estimate from the stored
+ * rows (then the task was not loaded at all), when known.
+ */
+export function answerTooLarge(bytes: number | undefined, inBatch = false): BrokerError {
+  const size = bytes === undefined ? 'too large to serialize' : `${bytes} bytes`;
+  const where = inBatch ? 'would take its batch answer past' : 'is over';
+  return new BrokerError(
+    'INTERNAL_ERROR',
+    `the call succeeded but its answer (${size}) ${where} the ${MAX_LINE_BYTES}-byte line bound (MAX_LINE_BYTES): ${
+      inBatch ? 'send the call on its own line, or ' : ''
+    }read the task with a2a.tasks.get and a smaller historyLength (a2a.message.send and a2a.tasks.status take historyLength too)`,
+    { details: { limit: 'MAX_LINE_BYTES', max: MAX_LINE_BYTES, ...(bytes === undefined ? {} : { bytes }) } },
+  );
 }
 
 export function invalidParams(message: string, issues: SchemaIssue[] = []): BrokerError {

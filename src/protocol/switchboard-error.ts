@@ -24,6 +24,10 @@ export const ERROR_CODES = {
     'A2A_NO_PEERS',
     'A2A_PAYLOAD_TOO_LARGE',
   ],
+  /** Another live broker owns the database file. */
+  BrokerOwnershipError: ['BROKER_FILE_OWNED'],
+  /** `serve --listen`: the socket's path is unsafe or already served. */
+  SocketError: ['SOCKET_UNSAFE', 'SOCKET_IN_USE'],
   /** A task actor refused a move the broker had already checked: a defect. */
   TaskActorError: ['TASK_ACTOR_REFUSED'],
   BusError: ['BUS_CLOSED', 'BUS_INVALID_ENVELOPE', 'BUS_INVALID_ARGUMENT', 'BUS_BACKEND'],
@@ -35,6 +39,7 @@ export const ERROR_CODES = {
     'COORD_APPROVAL_REFUSED',
     'COORD_CLOSED',
     'COORD_FILE_OWNED',
+    'COORD_SETTLE_TIMEOUT',
   ],
   WorkerError: [
     'WORKER_NO_ATOMIC_EFFECTS',
@@ -54,10 +59,11 @@ export const ERROR_CODES = {
   ],
   ContextStoreError: ['CONTEXT_CLOSED', 'CONTEXT_NOT_JSON', 'CONTEXT_INVALID_ARGUMENT', 'CONTEXT_BACKEND'],
   AuditError: ['AUDIT_INVALID_ENTRY', 'AUDIT_HEAD_MISSING', 'AUDIT_NO_TRANSACTION', 'AUDIT_BAD_KEY'],
-  SchemaVersionError: ['SCHEMA_TOO_NEW'],
-  TransportError: ['CONNECTION_CLOSED', 'INCOMPATIBLE_HOST', 'SPAWN_FAILED', 'PROTOCOL_VIOLATION'],
+  SchemaVersionError: ['SCHEMA_TOO_NEW', 'SCHEMA_TOO_OLD'],
+  TransportError: ['CONNECTION_CLOSED', 'INCOMPATIBLE_HOST', 'SPAWN_FAILED', 'PROTOCOL_VIOLATION', 'NO_BROKER'],
   CliUsageError: ['CLI_USAGE'],
   InspectorError: ['INSPECTOR_LISTEN_FAILED'],
+  ConsoleError: ['CONSOLE_LISTEN_FAILED'],
 } as const satisfies Record<string, readonly string[]>;
 
 /** The name of one error class of switchboard (a key of `ERROR_CODES`). */

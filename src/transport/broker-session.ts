@@ -20,13 +20,21 @@ export interface BrokerSessionOptions {
   maxLineBytes?: number;
   /** Characters of output held back before input pauses and events wait in the log (default 1 MiB). */
   outputHighWaterMark?: number;
+  /**
+   * Connection-scoped agents: when the connection closes, however it closes
+   * (end of input, a reset, a killed peer), the registrations made through it
+   * end (`BrokerApi.endRegistrations`: tokens invalidated, tasks kept).
+   * Default false: they outlive the session.
+   */
+  connectionScoped?: boolean;
 }
 
 /**
  * One connection to a broker: the `a2a.*` methods and `app.handshake` served
  * as JSON-RPC over NDJSON, plus the notifications of every agent registered
  * through this connection. The broker outlives the session: closing a
- * session neither deregisters its agents nor closes the broker.
+ * session does not close the broker, and ends its agents' registrations only
+ * when `connectionScoped`.
  */
 export class BrokerSession {
   private readonly server: JsonRpcServer;
@@ -37,6 +45,10 @@ export class BrokerSession {
   private readonly sink: EventSink;
   private closing = false;
   private pauses = 0;
+  private readonly scoped: boolean;
+  /** Tokens registered through this connection and not deregistered (connection-scoped sessions). */
+  private readonly owned = new Set<string>();
+  private readonly released: Promise<void>;
 
   constructor(options: BrokerSessionOptions) {
     this.broker = options.broker;
@@ -61,12 +73,25 @@ export class BrokerSession {
       },
       whenDrained: () => server.writer.whenDrained(),
     };
-    void this.server.closed.then(() => this.stopRelays());
+    this.scoped = options.connectionScoped ?? false;
+    this.released = this.server.closed.then(() => {
+      this.closing = true;
+      this.stopRelays();
+      return this.releaseAgents();
+    });
   }
 
-  /** Resolves when the peer has gone (input ended) and every call is answered and flushed. */
+  /**
+   * Resolves when the peer has gone (input ended) and every call is answered
+   * and flushed (and, connection-scoped, its agents' registrations ended).
+   */
   get closed(): Promise<void> {
-    return this.server.closed;
+    return this.released;
+  }
+
+  /** Registrations made through this connection that are still live (connection-scoped sessions). */
+  get agentCount(): number {
+    return this.owned.size;
   }
 
   /** Characters of output waiting for the peer to read. */
@@ -89,6 +114,19 @@ export class BrokerSession {
     this.closing = true;
     await this.server.stop();
     this.stopRelays();
+    await this.released;
+  }
+
+  private async releaseAgents(): Promise<void> {
+    if (this.owned.size === 0) return;
+    const tokens = [...this.owned];
+    this.owned.clear();
+    try {
+      const ended = await this.broker.endRegistrations(tokens);
+      this.logger.info({ ended }, 'connection closed: its agents are no longer live');
+    } catch (error) {
+      this.logger.warn({ err: { message: (error as Error).message } }, "could not end the connection's registrations");
+    }
   }
 
   /**
@@ -139,13 +177,20 @@ export class BrokerSession {
     const call = this.broker.dispatch(method, params);
     if (method === 'a2a.agents.register') {
       return call.then((result) => {
-        this.startRelay(result as RegisterResult);
+        const registration = result as RegisterResult;
+        if (this.scoped) {
+          // Answered after the connection closed: nobody holds the token.
+          if (this.closing) void this.broker.endRegistrations([registration.token]);
+          else this.owned.add(registration.token);
+        }
+        this.startRelay(registration);
         return result;
       });
     }
     if (method === 'a2a.agents.deregister') {
       return call.then((result) => {
         const token = (params as { token: string }).token;
+        this.owned.delete(token);
         this.relays.get(token)?.stop();
         return result;
       });

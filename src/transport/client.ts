@@ -14,6 +14,7 @@ import { VERSION } from '../version.js';
 import { AgentInbox } from './agent-inbox.js';
 import { RpcConnection } from './rpc-connection.js';
 import { ServeProcess, type SpawnServeOptions } from './serve-process.js';
+import { connectSocket, joinHostBroker } from './host-broker.js';
 import { TransportError } from './transport-error.js';
 
 /**
@@ -35,7 +36,9 @@ export const CLIENT_METHODS = {
   setPushConfig: 'a2a.tasks.pushNotificationConfig.set',
   getPushConfig: 'a2a.tasks.pushNotificationConfig.get',
   eventsSince: 'a2a.events.since',
-} as const satisfies { [K in Exclude<keyof BrokerApi, 'dispatch' | 'events' | 'close'>]: BrokerMethod };
+} as const satisfies {
+  [K in Exclude<keyof BrokerApi, 'dispatch' | 'events' | 'endRegistrations' | 'close'>]: BrokerMethod;
+};
 
 type ClientMethodName = keyof typeof CLIENT_METHODS;
 type CallableMethod = BrokerMethod | 'app.handshake';
@@ -53,9 +56,24 @@ export interface StreamPair {
   writable: Writable;
 }
 
-/** Options of `connect`: spawn a `switchboard serve` child or use open streams, and who the client is. */
+/**
+ * Options of `connect`: which broker (give one of `db`, `socket`, `spawn`,
+ * `streams`) and who the client is.
+ */
 export interface ConnectOptions {
-  /** Start `switchboard serve` as a child process and talk over its pipes. */
+  /**
+   * Join the host's broker of this SQLite file: the broker that owns it, if
+   * one runs, else one started now in the background on the file's default
+   * socket. That broker outlives the process that started it and stops by
+   * itself `idleSeconds` after its last connection closed. Runtimes that
+   * call `connect({ db })` on one file at once end up on one broker.
+   */
+  db?: string;
+  /** With `db`: seconds a broker started by this call keeps running without connections (default 60). */
+  idleSeconds?: number;
+  /** Join the broker listening on this Unix socket (`switchboard serve --listen unix:PATH`). */
+  socket?: string;
+  /** Start `switchboard serve` as a child process and talk over its pipes (the broker ends with the client). */
   spawn?: SpawnServeOptions;
   /** Or talk over streams already open (a duplex, or a readable/writable pair). */
   streams?: StreamPair | Duplex;
@@ -150,9 +168,26 @@ export class ClientBase {
     return !this.connection.closed;
   }
 
-  /** Opens the connection and performs the handshake. */
+  /**
+   * Opens the connection and performs the handshake. With `db`, a broker
+   * that closed the connection before answering (it was stopping, idle, at
+   * that moment) is joined again, or started again: up to 3 attempts.
+   */
   async open(streams?: StreamPair | Duplex): Promise<void> {
-    const pair = this.openStreams(streams);
+    const attempts = streams === undefined && this.options.db !== undefined && !this.options.streams ? 3 : 1;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.openOnce(streams);
+        return;
+      } catch (error) {
+        const closed = error instanceof TransportError && error.code === 'CONNECTION_CLOSED';
+        if (!closed || attempt >= attempts) throw error;
+      }
+    }
+  }
+
+  private async openOnce(streams?: StreamPair | Duplex): Promise<void> {
+    const pair = await this.openStreams(streams);
     this.connection = new RpcConnection({
       readable: pair.readable,
       writable: pair.writable,
@@ -171,6 +206,8 @@ export class ClientBase {
     } catch (error) {
       this.connection.destroy('handshake failed');
       if (this.process) {
+        // What the child said before it exited (its fatal line), not only how it exited.
+        await this.process.exitedWithin(2000);
         const failure = this.process.describeFailure();
         await this.process.stop(1000);
         if (error instanceof TransportError && error.code === 'CONNECTION_CLOSED') {
@@ -290,10 +327,15 @@ export class ClientBase {
     else this.connection.destroy();
   }
 
-  private openStreams(streams?: StreamPair | Duplex): StreamPair {
+  private async openStreams(streams?: StreamPair | Duplex): Promise<StreamPair> {
     const given = streams ?? this.options.streams;
     if (given) return isStreamPair(given) ? given : asPair(given);
-    if (!this.options.spawn) throw new TypeError('connect() needs spawn or streams');
+    if (this.options.socket !== undefined) return asPair(await connectSocket(this.options.socket));
+    if (this.options.db !== undefined) {
+      const joinOptions = this.options.idleSeconds === undefined ? {} : { idleSeconds: this.options.idleSeconds };
+      return asPair(await joinHostBroker(this.options.db, joinOptions));
+    }
+    if (!this.options.spawn) throw new TypeError('connect() needs one of db, socket, spawn or streams');
     this.process = new ServeProcess(this.options.spawn);
     const { stdout, stdin } = this.process.child;
     if (!stdout || !stdin) throw new TransportError('SPAWN_FAILED', 'the child has no stdio pipes');
@@ -387,7 +429,15 @@ export class ClientBase {
   }
 }
 
-/** Connects to a broker (spawning `switchboard serve`, or over given streams) and performs the handshake. */
+/**
+ * Connects to a broker and performs the handshake: `{ db }` joins (or
+ * starts) the host's broker of a file, `{ socket }` a broker listening on a
+ * Unix socket, `{ spawn }` starts a private `switchboard serve` child,
+ * `{ streams }` talks over streams already open. On a socket, the agents
+ * registered through this client are no longer live once it closes (or its
+ * process dies); their tasks are kept for the next registration of the same
+ * `(contextId, name)`.
+ */
 export async function connect(options: ConnectOptions): Promise<SwitchboardClient> {
   const client = new ClientBase(options);
   await client.open();

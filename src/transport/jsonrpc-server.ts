@@ -2,10 +2,9 @@ import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../log/logger.js';
 import { silentLogger } from '../log/logger.js';
 import { MAX_BATCH_REQUESTS, MAX_LINE_BYTES } from '../protocol/bounds.js';
-import { isBrokerError } from '../protocol/broker-error.js';
+import { answerTooLarge, isBrokerError } from '../protocol/broker-error.js';
 import type { JsonRpcId } from '../protocol/jsonrpc.js';
 import {
-  JSONRPC_INTERNAL_ERROR,
   JSONRPC_INVALID_REQUEST,
   JSONRPC_PARSE_ERROR,
   type JsonRpcErrorObject,
@@ -330,7 +329,8 @@ export class JsonRpcServer {
     const answered = (index: number) => (line: string | undefined, idText: string) => {
       if (line !== undefined) {
         const size = utf8Bytes(line);
-        const entry = bytes + size + 1 > MAX_LINE_BYTES ? errorLine(idText, answerTooLarge(size, true)) : line;
+        const entry =
+          bytes + size + 1 > MAX_LINE_BYTES ? errorLine(idText, toJsonRpcError(answerTooLarge(size, true))) : line;
         answers[index] = entry;
         bytes += entry.length + 1;
       }
@@ -402,13 +402,13 @@ export class JsonRpcServer {
     } catch (error) {
       if (!(error instanceof RangeError)) return errorLine(idText, this.toError(method, error));
       this.logger.warn({ method }, 'an answer was too large to serialize');
-      return errorLine(idText, answerTooLarge(undefined, false));
+      return errorLine(idText, toJsonRpcError(answerTooLarge(undefined)));
     }
     const line = `{"jsonrpc":"2.0","id":${idText},"result":${json ?? 'null'}}`;
     const bytes = utf8Bytes(line);
     if (bytes > MAX_LINE_BYTES) {
       this.logger.warn({ method, bytes }, 'an answer was longer than the line bound');
-      return errorLine(idText, answerTooLarge(bytes, false));
+      return errorLine(idText, toJsonRpcError(answerTooLarge(bytes)));
     }
     return line;
   }
@@ -434,22 +434,6 @@ export class JsonRpcServer {
   private writeError(id: JsonRpcId, error: JsonRpcErrorObject): void {
     this.writer.write(errorLine(JSON.stringify(id), error));
   }
-}
-
-/**
- * The error answer of a call that succeeded but whose answer cannot be sent.
- * `bytes` is the answer's size when known.
- */
-function answerTooLarge(bytes: number | undefined, inBatch: boolean): JsonRpcErrorObject {
-  const size = bytes === undefined ? 'too large to serialize' : `${bytes} bytes`;
-  const where = inBatch ? 'would take its batch answer past' : 'is over';
-  return {
-    code: JSONRPC_INTERNAL_ERROR,
-    message: `the call succeeded but its answer (${size}) ${where} the ${MAX_LINE_BYTES}-byte line bound (MAX_LINE_BYTES): ${
-      inBatch ? 'send the call on its own line, or ' : ''
-    }read the task with a2a.tasks.get and a smaller historyLength (a2a.message.send and a2a.tasks.status take historyLength too)`,
-    data: { limit: 'MAX_LINE_BYTES', max: MAX_LINE_BYTES, ...(bytes === undefined ? {} : { bytes }) },
-  };
 }
 
 /** Bytes of `text` in UTF-8 (counted only when the length alone does not settle it). */

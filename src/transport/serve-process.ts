@@ -16,7 +16,7 @@ export interface SpawnServeOptions {
   script?: string;
   env?: NodeJS.ProcessEnv;
   cwd?: string;
-  /** The child's stderr: shared with ours (default), ignored, or kept (last 16 KiB, for error messages). */
+  /** The child's stderr: copied to ours (default) or kept only, its last 16 KiB read for error messages; or ignored. */
   stderr?: 'inherit' | 'ignore' | 'pipe';
 }
 
@@ -46,8 +46,9 @@ export class ServeProcess {
     const command = options.command ?? process.execPath;
     const script = options.script ?? SWITCHBOARD_BIN;
     const stderr = options.stderr ?? 'inherit';
+    // 'inherit' is piped and copied to ours: the tail is kept to say why a start failed.
     this.child = spawn(command, [script, ...serveArguments(options)], {
-      stdio: ['pipe', 'pipe', stderr],
+      stdio: ['pipe', 'pipe', stderr === 'ignore' ? 'ignore' : 'pipe'],
       env: options.env ?? process.env,
       cwd: options.cwd,
     });
@@ -61,6 +62,7 @@ export class ServeProcess {
     this.child.stderr?.setEncoding('utf8');
     this.child.stderr?.on('data', (text: string) => {
       this.stderrTail = (this.stderrTail + text).slice(-STDERR_TAIL_CHARS);
+      if (stderr === 'inherit') process.stderr.write(text);
     });
   }
 
@@ -72,14 +74,37 @@ export class ServeProcess {
     return this.child.exitCode === null && this.child.signalCode === null && this.spawnError === undefined;
   }
 
-  /** What went wrong, for an error message: the spawn error or the end of stderr (when piped). */
+  /**
+   * What went wrong, for an error message: the spawn error, else the message
+   * of the child's last fatal or error log line, else its usage error (an
+   * unknown option), else the end of its stderr, else how it exited.
+   */
   describeFailure(): string {
     if (this.spawnError) return this.spawnError.message;
-    const tail = this.stderrTail.trim().split('\n').slice(-5).join('\n');
-    return tail === '' ? `exit code ${this.child.exitCode ?? this.child.signalCode}` : tail;
+    const lines = this.stderrTail.trim().split('\n');
+    for (const line of [...lines].reverse()) {
+      try {
+        const entry = JSON.parse(line) as { level?: unknown; msg?: unknown };
+        if (typeof entry.level === 'number' && entry.level >= 50 && typeof entry.msg === 'string') return entry.msg;
+      } catch {
+        // Not a log line.
+      }
+    }
+    // A usage error is one line naming the command, before the help.
+    const usage = [...lines].reverse().find((line) => line.startsWith('switchboard serve: '));
+    if (usage !== undefined) return usage.slice('switchboard serve: '.length);
+    const tail = lines.slice(-5).join('\n');
+    if (tail !== '') return tail;
+    const how = this.child.signalCode ?? this.child.exitCode;
+    return how === null ? 'it closed its output without a word' : `it exited (${how})`;
   }
 
-  /** The end of the child's stderr (only when `stderr: 'pipe'`). */
+  /** Whether the child exits within `ms` (true at once if it already has). */
+  exitedWithin(ms: number): Promise<boolean> {
+    return settlesWithin(this.exited, ms);
+  }
+
+  /** The end of the child's stderr (kept unless `stderr: 'ignore'`). */
   get stderr(): string {
     return this.stderrTail;
   }

@@ -10,7 +10,8 @@ import {
  * `BrokerError`). `CONNECTION_CLOSED`: closed (or the broker process exited)
  * before the answer came; `INCOMPATIBLE_HOST`: the handshake is too old or
  * lacks the `a2a` capability; `SPAWN_FAILED`: the broker process could not be
- * started; `PROTOCOL_VIOLATION`: the peer wrote something that is not JSON-RPC.
+ * started; `PROTOCOL_VIOLATION`: the peer wrote something that is not JSON-RPC;
+ * `NO_BROKER`: nothing listens on the socket given to `connect({ socket })`.
  */
 export const TRANSPORT_ERROR_CODES = ERROR_CODES.TransportError;
 /** One code a `TransportError` carries (one of `TRANSPORT_ERROR_CODES`). */

@@ -1,3 +1,4 @@
+import type { ItemOutput } from '../protocol/item-output.js';
 import type { Part } from '../protocol/parts.js';
 import { type RunUsage, type WorkflowRunState, ZERO_RUN_USAGE } from '../protocol/workflow.js';
 
@@ -54,6 +55,12 @@ export interface ItemRecord {
   createdAt: number;
   updatedAt: number;
   finishedAt: number | null;
+  /**
+   * What the item ended with (null while it runs): the last stage's parts
+   * and artifacts, the failure, or the cancellation. Kept with the item,
+   * whatever the Context Engine's retention forgets.
+   */
+  output: ItemOutput | null;
   /** Whether the broker mirror caught up with the item's final state. */
   mirrored: boolean;
 }

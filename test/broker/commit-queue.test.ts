@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { CommitQueue } from '../../src/actors/broker/commit-queue.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { type SqliteDatabase, openDatabase } from '../../src/persistence/kernel/database.js';
-import { a2aError } from '../../src/protocol/broker-error.js';
+import { a2aError, answerTooLarge } from '../../src/protocol/broker-error.js';
 import { tempDir } from './helpers.js';
 
 let cleanup: () => void = () => {};
@@ -28,6 +28,42 @@ const rows = (d: SqliteDatabase) =>
   (d.prepare('SELECT v FROM log ORDER BY rowid').all() as { v: string }[]).map((r) => r.v);
 
 describe('the commit queue', () => {
+  it('commits a call answered with an error (answerWith), alone and in a batch, and runs its effects', async () => {
+    const d = open();
+    const q = new CommitQueue(d, silentLogger());
+    const effects: string[] = [];
+    const call = (v: string, mode: 'ok' | 'answer' | 'answer-then-refuse') =>
+      q.enqueue((scope) => {
+        d.prepare('INSERT INTO log (v) VALUES (?)').run(v);
+        scope.afterCommit(() => effects.push(v));
+        if (mode !== 'ok') scope.answerWith(answerTooLarge(1));
+        if (mode === 'answer-then-refuse') throw a2aError('A2A_UNKNOWN_TASK', 'refused');
+        return v;
+      });
+    // Alone: its own transaction.
+    await expect(call('alone', 'answer')).rejects.toMatchObject({ code: 'INTERNAL_ERROR', details: { bytes: 1 } });
+    // In a batch: the neighbours are answered with their values, a refusal is still a refusal.
+    const settled = await Promise.allSettled([call('a', 'ok'), call('b', 'answer'), call('c', 'answer-then-refuse')]);
+    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'rejected']);
+    expect((settled[1] as PromiseRejectedResult).reason.message).toContain('succeeded');
+    expect((settled[2] as PromiseRejectedResult).reason.code).toBe('A2A_UNKNOWN_TASK');
+    expect(rows(d)).toEqual(['alone', 'a', 'b']);
+    await q.idle();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(effects).toEqual(['alone', 'a', 'b']);
+  });
+
+  it('throws an answerWith inside a read (a read has nothing to commit)', async () => {
+    const d = open();
+    const q = new CommitQueue(d, silentLogger());
+    await expect(
+      q.read((scope) => {
+        scope.answerWith(answerTooLarge(2));
+        return 'never';
+      }),
+    ).rejects.toMatchObject({ details: { bytes: 2 } });
+  });
+
   it('runs the calls of one tick in one transaction and answers them in order', async () => {
     const d = open();
     const q = new CommitQueue(d, silentLogger());

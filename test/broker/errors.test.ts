@@ -111,34 +111,46 @@ describe('A2A_UNKNOWN_TOKEN', () => {
 describe('A2A_UNKNOWN_AGENT', () => {
   it('for a name nobody has', async () => {
     const { req } = await pair();
-    await expectRefusedUnchanged(h, () => h.broker.send({ token: req.token, to: 'nobody', message: text('x') }), {
-      code: 'A2A_UNKNOWN_AGENT',
-    });
+    const e = await expectRefusedUnchanged(
+      h,
+      () => h.broker.send({ token: req.token, to: 'nobody', message: text('x') }),
+      { code: 'A2A_UNKNOWN_AGENT', details: { to: 'nobody', reason: 'none' } },
+    );
+    expect(e.message).toContain('a2a.agents.list');
   });
 
   it('for an agent of the other kind, by id and by name', async () => {
     const { req } = await pair();
     const boss = await register(h.broker, 'boss', 'ctx-a', 'parent');
     for (const to of [boss.agentId, 'boss']) {
-      await expectRefusedUnchanged(h, () => h.broker.send({ token: req.token, to, message: text('x') }), {
+      const e = await expectRefusedUnchanged(h, () => h.broker.send({ token: req.token, to, message: text('x') }), {
         code: 'A2A_UNKNOWN_AGENT',
+        details: { to, reason: 'other-kind', kind: 'parent' },
       });
+      expect(e.message).toContain('other kind');
+      // Still invisible for addressing: asked by name, its id is not given away.
+      if (to === 'boss') expect(`${e.message} ${JSON.stringify(e.details)}`).not.toContain(boss.agentId);
     }
   });
 
   it('for a name that is neither in the caller context nor unique on the host', async () => {
     const { req } = await pair();
-    await register(h.broker, 'dup', 'ctx-x');
-    await register(h.broker, 'dup', 'ctx-y');
-    await expectRefusedUnchanged(h, () => h.broker.send({ token: req.token, to: 'dup', message: text('x') }), {
-      code: 'A2A_UNKNOWN_AGENT',
-    });
+    const x = await register(h.broker, 'dup', 'ctx-x');
+    const y = await register(h.broker, 'dup', 'ctx-y');
+    const e = await expectRefusedUnchanged(
+      h,
+      () => h.broker.send({ token: req.token, to: 'dup', message: text('x') }),
+      { code: 'A2A_UNKNOWN_AGENT', details: { to: 'dup', reason: 'ambiguous', agentIds: [x.agentId, y.agentId] } },
+    );
+    expect(e.message).toContain(x.agentId);
+    expect(e.message).toContain(y.agentId);
   });
 
   it('for the caller itself, and for a deregistered agent', async () => {
     const { req, wrk } = await pair();
     await expectRefusedUnchanged(h, () => h.broker.send({ token: req.token, to: req.agentId, message: text('x') }), {
       code: 'A2A_UNKNOWN_AGENT',
+      details: { reason: 'self' },
     });
     await h.broker.deregister({ token: wrk.token });
     await expectRefusedUnchanged(h, () => h.broker.send({ token: req.token, to: wrk.agentId, message: text('x') }), {

@@ -102,7 +102,8 @@ export function dumpDatabase(path: string): Record<string, unknown[]> {
   const db = new Database(path, { readonly: true });
   try {
     const out: Record<string, unknown[]> = {};
-    for (const table of [...A2A_TABLES, 'schema_version']) {
+    // The owner row is not the broker's state: each broker writes its own.
+    for (const table of [...A2A_TABLES.filter((t) => t !== 'a2a_owner'), 'schema_version']) {
       out[table] = db.prepare(`SELECT * FROM ${table} ORDER BY 1, 2, 3`).all();
     }
     return out;

@@ -24,12 +24,12 @@ function withoutAgents(dump: Record<string, unknown[]>) {
 }
 
 describe('schema and migrations', () => {
-  it('creates schema version 12 on a new file', async () => {
+  it('creates schema version 13 on a new file', async () => {
     h = harness();
-    expect(h.broker.opened.schema).toEqual({ from: 0, to: 12 });
+    expect(h.broker.opened.schema).toEqual({ from: 0, to: 13 });
     await h.broker.close();
     const db = new Database(h.path, { readonly: true });
-    expect(schemaVersion(db, 'a2a')).toBe(12);
+    expect(schemaVersion(db, 'a2a')).toBe(13);
     const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map(
       (r) => r.name,
     );
@@ -38,11 +38,11 @@ describe('schema and migrations', () => {
       expect(tables).toContain(t);
     }
     h.open();
-    expect(h.broker.opened.schema).toEqual({ from: 12, to: 12 });
+    expect(h.broker.opened.schema).toEqual({ from: 13, to: 13 });
   });
 
   for (const version of [1, 11]) {
-    it(`migrates a database at version ${version} forward to 12 in one transaction`, async () => {
+    it(`migrates a database at version ${version} forward to 13 in one transaction`, async () => {
       const t = tempDir();
       const path = join(t.dir, 'old.db');
       const db = openDatabase(path);
@@ -50,7 +50,7 @@ describe('schema and migrations', () => {
       db.exec('CREATE TABLE other_component (x INTEGER)');
       db.close();
       const broker = createBroker({ path });
-      expect(broker.opened.schema).toEqual({ from: version, to: 12 });
+      expect(broker.opened.schema).toEqual({ from: version, to: 13 });
       const a = await broker.register({ name: 'a', contextId: 'c' });
       expect(a.agentId).toBeTruthy();
       await broker.close();
@@ -58,16 +58,16 @@ describe('schema and migrations', () => {
     });
   }
 
-  it('refuses a database newer than 12 and leaves it untouched', () => {
+  it('refuses a database newer than 13 and leaves it untouched', () => {
     const t = tempDir();
     const path = join(t.dir, 'new.db');
     const db = openDatabase(path);
-    migrate(db, { component: 'a2a', current: 13, migrations: [] });
+    migrate(db, { component: 'a2a', current: 14, migrations: [] });
     db.close();
     const before = readFileSync(path);
     expect(() => createBroker({ path })).toThrow(SchemaVersionError);
     const check = new Database(path, { readonly: true });
-    expect(schemaVersion(check, 'a2a')).toBe(13);
+    expect(schemaVersion(check, 'a2a')).toBe(14);
     expect(check.prepare("SELECT COUNT(*) AS n FROM sqlite_master WHERE name LIKE 'a2a_%'").get()).toEqual({ n: 0 });
     check.close();
     expect(readFileSync(path).length).toBe(before.length);
@@ -76,7 +76,7 @@ describe('schema and migrations', () => {
 
   it('exports the migration set as component a2a, current 12', () => {
     expect(A2A_MIGRATION_SET.component).toBe('a2a');
-    expect(A2A_MIGRATION_SET.current).toBe(12);
+    expect(A2A_MIGRATION_SET.current).toBe(13);
   });
 });
 

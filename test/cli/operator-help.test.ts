@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { AUDIT_FLAGS } from '../../src/cli/audit.js';
 import type { FlagSpec } from '../../src/cli/command-args.js';
 import { DLQ_FLAGS } from '../../src/cli/dlq.js';
+import { ITEMS_FLAGS } from '../../src/cli/items.js';
 import { TASKS_FLAGS } from '../../src/cli/tasks.js';
 import { USAGE_FLAGS } from '../../src/cli/usage.js';
 import { runCli } from './helpers.js';
@@ -11,6 +12,7 @@ const COMMANDS: Record<string, { flags: FlagSpec; subcommands: string[] }> = {
   audit: { flags: AUDIT_FLAGS, subcommands: ['verify'] },
   usage: { flags: USAGE_FLAGS, subcommands: [] },
   tasks: { flags: TASKS_FLAGS, subcommands: ['list', 'show'] },
+  items: { flags: ITEMS_FLAGS, subcommands: ['list', 'show'] },
   dlq: { flags: DLQ_FLAGS, subcommands: ['list', 'replay'] },
 };
 

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { UsageGroup } from '../../src/workflow/records.js';
 import { SqliteQueue } from '../../src/bus/sqlite/queue.js';
+import { COORDINATOR_SCHEMA } from '../../src/persistence/coordinator/store.js';
+import { openDatabase } from '../../src/persistence/kernel/database.js';
+import { migrate } from '../../src/persistence/kernel/migrations.js';
 import { type CoordinatorDb, buildCoordinatorDb } from './coordinator-db.js';
 import { type TempDir, fingerprint, runCli, runJson, tempDir } from './helpers.js';
 
@@ -78,5 +81,15 @@ describe('switchboard usage', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("holds no Coordinator tables (no 'coordinator' schema)");
     expect(fingerprint(busOnly)).toBe(before);
+    // An older Coordinator schema: read without migrating, so refused, the file untouched.
+    const older = tmp.file('older.db');
+    const db = openDatabase(older);
+    migrate(db, { ...COORDINATOR_SCHEMA, current: 5, migrations: COORDINATOR_SCHEMA.migrations.slice(0, 5) });
+    db.close();
+    const untouched = fingerprint(older);
+    const old = await runCli(['usage', '--db', older]);
+    expect(old.code).toBe(2);
+    expect(old.stderr).toContain('database schema for coordinator is version 5, older than this switchboard reads');
+    expect(fingerprint(older)).toBe(untouched);
   });
 });

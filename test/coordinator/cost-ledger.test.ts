@@ -42,6 +42,7 @@ const item: ItemRecord = {
   createdAt: 900,
   updatedAt: 900,
   finishedAt: null,
+  output: null,
   mirrored: false,
 };
 

@@ -88,6 +88,8 @@ describe('switchboard demo', () => {
     expect(stdout).toMatch(/item B\s+hop 3\s+testing\s+failed: TestsFailed/);
     expect(stdout).toMatch(/approved by release-manager/);
     expect(stdout).toMatch(/Item A: .*\n.*completed, 7 hops/);
+    expect(stdout).toMatch(/total .*\n {2}output: Deployed behind a flag to 5%, then 100%; error rate unchanged\.\n/);
+    expect(stdout).toContain(`Read the items and their outputs back: switchboard items list --db ${db}`);
     expect(stdout).toMatch(/Audit: \d+ entries, hash chain verified/);
   }, 60_000);
 

@@ -16,17 +16,29 @@ function blocks(lang: string): string[] {
 }
 
 describe('docs/getting-started.md', () => {
-  it('its ts blocks, run in order as one script, delegate a review and print the answer', async () => {
+  it('its ts blocks, run in order as one script, delegate a review, run a work item and print both answers', async () => {
     const code = blocks('ts');
-    expect(code.length, 'the embedding and the delegation blocks').toBeGreaterThanOrEqual(2);
+    expect(code.length, 'the embedding, the delegation and the workflow blocks').toBeGreaterThanOrEqual(3);
     const script = code
       .join('\n')
-      .replace("'a2a-switchboard'", JSON.stringify(join(root, 'src/index.ts')))
-      .replace("'agents.db'", JSON.stringify(join(dir, 'agents.db')));
+      .replaceAll("'a2a-switchboard'", JSON.stringify(join(root, 'src/index.ts')))
+      .replace("'agents.db'", JSON.stringify(join(dir, 'agents.db')))
+      .replace("'work.db'", JSON.stringify(join(dir, 'work.db')));
     const file = join(dir, 'getting-started.mts');
     writeFileSync(file, script);
     const { stdout } = await run(process.execPath, ['--import', 'tsx', file], { cwd: root, timeout: 60_000 });
     expect(stdout).toContain('reviewer answered: Looks good to me.');
+    expect(stdout).toContain('the writer answered: summary of 1 part(s): all good');
+    // The shell line after it reads the item back from the file the script left.
+    expect(blocks('sh').join('\n')).toContain('npx switchboard items list --db work.db');
+    const listed = await run(process.execPath, [
+      join(root, 'bin/switchboard.js'),
+      'items',
+      'list',
+      '--db',
+      join(dir, 'work.db'),
+    ]);
+    expect(listed.stdout).toMatch(/completed\s+summarize@1\s+summarize\s+1\s.*summary of 1 part\(s\): all good/);
   });
 
   it('names the install and the demo it says to run, and the demo command exists', async () => {

@@ -67,11 +67,22 @@ describe('the packed package', () => {
     expect(shipped).toContain('docs/getting-started.md');
     expect(readFileSync(join(installed, 'LICENSE'), 'utf8')).toContain('Apache License');
     expect(shipped.filter((file) => file.startsWith('test/') || file.startsWith('bench/'))).toEqual([]);
-    // Every dist file comes from a source that exists: a clean build leaves nothing behind.
+    // Every dist file comes from a source that exists (a compiled module, or an asset copied as it is): a clean
+    // build leaves nothing behind.
     const orphans = shipped
       .filter((file) => file.startsWith('dist/') && file.endsWith('.js'))
-      .filter((file) => !existsSync(join(installed, 'src', file.slice('dist/'.length).replace(/\.js$/, '.ts'))));
+      .filter((file) => {
+        const source = file.slice('dist/'.length);
+        return (
+          !existsSync(join(installed, 'src', source.replace(/\.js$/, '.ts'))) &&
+          !existsSync(join(installed, 'src', source))
+        );
+      });
     expect(orphans).toEqual([]);
+    // The console's page ships whole: nothing of it is fetched at run time.
+    for (const asset of ['index.html', 'console.js', 'console.css']) {
+      expect(shipped).toContain(`dist/console/assets/${asset}`);
+    }
   });
 
   it('type-checks, strict, a user file importing the root and a subpath', async () => {

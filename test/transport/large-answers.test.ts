@@ -184,7 +184,20 @@ describe('serve under large answers', () => {
     });
     expect(light.error).toBeUndefined();
     expect(light.history).toBe(0);
-    // Not asserted: RSS here grows with the task, loaded whole for each answer before it is refused.
+    // A list that would carry the whole task is refused before anything is loaded.
+    tooLarge(await server.request('a2a.tasks.list', { token: requester.token }, TIMEOUT));
+    // A cancel of the task is taken (it must never be blocked by the task's size); its answer says how to read it.
+    const canceled = await server.request('a2a.tasks.cancel', { token: requester.token, id }, TIMEOUT);
+    tooLarge(canceled);
+    expect(canceled.error?.message).toContain('succeeded');
+    const after = await server.request('a2a.tasks.get', { token: requester.token, id, historyLength: 0 });
+    expect(after.error).toBeUndefined();
+    expect((after.line as { result: { task: { status: { state: string } } } }).result.task.status.state).toBe(
+      'canceled',
+    );
     await expectAlive(server);
+    // The task (19 files of 27 MB, over 500 MB stored) is never loaded whole: answers too large are refused from
+    // the rows' sizes, so RSS stays that of a few files in flight (it reached 3.2 GB when each answer loaded it).
+    expect(server.maxRss).toBeLessThan(RSS_CEILING);
   });
 });

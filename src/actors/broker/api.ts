@@ -46,6 +46,17 @@ export interface BrokerApi {
    */
   events(agentId: string): Observable<DurableEvent>;
 
+  /**
+   * Ends the registrations of these tokens as a restart would, without a
+   * call of theirs: the tokens stop working and the agents are no longer
+   * live, but their tasks stay as they are and their events wait in the log
+   * (registering again under the same `(contextId, name)` regains them). A
+   * transport calls it when the connection that registered them closes
+   * (connection-scoped agents). Unknown or revoked tokens are skipped;
+   * resolves with how many ended.
+   */
+  endRegistrations(tokens: readonly string[]): Promise<number>;
+
   /** Stops every actor and closes the database. Idempotent. */
   close(): Promise<void>;
 }

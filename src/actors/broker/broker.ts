@@ -9,8 +9,16 @@ import {
   A2A_MAX_TASK_HISTORY,
   A2A_MAX_TASKS_PER_CONTEXT,
   DEFAULT_EVENTS_LIMIT,
+  MAX_LINE_BYTES,
 } from '../../protocol/bounds.js';
-import { BrokerError, a2aError, boundError, invalidParams, methodNotFound } from '../../protocol/broker-error.js';
+import {
+  BrokerError,
+  a2aError,
+  answerTooLarge,
+  boundError,
+  invalidParams,
+  methodNotFound,
+} from '../../protocol/broker-error.js';
 import type { DurableEvent, PushNotification, TaskEvent } from '../../protocol/events.js';
 import { answerHandshake } from '../../protocol/handshake.js';
 import {
@@ -25,6 +33,7 @@ import { parseParams } from '../../protocol/parse.js';
 import type { Artifact, Message, MessageSend, Task, TaskState, TaskStatus } from '../../protocol/task.js';
 import { isTerminalState } from '../../protocol/task.js';
 import { A2A_MIGRATION_SET } from '../../persistence/a2a/schema.js';
+import { type BrokerOwner, type OwnershipClaim, claimOwnership } from '../../persistence/a2a/owner.js';
 import { A2AStore, type Party, type TaskHead, agentCard } from '../../persistence/a2a/store.js';
 import { type Clock, systemClock } from '../../persistence/kernel/clock.js';
 import {
@@ -62,6 +71,12 @@ export interface BrokerOptions {
    * Absent (the default), nothing is inspected.
    */
   inspect?: ActorInspector;
+  /**
+   * The local socket this broker listens on (`serve --listen`), recorded
+   * with its ownership of the file so that a broker refused the file can
+   * name where to reach the owner.
+   */
+  socket?: string;
 }
 
 /** What `createBroker` found and did when it opened the database. */
@@ -73,6 +88,8 @@ export interface BrokerOpenReport {
   rebuiltTasks: number;
   /** Registrations left open by the previous run, now ended (their tokens died with it). */
   endedRegistrations: number;
+  /** The owner whose process was gone (killed, crashed) when this broker took the file over. */
+  tookOverFrom?: BrokerOwner;
 }
 
 /** The embedded broker: `BrokerApi` plus what an embedding runtime inspects. */
@@ -110,10 +127,13 @@ export function brokerClosedError(): BrokerError {
 }
 
 /**
- * Opens (creating or migrating) the broker's database, restores every live
- * task actor from its snapshot, and returns the broker. Registrations of a
- * previous run are over: their agents register again under the same
- * `(contextId, name)` and regain their tasks with a new token.
+ * Opens (creating or migrating) the broker's database, takes ownership of it,
+ * restores every live task actor from its snapshot, and returns the broker.
+ * A file owned by another live broker is refused with `BrokerOwnershipError`
+ * (`BROKER_FILE_OWNED`, naming its pid, host and socket); one whose owner
+ * died is taken over at once. Registrations of a previous run are over:
+ * their agents register again under the same `(contextId, name)` and regain
+ * their tasks with a new token.
  */
 export function createBroker(options: BrokerOptions): Broker {
   const durability = options.durability ?? DEFAULT_DURABILITY;
@@ -136,6 +156,8 @@ class EmbeddedBroker implements Broker {
   /** None for a database in memory: it has no WAL to checkpoint. */
   private readonly checkpointer: WalCheckpointer | undefined;
   private readonly tokens = new TokenAuthority();
+  /** None for a database in memory: nobody else can open it. */
+  private readonly ownership: OwnershipClaim | undefined;
   private readonly registry: Registry = createRegistry();
   private readonly tasks: TaskActors;
   private readonly inspect: ActorInspector | undefined;
@@ -157,6 +179,10 @@ class EmbeddedBroker implements Broker {
     this.tasks = new TaskActors(options.inspect);
     if (options.inspect !== undefined) inspectStore(this.registry, 'broker', options.inspect);
     const schema = migrate(db, A2A_MIGRATION_SET);
+    // Before anything is written: a refused broker leaves the file as it was.
+    this.ownership = isInMemoryPath(path)
+      ? undefined
+      : claimOwnership(db, path, { socket: options.socket ?? null, now: () => this.now() });
     this.store = new A2AStore(db);
     this.checkpointer = isInMemoryPath(path)
       ? undefined
@@ -175,7 +201,16 @@ class EmbeddedBroker implements Broker {
       this.logger,
       checkpointer === undefined ? undefined : () => checkpointer.committed(),
     );
-    this.opened = { schema, ...this.restore() };
+    try {
+      const tookOver = this.ownership?.tookOverFrom;
+      this.opened = { schema, ...this.restore(), ...(tookOver === undefined ? {} : { tookOverFrom: tookOver }) };
+    } catch (error) {
+      this.ownership?.release();
+      throw error;
+    }
+    if (this.opened.tookOverFrom !== undefined) {
+      this.logger.warn({ previous: this.opened.tookOverFrom }, 'took the file over from a broker that is gone');
+    }
     this.logger.info({ path, durability, ...this.opened, liveTasks: this.tasks.size }, 'a2a broker open');
   }
 
@@ -258,6 +293,15 @@ class EmbeddedBroker implements Broker {
     return registration.outbox.observable();
   }
 
+  endRegistrations(tokens: readonly string[]): Promise<number> {
+    if (this.isClosed || tokens.length === 0) return Promise.resolve(0);
+    return this.queue.enqueue((scope) => {
+      let ended = 0;
+      for (const token of tokens) if (this.endRegistration(token, scope)) ended++;
+      return ended;
+    });
+  }
+
   close(): Promise<void> {
     if (this.closing !== null) return this.closing;
     this.isClosed = true;
@@ -271,6 +315,11 @@ class EmbeddedBroker implements Broker {
       this.registry.trigger.cleared();
       this.tokens.clear();
       this.tasks.stopAll();
+      try {
+        this.ownership?.release();
+      } catch (error) {
+        this.logger.warn({ err: { message: (error as Error).message } }, 'could not release the file ownership');
+      }
       this.db.close();
       this.logger.info({ path: this.path, ...this.queue.stats() }, 'a2a broker closed');
     });
@@ -298,8 +347,8 @@ class EmbeddedBroker implements Broker {
     'a2a.agents.deregister': (p, scope) => this.doDeregister(p, scope),
     'a2a.agents.list': (p) => this.doListAgents(p),
     'a2a.message.send': (p, scope) => this.doSend(p, scope),
-    'a2a.tasks.get': (p) => this.doGetTask(p),
-    'a2a.tasks.list': (p) => this.doListTasks(p),
+    'a2a.tasks.get': (p, scope) => this.doGetTask(p, scope),
+    'a2a.tasks.list': (p, scope) => this.doListTasks(p, scope),
     'a2a.tasks.status': (p, scope) => this.doSetStatus(p, scope),
     'a2a.tasks.artifact': (p, scope) => this.doAddArtifact(p, scope),
     'a2a.tasks.cancel': (p, scope) => this.doCancel(p, scope),
@@ -335,6 +384,32 @@ class EmbeddedBroker implements Broker {
     const role = roleOf(head, caller.party);
     if (role === undefined) throw a2aError('A2A_CROSS_CONTEXT_DENIED', 'not a party to this task', { taskId });
     return { head, role };
+  }
+
+  /**
+   * The task as a call's answer carries it. One that would be longer than a
+   * line may be is not loaded: the call's changes stand and its caller is
+   * told to read the task with a smaller historyLength.
+   */
+  private answer(scope: CallScope, head: TaskHead, historyLength?: number): Task {
+    const bytes = this.store.taskBytes(head, historyLength);
+    if (bytes <= MAX_LINE_BYTES) return this.store.loadTask(head, historyLength);
+    scope.answerWith(answerTooLarge(bytes));
+    // Never seen by the caller (`answerWith` replaced the answer): the head alone.
+    const { taskId, contextId, agentName, agentContextId, requesterName, status, createdAt, updatedAt } = head;
+    return {
+      kind: 'task',
+      id: taskId,
+      contextId,
+      agentName,
+      agentContextId,
+      requesterName,
+      status,
+      history: [],
+      artifacts: [],
+      createdAt,
+      updatedAt,
+    };
   }
 
   /** Commits a task event (and the push that may follow it) for one party. */
@@ -538,6 +613,31 @@ class EmbeddedBroker implements Broker {
     return { deregistered: true };
   }
 
+  /** Ends one registration, its tasks untouched (`endRegistrations`); false for an unknown token. */
+  private endRegistration(token: string, scope: CallScope): boolean {
+    const agentId = this.tokens.resolve(token);
+    const registration = agentId === undefined ? undefined : this.registry.getSnapshot().context.byId.get(agentId);
+    if (registration === undefined) return false;
+    this.store.endAgent(registration.agentId, this.now(), 'disconnected');
+    const order = this.registry.getSnapshot().context.order.get(registration.agentId);
+    const actorBefore = registration.actor.getPersistedSnapshot();
+    registration.actor.stop();
+    this.tokens.revoke(registration.token);
+    this.registry.trigger.removed({ agentId: registration.agentId });
+    scope.onUndo(() => {
+      registration.actor = startAgentActor({
+        snapshot: actorBefore,
+        input: { agentId: registration.agentId },
+        inspect: this.inspect,
+      });
+      this.tokens.reinstate(registration.token);
+      this.registry.trigger.added({ registration, ...(order === undefined ? {} : { order }) });
+    });
+    scope.afterCommit(() => registration.outbox.complete());
+    this.logger.info({ agentId: registration.agentId }, 'a2a agent disconnected: registration ended, tasks kept');
+    return true;
+  }
+
   private doListAgents(p: MethodParams<'a2a.agents.list'>): MethodResult<'a2a.agents.list'> {
     const caller = this.caller(p.token);
     const agents = this.addressable(caller).map((r) => r.card);
@@ -572,7 +672,56 @@ class EmbeddedBroker implements Broker {
     const local = named.find((r) => r.party.contextId === caller.party.contextId);
     if (local !== undefined) return local;
     if (named.length === 1 && named[0] !== undefined) return named[0];
-    throw a2aError('A2A_UNKNOWN_AGENT', 'no addressable agent answers to this name or id', { to });
+    throw this.unresolved(caller, to, direct, named);
+  }
+
+  /** Why `to` resolves to no one: several agents of other contexts, an agent of the other kind, the caller, or nobody. */
+  private unresolved(
+    caller: Registration,
+    to: string,
+    direct: Registration | undefined,
+    named: readonly Registration[],
+  ): BrokerError {
+    if (named.length > 1) {
+      const agentIds = named.map((r) => r.agentId);
+      const listed = named.map((r) => `${r.agentId} (context ${r.party.contextId})`).join(', ');
+      return a2aError(
+        'A2A_UNKNOWN_AGENT',
+        `${named.length} agents of other contexts answer to "${to}": ${listed}; address one by its agentId`,
+        { to, reason: 'ambiguous', agentIds },
+      );
+    }
+    if (direct?.agentId === caller.agentId || (named.length === 0 && this.isCallerName(caller, to))) {
+      return a2aError('A2A_UNKNOWN_AGENT', `"${to}" is the caller itself: address another agent`, {
+        to,
+        reason: 'self',
+      });
+    }
+    const { byId, byName } = this.registry.getSnapshot().context;
+    let other = direct !== undefined && direct.kind !== caller.kind ? direct : undefined;
+    for (const agentId of other === undefined ? (byName.get(foldAgentName(to)) ?? []) : []) {
+      const r = byId.get(agentId);
+      if (r !== undefined && r.kind !== caller.kind) {
+        other = r;
+        break;
+      }
+    }
+    if (other !== undefined) {
+      return a2aError(
+        'A2A_UNKNOWN_AGENT',
+        `"${to}" is an agent of the other kind (${other.kind}; the caller is a ${caller.kind}): agents address only agents of their own kind`,
+        { to, reason: 'other-kind', kind: other.kind },
+      );
+    }
+    return a2aError(
+      'A2A_UNKNOWN_AGENT',
+      `no live agent answers to "${to}": list the addressable ones with a2a.agents.list, or wait for it to register`,
+      { to, reason: 'none' },
+    );
+  }
+
+  private isCallerName(caller: Registration, to: string): boolean {
+    return foldAgentName(to) === foldAgentName(caller.party.name);
   }
 
   // ---- messages ----
@@ -592,7 +741,7 @@ class EmbeddedBroker implements Broker {
     if (p.message.messageId !== undefined) {
       const existing = this.store.createdTaskId(caller.party, p.message.messageId);
       const head = existing === undefined ? undefined : this.store.taskHead(existing);
-      if (head !== undefined) return { task: this.store.loadTask(head, p.historyLength) };
+      if (head !== undefined) return { task: this.answer(scope, head, p.historyLength) };
     }
     const worker = this.resolveTo(caller, p.to ?? '');
     const contextId = caller.party.contextId;
@@ -654,7 +803,7 @@ class EmbeddedBroker implements Broker {
     const { head, role } = this.partyTask(caller, taskId);
     // A retry is recognised before any other check.
     if (m.messageId !== undefined && this.store.hasMessage(taskId, m.messageId)) {
-      return { task: this.store.loadTask(head, historyLength) };
+      return { task: this.answer(scope, head, historyLength) };
     }
     if (isTerminalState(head.state)) {
       throw a2aError('A2A_TASK_TERMINAL', `task is ${head.state}`, { from: head.state, to: head.state });
@@ -671,32 +820,38 @@ class EmbeddedBroker implements Broker {
     }
     this.store.writeHead(current);
     this.notify(scope, counterpart(current, role), current, statusEvent(current, false, message));
-    return { task: this.store.loadTask(current, historyLength) };
+    return { task: this.answer(scope, current, historyLength) };
   }
 
   // ---- tasks ----
 
-  private doGetTask(p: MethodParams<'a2a.tasks.get'>): MethodResult<'a2a.tasks.get'> {
+  private doGetTask(p: MethodParams<'a2a.tasks.get'>, scope: CallScope): MethodResult<'a2a.tasks.get'> {
     const caller = this.caller(p.token);
     const { head } = this.partyTask(caller, p.id);
-    return { task: this.store.loadTask(head, p.historyLength) };
+    return { task: this.answer(scope, head, p.historyLength) };
   }
 
-  private doListTasks(p: MethodParams<'a2a.tasks.list'>): MethodResult<'a2a.tasks.list'> {
+  private doListTasks(p: MethodParams<'a2a.tasks.list'>, scope: CallScope): MethodResult<'a2a.tasks.list'> {
     const caller = this.caller(p.token);
     const states = p.states === undefined ? undefined : new Set<TaskState>(p.states);
-    const tasks: Task[] = [];
-    for (const head of this.store.tasksOfParty(caller.party, p.role)) {
-      if (states === undefined || states.has(head.state)) tasks.push(this.store.loadTask(head));
+    const heads = this.store
+      .tasksOfParty(caller.party, p.role)
+      .filter((head) => states === undefined || states.has(head.state));
+    let bytes = 0;
+    for (const head of heads) bytes += this.store.taskBytes(head);
+    // A read: refused before anything is loaded.
+    if (bytes > MAX_LINE_BYTES) {
+      scope.answerWith(answerTooLarge(bytes));
+      return { tasks: [] };
     }
-    return { tasks };
+    return { tasks: heads.map((head) => this.store.loadTask(head)) };
   }
 
   private doSetStatus(p: MethodParams<'a2a.tasks.status'>, scope: CallScope): MethodResult<'a2a.tasks.status'> {
     const caller = this.caller(p.token);
     const { head, role } = this.partyTask(caller, p.id);
     if (p.message?.messageId !== undefined && this.store.hasMessage(head.taskId, p.message.messageId)) {
-      return { task: this.store.loadTask(head, p.historyLength) };
+      return { task: this.answer(scope, head, p.historyLength) };
     }
     const check = checkTaskMove(head.state, { to: p.state, by: role as TaskMover, via: 'status' });
     if (!check.ok) throw moveRefusal(check);
@@ -716,7 +871,7 @@ class EmbeddedBroker implements Broker {
     const requester = counterpart(current, role);
     this.notify(scope, requester, current, statusEvent(current, final));
     if (final) this.push(scope, requester, current, status);
-    return { task: this.store.loadTask(current, p.historyLength) };
+    return { task: this.answer(scope, current, p.historyLength) };
   }
 
   private doAddArtifact(p: MethodParams<'a2a.tasks.artifact'>, scope: CallScope): MethodResult<'a2a.tasks.artifact'> {
@@ -748,7 +903,7 @@ class EmbeddedBroker implements Broker {
       append,
       lastChunk: p.lastChunk ?? false,
     });
-    return { task: this.store.loadTask(current) };
+    return { task: this.answer(scope, current) };
   }
 
   private doCancel(p: MethodParams<'a2a.tasks.cancel'>, scope: CallScope): MethodResult<'a2a.tasks.cancel'> {
@@ -763,7 +918,7 @@ class EmbeddedBroker implements Broker {
     const other = counterpart(current, role);
     this.notify(scope, other, current, statusEvent(current, true));
     this.push(scope, other, current, status);
-    return { task: this.store.loadTask(current) };
+    return { task: this.answer(scope, current) };
   }
 
   private doResubscribe(
@@ -773,7 +928,7 @@ class EmbeddedBroker implements Broker {
     const caller = this.caller(p.token);
     const { head } = this.partyTask(caller, p.id);
     this.notify(scope, caller.party, head, statusEvent(head, isTerminalState(head.state)));
-    return { task: this.store.loadTask(head) };
+    return { task: this.answer(scope, head) };
   }
 
   private doSetPushConfig(

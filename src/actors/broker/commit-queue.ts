@@ -18,6 +18,12 @@ export interface CallScope {
    * once per call. It fails the whole transaction if it throws.
    */
   beforeCommit(key: unknown, write: () => void): void;
+  /**
+   * The call's writes and effects stand, but its caller is answered with
+   * `error` instead of its value: for an answer that cannot be given (one
+   * longer than a line may be), never for a refusal. Inside a read, it throws.
+   */
+  answerWith(error: BrokerError): void;
 }
 
 interface Job {
@@ -32,6 +38,8 @@ interface Outcome {
   value: unknown;
   undos: (() => void)[];
   effects: (() => void)[];
+  /** Set by `answerWith`: the error the caller gets once the call's writes are committed. */
+  answer?: BrokerError;
 }
 
 /** The most calls one transaction carries; the rest go to the next one. */
@@ -81,6 +89,7 @@ export class CommitQueue {
           runUndos(outcome.undos, logger);
           outcome.undos = [];
           outcome.effects = [];
+          delete outcome.answer;
           outcome.value = error;
         }
       }
@@ -194,6 +203,9 @@ export class CommitQueue {
       beforeCommit: (key, write) => {
         if (!this.finalWrites.has(key)) this.finalWrites.set(key, write);
       },
+      answerWith: (error) => {
+        outcome.answer = error;
+      },
     };
   }
 
@@ -233,7 +245,8 @@ export class CommitQueue {
     const effects: (() => void)[] = [];
     for (const outcome of outcomes) {
       if (outcome.ok) {
-        outcome.job.resolve(outcome.value);
+        if (outcome.answer === undefined) outcome.job.resolve(outcome.value);
+        else outcome.job.reject(outcome.answer);
         effects.push(...outcome.effects);
       } else {
         outcome.job.reject(publicError(outcome.value, this.logger));
@@ -276,6 +289,9 @@ const READ_SCOPE: CallScope = {
   },
   beforeCommit: () => {
     throw new Error('a read registered a write');
+  },
+  answerWith: (error) => {
+    throw error;
   },
 };
 

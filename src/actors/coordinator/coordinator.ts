@@ -149,15 +149,34 @@ export interface CreateWorkItem {
   attributes?: Record<string, string | number | boolean>;
 }
 
+/** What `Coordinator.settled` takes: how long to wait. */
+export interface SettleOptions {
+  /**
+   * Give up after this many milliseconds (0 to 2147483647): the promise
+   * rejects with `COORD_SETTLE_TIMEOUT` and the item runs on. Default: wait
+   * as long as it takes.
+   */
+  timeoutMs?: number;
+}
+
 /** A running Coordinator: creates work items, streams their statuses, decides their approvals and cancels them. */
 export interface Coordinator {
   createWorkItem(request: CreateWorkItem): Promise<string>;
   /** The item's status now, then on every change; completes after its final status. */
   watch(itemId: string): Observable<ItemStatus>;
-  /** Every item's status changes (no initial value). */
+  /**
+   * Every item's status: a subscriber first gets the current status of each
+   * live item (event `current`; none when nothing runs), then every change.
+   * Completes when the Coordinator closes.
+   */
   readonly statuses$: Observable<ItemStatus>;
-  /** Resolves with the item's final status. */
-  settled(itemId: string): Promise<ItemStatus>;
+  /**
+   * Resolves with the item's final status, its `output` included (at once
+   * for an item that already ended). Rejects with `COORD_UNKNOWN_ITEM` for
+   * an unknown id, `COORD_SETTLE_TIMEOUT` after `timeoutMs`, `COORD_CLOSED`
+   * when the Coordinator closes first.
+   */
+  settled(itemId: string, options?: SettleOptions): Promise<ItemStatus>;
   approve(itemId: string, approver: string): Promise<void>;
   deny(itemId: string, approver: string, reason?: string): Promise<void>;
   cancel(itemId: string, options?: { by?: string; reason?: string }): Promise<void>;
@@ -396,7 +415,10 @@ class RunningCoordinator implements Coordinator {
   restored: Coordinator['restored'] = { items: [], refused: [], republished: 0 };
   readonly #p: Parts;
   readonly #all = new Subject<ItemStatus>();
-  readonly statuses$: Observable<ItemStatus> = this.#all.asObservable();
+  // The live items' current statuses are read and the changes subscribed in one synchronous step: none is missed.
+  readonly statuses$: Observable<ItemStatus> = defer(() =>
+    this.#closed ? this.#all : concat(of(...this.store.liveItems().map((item) => this.#current(item))), this.#all),
+  );
   readonly #stop = new AbortController();
   #loop: Promise<void> | undefined;
   /** Outbox rows not yet published (a failed publish is retried). */
@@ -513,19 +535,24 @@ class RunningCoordinator implements Coordinator {
     return itemId;
   }
 
+  /** An item's status as it stands (event `current`). */
+  #current(item: ItemRecord): ItemStatus {
+    return statusOf(item, {
+      kind: 'current',
+      itemId: item.id,
+      hop: item.hop,
+      stage: item.stage,
+      role: null,
+      detail: `${item.state}`,
+      at: this.#p.options.clock?.now() ?? Date.now(),
+    });
+  }
+
   watch(itemId: string): Observable<ItemStatus> {
     return defer(() => {
       const item = this.store.getItem(itemId);
       if (item === undefined) throw new CoordinatorError('COORD_UNKNOWN_ITEM', `no work item ${itemId}`);
-      const current = statusOf(item, {
-        kind: 'current',
-        itemId,
-        hop: item.hop,
-        stage: item.stage,
-        role: null,
-        detail: `${item.state}`,
-        at: this.#p.options.clock?.now() ?? Date.now(),
-      });
+      const current = this.#current(item);
       if (item.finishedAt !== null) return of(current);
       return concat(
         of(current),
@@ -537,16 +564,50 @@ class RunningCoordinator implements Coordinator {
     });
   }
 
-  settled(itemId: string): Promise<ItemStatus> {
+  settled(itemId: string, options: SettleOptions = {}): Promise<ItemStatus> {
+    const timeoutMs = options?.timeoutMs;
+    if (
+      timeoutMs !== undefined &&
+      (typeof timeoutMs !== 'number' || !Number.isInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > 2_147_483_647)
+    ) {
+      return Promise.reject(invalid('settled: timeoutMs is a whole number of milliseconds from 0 to 2147483647'));
+    }
     return new Promise((resolve, reject) => {
       let last: ItemStatus | undefined;
-      this.watch(itemId).subscribe({
+      let timer: NodeJS.Timeout | undefined;
+      const sub = this.watch(itemId).subscribe({
         next: (s) => {
           last = s;
         },
-        error: reject,
-        complete: () => (last === undefined ? reject(new Error('no status')) : resolve(last)),
+        error: (error: unknown) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+        complete: () => {
+          clearTimeout(timer);
+          if (last !== undefined && last.finishedAt !== null && isFinalRunState(last.state)) resolve(last);
+          else {
+            reject(
+              new CoordinatorError('COORD_CLOSED', `the Coordinator closed before work item ${itemId} ended`, {
+                details: { itemId, state: last?.state ?? null },
+              }),
+            );
+          }
+        },
       });
+      if (timeoutMs === undefined || sub.closed) return;
+      timer = setTimeout(() => {
+        sub.unsubscribe();
+        const state = last?.state ?? this.store.getItem(itemId)?.state ?? null;
+        reject(
+          new CoordinatorError(
+            'COORD_SETTLE_TIMEOUT',
+            `work item ${itemId} did not end within ${timeoutMs} ms (it is ${state}): it runs on; ` +
+              'wait again with a longer timeoutMs, read it with get(), or cancel it',
+            { details: { itemId, timeoutMs, state } },
+          ),
+        );
+      }, timeoutMs);
     });
   }
 

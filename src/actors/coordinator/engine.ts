@@ -10,7 +10,11 @@ import {
   restoreWorkflowRun,
   workflowRunMachine,
 } from '../../machines/workflow-run-machine.js';
-import { type WorkflowRunContext, isFinalRunState } from '../../machines/workflow-run-transitions.js';
+import {
+  type FinalRunState,
+  type WorkflowRunContext,
+  isFinalRunState,
+} from '../../machines/workflow-run-transitions.js';
 import type { AuditLog } from '../../persistence/audit/chain.js';
 import type { AuditEntryInput, JsonObject } from '../../protocol/audit.js';
 import type { Clock } from '../../persistence/kernel/clock.js';
@@ -33,6 +37,7 @@ import { CoordinatorError } from './types.js';
 import { askTarget } from './asks.js';
 import { LiveRecords } from './live-records.js';
 import { accrue } from '../../workflow/cost-ledger.js';
+import { itemOutput } from '../../workflow/item-output.js';
 import { SWITCHBOARD_METADATA_KEY } from './human-edge.js';
 import type { ActorInspector } from '../inspection.js';
 
@@ -62,6 +67,8 @@ export type ResultHandling = 'applied' | 'duplicate' | 'late' | 'unknown' | 'ear
 interface Work {
   item: ItemRecord;
   actor: Actor<WorkflowRunMachine> | undefined;
+  /** The stage hop result being applied: what the item's output keeps if it ends the run. */
+  result?: ResultEnvelope;
 }
 
 const COORDINATOR_ACTOR = 'coordinator';
@@ -331,6 +338,7 @@ export class CoordinatorEngine {
           createdAt: now,
           updatedAt: now,
           finishedAt: null,
+          output: null,
           mirrored: false,
         };
         this.#rec.insertItem(item);
@@ -510,7 +518,7 @@ export class CoordinatorEngine {
       return 'duplicate';
     }
     const item = this.#rec.item(hop.itemId)!;
-    const work: Work = { item, actor: this.#runs.get(item.id) };
+    const work: Work = { item, actor: this.#runs.get(item.id), result };
     const accrual = accrue(hop, work.item, result.usage, now);
     work.item = accrual.item;
     this.#store.addUsage(accrual.row);
@@ -1022,10 +1030,10 @@ export class CoordinatorEngine {
     });
   }
 
-  #finish(step: Step, work: Work, ctx: WorkflowRunContext, state: ItemState): void {
+  #finish(step: Step, work: Work, ctx: WorkflowRunContext, state: FinalRunState): void {
     if (work.item.finishedAt !== null) return;
     const now = this.#clock.now();
-    work.item = { ...work.item, finishedAt: now, approval: null };
+    work.item = { ...work.item, finishedAt: now, approval: null, output: itemOutput(state, ctx, work.result) };
     const failure = ctx.failure;
     const kind = state === 'completed' ? 'item-completed' : state === 'failed' ? 'item-failed' : 'item-canceled';
     step.audit.push({

@@ -3,6 +3,7 @@ import type { TaskState } from '../../protocol/task.js';
 import type { BrokerApi } from '../broker/api.js';
 import type { CoordinatorStore } from '../../persistence/coordinator/store.js';
 import type { HopRecord, ItemRecord } from '../../workflow/records.js';
+import { outputArtifacts } from '../../workflow/item-output.js';
 import { type HumanEdge, type Party, SWITCHBOARD_METADATA_KEY } from './human-edge.js';
 
 /**
@@ -17,6 +18,12 @@ import { type HumanEdge, type Party, SWITCHBOARD_METADATA_KEY } from './human-ed
  * sync reads what the tables say and moves only what differs, so after a
  * crash a sync of every live item catches up (a hop task created just before
  * the crash is found again by its first message's id, the hop id).
+ *
+ * An ended item's output goes on its task as artifacts (the Coordinator is
+ * the task's worker) before the task's final move: the answer's parts and the
+ * last hop's artifacts, or the failure, or the cancellation
+ * (`outputArtifacts`). Each has a fixed id, so a sync after a crash puts the
+ * same artifacts again, not new ones.
  */
 
 /** The broker context the role agents register in. */
@@ -175,6 +182,14 @@ export class BrokerMirror {
     return task.id;
   }
 
+  /** The item's output as artifacts of its task, while the task is still live (a final task takes none). */
+  async #putOutput(itemTask: string, output: NonNullable<ItemRecord['output']>, coordinator: Party): Promise<void> {
+    if (FINAL_TASK_STATES.includes(await this.#state(itemTask, coordinator.token))) return;
+    for (const artifact of outputArtifacts(output)) {
+      await this.#broker.addArtifact({ token: coordinator.token, id: itemTask, artifact, lastChunk: true });
+    }
+  }
+
   async #sync(itemId: string): Promise<void> {
     const item = this.#store.getItem(itemId);
     if (item === undefined || item.mirrored) return;
@@ -207,6 +222,7 @@ export class BrokerMirror {
       await this.#move(taskId, role.token, to, text);
     }
     const to = ITEM_TASK_STATE[item.state];
+    if (item.output !== null) await this.#putOutput(itemTask, item.output, parties.coordinator);
     if (to === 'canceled') {
       const state = await this.#state(itemTask, parties.coordinator.token);
       if (!FINAL_TASK_STATES.includes(state)) {

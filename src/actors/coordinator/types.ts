@@ -62,9 +62,10 @@ const ITEM_STATUS_FIELDS = [
   'approval',
   'createdAt',
   'finishedAt',
+  'output',
 ] as const satisfies readonly (keyof ItemRecord)[];
 
-/** A work item's status as `watch` streams it: a view of the item, and the event that changed it. */
+/** A work item's status as `watch` streams it: a view of the item (with its `output` once it ended), and the event that changed it. */
 export type ItemStatus = Pick<ItemRecord, (typeof ITEM_STATUS_FIELDS)[number]> & { event: ItemEvent };
 
 export function statusOf(item: ItemRecord, event: ItemEvent): ItemStatus {

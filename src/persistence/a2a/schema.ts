@@ -107,11 +107,52 @@ function createBrokerTables(db: SqliteDatabase): void {
   `);
 }
 
+/**
+ * Version 13: `a2a_owner`, the one broker that owns the file (at most one
+ * row): its pid, host and process start (`process_start`: boot id and start
+ * time on Linux, so a reused pid is not taken for the owner), when it took
+ * the file, and the socket it listens on (if any). Written when a broker
+ * opens the file, deleted when it closes; a row whose process is gone is
+ * taken over. And a registration may end `disconnected`: the connection
+ * that made it closed (`a2a_agents` is rebuilt with the wider check).
+ */
+function createOwnerTable(db: SqliteDatabase): void {
+  db.exec(`
+    CREATE TABLE a2a_agents_v13 (
+      agent_id TEXT PRIMARY KEY,
+      context_id TEXT NOT NULL,
+      name TEXT NOT NULL,
+      kind TEXT NOT NULL CHECK (kind IN ('subagent', 'parent')),
+      description TEXT NOT NULL,
+      skills TEXT NOT NULL,
+      sends INTEGER NOT NULL DEFAULT 0,
+      registered_at TEXT NOT NULL,
+      ended_at TEXT,
+      end_reason TEXT CHECK (end_reason IS NULL OR end_reason IN ('deregistered', 'restart', 'disconnected'))
+    ) STRICT;
+    INSERT INTO a2a_agents_v13 SELECT * FROM a2a_agents;
+    DROP TABLE a2a_agents;
+    ALTER TABLE a2a_agents_v13 RENAME TO a2a_agents;
+    CREATE INDEX a2a_agents_party ON a2a_agents (context_id, name);
+
+    CREATE TABLE IF NOT EXISTS a2a_owner (
+      id INTEGER PRIMARY KEY CHECK (id = 1),
+      token TEXT NOT NULL,
+      pid INTEGER NOT NULL,
+      host TEXT NOT NULL,
+      process_start TEXT NOT NULL,
+      since TEXT NOT NULL,
+      socket TEXT
+    ) STRICT;
+  `);
+}
+
 export const A2A_MIGRATIONS: readonly Migration[] = Object.freeze([
-  { version: 12, name: 'a2a broker tables (ADR 0147)', up: createBrokerTables },
+  { version: 12, name: 'a2a broker tables', up: createBrokerTables },
+  { version: 13, name: 'the broker that owns the file', up: createOwnerTable },
 ]);
 
-/** The broker's schema: component `a2a`, current version 12. */
+/** The broker's schema: component `a2a`, current version 13. */
 export const A2A_MIGRATION_SET: MigrationSet = Object.freeze({
   component: A2A_COMPONENT,
   current: SCHEMA_VERSION,
@@ -127,4 +168,5 @@ export const A2A_TABLES = [
   'a2a_push_configs',
   'a2a_events',
   'a2a_task_actors',
+  'a2a_owner',
 ] as const;

@@ -131,6 +131,14 @@ export class A2AStore {
         'SELECT body FROM (SELECT body, position FROM a2a_messages WHERE task_id = ? ORDER BY position DESC LIMIT ?) ORDER BY position',
       ),
       artifacts: db.prepare('SELECT body FROM a2a_artifacts WHERE task_id = ? ORDER BY position'),
+      // octet_length reads a value's size from its record header, not the value itself.
+      historyBytes: db.prepare('SELECT COALESCE(SUM(octet_length(body)), 0) AS n FROM a2a_messages WHERE task_id = ?'),
+      historyTailBytes: db.prepare(
+        'SELECT COALESCE(SUM(n), 0) AS n FROM (SELECT octet_length(body) AS n FROM a2a_messages WHERE task_id = ? ORDER BY position DESC LIMIT ?)',
+      ),
+      artifactBytes: db.prepare(
+        'SELECT COALESCE(SUM(octet_length(body)), 0) AS n FROM a2a_artifacts WHERE task_id = ?',
+      ),
       artifact: db.prepare('SELECT body FROM a2a_artifacts WHERE task_id = ? AND artifact_id = ?'),
       insertArtifact: db.prepare(
         `INSERT INTO a2a_artifacts (task_id, artifact_id, position, body, updated_at)
@@ -199,7 +207,7 @@ export class A2AStore {
     this.s.insertAgent.run({ ...row, skills: JSON.stringify(row.skills) });
   }
 
-  endAgent(agentId: string, at: string, reason: 'deregistered' | 'restart'): void {
+  endAgent(agentId: string, at: string, reason: 'deregistered' | 'restart' | 'disconnected'): void {
     this.s.endAgent.run(at, reason, agentId);
   }
 
@@ -280,6 +288,21 @@ export class A2AStore {
 
   hasMessage(taskId: string, messageId: string): boolean {
     return this.s.hasMessage.get(taskId, messageId) !== undefined;
+  }
+
+  /**
+   * Bytes of the stored messages and artifacts `loadTask(head, historyLength)`
+   * would return, read from the rows' sizes without loading them: what an
+   * answer carrying the task weighs, before it is built.
+   */
+  taskBytes(head: TaskHead, historyLength?: number): number {
+    const history =
+      historyLength === undefined
+        ? (this.s.historyBytes.get(head.taskId) as { n: number }).n
+        : historyLength === 0
+          ? 0
+          : (this.s.historyTailBytes.get(head.taskId, historyLength) as { n: number }).n;
+    return history + (this.s.artifactBytes.get(head.taskId) as { n: number }).n;
   }
 
   /** The whole task as the wire shows it; `historyLength` keeps the last N messages. */

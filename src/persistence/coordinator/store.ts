@@ -1,6 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { SqliteDatabase } from '../kernel/database.js';
-import { type MigrationSet, migrate } from '../kernel/migrations.js';
+import { type MigrationSet, SchemaVersionError, migrate, schemaVersion } from '../kernel/migrations.js';
+import type { ItemOutput } from '../../protocol/item-output.js';
 import type { Part } from '../../protocol/parts.js';
 import type {
   HopKind,
@@ -25,12 +26,14 @@ import type {
  * (the Coordinator wraps each result it handles in one).
  *
  * The read functions (`getItem`, `listItems`, `listHops`, `usageBy`,
- * `usageTotals`) are public: the CLI (`tasks`, `usage`) reads through them.
+ * `usageTotals`) are public: the CLI (`tasks`, `usage`, `items`) reads
+ * through them. An ended item's `output` lives in its row: the Context
+ * Engine's retention never touches it.
  */
 
 export const COORDINATOR_SCHEMA: MigrationSet = {
   component: 'coordinator',
-  current: 5,
+  current: 6,
   migrations: [
     {
       version: 1,
@@ -200,6 +203,14 @@ export const COORDINATOR_SCHEMA: MigrationSet = {
         `);
       },
     },
+    {
+      version: 6,
+      name: "an ended item's output (the last stage's parts and artifacts, or the failure), kept with the item",
+      up(db) {
+        // Items that ended before this version have no output recorded (null).
+        db.exec('ALTER TABLE coord_items ADD COLUMN output TEXT;');
+      },
+    },
   ],
 };
 
@@ -225,6 +236,7 @@ interface ItemRow {
   updated_at: number;
   finished_at: number | null;
   mirrored: number;
+  output: string | null;
 }
 
 interface HopRow {
@@ -280,6 +292,7 @@ function itemFrom(r: ItemRow): ItemRecord {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     finishedAt: r.finished_at,
+    output: parseJson<ItemOutput>(r.output),
     mirrored: r.mirrored === 1,
   };
 }
@@ -349,9 +362,20 @@ export class CoordinatorStore {
     markForgotten: Statement<[number, string]>;
   };
 
-  constructor(db: SqliteDatabase) {
+  /**
+   * `readOnly`: for a reader beside a running Coordinator (the CLI): nothing
+   * is migrated or written; a schema other than this code's is refused
+   * (`SchemaVersionError`: `SCHEMA_TOO_NEW`, or `SCHEMA_TOO_OLD` saying to
+   * open the file with a Coordinator of this version first).
+   */
+  constructor(db: SqliteDatabase, options: { readOnly?: boolean } = {}) {
     this.db = db;
-    migrate(db, COORDINATOR_SCHEMA);
+    if (options.readOnly === true) {
+      const found = schemaVersion(db, COORDINATOR_SCHEMA.component);
+      if (found !== COORDINATOR_SCHEMA.current) {
+        throw new SchemaVersionError(COORDINATOR_SCHEMA.component, found, COORDINATOR_SCHEMA.current);
+      }
+    } else migrate(db, COORDINATOR_SCHEMA);
     this.#s = {
       item: db.prepare('SELECT * FROM coord_items WHERE id = ?'),
       items: db.prepare('SELECT * FROM coord_items ORDER BY created_at, id LIMIT ?'),
@@ -364,7 +388,8 @@ export class CoordinatorStore {
       ),
       updateItem: db.prepare(
         `UPDATE coord_items SET state = ?, stage = ?, hop = ?, hops = ?, input_tokens = ?, output_tokens = ?,
-           cost_usd = ?, elapsed_ms = ?, failure = ?, approval = ?, updated_at = ?, finished_at = ? WHERE id = ?`,
+           cost_usd = ?, elapsed_ms = ?, failure = ?, approval = ?, updated_at = ?, finished_at = ?, output = ?
+         WHERE id = ?`,
       ),
       setItemTask: db.prepare('UPDATE coord_items SET task_id = ? WHERE id = ?'),
       setMirrored: db.prepare('UPDATE coord_items SET mirrored = 1 WHERE id = ?'),
@@ -384,7 +409,7 @@ export class CoordinatorStore {
       run: db.prepare('SELECT run_version, run_snapshot FROM coord_items WHERE id = ?'),
       updateItemAndRun: db.prepare(
         `UPDATE coord_items SET state = ?, stage = ?, hop = ?, hops = ?, input_tokens = ?, output_tokens = ?,
-           cost_usd = ?, elapsed_ms = ?, failure = ?, approval = ?, updated_at = ?, finished_at = ?,
+           cost_usd = ?, elapsed_ms = ?, failure = ?, approval = ?, updated_at = ?, finished_at = ?, output = ?,
            run_version = ?, run_snapshot = ? WHERE id = ?`,
       ),
       insertUsage: db.prepare(
@@ -426,6 +451,15 @@ export class CoordinatorStore {
     const limit = Math.max(0, Math.min(options.limit ?? 10_000, 100_000));
     const rows = options.state === undefined ? this.#s.items.all(limit) : this.#s.itemsIn.all(options.state, limit);
     return rows.map(itemFrom);
+  }
+
+  /** How many work items there are (optionally only those in one state). */
+  countItems(options: { state?: ItemState } = {}): number {
+    const row =
+      options.state === undefined
+        ? this.db.prepare('SELECT count(*) AS n FROM coord_items').get()
+        : this.db.prepare('SELECT count(*) AS n FROM coord_items WHERE state = ?').get(options.state);
+    return (row as { n: number }).n;
   }
 
   /** Work items not yet completed, failed or canceled. */
@@ -549,6 +583,7 @@ export class CoordinatorStore {
       item.approval === null ? null : JSON.stringify(item.approval),
       item.updatedAt,
       item.finishedAt,
+      item.output === null ? null : JSON.stringify(item.output),
     ];
     if (run === undefined) this.#s.updateItem.run(...fields, item.id);
     else this.#s.updateItemAndRun.run(...fields, run.machineVersion, JSON.stringify(run.snapshot), item.id);

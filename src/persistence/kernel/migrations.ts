@@ -20,7 +20,11 @@ export interface MigrationSet {
   migrations: readonly Migration[];
 }
 
-/** A database written by a newer switchboard: nothing was changed. */
+/**
+ * A database written by a newer switchboard (`SCHEMA_TOO_NEW`), or one a
+ * reader that never migrates finds older than it reads (`SCHEMA_TOO_OLD`):
+ * nothing was changed.
+ */
 export class SchemaVersionError extends SwitchboardError {
   declare readonly code: ErrorCodeOf<'SchemaVersionError'>;
   constructor(
@@ -29,8 +33,12 @@ export class SchemaVersionError extends SwitchboardError {
     readonly supported: number,
   ) {
     super(
-      'SCHEMA_TOO_NEW',
-      `database schema for ${component} is version ${found}, newer than this switchboard supports (${supported}); upgrade switchboard`,
+      found > supported ? 'SCHEMA_TOO_NEW' : 'SCHEMA_TOO_OLD',
+      found > supported
+        ? `database schema for ${component} is version ${found}, newer than this switchboard supports (${supported}); upgrade switchboard`
+        : `database schema for ${component} is version ${found}, older than this switchboard reads (${supported}), ` +
+            'and a reader does not migrate: open the file once with a process of this version that writes it ' +
+            '(for the Coordinator: switchboard coordinator --db PATH), then read it again',
       { details: { component, found, supported } },
     );
   }

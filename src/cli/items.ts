@@ -1,0 +1,332 @@
+import { CoordinatorStore } from '../persistence/coordinator/store.js';
+import { WORKFLOW_RUN_STATES } from '../protocol/workflow.js';
+import type { ItemOutput } from '../protocol/item-output.js';
+import type { Part } from '../protocol/parts.js';
+import { outputSummary } from '../workflow/item-output.js';
+import type { HopRecord, ItemRecord, ItemState } from '../workflow/records.js';
+import type { CliCommand } from './command.js';
+import {
+  CliUsageError,
+  type FlagSpec,
+  booleanFlag,
+  choiceFlag,
+  countFlag,
+  parseCommandArgs,
+  reportUsageError,
+  stringFlag,
+} from './command-args.js';
+import { type OpenedDatabase, openExistingDatabase, requireComponent } from './read-database.js';
+import { formatDuration, formatEpoch, formatUsd, renderTable } from './table.js';
+
+const MAX_LIMIT = 100_000;
+
+export const ITEMS_USAGE = `Usage: switchboard items list --db PATH [--state S] [--limit N] [--json]
+       switchboard items show ID --db PATH [--json]
+
+The Coordinator's work items: state, workflow, stage, hops, cost, elapsed
+time and what each ended with (its output: the last stage's parts and
+artifacts, or the failure, or the cancellation). Outputs are kept with the
+items: the Context Engine's retention never forgets them. The database is
+opened read-only and never migrated, so it can be read beside a running
+Coordinator.
+
+  list   every work item, oldest first: id, state, workflow, stage, hops,
+         tokens, cost, elapsed time, and its output in a line
+  show   one work item: state, workflow, stage, usage, times, failure or
+         approval, its hops (state, model, tokens, cost, time) and its
+         whole output
+
+Options:
+  --db PATH      the SQLite file the Coordinator wrote (required; never
+                 created)
+  --state S      list: only items in this state: pending, running,
+                 awaiting-approval, suspended, completed, failed, canceled
+  --limit N      list: at most N items (default 1000)
+  --json         list: {"total","items":[item]}; show: {"item","hops"};
+                 an item is the Coordinator's record ("id","taskId",
+                 "workflow","state","stage","hop","hops","usage","failure",
+                 "approval","createdAt","finishedAt","output",...) with
+                 "elapsedMs" (created to finished, or to now)
+  -h, --help     show this help
+
+Exit status: 0 on success; 1 when the database cannot be read (no such
+file, not a switchboard database, no Coordinator tables, another schema
+version) or show names no work item; 2 for a usage error.`;
+
+interface ItemsFlags {
+  sub: 'list' | 'show';
+  id: string | undefined;
+  db: string | undefined;
+  state: ItemState | undefined;
+  limit: number;
+  json: boolean;
+}
+
+/** Every flag the command accepts (each is documented in its --help; a test checks it). */
+export const ITEMS_FLAGS: FlagSpec = {
+  db: { type: 'string' },
+  state: { type: 'string' },
+  limit: { type: 'string' },
+  json: { type: 'boolean' },
+};
+
+function parseFlags(argv: string[]): ItemsFlags {
+  const args = parseCommandArgs(argv, ITEMS_FLAGS, 2);
+  const [sub, id] = args.positionals;
+  if (sub === undefined) throw new CliUsageError("missing subcommand: 'list' or 'show ID'");
+  if (sub !== 'list' && sub !== 'show') throw new CliUsageError(`unknown subcommand '${sub}' (expected list or show)`);
+  if (sub === 'show' && id === undefined) throw new CliUsageError('show needs a work item id: items show ID --db PATH');
+  if (sub === 'list' && id !== undefined) throw new CliUsageError(`unexpected argument '${id}'`);
+  if (sub === 'show' && (args.values.state !== undefined || args.values.limit !== undefined)) {
+    throw new CliUsageError('--state and --limit are for list');
+  }
+  const state = args.values.state === undefined ? undefined : choiceFlag(args, 'state', WORKFLOW_RUN_STATES, 'running');
+  return {
+    sub,
+    id,
+    db: stringFlag(args, 'db'),
+    state,
+    limit: countFlag(args, 'limit', 1000, MAX_LIMIT),
+    json: booleanFlag(args, 'json'),
+  };
+}
+
+/** A database problem: exit 1 with the reason (not a usage error: the command line was right). */
+class UnreadableDatabase extends Error {}
+
+/** Opens the file read-only and the Coordinator's tables without migrating them. */
+function openItems(flags: ItemsFlags): { opened: OpenedDatabase; store: CoordinatorStore } {
+  let opened: OpenedDatabase;
+  try {
+    opened = openExistingDatabase(flags.db, 'read');
+  } catch (error) {
+    if (error instanceof CliUsageError && flags.db !== undefined) throw new UnreadableDatabase(error.message);
+    throw error;
+  }
+  try {
+    requireComponent(opened, 'coordinator', 'Coordinator tables');
+    return { opened, store: new CoordinatorStore(opened.db, { readOnly: true }) };
+  } catch (error) {
+    opened.db.close();
+    throw new UnreadableDatabase(`${opened.path}: ${(error as Error)?.message ?? String(error)}`);
+  }
+}
+
+/** Created to finished (or to now, while it runs). */
+function elapsedMs(item: ItemRecord, now: number): number {
+  return Math.max(0, (item.finishedAt ?? now) - item.createdAt);
+}
+
+function tokens(item: ItemRecord | HopRecord): string {
+  return String(item.usage.inputTokens + item.usage.outputTokens);
+}
+
+function cut(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+function partLine(part: Part): string {
+  switch (part.kind) {
+    case 'text':
+      return part.text;
+    case 'data':
+      return JSON.stringify(part.data);
+    case 'file':
+      return `[file ${part.file.name ?? ''}${part.file.mimeType === undefined ? '' : ` ${part.file.mimeType}`}${part.file.uri === undefined ? `, ${part.file.bytes?.length ?? 0} base64 chars` : ` ${part.file.uri}`}]`;
+  }
+}
+
+/** An output in full (show). */
+function outputLines(output: ItemOutput | null): string[] {
+  if (output === null) return ['Output: none yet (the item has not ended)'];
+  const at = `stage ${output.stage ?? '-'}, hop ${output.hop}`;
+  if (output.state === 'failed') {
+    return [
+      `Output (failed at ${at}):`,
+      `  code:       ${output.code}`,
+      `  message:    ${output.message}`,
+      ...(output.error === null ? [] : [`  hop error:  ${output.error.type}: ${output.error.message}`]),
+    ];
+  }
+  if (output.state === 'canceled') {
+    return [
+      `Output (canceled at ${at}):`,
+      `  by:         ${output.by ?? '-'}`,
+      `  reason:     ${output.reason ?? '-'}`,
+    ];
+  }
+  const out = [`Output (completed at ${at}${output.role === null ? '' : `, by ${output.role}`}):`];
+  if (output.parts.length === 0) out.push('  (no parts)');
+  for (const part of output.parts)
+    out.push(
+      ...partLine(part)
+        .split('\n')
+        .map((l) => `  ${l}`),
+    );
+  if (output.artifacts.length > 0) {
+    out.push('', `Artifacts (${output.artifacts.length}):`);
+    for (const a of output.artifacts) {
+      out.push(`  ${a.artifactId}${a.name === undefined ? '' : ` (${a.name})`}:`);
+      for (const part of a.parts)
+        out.push(
+          ...partLine(part)
+            .split('\n')
+            .map((l) => `    ${l}`),
+        );
+    }
+  }
+  return out;
+}
+
+function listItems(opened: OpenedDatabase, store: CoordinatorStore, flags: ItemsFlags): number {
+  const filter = flags.state === undefined ? {} : { state: flags.state };
+  // One snapshot for the rows and the count, even while a Coordinator writes.
+  const { items, total } = opened.db
+    .transaction(() => ({ items: store.listItems({ ...filter, limit: flags.limit }), total: store.countItems(filter) }))
+    .deferred();
+  const now = Date.now();
+  if (flags.json) {
+    const out = items.map((item) => ({ ...item, elapsedMs: elapsedMs(item, now) }));
+    process.stdout.write(`${JSON.stringify({ total, items: out })}\n`);
+    return 0;
+  }
+  if (items.length === 0) {
+    process.stdout.write(`No work items${flags.state === undefined ? '' : ` in state ${flags.state}`}.\n`);
+    return 0;
+  }
+  const lines = renderTable(
+    [
+      { header: 'work item' },
+      { header: 'state' },
+      { header: 'workflow' },
+      { header: 'stage' },
+      { header: 'hops', align: 'right' },
+      { header: 'tokens', align: 'right' },
+      { header: 'cost', align: 'right' },
+      { header: 'elapsed', align: 'right' },
+      { header: 'output', maxWidth: 60 },
+    ],
+    items.map((item) => [
+      item.id,
+      item.state,
+      `${item.workflow.id}@${item.workflow.version}`,
+      item.stage ?? '-',
+      String(item.hops),
+      tokens(item),
+      formatUsd(item.usage.costUsd),
+      formatDuration(elapsedMs(item, now)),
+      cut(outputSummary(item.output), 60),
+    ]),
+  );
+  process.stdout.write(`${lines.join('\n')}\n`);
+  if (items.length < total) process.stdout.write(`\nShowing ${items.length} of ${total} (--limit N).\n`);
+  return 0;
+}
+
+function hopTable(hops: readonly HopRecord[]): string[] {
+  return renderTable(
+    [
+      { header: '#', align: 'right' },
+      { header: 'hop', align: 'right' },
+      { header: 'kind' },
+      { header: 'stage' },
+      { header: 'role' },
+      { header: 'state' },
+      { header: 'model' },
+      { header: 'tokens', align: 'right' },
+      { header: 'cost', align: 'right' },
+      { header: 'time', align: 'right' },
+      { header: 'error', maxWidth: 50 },
+    ],
+    hops.map((h) => [
+      String(h.seq),
+      String(h.hop),
+      h.kind,
+      h.stage,
+      h.role,
+      h.state,
+      h.model ?? '-',
+      tokens(h),
+      formatUsd(h.usage.costUsd),
+      formatDuration(h.usage.elapsedMs),
+      h.error === null ? '' : `${h.error.type}: ${h.error.message}`,
+    ]),
+  );
+}
+
+function showItem(opened: OpenedDatabase, store: CoordinatorStore, flags: ItemsFlags): number {
+  const id = flags.id!;
+  const found = opened.db
+    .transaction(() => {
+      const item = store.getItem(id);
+      return item === undefined ? undefined : { item, hops: store.listHops(id) };
+    })
+    .deferred();
+  if (found === undefined) {
+    process.stderr.write(
+      `switchboard items: no work item ${id} in ${opened.path} (list them with: switchboard items list --db ${opened.path})\n`,
+    );
+    return 1;
+  }
+  const { item, hops } = found;
+  const elapsed = elapsedMs(item, Date.now());
+  if (flags.json) {
+    process.stdout.write(`${JSON.stringify({ item: { ...item, elapsedMs: elapsed }, hops })}\n`);
+    return 0;
+  }
+  const out = [
+    `Work item ${item.id}`,
+    `  state:      ${item.state}`,
+    `  workflow:   ${item.workflow.id}@${item.workflow.version}`,
+    `  stage:      ${item.stage ?? '-'} (hop ${item.hop})`,
+    `  hops:       ${item.hops}`,
+    `  usage:      ${item.usage.inputTokens} in / ${item.usage.outputTokens} out tokens, ${formatUsd(item.usage.costUsd)}, ` +
+      `${formatDuration(item.usage.elapsedMs)} hop time`,
+    `  elapsed:    ${formatDuration(elapsed)}${item.finishedAt === null ? ' (running)' : ''}`,
+    `  created:    ${formatEpoch(item.createdAt)}`,
+    `  finished:   ${formatEpoch(item.finishedAt)}`,
+    `  task:       ${item.taskId ?? '-'}`,
+  ];
+  if (item.failure !== null) out.push(`  failure:    ${item.failure.code}: ${item.failure.reason}`);
+  if (item.approval !== null) {
+    const who = item.approval.approvers === null ? 'an approver' : item.approval.approvers.join(' or ');
+    out.push(
+      `  approval:   ${item.approval.source} at ${item.approval.stage}, waits for ${who}: ${item.approval.reason}`,
+    );
+  }
+  if (hops.length > 0) out.push('', `Hops (${hops.length}):`, ...hopTable(hops).map((l) => `  ${l}`));
+  out.push('', ...outputLines(item.output));
+  process.stdout.write(`${out.join('\n')}\n`);
+  return 0;
+}
+
+async function runItems(argv: string[]): Promise<number> {
+  let flags: ItemsFlags;
+  let opened: { opened: OpenedDatabase; store: CoordinatorStore };
+  try {
+    flags = parseFlags(argv);
+    opened = openItems(flags);
+  } catch (error) {
+    if (error instanceof UnreadableDatabase) {
+      process.stderr.write(`switchboard items: ${error.message}\n`);
+      return 1;
+    }
+    if (error instanceof CliUsageError) return reportUsageError('items', error, ITEMS_USAGE);
+    throw error;
+  }
+  try {
+    return flags.sub === 'list'
+      ? listItems(opened.opened, opened.store, flags)
+      : showItem(opened.opened, opened.store, flags);
+  } finally {
+    opened.opened.db.close();
+  }
+}
+
+export const itemsCommand: CliCommand = {
+  name: 'items',
+  summary: "list or show the Coordinator's work items: state, hops, cost, elapsed time, output",
+  usage: ITEMS_USAGE,
+  run: runItems,
+};

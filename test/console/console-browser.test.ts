@@ -1,0 +1,212 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { type Browser, type Page, chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ConsoleProcess, demoDatabase, runCli, startConsole, tempDir, until } from './helpers.js';
+
+// The console in a real headless browser (Debian's chromium driven by
+// playwright-core): the demo's database, then a live Coordinator and worker
+// whose item waits at the approval gate until a click approves it.
+
+const CHROMIUM = process.env.SWITCHBOARD_CHROMIUM ?? '/usr/bin/chromium';
+const available = existsSync(CHROMIUM);
+if (!available && process.env.CI === 'true') {
+  throw new Error(`no chromium at ${CHROMIUM}: .ci/run installs it (apt-get install -y chromium)`);
+}
+/** The views' screenshots in the docs are rewritten when this is set (else they go to a temp dir). */
+const SCREENSHOTS =
+  process.env.UPDATE_SCREENSHOTS === '1' ? new URL('../../docs/console/', import.meta.url).pathname : '';
+
+const bin = new URL('../../bin/switchboard.js', import.meta.url).pathname;
+let browser: Browser;
+let tmp: ReturnType<typeof tempDir>;
+const children: ChildProcess[] = [];
+const consoles: ConsoleProcess[] = [];
+
+beforeAll(async () => {
+  if (!available) return;
+  tmp = tempDir();
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  for (const c of consoles) await c.stop();
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  tmp?.cleanup();
+});
+
+async function shot(page: Page, name: string): Promise<void> {
+  const dir = SCREENSHOTS || join(tmp.dir, 'shots');
+  mkdirSync(dir, { recursive: true });
+  await page.screenshot({ path: join(dir, `${name}.png`), fullPage: false });
+}
+
+/** A page that records every host it requests. */
+async function openPage(): Promise<{ page: Page; hosts: Set<string> }> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  const hosts = new Set<string>();
+  page.on('request', (request) => hosts.add(new URL(request.url()).host));
+  return { page, hosts };
+}
+
+function start(args: string[]): ChildProcess {
+  const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+  child.stderr?.resume();
+  children.push(child);
+  return child;
+}
+
+function itemState(db: string, id: string): string | undefined {
+  const d = new Database(db, { readonly: true, fileMustExist: true });
+  try {
+    return (d.prepare('SELECT state FROM coord_items WHERE id = ?').get(id) as { state: string } | undefined)?.state;
+  } finally {
+    d.close();
+  }
+}
+
+describe.skipIf(!available)('the console in a browser', () => {
+  it("shows the demo's items, one item's timeline with its audit verified, and the machines", async () => {
+    const db = await demoDatabase(tmp.dir);
+    const server = await startConsole(['--db', db, '--read-only']);
+    consoles.push(server);
+    const { page, hosts } = await openPage();
+    await page.goto(server.url);
+    await page.locator('tbody tr.clickable').first().waitFor();
+    expect(await page.locator('tbody tr.clickable').count()).toBe(2);
+    await expect.poll(() => page.locator('.live.on').count()).toBe(1);
+    await shot(page, 'items');
+    await page.locator('tbody tr.clickable').first().click();
+    await page.getByText('chain verified (72 entries)').waitFor();
+    // Seven hops, the question's answer shown, the run's diagram with its state highlighted.
+    const hopsTable = page.locator('table').first();
+    expect(await hopsTable.locator('tbody tr').count()).toBe(7);
+    expect(await hopsTable.textContent()).toContain('Use PostgreSQL');
+    expect(await page.locator('svg[aria-label="workflow-run machine"] g.node.current').getAttribute('data-state')).toBe(
+      'completed',
+    );
+    expect(await page.locator('#output').textContent()).toMatch(/^Output \S/);
+    await shot(page, 'item');
+    await page.goto(`${server.url}#/machines`);
+    await page.locator('svg[aria-label="task machine"]').waitFor();
+    await shot(page, 'machines');
+    await page.goto(`${server.url}#/tasks`);
+    await page.locator('tbody tr.clickable').first().click();
+    expect(await page.locator('svg[aria-label="task machine"] g.node.current').count()).toBe(1);
+    expect([...hosts]).toEqual([new URL(server.url).host]);
+    await page.context().close();
+  }, 240_000);
+
+  it('approves a waiting item by a click and shows its completion live; refuses an action without the token; replays a dead letter', async () => {
+    const dir = join(tmp.dir, 'live');
+    mkdirSync(dir);
+    const db = join(dir, 'switchboard.db');
+    const coordinator = start(['coordinator', '--db', db, '--log-level', 'warn']);
+    await until(() => existsSync(db), 30_000, 'the coordinator to create its database');
+    start([
+      'worker',
+      '--db',
+      db,
+      ...['architect', 'coding', 'testing', 'devops'].flatMap((r) => ['--role', r]),
+      '--handler',
+      'demo',
+      '--log-level',
+      'warn',
+    ]);
+    const submitted = await runCli([
+      'submit',
+      '--db',
+      db,
+      '--workflow',
+      'dev-sdlc',
+      '--input',
+      'Add an audit page',
+      '--id',
+      'b1',
+    ]);
+    expect(submitted.code, submitted.stderr).toBe(0);
+    let itemId = '';
+    await until(
+      () => {
+        const d = new Database(db, { readonly: true });
+        try {
+          const row = d.prepare('SELECT id, state FROM coord_items').get() as { id: string; state: string } | undefined;
+          itemId = row?.id ?? '';
+          return row?.state === 'awaiting-approval';
+        } catch {
+          return false;
+        } finally {
+          d.close();
+        }
+      },
+      120_000,
+      'the item to wait at the approval gate',
+    );
+    // A decision for an item that does not exist: the Coordinator dead-letters it on $approvals.
+    const stray = await runCli(['approve', '--db', db, '--item', 'no-such-item', '--approver', 'release-manager']);
+    expect(stray.code, stray.stderr).toBe(0);
+    await until(
+      () => {
+        const d = new Database(db, { readonly: true });
+        try {
+          return d.prepare("SELECT 1 FROM bus_jobs WHERE role = '$approvals' AND state = 'dead'").get() !== undefined;
+        } finally {
+          d.close();
+        }
+      },
+      60_000,
+      'the stray decision to be dead-lettered',
+    );
+
+    const server = await startConsole(['--db', db]);
+    consoles.push(server);
+
+    // Without the token: the click is refused, and nothing changes.
+    const anonymous = await openPage();
+    await anonymous.page.goto(`${server.url}#/approvals`);
+    await anonymous.page.locator('[data-action="approve"]').click();
+    await anonymous.page.locator('#notice').getByText('access token').waitFor();
+    expect(itemState(db, itemId)).toBe('awaiting-approval');
+    await anonymous.page.context().close();
+
+    // With the token (taken from the printed address's fragment): approve on the item's page.
+    const { page, hosts } = await openPage();
+    await page.goto(server.tokenUrl);
+    await page.locator('#token-state').getByText('actions enabled').waitFor();
+    await page.goto(`${server.url}#/approvals`);
+    await page.locator('[data-action="approve"]').waitFor();
+    await shot(page, 'approvals');
+    await page.goto(`${server.url}#/items/${encodeURIComponent(itemId)}`);
+    await page.locator('h1 .state.awaiting-approval').waitFor();
+    let loads = 0;
+    page.on('load', () => {
+      loads++;
+    });
+    await page.locator('[data-action="approve"]').click();
+    await page.locator('#notice').getByText(`approval of ${itemId} sent`).waitFor();
+    // The completion arrives through the live updates: no reload.
+    await page.locator('h1 .state.completed').waitFor({ timeout: 120_000 });
+    expect(loads).toBe(0);
+    expect(itemState(db, itemId)).toBe('completed');
+    const audit = await page.locator('table').nth(1).textContent();
+    expect(audit).toContain('release-manager');
+
+    // The dead letter, replayed from the queues view.
+    await page.goto(`${server.url}#/queues`);
+    await page.locator('[data-action="replay"]').first().waitFor();
+    await shot(page, 'queues');
+    await page.locator('[data-action="replay"]').first().click();
+    await page.locator('#notice').getByText('1 dead letter replayed').waitFor();
+    expect([...hosts]).toEqual([new URL(server.url).host]);
+    await page.context().close();
+    coordinator.kill('SIGTERM');
+  }, 360_000);
+});
