@@ -1,6 +1,6 @@
 /**
  * `a2a-switchboard/coordinator`: the Coordinator beyond `createCoordinator`:
- * its intake over the bus, ask routing, its tables' reader and its names.
+ * its intake over the bus, its tables' reader and its names.
  *
  * @packageDocumentation
  */
@@ -17,8 +17,6 @@ export {
   submitItems,
 } from '../actors/coordinator/intake.js';
 export type { ApprovalRequest, IntakeOptions, ItemRequest } from '../actors/coordinator/intake.js';
-// Questions a hop asks another role.
-export { ASK_ROLE_PREFIX, AskForwarder, askTarget, routeAsks } from '../actors/coordinator/asks.js';
 // Reading the Coordinator's tables.
 export { CoordinatorStore } from '../persistence/coordinator/store.js';
 export { statusOf } from '../actors/coordinator/types.js';

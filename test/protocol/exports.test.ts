@@ -375,7 +375,6 @@ describe('the subpath exports', () => {
       [workflow, 'runGovernance'],
       [coordinator, 'submitItems'],
       [coordinator, 'CoordinatorStore'],
-      [coordinator, 'routeAsks'],
     ];
     for (const [entry, name] of placed) {
       expect(entry, name).toHaveProperty(name);

@@ -26,7 +26,6 @@ import type { ResultEnvelope } from '../../protocol/work-envelope.js';
 import type { WorkflowDefinition, WorkflowRef } from '../../protocol/workflow.js';
 import { type Broker, createBroker } from '../broker/broker.js';
 import { CoordinatorEngine, type Step, type TimedStep } from './engine.js';
-import { AskForwarder, routeAsks } from './asks.js';
 import { EndedRunForgetter, type ForgetRunsOptions, checkForgetRunsOptions } from './forget.js';
 import { BrokerMirror } from './mirror.js';
 import { FileOwnership } from './ownership.js';
@@ -404,7 +403,6 @@ class RunningCoordinator implements Coordinator {
   #sending: Promise<void> | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   readonly #acks = new Set<Promise<unknown>>();
-  #asks: AskForwarder | undefined;
   #closed = false;
 
   constructor(parts: Parts) {
@@ -436,8 +434,7 @@ class RunningCoordinator implements Coordinator {
         role,
         createPool({
           role,
-          // Its questions go through the Coordinator (governed before they reach the asked role).
-          handler: routeAsks(d.handler),
+          handler: d.handler,
           bus: this.bus,
           contextStore: this.contextStore,
           deployment: d.deployment,
@@ -451,8 +448,6 @@ class RunningCoordinator implements Coordinator {
       );
     }
     this.#loop = this.#consume();
-    this.#asks = new AskForwarder({ bus: this.bus, store: this.store, logger: this.#p.log });
-    this.#asks.start(this.#p.roles, options.consumer ?? `coordinator-${process.pid}`);
     this.#p.forgetter.start();
   }
 
@@ -715,7 +710,7 @@ class RunningCoordinator implements Coordinator {
     const { engine, log } = this.#p;
     let applied: ReturnType<CoordinatorEngine['applyResults']>;
     try {
-      applied = engine.applyResults(batch.map((rd) => ({ result: rd.result, deliveries: rd.delivery.deliveries })));
+      applied = engine.applyResults(batch.map((rd) => ({ result: rd.result })));
     } catch (error) {
       applied = batch.map(() => ({ error }));
     }
@@ -729,16 +724,6 @@ class RunningCoordinator implements Coordinator {
             error: { type: 'CoordinatorError', message: (error as Error)?.message ?? String(error) },
             retryable: true,
             delayMs: 1000,
-          }),
-        );
-        continue;
-      }
-      if (outcome.handling === 'early') {
-        this.#track(
-          rd.nack({
-            error: { type: 'EarlyAnswer', message: 'the suspension this answers is not recorded yet' },
-            retryable: true,
-            delayMs: 100,
           }),
         );
         continue;
@@ -778,7 +763,6 @@ class RunningCoordinator implements Coordinator {
     clearTimeout(this.#retryTimer);
     await this.#sending;
     await Promise.all([...this.#acks]);
-    await this.#asks?.close();
     await this.#p.mirror.close();
     try {
       this.#p.engine.flushPublished();

@@ -1,6 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import { type Actor, createActor } from 'xstate';
-import type { StartHop } from '../../bus/dispatcher.js';
+import { type StartHop, questionHop } from '../../bus/dispatcher.js';
 import type { Logger } from '../../log/logger.js';
 import type { GovernanceDecision, HopContext } from '../../workflow/governance.js';
 import { type WorkflowRegistry, stageRetryPolicy } from '../../workflow/definition.js';
@@ -30,7 +30,6 @@ import {
 } from '../../workflow/records.js';
 import { type ItemEvent, type ItemEventKind, statusOf, type ItemStatus } from './types.js';
 import { CoordinatorError } from './types.js';
-import { askTarget } from './asks.js';
 import { LiveRecords } from './live-records.js';
 import { accrue } from '../../workflow/cost-ledger.js';
 import { SWITCHBOARD_METADATA_KEY } from './human-edge.js';
@@ -57,7 +56,7 @@ export interface Step {
   outbox: OutboxRow[];
 }
 
-export type ResultHandling = 'applied' | 'duplicate' | 'late' | 'unknown' | 'early';
+export type ResultHandling = 'applied' | 'duplicate' | 'late' | 'unknown';
 
 interface Work {
   item: ItemRecord;
@@ -360,11 +359,11 @@ export class CoordinatorEngine {
   }
 
   /** Applies one hop result, once (a result already handled is a no-op). */
-  applyResult(result: ResultEnvelope, deliveries: number): { step: Step; handling: ResultHandling } {
+  applyResult(result: ResultEnvelope): { step: Step; handling: ResultHandling } {
     const touched = new Set<string>([result.headers.runId]);
     return this.#run(
       'result',
-      (step) => this.#applyResult(step, result, deliveries),
+      (step) => this.#applyResult(step, result),
       () => touched,
     );
   }
@@ -377,12 +376,12 @@ export class CoordinatorEngine {
    * one that fails fails alone (its entry is `{ error }`) and the rest commit.
    */
   applyResults(
-    batch: readonly { result: ResultEnvelope; deliveries: number }[],
+    batch: readonly { result: ResultEnvelope }[],
   ): ({ step: Step; handling: ResultHandling } | { error: unknown })[] {
     const alone = () =>
-      batch.map(({ result, deliveries }) => {
+      batch.map(({ result }) => {
         try {
-          return this.applyResult(result, deliveries);
+          return this.applyResult(result);
         } catch (error) {
           return { error };
         }
@@ -394,9 +393,7 @@ export class CoordinatorEngine {
     let applied: { step: Step; handling: ResultHandling }[];
     try {
       applied = this.#batchTx(() => {
-        const steps = batch.map(({ result, deliveries }) =>
-          this.#body((step) => this.#applyResult(step, result, deliveries)),
-        );
+        const steps = batch.map(({ result }) => this.#body((step) => this.#applyResult(step, result)));
         const began = process.hrtime.bigint();
         const audit = steps.flatMap((s) => s.step.audit);
         if (audit.length > 0) this.#audit.appendManyInTransaction(audit);
@@ -485,15 +482,14 @@ export class CoordinatorEngine {
    * once per continuation. A redelivered result finds its hop moved on and
    * changes nothing.
    */
-  #applyResult(step: Step, result: ResultEnvelope, deliveries: number): ResultHandling {
+  #applyResult(step: Step, result: ResultEnvelope): ResultHandling {
     const now = this.#clock.now();
     const askedBy = result.headers.askedBy;
     if (askedBy !== undefined) {
       const query = this.#rec.hopByContinuation(askedBy.continuationToken);
       if (query === undefined) {
-        // The suspension it answers is not recorded yet (it is handled first), or it answers
-        // a query this Coordinator never saw (a nested ask): after a few tries, give up.
-        if (deliveries < 5) return 'early';
+        // A question is published only after its suspension commits, so an answer always finds
+        // its query; one that does not answers a question this Coordinator never asked.
         this.#log.warn({ continuation: askedBy.continuationToken }, 'an answer to an unknown query: ignored');
         return 'unknown';
       }
@@ -519,8 +515,7 @@ export class CoordinatorEngine {
     const live = work.actor !== undefined && work.item.finishedAt === null;
 
     if (result.outcome === 'suspended' && result.ask !== undefined) {
-      const target = askTarget(result.ask.role);
-      const ask = { role: target.role, continuationToken: result.ask.continuationToken };
+      const ask = result.ask;
       next = { ...next, state: 'suspended' };
       this.#rec.updateHop(next);
       const query = dispatchedHop({
@@ -556,17 +551,15 @@ export class CoordinatorEngine {
         usage: accrual.added,
         model: accrual.model,
       });
-      // A question the Coordinator does not allow never reaches the role (when it came through `$ask:`).
+      // A question the Coordinator does not allow is never published: its query hop fails.
       const drop = (type: string, message: string) => {
-        if (target.routed) {
-          this.#rec.updateHop({
-            ...query,
-            state: 'failed',
-            activeSince: null,
-            finishedAt: now,
-            error: { type, message },
-          });
-        }
+        this.#rec.updateHop({
+          ...query,
+          state: 'failed',
+          activeSince: null,
+          finishedAt: now,
+          error: { type, message },
+        });
       };
       if (!live) {
         drop('ItemEnded', `the work item is ${work.item.state}`);
@@ -604,6 +597,9 @@ export class CoordinatorEngine {
           askedRole: ask.role,
           usage: accrual.added,
         });
+        // The question goes out from the outbox, in this transaction, like every other hop.
+        const start = questionHop(result)!;
+        step.outbox.push(this.#store.addOutbox(item.id, 'start', start));
         step.audit.push({
           kind: 'dispatch',
           itemId: item.id,
@@ -614,7 +610,7 @@ export class CoordinatorEngine {
             kind: 'query',
             role: ask.role,
             idempotencyKey: query.idempotencyKey,
-            via: target.routed ? 'coordinator' : 'worker',
+            via: 'coordinator',
           }),
         });
       }
