@@ -374,7 +374,7 @@ describe('the subpath exports', () => {
       [workflow, 'AuditLog'],
       [workflow, 'runGovernance'],
       [coordinator, 'submitItems'],
-      [coordinator, 'CoordinatorStore'],
+      [coordinator, 'SqliteCoordinatorStore'],
     ];
     for (const [entry, name] of placed) {
       expect(entry, name).toHaveProperty(name);

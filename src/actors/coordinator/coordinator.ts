@@ -25,12 +25,13 @@ import { type Part, PartSchema } from '../../protocol/parts.js';
 import type { ResultEnvelope } from '../../protocol/work-envelope.js';
 import type { WorkflowDefinition, WorkflowRef } from '../../protocol/workflow.js';
 import { type Broker, createBroker } from '../broker/broker.js';
-import { CoordinatorEngine, type Step, type TimedStep } from './engine.js';
+import { CoordinatorEngine, type Step } from './engine.js';
+import { registerCommitTiming } from './commit-timing.js';
 import { EndedRunForgetter, type ForgetRunsOptions, checkForgetRunsOptions } from './forget.js';
 import { BrokerMirror } from './mirror.js';
 import { FileOwnership } from './ownership.js';
 import { CoordinatorGovernance } from './policies.js';
-import { CoordinatorStore } from '../../persistence/coordinator/store.js';
+import { SqliteCoordinatorStore } from '../../persistence/coordinator/store.js';
 import type { HopRecord, ItemBudget, ItemRecord, OutboxRow } from '../../workflow/records.js';
 import { CoordinatorError, type ItemStatus, statusOf } from './types.js';
 import { HumanEdge } from './human-edge.js';
@@ -116,10 +117,6 @@ export interface CoordinatorOptions {
   resultsVisibilityTimeoutMs?: number;
   /** The Coordinator's consumer name on the results role. */
   consumer?: string;
-  /** Called with the duration of each of the Coordinator's transactions (for benchmarks). */
-  /** `cpuUs`: the process's CPU time over the transaction (unlike `ns`, not inflated when the OS runs something else). */
-  /** `batch`: how many steps shared the commit (`ns`, `innerNs` and `cpuUs` are each one's share). */
-  onTiming?: (ns: number, what: TimedStep, innerNs: number, cpuUs: number, batch: number) => void;
   clock?: Clock;
   ids?: IdSource;
   logger?: Logger;
@@ -166,7 +163,7 @@ export interface Coordinator {
   /** Changes a role's pool deployment (warm ↔ scale-to-zero), nothing else. */
   configureRole(role: string, deployment: PoolDeployment): void;
   readonly pools: ReadonlyMap<string, Pool>;
-  readonly store: CoordinatorStore;
+  readonly store: SqliteCoordinatorStore;
   readonly audit: AuditLog;
   readonly bus: WorkQueue;
   readonly broker: Broker;
@@ -287,7 +284,15 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
   };
 
   try {
-    const store = new CoordinatorStore(db);
+    // The audit entries of a commit are appended in its transaction; an item's end signs the head there too.
+    const store = new SqliteCoordinatorStore(db, {
+      audit: {
+        append: (entries) => audit.appendManyInTransaction(entries),
+        ...(options.auditKey === undefined
+          ? {}
+          : { checkpoint: () => audit.checkpoint(options.auditKey as KeyObject) }),
+      },
+    });
     const ownership = new FileOwnership({
       db,
       // Liveness across processes is wall-clock time, whatever clock the Coordinator's decisions use.
@@ -299,6 +304,7 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
     owned.push(() => ownership.release());
     const audit = new AuditLog(db, { clock });
     const auditKey = options.auditKey;
+
     if (auditKey !== undefined) {
       audit.checkpoint(auditKey);
       const timer = setInterval(() => {
@@ -320,15 +326,12 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
     });
     const engine = new CoordinatorEngine({
       store,
-      audit,
       registry,
       governance,
       clock,
       ids,
       logger: log,
       inspect: options.inspect,
-      auditKey,
-      ...(options.onTiming === undefined ? {} : { onTiming: options.onTiming }),
     });
     const dispatcher = createDispatcher({ bus });
     const edge = new HumanEdge(broker);
@@ -356,6 +359,7 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
       // Another Coordinator decided this one was gone and runs the file now: stop deciding.
       void coordinator.close();
     };
+    registerCommitTiming(coordinator, engine);
     await coordinator.start();
     return coordinator;
   } catch (error) {
@@ -370,7 +374,7 @@ interface Parts {
   registry: WorkflowRegistry;
   governance: CoordinatorGovernance;
   engine: CoordinatorEngine;
-  store: CoordinatorStore;
+  store: SqliteCoordinatorStore;
   audit: AuditLog;
   dispatcher: Dispatcher;
   bus: WorkQueue;
@@ -385,7 +389,7 @@ interface Parts {
 }
 
 class RunningCoordinator implements Coordinator {
-  readonly store: CoordinatorStore;
+  readonly store: SqliteCoordinatorStore;
   readonly audit: AuditLog;
   readonly bus: WorkQueue;
   readonly broker: Broker;
@@ -421,9 +425,9 @@ class RunningCoordinator implements Coordinator {
 
   async start(): Promise<void> {
     const { engine, mirror, options } = this.#p;
-    const { restored, refused } = engine.restore();
+    const { restored, refused } = await engine.restore();
     for (const r of refused) this.#p.log.error(r, 'could not restore a work item');
-    const outbox = engine.outbox();
+    const outbox = await engine.outbox();
     this.restored = { items: restored, refused, republished: outbox.length };
     for (const row of outbox) this.#unsent.set(row.id, row);
     await this.#send();
@@ -503,8 +507,8 @@ class RunningCoordinator implements Coordinator {
     const itemId = this.#p.ids.next();
     const taskId = await edge.createItemTask(itemId, input, { itemId, workflow: { id: def.id, version: def.version } });
     this.#assertOpen();
-    const step = engine.createItem({ itemId, taskId, definition: def, input, budget, attributes });
-    this.#after(step);
+    const step = await engine.createItem({ itemId, taskId, definition: def, input, budget, attributes });
+    void this.#after(step);
     return itemId;
   }
 
@@ -550,7 +554,7 @@ class RunningCoordinator implements Coordinator {
     if (typeof approver !== 'string' || approver.length === 0 || approver.length > 128) {
       throw invalid('an approver is a name of 1 to 128 characters');
     }
-    this.#after(this.#p.engine.approve(itemId, approver));
+    void this.#after(await this.#p.engine.approve(itemId, approver));
   }
 
   async deny(itemId: string, approver: string, reason?: string): Promise<void> {
@@ -561,7 +565,7 @@ class RunningCoordinator implements Coordinator {
     if (reason !== undefined && (typeof reason !== 'string' || reason.length > 2000)) {
       throw invalid('a reason is at most 2000 characters');
     }
-    this.#after(this.#p.engine.deny(itemId, approver, reason));
+    void this.#after(await this.#p.engine.deny(itemId, approver, reason));
   }
 
   async cancel(itemId: string, options: { by?: string; reason?: string } = {}): Promise<void> {
@@ -573,7 +577,7 @@ class RunningCoordinator implements Coordinator {
     if (reason !== undefined && (typeof reason !== 'string' || reason.length === 0 || reason.length > 2000)) {
       throw invalid('a reason is 1 to 2000 characters');
     }
-    this.#after(this.#p.engine.cancel(itemId, options.by ?? null, options.reason ?? null));
+    void this.#after(await this.#p.engine.cancel(itemId, options.by ?? null, options.reason ?? null));
   }
 
   get(itemId: string): ItemRecord | undefined {
@@ -687,7 +691,7 @@ class RunningCoordinator implements Coordinator {
     let scheduled = false;
     const flush = () => {
       scheduled = false;
-      if (pending.length > 0) this.#apply(pending.splice(0));
+      if (pending.length > 0) this.#track(this.#apply(pending.splice(0)));
     };
     for await (const rd of this.dispatcher.results({
       consumer,
@@ -706,11 +710,11 @@ class RunningCoordinator implements Coordinator {
   }
 
   /** Applies results (one shared commit); acks each once what it led to is published, nacks what must wait or failed. */
-  #apply(batch: ResultDelivery[]): void {
+  async #apply(batch: ResultDelivery[]): Promise<void> {
     const { engine, log } = this.#p;
-    let applied: ReturnType<CoordinatorEngine['applyResults']>;
+    let applied: Awaited<ReturnType<CoordinatorEngine['applyResults']>>;
     try {
-      applied = engine.applyResults(batch.map((rd) => ({ result: rd.result })));
+      applied = await engine.applyResults(batch.map((rd) => ({ result: rd.result })));
     } catch (error) {
       applied = batch.map(() => ({ error }));
     }
@@ -765,7 +769,7 @@ class RunningCoordinator implements Coordinator {
     await Promise.all([...this.#acks]);
     await this.#p.mirror.close();
     try {
-      this.#p.engine.flushPublished();
+      await this.#p.engine.flushPublished();
     } catch (error) {
       this.#p.log.warn({ err: error }, 'could not prune the outbox');
     }

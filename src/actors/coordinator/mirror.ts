@@ -1,7 +1,7 @@
 import type { Logger } from '../../log/logger.js';
 import type { TaskState } from '../../protocol/task.js';
 import type { BrokerApi } from '../broker/api.js';
-import type { CoordinatorStore } from '../../persistence/coordinator/store.js';
+import type { SqliteCoordinatorStore } from '../../persistence/coordinator/store.js';
 import type { HopRecord, ItemRecord } from '../../workflow/records.js';
 import { type HumanEdge, type Party, SWITCHBOARD_METADATA_KEY } from './human-edge.js';
 
@@ -43,7 +43,7 @@ const FINAL_TASK_STATES: readonly TaskState[] = ['completed', 'failed', 'cancele
 
 export class BrokerMirror {
   readonly #broker: BrokerApi;
-  readonly #store: CoordinatorStore;
+  readonly #store: SqliteCoordinatorStore;
   readonly #edge: HumanEdge;
   readonly #log: Logger;
   readonly #roles = new Map<string, Promise<Party>>();
@@ -55,7 +55,7 @@ export class BrokerMirror {
   #recovering = false;
   #closed = false;
 
-  constructor(options: { broker: BrokerApi; store: CoordinatorStore; edge: HumanEdge; logger: Logger }) {
+  constructor(options: { broker: BrokerApi; store: SqliteCoordinatorStore; edge: HumanEdge; logger: Logger }) {
     this.#broker = options.broker;
     this.#store = options.store;
     this.#edge = options.edge;

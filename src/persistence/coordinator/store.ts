@@ -1,8 +1,12 @@
 import type { Statement } from 'better-sqlite3';
 import type { SqliteDatabase } from '../kernel/database.js';
 import { type MigrationSet, migrate } from '../kernel/migrations.js';
+import type { AuditEntryInput } from '../../protocol/audit.js';
 import type { Part } from '../../protocol/parts.js';
+import type { AuditSink, CoordinatorStore, StoredItem } from './coordinator-store.js';
 import type {
+  CommitBatch,
+  Committed,
   HopKind,
   HopState,
   ItemApproval,
@@ -21,8 +25,8 @@ import type {
 /**
  * The Coordinator's tables: its own migration component (`coordinator`) in
  * the file it shares with the broker, the bus, the Context Engine and the
- * audit. Rows in, plain objects out; it never opens a transaction itself
- * (the Coordinator wraps each result it handles in one).
+ * audit. Rows in, plain objects out; `commit` applies a batch of decided
+ * changes in one transaction (the other writes run inside the caller's).
  *
  * The read functions (`getItem`, `listItems`, `listHops`, `usageBy`,
  * `usageTotals`) are public: the CLI (`tasks`, `usage`) reads through them.
@@ -316,9 +320,16 @@ function hopFrom(r: HopRow): HopRecord {
 
 const USAGE_COLUMNS: Record<UsageGrouping, string> = { agent: 'agent', model: 'model', task: 'item_id' };
 
-/** The Coordinator's tables on one open database (migrated on construction). */
-export class CoordinatorStore {
+/**
+ * The Coordinator's tables on one open database (migrated on construction):
+ * the embedded `CoordinatorStore`. Its commit is one better-sqlite3
+ * transaction (synchronous inside; the Promise resolves once it committed).
+ * Give it the audit log's sink (`audit`) when it commits audit entries.
+ */
+export class SqliteCoordinatorStore implements CoordinatorStore {
   readonly db: SqliteDatabase;
+  readonly #audit: AuditSink | undefined;
+  readonly #commit: (batch: CommitBatch) => Committed;
   readonly #s: {
     item: Statement<[string], ItemRow>;
     items: Statement<[number], ItemRow>;
@@ -349,9 +360,12 @@ export class CoordinatorStore {
     markForgotten: Statement<[number, string]>;
   };
 
-  constructor(db: SqliteDatabase) {
+  constructor(db: SqliteDatabase, options: { audit?: AuditSink } = {}) {
     this.db = db;
+    this.#audit = options.audit;
     migrate(db, COORDINATOR_SCHEMA);
+    const tx = db.transaction((batch: CommitBatch) => this.#apply(batch));
+    this.#commit = (batch) => tx.immediate(batch);
     this.#s = {
       item: db.prepare('SELECT * FROM coord_items WHERE id = ?'),
       items: db.prepare('SELECT * FROM coord_items ORDER BY created_at, id LIMIT ?'),
@@ -658,5 +672,78 @@ export class CoordinatorStore {
       const chunk = ids.slice(i, i + 500);
       this.db.prepare(`DELETE FROM coord_outbox WHERE id IN (${chunk.map(() => '?').join(',')})`).run(...chunk);
     }
+  }
+
+  // ------------------------------------------------------- CoordinatorStore
+
+  commit(batch: CommitBatch): Promise<Committed> {
+    try {
+      return Promise.resolve(this.#commit(batch));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  #apply(batch: CommitBatch): Committed {
+    if (batch.deleteOutbox.length > 0) this.deleteOutbox(batch.deleteOutbox);
+    const outbox: OutboxRow[][] = [];
+    const audit: AuditEntryInput[] = [];
+    let ended = false;
+    for (const c of batch.changes) {
+      if (c.definition !== undefined) this.saveDefinition(c.definition.ref, c.definition.body);
+      const item = c.item;
+      if (c.created) {
+        this.insertItem({
+          id: item.id,
+          taskId: item.taskId,
+          workflow: item.workflow,
+          state: item.state,
+          input: item.input,
+          budget: item.budget,
+          attributes: item.attributes,
+          now: item.createdAt,
+        });
+      }
+      for (const { hop, created } of c.hops) {
+        if (created) this.insertHop(hop);
+        // A new hop's row is inserted as dispatched: what it became since is written by an update.
+        if (!created || hop.state !== 'dispatched' || hop.usage.elapsedMs > 0 || hop.finishedAt !== null) {
+          this.updateHop(hop);
+        }
+      }
+      this.updateItem(item, c.run);
+      for (const row of c.usage) this.addUsage(row);
+      outbox.push(c.outbox.map((o) => this.addOutbox(c.itemId, o.kind, o.body)));
+      audit.push(...c.audit);
+      ended ||= c.ended;
+    }
+    if (audit.length > 0) {
+      if (this.#audit === undefined)
+        throw new Error('this store was opened without an audit sink: it cannot commit audit entries');
+      this.#audit.append(audit);
+      if (ended) this.#audit.checkpoint?.();
+    }
+    return { outbox };
+  }
+
+  loadLive(): Promise<StoredItem[]> {
+    return Promise.resolve(this.liveItems().map((item) => this.#stored(item)));
+  }
+
+  loadItem(itemId: string): Promise<StoredItem | undefined> {
+    const item = this.getItem(itemId);
+    return Promise.resolve(item === undefined ? undefined : this.#stored(item));
+  }
+
+  loadOutbox(): Promise<OutboxRow[]> {
+    return Promise.resolve(this.outbox());
+  }
+
+  loadDefinition(ref: { id: string; version: number }): Promise<unknown> {
+    return Promise.resolve(this.definition(ref));
+  }
+
+  #stored(item: ItemRecord): StoredItem {
+    return { item, hops: this.listHops(item.id), run: this.loadRun(item.id) };
   }
 }
