@@ -82,7 +82,9 @@ export type CoordinatorInput =
   | { kind: 'result'; result: ResultEnvelope }
   | { kind: 'approve'; approver: string }
   | { kind: 'deny'; approver: string; reason?: string }
-  | { kind: 'cancel'; by: string | null; reason: string | null };
+  | { kind: 'cancel'; by: string | null; reason: string | null }
+  /** Time passed (`env.now`): hops past their stage's timeout, an item past its deadline. */
+  | { kind: 'timer' };
 
 /** What the decisions are given besides the state and the input: the time, ids, governance, definitions. */
 export interface DecisionEnv {
@@ -289,6 +291,8 @@ export function decide(view: ItemView | undefined, input: CoordinatorInput, env:
       return create(input, env);
     case 'result':
       return result(view, input.result, env);
+    case 'timer':
+      return timer(view, env);
     case 'approve':
     case 'deny':
     case 'cancel': {
@@ -805,7 +809,6 @@ function dispatched(work: Work, hop: number, attempt: number, resume: string | n
 function dispatch(work: Work, stage: string, role: string, hop: number, attempt: number, delayMs: number): void {
   const now = work.env.now;
   const item = work.item;
-  const ctx = work.run!.context;
   const record = dispatchedHop({
     id: work.env.nextId(),
     itemId: item.id,
@@ -823,8 +826,24 @@ function dispatch(work: Work, stage: string, role: string, hop: number, attempt:
   });
   work.insertHop(record);
   work.item = { ...item, hops: item.hops + 1 };
-  const start: StartBody = {
-    role,
+  work.outbox.push({ kind: 'start', body: startBody(work, record, delayMs) });
+  work.audit.push({
+    kind: attempt > 1 ? 'retry' : 'dispatch',
+    itemId: item.id,
+    hop,
+    actor: COORDINATOR_ACTOR,
+    data: json({ hopId: record.id, stage, role, attempt, idempotencyKey: record.idempotencyKey, delayMs }),
+  });
+  work.event('dispatched', hop, attempt > 1 ? `dispatched (attempt ${attempt})` : 'dispatched', { stage, role });
+}
+
+/** The publish of a stage hop: the same body (and idempotency key) each time it is published. */
+function startBody(work: Work, record: HopRecord, delayMs: number): StartBody {
+  const item = work.item;
+  const ctx = work.run!.context;
+  const { stage, hop, attempt } = record;
+  return {
+    role: record.role,
     taskId: record.id,
     runId: item.id,
     hop,
@@ -849,15 +868,109 @@ function dispatch(work: Work, stage: string, role: string, hop: number, attempt:
     },
     ...(delayMs > 0 ? { delayMs } : {}),
   };
-  work.outbox.push({ kind: 'start', body: start });
-  work.audit.push({
-    kind: attempt > 1 ? 'retry' : 'dispatch',
-    itemId: item.id,
-    hop,
-    actor: COORDINATOR_ACTOR,
-    data: json({ hopId: record.id, stage, role, attempt, idempotencyKey: record.idempotencyKey, delayMs }),
-  });
-  work.event('dispatched', hop, attempt > 1 ? `dispatched (attempt ${attempt})` : 'dispatched', { stage, role });
+}
+
+/** Whether a definition sets any time bound (a deadline, a stage timeout): only then do timers look at its items. */
+export function hasTimeBounds(def: WorkflowDefinition): boolean {
+  return def.deadline !== undefined || Object.values(def.stages).some((s) => s.timeout !== undefined);
+}
+
+/**
+ * Time passed. An item past its definition's `deadline` fails
+ * (`DEADLINE_EXCEEDED`). A stage hop out longer than its stage's `timeout`
+ * (from when it became active: its dispatch, or its resume) is re-published
+ * under the same idempotency key (a lost message is found again; one still
+ * queued is a duplicate the bus ignores), once per timeout, until its retry
+ * policy's `maximumAttempts` is spent: then it fails (`HopTimedOut`, final) and
+ * the run routes the failure. Each is audited (`timeout`).
+ */
+function timer(view: ItemView | undefined, env: DecisionEnv): Decision {
+  if (view === undefined || view.run === null || view.item.finishedAt !== null) return unchanged(view, 'applied');
+  const def = view.run.context.definition;
+  const now = env.now;
+  const work = new Work(view, env);
+  const deadline = def.deadline;
+  if (deadline !== undefined && now >= view.item.createdAt + deadline) {
+    const ageMs = now - view.item.createdAt;
+    const reason = `the work item ran past its deadline of ${deadline} ms (${ageMs} ms)`;
+    work.audit.push({
+      kind: 'timeout',
+      itemId: work.item.id,
+      hop: work.item.hop,
+      actor: COORDINATOR_ACTOR,
+      data: json({ what: 'deadline', deadlineMs: deadline, ageMs }),
+    });
+    work.event('timed-out', work.item.hop, reason);
+    work.send({ type: 'DEADLINE_EXCEEDED', reason });
+    drive(work);
+    return work.finish('applied', false);
+  }
+  let changed = false;
+  for (const hop of [...work.hops.values()]) {
+    if (hop.kind !== 'stage' || hop.state !== 'dispatched' || hop.activeSince === null) continue;
+    const timeout = def.stages[hop.stage]?.timeout;
+    if (timeout === undefined || now < hop.activeSince + timeout * (hop.timeouts + 1)) continue;
+    changed = true;
+    const timeouts = hop.timeouts + 1;
+    const policy = retryPolicyOf(def, hop.stage);
+    const base = { hopId: hop.id, stage: hop.stage, role: hop.role, timeoutMs: timeout, timeouts };
+    if (policy.maximumAttempts === 0 || timeouts < policy.maximumAttempts) {
+      // Re-published as it went out: its start (same key), or the reply that resumed it.
+      const answered = [...work.hops.values()]
+        .filter((q) => q.kind === 'query' && q.askedBy === hop.id && q.reply !== null)
+        .at(-1);
+      work.updateHop({ ...hop, timeouts });
+      work.outbox.push(
+        answered === undefined
+          ? { kind: 'start', body: startBody(work, hop, 0) }
+          : { kind: 'signal', body: answered.reply },
+      );
+      work.audit.push({
+        kind: 'timeout',
+        itemId: work.item.id,
+        hop: hop.hop,
+        actor: COORDINATOR_ACTOR,
+        data: json({ what: 'hop', ...base, action: 'republished', idempotencyKey: hop.idempotencyKey }),
+      });
+      work.event('timed-out', hop.hop, `out longer than ${timeout} ms: re-published (${timeouts})`, {
+        stage: hop.stage,
+        role: hop.role,
+      });
+      continue;
+    }
+    const accrual = accrue(hop, work.item, undefined, now);
+    work.item = accrual.item;
+    work.usage.push(accrual.row);
+    const message = `out longer than ${timeout} ms ${timeouts} times: its retry policy allows ${policy.maximumAttempts}`;
+    const error = { type: 'HopTimedOut', message };
+    const failed: HopRecord = { ...accrual.hop, timeouts, state: 'failed', finishedAt: now, error };
+    work.updateHop(failed);
+    work.audit.push(
+      {
+        kind: 'timeout',
+        itemId: work.item.id,
+        hop: hop.hop,
+        actor: COORDINATOR_ACTOR,
+        data: json({ what: 'hop', ...base, action: 'failed' }),
+      },
+      costRow(failed, accrual.added, accrual.model),
+    );
+    work.event('hop-failed', hop.hop, `failed: HopTimedOut: ${message}`, { stage: hop.stage, role: hop.role });
+    if (!overBudget(work)) {
+      work.send({
+        type: 'HOP_FAILED',
+        hop: hop.hop,
+        attempt: hop.attempt,
+        errorType: 'HopTimedOut',
+        message,
+        final: 'exhausted',
+        usage: accrual.added,
+      });
+    }
+  }
+  if (!changed) return unchanged(view, 'applied');
+  drive(work);
+  return work.finish('applied', false);
 }
 
 function resume(work: Work, continuation: string): void {

@@ -93,6 +93,8 @@ export interface HopRecord {
   /** When the hop last started running (null while it is suspended or done). */
   activeSince: number | null;
   finishedAt: number | null;
+  /** How many times the hop ran past its stage's timeout (each time it was re-published). */
+  timeouts: number;
 }
 
 /** What a hop is given when dispatched; the rest is what nothing run has: no task, model, cost, error or reply yet. */
@@ -136,6 +138,7 @@ export function dispatchedHop(hop: DispatchedHop): HopRecord {
     dispatchedAt: hop.dispatchedAt,
     activeSince: hop.activeSince,
     finishedAt: null,
+    timeouts: 0,
   };
 }
 
@@ -186,6 +189,8 @@ export const ITEM_EVENT_KINDS = [
   'approved',
   'approval-denied',
   'budget-exceeded',
+  /** Time ran out: a hop past its stage's timeout (re-published or failed), or the item past its deadline. */
+  'timed-out',
   'completed',
   'failed',
   'canceled',

@@ -113,6 +113,12 @@ export interface CoordinatorOptions {
   maxHops?: number;
   /** Worker pools to run in this process, by role. */
   deployments?: Record<string, RoleDeployment>;
+  /**
+   * How often the Coordinator looks at the time (default 1 s): hops past their
+   * stage's `timeout` are re-published or failed, items past their
+   * definition's `deadline` fail. Only items whose definition sets one count.
+   */
+  timerIntervalMs?: number;
   /** Lease on each result the Coordinator takes from the bus (default 30 s): how soon a crashed Coordinator's results come back. */
   resultsVisibilityTimeoutMs?: number;
   /** The Coordinator's consumer name on the results role. */
@@ -221,6 +227,11 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
     } catch (error) {
       throw invalid(`contextRetention: ${(error as Error).message}`);
     }
+  }
+
+  const tick = options.timerIntervalMs;
+  if (tick !== undefined && (!Number.isInteger(tick) || tick < 10 || tick > 3_600_000)) {
+    throw invalid('timerIntervalMs is a whole number of milliseconds from 10 to 3600000');
   }
 
   let forgetRuns: Required<ForgetRunsOptions>;
@@ -408,6 +419,8 @@ class RunningCoordinator implements Coordinator {
   #retryTimer: NodeJS.Timeout | undefined;
   readonly #acks = new Set<Promise<unknown>>();
   #closed = false;
+  #timer: NodeJS.Timeout | undefined;
+  #ticking: Promise<void> | undefined;
 
   constructor(parts: Parts) {
     this.#p = parts;
@@ -452,6 +465,9 @@ class RunningCoordinator implements Coordinator {
       );
     }
     this.#loop = this.#consume();
+    const tickMs = options.timerIntervalMs ?? 1_000;
+    this.#timer = setInterval(() => void this.#tick(), tickMs);
+    this.#timer.unref();
     this.#p.forgetter.start();
   }
 
@@ -655,6 +671,21 @@ class RunningCoordinator implements Coordinator {
     return sending;
   }
 
+  /** Time passed: what the timer decided is published and told like any other step. */
+  #tick(): Promise<void> {
+    if (this.#closed || this.#ticking !== undefined) return this.#ticking ?? Promise.resolve();
+    this.#ticking = this.#p.engine
+      .tick()
+      .then((steps) => {
+        for (const step of steps) this.#track(this.#after(step));
+      })
+      .catch((error: unknown) => this.#p.log.warn({ err: error }, 'the timer failed: it runs again next time'))
+      .finally(() => {
+        this.#ticking = undefined;
+      });
+    return this.#ticking;
+  }
+
   /** The results loop: restarted after a bus failure (with a pause) until the Coordinator closes. */
   async #consume(): Promise<void> {
     let failures = 0;
@@ -760,6 +791,8 @@ class RunningCoordinator implements Coordinator {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    clearInterval(this.#timer);
+    await this.#ticking;
     await this.#p.forgetter.close();
     for (const pool of this.pools.values()) await pool.stop();
     this.#stop.abort();

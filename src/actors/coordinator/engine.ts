@@ -6,6 +6,7 @@ import {
   type ItemView,
   type ResultHandling,
   decide,
+  hasTimeBounds,
 } from '../../decisions/coordinator-decisions.js';
 import type { Logger } from '../../log/logger.js';
 import {
@@ -254,6 +255,24 @@ export class CoordinatorEngine {
         }
       }
       return alone;
+    });
+  }
+
+  /**
+   * Time passed: a timer input for every live item whose definition sets a
+   * time bound (stage timeouts, a deadline), all decided and committed
+   * together. Resolves with the steps that changed something.
+   */
+  tick(): Promise<Step[]> {
+    return this.#exclusive(async () => {
+      const inputs: { view: ItemView; input: CoordinatorInput }[] = [];
+      for (const view of this.#live.values()) {
+        if (view.run !== null && hasTimeBounds(view.run.context.definition))
+          inputs.push({ view, input: { kind: 'timer' } });
+      }
+      if (inputs.length === 0) return [];
+      const done = await this.#decideAndCommit('decision', inputs);
+      return done.map((d) => d.step).filter((s) => s.events.length > 0 || s.outbox.length > 0);
     });
   }
 

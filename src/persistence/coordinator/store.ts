@@ -34,7 +34,7 @@ import type {
 
 export const COORDINATOR_SCHEMA: MigrationSet = {
   component: 'coordinator',
-  current: 5,
+  current: 6,
   migrations: [
     {
       version: 1,
@@ -204,6 +204,13 @@ export const COORDINATOR_SCHEMA: MigrationSet = {
         `);
       },
     },
+    {
+      version: 6,
+      name: 'how many times a hop ran past its stage timeout (re-published each time)',
+      up(db) {
+        db.exec('ALTER TABLE coord_hops ADD COLUMN timeouts INTEGER NOT NULL DEFAULT 0');
+      },
+    },
   ],
 };
 
@@ -255,6 +262,7 @@ interface HopRow {
   dispatched_at: number;
   active_since: number | null;
   finished_at: number | null;
+  timeouts: number;
 }
 
 function parseJson<T>(text: string | null): T | null {
@@ -315,6 +323,7 @@ function hopFrom(r: HopRow): HopRecord {
     dispatchedAt: r.dispatched_at,
     activeSince: r.active_since,
     finishedAt: r.finished_at,
+    timeouts: r.timeouts,
   };
 }
 
@@ -392,7 +401,7 @@ export class SqliteCoordinatorStore implements CoordinatorStore {
       ),
       updateHop: db.prepare(
         `UPDATE coord_hops SET state = ?, model = ?, input_tokens = ?, output_tokens = ?, cost_usd = ?,
-           elapsed_ms = ?, error = ?, reply = ?, active_since = ?, finished_at = ? WHERE id = ?`,
+           elapsed_ms = ?, error = ?, reply = ?, active_since = ?, finished_at = ?, timeouts = ? WHERE id = ?`,
       ),
       setHopTask: db.prepare('UPDATE coord_hops SET task_id = ? WHERE id = ?'),
       run: db.prepare('SELECT run_version, run_snapshot FROM coord_items WHERE id = ?'),
@@ -612,6 +621,7 @@ export class SqliteCoordinatorStore implements CoordinatorStore {
       hop.reply === null || hop.reply === undefined ? null : JSON.stringify(hop.reply),
       hop.activeSince,
       hop.finishedAt,
+      hop.timeouts,
       hop.id,
     );
   }
