@@ -628,7 +628,7 @@ class RunningCoordinator implements Coordinator {
   /** What a committed step leads to: statuses out, publishes made, the broker moved. Resolves once published. */
   #after(step: Step): Promise<void> {
     for (const status of this.#p.engine.statuses(step)) this.#all.next(status);
-    for (const itemId of step.items.keys()) this.#p.mirror.schedule(itemId);
+    for (const rows of step.rows) this.#p.mirror.follow(rows.item, rows.hops, rows.created);
     if (step.outbox.length === 0) return Promise.resolve();
     for (const row of step.outbox) this.#unsent.set(row.id, row);
     return this.#send();

@@ -50,6 +50,8 @@ export interface Step {
   items: Map<string, ItemRecord>;
   /** The publishes this step added to the outbox (made after the commit). */
   outbox: OutboxRow[];
+  /** The rows this step committed, by item (what the broker mirror follows). */
+  rows: { item: ItemRecord; hops: HopRecord[]; created: boolean }[];
 }
 
 /** What a timed commit did. */
@@ -351,10 +353,15 @@ export class CoordinatorEngine {
     // Committed: memory takes the new states.
     let c = 0;
     const out = decisions.map((d) => {
-      const step: Step = { events: d.events, items: new Map(), outbox: [] };
+      const step: Step = { events: d.events, items: new Map(), outbox: [], rows: [] };
       if (d.changes !== null) {
         step.outbox = committed[c++] ?? [];
         step.items.set(d.changes.itemId, d.changes.item);
+        step.rows.push({
+          item: d.changes.item,
+          hops: d.changes.hops.map((h) => h.hop),
+          created: d.changes.created,
+        });
         this.#take(d.changes, d);
       }
       return { step, handling: d.handling };
