@@ -125,7 +125,7 @@ export function runCoordinatorStoreContract(name: string, factory: CoordinatorSt
       expect(await store.loadItem('nope')).toBeUndefined();
     });
 
-    it('applies later changes in order: hop updates, new hops, usage; an ended item leaves the live ones and signs the head', async () => {
+    it('applies later changes in order: hop updates, new hops, usage; ended items leave the live ones and each end signs the head', async () => {
       s = await factory();
       const { store } = s;
       await store.commit({ changes: [created('a'), created('b')], deleteOutbox: [] });
@@ -183,14 +183,25 @@ export function runCoordinatorStoreContract(name: string, factory: CoordinatorSt
         audit: [audit('item-completed', 'a')],
         ended: true,
       };
+      // And b ends in the same batch: each end is signed (two checkpoints).
+      const bEnds: ItemChanges = {
+        itemId: 'b',
+        item: item('b', { state: 'canceled', finishedAt: 3000, updatedAt: 3000 }),
+        created: false,
+        hops: [],
+        usage: [],
+        outbox: [],
+        audit: [audit('item-canceled', 'b')],
+        ended: true,
+      };
       const before = s.checkpoints();
-      await store.commit({ changes: [step1, step2], deleteOutbox: [] });
-      expect(s.checkpoints()).toBe(before + 1);
+      await store.commit({ changes: [step1, step2, bEnds], deleteOutbox: [] });
+      expect(s.checkpoints()).toBe(before + 2);
       const a = await store.loadItem('a');
       expect(a?.item).toMatchObject({ state: 'completed', finishedAt: 3000, usage: { inputTokens: 10, costUsd: 0.5 } });
       expect(a?.hops.map((h) => `${h.id}:${h.state}`)).toEqual(['a-hop-1:completed', 'a-hop-2:completed']);
       expect(a?.hops[0]).toMatchObject({ model: 'm', usage: { inputTokens: 10, outputTokens: 2, elapsedMs: 7 } });
-      expect((await store.loadLive()).map((x) => x.item.id)).toEqual(['b']);
+      expect(await store.loadLive()).toEqual([]);
       expect((await s.audit()).map((r) => r.kind)).toEqual([
         'item-created',
         'dispatch',
@@ -199,6 +210,7 @@ export function runCoordinatorStoreContract(name: string, factory: CoordinatorSt
         'result',
         'cost',
         'item-completed',
+        'item-canceled',
       ]);
     });
 

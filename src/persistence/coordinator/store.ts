@@ -698,7 +698,7 @@ export class SqliteCoordinatorStore implements CoordinatorStore {
     if (batch.deleteOutbox.length > 0) this.deleteOutbox(batch.deleteOutbox);
     const outbox: OutboxRow[][] = [];
     const audit: AuditEntryInput[] = [];
-    let ended = false;
+
     for (const c of batch.changes) {
       if (c.definition !== undefined) this.saveDefinition(c.definition.ref, c.definition.body);
       const item = c.item;
@@ -725,15 +725,21 @@ export class SqliteCoordinatorStore implements CoordinatorStore {
       for (const row of c.usage) this.addUsage(row);
       outbox.push(c.outbox.map((o) => this.addOutbox(c.itemId, o.kind, o.body)));
       audit.push(...c.audit);
-      ended ||= c.ended;
+      // Every item's end is signed: the head just after its entries (one append per end, one for the rest).
+      if (c.ended) this.#appendAudit(audit.splice(0), true);
     }
-    if (audit.length > 0) {
-      if (this.#audit === undefined)
-        throw new Error('this store was opened without an audit sink: it cannot commit audit entries');
-      this.#audit.append(audit);
-      if (ended) this.#audit.checkpoint?.();
-    }
+    this.#appendAudit(audit, false);
     return { outbox };
+  }
+
+  #appendAudit(entries: AuditEntryInput[], sign: boolean): void {
+    if (entries.length > 0) {
+      if (this.#audit === undefined) {
+        throw new Error('this store was opened without an audit sink: it cannot commit audit entries');
+      }
+      this.#audit.append(entries);
+    }
+    if (sign) this.#audit?.checkpoint?.();
   }
 
   loadLive(): Promise<StoredItem[]> {
