@@ -340,8 +340,9 @@ export class CoordinatorEngine {
     }
     const innerNs = process.hrtime.bigint() - start;
     const changes = decisions.flatMap((d) => (d.changes === null ? [] : [d.changes]));
-    const deleting = this.#published;
-    this.#published = [];
+    // Published outbox rows are deleted in bulk (a few pages every 64 publishes, not a statement per commit).
+    const deleting = this.#published.length >= 64 ? this.#published : [];
+    if (deleting.length > 0) this.#published = [];
     let committed: OutboxRow[][] = [];
     // The work is timed up to the return of the store's commit call (the embedded store commits
     // inside it): the wait for its Promise to settle is the event loop's queue, not the Coordinator's.
