@@ -11,6 +11,7 @@ const LAYERS = [
   { name: 'protocol', path: '^src/protocol/' },
   { name: 'workflow', path: '^src/workflow/' },
   { name: 'machines', path: '^src/machines/' },
+  { name: 'decisions', path: '^src/decisions/' },
   { name: 'persistence-kernel', path: '^src/persistence/kernel/' },
   { name: 'persistence-stores', path: '^src/persistence/(a2a|audit|coordinator)/', siblings: 'a2a|audit|coordinator' },
   { name: 'bus', path: '^src/bus/[^/]+$' },
@@ -29,7 +30,7 @@ const LAYERS = [
 ];
 
 /** Rooms with no I/O: no node:* module, no database or network client, no logger. */
-const PURE = '^src/(protocol|workflow|machines)/';
+const PURE = '^src/(protocol|workflow|machines|decisions)/';
 /** The npm packages a pure room may import: computation only. */
 const PURE_PACKAGES = '(^|/)node_modules/(zod|xstate|@xstate/store|rxjs)/';
 
@@ -75,7 +76,7 @@ module.exports = {
     },
     {
       name: 'pure-no-node',
-      comment: 'protocol, workflow and machines are pure: no node:* module',
+      comment: 'protocol, workflow, machines and decisions are pure: no node:* module',
       severity: 'error',
       from: { path: PURE },
       to: { dependencyTypes: ['core'] },
@@ -83,14 +84,14 @@ module.exports = {
     {
       name: 'pure-packages',
       comment:
-        'protocol, workflow and machines import only computation packages (zod, xstate, rxjs): no SQLite, Redis, pino',
+        'protocol, workflow, machines and decisions import only computation packages (zod, xstate, rxjs): no SQLite, Redis, pino',
       severity: 'error',
       from: { path: PURE },
       to: { path: 'node_modules/', pathNot: PURE_PACKAGES },
     },
     {
       name: 'pure-no-log',
-      comment: 'protocol, workflow and machines do not log (the logger writes to stderr)',
+      comment: 'protocol, workflow, machines and decisions do not log (the logger writes to stderr)',
       severity: 'error',
       from: { path: PURE },
       to: { path: '^src/log/' },

@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type RoleDeployment, createCoordinator } from '../src/actors/coordinator/coordinator.js';
 import type { TimedStep } from '../src/actors/coordinator/engine.js';
+import { observeCommits } from '../src/actors/coordinator/commit-timing.js';
 import { complete } from '../src/actors/worker/worker.js';
 import { parseWorkflowDefinition } from '../src/workflow/definition.js';
 import { openDatabase } from '../src/persistence/kernel/database.js';
@@ -79,16 +80,16 @@ async function run(): Promise<void> {
     definitions: [definition],
     deployments,
     maxHops: 10,
-    onTiming: (ns, what, innerNs, cpuUs, batch) => {
-      if (alone !== undefined && what === 'result') alone.push(ns);
-      if (!recording) return;
-      samples[what].push(ns);
-      if (what === 'result') {
-        inner.push(innerNs);
-        cpu.push(cpuUs * 1000);
-        batches.push(batch);
-      }
-    },
+  });
+  observeCommits(coordinator, (ns, what, innerNs, cpuUs, batch) => {
+    if (alone !== undefined && what === 'result') alone.push(ns);
+    if (!recording) return;
+    samples[what].push(ns);
+    if (what === 'result') {
+      inner.push(innerNs);
+      cpu.push(cpuUs * 1000);
+      batches.push(batch);
+    }
   });
   try {
     const wave = async (n: number) => {

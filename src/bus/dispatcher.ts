@@ -1,4 +1,5 @@
 import {
+  type AskedBy,
   RESULTS_ROLE,
   type ResultEnvelope,
   type RetryPolicy,
@@ -32,6 +33,8 @@ export interface StartHop {
   delayMs?: number;
   /** Where the hop's result goes (default the dispatcher's results role). */
   resultRole?: string;
+  /** On a query a suspended hop asks: the hop its answer resumes. */
+  askedBy?: AskedBy;
   metadata?: Record<string, unknown>;
 }
 
@@ -65,6 +68,28 @@ export interface Dispatcher {
   ): AsyncGenerator<ResultDelivery>;
 }
 
+/**
+ * The query a suspended hop asks, as the Coordinator publishes it (a worker
+ * never publishes a hop itself): to the asked role, under
+ * `<continuationToken>:ask`, with `askedBy` naming the hop its answer resumes.
+ * `undefined` for a result that is not a suspension with its question.
+ */
+export function questionHop(suspended: ResultEnvelope): StartHop | undefined {
+  const ask = suspended.ask;
+  if (suspended.outcome !== 'suspended' || ask === undefined) return undefined;
+  const h = suspended.headers;
+  return {
+    role: ask.role,
+    taskId: h.taskId,
+    runId: h.runId,
+    hop: h.hop,
+    attempt: 1,
+    idempotencyKey: `${ask.continuationToken}:ask`,
+    askedBy: { role: suspended.role, continuationToken: ask.continuationToken, taskId: h.taskId, hop: h.hop },
+    message: ask.message,
+  };
+}
+
 export function createDispatcher(options: { bus: WorkQueue; resultsRole?: string }): Dispatcher {
   const { bus } = options;
   const resultsRole = options.resultsRole ?? RESULTS_ROLE;
@@ -81,6 +106,7 @@ export function createDispatcher(options: { bus: WorkQueue; resultsRole?: string
           attempt,
           idempotencyKey,
           ...(hop.resultRole === undefined ? {} : { resultRole: hop.resultRole }),
+          ...(hop.askedBy === undefined ? {} : { askedBy: hop.askedBy }),
         },
         message: hop.message,
         ...(hop.metadata === undefined ? {} : { metadata: hop.metadata }),

@@ -1,4 +1,4 @@
-import { CoordinatorStore } from '../persistence/coordinator/store.js';
+import { SqliteCoordinatorStore } from '../persistence/coordinator/store.js';
 import { WORKFLOW_RUN_STATES } from '../protocol/workflow.js';
 import type { ItemOutput } from '../protocol/item-output.js';
 import type { Part } from '../protocol/parts.js';
@@ -95,7 +95,7 @@ function parseFlags(argv: string[]): ItemsFlags {
 class UnreadableDatabase extends Error {}
 
 /** Opens the file read-only and the Coordinator's tables without migrating them. */
-function openItems(flags: ItemsFlags): { opened: OpenedDatabase; store: CoordinatorStore } {
+function openItems(flags: ItemsFlags): { opened: OpenedDatabase; store: SqliteCoordinatorStore } {
   let opened: OpenedDatabase;
   try {
     opened = openExistingDatabase(flags.db, 'read');
@@ -105,7 +105,7 @@ function openItems(flags: ItemsFlags): { opened: OpenedDatabase; store: Coordina
   }
   try {
     requireComponent(opened, 'coordinator', 'Coordinator tables');
-    return { opened, store: new CoordinatorStore(opened.db, { readOnly: true }) };
+    return { opened, store: new SqliteCoordinatorStore(opened.db, { readOnly: true }) };
   } catch (error) {
     opened.db.close();
     throw new UnreadableDatabase(`${opened.path}: ${(error as Error)?.message ?? String(error)}`);
@@ -179,7 +179,7 @@ function outputLines(output: ItemOutput | null): string[] {
   return out;
 }
 
-function listItems(opened: OpenedDatabase, store: CoordinatorStore, flags: ItemsFlags): number {
+function listItems(opened: OpenedDatabase, store: SqliteCoordinatorStore, flags: ItemsFlags): number {
   const filter = flags.state === undefined ? {} : { state: flags.state };
   // One snapshot for the rows and the count, even while a Coordinator writes.
   const { items, total } = opened.db
@@ -255,7 +255,7 @@ function hopTable(hops: readonly HopRecord[]): string[] {
   );
 }
 
-function showItem(opened: OpenedDatabase, store: CoordinatorStore, flags: ItemsFlags): number {
+function showItem(opened: OpenedDatabase, store: SqliteCoordinatorStore, flags: ItemsFlags): number {
   const id = flags.id!;
   const found = opened.db
     .transaction(() => {
@@ -303,7 +303,7 @@ function showItem(opened: OpenedDatabase, store: CoordinatorStore, flags: ItemsF
 
 async function runItems(argv: string[]): Promise<number> {
   let flags: ItemsFlags;
-  let opened: { opened: OpenedDatabase; store: CoordinatorStore };
+  let opened: { opened: OpenedDatabase; store: SqliteCoordinatorStore };
   try {
     flags = parseFlags(argv);
     opened = openItems(flags);

@@ -1,4 +1,4 @@
-import { CoordinatorStore } from '../persistence/coordinator/store.js';
+import { SqliteCoordinatorStore } from '../persistence/coordinator/store.js';
 import type { HopRecord, ItemRecord } from '../workflow/records.js';
 import { countTasks, listTaskIds } from '../persistence/a2a/task-list.js';
 import { A2AStore, type TaskHead } from '../persistence/a2a/store.js';
@@ -127,7 +127,7 @@ const NO_LINKS: Links = {
 function readLinks(opened: OpenedDatabase): Links {
   if (!opened.components.has('coordinator')) return NO_LINKS;
   try {
-    return coordinatorLinks(new CoordinatorStore(opened.db, { readOnly: true }));
+    return coordinatorLinks(new SqliteCoordinatorStore(opened.db, { readOnly: true }));
   } catch (error) {
     // The broker's tasks are still worth listing: say why the links are missing.
     const why = error instanceof SchemaVersionError ? error.message : (error as Error)?.message;
@@ -138,7 +138,7 @@ function readLinks(opened: OpenedDatabase): Links {
   }
 }
 
-function coordinatorLinks(store: CoordinatorStore): Links {
+function coordinatorLinks(store: SqliteCoordinatorStore): Links {
   const links = new Map<string, TaskLink>();
   const parents = new Map<string, string>();
   const children = new Map<string, string[]>();

@@ -1,4 +1,4 @@
-import { CoordinatorStore } from '../persistence/coordinator/store.js';
+import { SqliteCoordinatorStore } from '../persistence/coordinator/store.js';
 import type { UsageGroup, UsageGrouping } from '../workflow/records.js';
 import { SchemaVersionError } from '../persistence/kernel/migrations.js';
 import type { CliCommand } from './command.js';
@@ -79,7 +79,7 @@ function sum(groups: readonly UsageGroup[]): Total {
 }
 
 function report(opened: OpenedDatabase, flags: UsageFlags): number {
-  const store = new CoordinatorStore(opened.db, { readOnly: true });
+  const store = new SqliteCoordinatorStore(opened.db, { readOnly: true });
   const filter = flags.item === undefined ? {} : { itemId: flags.item };
   if (flags.item !== undefined && store.getItem(flags.item) === undefined) {
     process.stderr.write(`switchboard usage: no work item ${flags.item} in ${opened.path}\n`);

@@ -3,7 +3,6 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { firstValueFrom } from 'rxjs';
 import { filter } from 'rxjs/operators';
-import { routeAsks } from '../actors/coordinator/asks.js';
 import { type Pool, createPool } from '../actors/worker/pool.js';
 import { NonRetryableError, type WorkHandler, WorkerError } from '../actors/worker/worker.js';
 import type { WorkQueue } from '../bus/work-queue.js';
@@ -204,8 +203,8 @@ async function runWorker({
       pools.push(
         createPool({
           role,
-          // Questions go through the Coordinator, which governs them before they reach the asked role.
-          handler: routeAsks(handler),
+          // A suspension carries its question: the Coordinator governs and publishes it.
+          handler,
           bus,
           contextStore,
           // One worker per role, always running: the worker of before, now supervised.

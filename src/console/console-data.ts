@@ -4,7 +4,7 @@ import { type QueueView, type SystemSnapshot, queueViewOf, readSystemSnapshot } 
 import { TASK_TRANSITIONS } from '../machines/task-transitions.js';
 import { WORKFLOW_RUN_TRANSITIONS } from '../machines/workflow-run-transitions.js';
 import { AuditLog, type AuditVerification } from '../persistence/audit/chain.js';
-import { CoordinatorStore } from '../persistence/coordinator/store.js';
+import { SqliteCoordinatorStore } from '../persistence/coordinator/store.js';
 import type { SqliteDatabase } from '../persistence/kernel/database.js';
 import type { Part } from '../protocol/parts.js';
 import { TASK_STATES } from '../protocol/task.js';
@@ -130,13 +130,13 @@ const CONTROL_ROLES = [ITEMS_ROLE, APPROVALS_ROLE, RESULTS_ROLE];
 export class ConsoleData {
   readonly #db: SqliteDatabase;
   readonly #bus: WorkQueue | undefined;
-  readonly #store: CoordinatorStore | undefined;
+  readonly #store: SqliteCoordinatorStore | undefined;
   readonly #audit: AuditLog | undefined;
 
   constructor(db: SqliteDatabase, bus?: WorkQueue) {
     this.#db = db;
     this.#bus = bus;
-    this.#store = this.#has('coord_items') ? new CoordinatorStore(db, { readOnly: true }) : undefined;
+    this.#store = this.#has('coord_items') ? new SqliteCoordinatorStore(db, { readOnly: true }) : undefined;
     this.#audit = this.#has('audit_log') ? new AuditLog(db, { readOnly: true }) : undefined;
   }
 

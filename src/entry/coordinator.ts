@@ -1,6 +1,6 @@
 /**
  * `a2a-switchboard/coordinator`: the Coordinator beyond `createCoordinator`:
- * its intake over the bus, ask routing, its tables' reader and its names.
+ * its intake over the bus, its tables' reader and its names.
  *
  * @packageDocumentation
  */
@@ -17,13 +17,18 @@ export {
   submitItems,
 } from '../actors/coordinator/intake.js';
 export type { ApprovalRequest, IntakeOptions, ItemRequest } from '../actors/coordinator/intake.js';
-// Questions a hop asks another role.
-export { ASK_ROLE_PREFIX, AskForwarder, askTarget, routeAsks } from '../actors/coordinator/asks.js';
 // Reading the Coordinator's tables.
-export { CoordinatorStore } from '../persistence/coordinator/store.js';
+export { SqliteCoordinatorStore } from '../persistence/coordinator/store.js';
+// What any Coordinator store implements (the contract suite holds it to this).
+export type { AuditSink, CoordinatorStore, StoredItem } from '../persistence/coordinator/coordinator-store.js';
+export type {
+  CommitBatch,
+  Committed,
+  ItemChanges,
+  RunRecord,
+} from '../workflow/records.js';
 export { statusOf } from '../actors/coordinator/types.js';
 // The names the Coordinator gives its agents, hops and metadata.
 export { COORDINATOR_AGENT_NAME, EDGE_AGENT_NAME, SWITCHBOARD_METADATA_KEY } from '../actors/coordinator/human-edge.js';
 export { ROLE_AGENTS_CONTEXT } from '../actors/coordinator/mirror.js';
 export { hopKey } from '../actors/coordinator/engine.js';
-export type { TimedStep } from '../actors/coordinator/engine.js';

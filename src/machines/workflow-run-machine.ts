@@ -114,6 +114,63 @@ function badSnapshot(reason: string): WorkflowError {
   });
 }
 
+/** A run as a value: the machine's state and context (what a persisted snapshot holds). */
+export interface RunState {
+  value: WorkflowRunState;
+  context: WorkflowRunContext;
+}
+
+/** The run a new work item starts in (`pending`), as the machine's initial snapshot holds it. */
+export function initialRun(input: WorkflowRunInput): RunState {
+  return { value: 'pending', context: initialRunContext(input.runId, input.definition) };
+}
+
+/**
+ * The machine's transition as a pure function over a `RunState`: exactly the
+ * moves of `workflowRunMachine` (built from the same rows, tried in the same
+ * order, the same refusal), without an actor. A final run ignores events.
+ */
+export function stepRun(run: RunState, event: WorkflowRunEvent): RunState {
+  const state = run.value;
+  if (isFinalRunState(state)) return run;
+  const refuse = (): RunState => ({
+    value: state,
+    context: {
+      ...run.context,
+      refusal: {
+        event: typeof (event as { type?: unknown })?.type === 'string' ? event.type : String(event),
+        state,
+        reason: refusalReason(state, run.context, event),
+      },
+    },
+  });
+  if (!WorkflowRunEventSchema.safeParse(event).success) return refuse();
+  for (const row of WORKFLOW_RUN_TRANSITIONS) {
+    if (row.from !== state || row.event !== event.type) continue;
+    if (conditionHolds(run.context, event, row.when)) {
+      return { value: row.to, context: applyEffect(run.context, event, row.effect) };
+    }
+  }
+  return refuse();
+}
+
+/** A `RunState` as the actor's `getPersistedSnapshot()` writes it (plain JSON; `restoreWorkflowRun` reads it). */
+export function persistRun(run: RunState): Record<string, unknown> {
+  return {
+    status: isFinalRunState(run.value) ? 'done' : 'active',
+    value: run.value,
+    historyValue: {},
+    context: run.context,
+    children: {},
+  };
+}
+
+/** The `RunState` of a persisted run snapshot, checked as `restoreWorkflowRun` checks it. */
+export function restoreRun(persisted: unknown): RunState {
+  const snapshot = restoreWorkflowRun(persisted).getSnapshot();
+  return { value: snapshot.value as WorkflowRunState, context: snapshot.context };
+}
+
 /**
  * An actor (not started) restored from `getPersistedSnapshot()` output (after
  * a JSON round trip, say from SQLite). The snapshot is checked first: its

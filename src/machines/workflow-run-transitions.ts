@@ -39,7 +39,9 @@ export type RunFailureCode =
   | 'LOOP_BOUND'
   | 'GOVERNANCE_DENIED'
   | 'APPROVAL_DENIED'
-  | 'BUDGET_EXCEEDED';
+  | 'BUDGET_EXCEEDED'
+  /** The work item was still running past its definition's `deadline`. */
+  | 'DEADLINE_EXCEEDED';
 
 export interface RunFailure {
   code: RunFailureCode;
@@ -239,6 +241,7 @@ export type RunEffect =
   | 'deny'
   | 'governance-deny'
   | 'budget-exceeded'
+  | 'deadline-exceeded'
   | 'cancel';
 
 export interface WorkflowRunTransition {
@@ -288,15 +291,24 @@ export const WORKFLOW_RUN_TRANSITIONS: readonly WorkflowRunTransition[] = Object
   },
   { from: 'running', event: 'GOVERNANCE_DENIED', when: 'current-hop', to: 'failed', effect: 'governance-deny' },
   { from: 'running', event: 'BUDGET_EXCEEDED', when: 'always', to: 'failed', effect: 'budget-exceeded' },
+  { from: 'running', event: 'DEADLINE_EXCEEDED', when: 'always', to: 'failed', effect: 'deadline-exceeded' },
   { from: 'running', event: 'CANCEL', when: 'always', to: 'canceled', effect: 'cancel' },
 
   { from: 'awaiting-approval', event: 'APPROVED', when: 'named-approver', to: 'running', effect: 'approve' },
   { from: 'awaiting-approval', event: 'DENIED', when: 'named-approver', to: 'failed', effect: 'deny' },
   { from: 'awaiting-approval', event: 'BUDGET_EXCEEDED', when: 'always', to: 'failed', effect: 'budget-exceeded' },
+  {
+    from: 'awaiting-approval',
+    event: 'DEADLINE_EXCEEDED',
+    when: 'always',
+    to: 'failed',
+    effect: 'deadline-exceeded',
+  },
   { from: 'awaiting-approval', event: 'CANCEL', when: 'always', to: 'canceled', effect: 'cancel' },
 
   { from: 'suspended', event: 'HOP_RESUMED', when: 'current-continuation', to: 'running', effect: 'resume' },
   { from: 'suspended', event: 'BUDGET_EXCEEDED', when: 'always', to: 'failed', effect: 'budget-exceeded' },
+  { from: 'suspended', event: 'DEADLINE_EXCEEDED', when: 'always', to: 'failed', effect: 'deadline-exceeded' },
   { from: 'suspended', event: 'CANCEL', when: 'always', to: 'canceled', effect: 'cancel' },
 ] satisfies WorkflowRunTransition[]);
 
@@ -504,6 +516,9 @@ function effectChanges(
     case 'budget-exceeded':
       if (event.type !== 'BUDGET_EXCEEDED') return {};
       return fail(ctx, 'BUDGET_EXCEEDED', event.reason);
+    case 'deadline-exceeded':
+      if (event.type !== 'DEADLINE_EXCEEDED') return {};
+      return fail(ctx, 'DEADLINE_EXCEEDED', event.reason);
     case 'cancel':
       if (event.type !== 'CANCEL') return {};
       return { cancellation: { by: event.by ?? null, reason: event.reason ?? null }, directive: { kind: 'none' } };

@@ -29,6 +29,8 @@ export const AUDIT_KINDS = [
   'cost',
   /** A hop or the work item failed (the reason in `data`). */
   'failure',
+  /** Time ran out: a hop past its stage's timeout (re-published or failed) or an item past its deadline. */
+  'timeout',
   'item-completed',
   'item-failed',
   'item-canceled',

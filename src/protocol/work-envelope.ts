@@ -101,7 +101,8 @@ export type HopOutcome = z.infer<typeof HopOutcomeSchema>;
 /**
  * A hop's result, published by the worker harness on the results role for the
  * Coordinator: `completed` (parts, artifacts, usage), `suspended` (the hop
- * asked `ask.role` a question and stood down; its reply resumes it under
+ * asks `ask.role` the question `ask.message` and stood down; the Coordinator
+ * governs the question and publishes it, and its reply resumes the hop under
  * `ask.continuationToken`), or `failed` (dead-lettered: `error`, `deliveries`).
  */
 export const ResultEnvelopeSchema = z.object({
@@ -117,7 +118,8 @@ export const ResultEnvelopeSchema = z.object({
   error: WorkErrorSchema.optional(),
   /** Deliveries the hop took (set on `failed`). */
   deliveries: z.number().int().min(1).optional(),
-  ask: z.object({ role: RoleSchema, continuationToken: IdSchema }).optional(),
+  /** On `suspended`: the question, for the Coordinator to publish (a worker never publishes a hop itself). */
+  ask: z.object({ role: RoleSchema, continuationToken: IdSchema, message: WorkMessageSchema }).optional(),
   metadata: MetadataSchema.optional(),
 });
 /** A hop's result as on the bus (inferred from `ResultEnvelopeSchema`). */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { RetryPolicyFieldsSchema } from './retry-policy.js';
+import { DurationSchema, RetryPolicyFieldsSchema } from './retry-policy.js';
 
 /**
  * Workflow definitions: the versioned, declarative shape of a work item's
@@ -94,6 +94,13 @@ export const StageSchema = z.strictObject({
   /** How many times a run may enter this stage. */
   maxVisits: z.number().int().min(1).max(1_000).optional(),
   /**
+   * How long a hop of this stage may be out (from its dispatch, or its resume)
+   * before the Coordinator re-publishes it under the same idempotency key
+   * (found again when its message was lost), once per timeout, until its retry
+   * policy's `maximumAttempts` is spent: then the hop fails (`HopTimedOut`).
+   */
+  timeout: DurationSchema.pipe(z.number().int().min(1)).optional(),
+  /**
    * Where the run goes after this stage's hop. With no matching rule, a
    * success completes the run and a failure fails it.
    */
@@ -110,6 +117,8 @@ export const WorkflowDefinitionSchema = z.strictObject({
   description: z.string().max(2_000).optional(),
   start: StageNameSchema,
   defaults: z.strictObject({ retry: RetryPolicyFieldsSchema.optional() }).optional(),
+  /** How long a work item may run, from its creation: past it, it fails (`DEADLINE_EXCEEDED`). */
+  deadline: DurationSchema.pipe(z.number().int().min(1)).optional(),
   stages: z
     .record(StageNameSchema, StageSchema)
     .refine((s) => Object.keys(s).length > 0, 'a workflow has at least one stage')
@@ -234,6 +243,7 @@ export const WorkflowRunEventSchema = z.discriminatedUnion('type', [
     policy: z.string().min(1).max(128).optional(),
   }),
   z.strictObject({ type: z.literal('BUDGET_EXCEEDED'), reason: ReasonSchema }),
+  z.strictObject({ type: z.literal('DEADLINE_EXCEEDED'), reason: ReasonSchema }),
   z.strictObject({
     type: z.literal('CANCEL'),
     by: z.string().min(1).max(256).optional(),

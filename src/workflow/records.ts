@@ -1,4 +1,5 @@
 import type { ItemOutput } from '../protocol/item-output.js';
+import type { AuditEntryInput } from '../protocol/audit.js';
 import type { Part } from '../protocol/parts.js';
 import { type RunUsage, type WorkflowRunState, ZERO_RUN_USAGE } from '../protocol/workflow.js';
 
@@ -99,6 +100,8 @@ export interface HopRecord {
   /** When the hop last started running (null while it is suspended or done). */
   activeSince: number | null;
   finishedAt: number | null;
+  /** How many times the hop ran past its stage's timeout (each time it was re-published). */
+  timeouts: number;
 }
 
 /** What a hop is given when dispatched; the rest is what nothing run has: no task, model, cost, error or reply yet. */
@@ -142,6 +145,7 @@ export function dispatchedHop(hop: DispatchedHop): HopRecord {
     dispatchedAt: hop.dispatchedAt,
     activeSince: hop.activeSince,
     finishedAt: null,
+    timeouts: 0,
   };
 }
 
@@ -176,4 +180,88 @@ export interface OutboxRow {
   itemId: string;
   kind: OutboxKind;
   body: unknown;
+}
+
+/** What just happened to a work item (the event of an `ItemStatus`). */
+export const ITEM_EVENT_KINDS = [
+  'created',
+  'dispatched',
+  'denied',
+  'suspended',
+  'answered',
+  'resumed',
+  'hop-completed',
+  'hop-failed',
+  'approval-requested',
+  'approved',
+  'approval-denied',
+  'budget-exceeded',
+  /** Time ran out: a hop past its stage's timeout (re-published or failed), or the item past its deadline. */
+  'timed-out',
+  'completed',
+  'failed',
+  'canceled',
+  /** A result that arrived after the item ended: its cost is accrued, nothing else changes. */
+  'late-result',
+  /** The item as it stands when `watch` starts (the first status it emits). */
+  'current',
+] as const;
+/** What happened to a work item, as an `ItemEvent` names it (one of `ITEM_EVENT_KINDS`). */
+export type ItemEventKind = (typeof ITEM_EVENT_KINDS)[number];
+
+/** One thing that happened to a work item: which hop, stage and role, a readable line, and what it cost. */
+export interface ItemEvent {
+  kind: ItemEventKind;
+  itemId: string;
+  /** The run's hop number, for hop events. */
+  hop: number | null;
+  stage: string | null;
+  role: string | null;
+  /** One readable line: what happened and why. */
+  detail: string;
+  /** What this event accrued (results only). */
+  usage?: RunUsage;
+  model?: string;
+  at: number;
+}
+
+/** A run's persisted snapshot, with the version of the machine that wrote it. */
+export interface RunRecord {
+  machineVersion: number;
+  snapshot: unknown;
+}
+
+/**
+ * What one decision of the Coordinator changes, as data: the item's row (and
+ * its run's snapshot), the hop rows, cost accruals, publishes to make after the
+ * commit (the outbox) and audit entries. A `CoordinatorStore` applies a batch
+ * of these atomically, in order; nothing is published or answered before.
+ */
+export interface ItemChanges {
+  itemId: string;
+  /** A workflow definition to keep (once per id and version): run snapshots refer to it. */
+  definition?: { ref: { id: string; version: number }; body: unknown };
+  /** The item after the decision; `created` on the decision that creates it. */
+  item: ItemRecord;
+  created: boolean;
+  /** Its run's snapshot after the decision (absent: unchanged). */
+  run?: RunRecord;
+  /** Hop rows in the order they were written: `created` when the row is new. */
+  hops: { hop: HopRecord; created: boolean }[];
+  usage: UsageRow[];
+  outbox: { kind: OutboxKind; body: unknown }[];
+  audit: AuditEntryInput[];
+  /** The item ended in this decision (the audit head is signed in its transaction). */
+  ended: boolean;
+}
+
+/** A batch of decided changes to commit in one transaction, and published outbox rows to delete with it. */
+export interface CommitBatch {
+  changes: readonly ItemChanges[];
+  deleteOutbox: readonly number[];
+}
+
+/** What a commit assigned: the outbox rows of each `changes` entry, with their ids. */
+export interface Committed {
+  outbox: OutboxRow[][];
 }

@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CoordinatorStore } from '../../src/persistence/coordinator/store.js';
+import { SqliteCoordinatorStore } from '../../src/persistence/coordinator/store.js';
 import { AuditLog } from '../../src/persistence/audit/chain.js';
 import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { tempDir, until } from './helpers.js';
@@ -113,7 +113,7 @@ describe('a Coordinator process killed mid-run', () => {
 
     const db = openDatabase(path);
     try {
-      const store = new CoordinatorStore(db);
+      const store = new SqliteCoordinatorStore(db);
       const all = store.listItems();
       expect(all).toHaveLength(items);
       const effects = new Map(

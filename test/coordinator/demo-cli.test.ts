@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CoordinatorStore } from '../../src/persistence/coordinator/store.js';
+import { SqliteCoordinatorStore } from '../../src/persistence/coordinator/store.js';
 import { AuditLog } from '../../src/persistence/audit/chain.js';
 import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { tempDir } from './helpers.js';
@@ -59,7 +59,7 @@ describe('switchboard demo', () => {
     try {
       const audit = new AuditLog(handle).verifyChain();
       expect(audit).toMatchObject({ ok: true, entries: summary.audit.entries });
-      const store = new CoordinatorStore(handle);
+      const store = new SqliteCoordinatorStore(handle);
       expect(store.listItems().map((i) => i.id)).toEqual(summary.items.map((i) => i.id));
       expect(store.listItems()[0]!.usage.costUsd).toBe(summary.items[0]!.costUsd);
     } finally {

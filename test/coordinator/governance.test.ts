@@ -69,11 +69,7 @@ describe('governance, budgets and approvals', () => {
     expect(governed.at(-1)?.data).toMatchObject({ role: 'architect', stage: 'coding', query: true, decision: 'deny' });
     const query = coordinator.hops(id).find((h) => h.kind === 'query')!;
     expect(query).toMatchObject({ role: 'architect', state: 'failed', error: { type: 'GovernanceDenied' } });
-    // The Coordinator's question queue is drained and the question dropped: the architect never saw it.
-    await until(async () => {
-      const s = await coordinator.bus.stats('$ask:architect');
-      return s.depth === 0 && s.inFlight === 0 && s.delayed === 0;
-    });
+    // The question was never published: the architect never saw it.
     await new Promise((r) => setTimeout(r, 100));
     expect(questionsAnswered).toBe(0);
     expect((await coordinator.bus.stats('architect')).depth).toBe(0);

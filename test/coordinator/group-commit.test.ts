@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Delivery } from '../../src/bus/work-queue.js';
+import { observeCommits } from '../../src/actors/coordinator/commit-timing.js';
 import { DEMO_HANDLERS } from '../../src/demo/roles.js';
 import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { RESULTS_ROLE, type ResultEnvelope } from '../../src/protocol/work-envelope.js';
@@ -21,11 +22,9 @@ describe('results applied in a shared commit', () => {
     const batches: number[] = [];
     // No architect pool: the test is the architect, and delivers two results in one publish.
     const { architect: _, ...rest } = DEMO_HANDLERS;
-    f = await openFixture({
-      deployments: deployments(rest),
-      onTiming: (_ns, what, _inner, _cpu, batch) => {
-        if (what === 'result') batches.push(batch);
-      },
+    f = await openFixture({ deployments: deployments(rest) });
+    observeCommits(f.coordinator, (_ns, what, _inner, _cpu, batch) => {
+      if (what === 'result') batches.push(batch);
     });
     const { coordinator, path } = f;
     const a = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Item A (its result fails once)' });

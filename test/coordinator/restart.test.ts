@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Coordinator, createCoordinator } from '../../src/actors/coordinator/coordinator.js';
-import { COORDINATOR_SCHEMA, CoordinatorStore } from '../../src/persistence/coordinator/store.js';
+import { COORDINATOR_SCHEMA, SqliteCoordinatorStore } from '../../src/persistence/coordinator/store.js';
 import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { migrate, schemaVersion } from '../../src/persistence/kernel/migrations.js';
 import { deployments, devSdlc, tempDir, until } from './helpers.js';
@@ -79,7 +79,7 @@ describe('a file of an earlier Coordinator schema', () => {
       old.close();
       const db = openDatabase(path);
       try {
-        const store = new CoordinatorStore(db);
+        const store = new SqliteCoordinatorStore(db);
         expect(schemaVersion(db, 'coordinator')).toBe(COORDINATOR_SCHEMA.current);
         expect(store.loadRun('item-1')).toEqual({
           machineVersion: 7,

@@ -210,6 +210,9 @@ class RunModel {
           case 'BUDGET_EXCEEDED':
             accept();
             return this.end('failed', 'BUDGET_EXCEEDED');
+          case 'DEADLINE_EXCEEDED':
+            accept();
+            return this.end('failed', 'DEADLINE_EXCEEDED');
           case 'CANCEL':
             accept();
             return this.end('canceled');
@@ -230,6 +233,9 @@ class RunModel {
           case 'BUDGET_EXCEEDED':
             accept();
             return this.end('failed', 'BUDGET_EXCEEDED');
+          case 'DEADLINE_EXCEEDED':
+            accept();
+            return this.end('failed', 'DEADLINE_EXCEEDED');
           case 'CANCEL':
             accept();
             return this.end('canceled');
@@ -250,6 +256,9 @@ class RunModel {
           case 'BUDGET_EXCEEDED':
             accept();
             return this.end('failed', 'BUDGET_EXCEEDED');
+          case 'DEADLINE_EXCEEDED':
+            accept();
+            return this.end('failed', 'DEADLINE_EXCEEDED');
           case 'CANCEL':
             accept();
             return this.end('canceled');
@@ -342,6 +351,7 @@ type Desc =
   | { t: 'DENY'; by: string }
   | { t: 'GOVERNANCE_DENIED'; hopDelta: number }
   | { t: 'BUDGET_EXCEEDED' }
+  | { t: 'DEADLINE_EXCEEDED' }
   | { t: 'CANCEL' }
   | { t: 'MALFORMED'; which: number };
 
@@ -396,6 +406,8 @@ function toEvent(d: Desc, c: WorkflowRunContext): WorkflowRunEvent | { type: str
       return { type: 'GOVERNANCE_DENIED', hop, reason: 'not allowed', policy: 'p' };
     case 'BUDGET_EXCEEDED':
       return { type: 'BUDGET_EXCEEDED', reason: 'over budget' };
+    case 'DEADLINE_EXCEEDED':
+      return { type: 'DEADLINE_EXCEEDED', reason: 'past the deadline' };
     case 'CANCEL':
       return { type: 'CANCEL', by: 'human' };
     case 'MALFORMED':
@@ -466,6 +478,7 @@ const descArbs: fc.Arbitrary<Desc>[] = [
   asDesc(fc.record({ t: fc.constant('DENY' as const), by: people })),
   asDesc(fc.record({ t: fc.constant('GOVERNANCE_DENIED' as const), hopDelta })),
   asDesc(fc.constant({ t: 'BUDGET_EXCEEDED' as const })),
+  asDesc(fc.constant({ t: 'DEADLINE_EXCEEDED' as const })),
   asDesc(fc.constant({ t: 'CANCEL' as const })),
   asDesc(fc.record({ t: fc.constant('MALFORMED' as const), which: fc.integer({ min: 0, max: MALFORMED.length - 1 }) })),
 ];
@@ -615,6 +628,7 @@ function graphEvents(snap: { context: WorkflowRunContext }): WorkflowRunEvent[] 
     { type: 'DENIED', by: approver },
     { type: 'GOVERNANCE_DENIED', hop: h, reason: 'no' },
     { type: 'BUDGET_EXCEEDED', reason: 'over' },
+    { type: 'DEADLINE_EXCEEDED', reason: 'late' },
     { type: 'CANCEL' },
   ];
 }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteContextStore } from '../../src/persistence/context/sqlite-store.js';
-import { COORDINATOR_SCHEMA, CoordinatorStore } from '../../src/persistence/coordinator/store.js';
+import { COORDINATOR_SCHEMA, SqliteCoordinatorStore } from '../../src/persistence/coordinator/store.js';
 import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { SchemaVersionError, migrate, schemaVersion } from '../../src/persistence/kernel/migrations.js';
 import type { ItemOutput } from '../../src/protocol/item-output.js';
@@ -23,7 +23,7 @@ const OUTPUT: ItemOutput = {
   artifacts: [{ artifactId: 'report', name: 'report', parts: [{ kind: 'text', text: 'fine' }] }],
 };
 
-function insert(store: CoordinatorStore, id: string, now: number): ItemRecord {
+function insert(store: SqliteCoordinatorStore, id: string, now: number): ItemRecord {
   store.insertItem({
     id,
     taskId: null,
@@ -51,7 +51,7 @@ describe("the Coordinator's tables keep an ended item's output", () => {
   it('a live item has none; an ended one keeps it across a reopen, its JSON intact', () => {
     const path = file();
     let db = openDatabase(path);
-    let store = new CoordinatorStore(db);
+    let store = new SqliteCoordinatorStore(db);
     const live = insert(store, 'item-1', 1_000);
     expect(live.output).toBeNull();
     store.updateItem({ ...live, state: 'completed', finishedAt: 2_000, updatedAt: 2_000, output: OUTPUT });
@@ -59,7 +59,7 @@ describe("the Coordinator's tables keep an ended item's output", () => {
     db.close();
 
     db = openDatabase(path);
-    store = new CoordinatorStore(db);
+    store = new SqliteCoordinatorStore(db);
     expect(store.getItem('item-1')?.output).toEqual(OUTPUT);
     expect(store.getItem('item-2')?.output).toBeNull();
     expect(store.listItems({ state: 'completed' }).map((i) => i.output)).toEqual([OUTPUT]);
@@ -84,7 +84,7 @@ describe("the Coordinator's tables keep an ended item's output", () => {
   it("survives the Context Engine's pruning and its forgetting of the run", async () => {
     const path = file();
     const db = openDatabase(path);
-    const store = new CoordinatorStore(db);
+    const store = new SqliteCoordinatorStore(db);
     const context = new SqliteContextStore({ database: db, pruneIntervalMs: 0, retentionMs: 1 });
     try {
       const item = insert(store, 'item-1', 1_000);
@@ -126,7 +126,7 @@ describe("the Coordinator's tables keep an ended item's output", () => {
     const reader = openDatabase(path, { readonly: true });
     let refusal: unknown;
     try {
-      new CoordinatorStore(reader, { readOnly: true });
+      new SqliteCoordinatorStore(reader, { readOnly: true });
     } catch (error) {
       refusal = error;
     }
@@ -141,7 +141,7 @@ describe("the Coordinator's tables keep an ended item's output", () => {
     reader.close();
     const db = openDatabase(path);
     try {
-      const store = new CoordinatorStore(db);
+      const store = new SqliteCoordinatorStore(db);
       expect(schemaVersion(db, 'coordinator')).toBe(6);
       expect(store.getItem('old')).toMatchObject({ state: 'completed', output: null });
     } finally {
@@ -149,7 +149,7 @@ describe("the Coordinator's tables keep an ended item's output", () => {
     }
     const migrated = openDatabase(path, { readonly: true });
     try {
-      expect(new CoordinatorStore(migrated, { readOnly: true }).getItem('old')?.output).toBeNull();
+      expect(new SqliteCoordinatorStore(migrated, { readOnly: true }).getItem('old')?.output).toBeNull();
     } finally {
       migrated.close();
     }

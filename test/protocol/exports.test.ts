@@ -394,8 +394,7 @@ describe('the subpath exports', () => {
       [workflow, 'AuditLog'],
       [workflow, 'runGovernance'],
       [coordinator, 'submitItems'],
-      [coordinator, 'CoordinatorStore'],
-      [coordinator, 'routeAsks'],
+      [coordinator, 'SqliteCoordinatorStore'],
     ];
     for (const [entry, name] of placed) {
       expect(entry, name).toHaveProperty(name);

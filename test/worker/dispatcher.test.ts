@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Worker, NonRetryableError, complete, createWorker, suspend } from '../../src/actors/worker/worker.js';
-import { createDispatcher } from '../../src/bus/dispatcher.js';
+import { createDispatcher, questionHop } from '../../src/bus/dispatcher.js';
 import type { ResultEnvelope } from '../../src/protocol/work-envelope.js';
 import { type Harness, openHarness } from './helpers.js';
 
@@ -66,6 +66,9 @@ describe('the Temporal-shaped dispatcher', () => {
     let signals = 0;
     for await (const r of dispatcher.results({ consumer: 'coordinator', waitMs: 100, signal: controller.signal })) {
       seen.push(r.result);
+      // The test is the Coordinator: it publishes the question a suspension asks.
+      const question = questionHop(r.result);
+      if (question !== undefined) await dispatcher.start(question);
       if ((await dispatcher.signal(r.result)).resumed) signals++;
       expect(await r.ack()).toBe(true);
       const done = seen.filter((s) => s.outcome !== 'suspended').length;

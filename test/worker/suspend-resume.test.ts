@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Pool, createPool } from '../../src/actors/worker/pool.js';
 import { type HopResume, complete, suspend } from '../../src/actors/worker/worker.js';
+import { createDispatcher, questionHop } from '../../src/bus/dispatcher.js';
 import { replyDispatch } from '../../src/bus/reply-routing.js';
 import type { PublishRequest } from '../../src/bus/work-queue.js';
 import type { ResultEnvelope } from '../../src/protocol/work-envelope.js';
@@ -79,6 +80,8 @@ describe('suspend and resume through the bus', () => {
         usage: { model: 'm' },
       });
       const token = suspended!.ask!.continuationToken;
+      // The test is the Coordinator: it publishes the question the suspension asks.
+      await createDispatcher({ bus }).start(questionHop(suspended!)!);
       const checkpoint = await store.checkpoint(token);
       expect(checkpoint).toMatchObject({
         role: 'coder',
@@ -172,10 +175,15 @@ describe('suspend and resume through the bus', () => {
       }),
     );
     await bus.publish('asker', hop('q'), { idempotencyKey: 'q' });
-    const results = await takeResults(bus, 2);
-    const failed = results.find((r) => r.outcome === 'failed')!;
-    expect(failed).toMatchObject({ role: 'oracle', error: { type: 'Error', message: 'oracle is down' } });
-    const dispatch = replyDispatch(failed)!;
+    const [suspended] = await takeResults(bus, 1);
+    await createDispatcher({ bus }).start(questionHop(suspended!)!);
+    const [failed] = await takeResults(bus, 1);
+    expect(failed).toMatchObject({
+      role: 'oracle',
+      outcome: 'failed',
+      error: { type: 'Error', message: 'oracle is down' },
+    });
+    const dispatch = replyDispatch(failed!)!;
     await bus.publish(dispatch.role, dispatch.envelope, { idempotencyKey: dispatch.idempotencyKey });
     const [final] = await takeResults(bus, 1);
     expect(final).toMatchObject({ role: 'asker', outcome: 'completed', parts: [{ kind: 'text', text: 'failed' }] });

@@ -25,13 +25,13 @@ import { type Part, PartSchema } from '../../protocol/parts.js';
 import type { ResultEnvelope } from '../../protocol/work-envelope.js';
 import type { WorkflowDefinition, WorkflowRef } from '../../protocol/workflow.js';
 import { type Broker, createBroker } from '../broker/broker.js';
-import { CoordinatorEngine, type Step, type TimedStep } from './engine.js';
-import { AskForwarder, routeAsks } from './asks.js';
+import { CoordinatorEngine, type Step } from './engine.js';
+import { registerCommitTiming } from './commit-timing.js';
 import { EndedRunForgetter, type ForgetRunsOptions, checkForgetRunsOptions } from './forget.js';
 import { BrokerMirror } from './mirror.js';
 import { FileOwnership } from './ownership.js';
 import { CoordinatorGovernance } from './policies.js';
-import { CoordinatorStore } from '../../persistence/coordinator/store.js';
+import { SqliteCoordinatorStore } from '../../persistence/coordinator/store.js';
 import type { HopRecord, ItemBudget, ItemRecord, OutboxRow } from '../../workflow/records.js';
 import { CoordinatorError, type ItemStatus, statusOf } from './types.js';
 import { HumanEdge } from './human-edge.js';
@@ -113,14 +113,16 @@ export interface CoordinatorOptions {
   maxHops?: number;
   /** Worker pools to run in this process, by role. */
   deployments?: Record<string, RoleDeployment>;
+  /**
+   * How often the Coordinator looks at the time (default 1 s): hops past their
+   * stage's `timeout` are re-published or failed, items past their
+   * definition's `deadline` fail. Only items whose definition sets one count.
+   */
+  timerIntervalMs?: number;
   /** Lease on each result the Coordinator takes from the bus (default 30 s): how soon a crashed Coordinator's results come back. */
   resultsVisibilityTimeoutMs?: number;
   /** The Coordinator's consumer name on the results role. */
   consumer?: string;
-  /** Called with the duration of each of the Coordinator's transactions (for benchmarks). */
-  /** `cpuUs`: the process's CPU time over the transaction (unlike `ns`, not inflated when the OS runs something else). */
-  /** `batch`: how many steps shared the commit (`ns`, `innerNs` and `cpuUs` are each one's share). */
-  onTiming?: (ns: number, what: TimedStep, innerNs: number, cpuUs: number, batch: number) => void;
   clock?: Clock;
   ids?: IdSource;
   logger?: Logger;
@@ -186,7 +188,7 @@ export interface Coordinator {
   /** Changes a role's pool deployment (warm ↔ scale-to-zero), nothing else. */
   configureRole(role: string, deployment: PoolDeployment): void;
   readonly pools: ReadonlyMap<string, Pool>;
-  readonly store: CoordinatorStore;
+  readonly store: SqliteCoordinatorStore;
   readonly audit: AuditLog;
   readonly bus: WorkQueue;
   readonly broker: Broker;
@@ -244,6 +246,11 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
     } catch (error) {
       throw invalid(`contextRetention: ${(error as Error).message}`);
     }
+  }
+
+  const tick = options.timerIntervalMs;
+  if (tick !== undefined && (!Number.isInteger(tick) || tick < 10 || tick > 3_600_000)) {
+    throw invalid('timerIntervalMs is a whole number of milliseconds from 10 to 3600000');
   }
 
   let forgetRuns: Required<ForgetRunsOptions>;
@@ -307,7 +314,15 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
   };
 
   try {
-    const store = new CoordinatorStore(db);
+    // The audit entries of a commit are appended in its transaction; an item's end signs the head there too.
+    const store = new SqliteCoordinatorStore(db, {
+      audit: {
+        append: (entries) => audit.appendManyInTransaction(entries),
+        ...(options.auditKey === undefined
+          ? {}
+          : { checkpoint: () => audit.checkpoint(options.auditKey as KeyObject) }),
+      },
+    });
     const ownership = new FileOwnership({
       db,
       // Liveness across processes is wall-clock time, whatever clock the Coordinator's decisions use.
@@ -319,6 +334,7 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
     owned.push(() => ownership.release());
     const audit = new AuditLog(db, { clock });
     const auditKey = options.auditKey;
+
     if (auditKey !== undefined) {
       audit.checkpoint(auditKey);
       const timer = setInterval(() => {
@@ -340,15 +356,12 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
     });
     const engine = new CoordinatorEngine({
       store,
-      audit,
       registry,
       governance,
       clock,
       ids,
       logger: log,
       inspect: options.inspect,
-      auditKey,
-      ...(options.onTiming === undefined ? {} : { onTiming: options.onTiming }),
     });
     const dispatcher = createDispatcher({ bus });
     const edge = new HumanEdge(broker);
@@ -376,6 +389,7 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
       // Another Coordinator decided this one was gone and runs the file now: stop deciding.
       void coordinator.close();
     };
+    registerCommitTiming(coordinator, engine);
     await coordinator.start();
     return coordinator;
   } catch (error) {
@@ -390,7 +404,7 @@ interface Parts {
   registry: WorkflowRegistry;
   governance: CoordinatorGovernance;
   engine: CoordinatorEngine;
-  store: CoordinatorStore;
+  store: SqliteCoordinatorStore;
   audit: AuditLog;
   dispatcher: Dispatcher;
   bus: WorkQueue;
@@ -405,7 +419,7 @@ interface Parts {
 }
 
 class RunningCoordinator implements Coordinator {
-  readonly store: CoordinatorStore;
+  readonly store: SqliteCoordinatorStore;
   readonly audit: AuditLog;
   readonly bus: WorkQueue;
   readonly broker: Broker;
@@ -426,8 +440,9 @@ class RunningCoordinator implements Coordinator {
   #sending: Promise<void> | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   readonly #acks = new Set<Promise<unknown>>();
-  #asks: AskForwarder | undefined;
   #closed = false;
+  #timer: NodeJS.Timeout | undefined;
+  #ticking: Promise<void> | undefined;
 
   constructor(parts: Parts) {
     this.#p = parts;
@@ -445,9 +460,9 @@ class RunningCoordinator implements Coordinator {
 
   async start(): Promise<void> {
     const { engine, mirror, options } = this.#p;
-    const { restored, refused } = engine.restore();
+    const { restored, refused } = await engine.restore();
     for (const r of refused) this.#p.log.error(r, 'could not restore a work item');
-    const outbox = engine.outbox();
+    const outbox = await engine.outbox();
     this.restored = { items: restored, refused, republished: outbox.length };
     for (const row of outbox) this.#unsent.set(row.id, row);
     await this.#send();
@@ -458,8 +473,7 @@ class RunningCoordinator implements Coordinator {
         role,
         createPool({
           role,
-          // Its questions go through the Coordinator (governed before they reach the asked role).
-          handler: routeAsks(d.handler),
+          handler: d.handler,
           bus: this.bus,
           contextStore: this.contextStore,
           deployment: d.deployment,
@@ -473,8 +487,9 @@ class RunningCoordinator implements Coordinator {
       );
     }
     this.#loop = this.#consume();
-    this.#asks = new AskForwarder({ bus: this.bus, store: this.store, logger: this.#p.log });
-    this.#asks.start(this.#p.roles, options.consumer ?? `coordinator-${process.pid}`);
+    const tickMs = options.timerIntervalMs ?? 1_000;
+    this.#timer = setInterval(() => void this.#tick(), tickMs);
+    this.#timer.unref();
     this.#p.forgetter.start();
   }
 
@@ -530,8 +545,8 @@ class RunningCoordinator implements Coordinator {
     const itemId = this.#p.ids.next();
     const taskId = await edge.createItemTask(itemId, input, { itemId, workflow: { id: def.id, version: def.version } });
     this.#assertOpen();
-    const step = engine.createItem({ itemId, taskId, definition: def, input, budget, attributes });
-    this.#after(step);
+    const step = await engine.createItem({ itemId, taskId, definition: def, input, budget, attributes });
+    void this.#after(step);
     return itemId;
   }
 
@@ -616,7 +631,7 @@ class RunningCoordinator implements Coordinator {
     if (typeof approver !== 'string' || approver.length === 0 || approver.length > 128) {
       throw invalid('an approver is a name of 1 to 128 characters');
     }
-    this.#after(this.#p.engine.approve(itemId, approver));
+    void this.#after(await this.#p.engine.approve(itemId, approver));
   }
 
   async deny(itemId: string, approver: string, reason?: string): Promise<void> {
@@ -627,7 +642,7 @@ class RunningCoordinator implements Coordinator {
     if (reason !== undefined && (typeof reason !== 'string' || reason.length > 2000)) {
       throw invalid('a reason is at most 2000 characters');
     }
-    this.#after(this.#p.engine.deny(itemId, approver, reason));
+    void this.#after(await this.#p.engine.deny(itemId, approver, reason));
   }
 
   async cancel(itemId: string, options: { by?: string; reason?: string } = {}): Promise<void> {
@@ -639,7 +654,7 @@ class RunningCoordinator implements Coordinator {
     if (reason !== undefined && (typeof reason !== 'string' || reason.length === 0 || reason.length > 2000)) {
       throw invalid('a reason is 1 to 2000 characters');
     }
-    this.#after(this.#p.engine.cancel(itemId, options.by ?? null, options.reason ?? null));
+    void this.#after(await this.#p.engine.cancel(itemId, options.by ?? null, options.reason ?? null));
   }
 
   get(itemId: string): ItemRecord | undefined {
@@ -674,7 +689,7 @@ class RunningCoordinator implements Coordinator {
   /** What a committed step leads to: statuses out, publishes made, the broker moved. Resolves once published. */
   #after(step: Step): Promise<void> {
     for (const status of this.#p.engine.statuses(step)) this.#all.next(status);
-    for (const itemId of step.items.keys()) this.#p.mirror.schedule(itemId);
+    for (const rows of step.rows) this.#p.mirror.follow(rows.item, rows.hops, rows.created);
     if (step.outbox.length === 0) return Promise.resolve();
     for (const row of step.outbox) this.#unsent.set(row.id, row);
     return this.#send();
@@ -717,6 +732,21 @@ class RunningCoordinator implements Coordinator {
     return sending;
   }
 
+  /** Time passed: what the timer decided is published and told like any other step. */
+  #tick(): Promise<void> {
+    if (this.#closed || this.#ticking !== undefined) return this.#ticking ?? Promise.resolve();
+    this.#ticking = this.#p.engine
+      .tick()
+      .then((steps) => {
+        for (const step of steps) this.#track(this.#after(step));
+      })
+      .catch((error: unknown) => this.#p.log.warn({ err: error }, 'the timer failed: it runs again next time'))
+      .finally(() => {
+        this.#ticking = undefined;
+      });
+    return this.#ticking;
+  }
+
   /** The results loop: restarted after a bus failure (with a pause) until the Coordinator closes. */
   async #consume(): Promise<void> {
     let failures = 0;
@@ -753,7 +783,7 @@ class RunningCoordinator implements Coordinator {
     let scheduled = false;
     const flush = () => {
       scheduled = false;
-      if (pending.length > 0) this.#apply(pending.splice(0));
+      if (pending.length > 0) this.#track(this.#apply(pending.splice(0)));
     };
     for await (const rd of this.dispatcher.results({
       consumer,
@@ -772,11 +802,11 @@ class RunningCoordinator implements Coordinator {
   }
 
   /** Applies results (one shared commit); acks each once what it led to is published, nacks what must wait or failed. */
-  #apply(batch: ResultDelivery[]): void {
+  async #apply(batch: ResultDelivery[]): Promise<void> {
     const { engine, log } = this.#p;
-    let applied: ReturnType<CoordinatorEngine['applyResults']>;
+    let applied: Awaited<ReturnType<CoordinatorEngine['applyResults']>>;
     try {
-      applied = engine.applyResults(batch.map((rd) => ({ result: rd.result, deliveries: rd.delivery.deliveries })));
+      applied = await engine.applyResults(batch.map((rd) => ({ result: rd.result })));
     } catch (error) {
       applied = batch.map(() => ({ error }));
     }
@@ -790,16 +820,6 @@ class RunningCoordinator implements Coordinator {
             error: { type: 'CoordinatorError', message: (error as Error)?.message ?? String(error) },
             retryable: true,
             delayMs: 1000,
-          }),
-        );
-        continue;
-      }
-      if (outcome.handling === 'early') {
-        this.#track(
-          rd.nack({
-            error: { type: 'EarlyAnswer', message: 'the suspension this answers is not recorded yet' },
-            retryable: true,
-            delayMs: 100,
           }),
         );
         continue;
@@ -832,6 +852,8 @@ class RunningCoordinator implements Coordinator {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    clearInterval(this.#timer);
+    await this.#ticking;
     await this.#p.forgetter.close();
     for (const pool of this.pools.values()) await pool.stop();
     this.#stop.abort();
@@ -839,10 +861,9 @@ class RunningCoordinator implements Coordinator {
     clearTimeout(this.#retryTimer);
     await this.#sending;
     await Promise.all([...this.#acks]);
-    await this.#asks?.close();
     await this.#p.mirror.close();
     try {
-      this.#p.engine.flushPublished();
+      await this.#p.engine.flushPublished();
     } catch (error) {
       this.#p.log.warn({ err: error }, 'could not prune the outbox');
     }

@@ -2,7 +2,7 @@ import type { Logger } from '../../log/logger.js';
 import type { Clock } from '../../persistence/kernel/clock.js';
 import type { ContextStore } from '../../persistence/context/sqlite-store.js';
 import { CoordinatorError } from './types.js';
-import type { CoordinatorStore } from '../../persistence/coordinator/store.js';
+import type { SqliteCoordinatorStore } from '../../persistence/coordinator/store.js';
 
 /**
  * Forgets the Context Engine's data of ended runs (their hop outputs, memory
@@ -52,7 +52,7 @@ export function checkForgetRunsOptions(options: ForgetRunsOptions | undefined): 
 }
 
 export class EndedRunForgetter {
-  readonly #store: CoordinatorStore;
+  readonly #store: SqliteCoordinatorStore;
   readonly #contextStore: ContextStore;
   readonly #clock: Clock;
   readonly #log: Logger;
@@ -63,7 +63,7 @@ export class EndedRunForgetter {
   #closed = false;
 
   constructor(options: {
-    store: CoordinatorStore;
+    store: SqliteCoordinatorStore;
     contextStore: ContextStore;
     clock: Clock;
     logger: Logger;

@@ -24,8 +24,9 @@ export interface ItemParties {
   coordinator: Party;
 }
 
-/** The metadata key under which switchboard links tasks to work items and hops. */
-export const SWITCHBOARD_METADATA_KEY = 'switchboard';
+import { SWITCHBOARD_METADATA_KEY } from '../../decisions/coordinator-decisions.js';
+
+export { SWITCHBOARD_METADATA_KEY };
 
 export class HumanEdge {
   readonly #broker: BrokerApi;

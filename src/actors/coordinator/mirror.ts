@@ -1,7 +1,7 @@
 import type { Logger } from '../../log/logger.js';
 import type { TaskState } from '../../protocol/task.js';
 import type { BrokerApi } from '../broker/api.js';
-import type { CoordinatorStore } from '../../persistence/coordinator/store.js';
+import type { SqliteCoordinatorStore } from '../../persistence/coordinator/store.js';
 import type { HopRecord, ItemRecord } from '../../workflow/records.js';
 import { outputArtifacts } from '../../workflow/item-output.js';
 import { type HumanEdge, type Party, SWITCHBOARD_METADATA_KEY } from './human-edge.js';
@@ -13,11 +13,14 @@ import { type HumanEdge, type Party, SWITCHBOARD_METADATA_KEY } from './human-ed
  * moved through `working`, `input-required` (a suspended hop),
  * `auth-required` (an item at an approval gate) and its final state.
  *
- * The Coordinator's tables are the truth; this mirror follows them after
- * each commit, one item at a time, coalescing bursts. It is idempotent: a
- * sync reads what the tables say and moves only what differs, so after a
- * crash a sync of every live item catches up (a hop task created just before
- * the crash is found again by its first message's id, the hop id).
+ * An eventually consistent projection of the committed changes: the
+ * Coordinator hands it each commit's item and hop rows (`follow`), and it
+ * keeps its own view of every item it mirrors from them, without reading the
+ * tables again; one item at a time, coalescing bursts. It is idempotent: a
+ * sync moves only what differs from what the broker has. After a restart it
+ * reads an item from the tables once, and `recover` catches up every item
+ * whose mirror was behind at the crash (a hop task created just before the
+ * crash is found again by its first message's id, the hop id).
  *
  * An ended item's output goes on its task as artifacts (the Coordinator is
  * the task's worker) before the task's final move: the answer's parts and the
@@ -50,7 +53,7 @@ const FINAL_TASK_STATES: readonly TaskState[] = ['completed', 'failed', 'cancele
 
 export class BrokerMirror {
   readonly #broker: BrokerApi;
-  readonly #store: CoordinatorStore;
+  readonly #store: SqliteCoordinatorStore;
   readonly #edge: HumanEdge;
   readonly #log: Logger;
   readonly #roles = new Map<string, Promise<Party>>();
@@ -58,11 +61,15 @@ export class BrokerMirror {
   readonly #known = new Map<string, TaskState>();
   readonly #running = new Map<string, Promise<void>>();
   readonly #again = new Set<string>();
+  /** What the mirror knows of each item it follows: the committed rows, as handed over. */
+  readonly #views = new Map<string, { item: ItemRecord; hops: Map<string, HopRecord> }>();
+  /** Task ids the mirror gave hops and items (its own columns; the committed rows do not carry them). */
+  readonly #taskOf = new Map<string, string>();
   /** After a restart: look for hop tasks created but not recorded before the crash. */
   #recovering = false;
   #closed = false;
 
-  constructor(options: { broker: BrokerApi; store: CoordinatorStore; edge: HumanEdge; logger: Logger }) {
+  constructor(options: { broker: BrokerApi; store: SqliteCoordinatorStore; edge: HumanEdge; logger: Logger }) {
     this.#broker = options.broker;
     this.#store = options.store;
     this.#edge = options.edge;
@@ -94,7 +101,38 @@ export class BrokerMirror {
     return this.idle();
   }
 
-  /** Brings an item's tasks in line with the tables, soon (coalesced per item). */
+  /**
+   * Takes a commit's rows of one item (the item as committed, the hop rows it
+   * wrote) into the mirror's view, and schedules the item's sync. `created`:
+   * the item is new (its rows are all there is); otherwise an item the mirror
+   * has no view of yet is read from the tables once, at its sync.
+   */
+  follow(item: ItemRecord, hops: readonly HopRecord[], created: boolean): void {
+    let view = this.#views.get(item.id);
+    if (view === undefined && created) {
+      view = { item, hops: new Map() };
+      this.#views.set(item.id, view);
+    }
+    if (view !== undefined) {
+      view.item = item;
+      for (const hop of hops) view.hops.set(hop.id, hop);
+    }
+    this.schedule(item.id);
+  }
+
+  /** The mirror's view of an item: from the commits it followed, or read from the tables once. */
+  #view(itemId: string): { item: ItemRecord; hops: Map<string, HopRecord> } | undefined {
+    let view = this.#views.get(itemId);
+    if (view === undefined) {
+      const item = this.#store.getItem(itemId);
+      if (item === undefined) return undefined;
+      view = { item, hops: new Map(this.#store.listHops(itemId).map((h) => [h.id, h])) };
+      this.#views.set(itemId, view);
+    }
+    return view;
+  }
+
+  /** Brings an item's tasks in line with its view, soon (coalesced per item). */
   schedule(itemId: string): void {
     if (this.#closed) return;
     if (this.#running.has(itemId)) {
@@ -146,13 +184,15 @@ export class BrokerMirror {
   }
 
   async #hopTask(item: ItemRecord, hop: HopRecord, coordinator: Party): Promise<string> {
-    if (hop.taskId !== null) return hop.taskId;
+    const known = hop.taskId ?? this.#taskOf.get(hop.id);
+    if (known !== undefined) return known;
     const role = await this.roleAgent(hop.role);
     if (this.#recovering) {
       const { tasks } = await this.#broker.listTasks({ token: coordinator.token, role: 'requester' });
       const found = tasks.find((t) => t.history[0]?.messageId === hop.id);
       if (found !== undefined) {
         this.#store.setHopTask(hop.id, found.id);
+        this.#taskOf.set(hop.id, found.id);
         return found.id;
       }
     }
@@ -179,6 +219,7 @@ export class BrokerMirror {
     });
     this.#known.set(task.id, task.status.state);
     this.#store.setHopTask(hop.id, task.id);
+    this.#taskOf.set(hop.id, task.id);
     return task.id;
   }
 
@@ -191,19 +232,21 @@ export class BrokerMirror {
   }
 
   async #sync(itemId: string): Promise<void> {
-    const item = this.#store.getItem(itemId);
-    if (item === undefined || item.mirrored) return;
+    const view = this.#view(itemId);
+    if (view === undefined || view.item.mirrored) return;
+    const item = view.item;
     const parties = await this.#edge.parties(itemId);
-    let itemTask = item.taskId;
+    let itemTask = item.taskId ?? this.#taskOf.get(itemId) ?? null;
     if (itemTask === null) {
       itemTask = (await this.#edge.findItemTask(itemId)) ?? null;
       if (itemTask === null) {
         itemTask = await this.#edge.createItemTask(itemId, item.input, { itemId, workflow: item.workflow });
       }
       this.#store.setItemTask(itemId, itemTask);
+      this.#taskOf.set(itemId, itemTask);
     }
     const final = item.finishedAt !== null;
-    for (const hop of this.#store.listHops(itemId)) {
+    for (const hop of [...view.hops.values()]) {
       const taskId = await this.#hopTask({ ...item, taskId: itemTask }, hop, parties.coordinator);
       const role = await this.roleAgent(hop.role);
       if (item.state === 'canceled' && hop.state !== 'completed' && hop.state !== 'failed') {
@@ -234,13 +277,18 @@ export class BrokerMirror {
       await this.#move(itemTask, parties.coordinator.token, to, text);
     }
     if (final) {
-      // Re-read: a hop recorded since this sync started keeps the item open.
-      const now = this.#store.getItem(itemId);
-      if (now !== undefined && now.hops === item.hops) {
+      // A hop committed since this sync started (a late result) keeps the item open.
+      if (this.#views.get(itemId)?.item.hops === item.hops) {
         this.#store.markMirrored(itemId);
         await this.#edge.release(itemId);
         this.#known.delete(itemTask);
-        for (const hop of this.#store.listHops(itemId)) if (hop.taskId !== null) this.#known.delete(hop.taskId);
+        this.#taskOf.delete(itemId);
+        for (const hop of view.hops.values()) {
+          const taskId = hop.taskId ?? this.#taskOf.get(hop.id);
+          if (taskId !== undefined) this.#known.delete(taskId);
+          this.#taskOf.delete(hop.id);
+        }
+        this.#views.delete(itemId);
       }
     }
   }

@@ -4,49 +4,9 @@ import {
   SwitchboardError,
   type SwitchboardErrorOptions,
 } from '../../protocol/switchboard-error.js';
-import type { RunUsage } from '../../protocol/workflow.js';
-import type { ItemRecord } from '../../workflow/records.js';
+import type { ItemEvent, ItemRecord } from '../../workflow/records.js';
 
-/** What just happened to a work item (the event of an `ItemStatus`). */
-export const ITEM_EVENT_KINDS = [
-  'created',
-  'dispatched',
-  'denied',
-  'suspended',
-  'answered',
-  'resumed',
-  'hop-completed',
-  'hop-failed',
-  'approval-requested',
-  'approved',
-  'approval-denied',
-  'budget-exceeded',
-  'completed',
-  'failed',
-  'canceled',
-  /** A result that arrived after the item ended: its cost is accrued, nothing else changes. */
-  'late-result',
-  /** The item as it stands when `watch` starts (the first status it emits). */
-  'current',
-] as const;
-/** What happened to a work item, as an `ItemEvent` names it (one of `ITEM_EVENT_KINDS`). */
-export type ItemEventKind = (typeof ITEM_EVENT_KINDS)[number];
-
-/** One thing that happened to a work item: which hop, stage and role, a readable line, and what it cost. */
-export interface ItemEvent {
-  kind: ItemEventKind;
-  itemId: string;
-  /** The run's hop number, for hop events. */
-  hop: number | null;
-  stage: string | null;
-  role: string | null;
-  /** One readable line: what happened and why. */
-  detail: string;
-  /** What this event accrued (results only). */
-  usage?: RunUsage;
-  model?: string;
-  at: number;
-}
+export { ITEM_EVENT_KINDS, type ItemEvent, type ItemEventKind } from '../../workflow/records.js';
 
 /** The fields of an `ItemRecord` that a status carries, in the order it carries them. */
 const ITEM_STATUS_FIELDS = [

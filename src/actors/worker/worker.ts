@@ -38,8 +38,9 @@ import {
  * delivery it hydrates the work item's context (past hops' outputs and
  * memory) from the Context Engine, calls the handler, and emits the result on
  * the results role; or, when the handler suspends, checkpoints its state under
- * a continuation token, publishes the question to the asked role, acks, and
- * holds nothing until the reply is re-dispatched to it.
+ * a continuation token, puts the question in its suspension result (the
+ * Coordinator governs and publishes it), acks, and holds nothing until the
+ * reply is re-dispatched to it.
  *
  * A hop completes once: its completion (output, memory, checkpoint and the
  * messages it publishes) is recorded by idempotency key in one transaction
@@ -492,19 +493,9 @@ class HarnessWorker implements Worker {
     if (resume !== undefined) record.resumedToken = resume.checkpoint.token;
     if (result.memory !== undefined) record.memory = result.memory;
     if (isSuspension(result)) {
+      // The question travels in the suspension: the Coordinator governs it and publishes it
+      // from its outbox in the transaction that records the suspension (a worker never publishes a hop).
       const token = randomUUID();
-      const query: WorkEnvelope = {
-        kind: 'work',
-        headers: {
-          taskId: hopHeaders.taskId,
-          runId: hopHeaders.runId,
-          hop: hopHeaders.hop,
-          attempt: 1,
-          idempotencyKey: `${token}:ask`,
-          askedBy: { role: this.role, continuationToken: token, taskId: hopHeaders.taskId, hop: hopHeaders.hop },
-        },
-        message: result.ask.message,
-      };
       const suspended: ResultEnvelope = {
         kind: 'result',
         headers: hopHeaders,
@@ -512,13 +503,12 @@ class HarnessWorker implements Worker {
         outcome: 'suspended',
         parts: [],
         artifacts: [],
-        ask: { role: result.ask.role, continuationToken: token },
+        ask: { role: result.ask.role, continuationToken: token, message: result.ask.message },
       };
       if (result.usage !== undefined) suspended.usage = result.usage;
       record.outcome = 'suspended';
       record.checkpoint = { token, state: result.state === undefined ? null : result.state, headers: hopHeaders };
       record.publishes = [
-        { role: result.ask.role, envelope: query, idempotencyKey: `${token}:ask` },
         { role: resultRole, envelope: suspended, idempotencyKey: derivedKey(delivered.idempotencyKey, 'result') },
       ];
     } else {

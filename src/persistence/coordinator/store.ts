@@ -2,8 +2,12 @@ import type { Statement } from 'better-sqlite3';
 import type { SqliteDatabase } from '../kernel/database.js';
 import { type MigrationSet, SchemaVersionError, migrate, schemaVersion } from '../kernel/migrations.js';
 import type { ItemOutput } from '../../protocol/item-output.js';
+import type { AuditEntryInput } from '../../protocol/audit.js';
 import type { Part } from '../../protocol/parts.js';
+import type { AuditSink, CoordinatorStore, StoredItem } from './coordinator-store.js';
 import type {
+  CommitBatch,
+  Committed,
   HopKind,
   HopState,
   ItemApproval,
@@ -22,8 +26,8 @@ import type {
 /**
  * The Coordinator's tables: its own migration component (`coordinator`) in
  * the file it shares with the broker, the bus, the Context Engine and the
- * audit. Rows in, plain objects out; it never opens a transaction itself
- * (the Coordinator wraps each result it handles in one).
+ * audit. Rows in, plain objects out; `commit` applies a batch of decided
+ * changes in one transaction (the other writes run inside the caller's).
  *
  * The read functions (`getItem`, `listItems`, `listHops`, `usageBy`,
  * `usageTotals`) are public: the CLI (`tasks`, `usage`, `items`) reads
@@ -33,7 +37,7 @@ import type {
 
 export const COORDINATOR_SCHEMA: MigrationSet = {
   component: 'coordinator',
-  current: 6,
+  current: 7,
   migrations: [
     {
       version: 1,
@@ -211,6 +215,13 @@ export const COORDINATOR_SCHEMA: MigrationSet = {
         db.exec('ALTER TABLE coord_items ADD COLUMN output TEXT;');
       },
     },
+    {
+      version: 7,
+      name: 'how many times a hop ran past its stage timeout (re-published each time)',
+      up(db) {
+        db.exec('ALTER TABLE coord_hops ADD COLUMN timeouts INTEGER NOT NULL DEFAULT 0');
+      },
+    },
   ],
 };
 
@@ -263,6 +274,7 @@ interface HopRow {
   dispatched_at: number;
   active_since: number | null;
   finished_at: number | null;
+  timeouts: number;
 }
 
 function parseJson<T>(text: string | null): T | null {
@@ -324,14 +336,22 @@ function hopFrom(r: HopRow): HopRecord {
     dispatchedAt: r.dispatched_at,
     activeSince: r.active_since,
     finishedAt: r.finished_at,
+    timeouts: r.timeouts,
   };
 }
 
 const USAGE_COLUMNS: Record<UsageGrouping, string> = { agent: 'agent', model: 'model', task: 'item_id' };
 
-/** The Coordinator's tables on one open database (migrated on construction). */
-export class CoordinatorStore {
+/**
+ * The Coordinator's tables on one open database (migrated on construction):
+ * the embedded `CoordinatorStore`. Its commit is one better-sqlite3
+ * transaction (synchronous inside; the Promise resolves once it committed).
+ * Give it the audit log's sink (`audit`) when it commits audit entries.
+ */
+export class SqliteCoordinatorStore implements CoordinatorStore {
   readonly db: SqliteDatabase;
+  readonly #audit: AuditSink | undefined;
+  readonly #commit: (batch: CommitBatch) => Committed;
   readonly #s: {
     item: Statement<[string], ItemRow>;
     items: Statement<[number], ItemRow>;
@@ -368,14 +388,17 @@ export class CoordinatorStore {
    * (`SchemaVersionError`: `SCHEMA_TOO_NEW`, or `SCHEMA_TOO_OLD` saying to
    * open the file with a Coordinator of this version first).
    */
-  constructor(db: SqliteDatabase, options: { readOnly?: boolean } = {}) {
+  constructor(db: SqliteDatabase, options: { audit?: AuditSink; readOnly?: boolean } = {}) {
     this.db = db;
+    this.#audit = options.audit;
     if (options.readOnly === true) {
       const found = schemaVersion(db, COORDINATOR_SCHEMA.component);
       if (found !== COORDINATOR_SCHEMA.current) {
         throw new SchemaVersionError(COORDINATOR_SCHEMA.component, found, COORDINATOR_SCHEMA.current);
       }
     } else migrate(db, COORDINATOR_SCHEMA);
+    const tx = db.transaction((batch: CommitBatch) => this.#apply(batch));
+    this.#commit = (batch) => tx.immediate(batch);
     this.#s = {
       item: db.prepare('SELECT * FROM coord_items WHERE id = ?'),
       items: db.prepare('SELECT * FROM coord_items ORDER BY created_at, id LIMIT ?'),
@@ -403,7 +426,7 @@ export class CoordinatorStore {
       ),
       updateHop: db.prepare(
         `UPDATE coord_hops SET state = ?, model = ?, input_tokens = ?, output_tokens = ?, cost_usd = ?,
-           elapsed_ms = ?, error = ?, reply = ?, active_since = ?, finished_at = ? WHERE id = ?`,
+           elapsed_ms = ?, error = ?, reply = ?, active_since = ?, finished_at = ?, timeouts = ? WHERE id = ?`,
       ),
       setHopTask: db.prepare('UPDATE coord_hops SET task_id = ? WHERE id = ?'),
       run: db.prepare('SELECT run_version, run_snapshot FROM coord_items WHERE id = ?'),
@@ -633,6 +656,7 @@ export class CoordinatorStore {
       hop.reply === null || hop.reply === undefined ? null : JSON.stringify(hop.reply),
       hop.activeSince,
       hop.finishedAt,
+      hop.timeouts,
       hop.id,
     );
   }
@@ -693,5 +717,84 @@ export class CoordinatorStore {
       const chunk = ids.slice(i, i + 500);
       this.db.prepare(`DELETE FROM coord_outbox WHERE id IN (${chunk.map(() => '?').join(',')})`).run(...chunk);
     }
+  }
+
+  // ------------------------------------------------------- CoordinatorStore
+
+  commit(batch: CommitBatch): Promise<Committed> {
+    try {
+      return Promise.resolve(this.#commit(batch));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  #apply(batch: CommitBatch): Committed {
+    if (batch.deleteOutbox.length > 0) this.deleteOutbox(batch.deleteOutbox);
+    const outbox: OutboxRow[][] = [];
+    const audit: AuditEntryInput[] = [];
+
+    for (const c of batch.changes) {
+      if (c.definition !== undefined) this.saveDefinition(c.definition.ref, c.definition.body);
+      const item = c.item;
+      if (c.created) {
+        this.insertItem({
+          id: item.id,
+          taskId: item.taskId,
+          workflow: item.workflow,
+          state: item.state,
+          input: item.input,
+          budget: item.budget,
+          attributes: item.attributes,
+          now: item.createdAt,
+        });
+      }
+      for (const { hop, created } of c.hops) {
+        if (created) this.insertHop(hop);
+        // A new hop's row is inserted as dispatched: what it became since is written by an update.
+        if (!created || hop.state !== 'dispatched' || hop.usage.elapsedMs > 0 || hop.finishedAt !== null) {
+          this.updateHop(hop);
+        }
+      }
+      this.updateItem(item, c.run);
+      for (const row of c.usage) this.addUsage(row);
+      outbox.push(c.outbox.map((o) => this.addOutbox(c.itemId, o.kind, o.body)));
+      audit.push(...c.audit);
+      // Every item's end is signed: the head just after its entries (one append per end, one for the rest).
+      if (c.ended) this.#appendAudit(audit.splice(0), true);
+    }
+    this.#appendAudit(audit, false);
+    return { outbox };
+  }
+
+  #appendAudit(entries: AuditEntryInput[], sign: boolean): void {
+    if (entries.length > 0) {
+      if (this.#audit === undefined) {
+        throw new Error('this store was opened without an audit sink: it cannot commit audit entries');
+      }
+      this.#audit.append(entries);
+    }
+    if (sign) this.#audit?.checkpoint?.();
+  }
+
+  loadLive(): Promise<StoredItem[]> {
+    return Promise.resolve(this.liveItems().map((item) => this.#stored(item)));
+  }
+
+  loadItem(itemId: string): Promise<StoredItem | undefined> {
+    const item = this.getItem(itemId);
+    return Promise.resolve(item === undefined ? undefined : this.#stored(item));
+  }
+
+  loadOutbox(): Promise<OutboxRow[]> {
+    return Promise.resolve(this.outbox());
+  }
+
+  loadDefinition(ref: { id: string; version: number }): Promise<unknown> {
+    return Promise.resolve(this.definition(ref));
+  }
+
+  #stored(item: ItemRecord): StoredItem {
+    return { item, hops: this.listHops(item.id), run: this.loadRun(item.id) };
   }
 }

@@ -1,0 +1,43 @@
+import type { AuditEntryInput } from '../../protocol/audit.js';
+import type { CommitBatch, Committed, HopRecord, ItemRecord, OutboxRow, RunRecord } from '../../workflow/records.js';
+
+/**
+ * What the Coordinator needs of a store: commit a batch of decided changes
+ * atomically, and load what its decisions start from. Both are asynchronous,
+ * so a store over the network (PostgreSQL) fits as well as the embedded SQLite
+ * one (`SqliteCoordinatorStore`). The Coordinator decides in memory, commits,
+ * and only then publishes the outbox and answers: nothing leaves before its
+ * commit. Any store must pass the contract suite in
+ * `test/persistence/coordinator-store-contract.ts`.
+ */
+export interface CoordinatorStore {
+  /**
+   * Applies every change of the batch, in order, and deletes the published
+   * outbox rows it names, in ONE transaction: all of it or nothing (a failed
+   * commit rejects and leaves the tables as they were). Resolves once durable,
+   * with the ids of the outbox rows each `changes` entry added.
+   */
+  commit(batch: CommitBatch): Promise<Committed>;
+  /** Every item not yet ended, with its hops (in order) and its run's snapshot. */
+  loadLive(): Promise<StoredItem[]>;
+  /** One item with its hops and run, ended or not. */
+  loadItem(itemId: string): Promise<StoredItem | undefined>;
+  /** Outbox rows not yet deleted (after a crash: what may be unpublished), in order. */
+  loadOutbox(): Promise<OutboxRow[]>;
+  /** A kept workflow definition (as kept by the first item on it). */
+  loadDefinition(ref: { id: string; version: number }): Promise<unknown>;
+}
+
+/** An item as a store loads it. */
+export interface StoredItem {
+  item: ItemRecord;
+  hops: HopRecord[];
+  run: RunRecord | undefined;
+}
+
+/** Where a store appends the audit entries of a commit, inside its transaction. */
+export interface AuditSink {
+  append(entries: readonly AuditEntryInput[]): void;
+  /** Signs the head (called in the transaction of a batch in which an item ended), when a key is configured. */
+  checkpoint?(): void;
+}

@@ -1,0 +1,148 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Delivery } from '../../src/bus/work-queue.js';
+import { openDatabase } from '../../src/persistence/kernel/database.js';
+import { RESULTS_ROLE, type WorkEnvelope } from '../../src/protocol/work-envelope.js';
+import type { WorkflowDefinitionInput } from '../../src/protocol/workflow.js';
+import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
+import { type Fixture, openFixture, until } from './helpers.js';
+
+/**
+ * Time as an input: a stage's `timeout` re-publishes a hop that is out too
+ * long (same idempotency key: a lost message is found again) until its retry
+ * policy is spent, then fails it; an item's `deadline` fails the item. Every
+ * step is audited. No pools: the test is the worker (or there is none).
+ */
+function definition(extra: Partial<WorkflowDefinitionInput> = {}, stage: Record<string, unknown> = {}) {
+  return parseWorkflowDefinition({
+    id: 'timed',
+    version: 1,
+    start: 'work',
+    stages: { work: { role: 'worker', next: [{ on: 'succeeded', end: 'completed' }], ...stage } },
+    ...extra,
+  });
+}
+
+async function take(f: Fixture, role: string): Promise<Delivery & { envelope: WorkEnvelope }> {
+  for (let i = 0; i < 50; i++) {
+    const [d] = await f.coordinator.bus.consume(role, {
+      consumer: 'test',
+      visibilityTimeoutMs: 60_000,
+      max: 1,
+      waitMs: 200,
+    });
+    if (d !== undefined) return d as Delivery & { envelope: WorkEnvelope };
+  }
+  throw new Error(`nothing on ${role}`);
+}
+
+describe('stage timeouts and item deadlines', () => {
+  let f: Fixture | undefined;
+  afterEach(async () => {
+    await f?.close();
+    f = undefined;
+  });
+
+  it('a hop whose message was lost is re-published under the same key by its stage timeout, and applied once', async () => {
+    const def = definition({}, { timeout: 150, retry: { maximumAttempts: 5 } });
+    f = await openFixture({ definitions: [def], deployments: {}, timerIntervalMs: 20 });
+    const { coordinator } = f;
+    const id = await coordinator.createWorkItem({ workflow: 'timed', input: 'go' });
+    await until(async () => (await coordinator.bus.stats('worker')).depth === 1, 5_000, 'the hop queued');
+    // The message is lost (as when a Redis server restarts empty): gone from the bus, key and all.
+    const side = openDatabase(f.path);
+    side.prepare("DELETE FROM bus_jobs WHERE role = 'worker'").run();
+    side.close();
+    expect((await coordinator.bus.stats('worker')).depth).toBe(0);
+    const again = await take(f, 'worker');
+    expect(again.envelope.headers.idempotencyKey).toBe(`${id}/1/1`);
+    await coordinator.bus.publish(
+      RESULTS_ROLE,
+      {
+        kind: 'result',
+        headers: again.envelope.headers,
+        role: 'worker',
+        outcome: 'completed',
+        parts: [{ kind: 'text', text: 'done' }],
+        artifacts: [],
+        usage: { inputTokens: 3, outputTokens: 1, costUsd: 0.01, model: 'm' },
+      },
+      { idempotencyKey: `${id}:result` },
+    );
+    await coordinator.bus.ack(again);
+    const final = await coordinator.settled(id);
+    expect(final.state).toBe('completed');
+    const audit = coordinator.audit.list({ itemId: id });
+    const timeouts = audit.filter((r) => r.kind === 'timeout');
+    expect(timeouts.length).toBeGreaterThanOrEqual(1);
+    expect(timeouts[0]!.data).toMatchObject({
+      what: 'hop',
+      action: 'republished',
+      timeoutMs: 150,
+      timeouts: 1,
+      idempotencyKey: `${id}/1/1`,
+    });
+    // Applied once: one hop row, one result, one cost.
+    expect(coordinator.hops(id).map((h) => `${h.stage}:${h.state}`)).toEqual(['work:completed']);
+    expect(audit.filter((r) => r.kind === 'result')).toHaveLength(1);
+    expect(final.usage.costUsd).toBeCloseTo(0.01, 10);
+    expect(coordinator.audit.verifyChain().ok).toBe(true);
+  });
+
+  it('a hop out past its timeouts fails by its retry policy (HopTimedOut), audited', async () => {
+    const def = definition({}, { timeout: 60, retry: { maximumAttempts: 2 } });
+    f = await openFixture({ definitions: [def], deployments: {}, timerIntervalMs: 15 });
+    const { coordinator } = f;
+    const id = await coordinator.createWorkItem({ workflow: 'timed', input: 'nobody works' });
+    const final = await coordinator.settled(id);
+    expect(final.state).toBe('failed');
+    expect(final.failure).toMatchObject({ code: 'RETRIES_EXHAUSTED', stage: 'work' });
+    const hop = coordinator.hops(id)[0]!;
+    expect(hop).toMatchObject({ state: 'failed', timeouts: 2, error: { type: 'HopTimedOut' } });
+    const timeouts = coordinator.audit.list({ itemId: id }).filter((r) => r.kind === 'timeout');
+    expect(timeouts.map((r) => r.data.action)).toEqual(['republished', 'failed']);
+    expect(coordinator.audit.list({ itemId: id }).at(-1)?.kind).toBe('item-failed');
+    expect(coordinator.audit.verifyChain().ok).toBe(true);
+  });
+
+  it('an item past its deadline fails (DEADLINE_EXCEEDED), audited; a later result only accrues its cost', async () => {
+    f = await openFixture({ definitions: [definition({ deadline: '200ms' })], deployments: {}, timerIntervalMs: 15 });
+    const { coordinator } = f;
+    const id = await coordinator.createWorkItem({ workflow: 'timed', input: 'too slow' });
+    const work = await take(f, 'worker');
+    const final = await coordinator.settled(id);
+    expect(final.state).toBe('failed');
+    expect(final.failure?.code).toBe('DEADLINE_EXCEEDED');
+    expect(final.finishedAt! - final.createdAt).toBeGreaterThanOrEqual(200);
+    const deadline = coordinator.audit.list({ itemId: id }).find((r) => r.kind === 'timeout');
+    expect(deadline?.data).toMatchObject({ what: 'deadline', deadlineMs: 200 });
+    await coordinator.bus.publish(
+      RESULTS_ROLE,
+      {
+        kind: 'result',
+        headers: work.envelope.headers,
+        role: 'worker',
+        outcome: 'completed',
+        parts: [{ kind: 'text', text: 'late' }],
+        artifacts: [],
+        usage: { inputTokens: 1, outputTokens: 1, costUsd: 0.5, model: 'm' },
+      },
+      { idempotencyKey: `${id}:late` },
+    );
+    await until(() => (coordinator.get(id)?.usage.costUsd ?? 0) > 0, 5_000, 'the late cost');
+    expect(coordinator.get(id)).toMatchObject({ state: 'failed', failure: { code: 'DEADLINE_EXCEEDED' } });
+    expect(coordinator.audit.verifyChain().ok).toBe(true);
+  });
+
+  it('refuses a bad timeout or deadline in a definition, and a bad timer interval', async () => {
+    expect(() => definition({}, { timeout: 0 })).toThrow(/timeout/);
+    expect(() => definition({}, { timeout: 'soon' })).toThrow(/timeout/);
+    expect(() => definition({ deadline: -1 })).toThrow(/deadline/);
+    expect(definition({ deadline: '2m' }, { timeout: '1.5s' })).toMatchObject({
+      deadline: 120_000,
+      stages: { work: { timeout: 1_500 } },
+    });
+    await expect(openFixture({ definitions: [definition()], deployments: {}, timerIntervalMs: 1 })).rejects.toThrow(
+      /timerIntervalMs/,
+    );
+  });
+});

@@ -1,0 +1,95 @@
+import { fc, test } from '@fast-check/vitest';
+import { describe, expect } from 'vitest';
+import { createActor } from 'xstate';
+import {
+  initialRun,
+  persistRun,
+  restoreRun,
+  stepRun,
+  workflowRunMachine,
+} from '../../src/machines/workflow-run-machine.js';
+import type { WorkflowRunEvent } from '../../src/protocol/workflow.js';
+import { ALL_FIXTURES } from '../workflow/fixtures.js';
+
+/**
+ * `stepRun` (the run machine's transition as a pure function, which the
+ * Coordinator's decisions use) moves exactly as the XState actor does, for
+ * random event sequences on every fixture workflow, refusals included; and a
+ * persisted `RunState` restores to itself.
+ */
+const usage = { inputTokens: 1, outputTokens: 1, costUsd: 0.01, elapsedMs: 5 };
+const event = (hop: number, attempt: number): fc.Arbitrary<WorkflowRunEvent> =>
+  fc.oneof(
+    fc.constant({ type: 'START' } as const),
+    fc.record({
+      type: fc.constant('HOP_SUCCEEDED' as const),
+      hop: fc.constant(hop),
+      attempt: fc.constant(attempt),
+      usage: fc.constant(usage),
+    }),
+    fc
+      .record({
+        type: fc.constant('HOP_FAILED' as const),
+        hop: fc.constantFrom(hop, hop + 1),
+        attempt: fc.constant(attempt),
+        errorType: fc.constantFrom('TestsFailed', 'Boom', 'Rejected'),
+        final: fc.constantFrom(undefined, 'non-retryable' as const, 'exhausted' as const),
+      })
+      .map((e) =>
+        e.final === undefined ? { type: e.type, hop: e.hop, attempt: e.attempt, errorType: e.errorType } : e,
+      ),
+    fc.record({
+      type: fc.constant('HOP_SUSPENDED' as const),
+      hop: fc.constant(hop),
+      attempt: fc.constant(attempt),
+      continuation: fc.constantFrom('k1', 'k2'),
+    }),
+    fc.record({
+      type: fc.constant('HOP_RESUMED' as const),
+      hop: fc.constant(hop),
+      continuation: fc.constantFrom('k1', 'k2'),
+    }),
+    fc.record({
+      type: fc.constant('APPROVAL_REQUIRED' as const),
+      hop: fc.constant(hop),
+      reason: fc.constant('policy'),
+    }),
+    fc.record({ type: fc.constant('APPROVED' as const), by: fc.constantFrom('release-manager', 'editor', 'mallory') }),
+    fc.record({ type: fc.constant('DENIED' as const), by: fc.constantFrom('release-manager', 'mallory') }),
+    fc.constant({ type: 'BUDGET_EXCEEDED', reason: 'over' } as const),
+    fc.constant({ type: 'DEADLINE_EXCEEDED', reason: 'late' } as const),
+    fc.constant({ type: 'CANCEL' } as const),
+    fc.constant({ type: 'NOT_AN_EVENT' } as unknown as WorkflowRunEvent),
+  );
+
+describe('stepRun', () => {
+  test.prop(
+    [
+      fc.constantFrom(...ALL_FIXTURES),
+      fc.array(fc.tuple(fc.nat(3), fc.nat(2)), { maxLength: 30 }),
+      fc.infiniteStream(fc.nat()),
+    ],
+    {
+      numRuns: 150,
+    },
+  )('moves as the actor does, event by event', (definition, picks, seeds) => {
+    const actor = createActor(workflowRunMachine, { input: { runId: 'r', definition } });
+    actor.start();
+    let run = initialRun({ runId: 'r', definition });
+    const it = seeds[Symbol.iterator]();
+    for (const [dh, da] of picks) {
+      const ctx = run.context;
+      const [e] = fc.sample(event(ctx.hop + (dh === 3 ? -1 : 0), Math.max(1, ctx.attempt + (da === 2 ? 1 : 0))), {
+        numRuns: 1,
+        seed: it.next().value as number,
+      });
+      actor.send(e!);
+      run = stepRun(run, e!);
+      const snap = actor.getSnapshot();
+      expect(run.value).toBe(snap.value);
+      expect(run.context).toEqual(snap.context);
+    }
+    expect(restoreRun(persistRun(run))).toEqual(run);
+    actor.stop();
+  });
+});

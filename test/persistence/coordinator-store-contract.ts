@@ -1,0 +1,268 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { CoordinatorStore } from '../../src/persistence/coordinator/coordinator-store.js';
+import type { AuditEntryInput } from '../../src/protocol/audit.js';
+import { type HopRecord, type ItemChanges, type ItemRecord, dispatchedHop } from '../../src/workflow/records.js';
+
+/**
+ * The contract every `CoordinatorStore` keeps. A store's test file calls
+ * `runCoordinatorStoreContract(name, factory)`; nothing here knows how a store
+ * keeps anything: it only commits batches of decided changes and loads them
+ * back (and reads the audit entries the store appended, through the factory).
+ */
+
+export interface ContractStore {
+  store: CoordinatorStore;
+  /** The audit entries committed so far, in order (kind and item). */
+  audit(): Promise<{ kind: string; itemId: string | null }[]>;
+  /** How many times the head was signed (a checkpoint in the commit of an item's end). */
+  checkpoints(): number;
+  /** Another handle onto the same data, as after a restart. */
+  reopen(): Promise<CoordinatorStore>;
+  /** Closes and removes everything the factory opened. */
+  cleanup(): Promise<void>;
+}
+
+export type CoordinatorStoreFactory = () => Promise<ContractStore>;
+
+const ZERO = { inputTokens: 0, outputTokens: 0, costUsd: 0, elapsedMs: 0 };
+
+function item(id: string, extra: Partial<ItemRecord> = {}): ItemRecord {
+  return {
+    id,
+    taskId: `task-${id}`,
+    workflow: { id: 'wf', version: 1 },
+    state: 'running',
+    stage: 'plan',
+    hop: 1,
+    hops: 1,
+    input: [{ kind: 'text', text: `input of ${id}` }],
+    budget: { maxTokens: 1000 },
+    attributes: { team: 'a' },
+    usage: { ...ZERO },
+    failure: null,
+    approval: null,
+    createdAt: 1000,
+    updatedAt: 1000,
+    finishedAt: null,
+    output: null,
+    mirrored: false,
+    ...extra,
+  };
+}
+
+function hop(itemId: string, n: number, extra: Partial<HopRecord> = {}): HopRecord {
+  return {
+    ...dispatchedHop({
+      id: `${itemId}-hop-${n}`,
+      itemId,
+      seq: n,
+      hop: n,
+      attempt: 1,
+      kind: 'stage',
+      stage: 'plan',
+      role: 'planner',
+      idempotencyKey: `${itemId}/${n}/1`,
+      continuation: null,
+      askedBy: null,
+      dispatchedAt: 1000,
+      activeSince: 1000,
+    }),
+    ...extra,
+  };
+}
+
+function audit(kind: AuditEntryInput['kind'], itemId: string): AuditEntryInput {
+  return { kind, itemId, actor: 'coordinator', data: { n: 1 } };
+}
+
+function created(id: string): ItemChanges {
+  const h = hop(id, 1);
+  return {
+    itemId: id,
+    definition: { ref: { id: 'wf', version: 1 }, body: { id: 'wf', version: 1, stages: {} } },
+    item: item(id),
+    created: true,
+    run: { machineVersion: 1, snapshot: { value: 'running', context: { runId: id } } },
+    hops: [{ hop: h, created: true }],
+    usage: [],
+    outbox: [{ kind: 'start', body: { role: 'planner', taskId: h.id } }],
+    audit: [audit('item-created', id), audit('dispatch', id)],
+    ended: false,
+  };
+}
+
+export function runCoordinatorStoreContract(name: string, factory: CoordinatorStoreFactory): void {
+  describe(`CoordinatorStore contract: ${name}`, () => {
+    let s: ContractStore | undefined;
+    afterEach(async () => {
+      await s?.cleanup();
+      s = undefined;
+    });
+
+    it('commits an item with its hops, run, outbox and audit; loads them back, also from another handle', async () => {
+      s = await factory();
+      const { store } = s;
+      const committed = await store.commit({ changes: [created('a')], deleteOutbox: [] });
+      expect(committed.outbox).toHaveLength(1);
+      expect(committed.outbox[0]).toEqual([
+        { id: expect.any(Number), itemId: 'a', kind: 'start', body: { role: 'planner', taskId: 'a-hop-1' } },
+      ]);
+      const loaded = await store.loadItem('a');
+      expect(loaded?.item).toMatchObject({ id: 'a', state: 'running', stage: 'plan', hops: 1, taskId: 'task-a' });
+      expect(loaded?.item.input).toEqual([{ kind: 'text', text: 'input of a' }]);
+      expect(loaded?.item.budget).toEqual({ maxTokens: 1000 });
+      expect(loaded?.hops).toEqual([hop('a', 1)]);
+      expect(loaded?.run).toEqual({ machineVersion: 1, snapshot: { value: 'running', context: { runId: 'a' } } });
+      expect((await store.loadLive()).map((x) => x.item.id)).toEqual(['a']);
+      expect(await store.loadOutbox()).toEqual(committed.outbox[0]);
+      expect(await store.loadDefinition({ id: 'wf', version: 1 })).toEqual({ id: 'wf', version: 1, stages: {} });
+      expect(await store.loadDefinition({ id: 'wf', version: 2 })).toBeUndefined();
+      expect(await s.audit()).toEqual([
+        { kind: 'item-created', itemId: 'a' },
+        { kind: 'dispatch', itemId: 'a' },
+      ]);
+      const other = await s.reopen();
+      expect((await other.loadItem('a'))?.hops).toEqual([hop('a', 1)]);
+      expect(await store.loadItem('nope')).toBeUndefined();
+    });
+
+    it('applies later changes in order: hop updates, new hops, usage; ended items leave the live ones and each end signs the head', async () => {
+      s = await factory();
+      const { store } = s;
+      await store.commit({ changes: [created('a'), created('b')], deleteOutbox: [] });
+      const done = { ...hop('a', 1), state: 'completed' as const, finishedAt: 2000, activeSince: null };
+      const second = hop('a', 2, { seq: 2 });
+      const usage = [
+        {
+          hopId: 'a-hop-1',
+          itemId: 'a',
+          agent: 'planner',
+          model: 'm',
+          inputTokens: 10,
+          outputTokens: 2,
+          costUsd: 0.5,
+          elapsedMs: 7,
+          at: 2000,
+        },
+      ];
+      const step1: ItemChanges = {
+        itemId: 'a',
+        item: item('a', {
+          hop: 2,
+          hops: 2,
+          usage: { inputTokens: 10, outputTokens: 2, costUsd: 0.5, elapsedMs: 7 },
+          updatedAt: 2000,
+        }),
+        created: false,
+        hops: [
+          {
+            hop: { ...done, usage: { inputTokens: 10, outputTokens: 2, costUsd: 0.5, elapsedMs: 7 }, model: 'm' },
+            created: false,
+          },
+          { hop: second, created: true },
+        ],
+        usage,
+        outbox: [],
+        audit: [audit('result', 'a'), audit('cost', 'a')],
+        ended: false,
+      };
+      // The same item twice in one batch: the second change sees the first.
+      const step2: ItemChanges = {
+        itemId: 'a',
+        item: item('a', {
+          state: 'completed',
+          hop: 2,
+          hops: 2,
+          finishedAt: 3000,
+          updatedAt: 3000,
+          usage: step1.item.usage,
+          output: {
+            state: 'completed',
+            stage: 'plan',
+            hop: 2,
+            role: 'planner',
+            parts: [{ kind: 'text', text: 'the plan' }],
+            artifacts: [{ artifactId: 'plan', name: 'plan.md', parts: [{ kind: 'text', text: '# plan' }] }],
+          },
+        }),
+        created: false,
+        hops: [{ hop: { ...second, state: 'completed', finishedAt: 3000, activeSince: null }, created: false }],
+        usage: [],
+        outbox: [],
+        audit: [audit('item-completed', 'a')],
+        ended: true,
+      };
+      // And b ends in the same batch: each end is signed (two checkpoints).
+      const bEnds: ItemChanges = {
+        itemId: 'b',
+        item: item('b', { state: 'canceled', finishedAt: 3000, updatedAt: 3000 }),
+        created: false,
+        hops: [],
+        usage: [],
+        outbox: [],
+        audit: [audit('item-canceled', 'b')],
+        ended: true,
+      };
+      const before = s.checkpoints();
+      await store.commit({ changes: [step1, step2, bEnds], deleteOutbox: [] });
+      expect(s.checkpoints()).toBe(before + 2);
+      const a = await store.loadItem('a');
+      expect(a?.item).toMatchObject({ state: 'completed', finishedAt: 3000, usage: { inputTokens: 10, costUsd: 0.5 } });
+      // The output is kept with the item, whole.
+      expect(a?.item.output).toEqual(step2.item.output);
+      expect((await store.loadItem('b'))?.item.output).toBeNull();
+      expect(a?.hops.map((h) => `${h.id}:${h.state}`)).toEqual(['a-hop-1:completed', 'a-hop-2:completed']);
+      expect(a?.hops[0]).toMatchObject({ model: 'm', usage: { inputTokens: 10, outputTokens: 2, elapsedMs: 7 } });
+      expect(await store.loadLive()).toEqual([]);
+      expect((await s.audit()).map((r) => r.kind)).toEqual([
+        'item-created',
+        'dispatch',
+        'item-created',
+        'dispatch',
+        'result',
+        'cost',
+        'item-completed',
+        'item-canceled',
+      ]);
+    });
+
+    it('a batch is all or nothing: one bad change leaves the tables, the outbox and the audit as they were', async () => {
+      s = await factory();
+      const { store } = s;
+      const first = await store.commit({ changes: [created('a')], deleteOutbox: [] });
+      const auditBefore = await s.audit();
+      const outboxBefore = await store.loadOutbox();
+      // The second change re-uses an idempotency key another hop holds: the store must refuse it.
+      const clash: ItemChanges = {
+        ...created('c'),
+        definition: undefined,
+        hops: [{ hop: hop('c', 1, { idempotencyKey: 'a/1/1' }), created: true }],
+      };
+      await expect(
+        store.commit({ changes: [created('b'), clash], deleteOutbox: first.outbox[0]!.map((r) => r.id) }),
+      ).rejects.toThrow();
+      expect(await store.loadItem('b')).toBeUndefined();
+      expect(await store.loadItem('c')).toBeUndefined();
+      expect(await store.loadOutbox()).toEqual(outboxBefore);
+      expect(await s.audit()).toEqual(auditBefore);
+      expect((await store.loadLive()).map((x) => x.item.id)).toEqual(['a']);
+      // And the store goes on: the next batch commits.
+      await store.commit({ changes: [created('b')], deleteOutbox: [] });
+      expect((await store.loadLive()).map((x) => x.item.id)).toEqual(['a', 'b']);
+    });
+
+    it('deletes published outbox rows with a batch, even an empty one; keeps a definition once', async () => {
+      s = await factory();
+      const { store } = s;
+      const one = await store.commit({ changes: [created('a')], deleteOutbox: [] });
+      const two = await store.commit({ changes: [created('b')], deleteOutbox: [] });
+      expect((await store.loadOutbox()).map((r) => r.itemId)).toEqual(['a', 'b']);
+      expect(two.outbox[0]![0]!.id).toBeGreaterThan(one.outbox[0]![0]!.id);
+      await store.commit({ changes: [], deleteOutbox: one.outbox[0]!.map((r) => r.id) });
+      expect((await store.loadOutbox()).map((r) => r.itemId)).toEqual(['b']);
+      expect(await store.loadDefinition({ id: 'wf', version: 1 })).toEqual({ id: 'wf', version: 1, stages: {} });
+      const reopened = await s.reopen();
+      expect((await reopened.loadOutbox()).map((r) => r.itemId)).toEqual(['b']);
+    });
+  });
+}
