@@ -133,16 +133,18 @@ describe("the Coordinator's tables keep an ended item's output", () => {
     expect(refusal).toBeInstanceOf(SchemaVersionError);
     expect(refusal).toMatchObject({
       code: 'SCHEMA_TOO_OLD',
-      details: { component: 'coordinator', found: 5, supported: 6 },
+      details: { component: 'coordinator', found: 5, supported: COORDINATOR_SCHEMA.current },
       message: expect.stringMatching(
-        /version 5, older than this switchboard reads \(6\).*switchboard coordinator --db PATH/,
+        new RegExp(
+          `version 5, older than this switchboard reads \\(${COORDINATOR_SCHEMA.current}\\).*switchboard coordinator --db PATH`,
+        ),
       ),
     });
     reader.close();
     const db = openDatabase(path);
     try {
       const store = new SqliteCoordinatorStore(db);
-      expect(schemaVersion(db, 'coordinator')).toBe(6);
+      expect(schemaVersion(db, 'coordinator')).toBe(COORDINATOR_SCHEMA.current);
       expect(store.getItem('old')).toMatchObject({ state: 'completed', output: null });
     } finally {
       db.close();
