@@ -229,7 +229,9 @@ describe('switchboard items', () => {
     const untouched = fingerprint(older);
     const old = await runCli(['items', 'list', '--db', older]);
     expect(old.code).toBe(1);
-    expect(old.stderr).toContain('database schema for coordinator is version 5, older than this switchboard reads (6)');
+    expect(old.stderr).toContain(
+      `database schema for coordinator is version 5, older than this switchboard reads (${COORDINATOR_SCHEMA.current})`,
+    );
     expect(old.stderr).toContain('switchboard coordinator --db PATH');
     expect(fingerprint(older)).toBe(untouched);
 

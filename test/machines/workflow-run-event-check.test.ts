@@ -49,10 +49,24 @@ describe('the run machine event check', () => {
   test.prop([eventLike, fc.boolean()], { numRuns: 500 })(
     'refuses as malformed exactly what the schema refuses, in any state',
     (event, started) => {
+      if (event.type === '*') {
+        // XState reserves the wildcard type and throws before any guard runs; the schema refuses it too, and the
+        // Coordinator sends only events it built (never one of this type).
+        expect(() => refusalOf(started ? running : pending, event)).toThrow(/wildcard/);
+        expect(WorkflowRunEventSchema.safeParse(event).success).toBe(false);
+        return;
+      }
       const refusal = refusalOf(started ? running : pending, event);
       expect(refusal?.reason === 'malformed').toBe(!WorkflowRunEventSchema.safeParse(event).success);
     },
   );
+
+  it('the wildcard type, which XState reserves: sending it throws, and the schema refuses it', () => {
+    for (const snapshot of [pending, running]) {
+      expect(() => refusalOf(snapshot, { type: '*' })).toThrow(/wildcard/);
+    }
+    expect(WorkflowRunEventSchema.safeParse({ type: '*' }).success).toBe(false);
+  });
 
   it('accepts the events of every hop', () => {
     const usage = { inputTokens: 100, outputTokens: 20, costUsd: 0.0001, elapsedMs: 3 };
