@@ -34,11 +34,13 @@ export function isInMemoryPath(path: string): boolean {
 /** Opens (creating if needed) a SQLite file in WAL mode with the given durability (or a database in memory). */
 export function openDatabase(path: string, options: OpenDatabaseOptions = {}): SqliteDatabase {
   const db = new Database(path, { readonly: options.readonly ?? false });
+  // First: a process opening the file while another holds a lock (two opening a new file at once, both turning it
+  // to WAL) waits for it instead of failing at once with SQLITE_BUSY.
+  db.pragma('busy_timeout = 5000');
   if (!options.readonly && !isInMemoryPath(path)) {
     db.pragma('journal_mode = WAL');
   }
   db.pragma(`synchronous = ${(options.durability ?? DEFAULT_DURABILITY) === 'full' ? 'FULL' : 'NORMAL'}`);
   db.pragma('foreign_keys = ON');
-  db.pragma('busy_timeout = 5000');
   return db;
 }
