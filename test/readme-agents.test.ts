@@ -6,7 +6,6 @@ import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { JOINS_HOST_BROKER } from '../src/cli/join-broker.js';
 import { SWITCHBOARD_BIN } from '../src/transport/serve-process.js';
 
 // The README's "Use it from an MCP host" and "Use it from the AI SDK /
@@ -58,15 +57,13 @@ describe('README: Use it from an MCP host', () => {
         expect(tools.map((t) => t.name)).toEqual(['A2A']);
       }
       expect(Object.keys(clients)).toEqual(['lead', 'researcher']);
-      if (JOINS_HOST_BROKER) {
-        const lead = clients.lead as Client;
-        const found = await lead.callTool({ name: 'A2A', arguments: { action: 'discover' } });
-        const text = (found.content as { text: string }[])[0]?.text ?? '';
-        expect(JSON.parse(text)).toMatchObject({
-          ok: true,
-          agents: [{ name: 'researcher', description: 'finds facts' }],
-        });
-      }
+      const lead = clients.lead as Client;
+      const found = await lead.callTool({ name: 'A2A', arguments: { action: 'discover' } });
+      const text = (found.content as { text: string }[])[0]?.text ?? '';
+      expect(JSON.parse(text)).toMatchObject({
+        ok: true,
+        agents: [{ name: 'researcher', description: 'finds facts' }],
+      });
     } finally {
       for (const client of Object.values(clients)) await client.close();
     }

@@ -94,6 +94,23 @@ export function countFlag(args: ParsedArgs, name: string, fallback: number, max:
 }
 
 /** Writes `switchboard <command>: <message>` and the help to stderr; returns exit code 2. */
+/**
+ * The `list | show ID` positionals of a reading command (`items`, `tasks`):
+ * `what` names the id in the error (`a work item id`), `command` the command.
+ */
+export function listOrShow(
+  args: ParsedArgs,
+  what: string,
+  command: string,
+): { sub: 'list' | 'show'; id: string | undefined } {
+  const [sub, id] = args.positionals;
+  if (sub === undefined) throw new CliUsageError("missing subcommand: 'list' or 'show ID'");
+  if (sub !== 'list' && sub !== 'show') throw new CliUsageError(`unknown subcommand '${sub}' (expected list or show)`);
+  if (sub === 'show' && id === undefined) throw new CliUsageError(`show needs ${what}: ${command} show ID --db PATH`);
+  if (sub === 'list' && id !== undefined) throw new CliUsageError(`unexpected argument '${id}'`);
+  return { sub, id };
+}
+
 export function reportUsageError(command: string, error: CliUsageError, usage: string): number {
   process.stderr.write(`switchboard ${command}: ${error.message}\n\n${usage}\n`);
   return 2;

@@ -11,6 +11,7 @@ import {
   booleanFlag,
   choiceFlag,
   countFlag,
+  listOrShow,
   parseCommandArgs,
   reportUsageError,
   stringFlag,
@@ -72,11 +73,7 @@ export const ITEMS_FLAGS: FlagSpec = {
 
 function parseFlags(argv: string[]): ItemsFlags {
   const args = parseCommandArgs(argv, ITEMS_FLAGS, 2);
-  const [sub, id] = args.positionals;
-  if (sub === undefined) throw new CliUsageError("missing subcommand: 'list' or 'show ID'");
-  if (sub !== 'list' && sub !== 'show') throw new CliUsageError(`unknown subcommand '${sub}' (expected list or show)`);
-  if (sub === 'show' && id === undefined) throw new CliUsageError('show needs a work item id: items show ID --db PATH');
-  if (sub === 'list' && id !== undefined) throw new CliUsageError(`unexpected argument '${id}'`);
+  const { sub, id } = listOrShow(args, 'a work item id', 'items');
   if (sub === 'show' && (args.values.state !== undefined || args.values.limit !== undefined)) {
     throw new CliUsageError('--state and --limit are for list');
   }

@@ -12,6 +12,7 @@ import {
   booleanFlag,
   choiceFlag,
   countFlag,
+  listOrShow,
   parseCommandArgs,
   reportUsageError,
   stringFlag,
@@ -71,11 +72,7 @@ export const TASKS_FLAGS: FlagSpec = {
 
 function parseFlags(argv: string[]): TasksFlags {
   const args = parseCommandArgs(argv, TASKS_FLAGS, 2);
-  const [sub, id] = args.positionals;
-  if (sub === undefined) throw new CliUsageError("missing subcommand: 'list' or 'show ID'");
-  if (sub !== 'list' && sub !== 'show') throw new CliUsageError(`unknown subcommand '${sub}' (expected list or show)`);
-  if (sub === 'show' && id === undefined) throw new CliUsageError('show needs a task id: tasks show ID --db PATH');
-  if (sub === 'list' && id !== undefined) throw new CliUsageError(`unexpected argument '${id}'`);
+  const { sub, id } = listOrShow(args, 'a task id', 'tasks');
   const state = args.values.state === undefined ? undefined : choiceFlag(args, 'state', TASK_STATES, 'working');
   if (sub === 'show' && (state !== undefined || args.values.limit !== undefined)) {
     throw new CliUsageError('--state and --limit are for list');

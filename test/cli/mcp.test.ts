@@ -14,7 +14,6 @@ import {
   type EventView,
   type TaskView,
 } from '../../src/transport/a2a-tool.js';
-import { JOINS_HOST_BROKER } from '../../src/cli/join-broker.js';
 import { MCP_FLAGS } from '../../src/cli/mcp.js';
 import { SWITCHBOARD_BIN } from '../../src/transport/serve-process.js';
 
@@ -164,97 +163,94 @@ describe('switchboard mcp', () => {
     expect(agents(otherDb)).toEqual([{ name: 'waiter', description: '', end_reason: 'deregistered' }]);
   });
 
-  it.skipIf(!JOINS_HOST_BROKER)(
-    'two MCP servers on one database: the lead delegates, the researcher asks, streams and completes',
-    async () => {
-      const db = tempDb();
-      const lead = await host(db, 'lead');
-      const researcher = await host(db, 'researcher', ['--description', 'finds facts', '--skill', 'search:Search']);
-      const ok = async (who: Host, args: Record<string, unknown>) => {
-        const { isError, result } = await who.call(args);
-        if (!result.ok) throw new Error(`${args.action}: ${result.errorCode}: ${result.message}`);
-        expect(isError).toBe(false);
-        // One shape for every action: the test knows which it called.
-        return result as unknown as { task: TaskView; agents: AgentView[]; events: EventView[] };
-      };
+  it('two MCP servers on one database: the lead delegates, the researcher asks, streams and completes', async () => {
+    const db = tempDb();
+    const lead = await host(db, 'lead');
+    const researcher = await host(db, 'researcher', ['--description', 'finds facts', '--skill', 'search:Search']);
+    const ok = async (who: Host, args: Record<string, unknown>) => {
+      const { isError, result } = await who.call(args);
+      if (!result.ok) throw new Error(`${args.action}: ${result.errorCode}: ${result.message}`);
+      expect(isError).toBe(false);
+      // One shape for every action: the test knows which it called.
+      return result as unknown as { task: TaskView; agents: AgentView[]; events: EventView[] };
+    };
 
-      const found = await ok(lead, { action: 'discover' });
-      expect(found.agents).toEqual([
-        expect.objectContaining({
-          name: 'researcher',
-          contextId: 'mcp',
-          description: 'finds facts',
-          skills: [{ id: 'search', name: 'Search' }],
-        }),
-      ]);
-      const sent = await ok(lead, { action: 'send', to: 'researcher', text: 'Summarize the 2024 report.' });
-      const taskId = sent.task.taskId;
-      expect(sent.task).toMatchObject({ state: 'submitted', worker: 'researcher', requester: 'lead' });
+    const found = await ok(lead, { action: 'discover' });
+    expect(found.agents).toEqual([
+      expect.objectContaining({
+        name: 'researcher',
+        contextId: 'mcp',
+        description: 'finds facts',
+        skills: [{ id: 'search', name: 'Search' }],
+      }),
+    ]);
+    const sent = await ok(lead, { action: 'send', to: 'researcher', text: 'Summarize the 2024 report.' });
+    const taskId = sent.task.taskId;
+    expect(sent.task).toMatchObject({ state: 'submitted', worker: 'researcher', requester: 'lead' });
 
-      const incoming = await ok(researcher, { action: 'wait', timeoutSeconds: 20 });
-      expect(incoming.events).toEqual([
-        expect.objectContaining({ taskId, state: 'submitted', message: expect.objectContaining({ from: 'lead' }) }),
-      ]);
-      await ok(researcher, { action: 'ask', taskId, text: 'Which section matters most?' });
-      const question = await ok(lead, { action: 'wait', taskId, timeoutSeconds: 20 });
-      expect(question.events).toEqual([
-        expect.objectContaining({
-          state: 'input-required',
-          message: { from: 'researcher', role: 'agent', text: 'Which section matters most?' },
-        }),
-      ]);
-      const answered = await ok(lead, { action: 'send', taskId, text: 'The budget.' });
-      expect(answered.task.state).toBe('working');
-      const answer = await ok(researcher, { action: 'wait', taskId, timeoutSeconds: 20 });
-      expect(answer.events).toEqual([
-        expect.objectContaining({ state: 'working', message: { from: 'lead', role: 'user', text: 'The budget.' } }),
-      ]);
+    const incoming = await ok(researcher, { action: 'wait', timeoutSeconds: 20 });
+    expect(incoming.events).toEqual([
+      expect.objectContaining({ taskId, state: 'submitted', message: expect.objectContaining({ from: 'lead' }) }),
+    ]);
+    await ok(researcher, { action: 'ask', taskId, text: 'Which section matters most?' });
+    const question = await ok(lead, { action: 'wait', taskId, timeoutSeconds: 20 });
+    expect(question.events).toEqual([
+      expect.objectContaining({
+        state: 'input-required',
+        message: { from: 'researcher', role: 'agent', text: 'Which section matters most?' },
+      }),
+    ]);
+    const answered = await ok(lead, { action: 'send', taskId, text: 'The budget.' });
+    expect(answered.task.state).toBe('working');
+    const answer = await ok(researcher, { action: 'wait', taskId, timeoutSeconds: 20 });
+    expect(answer.events).toEqual([
+      expect.objectContaining({ state: 'working', message: { from: 'lead', role: 'user', text: 'The budget.' } }),
+    ]);
 
-      await ok(researcher, { action: 'stream', taskId, artifact: { name: 'summary.md', text: 'Budget: up 4%.' } });
-      const partial = await ok(lead, { action: 'wait', taskId, timeoutSeconds: 20 });
-      expect(partial.events).toEqual([
-        expect.objectContaining({
-          type: 'artifact',
-          artifact: { artifactId: 'summary.md', name: 'summary.md', text: 'Budget: up 4%.' },
-          lastChunk: false,
-        }),
-      ]);
-      await ok(researcher, {
-        action: 'complete',
-        taskId,
-        text: 'Done.',
-        artifact: { name: 'summary.md', text: 'Staff: flat.' },
-      });
-      const end = await ok(lead, { action: 'wait', taskId, timeoutSeconds: 20 });
-      expect(end.events.map((e) => e.state ?? e.type)).toEqual(['artifact', 'completed']);
-      const read = await ok(lead, { action: 'get', taskId });
-      expect(read.task.artifacts).toEqual([
-        { artifactId: 'summary.md', name: 'summary.md', text: 'Budget: up 4%.\nStaff: flat.' },
-      ]);
+    await ok(researcher, { action: 'stream', taskId, artifact: { name: 'summary.md', text: 'Budget: up 4%.' } });
+    const partial = await ok(lead, { action: 'wait', taskId, timeoutSeconds: 20 });
+    expect(partial.events).toEqual([
+      expect.objectContaining({
+        type: 'artifact',
+        artifact: { artifactId: 'summary.md', name: 'summary.md', text: 'Budget: up 4%.' },
+        lastChunk: false,
+      }),
+    ]);
+    await ok(researcher, {
+      action: 'complete',
+      taskId,
+      text: 'Done.',
+      artifact: { name: 'summary.md', text: 'Staff: flat.' },
+    });
+    const end = await ok(lead, { action: 'wait', taskId, timeoutSeconds: 20 });
+    expect(end.events.map((e) => e.state ?? e.type)).toEqual(['artifact', 'completed']);
+    const read = await ok(lead, { action: 'get', taskId });
+    expect(read.task.artifacts).toEqual([
+      { artifactId: 'summary.md', name: 'summary.md', text: 'Budget: up 4%.\nStaff: flat.' },
+    ]);
 
-      // A wait the host cancels may still take an event: the next wait returns it.
-      const controller = new AbortController();
-      const dropped = lead.client.callTool(
-        { name: 'A2A', arguments: { action: 'wait', timeoutSeconds: 20 } },
-        undefined,
-        { signal: controller.signal },
-      );
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      controller.abort(new Error('the host gave up'));
-      await expect(dropped).rejects.toThrow();
-      const review = await ok(researcher, { action: 'send', to: 'lead', text: 'Your turn: review it.' });
-      const kept = await ok(lead, { action: 'wait', timeoutSeconds: 5 });
-      expect(kept.events).toEqual([
-        expect.objectContaining({
-          taskId: review.task.taskId,
-          state: 'submitted',
-          message: expect.objectContaining({ text: 'Your turn: review it.' }),
-        }),
-      ]);
-      expectNoToken(lead.frames);
-      expectNoToken(researcher.frames);
-    },
-  );
+    // A wait the host cancels may still take an event: the next wait returns it.
+    const controller = new AbortController();
+    const dropped = lead.client.callTool(
+      { name: 'A2A', arguments: { action: 'wait', timeoutSeconds: 20 } },
+      undefined,
+      { signal: controller.signal },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    controller.abort(new Error('the host gave up'));
+    await expect(dropped).rejects.toThrow();
+    const review = await ok(researcher, { action: 'send', to: 'lead', text: 'Your turn: review it.' });
+    const kept = await ok(lead, { action: 'wait', timeoutSeconds: 5 });
+    expect(kept.events).toEqual([
+      expect.objectContaining({
+        taskId: review.task.taskId,
+        state: 'submitted',
+        message: expect.objectContaining({ text: 'Your turn: review it.' }),
+      }),
+    ]);
+    expectNoToken(lead.frames);
+    expectNoToken(researcher.frames);
+  });
 
   it('refuses bad flags with its help, and a name that cannot register with why', async () => {
     const db = tempDb();
