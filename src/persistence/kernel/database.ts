@@ -38,9 +38,43 @@ export function openDatabase(path: string, options: OpenDatabaseOptions = {}): S
   // to WAL) waits for it instead of failing at once with SQLITE_BUSY.
   db.pragma('busy_timeout = 5000');
   if (!options.readonly && !isInMemoryPath(path)) {
-    db.pragma('journal_mode = WAL');
+    turnToWal(db);
   }
   db.pragma(`synchronous = ${(options.durability ?? DEFAULT_DURABILITY) === 'full' ? 'FULL' : 'NORMAL'}`);
   db.pragma('foreign_keys = ON');
   return db;
+}
+
+/** How long opening a file keeps trying to turn it to WAL while another process holds it (as `busy_timeout`). */
+const WAL_SWITCH_TIMEOUT_MS = 5000;
+
+/**
+ * `journal_mode = WAL` on a file another process is opening (or turning to
+ * WAL) at the same moment can fail with SQLITE_BUSY at once: SQLite does not
+ * call the busy handler for that lock. It is retried here, with a short
+ * sleep, for up to `WAL_SWITCH_TIMEOUT_MS`; any other error, or a file still
+ * busy after that, is thrown as it came.
+ */
+function turnToWal(db: SqliteDatabase): void {
+  const deadline = Date.now() + WAL_SWITCH_TIMEOUT_MS;
+  let pauseMs = 1;
+  for (;;) {
+    try {
+      db.pragma('journal_mode = WAL');
+      return;
+    } catch (error) {
+      if (!isBusy(error) || Date.now() >= deadline) throw error;
+      // A synchronous pause: opening a database is synchronous, as better-sqlite3 is.
+      Atomics.wait(pauseCell, 0, 0, pauseMs);
+      pauseMs = Math.min(pauseMs * 2, 50);
+    }
+  }
+}
+
+const pauseCell = new Int32Array(new SharedArrayBuffer(4));
+
+/** Whether an error is SQLite's SQLITE_BUSY (or one of its extended codes). */
+function isBusy(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
 }
