@@ -15,6 +15,8 @@
  * SDK on every figure; broker CPU per delegation at most 2x the raw writes;
  * 32-in-flight throughput at least 4x the SDK's. Commits per call over the
  * whole run are printed from the broker's closing log line.
+ * `BENCH_SERVE_PROF=DIR` runs the broker under `--cpu-prof` and leaves its
+ * profiles (one per thread) in DIR.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -129,7 +131,17 @@ async function drive(side: Side, tasks: number, inFlight: number, round: number)
 async function startServe(db: string, socket: string): Promise<{ child: ChildProcess; stderr: () => string }> {
   const child = spawn(
     process.execPath,
-    [SWITCHBOARD_BIN, 'serve', '--db', db, '--listen', `unix:${socket}`, '--log-level', 'info'],
+    [
+      ...(process.env.BENCH_SERVE_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_SERVE_PROF}`] : []),
+      SWITCHBOARD_BIN,
+      'serve',
+      '--db',
+      db,
+      '--listen',
+      `unix:${socket}`,
+      '--log-level',
+      'info',
+    ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
   let stderr = '';
