@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, statSync } from 'node:fs';
 import { type Socket, connect as netConnect } from 'node:net';
 import { type BrokerOwner, BrokerOwnershipError, liveOwner } from '../persistence/a2a/owner.js';
 import { isInMemoryPath, openDatabase } from '../persistence/kernel/database.js';
@@ -134,6 +134,7 @@ function startBackgroundBroker(
 ): BackgroundBroker {
   mkdirSync(runtimeDirectory(env), { recursive: true, mode: 0o700 });
   const log = backgroundLogPath(db, env);
+  rotateLog(log);
   const logFd = openSync(log, 'a', 0o600);
   const idle = options.idleSeconds ?? DEFAULT_BROKER_IDLE_SECONDS;
   const args = [SWITCHBOARD_BIN, 'serve', '--db', db, '--listen', `unix:${socketPath}`, '--idle-exit', String(idle)];
@@ -158,6 +159,24 @@ function startBackgroundBroker(
     log,
     failure: () => spawnError?.message ?? fatalLine(log, child.pid) ?? `see its log ${log}`,
   };
+}
+
+/** A background broker's log is rotated when one starts and it is longer than this: it becomes `LOG.1`. */
+export const BACKGROUND_LOG_MAX_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Keeps a background broker's log bounded: at a start, a log longer than
+ * `BACKGROUND_LOG_MAX_BYTES` is renamed to `LOG.1` (replacing the previous
+ * one), so at most two logs of about that size are kept per file. A
+ * rotation that fails (another starter rotated it first) is left alone.
+ */
+export function rotateLog(log: string, maxBytes = BACKGROUND_LOG_MAX_BYTES): void {
+  try {
+    if (statSync(log).size <= maxBytes) return;
+    renameSync(log, `${log}.1`);
+  } catch {
+    // No log yet, or another starter rotated it at the same moment.
+  }
 }
 
 /** The message of the last fatal or error line the broker `pid` wrote to its log. */
