@@ -862,7 +862,6 @@ function startBody(work: Work, record: HopRecord, delayMs: number): StartBody {
       metadata: {
         [SWITCHBOARD_METADATA_KEY]: {
           itemId: item.id,
-          parentTaskId: item.taskId,
           hopId: record.id,
           workflow: `${ctx.workflow.id}@${ctx.workflow.version}`,
           stage,

@@ -502,7 +502,7 @@ class RunningCoordinator implements Coordinator {
   async createWorkItem(request: CreateWorkItem): Promise<string> {
     this.#assertOpen();
     if (request === null || typeof request !== 'object') throw invalid('createWorkItem takes { workflow, input }');
-    const { registry, governance, engine, edge } = this.#p;
+    const { registry, governance, engine, mirror } = this.#p;
     const def =
       typeof request.workflow === 'string'
         ? registry.latest(request.workflow)
@@ -543,10 +543,11 @@ class RunningCoordinator implements Coordinator {
       attributes = parsed.data;
     }
     const itemId = this.#p.ids.next();
-    const taskId = await edge.createItemTask(itemId, input, { itemId, workflow: { id: def.id, version: def.version } });
-    this.#assertOpen();
-    const step = await engine.createItem({ itemId, taskId, definition: def, input, budget, attributes });
+    // The item's broker task is made by the mirror after this commit (a failed commit leaves no task);
+    // the call returns once it is there, so that `get(id).taskId` is set (if the broker fails, later).
+    const step = await engine.createItem({ itemId, taskId: null, definition: def, input, budget, attributes });
     void this.#after(step);
+    await mirror.itemTask(itemId);
     return itemId;
   }
 

@@ -193,7 +193,7 @@ export class CoordinatorEngine {
 
   // --------------------------------------------------------------- commands
 
-  /** Creates a work item (its broker task already made) and drives it to its first hop. */
+  /** Creates a work item and drives it to its first hop (its broker task is made by the mirror, after the commit). */
   createItem(params: {
     itemId: string;
     taskId: string | null;
