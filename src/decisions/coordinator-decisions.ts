@@ -448,6 +448,7 @@ function result(view: ItemView | undefined, result: ResultEnvelope, env: Decisio
       idempotencyKey: `${ask.continuationToken}:ask`,
       continuation: ask.continuationToken,
       askedBy: hop.id,
+      question: ask.message,
       dispatchedAt: now,
       activeSince: now,
     });
@@ -509,17 +510,7 @@ function result(view: ItemView | undefined, result: ResultEnvelope, env: Decisio
         usage: accrual.added,
       });
       // The question goes out from the outbox, in this transaction, like every other hop.
-      const start: StartBody = {
-        role: ask.role,
-        taskId: hop.id,
-        runId: work.item.id,
-        hop: hop.hop,
-        attempt: 1,
-        idempotencyKey: query.idempotencyKey,
-        askedBy: { role: hop.role, continuationToken: ask.continuationToken, taskId: hop.id, hop: hop.hop },
-        message: ask.message,
-      };
-      work.outbox.push({ kind: 'start', body: start });
+      work.outbox.push({ kind: 'start', body: queryBody(work, query, hop, ask.message) });
       work.audit.push({
         kind: 'dispatch',
         itemId: work.item.id,
@@ -608,7 +599,29 @@ function result(view: ItemView | undefined, result: ResultEnvelope, env: Decisio
   return work.finish('applied', false);
 }
 
+/** The publish of a query: the same body (and idempotency key) each time it is published. */
+function queryBody(work: Work, query: HopRecord, asking: HopRecord, question: WorkMessage): StartBody {
+  const continuationToken = query.continuation!;
+  return {
+    role: query.role,
+    taskId: asking.id,
+    runId: work.item.id,
+    hop: asking.hop,
+    attempt: 1,
+    idempotencyKey: query.idempotencyKey,
+    askedBy: { role: asking.role, continuationToken, taskId: asking.id, hop: asking.hop },
+    message: question,
+  };
+}
+
 function answer(work: Work, result: ResultEnvelope, query: HopRecord, now: number): Decision {
+  if (!takeAnswer(work, result, query, now)) return late(work, query);
+  drive(work);
+  return work.finish('applied', false);
+}
+
+/** Records a query's answer (or failure) and resumes the hop that asked: false when nothing waits for it. */
+function takeAnswer(work: Work, result: ResultEnvelope, query: HopRecord, now: number): boolean {
   const accrual = accrue(query, work.item, result.usage, now);
   work.item = accrual.item;
   work.usage.push(accrual.row);
@@ -644,13 +657,12 @@ function answer(work: Work, result: ResultEnvelope, query: HopRecord, now: numbe
     ctx.directive.kind !== 'await-reply' ||
     ctx.directive.continuation !== query.continuation
   ) {
-    return late(work, query);
+    return false;
   }
   if (!overBudget(work)) {
     work.send({ type: 'HOP_RESUMED', hop: query.hop, continuation: query.continuation!, usage: accrual.added });
   }
-  drive(work);
-  return work.finish('applied', false);
+  return true;
 }
 
 function late(work: Work, hop: HopRecord): Decision {
@@ -911,7 +923,11 @@ function timer(view: ItemView | undefined, env: DecisionEnv): Decision {
   }
   let changed = false;
   for (const hop of [...work.hops.values()]) {
-    if (hop.kind !== 'stage' || hop.state !== 'dispatched' || hop.activeSince === null) continue;
+    if (hop.state !== 'dispatched' || hop.activeSince === null) continue;
+    if (hop.kind === 'query') {
+      if (queryTimedOut(work, hop)) changed = true;
+      continue;
+    }
     const timeout = def.stages[hop.stage]?.timeout;
     if (timeout === undefined || now < hop.activeSince + timeout * (hop.timeouts + 1)) continue;
     changed = true;
@@ -975,6 +991,89 @@ function timer(view: ItemView | undefined, env: DecisionEnv): Decision {
   if (!changed) return unchanged(view, 'applied');
   drive(work);
   return work.finish('applied', false);
+}
+
+/**
+ * A query out longer than the asking stage's `timeout`: re-published under
+ * the same idempotency key, once per timeout, until the asking stage's retry
+ * policy's `maximumAttempts` is spent; then it fails (`HopTimedOut`) and the
+ * hop that asked resumes with that failure as its answer. Audited
+ * (`timeout`, `what: "query"`). True when it did either.
+ */
+function queryTimedOut(work: Work, query: HopRecord): boolean {
+  const def = work.run!.context.definition;
+  const now = work.env.now;
+  const timeout = def.stages[query.stage]?.timeout;
+  if (timeout === undefined || query.activeSince === null) return false;
+  if (now < query.activeSince + timeout * (query.timeouts + 1)) return false;
+  const asking = query.askedBy === null ? undefined : work.hops.get(query.askedBy);
+  if (asking === undefined || query.continuation === null) return false;
+  const timeouts = query.timeouts + 1;
+  const policy = retryPolicyOf(def, query.stage);
+  const base = {
+    hopId: query.id,
+    askedBy: asking.id,
+    stage: query.stage,
+    role: query.role,
+    timeoutMs: timeout,
+    timeouts,
+  };
+  const canRepublish = policy.maximumAttempts === 0 || timeouts < policy.maximumAttempts;
+  if (canRepublish && query.question !== null) {
+    work.updateHop({ ...query, timeouts });
+    work.outbox.push({ kind: 'start', body: queryBody(work, query, asking, query.question) });
+    work.audit.push({
+      kind: 'timeout',
+      itemId: work.item.id,
+      hop: query.hop,
+      actor: COORDINATOR_ACTOR,
+      data: json({ what: 'query', ...base, action: 'republished', idempotencyKey: query.idempotencyKey }),
+    });
+    work.event(
+      'timed-out',
+      query.hop,
+      `query to ${query.role} out longer than ${timeout} ms: re-published (${timeouts})`,
+      {
+        stage: query.stage,
+        role: query.role,
+      },
+    );
+    return true;
+  }
+  const message =
+    query.question === null
+      ? `out longer than ${timeout} ms, and its question was not kept to publish it again`
+      : `out longer than ${timeout} ms ${timeouts} times: the retry policy of stage ${query.stage} allows ${policy.maximumAttempts}`;
+  work.audit.push({
+    kind: 'timeout',
+    itemId: work.item.id,
+    hop: query.hop,
+    actor: COORDINATOR_ACTOR,
+    data: json({ what: 'query', ...base, action: 'failed' }),
+  });
+  work.event('timed-out', query.hop, `query to ${query.role} failed: HopTimedOut: ${message}`, {
+    stage: query.stage,
+    role: query.role,
+  });
+  // The hop that asked resumes with the failure as its answer, as with a query that failed.
+  const failure: ResultEnvelope = {
+    kind: 'result',
+    headers: {
+      taskId: asking.id,
+      runId: work.item.id,
+      hop: asking.hop,
+      attempt: 1,
+      idempotencyKey: query.idempotencyKey,
+      askedBy: { role: asking.role, continuationToken: query.continuation, taskId: asking.id, hop: asking.hop },
+    },
+    role: query.role,
+    outcome: 'failed',
+    parts: [],
+    artifacts: [],
+    error: { type: 'HopTimedOut', message },
+  };
+  takeAnswer(work, failure, { ...query, timeouts }, now);
+  return true;
 }
 
 function resume(work: Work, continuation: string): void {
