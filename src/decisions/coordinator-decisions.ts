@@ -581,16 +581,14 @@ function result(view: ItemView | undefined, result: ResultEnvelope, env: Decisio
     });
     if (!live) return late(work, hop);
     if (!overBudget(work)) {
-      const policy = retryPolicyOf(work.run!.context.definition, hop.stage);
-      const spent = policy.maximumAttempts !== 0 && (result.deliveries ?? 1) >= policy.maximumAttempts;
-      const final = policy.nonRetryableErrorTypes.includes(error.type) || !spent ? 'non-retryable' : 'exhausted';
+      // The worker's bus already retried the hop: the run decides whether its retries were spent.
       work.send({
         type: 'HOP_FAILED',
         hop: hop.hop,
         attempt: hop.attempt,
         errorType: error.type.slice(0, 128),
         message: error.message.slice(0, 2000),
-        final,
+        deliveries: result.deliveries ?? 1,
         usage: accrual.added,
       });
     }

@@ -1,4 +1,5 @@
 import { type NoRetryReason, decideRetry } from '../protocol/retry-policy.js';
+import type { RetryPolicy } from '../protocol/work-envelope.js';
 import {
   type NextRule,
   type RunUsage,
@@ -156,7 +157,25 @@ export function routeStart(def: WorkflowDefinition): Route {
 
 export type HopOutcomeReport =
   | { outcome: 'succeeded' }
-  | { outcome: 'failed'; errorType: string; message?: string | undefined; final?: NoRetryReason | undefined };
+  | {
+      outcome: 'failed';
+      errorType: string;
+      message?: string | undefined;
+      final?: NoRetryReason | undefined;
+      /** Deliveries the worker's bus already made of the hop: the failure is final (see `finalAfterDeliveries`). */
+      deliveries?: number | undefined;
+    };
+
+/**
+ * Why a failure the worker's bus already retried (`deliveries` times) is
+ * final: `exhausted` when the stage's policy's `maximumAttempts` deliveries
+ * were spent on a retryable error type, `non-retryable` otherwise (an error
+ * type the policy does not retry, or a dead-letter for another reason).
+ */
+export function finalAfterDeliveries(policy: RetryPolicy, errorType: string, deliveries: number): NoRetryReason {
+  const spent = policy.maximumAttempts !== 0 && deliveries >= policy.maximumAttempts;
+  return policy.nonRetryableErrorTypes.includes(errorType) || !spent ? 'non-retryable' : 'exhausted';
+}
 
 /**
  * Where the current hop's outcome leads, decided from the definition alone:
@@ -175,11 +194,11 @@ export function routeOutcome(ctx: WorkflowRunContext, report: HopOutcomeReport):
   }
   let retryWhy: NoRetryReason | null = null;
   if (report.outcome === 'failed') {
-    const retry = decideRetry(stageRetryPolicy(def, stageName), {
-      attempt: ctx.attempt,
-      errorType: report.errorType,
-      final: report.final,
-    });
+    const policy = stageRetryPolicy(def, stageName);
+    const final =
+      report.final ??
+      (report.deliveries === undefined ? undefined : finalAfterDeliveries(policy, report.errorType, report.deliveries));
+    const retry = decideRetry(policy, { attempt: ctx.attempt, errorType: report.errorType, final });
     if (retry.retry) return { kind: 'retry', attempt: retry.nextAttempt, delayMs: retry.delayMs };
     retryWhy = retry.why;
   }
@@ -320,7 +339,13 @@ function isCurrentHop(ctx: WorkflowRunContext, event: WorkflowRunEvent): boolean
 function outcomeOf(event: WorkflowRunEvent): HopOutcomeReport | null {
   if (event.type === 'HOP_SUCCEEDED') return { outcome: 'succeeded' };
   if (event.type === 'HOP_FAILED') {
-    return { outcome: 'failed', errorType: event.errorType, message: event.message, final: event.final };
+    return {
+      outcome: 'failed',
+      errorType: event.errorType,
+      message: event.message,
+      final: event.final,
+      deliveries: event.deliveries,
+    };
   }
   return null;
 }

@@ -10,6 +10,7 @@ import {
 } from '../../src/machines/workflow-run-machine.js';
 import { WORKFLOW_RUN_TRANSITIONS, type WorkflowRunContext } from '../../src/machines/workflow-run-transitions.js';
 import { WORKFLOW_RUN_STATES } from '../../src/protocol/workflow.js';
+import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
 import type { WorkflowDefinition, WorkflowRunEvent } from '../../src/protocol/workflow.js';
 import { ALL_FIXTURES, DEV_SDLC, REVIEW_LOOP, SINGLE } from '../workflow/fixtures.js';
 
@@ -863,6 +864,41 @@ describe('other definitions', () => {
     ok.send({ type: 'START' });
     ok.send({ type: 'HOP_SUCCEEDED', ...current(ok) });
     expect(ok.getSnapshot().value).toBe('completed');
+  });
+
+  it("decides whether a failure its worker already retried spent the stage's retries (deliveries)", () => {
+    const def = parseWorkflowDefinition({
+      id: 'retried',
+      version: 1,
+      start: 'only',
+      stages: {
+        only: { role: 'worker', retry: { maximumAttempts: 3, nonRetryableErrorTypes: ['Fatal'] }, next: [] },
+      },
+    });
+    const failWith = (errorType: string, deliveries: number) => {
+      const run = startRun(def);
+      run.send({ type: 'START' });
+      run.send({ type: 'HOP_FAILED', ...current(run), errorType, deliveries });
+      return run;
+    };
+    // Spent: the policy's attempts were all delivered.
+    const spent = failWith('Flaky', 3);
+    expect(spent.getSnapshot().value).toBe('failed');
+    expect(ctx(spent).failure).toEqual({
+      code: 'RETRIES_EXHAUSTED',
+      reason: 'hop 1 (only) failed with Flaky after 1 attempt',
+      stage: 'only',
+      hop: 1,
+    });
+    // Never retried by the run itself: fewer deliveries (a dead-letter for another reason) or a fatal type.
+    expect(ctx(failWith('Flaky', 1)).failure?.code).toBe('NON_RETRYABLE');
+    expect(ctx(failWith('Fatal', 3)).failure?.code).toBe('NON_RETRYABLE');
+    // Without deliveries the stage's policy retries it.
+    const own = startRun(def);
+    own.send({ type: 'START' });
+    own.send({ type: 'HOP_FAILED', ...current(own), errorType: 'Flaky' });
+    expect(own.getSnapshot().value).toBe('running');
+    expect(ctx(own).attempt).toBe(2);
   });
 
   it('refuses malformed events and events of another state, changing nothing but the refusal', () => {
