@@ -387,7 +387,8 @@ function create(input: Extract<CoordinatorInput, { kind: 'create' }>, env: Decis
     kind: 'item-created',
     itemId,
     actor: 'edge',
-    data: json({ workflow, taskId: input.taskId, budget: input.budget, inputParts: input.input.length }),
+    // The item's broker task is made after this commit: its id is the item row's, not the audit's.
+    data: json({ workflow, budget: input.budget, inputParts: input.input.length }),
   });
   work.event('created', null, `work item created on ${definition.id}@${definition.version}`);
   work.send({ type: 'START' });

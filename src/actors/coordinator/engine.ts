@@ -212,6 +212,20 @@ export class CoordinatorEngine {
     });
   }
 
+  /**
+   * The item's broker task, made (or found) by the mirror after the item's
+   * creation commit and kept in the item's row: the mirror hands its id back
+   * here once it is committed there, and the live record takes it, so every
+   * status and row from here on carries it (a decision decided before it and
+   * committed after it takes it too). Statuses emitted before it say
+   * `taskId: null`: the task did not exist yet.
+   */
+  itemTask(itemId: string, taskId: string): void {
+    const view = this.#live.get(itemId);
+    if (view === undefined || view.item.taskId !== null) return;
+    this.#live.set(itemId, { ...view, item: { ...view.item, taskId } });
+  }
+
   /** Applies one hop result, once (a result already handled is a no-op). */
   async applyResult(result: ResultEnvelope): Promise<{ step: Step; handling: ResultHandling }> {
     const [done] = await this.applyResults([{ result }]);
@@ -364,13 +378,11 @@ export class CoordinatorEngine {
       const step: Step = { events: d.events, items: new Map(), outbox: [], rows: [] };
       if (d.changes !== null) {
         step.outbox = committed[c++] ?? [];
-        step.items.set(d.changes.itemId, d.changes.item);
-        step.rows.push({
-          item: d.changes.item,
-          hops: d.changes.hops.map((h) => h.hop),
-          created: d.changes.created,
-        });
-        this.#take(d.changes, d);
+        const taken = this.#withItemTask(d);
+        const item = taken.view?.item.id === d.changes.itemId ? taken.view.item : d.changes.item;
+        step.items.set(d.changes.itemId, item);
+        step.rows.push({ item, hops: d.changes.hops.map((h) => h.hop), created: d.changes.created });
+        this.#take(d.changes, taken);
       }
       return { step, handling: d.handling };
     });
@@ -385,6 +397,19 @@ export class CoordinatorEngine {
       }
     }
     return out;
+  }
+
+  /**
+   * The decisions copy the item's task id from the state they start from: one
+   * decided before the mirror handed the id back (`itemTask`) takes it from
+   * the live record now.
+   */
+  #withItemTask(d: Decision): Decision {
+    const view = d.view;
+    if (view === undefined || view.item.taskId !== null) return d;
+    const taskId = this.#live.get(view.item.id)?.item.taskId ?? null;
+    if (taskId === null) return d;
+    return { ...d, view: { ...view, item: { ...view.item, taskId } } };
   }
 
   /** Takes a committed decision's state into memory (an ended item leaves it) and shows it to the inspector. */

@@ -76,11 +76,21 @@ export class BrokerMirror {
   #recovering = false;
   #closed = false;
 
-  constructor(options: { broker: BrokerApi; store: SqliteCoordinatorStore; edge: HumanEdge; logger: Logger }) {
+  /** Told each item task id once it is kept in the item's row (the engine's live record takes it). */
+  readonly #onItemTask: (itemId: string, taskId: string) => void;
+
+  constructor(options: {
+    broker: BrokerApi;
+    store: SqliteCoordinatorStore;
+    edge: HumanEdge;
+    logger: Logger;
+    onItemTask?: (itemId: string, taskId: string) => void;
+  }) {
     this.#broker = options.broker;
     this.#store = options.store;
     this.#edge = options.edge;
     this.#log = options.logger;
+    this.#onItemTask = options.onItemTask ?? (() => undefined);
   }
 
   /** The broker agent of a role (registered on first use, in `switchboard-roles`). */
@@ -280,6 +290,8 @@ export class BrokerMirror {
       }
       this.#store.setItemTask(itemId, itemTask);
       this.#taskOf.set(itemId, itemTask);
+      view.item = { ...view.item, taskId: itemTask };
+      this.#onItemTask(itemId, itemTask);
       this.#taskMade(itemId);
     }
     const final = item.finishedAt !== null;
