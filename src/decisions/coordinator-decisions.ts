@@ -382,7 +382,10 @@ function create(input: Extract<CoordinatorInput, { kind: 'create' }>, env: Decis
     output: null,
     mirrored: false,
   };
-  const work = new Work({ item, hops: new Map(), run: initialRun({ runId: itemId, definition }) }, env);
+  const work = new Work(
+    { item, hops: new Map(), run: initialRun({ runId: itemId, definition, budget: input.budget }) },
+    env,
+  );
   work.audit.push({
     kind: 'item-created',
     itemId,
@@ -471,45 +474,49 @@ function result(view: ItemView | undefined, result: ResultEnvelope, env: Decisio
       usage: accrual.added,
       model: accrual.model,
     });
-    // A question the Coordinator does not allow is never published: its query hop fails.
+    // A question the run does not wait for is never published: its query hop fails.
     const drop = (type: string, message: string) =>
       work.updateHop({ ...query, state: 'failed', activeSince: null, finishedAt: now, error: { type, message } });
     if (!live) {
       drop('ItemEnded', `the work item is ${work.item.state}`);
       return late(work, hop);
     }
-    // An overrun ends the item before anything else is decided; otherwise the ask is governed like a hop.
-    const decision = overBudget(work)
-      ? null
-      : govern(work, {
-          stage: hop.stage,
-          role: ask.role,
-          hop: hop.hop,
-          attempt: hop.attempt,
-          approvedBy: null,
-          query: true,
-        });
-    if (decision === null) drop('BudgetExceeded', 'the work item is over its budget');
-    if (decision !== null && decision.decision !== 'allow') {
-      const reason =
-        decision.decision === 'deny' ? decision.reason : `a query cannot wait for an approval (${decision.reason})`;
-      drop('GovernanceDenied', reason);
-      work.send({
-        type: 'GOVERNANCE_DENIED',
-        hop: hop.hop,
-        reason,
-        ...(decision.decision === 'deny' ? { policy: decision.policy } : {}),
-      });
-      work.event('denied', hop.hop, `query to ${ask.role} denied: ${reason}`, { stage: hop.stage });
-    } else if (decision !== null) {
-      work.send({
-        type: 'HOP_SUSPENDED',
+    // The run takes the suspension (or ends on its usage: over budget); then the ask is governed like a hop.
+    sendUsage(work, {
+      type: 'HOP_SUSPENDED',
+      hop: hop.hop,
+      attempt: hop.attempt,
+      continuation: ask.continuationToken,
+      askedRole: ask.role,
+      usage: accrual.added,
+    });
+    if (awaitsReply(work, ask.continuationToken)) {
+      const decision = govern(work, {
+        stage: hop.stage,
+        role: ask.role,
         hop: hop.hop,
         attempt: hop.attempt,
-        continuation: ask.continuationToken,
-        askedRole: ask.role,
-        usage: accrual.added,
+        approvedBy: null,
+        query: true,
       });
+      if (decision.decision !== 'allow') {
+        const reason =
+          decision.decision === 'deny' ? decision.reason : `a query cannot wait for an approval (${decision.reason})`;
+        work.send({
+          type: 'GOVERNANCE_DENIED',
+          hop: hop.hop,
+          reason,
+          ...(decision.decision === 'deny' ? { policy: decision.policy } : {}),
+        });
+        work.event('denied', hop.hop, `query to ${ask.role} denied: ${reason}`, { stage: hop.stage });
+      }
+    }
+    if (!awaitsReply(work, ask.continuationToken)) {
+      const failure = work.ctx?.failure ?? null;
+      if (failure?.code === 'BUDGET_EXCEEDED') drop('BudgetExceeded', failure.reason);
+      else if (failure?.code === 'GOVERNANCE_DENIED') drop('GovernanceDenied', failure.reason);
+      else drop('RunRefused', `the run does not wait for this answer (it is ${work.run?.value ?? 'ended'})`);
+    } else {
       // The question goes out from the outbox, in this transaction, like every other hop.
       work.outbox.push({ kind: 'start', body: queryBody(work, query, hop, ask.message) });
       work.audit.push({
@@ -551,9 +558,7 @@ function result(view: ItemView | undefined, result: ResultEnvelope, env: Decisio
       model: accrual.model,
     });
     if (!live) return late(work, hop);
-    if (!overBudget(work)) {
-      work.send({ type: 'HOP_SUCCEEDED', hop: hop.hop, attempt: hop.attempt, usage: accrual.added });
-    }
+    sendUsage(work, { type: 'HOP_SUCCEEDED', hop: hop.hop, attempt: hop.attempt, usage: accrual.added });
   } else {
     const error = result.error ?? { type: 'InvalidResult', message: `a ${result.outcome} result without its fields` };
     next = { ...next, state: 'failed', finishedAt: now, error };
@@ -581,18 +586,16 @@ function result(view: ItemView | undefined, result: ResultEnvelope, env: Decisio
       model: accrual.model,
     });
     if (!live) return late(work, hop);
-    if (!overBudget(work)) {
-      // The worker's bus already retried the hop: the run decides whether its retries were spent.
-      work.send({
-        type: 'HOP_FAILED',
-        hop: hop.hop,
-        attempt: hop.attempt,
-        errorType: error.type.slice(0, 128),
-        message: error.message.slice(0, 2000),
-        deliveries: result.deliveries ?? 1,
-        usage: accrual.added,
-      });
-    }
+    // The worker's bus already retried the hop: the run decides whether its retries were spent.
+    sendUsage(work, {
+      type: 'HOP_FAILED',
+      hop: hop.hop,
+      attempt: hop.attempt,
+      errorType: error.type.slice(0, 128),
+      message: error.message.slice(0, 2000),
+      deliveries: result.deliveries ?? 1,
+      usage: accrual.added,
+    });
   }
   drive(work);
   return work.finish('applied', false);
@@ -658,9 +661,7 @@ function takeAnswer(work: Work, result: ResultEnvelope, query: HopRecord, now: n
   ) {
     return false;
   }
-  if (!overBudget(work)) {
-    work.send({ type: 'HOP_RESUMED', hop: query.hop, continuation: query.continuation!, usage: accrual.added });
-  }
+  sendUsage(work, { type: 'HOP_RESUMED', hop: query.hop, continuation: query.continuation!, usage: accrual.added });
   return true;
 }
 
@@ -690,22 +691,25 @@ function costRow(hop: HopRecord, added: HopRecord['usage'], model: string): Audi
   };
 }
 
-/** Fails the item when its usage is over its budget (strictly): true when it did. */
-function overBudget(work: Work): boolean {
-  const budget = work.item.budget;
-  if (budget === null) return false;
-  const u = work.item.usage;
-  const tokens = u.inputTokens + u.outputTokens;
-  const over: string[] = [];
-  if (budget.maxTokens !== undefined && tokens > budget.maxTokens) over.push(`${tokens} of ${budget.maxTokens} tokens`);
-  if (budget.maxCostUsd !== undefined && u.costUsd > budget.maxCostUsd) {
-    over.push(`${u.costUsd} of ${budget.maxCostUsd} USD`);
-  }
-  if (over.length === 0) return false;
-  const reason = `budget exceeded: ${over.join(', ')}`;
-  work.send({ type: 'BUDGET_EXCEEDED', reason });
-  work.event('budget-exceeded', work.item.hop, reason);
-  return true;
+/**
+ * Sends the run an event that carries a hop's usage. The run decides
+ * whether that usage takes the item over its budget (and then fails it,
+ * `BUDGET_EXCEEDED`); this writes down that it did.
+ */
+function sendUsage(work: Work, event: WorkflowRunEvent): void {
+  const before = work.run?.value;
+  work.send(event);
+  const run = work.run;
+  if (run === null || before === run.value || run.context.failure?.code !== 'BUDGET_EXCEEDED') return;
+  work.event('budget-exceeded', work.item.hop, run.context.failure.reason);
+}
+
+/** Whether the run waits for the answer to the question asked under `continuation`. */
+function awaitsReply(work: Work, continuation: string): boolean {
+  const run = work.run;
+  if (run === null || run.value !== 'suspended') return false;
+  const d = run.context.directive;
+  return d.kind === 'await-reply' && d.continuation === continuation;
 }
 
 // --------------------------------------------------------------- directives
@@ -975,17 +979,15 @@ function timer(view: ItemView | undefined, env: DecisionEnv): Decision {
       costRow(failed, accrual.added, accrual.model),
     );
     work.event('hop-failed', hop.hop, `failed: HopTimedOut: ${message}`, { stage: hop.stage, role: hop.role });
-    if (!overBudget(work)) {
-      work.send({
-        type: 'HOP_FAILED',
-        hop: hop.hop,
-        attempt: hop.attempt,
-        errorType: 'HopTimedOut',
-        message,
-        final: 'exhausted',
-        usage: accrual.added,
-      });
-    }
+    sendUsage(work, {
+      type: 'HOP_FAILED',
+      hop: hop.hop,
+      attempt: hop.attempt,
+      errorType: 'HopTimedOut',
+      message,
+      final: 'exhausted',
+      usage: accrual.added,
+    });
   }
   if (!changed) return unchanged(view, 'applied');
   drive(work);

@@ -250,7 +250,6 @@ export const WorkflowRunEventSchema = z.discriminatedUnion('type', [
     reason: ReasonSchema,
     policy: z.string().min(1).max(128).optional(),
   }),
-  z.strictObject({ type: z.literal('BUDGET_EXCEEDED'), reason: ReasonSchema }),
   z.strictObject({ type: z.literal('DEADLINE_EXCEEDED'), reason: ReasonSchema }),
   z.strictObject({
     type: z.literal('CANCEL'),

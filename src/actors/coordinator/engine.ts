@@ -132,7 +132,7 @@ export class CoordinatorEngine {
         continue;
       }
       try {
-        const persisted = await this.#withDefinition(saved.snapshot, stored.item.workflow);
+        const persisted = withBudget(await this.#withDefinition(saved.snapshot, stored.item.workflow), stored.item);
         const run = restoreRun(persisted);
         this.#live.set(itemId, viewOf(stored, run));
         if (this.#inspect !== undefined) {
@@ -423,7 +423,10 @@ export class CoordinatorEngine {
     if (actor === undefined && changes.created) {
       const def = (view?.run ?? undefined)?.context.definition ?? this.#registry.get(changes.item.workflow);
       if (def !== undefined) {
-        actor = createActor(workflowRunMachine, { input: { runId: id, definition: def }, inspect: this.#inspect });
+        actor = createActor(workflowRunMachine, {
+          input: { runId: id, definition: def, budget: changes.item.budget },
+          inspect: this.#inspect,
+        });
         actor.start();
         this.#shown.set(id, actor);
       }
@@ -449,6 +452,16 @@ function idOf(view: ItemView | undefined, input: CoordinatorInput): string | und
   if (input.kind === 'create') return input.itemId;
   if (input.kind === 'result') return input.result.headers.runId;
   return view?.item.id;
+}
+
+/**
+ * A run snapshot persisted before the run held its item's budget has none in
+ * its context: it gets the item's budget back (the run decides overruns).
+ */
+function withBudget(snapshot: unknown, item: ItemRecord): unknown {
+  const snap = snapshot as { context?: { budget?: unknown } };
+  if (snap?.context === undefined || snap.context.budget !== undefined) return snapshot;
+  return { ...snap, context: { ...snap.context, budget: item.budget } };
 }
 
 function viewOf(stored: StoredItem, run: RunState | null): ItemView {
