@@ -98,7 +98,8 @@ describe('stepRun', () => {
         numRuns: 1,
         seed: it.next().value as number,
       });
-      actor.send(e!);
+      // A final run's actor is stopped and takes nothing more (XState warns on such a send); stepRun ignores it too.
+      if (actor.getSnapshot().status === 'active') actor.send(e!);
       run = stepRun(run, e!);
       const snap = actor.getSnapshot();
       expect(run.value).toBe(snap.value);
