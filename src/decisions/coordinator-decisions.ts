@@ -382,12 +382,16 @@ function create(input: Extract<CoordinatorInput, { kind: 'create' }>, env: Decis
     output: null,
     mirrored: false,
   };
-  const work = new Work({ item, hops: new Map(), run: initialRun({ runId: itemId, definition }) }, env);
+  const work = new Work(
+    { item, hops: new Map(), run: initialRun({ runId: itemId, definition, budget: input.budget }) },
+    env,
+  );
   work.audit.push({
     kind: 'item-created',
     itemId,
     actor: 'edge',
-    data: json({ workflow, taskId: input.taskId, budget: input.budget, inputParts: input.input.length }),
+    // The item's broker task is made after this commit: its id is the item row's, not the audit's.
+    data: json({ workflow, budget: input.budget, inputParts: input.input.length }),
   });
   work.event('created', null, `work item created on ${definition.id}@${definition.version}`);
   work.send({ type: 'START' });
@@ -448,6 +452,7 @@ function result(view: ItemView | undefined, result: ResultEnvelope, env: Decisio
       idempotencyKey: `${ask.continuationToken}:ask`,
       continuation: ask.continuationToken,
       askedBy: hop.id,
+      question: ask.message,
       dispatchedAt: now,
       activeSince: now,
     });
@@ -469,57 +474,51 @@ function result(view: ItemView | undefined, result: ResultEnvelope, env: Decisio
       usage: accrual.added,
       model: accrual.model,
     });
-    // A question the Coordinator does not allow is never published: its query hop fails.
+    // A question the run does not wait for is never published: its query hop fails.
     const drop = (type: string, message: string) =>
       work.updateHop({ ...query, state: 'failed', activeSince: null, finishedAt: now, error: { type, message } });
     if (!live) {
       drop('ItemEnded', `the work item is ${work.item.state}`);
       return late(work, hop);
     }
-    // An overrun ends the item before anything else is decided; otherwise the ask is governed like a hop.
-    const decision = overBudget(work)
-      ? null
-      : govern(work, {
-          stage: hop.stage,
-          role: ask.role,
-          hop: hop.hop,
-          attempt: hop.attempt,
-          approvedBy: null,
-          query: true,
-        });
-    if (decision === null) drop('BudgetExceeded', 'the work item is over its budget');
-    if (decision !== null && decision.decision !== 'allow') {
-      const reason =
-        decision.decision === 'deny' ? decision.reason : `a query cannot wait for an approval (${decision.reason})`;
-      drop('GovernanceDenied', reason);
-      work.send({
-        type: 'GOVERNANCE_DENIED',
-        hop: hop.hop,
-        reason,
-        ...(decision.decision === 'deny' ? { policy: decision.policy } : {}),
-      });
-      work.event('denied', hop.hop, `query to ${ask.role} denied: ${reason}`, { stage: hop.stage });
-    } else if (decision !== null) {
-      work.send({
-        type: 'HOP_SUSPENDED',
+    // The run takes the suspension (or ends on its usage: over budget); then the ask is governed like a hop.
+    sendUsage(work, {
+      type: 'HOP_SUSPENDED',
+      hop: hop.hop,
+      attempt: hop.attempt,
+      continuation: ask.continuationToken,
+      askedRole: ask.role,
+      usage: accrual.added,
+    });
+    if (awaitsReply(work, ask.continuationToken)) {
+      const decision = govern(work, {
+        stage: hop.stage,
+        role: ask.role,
         hop: hop.hop,
         attempt: hop.attempt,
-        continuation: ask.continuationToken,
-        askedRole: ask.role,
-        usage: accrual.added,
+        approvedBy: null,
+        query: true,
       });
+      if (decision.decision !== 'allow') {
+        const reason =
+          decision.decision === 'deny' ? decision.reason : `a query cannot wait for an approval (${decision.reason})`;
+        work.send({
+          type: 'GOVERNANCE_DENIED',
+          hop: hop.hop,
+          reason,
+          ...(decision.decision === 'deny' ? { policy: decision.policy } : {}),
+        });
+        work.event('denied', hop.hop, `query to ${ask.role} denied: ${reason}`, { stage: hop.stage });
+      }
+    }
+    if (!awaitsReply(work, ask.continuationToken)) {
+      const failure = work.ctx?.failure ?? null;
+      if (failure?.code === 'BUDGET_EXCEEDED') drop('BudgetExceeded', failure.reason);
+      else if (failure?.code === 'GOVERNANCE_DENIED') drop('GovernanceDenied', failure.reason);
+      else drop('RunRefused', `the run does not wait for this answer (it is ${work.run?.value ?? 'ended'})`);
+    } else {
       // The question goes out from the outbox, in this transaction, like every other hop.
-      const start: StartBody = {
-        role: ask.role,
-        taskId: hop.id,
-        runId: work.item.id,
-        hop: hop.hop,
-        attempt: 1,
-        idempotencyKey: query.idempotencyKey,
-        askedBy: { role: hop.role, continuationToken: ask.continuationToken, taskId: hop.id, hop: hop.hop },
-        message: ask.message,
-      };
-      work.outbox.push({ kind: 'start', body: start });
+      work.outbox.push({ kind: 'start', body: queryBody(work, query, hop, ask.message) });
       work.audit.push({
         kind: 'dispatch',
         itemId: work.item.id,
@@ -559,9 +558,7 @@ function result(view: ItemView | undefined, result: ResultEnvelope, env: Decisio
       model: accrual.model,
     });
     if (!live) return late(work, hop);
-    if (!overBudget(work)) {
-      work.send({ type: 'HOP_SUCCEEDED', hop: hop.hop, attempt: hop.attempt, usage: accrual.added });
-    }
+    sendUsage(work, { type: 'HOP_SUCCEEDED', hop: hop.hop, attempt: hop.attempt, usage: accrual.added });
   } else {
     const error = result.error ?? { type: 'InvalidResult', message: `a ${result.outcome} result without its fields` };
     next = { ...next, state: 'failed', finishedAt: now, error };
@@ -589,26 +586,44 @@ function result(view: ItemView | undefined, result: ResultEnvelope, env: Decisio
       model: accrual.model,
     });
     if (!live) return late(work, hop);
-    if (!overBudget(work)) {
-      const policy = retryPolicyOf(work.run!.context.definition, hop.stage);
-      const spent = policy.maximumAttempts !== 0 && (result.deliveries ?? 1) >= policy.maximumAttempts;
-      const final = policy.nonRetryableErrorTypes.includes(error.type) || !spent ? 'non-retryable' : 'exhausted';
-      work.send({
-        type: 'HOP_FAILED',
-        hop: hop.hop,
-        attempt: hop.attempt,
-        errorType: error.type.slice(0, 128),
-        message: error.message.slice(0, 2000),
-        final,
-        usage: accrual.added,
-      });
-    }
+    // The worker's bus already retried the hop: the run decides whether its retries were spent.
+    sendUsage(work, {
+      type: 'HOP_FAILED',
+      hop: hop.hop,
+      attempt: hop.attempt,
+      errorType: error.type.slice(0, 128),
+      message: error.message.slice(0, 2000),
+      deliveries: result.deliveries ?? 1,
+      usage: accrual.added,
+    });
   }
   drive(work);
   return work.finish('applied', false);
 }
 
+/** The publish of a query: the same body (and idempotency key) each time it is published. */
+function queryBody(work: Work, query: HopRecord, asking: HopRecord, question: WorkMessage): StartBody {
+  const continuationToken = query.continuation!;
+  return {
+    role: query.role,
+    taskId: asking.id,
+    runId: work.item.id,
+    hop: asking.hop,
+    attempt: 1,
+    idempotencyKey: query.idempotencyKey,
+    askedBy: { role: asking.role, continuationToken, taskId: asking.id, hop: asking.hop },
+    message: question,
+  };
+}
+
 function answer(work: Work, result: ResultEnvelope, query: HopRecord, now: number): Decision {
+  if (!takeAnswer(work, result, query, now)) return late(work, query);
+  drive(work);
+  return work.finish('applied', false);
+}
+
+/** Records a query's answer (or failure) and resumes the hop that asked: false when nothing waits for it. */
+function takeAnswer(work: Work, result: ResultEnvelope, query: HopRecord, now: number): boolean {
   const accrual = accrue(query, work.item, result.usage, now);
   work.item = accrual.item;
   work.usage.push(accrual.row);
@@ -644,13 +659,10 @@ function answer(work: Work, result: ResultEnvelope, query: HopRecord, now: numbe
     ctx.directive.kind !== 'await-reply' ||
     ctx.directive.continuation !== query.continuation
   ) {
-    return late(work, query);
+    return false;
   }
-  if (!overBudget(work)) {
-    work.send({ type: 'HOP_RESUMED', hop: query.hop, continuation: query.continuation!, usage: accrual.added });
-  }
-  drive(work);
-  return work.finish('applied', false);
+  sendUsage(work, { type: 'HOP_RESUMED', hop: query.hop, continuation: query.continuation!, usage: accrual.added });
+  return true;
 }
 
 function late(work: Work, hop: HopRecord): Decision {
@@ -679,22 +691,25 @@ function costRow(hop: HopRecord, added: HopRecord['usage'], model: string): Audi
   };
 }
 
-/** Fails the item when its usage is over its budget (strictly): true when it did. */
-function overBudget(work: Work): boolean {
-  const budget = work.item.budget;
-  if (budget === null) return false;
-  const u = work.item.usage;
-  const tokens = u.inputTokens + u.outputTokens;
-  const over: string[] = [];
-  if (budget.maxTokens !== undefined && tokens > budget.maxTokens) over.push(`${tokens} of ${budget.maxTokens} tokens`);
-  if (budget.maxCostUsd !== undefined && u.costUsd > budget.maxCostUsd) {
-    over.push(`${u.costUsd} of ${budget.maxCostUsd} USD`);
-  }
-  if (over.length === 0) return false;
-  const reason = `budget exceeded: ${over.join(', ')}`;
-  work.send({ type: 'BUDGET_EXCEEDED', reason });
-  work.event('budget-exceeded', work.item.hop, reason);
-  return true;
+/**
+ * Sends the run an event that carries a hop's usage. The run decides
+ * whether that usage takes the item over its budget (and then fails it,
+ * `BUDGET_EXCEEDED`); this writes down that it did.
+ */
+function sendUsage(work: Work, event: WorkflowRunEvent): void {
+  const before = work.run?.value;
+  work.send(event);
+  const run = work.run;
+  if (run === null || before === run.value || run.context.failure?.code !== 'BUDGET_EXCEEDED') return;
+  work.event('budget-exceeded', work.item.hop, run.context.failure.reason);
+}
+
+/** Whether the run waits for the answer to the question asked under `continuation`. */
+function awaitsReply(work: Work, continuation: string): boolean {
+  const run = work.run;
+  if (run === null || run.value !== 'suspended') return false;
+  const d = run.context.directive;
+  return d.kind === 'await-reply' && d.continuation === continuation;
 }
 
 // --------------------------------------------------------------- directives
@@ -862,7 +877,6 @@ function startBody(work: Work, record: HopRecord, delayMs: number): StartBody {
       metadata: {
         [SWITCHBOARD_METADATA_KEY]: {
           itemId: item.id,
-          parentTaskId: item.taskId,
           hopId: record.id,
           workflow: `${ctx.workflow.id}@${ctx.workflow.version}`,
           stage,
@@ -912,7 +926,11 @@ function timer(view: ItemView | undefined, env: DecisionEnv): Decision {
   }
   let changed = false;
   for (const hop of [...work.hops.values()]) {
-    if (hop.kind !== 'stage' || hop.state !== 'dispatched' || hop.activeSince === null) continue;
+    if (hop.state !== 'dispatched' || hop.activeSince === null) continue;
+    if (hop.kind === 'query') {
+      if (queryTimedOut(work, hop)) changed = true;
+      continue;
+    }
     const timeout = def.stages[hop.stage]?.timeout;
     if (timeout === undefined || now < hop.activeSince + timeout * (hop.timeouts + 1)) continue;
     changed = true;
@@ -961,21 +979,102 @@ function timer(view: ItemView | undefined, env: DecisionEnv): Decision {
       costRow(failed, accrual.added, accrual.model),
     );
     work.event('hop-failed', hop.hop, `failed: HopTimedOut: ${message}`, { stage: hop.stage, role: hop.role });
-    if (!overBudget(work)) {
-      work.send({
-        type: 'HOP_FAILED',
-        hop: hop.hop,
-        attempt: hop.attempt,
-        errorType: 'HopTimedOut',
-        message,
-        final: 'exhausted',
-        usage: accrual.added,
-      });
-    }
+    sendUsage(work, {
+      type: 'HOP_FAILED',
+      hop: hop.hop,
+      attempt: hop.attempt,
+      errorType: 'HopTimedOut',
+      message,
+      final: 'exhausted',
+      usage: accrual.added,
+    });
   }
   if (!changed) return unchanged(view, 'applied');
   drive(work);
   return work.finish('applied', false);
+}
+
+/**
+ * A query out longer than the asking stage's `timeout`: re-published under
+ * the same idempotency key, once per timeout, until the asking stage's retry
+ * policy's `maximumAttempts` is spent; then it fails (`HopTimedOut`) and the
+ * hop that asked resumes with that failure as its answer. Audited
+ * (`timeout`, `what: "query"`). True when it did either.
+ */
+function queryTimedOut(work: Work, query: HopRecord): boolean {
+  const def = work.run!.context.definition;
+  const now = work.env.now;
+  const timeout = def.stages[query.stage]?.timeout;
+  if (timeout === undefined || query.activeSince === null) return false;
+  if (now < query.activeSince + timeout * (query.timeouts + 1)) return false;
+  const asking = query.askedBy === null ? undefined : work.hops.get(query.askedBy);
+  if (asking === undefined || query.continuation === null) return false;
+  const timeouts = query.timeouts + 1;
+  const policy = retryPolicyOf(def, query.stage);
+  const base = {
+    hopId: query.id,
+    askedBy: asking.id,
+    stage: query.stage,
+    role: query.role,
+    timeoutMs: timeout,
+    timeouts,
+  };
+  const canRepublish = policy.maximumAttempts === 0 || timeouts < policy.maximumAttempts;
+  if (canRepublish && query.question !== null) {
+    work.updateHop({ ...query, timeouts });
+    work.outbox.push({ kind: 'start', body: queryBody(work, query, asking, query.question) });
+    work.audit.push({
+      kind: 'timeout',
+      itemId: work.item.id,
+      hop: query.hop,
+      actor: COORDINATOR_ACTOR,
+      data: json({ what: 'query', ...base, action: 'republished', idempotencyKey: query.idempotencyKey }),
+    });
+    work.event(
+      'timed-out',
+      query.hop,
+      `query to ${query.role} out longer than ${timeout} ms: re-published (${timeouts})`,
+      {
+        stage: query.stage,
+        role: query.role,
+      },
+    );
+    return true;
+  }
+  const message =
+    query.question === null
+      ? `out longer than ${timeout} ms, and its question was not kept to publish it again`
+      : `out longer than ${timeout} ms ${timeouts} times: the retry policy of stage ${query.stage} allows ${policy.maximumAttempts}`;
+  work.audit.push({
+    kind: 'timeout',
+    itemId: work.item.id,
+    hop: query.hop,
+    actor: COORDINATOR_ACTOR,
+    data: json({ what: 'query', ...base, action: 'failed' }),
+  });
+  work.event('timed-out', query.hop, `query to ${query.role} failed: HopTimedOut: ${message}`, {
+    stage: query.stage,
+    role: query.role,
+  });
+  // The hop that asked resumes with the failure as its answer, as with a query that failed.
+  const failure: ResultEnvelope = {
+    kind: 'result',
+    headers: {
+      taskId: asking.id,
+      runId: work.item.id,
+      hop: asking.hop,
+      attempt: 1,
+      idempotencyKey: query.idempotencyKey,
+      askedBy: { role: asking.role, continuationToken: query.continuation, taskId: asking.id, hop: asking.hop },
+    },
+    role: query.role,
+    outcome: 'failed',
+    parts: [],
+    artifacts: [],
+    error: { type: 'HopTimedOut', message },
+  };
+  takeAnswer(work, failure, { ...query, timeouts }, now);
+  return true;
 }
 
 function resume(work: Work, continuation: string): void {

@@ -1,6 +1,7 @@
 import { type Actor, type InspectionEvent, type Observer, type Snapshot, assign, createActor, setup } from 'xstate';
 import { WorkflowError } from '../protocol/workflow-error.js';
 import { checkWorkflowDefinition, formatPath } from '../workflow/definition.js';
+import type { ItemBudget } from '../workflow/records.js';
 import {
   WORKFLOW_RUN_STATES,
   type WorkflowDefinition,
@@ -30,6 +31,8 @@ export interface WorkflowRunInput {
   runId: string;
   /** A definition checked by `parseWorkflowDefinition`. */
   definition: WorkflowDefinition;
+  /** What the work item may spend (default: no bound). */
+  budget?: ItemBudget | null;
 }
 
 type EventConfig = {
@@ -101,7 +104,7 @@ export const workflowRunMachine = setup({
 }).createMachine({
   id: 'workflow-run',
   initial: 'pending',
-  context: ({ input }) => initialRunContext(input.runId, input.definition),
+  context: ({ input }) => initialRunContext(input.runId, input.definition, input.budget ?? null),
   states,
 });
 
@@ -122,7 +125,7 @@ export interface RunState {
 
 /** The run a new work item starts in (`pending`), as the machine's initial snapshot holds it. */
 export function initialRun(input: WorkflowRunInput): RunState {
-  return { value: 'pending', context: initialRunContext(input.runId, input.definition) };
+  return { value: 'pending', context: initialRunContext(input.runId, input.definition, input.budget ?? null) };
 }
 
 /**

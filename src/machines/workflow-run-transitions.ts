@@ -1,4 +1,5 @@
 import { type NoRetryReason, decideRetry } from '../protocol/retry-policy.js';
+import type { RetryPolicy } from '../protocol/work-envelope.js';
 import {
   type NextRule,
   type RunUsage,
@@ -11,6 +12,8 @@ import {
   addRunUsage,
 } from '../protocol/workflow.js';
 import { stageRetryPolicy } from '../workflow/definition.js';
+import { budgetStatus } from '../workflow/governance.js';
+import type { ItemBudget } from '../workflow/records.js';
 
 /**
  * The WorkflowRun's rules as data and pure functions: which event moves a
@@ -113,6 +116,13 @@ export interface WorkflowRunContext {
   approvedBy: string | null;
   /** Accrued over every accepted hop result. */
   usage: RunUsage;
+  /**
+   * What the work item may spend (`null`: no bound). An event whose usage
+   * takes `usage` over it fails the run (`BUDGET_EXCEEDED`). A snapshot
+   * persisted before the run held its budget has none: whoever restores it
+   * puts the item's budget back.
+   */
+  budget: ItemBudget | null;
   directive: RunDirective;
   failure: RunFailure | null;
   cancellation: { by: string | null; reason: string | null } | null;
@@ -156,7 +166,25 @@ export function routeStart(def: WorkflowDefinition): Route {
 
 export type HopOutcomeReport =
   | { outcome: 'succeeded' }
-  | { outcome: 'failed'; errorType: string; message?: string | undefined; final?: NoRetryReason | undefined };
+  | {
+      outcome: 'failed';
+      errorType: string;
+      message?: string | undefined;
+      final?: NoRetryReason | undefined;
+      /** Deliveries the worker's bus already made of the hop: the failure is final (see `finalAfterDeliveries`). */
+      deliveries?: number | undefined;
+    };
+
+/**
+ * Why a failure the worker's bus already retried (`deliveries` times) is
+ * final: `exhausted` when the stage's policy's `maximumAttempts` deliveries
+ * were spent on a retryable error type, `non-retryable` otherwise (an error
+ * type the policy does not retry, or a dead-letter for another reason).
+ */
+export function finalAfterDeliveries(policy: RetryPolicy, errorType: string, deliveries: number): NoRetryReason {
+  const spent = policy.maximumAttempts !== 0 && deliveries >= policy.maximumAttempts;
+  return policy.nonRetryableErrorTypes.includes(errorType) || !spent ? 'non-retryable' : 'exhausted';
+}
 
 /**
  * Where the current hop's outcome leads, decided from the definition alone:
@@ -175,11 +203,11 @@ export function routeOutcome(ctx: WorkflowRunContext, report: HopOutcomeReport):
   }
   let retryWhy: NoRetryReason | null = null;
   if (report.outcome === 'failed') {
-    const retry = decideRetry(stageRetryPolicy(def, stageName), {
-      attempt: ctx.attempt,
-      errorType: report.errorType,
-      final: report.final,
-    });
+    const policy = stageRetryPolicy(def, stageName);
+    const final =
+      report.final ??
+      (report.deliveries === undefined ? undefined : finalAfterDeliveries(policy, report.errorType, report.deliveries));
+    const retry = decideRetry(policy, { attempt: ctx.attempt, errorType: report.errorType, final });
     if (retry.retry) return { kind: 'retry', attempt: retry.nextAttempt, delayMs: retry.delayMs };
     retryWhy = retry.why;
   }
@@ -227,8 +255,19 @@ function describeOutcome(report: HopOutcomeReport): string {
   return report.message ? `${report.errorType}: ${report.message}` : report.errorType;
 }
 
-/** A condition a transition row holds under; all are pure functions of the context and the event. */
-export type RunCondition = 'always' | 'current-hop' | 'current-continuation' | 'named-approver' | `route:${RouteKind}`;
+/**
+ * A condition a transition row holds under; all are pure functions of the
+ * context and the event. `over-budget`: the event is the current hop's
+ * (its continuation's, for a resume) and the usage it brings takes the run
+ * over its budget.
+ */
+export type RunCondition =
+  | 'always'
+  | 'current-hop'
+  | 'current-continuation'
+  | 'named-approver'
+  | 'over-budget'
+  | `route:${RouteKind}`;
 
 /** What an accepted transition does to the context. */
 export type RunEffect =
@@ -279,8 +318,12 @@ export const WORKFLOW_RUN_TRANSITIONS: readonly WorkflowRunTransition[] = Object
   ...routed('pending', 'START'),
   { from: 'pending', event: 'CANCEL', when: 'always', to: 'canceled', effect: 'cancel' },
 
+  // A hop's usage that takes the run over its budget ends it, before anything else of the event is decided.
+  { from: 'running', event: 'HOP_SUCCEEDED', when: 'over-budget', to: 'failed', effect: 'budget-exceeded' },
   ...routed('running', 'HOP_SUCCEEDED'),
+  { from: 'running', event: 'HOP_FAILED', when: 'over-budget', to: 'failed', effect: 'budget-exceeded' },
   ...routed('running', 'HOP_FAILED'),
+  { from: 'running', event: 'HOP_SUSPENDED', when: 'over-budget', to: 'failed', effect: 'budget-exceeded' },
   { from: 'running', event: 'HOP_SUSPENDED', when: 'current-hop', to: 'suspended', effect: 'suspend' },
   {
     from: 'running',
@@ -290,13 +333,11 @@ export const WORKFLOW_RUN_TRANSITIONS: readonly WorkflowRunTransition[] = Object
     effect: 'require-approval',
   },
   { from: 'running', event: 'GOVERNANCE_DENIED', when: 'current-hop', to: 'failed', effect: 'governance-deny' },
-  { from: 'running', event: 'BUDGET_EXCEEDED', when: 'always', to: 'failed', effect: 'budget-exceeded' },
   { from: 'running', event: 'DEADLINE_EXCEEDED', when: 'always', to: 'failed', effect: 'deadline-exceeded' },
   { from: 'running', event: 'CANCEL', when: 'always', to: 'canceled', effect: 'cancel' },
 
   { from: 'awaiting-approval', event: 'APPROVED', when: 'named-approver', to: 'running', effect: 'approve' },
   { from: 'awaiting-approval', event: 'DENIED', when: 'named-approver', to: 'failed', effect: 'deny' },
-  { from: 'awaiting-approval', event: 'BUDGET_EXCEEDED', when: 'always', to: 'failed', effect: 'budget-exceeded' },
   {
     from: 'awaiting-approval',
     event: 'DEADLINE_EXCEEDED',
@@ -306,8 +347,10 @@ export const WORKFLOW_RUN_TRANSITIONS: readonly WorkflowRunTransition[] = Object
   },
   { from: 'awaiting-approval', event: 'CANCEL', when: 'always', to: 'canceled', effect: 'cancel' },
 
+  { from: 'suspended', event: 'HOP_RESUMED', when: 'over-budget', to: 'failed', effect: 'budget-exceeded' },
   { from: 'suspended', event: 'HOP_RESUMED', when: 'current-continuation', to: 'running', effect: 'resume' },
-  { from: 'suspended', event: 'BUDGET_EXCEEDED', when: 'always', to: 'failed', effect: 'budget-exceeded' },
+  // The suspended hop's question, refused by governance.
+  { from: 'suspended', event: 'GOVERNANCE_DENIED', when: 'current-hop', to: 'failed', effect: 'governance-deny' },
   { from: 'suspended', event: 'DEADLINE_EXCEEDED', when: 'always', to: 'failed', effect: 'deadline-exceeded' },
   { from: 'suspended', event: 'CANCEL', when: 'always', to: 'canceled', effect: 'cancel' },
 ] satisfies WorkflowRunTransition[]);
@@ -320,9 +363,31 @@ function isCurrentHop(ctx: WorkflowRunContext, event: WorkflowRunEvent): boolean
 function outcomeOf(event: WorkflowRunEvent): HopOutcomeReport | null {
   if (event.type === 'HOP_SUCCEEDED') return { outcome: 'succeeded' };
   if (event.type === 'HOP_FAILED') {
-    return { outcome: 'failed', errorType: event.errorType, message: event.message, final: event.final };
+    return {
+      outcome: 'failed',
+      errorType: event.errorType,
+      message: event.message,
+      final: event.final,
+      deliveries: event.deliveries,
+    };
   }
   return null;
+}
+
+/** Why a usage is strictly over a budget (`budgetStatus` exceeded), or `null` when it is not. */
+function budgetOverrun(budget: ItemBudget | null, usage: RunUsage): string | null {
+  if (budget === null) return null;
+  const status = budgetStatus(budget, usage);
+  return status?.state === 'exceeded' ? status.reason : null;
+}
+
+function isCurrentContinuation(ctx: WorkflowRunContext, event: WorkflowRunEvent): boolean {
+  return (
+    event.type === 'HOP_RESUMED' &&
+    event.hop === ctx.hop &&
+    ctx.directive.kind === 'await-reply' &&
+    ctx.directive.continuation === event.continuation
+  );
 }
 
 /** The route an event takes from the context (`null` for events that are not routed). */
@@ -340,12 +405,11 @@ export function conditionHolds(ctx: WorkflowRunContext, event: WorkflowRunEvent,
     case 'current-hop':
       return isCurrentHop(ctx, event);
     case 'current-continuation':
-      return (
-        event.type === 'HOP_RESUMED' &&
-        event.hop === ctx.hop &&
-        ctx.directive.kind === 'await-reply' &&
-        ctx.directive.continuation === event.continuation
-      );
+      return isCurrentContinuation(ctx, event);
+    case 'over-budget': {
+      const current = event.type === 'HOP_RESUMED' ? isCurrentContinuation(ctx, event) : isCurrentHop(ctx, event);
+      return current && budgetOverrun(ctx.budget ?? null, accrue(ctx, event)) !== null;
+    }
     case 'named-approver': {
       if ((event.type !== 'APPROVED' && event.type !== 'DENIED') || ctx.directive.kind !== 'await-approval')
         return false;
@@ -514,8 +578,8 @@ function effectChanges(
       if (event.type !== 'GOVERNANCE_DENIED') return {};
       return fail(ctx, 'GOVERNANCE_DENIED', event.policy ? `${event.policy}: ${event.reason}` : event.reason);
     case 'budget-exceeded':
-      if (event.type !== 'BUDGET_EXCEEDED') return {};
-      return fail(ctx, 'BUDGET_EXCEEDED', event.reason);
+      // The context's usage has the event's usage in it already.
+      return fail(ctx, 'BUDGET_EXCEEDED', budgetOverrun(ctx.budget ?? null, ctx.usage) ?? 'budget exceeded');
     case 'deadline-exceeded':
       if (event.type !== 'DEADLINE_EXCEEDED') return {};
       return fail(ctx, 'DEADLINE_EXCEEDED', event.reason);
@@ -526,7 +590,11 @@ function effectChanges(
 }
 
 /** The context of a run that has not started. */
-export function initialRunContext(runId: string, definition: WorkflowDefinition): WorkflowRunContext {
+export function initialRunContext(
+  runId: string,
+  definition: WorkflowDefinition,
+  budget: ItemBudget | null = null,
+): WorkflowRunContext {
   return {
     runId,
     workflow: { id: definition.id, version: definition.version },
@@ -538,6 +606,7 @@ export function initialRunContext(runId: string, definition: WorkflowDefinition)
     traversals: {},
     approvedBy: null,
     usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, elapsedMs: 0 },
+    budget,
     directive: { kind: 'start' },
     failure: null,
     cancellation: null,

@@ -209,6 +209,14 @@ export const WorkflowRunEventSchema = z.discriminatedUnion('type', [
      * it, the stage's retry policy decides.
      */
     final: z.enum(['non-retryable', 'exhausted']).optional(),
+    /**
+     * Set when the hop's worker already retried it (the bus counted its
+     * deliveries and dead-lettered it): the failure is final, and the run
+     * tells which way from the stage's retry policy: `exhausted` when its
+     * `maximumAttempts` deliveries were spent on a retryable error type,
+     * `non-retryable` otherwise. `final`, when also set, wins.
+     */
+    deliveries: z.number().int().min(1).optional(),
     usage: RunUsageSchema.optional(),
   }),
   z.strictObject({
@@ -242,7 +250,6 @@ export const WorkflowRunEventSchema = z.discriminatedUnion('type', [
     reason: ReasonSchema,
     policy: z.string().min(1).max(128).optional(),
   }),
-  z.strictObject({ type: z.literal('BUDGET_EXCEEDED'), reason: ReasonSchema }),
   z.strictObject({ type: z.literal('DEADLINE_EXCEEDED'), reason: ReasonSchema }),
   z.strictObject({
     type: z.literal('CANCEL'),

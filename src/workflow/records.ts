@@ -1,6 +1,7 @@
 import type { ItemOutput } from '../protocol/item-output.js';
 import type { AuditEntryInput } from '../protocol/audit.js';
 import type { Part } from '../protocol/parts.js';
+import type { WorkMessage } from '../protocol/work-envelope.js';
 import { type RunUsage, type WorkflowRunState, ZERO_RUN_USAGE } from '../protocol/workflow.js';
 
 /**
@@ -96,6 +97,8 @@ export interface HopRecord {
   error: { type: string; message: string } | null;
   /** For an answered query: the answer's result envelope (what resumes the hop that asked). */
   reply: unknown;
+  /** For a query: the question as it was published (re-published as is when it times out). */
+  question: WorkMessage | null;
   dispatchedAt: number;
   /** When the hop last started running (null while it is suspended or done). */
   activeSince: number | null;
@@ -120,7 +123,8 @@ export type DispatchedHop = Pick<
   | 'askedBy'
   | 'dispatchedAt'
   | 'activeSince'
->;
+> &
+  Partial<Pick<HopRecord, 'question'>>;
 
 /** A hop (stage hop or query) as it is dispatched: the one place a `HopRecord` is made whole. */
 export function dispatchedHop(hop: DispatchedHop): HopRecord {
@@ -142,6 +146,7 @@ export function dispatchedHop(hop: DispatchedHop): HopRecord {
     usage: { ...ZERO_RUN_USAGE },
     error: null,
     reply: null,
+    question: hop.question ?? null,
     dispatchedAt: hop.dispatchedAt,
     activeSince: hop.activeSince,
     finishedAt: null,

@@ -55,6 +55,37 @@ describe('restoring work items on open', () => {
     expect(second.get(ids[0]!)?.mirrored).toBe(true);
     expect(second.audit.verifyChain().ok).toBe(true);
   });
+
+  it("a run snapshot persisted before runs held their budget gets the item's budget back: the run still decides overruns", async () => {
+    dir = tempDir();
+    const path = join(dir, 'switchboard.db');
+    const first = await start(path);
+    const id = await first.createWorkItem({ workflow: 'dev-sdlc', input: 'One', budget: { maxTokens: 1_000_000 } });
+    await until(() => first.get(id)?.state === 'awaiting-approval', 10_000, 'the gate');
+    await first.mirrored();
+    const spent = first.get(id)!.usage;
+    await first.close();
+    open.splice(0);
+    // As an earlier Coordinator wrote it: no budget in the run's context. The item's budget: one token left.
+    const side = openDatabase(path);
+    const left = spent.inputTokens + spent.outputTokens + 1;
+    side
+      .prepare(
+        "UPDATE coord_items SET run_snapshot = json_remove(run_snapshot, '$.context.budget'), budget = ? WHERE id = ?",
+      )
+      .run(JSON.stringify({ maxTokens: left }), id);
+    const row = side.prepare('SELECT run_snapshot FROM coord_items WHERE id = ?').get(id) as { run_snapshot: string };
+    expect(JSON.parse(row.run_snapshot).context).not.toHaveProperty('budget');
+    side.close();
+
+    const second = await start(path);
+    expect(second.restored.items).toEqual([id]);
+    await second.approve(id, 'release-manager');
+    const final = await second.settled(id);
+    expect(final.state).toBe('failed');
+    expect(final.failure).toMatchObject({ code: 'BUDGET_EXCEEDED', stage: 'devops' });
+    expect(final.failure?.reason).toMatch(new RegExp(`budget exceeded: \\d+ of ${left} tokens`));
+  });
 });
 
 describe('a file of an earlier Coordinator schema', () => {

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { REPLY_METADATA_KEY } from '../../src/bus/reply-routing.js';
 import type { Delivery } from '../../src/bus/work-queue.js';
 import { openDatabase } from '../../src/persistence/kernel/database.js';
-import { RESULTS_ROLE, type WorkEnvelope } from '../../src/protocol/work-envelope.js';
+import { RESULTS_ROLE, type ResultEnvelope, type WorkEnvelope } from '../../src/protocol/work-envelope.js';
 import type { WorkflowDefinitionInput } from '../../src/protocol/workflow.js';
 import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
 import { type Fixture, openFixture, until } from './helpers.js';
@@ -130,6 +131,144 @@ describe('stage timeouts and item deadlines', () => {
     );
     await until(() => (coordinator.get(id)?.usage.costUsd ?? 0) > 0, 5_000, 'the late cost');
     expect(coordinator.get(id)).toMatchObject({ state: 'failed', failure: { code: 'DEADLINE_EXCEEDED' } });
+    expect(coordinator.audit.verifyChain().ok).toBe(true);
+  });
+
+  /** A hop of `timed` that suspends asking `expert`; returns its work and the question's token. */
+  async function suspendAsking(timeout: number, maximumAttempts: number) {
+    const def = definition({}, { timeout, retry: { maximumAttempts } });
+    f = await openFixture({
+      definitions: [def],
+      deployments: {},
+      timerIntervalMs: 20,
+      allowedRoles: ['worker', 'expert'],
+    });
+    const fx = f;
+    const { coordinator } = fx;
+    const id = await coordinator.createWorkItem({ workflow: 'timed', input: 'ask someone' });
+    const work = await take(fx, 'worker');
+    const token = `tok-${id}`;
+    const question = { role: 'agent' as const, parts: [{ kind: 'text' as const, text: 'which way?' }] };
+    const suspension: ResultEnvelope = {
+      kind: 'result',
+      headers: work.envelope.headers,
+      role: 'worker',
+      outcome: 'suspended',
+      parts: [],
+      artifacts: [],
+      usage: { inputTokens: 10, outputTokens: 1, costUsd: 0.01, model: 'm' },
+      ask: { role: 'expert', continuationToken: token, message: question },
+    };
+    await coordinator.bus.publish(RESULTS_ROLE, suspension, { idempotencyKey: `${id}:suspend` });
+    await coordinator.bus.ack(work);
+    return { fx, coordinator, id, work, token, question };
+  }
+
+  /** Completes the hop that asked once its resume comes; returns the resume's message. */
+  async function completeResumed(fx: Fixture, id: string, work: WorkEnvelope) {
+    const resumed = await take(fx, 'worker');
+    expect(resumed.envelope.headers.continuationToken).toBe(`tok-${id}`);
+    await fx.coordinator.bus.publish(
+      RESULTS_ROLE,
+      {
+        kind: 'result',
+        headers: work.headers,
+        role: 'worker',
+        outcome: 'completed',
+        parts: [{ kind: 'text', text: 'went on' }],
+        artifacts: [],
+        usage: { inputTokens: 1, outputTokens: 1, costUsd: 0.001, model: 'm' },
+      },
+      { idempotencyKey: `${id}:final` },
+    );
+    await fx.coordinator.bus.ack(resumed);
+    return resumed.envelope.message;
+  }
+
+  it("a query whose message was lost is re-published under the same key by the asking stage's timeout", async () => {
+    const { fx, coordinator, id, work, token, question } = await suspendAsking(500, 3);
+    await until(async () => (await coordinator.bus.stats('expert')).depth === 1, 5_000, 'the question queued');
+    expect(coordinator.hops(id).map((h) => `${h.kind}:${h.state}`)).toEqual(['stage:suspended', 'query:dispatched']);
+    // The question is lost (as when a Redis server restarts empty).
+    const side = openDatabase(fx.path);
+    side.prepare("DELETE FROM bus_jobs WHERE role = 'expert'").run();
+    side.close();
+    const asked = await take(fx, 'expert');
+    expect(asked.envelope.message).toEqual(question);
+    expect(asked.envelope.headers).toMatchObject({
+      runId: id,
+      idempotencyKey: `${token}:ask`,
+      askedBy: { role: 'worker', continuationToken: token, hop: 1 },
+    });
+    await coordinator.bus.publish(
+      RESULTS_ROLE,
+      {
+        kind: 'result',
+        headers: asked.envelope.headers,
+        role: 'expert',
+        outcome: 'completed',
+        parts: [{ kind: 'text', text: 'left' }],
+        artifacts: [],
+        usage: { inputTokens: 5, outputTokens: 1, costUsd: 0.02, model: 'm' },
+      },
+      { idempotencyKey: `${token}:answer` },
+    );
+    await coordinator.bus.ack(asked);
+    const resumed = await completeResumed(fx, id, work.envelope);
+    expect(resumed.parts).toEqual([{ kind: 'text', text: 'left' }]);
+    const final = await coordinator.settled(id);
+    expect(final.state).toBe('completed');
+    const audit = coordinator.audit.list({ itemId: id });
+    const timeouts = audit.filter((r) => r.kind === 'timeout' && r.data.what === 'query');
+    expect(timeouts.length).toBeGreaterThanOrEqual(1);
+    expect(timeouts[0]!.data).toMatchObject({
+      action: 'republished',
+      role: 'expert',
+      stage: 'work',
+      timeoutMs: 500,
+      timeouts: 1,
+      idempotencyKey: `${token}:ask`,
+    });
+    // Applied once: one query, answered once, one resume.
+    expect(coordinator.hops(id).map((h) => `${h.kind}:${h.state}`)).toEqual(['stage:completed', 'query:completed']);
+    expect(audit.filter((r) => r.kind === 'resume')).toHaveLength(1);
+    expect(audit.filter((r) => r.kind === 'result' && r.data.kind === 'query')).toHaveLength(1);
+    expect(final.usage.costUsd).toBeCloseTo(0.031, 10);
+    expect(coordinator.audit.verifyChain().ok).toBe(true);
+  });
+
+  it("a query never answered fails by the asking stage's retry policy (HopTimedOut) and resumes the asker with the failure", async () => {
+    const { fx, coordinator, id, work, token } = await suspendAsking(400, 2);
+    const resumed = await completeResumed(fx, id, work.envelope);
+    expect(resumed.metadata).toMatchObject({
+      [REPLY_METADATA_KEY]: { role: 'expert', outcome: 'failed', error: { type: 'HopTimedOut' } },
+    });
+    const final = await coordinator.settled(id);
+    expect(final.state).toBe('completed');
+    const query = coordinator.hops(id).find((h) => h.kind === 'query')!;
+    expect(query).toMatchObject({ state: 'failed', timeouts: 2, error: { type: 'HopTimedOut' } });
+    const timeouts = coordinator.audit.list({ itemId: id }).filter((r) => r.kind === 'timeout');
+    expect(timeouts.map((r) => [r.data.what, r.data.action])).toEqual([
+      ['query', 'republished'],
+      ['query', 'failed'],
+    ]);
+    // An answer after the failure changes nothing.
+    const asked = await take(fx, 'expert');
+    await coordinator.bus.publish(
+      RESULTS_ROLE,
+      {
+        kind: 'result',
+        headers: asked.envelope.headers,
+        role: 'expert',
+        outcome: 'completed',
+        parts: [{ kind: 'text', text: 'too late' }],
+        artifacts: [],
+      },
+      { idempotencyKey: `${token}:late` },
+    );
+    await coordinator.mirrored();
+    await until(async () => (await coordinator.bus.stats(RESULTS_ROLE)).depth === 0, 5_000, 'the late answer read');
+    expect(coordinator.hops(id).find((h) => h.kind === 'query')?.state).toBe('failed');
     expect(coordinator.audit.verifyChain().ok).toBe(true);
   });
 

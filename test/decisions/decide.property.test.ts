@@ -275,6 +275,30 @@ describe('decide: the Coordinator decisions against a reference model', () => {
         expect(nowHops.some((x) => x.stage === 'c' && x.kind === 'stage' && x.state === 'completed')).toBe(true);
       }
 
+      // Reference: the run weighs usage against the budget. A live item is never over it; the decision
+      // that took a live item over it failed the item (BUDGET_EXCEEDED, with its event), whatever the result.
+      const micros = (x: number) => Math.round(x * 1e6);
+      const over = maxCost !== null && micros(view.item.usage.costUsd) > maxCost * 1000;
+      if (view.item.finishedAt === null) expect(over).toBe(false);
+      if (live && over) {
+        expect(view.item.failure?.code).toBe('BUDGET_EXCEEDED');
+        expect(d.events.filter((e) => e.kind === 'budget-exceeded')).toHaveLength(1);
+        // A question asked by the result that overran is never published.
+        const dropped = nowHops.filter((x) => x.kind === 'query' && !before.hops.has(x.id));
+        for (const q of dropped) expect(q).toMatchObject({ state: 'failed', error: { type: 'BudgetExceeded' } });
+      } else {
+        expect(d.events.filter((e) => e.kind === 'budget-exceeded')).toEqual([]);
+      }
+      // The run's usage is the item's while it lives (the run decides on what the item spent).
+      if (view.run !== null) {
+        const u = view.run.context.usage;
+        expect([u.inputTokens, u.outputTokens, micros(u.costUsd)]).toEqual([
+          view.item.usage.inputTokens,
+          view.item.usage.outputTokens,
+          micros(view.item.usage.costUsd),
+        ]);
+      }
+
       // Terminal items never move.
       if (ended !== null) {
         expect({ state: view.item.state, finishedAt: view.item.finishedAt }).toEqual(ended);

@@ -18,6 +18,7 @@ import { ALL_FIXTURES } from '../workflow/fixtures.js';
  * persisted `RunState` restores to itself.
  */
 const usage = { inputTokens: 1, outputTokens: 1, costUsd: 0.01, elapsedMs: 5 };
+const BUDGET = { maxTokens: 7 };
 const event = (hop: number, attempt: number): fc.Arbitrary<WorkflowRunEvent> =>
   fc.oneof(
     fc.constant({ type: 'START' } as const),
@@ -56,7 +57,21 @@ const event = (hop: number, attempt: number): fc.Arbitrary<WorkflowRunEvent> =>
     }),
     fc.record({ type: fc.constant('APPROVED' as const), by: fc.constantFrom('release-manager', 'editor', 'mallory') }),
     fc.record({ type: fc.constant('DENIED' as const), by: fc.constantFrom('release-manager', 'mallory') }),
-    fc.constant({ type: 'BUDGET_EXCEEDED', reason: 'over' } as const),
+    // Usage that takes the run over its budget (BUDGET: 7 tokens).
+    fc
+      .record({
+        type: fc.constantFrom('HOP_SUCCEEDED' as const, 'HOP_SUSPENDED' as const),
+        hop: fc.constant(hop),
+        attempt: fc.constant(attempt),
+        usage: fc.constant({ ...usage, inputTokens: 6 }),
+      })
+      .map((e) => (e.type === 'HOP_SUSPENDED' ? { ...e, type: e.type, continuation: 'k1' } : { ...e, type: e.type })),
+    fc.record({
+      type: fc.constant('HOP_RESUMED' as const),
+      hop: fc.constant(hop),
+      continuation: fc.constantFrom('k1', 'k2'),
+      usage: fc.constant({ ...usage, inputTokens: 6 }),
+    }),
     fc.constant({ type: 'DEADLINE_EXCEEDED', reason: 'late' } as const),
     fc.constant({ type: 'CANCEL' } as const),
     fc.constant({ type: 'NOT_AN_EVENT' } as unknown as WorkflowRunEvent),
@@ -73,9 +88,9 @@ describe('stepRun', () => {
       numRuns: 150,
     },
   )('moves as the actor does, event by event', (definition, picks, seeds) => {
-    const actor = createActor(workflowRunMachine, { input: { runId: 'r', definition } });
+    const actor = createActor(workflowRunMachine, { input: { runId: 'r', definition, budget: BUDGET } });
     actor.start();
-    let run = initialRun({ runId: 'r', definition });
+    let run = initialRun({ runId: 'r', definition, budget: BUDGET });
     const it = seeds[Symbol.iterator]();
     for (const [dh, da] of picks) {
       const ctx = run.context;
@@ -83,7 +98,8 @@ describe('stepRun', () => {
         numRuns: 1,
         seed: it.next().value as number,
       });
-      actor.send(e!);
+      // A final run's actor is stopped and takes nothing more (XState warns on such a send); stepRun ignores it too.
+      if (actor.getSnapshot().status === 'active') actor.send(e!);
       run = stepRun(run, e!);
       const snap = actor.getSnapshot();
       expect(run.value).toBe(snap.value);

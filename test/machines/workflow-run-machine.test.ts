@@ -10,13 +10,16 @@ import {
 } from '../../src/machines/workflow-run-machine.js';
 import { WORKFLOW_RUN_TRANSITIONS, type WorkflowRunContext } from '../../src/machines/workflow-run-transitions.js';
 import { WORKFLOW_RUN_STATES } from '../../src/protocol/workflow.js';
+import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
 import type { WorkflowDefinition, WorkflowRunEvent } from '../../src/protocol/workflow.js';
 import { ALL_FIXTURES, DEV_SDLC, REVIEW_LOOP, SINGLE } from '../workflow/fixtures.js';
 
 type RunActor = Actor<WorkflowRunMachine>;
 
-function startRun(definition: WorkflowDefinition, runId = 'item-1'): RunActor {
-  return createActor(workflowRunMachine, { input: { runId, definition } }).start();
+type Budget = { maxTokens?: number; maxCostUsd?: number };
+
+function startRun(definition: WorkflowDefinition, runId = 'item-1', budget: Budget | null = null): RunActor {
+  return createActor(workflowRunMachine, { input: { runId, definition, budget } }).start();
 }
 
 function ctx(actor: RunActor): WorkflowRunContext {
@@ -64,7 +67,20 @@ class RunModel {
   refusal: string | null = null;
   /** Who approved the current hop: kept across its retries and resumes. */
   approvedBy: string | null = null;
-  constructor(readonly def: WorkflowDefinition) {}
+  constructor(
+    readonly def: WorkflowDefinition,
+    readonly budget: Budget | null = null,
+  ) {}
+
+  /** Strictly over the budget: more tokens (input plus output) or more dollars than it allows. */
+  overBudget(): boolean {
+    const b = this.budget;
+    if (b === null) return false;
+    return (
+      (b.maxTokens !== undefined && this.tokens > b.maxTokens) ||
+      (b.maxCostUsd !== undefined && this.costMicros > Math.round(b.maxCostUsd * 1e6))
+    );
+  }
 
   retry(stage: string) {
     const s = this.def.stages[stage]?.retry ?? {};
@@ -187,6 +203,8 @@ class RunModel {
             if (!hopOk(e.hop, e.attempt)) return refuse('stale-hop');
             accept();
             this.accrue(e.usage);
+            // The usage a result brings is weighed first: over the budget, the run fails whatever the outcome.
+            if (this.overBudget()) return this.end('failed', 'BUDGET_EXCEEDED');
             return e.type === 'HOP_SUCCEEDED'
               ? this.outcome('succeeded')
               : this.outcome('failed', e.errorType, e.final);
@@ -194,6 +212,7 @@ class RunModel {
             if (!hopOk(e.hop, e.attempt)) return refuse('stale-hop');
             accept();
             this.accrue(e.usage);
+            if (this.overBudget()) return this.end('failed', 'BUDGET_EXCEEDED');
             this.state = 'suspended';
             this.directive = { kind: 'await-reply', continuation: e.continuation };
             return;
@@ -207,9 +226,6 @@ class RunModel {
             if (!hopOk(e.hop)) return refuse('stale-hop');
             accept();
             return this.end('failed', 'GOVERNANCE_DENIED');
-          case 'BUDGET_EXCEEDED':
-            accept();
-            return this.end('failed', 'BUDGET_EXCEEDED');
           case 'DEADLINE_EXCEEDED':
             accept();
             return this.end('failed', 'DEADLINE_EXCEEDED');
@@ -230,9 +246,6 @@ class RunModel {
             this.state = 'running';
             this.approvedBy = e.by;
             return this.dispatch(0, null);
-          case 'BUDGET_EXCEEDED':
-            accept();
-            return this.end('failed', 'BUDGET_EXCEEDED');
           case 'DEADLINE_EXCEEDED':
             accept();
             return this.end('failed', 'DEADLINE_EXCEEDED');
@@ -251,11 +264,14 @@ class RunModel {
             if (e.continuation !== d.continuation) return refuse('wrong-continuation');
             accept();
             this.accrue(e.usage);
+            if (this.overBudget()) return this.end('failed', 'BUDGET_EXCEEDED');
             this.state = 'running';
             return this.dispatch(0, e.continuation);
-          case 'BUDGET_EXCEEDED':
+          case 'GOVERNANCE_DENIED':
+            // The suspended hop's question, denied.
+            if (!hopOk(e.hop)) return refuse('stale-hop');
             accept();
-            return this.end('failed', 'BUDGET_EXCEEDED');
+            return this.end('failed', 'GOVERNANCE_DENIED');
           case 'DEADLINE_EXCEEDED':
             accept();
             return this.end('failed', 'DEADLINE_EXCEEDED');
@@ -350,7 +366,6 @@ type Desc =
   | { t: 'APPROVE'; by: string }
   | { t: 'DENY'; by: string }
   | { t: 'GOVERNANCE_DENIED'; hopDelta: number }
-  | { t: 'BUDGET_EXCEEDED' }
   | { t: 'DEADLINE_EXCEEDED' }
   | { t: 'CANCEL' }
   | { t: 'MALFORMED'; which: number };
@@ -404,8 +419,6 @@ function toEvent(d: Desc, c: WorkflowRunContext): WorkflowRunEvent | { type: str
       return { type: 'DENIED', by: d.by, reason: 'no' };
     case 'GOVERNANCE_DENIED':
       return { type: 'GOVERNANCE_DENIED', hop, reason: 'not allowed', policy: 'p' };
-    case 'BUDGET_EXCEEDED':
-      return { type: 'BUDGET_EXCEEDED', reason: 'over budget' };
     case 'DEADLINE_EXCEEDED':
       return { type: 'DEADLINE_EXCEEDED', reason: 'past the deadline' };
     case 'CANCEL':
@@ -477,7 +490,6 @@ const descArbs: fc.Arbitrary<Desc>[] = [
   ...Array.from({ length: 3 }, () => asDesc(fc.record({ t: fc.constant('APPROVE' as const), by: people }))),
   asDesc(fc.record({ t: fc.constant('DENY' as const), by: people })),
   asDesc(fc.record({ t: fc.constant('GOVERNANCE_DENIED' as const), hopDelta })),
-  asDesc(fc.constant({ t: 'BUDGET_EXCEEDED' as const })),
   asDesc(fc.constant({ t: 'DEADLINE_EXCEEDED' as const })),
   asDesc(fc.constant({ t: 'CANCEL' as const })),
   asDesc(fc.record({ t: fc.constant('MALFORMED' as const), which: fc.integer({ min: 0, max: MALFORMED.length - 1 }) })),
@@ -487,6 +499,17 @@ const descSeq = fc
   .tuple(fc.array(fc.oneof(...descArbs), { maxLength: 40, size: 'max' }), fc.boolean())
   .map(([rest, startFirst]) => (startFirst ? [{ t: 'START' as const }, ...rest] : rest));
 const definitionArb = fc.constantFrom(...ALL_FIXTURES);
+/** No budget, or one a few hop results overrun (each brings up to 10 000 tokens and 0.05 USD). */
+const budgetArb: fc.Arbitrary<Budget | null> = fc.option(
+  fc.record(
+    {
+      maxTokens: fc.integer({ min: 0, max: 30_000 }),
+      maxCostUsd: fc.integer({ min: 0, max: 150_000 }).map((m) => m / 1e6),
+    },
+    { requiredKeys: [] },
+  ),
+  { nil: null },
+);
 
 // ---------------------------------------------------------------------------
 // Model-based run
@@ -516,12 +539,16 @@ describe('WorkflowRun against a reference model', () => {
     [
       definitionArb,
       fc.commands([fc.constant(new EventCommand({ t: 'START' })), ...commandArbs], { maxCommands: 40, size: 'max' }),
+      budgetArb,
     ],
     {
       numRuns: 1_000,
     },
-  )('random event sequences move the machine as the model says', (definition, commands) => {
-    fc.modelRun(() => ({ model: new RunModel(definition), real: startRun(definition) }), commands);
+  )('random event sequences move the machine as the model says', (definition, commands, budget) => {
+    fc.modelRun(
+      () => ({ model: new RunModel(definition, budget), real: startRun(definition, 'item-1', budget) }),
+      commands,
+    );
   });
 
   const hopResult = fc.oneof(
@@ -564,10 +591,10 @@ describe('WorkflowRun against a reference model', () => {
     }, commands);
   });
 
-  test.prop([definitionArb, descSeq], { numRuns: 200 })(
+  test.prop([definitionArb, descSeq, budgetArb], { numRuns: 200 })(
     'a final run never moves again (pure transition)',
-    (definition, descs) => {
-      let [snap] = initialTransition(workflowRunMachine, { runId: 'r', definition });
+    (definition, descs, budget) => {
+      let [snap] = initialTransition(workflowRunMachine, { runId: 'r', definition, budget });
       for (const d of descs) {
         const before = snap;
         const event = toEvent(d, snap.context);
@@ -584,14 +611,14 @@ describe('WorkflowRun against a reference model', () => {
 // ---------------------------------------------------------------------------
 
 describe('snapshot, restore, continue', () => {
-  test.prop([definitionArb, descSeq, fc.nat()], { numRuns: 300 })(
+  test.prop([definitionArb, descSeq, fc.nat(), budgetArb], { numRuns: 300 })(
     'a JSON round trip at any point ends where never stopping ends',
-    (definition, descs, cutAt) => {
-      const straight = startRun(definition);
+    (definition, descs, cutAt, budget) => {
+      const straight = startRun(definition, 'item-1', budget);
       for (const d of descs) send(straight, toEvent(d, ctx(straight)));
 
       const cut = descs.length === 0 ? 0 : cutAt % (descs.length + 1);
-      let actor = startRun(definition);
+      let actor = startRun(definition, 'item-1', budget);
       for (const d of descs.slice(0, cut)) send(actor, toEvent(d, ctx(actor)));
       const stored = JSON.stringify(actor.getPersistedSnapshot());
       actor.stop();
@@ -608,6 +635,9 @@ describe('snapshot, restore, continue', () => {
 // ---------------------------------------------------------------------------
 // Graph coverage
 // ---------------------------------------------------------------------------
+
+const GRAPH_BUDGET = { maxTokens: 100 };
+const OVER = { inputTokens: 100, outputTokens: 1, costUsd: 0, elapsedMs: 0 };
 
 function graphEvents(snap: { context: WorkflowRunContext }): WorkflowRunEvent[] {
   const { hop, attempt, directive } = snap.context;
@@ -627,7 +657,11 @@ function graphEvents(snap: { context: WorkflowRunContext }): WorkflowRunEvent[] 
     { type: 'APPROVED', by: approver },
     { type: 'DENIED', by: approver },
     { type: 'GOVERNANCE_DENIED', hop: h, reason: 'no' },
-    { type: 'BUDGET_EXCEEDED', reason: 'over' },
+    // Usage over the graph's budget (GRAPH_BUDGET).
+    { type: 'HOP_SUCCEEDED', hop: h, attempt: a, usage: OVER },
+    { type: 'HOP_FAILED', hop: h, attempt: a, errorType: 'Boom', usage: OVER },
+    { type: 'HOP_SUSPENDED', hop: h, attempt: a, continuation: 'k', usage: OVER },
+    { type: 'HOP_RESUMED', hop: h, continuation: 'k', usage: OVER },
     { type: 'DEADLINE_EXCEEDED', reason: 'late' },
     { type: 'CANCEL' },
   ];
@@ -636,7 +670,7 @@ function graphEvents(snap: { context: WorkflowRunContext }): WorkflowRunEvent[] 
 describe('xstate/graph', () => {
   it('reaches every state, and every stage of the dev SDLC while running', () => {
     const paths = getShortestPaths(workflowRunMachine, {
-      input: { runId: 'graph', definition: DEV_SDLC },
+      input: { runId: 'graph', definition: DEV_SDLC, budget: GRAPH_BUDGET },
       events: graphEvents,
       serializeState: (s) => `${String(s.value)}|${s.context.stage}`,
     });
@@ -646,7 +680,7 @@ describe('xstate/graph', () => {
     expect([...runningStages].sort()).toEqual(['architect', 'coding', 'devops', 'testing']);
     // Each shortest path replays on a live actor to the same state.
     for (const path of paths) {
-      const actor = startRun(DEV_SDLC, 'graph');
+      const actor = startRun(DEV_SDLC, 'graph', GRAPH_BUDGET);
       for (const step of path.steps) actor.send(step.event);
       expect(actor.getSnapshot().value).toBe(path.state.value);
     }
@@ -657,7 +691,7 @@ describe('xstate/graph', () => {
     for (const definition of ALL_FIXTURES) {
       const edges = adjacencyMapToArray(
         getAdjacencyMap(workflowRunMachine, {
-          input: { runId: 'graph', definition },
+          input: { runId: 'graph', definition, budget: GRAPH_BUDGET },
           events: graphEvents,
           serializeState: (s) =>
             `${String(s.value)}|${s.context.stage}|${s.context.attempt}|${JSON.stringify(s.context.visits)}|${s.context.directive.kind}`,
@@ -789,10 +823,56 @@ describe('the dev SDLC run', () => {
       hop: 1,
     });
 
-    const budget = toGate();
-    budget.send({ type: 'BUDGET_EXCEEDED', reason: 'cost 1.2 USD over 1 USD' });
+    // The run weighs each result's usage against the budget it holds: over it, the run fails whatever the outcome.
+    const budget = startRun(DEV_SDLC, 'item-1', { maxCostUsd: 1 });
+    budget.send({ type: 'START' });
+    const spend = (costUsd: number) => ({ inputTokens: 10, outputTokens: 5, costUsd, elapsedMs: 1 });
+    budget.send({ type: 'HOP_SUCCEEDED', ...current(budget), usage: spend(1) });
+    expect(ctx(budget).stage).toBe('coding');
+    // A stale result is refused before its usage is weighed: it changes nothing.
+    budget.send({ type: 'HOP_SUCCEEDED', hop: 1, attempt: 1, usage: spend(5) });
+    expect(ctx(budget).refusal?.reason).toBe('stale-hop');
+    expect(budget.getSnapshot().value).toBe('running');
+    budget.send({ type: 'HOP_SUCCEEDED', ...current(budget), usage: spend(0.2) });
     expect(budget.getSnapshot().value).toBe('failed');
-    expect(ctx(budget).failure?.code).toBe('BUDGET_EXCEEDED');
+    expect(ctx(budget).failure).toEqual({
+      code: 'BUDGET_EXCEEDED',
+      reason: 'budget exceeded: 1.2 of 1 USD',
+      stage: 'coding',
+      hop: 2,
+    });
+    expect(ctx(budget).usage.costUsd).toBe(1.2);
+  });
+
+  it("fails over its budget on a suspension's or an answer's usage, and a suspended hop on its question's denial", () => {
+    const suspendAt = (budget: Budget | null) => {
+      const run = startRun(DEV_SDLC, 'item-1', budget);
+      run.send({ type: 'START' });
+      run.send({ type: 'HOP_SUCCEEDED', ...current(run) });
+      return run;
+    };
+    const tokens = (n: number) => ({ inputTokens: n, outputTokens: 0, costUsd: 0, elapsedMs: 0 });
+    const asked = suspendAt({ maxTokens: 10 });
+    asked.send({ type: 'HOP_SUSPENDED', ...current(asked), continuation: 'k', usage: tokens(11) });
+    expect(ctx(asked).failure).toMatchObject({ code: 'BUDGET_EXCEEDED', reason: 'budget exceeded: 11 of 10 tokens' });
+
+    const answered = suspendAt({ maxTokens: 10 });
+    answered.send({ type: 'HOP_SUSPENDED', ...current(answered), continuation: 'k', usage: tokens(10) });
+    expect(answered.getSnapshot().value).toBe('suspended');
+    // Another continuation's answer is refused, its usage not weighed.
+    answered.send({ type: 'HOP_RESUMED', hop: 2, continuation: 'other', usage: tokens(5) });
+    expect(ctx(answered).refusal?.reason).toBe('wrong-continuation');
+    answered.send({ type: 'HOP_RESUMED', hop: 2, continuation: 'k', usage: tokens(1) });
+    expect(ctx(answered).failure).toMatchObject({
+      code: 'BUDGET_EXCEEDED',
+      reason: 'budget exceeded: 11 of 10 tokens',
+    });
+
+    const denied = suspendAt(null);
+    denied.send({ type: 'HOP_SUSPENDED', ...current(denied), continuation: 'k', usage: tokens(1_000_000) });
+    expect(denied.getSnapshot().value).toBe('suspended');
+    denied.send({ type: 'GOVERNANCE_DENIED', hop: 2, reason: 'role architect is not allowed' });
+    expect(ctx(denied).failure).toMatchObject({ code: 'GOVERNANCE_DENIED', stage: 'coding', hop: 2 });
   });
 
   it('waits on a governance approval and lets only its approvers through', () => {
@@ -863,6 +943,41 @@ describe('other definitions', () => {
     ok.send({ type: 'START' });
     ok.send({ type: 'HOP_SUCCEEDED', ...current(ok) });
     expect(ok.getSnapshot().value).toBe('completed');
+  });
+
+  it("decides whether a failure its worker already retried spent the stage's retries (deliveries)", () => {
+    const def = parseWorkflowDefinition({
+      id: 'retried',
+      version: 1,
+      start: 'only',
+      stages: {
+        only: { role: 'worker', retry: { maximumAttempts: 3, nonRetryableErrorTypes: ['Fatal'] }, next: [] },
+      },
+    });
+    const failWith = (errorType: string, deliveries: number) => {
+      const run = startRun(def);
+      run.send({ type: 'START' });
+      run.send({ type: 'HOP_FAILED', ...current(run), errorType, deliveries });
+      return run;
+    };
+    // Spent: the policy's attempts were all delivered.
+    const spent = failWith('Flaky', 3);
+    expect(spent.getSnapshot().value).toBe('failed');
+    expect(ctx(spent).failure).toEqual({
+      code: 'RETRIES_EXHAUSTED',
+      reason: 'hop 1 (only) failed with Flaky after 1 attempt',
+      stage: 'only',
+      hop: 1,
+    });
+    // Never retried by the run itself: fewer deliveries (a dead-letter for another reason) or a fatal type.
+    expect(ctx(failWith('Flaky', 1)).failure?.code).toBe('NON_RETRYABLE');
+    expect(ctx(failWith('Fatal', 3)).failure?.code).toBe('NON_RETRYABLE');
+    // Without deliveries the stage's policy retries it.
+    const own = startRun(def);
+    own.send({ type: 'START' });
+    own.send({ type: 'HOP_FAILED', ...current(own), errorType: 'Flaky' });
+    expect(own.getSnapshot().value).toBe('running');
+    expect(ctx(own).attempt).toBe(2);
   });
 
   it('refuses malformed events and events of another state, changing nothing but the refusal', () => {

@@ -7,7 +7,6 @@ import {
   type Budget,
   type PolicyEntry,
   budgetPolicy,
-  budgetStatus,
   maxHopsPolicy,
   roleAllowListPolicy,
   runGovernance,
@@ -59,7 +58,9 @@ class Driver {
   }
 
   create(itemId: string): void {
-    const actor = createActor(workflowRunMachine, { input: { runId: itemId, definition: DEV_SDLC } }).start();
+    const actor = createActor(workflowRunMachine, {
+      input: { runId: itemId, definition: DEV_SDLC, budget: this.budget ?? null },
+    }).start();
     this.db.transaction(() => {
       this.audit.append({ kind: 'item-created', itemId, actor: 'quad', data: { workflow: 'dev-sdlc@1' } });
       this.save(itemId, actor);
@@ -149,10 +150,10 @@ class Driver {
     this.db.transaction(() => {
       this.audit.appendMany(rows);
       for (const event of events) actor.send(event);
-      const status = this.budget ? budgetStatus(this.budget, actor.getSnapshot().context.usage) : null;
-      if (status?.state === 'exceeded' && actor.getSnapshot().status === 'active') {
-        this.audit.append({ kind: 'item-failed', itemId, actor: 'coordinator', data: { reason: status.reason } });
-        actor.send({ type: 'BUDGET_EXCEEDED', reason: status.reason });
+      // The run decides an overrun (its usage against the budget it holds); the driver audits it.
+      const failure = actor.getSnapshot().context.failure;
+      if (failure?.code === 'BUDGET_EXCEEDED') {
+        this.audit.append({ kind: 'item-failed', itemId, actor: 'coordinator', data: { reason: failure.reason } });
       }
       const after = actor.getSnapshot();
       expect(after.context.refusal).toBeNull();

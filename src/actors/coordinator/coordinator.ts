@@ -365,7 +365,13 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
     });
     const dispatcher = createDispatcher({ bus });
     const edge = new HumanEdge(broker);
-    const mirror = new BrokerMirror({ broker, store, edge, logger: log });
+    const mirror = new BrokerMirror({
+      broker,
+      store,
+      edge,
+      logger: log,
+      onItemTask: (itemId, taskId) => engine.itemTask(itemId, taskId),
+    });
     const coordinator = new RunningCoordinator({
       options,
       log,
@@ -429,6 +435,8 @@ class RunningCoordinator implements Coordinator {
   restored: Coordinator['restored'] = { items: [], refused: [], republished: 0 };
   readonly #p: Parts;
   readonly #all = new Subject<ItemStatus>();
+  /** The statuses of items whose task the mirror is making, by item id: out once it is made (`createWorkItem`). */
+  readonly #held = new Map<string, ItemStatus[]>();
   // The live items' current statuses are read and the changes subscribed in one synchronous step: none is missed.
   readonly statuses$: Observable<ItemStatus> = defer(() =>
     this.#closed ? this.#all : concat(of(...this.store.liveItems().map((item) => this.#current(item))), this.#all),
@@ -502,7 +510,7 @@ class RunningCoordinator implements Coordinator {
   async createWorkItem(request: CreateWorkItem): Promise<string> {
     this.#assertOpen();
     if (request === null || typeof request !== 'object') throw invalid('createWorkItem takes { workflow, input }');
-    const { registry, governance, engine, edge } = this.#p;
+    const { registry, governance, engine, mirror } = this.#p;
     const def =
       typeof request.workflow === 'string'
         ? registry.latest(request.workflow)
@@ -543,10 +551,21 @@ class RunningCoordinator implements Coordinator {
       attributes = parsed.data;
     }
     const itemId = this.#p.ids.next();
-    const taskId = await edge.createItemTask(itemId, input, { itemId, workflow: { id: def.id, version: def.version } });
-    this.#assertOpen();
-    const step = await engine.createItem({ itemId, taskId, definition: def, input, budget, attributes });
-    void this.#after(step);
+    // The item's broker task is made by the mirror after this commit (a failed commit leaves no task);
+    // the call returns once it is there, so that `get(id).taskId` is set (if the broker fails, later).
+    // The item's statuses wait for it too, so that they carry its id (`null` only if the broker failed).
+    const held: ItemStatus[] = [];
+    this.#held.set(itemId, held);
+    let taskId: string | undefined;
+    try {
+      const step = await engine.createItem({ itemId, taskId: null, definition: def, input, budget, attributes });
+      void this.#after(step);
+      taskId = await mirror.itemTask(itemId);
+    } finally {
+      this.#held.delete(itemId);
+      for (const status of held)
+        this.#all.next(status.taskId === null ? { ...status, taskId: taskId ?? null } : status);
+    }
     return itemId;
   }
 
@@ -688,7 +707,11 @@ class RunningCoordinator implements Coordinator {
 
   /** What a committed step leads to: statuses out, publishes made, the broker moved. Resolves once published. */
   #after(step: Step): Promise<void> {
-    for (const status of this.#p.engine.statuses(step)) this.#all.next(status);
+    for (const status of this.#p.engine.statuses(step)) {
+      const held = this.#held.get(status.id);
+      if (held === undefined) this.#all.next(status);
+      else held.push(status);
+    }
     for (const rows of step.rows) this.#p.mirror.follow(rows.item, rows.hops, rows.created);
     if (step.outbox.length === 0) return Promise.resolve();
     for (const row of step.outbox) this.#unsent.set(row.id, row);

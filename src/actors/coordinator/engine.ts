@@ -132,7 +132,7 @@ export class CoordinatorEngine {
         continue;
       }
       try {
-        const persisted = await this.#withDefinition(saved.snapshot, stored.item.workflow);
+        const persisted = withBudget(await this.#withDefinition(saved.snapshot, stored.item.workflow), stored.item);
         const run = restoreRun(persisted);
         this.#live.set(itemId, viewOf(stored, run));
         if (this.#inspect !== undefined) {
@@ -193,7 +193,7 @@ export class CoordinatorEngine {
 
   // --------------------------------------------------------------- commands
 
-  /** Creates a work item (its broker task already made) and drives it to its first hop. */
+  /** Creates a work item and drives it to its first hop (its broker task is made by the mirror, after the commit). */
   createItem(params: {
     itemId: string;
     taskId: string | null;
@@ -210,6 +210,20 @@ export class CoordinatorEngine {
       this.#kept.add(defKey);
       return done!.step;
     });
+  }
+
+  /**
+   * The item's broker task, made (or found) by the mirror after the item's
+   * creation commit and kept in the item's row: the mirror hands its id back
+   * here once it is committed there, and the live record takes it, so every
+   * status and row from here on carries it (a decision decided before it and
+   * committed after it takes it too). Statuses emitted before it say
+   * `taskId: null`: the task did not exist yet.
+   */
+  itemTask(itemId: string, taskId: string): void {
+    const view = this.#live.get(itemId);
+    if (view === undefined || view.item.taskId !== null) return;
+    this.#live.set(itemId, { ...view, item: { ...view.item, taskId } });
   }
 
   /** Applies one hop result, once (a result already handled is a no-op). */
@@ -364,13 +378,11 @@ export class CoordinatorEngine {
       const step: Step = { events: d.events, items: new Map(), outbox: [], rows: [] };
       if (d.changes !== null) {
         step.outbox = committed[c++] ?? [];
-        step.items.set(d.changes.itemId, d.changes.item);
-        step.rows.push({
-          item: d.changes.item,
-          hops: d.changes.hops.map((h) => h.hop),
-          created: d.changes.created,
-        });
-        this.#take(d.changes, d);
+        const taken = this.#withItemTask(d);
+        const item = taken.view?.item.id === d.changes.itemId ? taken.view.item : d.changes.item;
+        step.items.set(d.changes.itemId, item);
+        step.rows.push({ item, hops: d.changes.hops.map((h) => h.hop), created: d.changes.created });
+        this.#take(d.changes, taken);
       }
       return { step, handling: d.handling };
     });
@@ -387,6 +399,19 @@ export class CoordinatorEngine {
     return out;
   }
 
+  /**
+   * The decisions copy the item's task id from the state they start from: one
+   * decided before the mirror handed the id back (`itemTask`) takes it from
+   * the live record now.
+   */
+  #withItemTask(d: Decision): Decision {
+    const view = d.view;
+    if (view === undefined || view.item.taskId !== null) return d;
+    const taskId = this.#live.get(view.item.id)?.item.taskId ?? null;
+    if (taskId === null) return d;
+    return { ...d, view: { ...view, item: { ...view.item, taskId } } };
+  }
+
   /** Takes a committed decision's state into memory (an ended item leaves it) and shows it to the inspector. */
   #take(changes: ItemChanges, decision: Decision): void {
     const id = changes.itemId;
@@ -398,7 +423,10 @@ export class CoordinatorEngine {
     if (actor === undefined && changes.created) {
       const def = (view?.run ?? undefined)?.context.definition ?? this.#registry.get(changes.item.workflow);
       if (def !== undefined) {
-        actor = createActor(workflowRunMachine, { input: { runId: id, definition: def }, inspect: this.#inspect });
+        actor = createActor(workflowRunMachine, {
+          input: { runId: id, definition: def, budget: changes.item.budget },
+          inspect: this.#inspect,
+        });
         actor.start();
         this.#shown.set(id, actor);
       }
@@ -424,6 +452,16 @@ function idOf(view: ItemView | undefined, input: CoordinatorInput): string | und
   if (input.kind === 'create') return input.itemId;
   if (input.kind === 'result') return input.result.headers.runId;
   return view?.item.id;
+}
+
+/**
+ * A run snapshot persisted before the run held its item's budget has none in
+ * its context: it gets the item's budget back (the run decides overruns).
+ */
+function withBudget(snapshot: unknown, item: ItemRecord): unknown {
+  const snap = snapshot as { context?: { budget?: unknown } };
+  if (snap?.context === undefined || snap.context.budget !== undefined) return snapshot;
+  return { ...snap, context: { ...snap.context, budget: item.budget } };
 }
 
 function viewOf(stored: StoredItem, run: RunState | null): ItemView {

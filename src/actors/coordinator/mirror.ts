@@ -22,6 +22,11 @@ import { type HumanEdge, type Party, SWITCHBOARD_METADATA_KEY } from './human-ed
  * whose mirror was behind at the crash (a hop task created just before the
  * crash is found again by its first message's id, the hop id).
  *
+ * The item's own task is made here too, by the item's first sync after its
+ * creation commit (never before it: a commit that fails leaves no task); one
+ * made just before a crash is found again by its first message's id, the
+ * item id.
+ *
  * An ended item's output goes on its task as artifacts (the Coordinator is
  * the task's worker) before the task's final move: the answer's parts and the
  * last hop's artifacts, or the failure, or the cancellation
@@ -65,15 +70,27 @@ export class BrokerMirror {
   readonly #views = new Map<string, { item: ItemRecord; hops: Map<string, HopRecord> }>();
   /** Task ids the mirror gave hops and items (its own columns; the committed rows do not carry them). */
   readonly #taskOf = new Map<string, string>();
+  /** Who waits for an item's task to be made (`itemTask`), by item id. */
+  readonly #taskWaiters = new Map<string, Set<() => void>>();
   /** After a restart: look for hop tasks created but not recorded before the crash. */
   #recovering = false;
   #closed = false;
 
-  constructor(options: { broker: BrokerApi; store: SqliteCoordinatorStore; edge: HumanEdge; logger: Logger }) {
+  /** Told each item task id once it is kept in the item's row (the engine's live record takes it). */
+  readonly #onItemTask: (itemId: string, taskId: string) => void;
+
+  constructor(options: {
+    broker: BrokerApi;
+    store: SqliteCoordinatorStore;
+    edge: HumanEdge;
+    logger: Logger;
+    onItemTask?: (itemId: string, taskId: string) => void;
+  }) {
     this.#broker = options.broker;
     this.#store = options.store;
     this.#edge = options.edge;
     this.#log = options.logger;
+    this.#onItemTask = options.onItemTask ?? (() => undefined);
   }
 
   /** The broker agent of a role (registered on first use, in `switchboard-roles`). */
@@ -130,6 +147,35 @@ export class BrokerMirror {
       this.#views.set(itemId, view);
     }
     return view;
+  }
+
+  /**
+   * The item's task id once its sync has made (or found) it; `undefined` if
+   * that sync ended without it (the broker failed: a later sync makes it).
+   */
+  itemTask(itemId: string): Promise<string | undefined> {
+    const known = this.#taskOf.get(itemId) ?? this.#views.get(itemId)?.item.taskId ?? undefined;
+    if (known !== undefined) return Promise.resolve(known);
+    const running = this.#running.get(itemId);
+    if (running === undefined) return Promise.resolve(this.#store.getItem(itemId)?.taskId ?? undefined);
+    return new Promise((resolve) => {
+      let waiters = this.#taskWaiters.get(itemId);
+      if (waiters === undefined) {
+        waiters = new Set();
+        this.#taskWaiters.set(itemId, waiters);
+      }
+      const done = () => {
+        waiters.delete(done);
+        if (waiters.size === 0 && this.#taskWaiters.get(itemId) === waiters) this.#taskWaiters.delete(itemId);
+        resolve(this.#taskOf.get(itemId) ?? this.#store.getItem(itemId)?.taskId ?? undefined);
+      };
+      waiters.add(done);
+      void running.finally(done);
+    });
+  }
+
+  #taskMade(itemId: string): void {
+    for (const done of [...(this.#taskWaiters.get(itemId) ?? [])]) done();
   }
 
   /** Brings an item's tasks in line with its view, soon (coalesced per item). */
@@ -244,6 +290,9 @@ export class BrokerMirror {
       }
       this.#store.setItemTask(itemId, itemTask);
       this.#taskOf.set(itemId, itemTask);
+      view.item = { ...view.item, taskId: itemTask };
+      this.#onItemTask(itemId, itemTask);
+      this.#taskMade(itemId);
     }
     const final = item.finishedAt !== null;
     for (const hop of [...view.hops.values()]) {

@@ -4,6 +4,7 @@ import { type MigrationSet, SchemaVersionError, migrate, schemaVersion } from '.
 import type { ItemOutput } from '../../protocol/item-output.js';
 import type { AuditEntryInput } from '../../protocol/audit.js';
 import type { Part } from '../../protocol/parts.js';
+import type { WorkMessage } from '../../protocol/work-envelope.js';
 import type { AuditSink, CoordinatorStore, StoredItem } from './coordinator-store.js';
 import type {
   CommitBatch,
@@ -37,7 +38,7 @@ import type {
 
 export const COORDINATOR_SCHEMA: MigrationSet = {
   component: 'coordinator',
-  current: 7,
+  current: 8,
   migrations: [
     {
       version: 1,
@@ -222,6 +223,14 @@ export const COORDINATOR_SCHEMA: MigrationSet = {
         db.exec('ALTER TABLE coord_hops ADD COLUMN timeouts INTEGER NOT NULL DEFAULT 0');
       },
     },
+    {
+      version: 8,
+      name: "a query's question, kept to re-publish it when it times out",
+      up(db) {
+        // Queries asked before this version have no question recorded (null): a timeout fails them.
+        db.exec('ALTER TABLE coord_hops ADD COLUMN question TEXT');
+      },
+    },
   ],
 };
 
@@ -271,6 +280,7 @@ interface HopRow {
   elapsed_ms: number;
   error: string | null;
   reply: string | null;
+  question: string | null;
   dispatched_at: number;
   active_since: number | null;
   finished_at: number | null;
@@ -333,6 +343,7 @@ function hopFrom(r: HopRow): HopRecord {
     },
     error: parseJson<{ type: string; message: string }>(r.error),
     reply: parseJson<unknown>(r.reply),
+    question: parseJson<WorkMessage>(r.question),
     dispatchedAt: r.dispatched_at,
     activeSince: r.active_since,
     finishedAt: r.finished_at,
@@ -422,7 +433,7 @@ export class SqliteCoordinatorStore implements CoordinatorStore {
       hopsOf: db.prepare('SELECT * FROM coord_hops WHERE item_id = ? ORDER BY seq'),
       insertHop: db.prepare(
         `INSERT INTO coord_hops (id, item_id, seq, hop, attempt, kind, stage, role, idempotency_key, continuation,
-           asked_by, state, dispatched_at, active_since) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           asked_by, state, dispatched_at, active_since, question) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       updateHop: db.prepare(
         `UPDATE coord_hops SET state = ?, model = ?, input_tokens = ?, output_tokens = ?, cost_usd = ?,
@@ -641,6 +652,7 @@ export class SqliteCoordinatorStore implements CoordinatorStore {
       hop.state,
       hop.dispatchedAt,
       hop.activeSince,
+      hop.question === null || hop.question === undefined ? null : JSON.stringify(hop.question),
     );
   }
 
