@@ -18,15 +18,9 @@ export {
 } from '../actors/coordinator/intake.js';
 export type { ApprovalRequest, IntakeOptions, ItemRequest } from '../actors/coordinator/intake.js';
 // The leader lease of Coordinators sharing a PostgreSQL database, and its fence.
-export {
-  CoordinatorLeaseError,
-  COORDINATOR_LEASE_ERROR_CODES,
-  LEASE_SCHEMA_SQL,
-  PostgresLease,
-  readLeaseStatus,
-} from '../persistence/coordinator/postgres-lease.js';
+// (Its error, `CoordinatorLeaseError`, is exported from the package root with the others.)
+export { PostgresLease, readLeaseStatus } from '../persistence/coordinator/postgres-lease.js';
 export type {
-  CoordinatorLeaseErrorCode,
   LeaseHolderStatus,
   LeaseMemberStatus,
   LeaseRole,

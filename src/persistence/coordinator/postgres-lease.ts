@@ -23,27 +23,6 @@ import { type PgConnection, type PgQuery, connectPostgres, redactPostgresUrl } f
 export type { PgQuery } from './postgres-connection.js';
 export type { LeaseRoleChange } from '../../decisions/lease-decision.js';
 
-/**
- * One leading Coordinator among several sharing a PostgreSQL database. The
- * lease is one row (`coordinator_lease`): an epoch, its holder and until when
- * it holds, by the database's clock. Taking the lease (free, lapsed, or held
- * by a dead process of this host) increments the epoch; the leader renews it
- * every `renewMs`; standbys look for a lapse as often and take over. Every
- * Coordinator also keeps a row in `coordinator_lease_members` (standbys seen).
- *
- * Fencing: `assertEpoch(tx)` runs first inside each commit transaction. It
- * locks the lease row `FOR SHARE` (so a takeover waits for the commit, and a
- * commit after a takeover sees the new epoch) and throws `COORD_FENCED` when
- * the epoch is no longer this leader's, or when this lease no longer believes
- * it leads: a replaced leader never commits again, however long it was paused
- * or cut off. A leader that cannot renew before its local deadline (the send
- * time of its last successful renewal plus `leaseMs`) stops leading at once,
- * reconnects with backoff and rejoins as a standby.
- *
- * The decisions are `decideLease` (pure, in src/decisions/); this class runs
- * the attempts, the timers and the connection.
- */
-
 /** Every code a `CoordinatorLeaseError` carries. */
 export const COORDINATOR_LEASE_ERROR_CODES = ERROR_CODES.CoordinatorLeaseError;
 /** One code a `CoordinatorLeaseError` carries. */
@@ -99,6 +78,7 @@ export interface PostgresLeaseOptions {
   backoffMinMs?: number;
   /** An attempt that has not answered after this long failed (default `renewMs`). */
   queryTimeoutMs?: number;
+  /** Where the lease logs its role changes and failed attempts (pino, stderr). */
   logger?: Logger;
   /** Whether a process of this host still exists (injectable for tests). */
   alive?: (pid: number) => boolean;
@@ -120,6 +100,7 @@ export interface LeaseHolderStatus {
   live: boolean;
 }
 
+/** One Coordinator seen on the lease (times in epoch milliseconds, by the database's clock). */
 export interface LeaseMemberStatus {
   id: string;
   pid: number;
@@ -129,6 +110,7 @@ export interface LeaseMemberStatus {
   lastSeen: number;
 }
 
+/** What `readLeaseStatus` reads: the lease row and the members seen. */
 export interface LeaseStatus {
   /** The database's clock. */
   now: number;
@@ -218,7 +200,28 @@ function positive(name: string, value: number): number {
   return value;
 }
 
+/**
+ * One leading Coordinator among several sharing a PostgreSQL database. The
+ * lease is one row (`coordinator_lease`): an epoch, its holder and until when
+ * it holds, by the database's clock. Taking the lease (free, lapsed, or held
+ * by a dead process of this host) increments the epoch; the leader renews it
+ * every `renewMs`; standbys look for a lapse as often and take over. Every
+ * Coordinator also keeps a row in `coordinator_lease_members` (standbys seen).
+ *
+ * Fencing: `assertEpoch(tx)` runs first inside each commit transaction. It
+ * locks the lease row `FOR SHARE` (so a takeover waits for the commit, and a
+ * commit after a takeover sees the new epoch) and throws `COORD_FENCED` when
+ * the epoch is no longer this leader's, or when this lease no longer believes
+ * it leads: a replaced leader never commits again, however long it was paused
+ * or cut off. A leader that cannot renew before its local deadline (the send
+ * time of its last successful renewal plus `leaseMs`) stops leading at once,
+ * reconnects with backoff and rejoins as a standby.
+ *
+ * The decisions are `decideLease` (pure, in src/decisions/); this class runs
+ * the attempts, the timers and the connection.
+ */
 export class PostgresLease {
+  /** This Coordinator's id in the lease (the `holder` of its epochs, its member row). */
   readonly id: string;
   readonly #url: string;
   readonly #timing: LeaseTiming;
