@@ -39,6 +39,7 @@ export class CoordinatorLeaseError extends SwitchboardError {
 /** The lease's tables; created by the first lease that starts on a database (idempotent, serialized). */
 export const LEASE_SCHEMA_SQL = `
 BEGIN;
+SET LOCAL statement_timeout = 30000;
 SELECT pg_advisory_xact_lock(hashtext('switchboard.coordinator_lease'));
 CREATE TABLE IF NOT EXISTS coordinator_lease (
   id smallint PRIMARY KEY CHECK (id = 1),
@@ -61,6 +62,9 @@ CREATE TABLE IF NOT EXISTS coordinator_lease_members (
   last_seen timestamptz NOT NULL
 );
 COMMIT;`;
+
+/** How long the start may take to connect and create the tables (longer than an attempt: it happens once). */
+const SETUP_TIMEOUT_MS = 30_000;
 
 /** Milliseconds since the Unix epoch of a timestamptz column, as a float8 (null stays null). */
 const ms = (column: string) => `(extract(epoch from ${column}) * 1000)::float8`;
@@ -288,7 +292,9 @@ export class PostgresLease {
    * and resolves with the role it took (`leader` or `standby`); from then on
    * the leader renews and a standby watches, on their own. Rejects with
    * `COORD_LEASE_BACKEND` (and the lease is closed) when the database cannot be
-   * reached or used at start; failures after the start are retried with backoff.
+   * reached or its tables cannot be created within 30 s; a first attempt that
+   * fails after that resolves `standby`, and like every later failure is
+   * retried with backoff.
    */
   async acquire(): Promise<'leader' | 'standby'> {
     if (this.#started)
@@ -298,7 +304,8 @@ export class PostgresLease {
       );
     this.#started = true;
     try {
-      await this.#query(await this.#connect(), LEASE_SCHEMA_SQL);
+      const connection = await this.#connect(SETUP_TIMEOUT_MS);
+      await this.#query(connection, LEASE_SCHEMA_SQL, undefined, SETUP_TIMEOUT_MS);
     } catch (error) {
       await this.close();
       throw error instanceof CoordinatorLeaseError
@@ -309,16 +316,10 @@ export class PostgresLease {
       this.#firstOutcome = resolve;
     });
     this.#run('acquire');
-    const outcome = await first;
-    if (outcome.kind === 'failed') {
-      const cause = this.#lastError;
-      await this.close();
-      throw this.#backendError('the first attempt to take the lease failed', cause);
-    }
+    // A first attempt that failed (the database answered the setup, so a passing fault) leaves a standby that retries.
+    await first;
     return this.role === 'leader' ? 'leader' : 'standby';
   }
-
-  #lastError: unknown;
 
   #backendError(what: string, cause: unknown): CoordinatorLeaseError {
     const message = cause instanceof Error ? cause.message : String(cause);
@@ -460,7 +461,6 @@ export class PostgresLease {
     const attempt = (what === 'acquire' ? this.#tryAcquire() : this.#tryRenew()).then(
       (observation) => observation,
       (error: unknown): LeaseObservation => {
-        this.#lastError = error;
         this.#log?.warn({ err: error, attempt: what }, 'leader lease attempt failed');
         return { kind: 'failed', now: this.#now() };
       },
@@ -479,13 +479,13 @@ export class PostgresLease {
     this.#inFlight = done;
   }
 
-  async #connect(): Promise<PgConnection> {
+  async #connect(timeoutMs = this.#queryTimeoutMs): Promise<PgConnection> {
     if (this.#connection !== undefined) return this.#connection;
     const connection = await connectPostgres(
       this.#url,
       (message, cause) => new CoordinatorLeaseError('COORD_LEASE_BACKEND', message, { cause }),
       {
-        connectTimeoutMs: this.#queryTimeoutMs,
+        connectTimeoutMs: timeoutMs,
         statementTimeoutMs: this.#queryTimeoutMs,
         onError: (error) => {
           this.#log?.warn({ err: error }, 'the leader lease connection failed');
@@ -503,16 +503,18 @@ export class PostgresLease {
   }
 
   /** A query that fails after `queryTimeoutMs` (the connection is then reset by the decision). */
-  async #query(connection: PgConnection, text: string, params?: unknown[]): ReturnType<PgQuery['query']> {
+  async #query(
+    connection: PgConnection,
+    text: string,
+    params?: unknown[],
+    timeoutMs = this.#queryTimeoutMs,
+  ): ReturnType<PgQuery['query']> {
     let timer: NodeJS.Timeout | undefined;
     try {
       return await Promise.race([
         connection.query(text, params),
         new Promise<never>((_, reject) => {
-          timer = setTimeout(
-            () => reject(new Error(`no answer from PostgreSQL within ${this.#queryTimeoutMs} ms`)),
-            this.#queryTimeoutMs,
-          );
+          timer = setTimeout(() => reject(new Error(`no answer from PostgreSQL within ${timeoutMs} ms`)), timeoutMs);
         }),
       ]);
     } finally {
