@@ -66,6 +66,9 @@ COMMIT;`;
 /** How long the start may take to connect and create the tables (longer than an attempt: it happens once). */
 const SETUP_TIMEOUT_MS = 30_000;
 
+/** A member (a standby that stopped without closing) not seen for this long is forgotten (or ten leases, if longer). */
+const MEMBER_FORGET_MS = 5 * 60_000;
+
 /** Milliseconds since the Unix epoch of a timestamptz column, as a float8 (null stays null). */
 const ms = (column: string) => `(extract(epoch from ${column}) * 1000)::float8`;
 
@@ -522,13 +525,18 @@ export class PostgresLease {
     }
   }
 
+  /** This Coordinator was seen now; members not seen for `MEMBER_FORGET_MS` (or ten leases) are forgotten. */
   async #seen(connection: PgConnection): Promise<void> {
     await this.#query(
       connection,
-      `INSERT INTO coordinator_lease_members (id, pid, host, process_start, last_seen)
+      `WITH forgotten AS (
+         DELETE FROM coordinator_lease_members
+         WHERE id <> $1 AND last_seen < now() - $5::float8 * interval '1 millisecond'
+       )
+       INSERT INTO coordinator_lease_members (id, pid, host, process_start, last_seen)
        VALUES ($1, $2, $3, to_timestamp($4::float8 / 1000), now())
        ON CONFLICT (id) DO UPDATE SET last_seen = now()`,
-      [this.id, process.pid, this.#host, this.#processStart],
+      [this.id, process.pid, this.#host, this.#processStart, Math.max(MEMBER_FORGET_MS, 10 * this.#timing.leaseMs)],
     );
   }
 
