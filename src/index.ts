@@ -289,6 +289,8 @@ export { WorkerError, NonRetryableError, WORKER_ERROR_CODES } from './actors/wor
 export type { WorkerErrorCode } from './actors/worker/worker.js';
 export { CoordinatorError, COORDINATOR_ERROR_CODES } from './actors/coordinator/types.js';
 export type { CoordinatorErrorCode } from './actors/coordinator/types.js';
+export { CoordinatorLeaseError, COORDINATOR_LEASE_ERROR_CODES } from './persistence/coordinator/postgres-lease.js';
+export type { CoordinatorLeaseErrorCode } from './persistence/coordinator/postgres-lease.js';
 export { WorkflowError, WORKFLOW_ERROR_CODES } from './protocol/workflow-error.js';
 export type { WorkflowErrorCode } from './protocol/workflow-error.js';
 export { WORKFLOW_PROBLEM_CODES } from './workflow/definition.js';

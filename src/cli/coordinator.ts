@@ -29,6 +29,7 @@ import type { CliCommand } from './command.js';
 import { INSPECT_USAGE } from './inspect-option.js';
 import { CliUsageError, type FlagSpec, booleanFlag, stringFlag, databaseFileFlag } from './command-args.js';
 import { AUDIT_KEY_ENV, loadAuditPrivateKey } from './audit-key.js';
+import { COORDINATOR_STATUS_USAGE, runCoordinatorStatus } from './coordinator-status.js';
 
 export const COORDINATOR_USAGE = `Usage: switchboard coordinator --db PATH [--bus URL] [--workflows DIR|FILE]
                                [--auto-approve NAME] [--local-workers]
@@ -222,13 +223,15 @@ async function runCoordinator({
 
 export const coordinatorCommand: CliCommand = {
   name: 'coordinator',
-  summary: 'run the Coordinator as its own process (workers connect over the bus)',
-  usage: COORDINATOR_USAGE,
+  summary: 'run the Coordinator as its own process (workers connect over the bus); status: its leader lease',
+  usage: `${COORDINATOR_USAGE}\n\n${COORDINATOR_STATUS_USAGE}`,
   run: (argv) =>
-    runBusProcess(
-      { name: 'coordinator', usage: COORDINATOR_USAGE, logName: 'switchboard-coordinator' },
-      argv,
-      parseFlags,
-      runCoordinator,
-    ),
+    argv[0] === 'status'
+      ? runCoordinatorStatus(argv.slice(1))
+      : runBusProcess(
+          { name: 'coordinator', usage: COORDINATOR_USAGE, logName: 'switchboard-coordinator' },
+          argv,
+          parseFlags,
+          runCoordinator,
+        ),
 };

@@ -17,6 +17,19 @@ export {
   submitItems,
 } from '../actors/coordinator/intake.js';
 export type { ApprovalRequest, IntakeOptions, ItemRequest } from '../actors/coordinator/intake.js';
+// The leader lease of Coordinators sharing a PostgreSQL database, and its fence.
+// (Its error, `CoordinatorLeaseError`, is exported from the package root with the others.)
+export { PostgresLease, readLeaseStatus } from '../persistence/coordinator/postgres-lease.js';
+export type {
+  LeaseHolderStatus,
+  LeaseMemberStatus,
+  LeaseRole,
+  LeaseRoleChange,
+  LeaseStatus,
+  PgQuery,
+  PostgresLeaseOptions,
+} from '../persistence/coordinator/postgres-lease.js';
+export type { LeaseTiming } from '../decisions/lease-decision.js';
 // Reading the Coordinator's tables.
 export { SqliteCoordinatorStore } from '../persistence/coordinator/store.js';
 // What any Coordinator store implements (the contract suite holds it to this).

@@ -41,6 +41,8 @@ export const ERROR_CODES = {
     'COORD_FILE_OWNED',
     'COORD_SETTLE_TIMEOUT',
   ],
+  /** The leader lease of Coordinators sharing a PostgreSQL database. */
+  CoordinatorLeaseError: ['COORD_FENCED', 'COORD_LEASE_INVALID_OPTIONS', 'COORD_LEASE_BACKEND'],
   WorkerError: [
     'WORKER_NO_ATOMIC_EFFECTS',
     'WORKER_LEASE_LOST',

@@ -83,8 +83,10 @@ const ROOT_VALUES = [
   'BusError',
   'CLIENT_METHODS',
   'COORDINATOR_ERROR_CODES',
+  'COORDINATOR_LEASE_ERROR_CODES',
   'ContextStoreError',
   'CoordinatorError',
+  'CoordinatorLeaseError',
   'DEFAULT_CONTEXT_PRUNE_BATCH',
   'DEFAULT_CONTEXT_PRUNE_INTERVAL_MS',
   'DEFAULT_CONTEXT_RETENTION_MS',
@@ -395,6 +397,8 @@ describe('the subpath exports', () => {
       [workflow, 'runGovernance'],
       [coordinator, 'submitItems'],
       [coordinator, 'SqliteCoordinatorStore'],
+      [coordinator, 'PostgresLease'],
+      [coordinator, 'readLeaseStatus'],
     ];
     for (const [entry, name] of placed) {
       expect(entry, name).toHaveProperty(name);
