@@ -190,13 +190,29 @@ export class ConsoleData {
 
   items(filter: { state?: ItemState; workflow?: string; limit?: number } = {}, now = Date.now()): ConsoleItem[] {
     if (this.#store === undefined) return [];
-    const limit = filter.limit ?? 200;
-    const rows = this.#store
-      .listItems({ ...(filter.state === undefined ? {} : { state: filter.state }), limit: 100_000 })
-      .filter((item) => filter.workflow === undefined || item.workflow.id === filter.workflow)
-      .sort((a, b) => b.createdAt - a.createdAt || a.id.localeCompare(b.id))
-      .slice(0, limit);
-    return rows.map((item) => consoleItem(item, now));
+    const store = this.#store;
+    const limit = Math.max(0, Math.min(filter.limit ?? 200, 1000));
+    // Newest first, filtered and limited by SQLite: only the ids of the page are read, then each item.
+    const where: string[] = [];
+    const params: (string | number)[] = [];
+    if (filter.state !== undefined) {
+      where.push('state = ?');
+      params.push(filter.state);
+    }
+    if (filter.workflow !== undefined) {
+      where.push('workflow_id = ?');
+      params.push(filter.workflow);
+    }
+    const ids = this.#db
+      .prepare(
+        `SELECT id FROM coord_items ${where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`}
+         ORDER BY created_at DESC, id LIMIT ?`,
+      )
+      .all(...params, limit) as { id: string }[];
+    return ids.flatMap(({ id }) => {
+      const item = store.getItem(id);
+      return item === undefined ? [] : [consoleItem(item, now)];
+    });
   }
 
   /** Workflow ids with items (for the filter). */

@@ -76,6 +76,12 @@ describe('the console API on the demo database', () => {
     expect(((await get('/api/items?state=completed')).body.items as unknown[]).length).toBe(2);
     expect(((await get('/api/items?state=running')).body.items as unknown[]).length).toBe(0);
     expect(((await get('/api/items?workflow=other')).body.items as unknown[]).length).toBe(0);
+    expect(((await get('/api/items?workflow=dev-sdlc&state=completed')).body.items as unknown[]).length).toBe(2);
+    // Newest first; a limit keeps the newest.
+    const created = (items as unknown as { createdAt: number }[]).map((i) => i.createdAt);
+    expect(created).toEqual([...created].sort((a, b) => b - a));
+    const newest = (await get('/api/items?limit=1')).body.items as { id: string }[];
+    expect(newest.map((i) => i.id)).toEqual([items[0]?.id]);
     const overview = await get('/api/overview');
     expect(overview.body).toMatchObject({ coordinator: true, bus: 'sqlite', workflows: ['dev-sdlc'] });
   });
