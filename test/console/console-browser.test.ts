@@ -202,6 +202,8 @@ describe.skipIf(!available)('the console in a browser', () => {
     // The dead letter, replayed from the queues view.
     await page.goto(`${server.url}#/queues`);
     await page.locator('[data-action="replay"]').first().waitFor();
+    // The approval's notice stayed with the item's view.
+    expect(await page.locator('#notice').textContent()).toBe('');
     await shot(page, 'queues');
     await page.locator('[data-action="replay"]').first().click();
     await page.locator('#notice').getByText('1 dead letter replayed').waitFor();

@@ -577,7 +577,12 @@ async function renderNow() {
   document.body.dataset.rendered = String(Date.now());
 }
 
-window.addEventListener('hashchange', render);
+window.addEventListener('hashchange', () => {
+  // An action's notice belongs to the view it was taken in.
+  notice.className = '';
+  notice.textContent = '';
+  render();
+});
 const live = document.getElementById('live');
 const events = new EventSource('/api/events');
 let pending;
