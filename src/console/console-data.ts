@@ -464,12 +464,27 @@ function findParts(value: unknown, depth = 0): Part[] | undefined {
   return undefined;
 }
 
+/**
+ * The work item a dead letter belongs to. A hop's or a result's envelope
+ * names it as its run; an approval carries it in its data; a creation
+ * request has none yet (its run id is the request's key, not an item).
+ */
+function deadLetterItem(letter: DeadLetter): string | null {
+  const envelope = letter.envelope as { headers?: { runId?: unknown }; message?: { parts?: unknown[] } };
+  if (letter.role === ITEMS_ROLE) return null;
+  if (letter.role === APPROVALS_ROLE) {
+    const data = (envelope.message?.parts?.[0] as { data?: { itemId?: unknown } } | undefined)?.data;
+    return typeof data?.itemId === 'string' ? data.itemId : null;
+  }
+  return typeof envelope.headers?.runId === 'string' ? envelope.headers.runId : null;
+}
+
 function consoleDeadLetter(letter: DeadLetter): ConsoleDeadLetter {
-  const headers = (letter.envelope as { headers?: { runId?: unknown; hop?: unknown } }).headers;
+  const headers = (letter.envelope as { headers?: { hop?: unknown } }).headers;
   return {
     id: letter.id,
     role: letter.role,
-    itemId: typeof headers?.runId === 'string' ? headers.runId : null,
+    itemId: deadLetterItem(letter),
     hop: typeof headers?.hop === 'number' ? headers.hop : null,
     deliveries: letter.deliveries,
     error: { type: letter.lastError.type, message: clip(letter.lastError.message) },

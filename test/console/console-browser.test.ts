@@ -168,6 +168,11 @@ describe.skipIf(!available)('the console in a browser', () => {
 
     const server = await startConsole(['--db', db]);
     consoles.push(server);
+    // The stray decision's dead letter names the item it was for (not the message's key).
+    const letters = (await (await fetch(new URL('/api/dead-letters?role=%24approvals', server.url))).json()) as {
+      deadLetters: { itemId: string | null }[];
+    };
+    expect(letters.deadLetters.map((l) => l.itemId)).toEqual(['no-such-item']);
 
     // Without the token: the click is refused, and nothing changes.
     const anonymous = await openPage();
