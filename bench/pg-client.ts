@@ -57,8 +57,7 @@ const Q = {
   item: 'INSERT INTO items (id, state, hop, input, updated_at) VALUES ($1, $2, $3, $4, $5)',
   hop: 'INSERT INTO hops (id, item_id, seq, stage, idempotency_key, dispatched_at) VALUES ($1, $2, $3, $4, $5, $6)',
   update: 'UPDATE items SET state = $1, hop = $2, cost_usd = $3, updated_at = $4 WHERE id = $5',
-  usage:
-    'INSERT INTO usage (hop_id, item_id, model, input_tokens, cost_usd, at) VALUES ($1, $2, $3, $4, $5, $6)',
+  usage: 'INSERT INTO usage (hop_id, item_id, model, input_tokens, cost_usd, at) VALUES ($1, $2, $3, $4, $5, $6)',
   head: 'SELECT seq, hash FROM audit_head WHERE id = 1 FOR UPDATE',
   audit:
     'INSERT INTO audit_log (seq, at, kind, item_id, actor, data, prev_hash, hash) VALUES ' +

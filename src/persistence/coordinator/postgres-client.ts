@@ -4,10 +4,10 @@
  * `PgQuery`; nothing outside this folder needs to know which client library answers it.
  */
 
-/** One query on a connection or inside a transaction: text with `$1`-style parameters. */
-export interface PgQuery {
-  query(text: string, params?: unknown[]): Promise<{ rows: any[] }>;
-}
+import type { PgQuery } from '../kernel/postgres.js';
+
+/** One query on a connection or inside a transaction: text with `$1`-style parameters (declared in the kernel, shared by the audit chain). */
+export type { PgQuery } from '../kernel/postgres.js';
 
 /**
  * Run first inside every commit transaction of the PostgreSQL store (the leader lease's
