@@ -201,7 +201,7 @@ async function runCoordinator({
       consumer: `coordinator-${process.pid}`,
       ...(flags.autoApprove === undefined ? {} : { autoApprove: flags.autoApprove }),
     });
-    opened.intake.start();
+    await opened.intake.start();
     log.info(
       {
         db: flags.db,

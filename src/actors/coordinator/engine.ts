@@ -113,6 +113,18 @@ export class CoordinatorEngine {
     return this.#live.size;
   }
 
+  /** A live item as last committed (undefined once it ended, or unknown). */
+  liveItem(itemId: string): ItemRecord | undefined {
+    return this.#live.get(itemId)?.item;
+  }
+
+  /** The live items as last committed, oldest first. */
+  liveItems(): ItemRecord[] {
+    return [...this.#live.values()]
+      .map((v) => v.item)
+      .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
   /** Loads every live item and its run. Returns the items it could not restore. */
   async restore(): Promise<{ restored: string[]; refused: { itemId: string; reason: string }[] }> {
     const restored: string[] = [];

@@ -117,7 +117,8 @@ export class EndedRunForgetter {
         const results = await Promise.allSettled(due.map((id) => this.#contextStore.forgetRun(id)));
         const forgotten = due.filter((_, i) => results[i]!.status === 'fulfilled');
         // Marked after the Context Engine forgot: a crash in between forgets them again (a no-op).
-        if (forgotten.length > 0 && !this.#closed) await this.#store.recordContextForgotten(forgotten, this.#clock.now());
+        if (forgotten.length > 0 && !this.#closed)
+          await this.#store.recordContextForgotten(forgotten, this.#clock.now());
         total += forgotten.length;
         const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
         if (failed !== undefined) throw failed.reason;
