@@ -102,13 +102,13 @@ function parseFlags(all: string[]): Flags {
   const db = databaseFileFlag(args);
   if (db === undefined) throw new CliUsageError('--db PATH (or --db postgres://...) is required');
   const postgres = isPostgresUrl(db);
-  const bus = busProcessFlags(args, inspect, postgres ? undefined : db);
-  if (postgres && bus.bus.kind !== 'redis') {
+  if (postgres && stringFlag(args, 'bus') === undefined) {
     throw new CliUsageError(
       '--db postgres://... needs --bus redis://HOST:PORT: a Coordinator on PostgreSQL runs its hops on Redis ' +
         '(the embedded bus would keep them in a file on this machine)',
     );
   }
+  const bus = busProcessFlags(args, inspect, postgres ? undefined : db);
   const autoApprove = stringFlag(args, 'auto-approve');
   if (autoApprove !== undefined && autoApprove.length > 128) {
     throw new CliUsageError('--auto-approve takes a name of at most 128 characters');
