@@ -203,6 +203,7 @@ export type {
   Coordinator,
   CoordinatorOptions,
   CreateWorkItem,
+  PostgresStorage,
   RoleDeployment,
   SettleOptions,
 } from './actors/coordinator/coordinator.js';
