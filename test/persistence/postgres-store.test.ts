@@ -203,6 +203,16 @@ describe.runIf(runPg)('PostgresCoordinatorStore on PostgreSQL', () => {
       entries: 2,
       checkpoints: { verified: 1, signedSeq: 2, unsignedRows: 0 },
     });
+    // An append of more rows than one INSERT takes: several statements, the head moved with the last.
+    const many = Array.from({ length: 150 }, (_, i) => ({
+      kind: 'dispatch' as const,
+      itemId: 'c',
+      actor: 'coordinator',
+      data: { i },
+    }));
+    expect((await audit.appendMany(many)).at(-1)).toMatchObject({ seq: 152 });
+    expect(await audit.head()).toMatchObject({ seq: 152 });
+    expect(await audit.verifyChain()).toMatchObject({ ok: true, entries: 152 });
     await pool.query(`UPDATE audit_log SET data = '{"n":2}' WHERE seq = 1`);
     expect(await audit.verifyChain()).toMatchObject({ ok: false, seq: 1, reason: 'hash-mismatch' });
   });
