@@ -188,5 +188,11 @@ describe('a Coordinator on PostgreSQL needs the parts a whole deployment shares'
     await expect(createCoordinator({ definitions: [devSdlc], postgres: { url: 'mysql://x' } })).rejects.toMatchObject({
       code: 'COORD_INVALID_ARGUMENT',
     });
+    await expect(
+      createCoordinator({ definitions: [devSdlc], postgres: { url: 'postgres://h/db', maxConnections: 0 } }),
+    ).rejects.toMatchObject({ code: 'COORD_INVALID_ARGUMENT', message: expect.stringContaining('maxConnections') });
+    await expect(
+      createCoordinator({ definitions: [devSdlc], path: '/nonexistent/x.db', postgres: { url: 'postgres://h/db' } }),
+    ).rejects.toMatchObject({ code: 'COORD_INVALID_ARGUMENT', message: expect.stringContaining('one of them') });
   });
 });

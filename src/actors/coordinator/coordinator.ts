@@ -315,6 +315,13 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
     if (pg === null || typeof pg !== 'object' || typeof pg.url !== 'string' || !isPostgresUrl(pg.url)) {
       throw invalid('postgres takes { url: "postgres://USER@HOST:PORT/DATABASE", fence?, maxConnections? }');
     }
+    const max = pg.maxConnections;
+    if (max !== undefined && (!Number.isInteger(max) || max < 1 || max > 100)) {
+      throw invalid('postgres.maxConnections is a whole number from 1 to 100');
+    }
+    if (pg.fence !== undefined && typeof pg.fence !== 'function') {
+      throw invalid('postgres.fence is a function (tx) => Promise<void> run first in every commit transaction');
+    }
     if (options.path !== undefined || options.db !== undefined) {
       throw invalid('give postgres or path or db: the tables and the audit live in one of them');
     }
