@@ -9,6 +9,10 @@
  *   with how many results' changes it carried. Median and p99, while items
  *   run in waves of 50 (results arrive together and share commits) and one
  *   item at a time (each result alone).
+ * - The store alone, same run, same database: `commit` of one result's
+ *   changes (an item and run update, a hop update, a usage row, an outbox
+ *   row, 3 audit rows) called in a loop with nothing else in the process:
+ *   what the store costs without the Coordinator's event loop around it.
  * - Reference, same run, same database: a bare transaction of as many
  *   single-row INSERTs as the Coordinator's commit of one result writes
  *   (its rows plus its audit rows), on one connection, durable.
@@ -25,10 +29,12 @@ import { createClient } from 'redis';
 import { type RoleDeployment, createCoordinator } from '../src/actors/coordinator/coordinator.js';
 import { complete } from '../src/actors/worker/worker.js';
 import { createRedisQueue } from '../src/bus/redis/queue.js';
+import { PostgresAuditLog } from '../src/persistence/audit/postgres-chain.js';
 import { createRedisContextStore } from '../src/persistence/context/redis-store.js';
-import type { PostgresCoordinatorStore } from '../src/persistence/coordinator/postgres-store.js';
+import { PostgresCoordinatorStore } from '../src/persistence/coordinator/postgres-store.js';
+import { openPgPool } from '../src/persistence/kernel/postgres.js';
 import { parseWorkflowDefinition } from '../src/workflow/definition.js';
-import type { CommitBatch } from '../src/workflow/records.js';
+import { type CommitBatch, type ItemChanges, dispatchedHop } from '../src/workflow/records.js';
 
 const PG_URL = process.env.PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -60,6 +66,61 @@ function quantile(values: readonly number[], q: number): number {
 }
 
 const ms = (n: number) => n.toFixed(2);
+
+/** One result's changes to an item of the store-alone phase (created: its first commit). */
+function resultChanges(id: string, created: boolean): ItemChanges {
+  const hop = dispatchedHop({
+    id: `${id}-hop`,
+    itemId: id,
+    seq: 1,
+    hop: 1,
+    attempt: 1,
+    kind: 'stage',
+    stage: 'plan',
+    role: 'plan',
+    idempotencyKey: `${id}/1/1`,
+    continuation: null,
+    askedBy: null,
+    dispatchedAt: 1,
+    activeSince: 1,
+  });
+  const usage = { inputTokens: 100, outputTokens: 20, costUsd: 0.0001, elapsedMs: 1 };
+  return {
+    itemId: id,
+    item: {
+      id,
+      taskId: null,
+      workflow: { id: 'bench-4', version: 1 },
+      state: 'running',
+      stage: 'plan',
+      hop: 1,
+      hops: 1,
+      input: [{ kind: 'text', text: 'item' }],
+      budget: null,
+      attributes: null,
+      usage,
+      failure: null,
+      approval: null,
+      createdAt: 1,
+      updatedAt: 2,
+      finishedAt: null,
+      output: null,
+      mirrored: false,
+    },
+    created,
+    run: { machineVersion: 1, snapshot: { value: 'running', context: { runId: id, pad: 'x'.repeat(400) } } },
+    hops: [{ hop: created ? hop : { ...hop, state: 'completed', finishedAt: 2, usage }, created }],
+    usage: created ? [] : [{ hopId: hop.id, itemId: id, agent: 'plan', model: 'noop', ...usage, at: 2 }],
+    outbox: [{ kind: 'start', body: { role: 'build', item: id } }],
+    audit: ['governance', 'result', 'cost'].map((kind) => ({
+      kind: kind as 'result',
+      itemId: id,
+      actor: 'coordinator',
+      data: { hopId: hop.id, hop: 1 },
+    })),
+    ended: false,
+  };
+}
 
 async function admin(sql: string): Promise<void> {
   const c = new pg.Client({ connectionString: PG_URL });
@@ -149,6 +210,21 @@ async function run(): Promise<void> {
     await coordinator.close();
     closed = true;
 
+    progress('the store alone: one result per commit, nothing else running');
+    const pool = await openPgPool(dbUrl);
+    const auditAlone = await PostgresAuditLog.open(pool);
+    const storeAlone = await PostgresCoordinatorStore.open(pool, {
+      audit: { append: (tx, entries) => auditAlone.appendInTransaction(tx, entries) },
+    });
+    const storeOnly: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      await storeAlone.commit({ changes: [resultChanges(`alone-${i}`, true)], deleteOutbox: [] });
+      const t = performance.now();
+      await storeAlone.commit({ changes: [resultChanges(`alone-${i}`, false)], deleteOutbox: [] });
+      storeOnly.push(performance.now() - t);
+    }
+    await pool.end();
+
     progress(`reference: bare transactions of ${rowsPerResult} single-row INSERTs`);
     const ref = new pg.Client({ connectionString: dbUrl });
     await ref.connect();
@@ -185,10 +261,10 @@ async function run(): Promise<void> {
           waveResults.map((s) => s.ms),
           0.99,
         ),
-      )} ms (${waveResults.length} commits, median ${quantile(
-        waveResults.map((s) => s.changes),
-        0.5,
-      )} results' changes each; ${transactions} transactions for ${batchesIn} commits: group commit)`,
+      )} ms (${waveResults.length} commits for ${ITEMS} creations and ${ITEMS * ROLES.length} results: ${(
+        waveResults.reduce((n, s) => n + s.changes, 0) / Math.max(1, waveResults.length)
+      ).toFixed(1)} items' changes per commit on average, at most ${Math.max(...waveResults.map((s) => s.changes))}; ` +
+        `${transactions} store transactions for ${batchesIn} commit calls)`,
       `  commit latency, one item at a time (one result per commit): median ${ms(aloneMedian)} ms, p99 ${ms(
         quantile(
           aloneResults.map((s) => s.ms),
@@ -196,7 +272,8 @@ async function run(): Promise<void> {
         ),
       )} ms (${aloneResults.length} commits)`,
       `  reference, bare transaction of ${rowsPerResult} single-row INSERTs on one connection, same database: median ${ms(refMedian)} ms, p99 ${ms(quantile(reference, 0.99))} ms`,
-      `  ratio one-result commit / bare transaction (median): ${(aloneMedian / refMedian).toFixed(2)}`,
+      `  the store alone, one result's changes per commit (nothing else in the process): median ${ms(quantile(storeOnly, 0.5))} ms, p99 ${ms(quantile(storeOnly, 0.99))} ms (${storeOnly.length} commits)`,
+      `  ratio one-result commit in the Coordinator / bare transaction (median): ${(aloneMedian / refMedian).toFixed(2)}; the store alone / bare transaction: ${(quantile(storeOnly, 0.5) / refMedian).toFixed(2)}`,
       `  throughput: ${(ITEMS / seconds).toFixed(1)} work items/s, ${((ITEMS * ROLES.length) / seconds).toFixed(0)} hops/s end to end`,
       `  audit: ${auditRows} rows in PostgreSQL, chain ${verified.ok ? 'verified' : 'BROKEN'}`,
     ];
