@@ -203,6 +203,7 @@ export type {
   Coordinator,
   CoordinatorOptions,
   CreateWorkItem,
+  PostgresStorage,
   RoleDeployment,
   SettleOptions,
 } from './actors/coordinator/coordinator.js';
@@ -298,5 +299,6 @@ export type { WorkflowProblem, WorkflowProblemCode } from './workflow/definition
 export { AuditError, AUDIT_ERROR_CODES } from './persistence/audit/chain.js';
 export type { AuditErrorCode } from './persistence/audit/chain.js';
 export { SchemaVersionError } from './persistence/kernel/migrations.js';
+export { PostgresError } from './persistence/kernel/postgres.js';
 export { BrokerOwnershipError, BROKER_OWNERSHIP_ERROR_CODES } from './persistence/a2a/owner.js';
 export type { BrokerOwner } from './persistence/a2a/owner.js';

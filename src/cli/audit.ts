@@ -13,8 +13,10 @@ import {
 } from './command-args.js';
 import { loadAuditPublicKey, writeAuditKeyPair } from './audit-key.js';
 import { hasTable, openExistingDatabase, requireComponent } from './read-database.js';
+import { auditOf, isPostgresUrl, openPostgresForReading } from './read-postgres.js';
+import type { PostgresAuditLog } from '../persistence/audit/postgres-chain.js';
 
-export const AUDIT_USAGE = `Usage: switchboard audit verify --db PATH [--expect-head SEQ:HASH]
+export const AUDIT_USAGE = `Usage: switchboard audit verify --db PATH|URL [--expect-head SEQ:HASH]
                               [--public-key FILE [--require-signed-head]] [--json]
        switchboard audit keygen --out FILE
 
@@ -27,7 +29,9 @@ reason. The database is opened read-only.
 
 Options:
   --db PATH               the SQLite file the Coordinator wrote (required;
-                          never created)
+                          never created), or postgres://USER[:PASSWORD]@
+                          HOST:PORT/DB: a Coordinator's PostgreSQL database
+                          (the same rows, hashing and checks)
   --expect-head SEQ:HASH  also check against a head noted elsewhere (as
                           printed by a previous verify): row SEQ must still
                           have HASH (the chain may have grown since); a
@@ -56,8 +60,8 @@ differs: the chain was rewritten), unsigned-head (rows past the newest
 checkpoint, with --require-signed-head).
 
 Exit status: 0 when the chain is intact; 1 when it is not (the first bad
-row is named); 2 for a usage error or a file that is not a switchboard
-database with an audit.`;
+row is named) or a PostgreSQL does not answer; 2 for a usage error or a
+database that is not a switchboard database with an audit.`;
 
 /** Every flag the command accepts (each is documented in its --help; a test checks it). */
 export const AUDIT_FLAGS: FlagSpec = {
@@ -111,7 +115,14 @@ async function runAudit(argv: string[]): Promise<number> {
       throw new CliUsageError('--require-signed-head needs --public-key FILE');
     }
     publicKey = publicKeyFile === undefined ? undefined : loadAuditPublicKey(publicKeyFile);
-    opened = openExistingDatabase(stringFlag(args, 'db'), 'read');
+    const db = stringFlag(args, 'db');
+    if (db !== undefined && isPostgresUrl(db)) {
+      return await verifyOnPostgres(db, json, {
+        ...(expectedHead === undefined ? {} : { expectedHead }),
+        ...(publicKey === undefined ? {} : { publicKey, requireSignedHead }),
+      });
+    }
+    opened = openExistingDatabase(db, 'read');
   } catch (error) {
     if (error instanceof CliUsageError) return reportUsageError('audit', error, AUDIT_USAGE);
     throw error;
@@ -150,32 +161,72 @@ async function runAudit(argv: string[]): Promise<number> {
         .deferred();
       if (!verification.ok) row = rowAt(audit, verification.seq);
     }
-    if (json) {
-      process.stdout.write(
-        `${JSON.stringify(verification.ok ? verification : { ...verification, row: row ?? null })}\n`,
-      );
-    } else if (verification.ok) {
-      const c = verification.checkpoints;
-      process.stdout.write(
-        `Audit chain intact: ${verification.entries} entries\n` +
-          `Head: ${verification.head.seq}:${verification.head.hash}\n` +
-          (c === undefined
-            ? ''
-            : `Signed: ${c.verified} checkpoint(s) of key ${c.keyId}, the newest at row ${c.signedSeq}; ` +
-              `${c.unsignedRows} row(s) after it unsigned` +
-              (c.otherKeys > 0 ? ` (${c.otherKeys} checkpoint(s) of other keys not checked)` : '') +
-              '\n'),
-      );
-    } else {
-      process.stdout.write(
-        `Audit chain BROKEN at row ${verification.seq} (${verification.reason}): ${verification.detail}\n` +
-          (row === undefined ? '' : `  ${describeRow(row)}\n`),
-      );
-    }
-    return verification.ok ? 0 : 1;
+    return printVerification(verification, row, json);
   } finally {
     opened.db.close();
   }
+}
+
+/** `--db postgres://...`: the same walk of the chain kept in PostgreSQL. */
+async function verifyOnPostgres(
+  url: string,
+  json: boolean,
+  options: Parameters<PostgresAuditLog['verifyChain']>[0],
+): Promise<number> {
+  let opened: Awaited<ReturnType<typeof openPostgresForReading>>;
+  try {
+    opened = await openPostgresForReading(url, 'audit');
+  } catch (error) {
+    process.stderr.write(`switchboard audit: ${(error as Error).message}\n`);
+    return 1;
+  }
+  try {
+    let audit: PostgresAuditLog;
+    try {
+      audit = await auditOf(opened);
+    } catch (error) {
+      process.stderr.write(`switchboard audit: ${opened.where}: ${(error as Error).message}\n`);
+      return error instanceof SchemaVersionError ? 2 : 1;
+    }
+    const verification = await audit.verifyChain(options);
+    let row: AuditRow | undefined;
+    if (!verification.ok) {
+      row = await audit
+        .list({ afterSeq: verification.seq - 1, limit: 1 })
+        .then((rows) => rows.find((r) => r.seq === verification.seq))
+        .catch(() => undefined);
+    }
+    return printVerification(verification, row, json);
+  } catch (error) {
+    process.stderr.write(`switchboard audit: ${opened.where}: ${(error as Error).message}\n`);
+    return 1;
+  } finally {
+    await opened.close();
+  }
+}
+
+function printVerification(verification: AuditVerification, row: AuditRow | undefined, json: boolean): number {
+  if (json) {
+    process.stdout.write(`${JSON.stringify(verification.ok ? verification : { ...verification, row: row ?? null })}\n`);
+  } else if (verification.ok) {
+    const c = verification.checkpoints;
+    process.stdout.write(
+      `Audit chain intact: ${verification.entries} entries\n` +
+        `Head: ${verification.head.seq}:${verification.head.hash}\n` +
+        (c === undefined
+          ? ''
+          : `Signed: ${c.verified} checkpoint(s) of key ${c.keyId}, the newest at row ${c.signedSeq}; ` +
+            `${c.unsignedRows} row(s) after it unsigned` +
+            (c.otherKeys > 0 ? ` (${c.otherKeys} checkpoint(s) of other keys not checked)` : '') +
+            '\n'),
+    );
+  } else {
+    process.stdout.write(
+      `Audit chain BROKEN at row ${verification.seq} (${verification.reason}): ${verification.detail}\n` +
+        (row === undefined ? '' : `  ${describeRow(row)}\n`),
+    );
+  }
+  return verification.ok ? 0 : 1;
 }
 
 function keygen(out: string | undefined, values: Record<string, unknown>): number {

@@ -16,6 +16,7 @@ import { LOG_LEVELS, type Logger } from '../log/logger.js';
 import { WorkflowRegistry } from '../workflow/definition.js';
 import type { ContextStore } from '../persistence/context/sqlite-store.js';
 import { type SqliteDatabase, openDatabase } from '../persistence/kernel/database.js';
+import { isPostgresUrl, safePostgresUrl } from '../persistence/kernel/postgres.js';
 import { BUS_HELP, CONTEXT_RETENTION_HELP, describeBus, openBus } from './bus-option.js';
 import {
   BUS_PROCESS_FLAGS,
@@ -31,7 +32,7 @@ import { CliUsageError, type FlagSpec, booleanFlag, stringFlag, databaseFileFlag
 import { AUDIT_KEY_ENV, loadAuditPrivateKey } from './audit-key.js';
 import { COORDINATOR_STATUS_USAGE, runCoordinatorStatus } from './coordinator-status.js';
 
-export const COORDINATOR_USAGE = `Usage: switchboard coordinator --db PATH [--bus URL] [--workflows DIR|FILE]
+export const COORDINATOR_USAGE = `Usage: switchboard coordinator --db PATH|URL [--bus URL] [--workflows DIR|FILE]
                                [--auto-approve NAME] [--local-workers]
                                [--context-retention-ms MS] [--audit-key FILE]
                                [--log-level LEVEL] [--inspect[=[HOST:]PORT]]
@@ -49,6 +50,12 @@ Options:
   --db PATH               the Coordinator's SQLite file (created if missing;
                           with the default bus it also holds the bus and the
                           Context Engine)
+  --db postgres://USER[:PASSWORD]@HOST:PORT/DB
+                          or its tables and audit in PostgreSQL (the database
+                          must exist; its tables are made on first start);
+                          needs --bus redis://...: the broker is then in
+                          memory, rebuilt from the tables on every start. The
+                          password is never logged
 ${BUS_HELP}
   --workflows DIR|FILE    the workflow definitions (.json) items may follow
                           (default: the shipped workflows, dev-sdlc among them)
@@ -67,8 +74,9 @@ ${CONTEXT_RETENTION_HELP}
 ${INSPECT_USAGE}
   -h, --help              show this help
 
-Exit status: 0 after a graceful stop; 1 when the database, the bus or the
-workflows cannot be opened; 2 for a usage error.`;
+Exit status: 0 after a graceful stop; 1 when the database (a PostgreSQL that
+does not answer among them), the bus or the workflows cannot be opened; 2
+for a usage error.`;
 
 /** Every flag the command accepts (each is documented in its --help; a test checks it). */
 export const COORDINATOR_FLAGS: FlagSpec = {
@@ -82,6 +90,8 @@ export const COORDINATOR_FLAGS: FlagSpec = {
 
 interface Flags extends BusProcessFlags {
   db: string;
+  /** `--db` is a PostgreSQL URL. */
+  postgres: boolean;
   workflows: string | undefined;
   autoApprove: string | undefined;
   localWorkers: boolean;
@@ -91,14 +101,23 @@ interface Flags extends BusProcessFlags {
 function parseFlags(all: string[]): Flags {
   const { args, inspect } = parseBusProcessArgs(all, COORDINATOR_FLAGS);
   const db = databaseFileFlag(args);
-  if (db === undefined) throw new CliUsageError('--db PATH is required');
+  if (db === undefined) throw new CliUsageError('--db PATH (or --db postgres://...) is required');
+  const postgres = isPostgresUrl(db);
+  if (postgres && stringFlag(args, 'bus') === undefined) {
+    throw new CliUsageError(
+      '--db postgres://... needs --bus redis://HOST:PORT: a Coordinator on PostgreSQL runs its hops on Redis ' +
+        '(the embedded bus would keep them in a file on this machine)',
+    );
+  }
+  const bus = busProcessFlags(args, inspect, postgres ? undefined : db);
   const autoApprove = stringFlag(args, 'auto-approve');
   if (autoApprove !== undefined && autoApprove.length > 128) {
     throw new CliUsageError('--auto-approve takes a name of at most 128 characters');
   }
   return {
     db,
-    ...busProcessFlags(args, inspect, db),
+    postgres,
+    ...bus,
     workflows: stringFlag(args, 'workflows'),
     autoApprove,
     localWorkers: booleanFlag(args, 'local-workers'),
@@ -167,15 +186,23 @@ async function runCoordinator({
         deployments[role] = { handler: DEMO_HANDLERS[role]!, deployment };
       }
     }
+    // The database as it may be logged: a PostgreSQL URL without its password.
+    const where = flags.postgres ? safePostgresUrl(flags.db) : flags.db;
     try {
-      opened.db = openDatabase(flags.db);
-      opened.broker = createBroker({ path: flags.db, logger: log, inspect: inspection?.inspect });
-      opened.bus = await openBus(flags.bus, { database: opened.db });
-      opened.contextStore = await openContextStore({ database: opened.db });
+      if (flags.postgres) {
+        opened.bus = await openBus(flags.bus);
+        opened.contextStore = await openContextStore();
+      } else {
+        opened.db = openDatabase(flags.db);
+        opened.broker = createBroker({ path: flags.db, logger: log, inspect: inspection?.inspect });
+        opened.bus = await openBus(flags.bus, { database: opened.db });
+        opened.contextStore = await openContextStore({ database: opened.db });
+      }
       opened.coordinator = await createCoordinator({
-        broker: opened.broker,
+        ...(flags.postgres
+          ? { postgres: { url: flags.db } }
+          : { broker: opened.broker as Broker, db: opened.db as SqliteDatabase }),
         bus: opened.bus,
-        db: opened.db,
         contextStore: opened.contextStore,
         definitions,
         deployments,
@@ -185,7 +212,7 @@ async function runCoordinator({
         ...(flags.auditKey === undefined ? {} : { auditKey: flags.auditKey }),
       });
     } catch (error) {
-      log.fatal({ err: { message: (error as Error).message }, db: flags.db }, 'cannot start the Coordinator');
+      log.fatal({ err: { message: (error as Error).message }, db: where }, 'cannot start the Coordinator');
       return 1;
     }
     // One line per item event: lifecycle at info, hop events at debug.
@@ -202,10 +229,10 @@ async function runCoordinator({
       consumer: `coordinator-${process.pid}`,
       ...(flags.autoApprove === undefined ? {} : { autoApprove: flags.autoApprove }),
     });
-    opened.intake.start();
+    await opened.intake.start();
     log.info(
       {
-        db: flags.db,
+        db: where,
         bus: describeBus(flags.bus),
         workflows: definitions.list().map((d) => `${d.id}@${d.version}`),
         restored: opened.coordinator.restored.items.length,

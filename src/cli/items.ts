@@ -17,12 +17,13 @@ import {
   stringFlag,
 } from './command-args.js';
 import { type OpenedDatabase, openExistingDatabase, requireComponent } from './read-database.js';
+import { coordinatorTablesOf, isPostgresUrl, openPostgresForReading } from './read-postgres.js';
 import { formatDuration, formatEpoch, formatUsd, renderTable } from './table.js';
 
 const MAX_LIMIT = 100_000;
 
-export const ITEMS_USAGE = `Usage: switchboard items list --db PATH [--state S] [--limit N] [--json]
-       switchboard items show ID --db PATH [--json]
+export const ITEMS_USAGE = `Usage: switchboard items list --db PATH|URL [--state S] [--limit N] [--json]
+       switchboard items show ID --db PATH|URL [--json]
 
 The Coordinator's work items: state, workflow, stage, hops, cost, elapsed
 time and what each ended with (its output: the last stage's parts and
@@ -39,7 +40,8 @@ Coordinator.
 
 Options:
   --db PATH      the SQLite file the Coordinator wrote (required; never
-                 created)
+                 created), or postgres://USER[:PASSWORD]@HOST:PORT/DB: the
+                 PostgreSQL database of a Coordinator run with that --db
   --state S      list: only items in this state: pending, running,
                  awaiting-approval, suspended, completed, failed, canceled
   --limit N      list: at most N items (default 1000)
@@ -52,7 +54,8 @@ Options:
 
 Exit status: 0 on success; 1 when the database cannot be read (no such
 file, not a switchboard database, no Coordinator tables, another schema
-version) or show names no work item; 2 for a usage error.`;
+version, a PostgreSQL that does not answer) or show names no work item; 2
+for a usage error.`;
 
 interface ItemsFlags {
   sub: 'list' | 'show';
@@ -182,6 +185,10 @@ function listItems(opened: OpenedDatabase, store: SqliteCoordinatorStore, flags:
   const { items, total } = opened.db
     .transaction(() => ({ items: store.listItems({ ...filter, limit: flags.limit }), total: store.countItems(filter) }))
     .deferred();
+  return printList(items, total, flags);
+}
+
+function printList(items: readonly ItemRecord[], total: number, flags: ItemsFlags): number {
   const now = Date.now();
   if (flags.json) {
     const out = items.map((item) => ({ ...item, elapsedMs: elapsedMs(item, now) }));
@@ -260,9 +267,18 @@ function showItem(opened: OpenedDatabase, store: SqliteCoordinatorStore, flags: 
       return item === undefined ? undefined : { item, hops: store.listHops(id) };
     })
     .deferred();
+  return printItem(found, opened.path, flags);
+}
+
+function printItem(
+  found: { item: ItemRecord; hops: HopRecord[] } | undefined,
+  where: string,
+  flags: ItemsFlags,
+): number {
+  const id = flags.id!;
   if (found === undefined) {
     process.stderr.write(
-      `switchboard items: no work item ${id} in ${opened.path} (list them with: switchboard items list --db ${opened.path})\n`,
+      `switchboard items: no work item ${id} in ${where} (list them with: switchboard items list --db ${where})\n`,
     );
     return 1;
   }
@@ -298,11 +314,42 @@ function showItem(opened: OpenedDatabase, store: SqliteCoordinatorStore, flags: 
   return 0;
 }
 
+/** `--db postgres://...`: the same reads of the Coordinator's PostgreSQL tables. */
+async function runItemsOnPostgres(url: string, flags: ItemsFlags): Promise<number> {
+  let opened: Awaited<ReturnType<typeof openPostgresForReading>>;
+  try {
+    opened = await openPostgresForReading(url, 'items');
+  } catch (error) {
+    process.stderr.write(`switchboard items: ${(error as Error).message}\n`);
+    return 1;
+  }
+  try {
+    const store = await coordinatorTablesOf(opened);
+    if (flags.sub === 'list') {
+      const filter = flags.state === undefined ? {} : { state: flags.state };
+      const items = await store.readItems({ ...filter, limit: flags.limit });
+      return printList(items, await store.countItems(filter), flags);
+    }
+    const item = await store.readItem(flags.id!);
+    return printItem(
+      item === undefined ? undefined : { item, hops: await store.readHops(item.id) },
+      opened.where,
+      flags,
+    );
+  } catch (error) {
+    process.stderr.write(`switchboard items: ${opened.where}: ${(error as Error).message}\n`);
+    return 1;
+  } finally {
+    await opened.close();
+  }
+}
+
 async function runItems(argv: string[]): Promise<number> {
   let flags: ItemsFlags;
   let opened: { opened: OpenedDatabase; store: SqliteCoordinatorStore };
   try {
     flags = parseFlags(argv);
+    if (flags.db !== undefined && isPostgresUrl(flags.db)) return await runItemsOnPostgres(flags.db, flags);
     opened = openItems(flags);
   } catch (error) {
     if (error instanceof UnreadableDatabase) {

@@ -12,11 +12,13 @@ import {
   stringFlag,
 } from './command-args.js';
 import { type OpenedDatabase, openExistingDatabase, requireComponent } from './read-database.js';
+import { coordinatorTablesOf, isPostgresUrl, openPostgresForReading } from './read-postgres.js';
+import type { ItemRecord } from '../workflow/records.js';
 import { formatDuration, formatUsd, renderTable } from './table.js';
 
 const GROUPINGS: readonly UsageGrouping[] = ['agent', 'model', 'task'];
 
-export const USAGE_USAGE = `Usage: switchboard usage --db PATH [--by agent|model|task] [--item ID] [--json]
+export const USAGE_USAGE = `Usage: switchboard usage --db PATH|URL [--by agent|model|task] [--item ID] [--json]
 
 What the Coordinator's work cost: hops, input and output tokens, cost in
 US dollars and hop time (the time workers spent running hops, summed),
@@ -27,7 +29,8 @@ and counts once). The database is opened read-only.
 
 Options:
   --db PATH          the SQLite file the Coordinator wrote (required; never
-                     created)
+                     created), or postgres://USER[:PASSWORD]@HOST:PORT/DB:
+                     the PostgreSQL database of a Coordinator run with it
   --by GROUPING      agent, model or task (default: agent)
   --item ID          only this work item
   --json             print {"by","groups":[{"key","hops","inputTokens",
@@ -35,8 +38,9 @@ Options:
                      stdout (--by task adds "state" and "workflow" per group)
   -h, --help         show this help
 
-Exit status: 0 on success; 1 when --item names no work item; 2 for a usage
-error or a file that is not a switchboard database with Coordinator tables.`;
+Exit status: 0 on success; 1 when --item names no work item or a PostgreSQL
+does not answer; 2 for a usage error or a database that is not a switchboard
+database with Coordinator tables.`;
 
 interface UsageFlags {
   db: string | undefined;
@@ -97,6 +101,15 @@ function report(opened: OpenedDatabase, flags: UsageFlags): number {
   const items = new Map(
     flags.by === 'task' ? groups.map((g) => [g.key, store.getItem(g.key)] as const) : ([] as const),
   );
+  return print(groups, total, items, flags);
+}
+
+function print(
+  groups: readonly UsageGroup[],
+  total: Total,
+  items: ReadonlyMap<string, ItemRecord | undefined>,
+  flags: UsageFlags,
+): number {
   if (flags.json) {
     const out = groups.map((g) => {
       if (flags.by !== 'task') return g;
@@ -144,11 +157,48 @@ function report(opened: OpenedDatabase, flags: UsageFlags): number {
   return 0;
 }
 
+/** `--db postgres://...`: the same report from the Coordinator's PostgreSQL tables. */
+async function reportOnPostgres(url: string, flags: UsageFlags): Promise<number> {
+  let opened: Awaited<ReturnType<typeof openPostgresForReading>>;
+  try {
+    opened = await openPostgresForReading(url, 'usage');
+  } catch (error) {
+    process.stderr.write(`switchboard usage: ${(error as Error).message}\n`);
+    return 1;
+  }
+  try {
+    let store: Awaited<ReturnType<typeof coordinatorTablesOf>>;
+    try {
+      store = await coordinatorTablesOf(opened);
+    } catch (error) {
+      // Like a file without the Coordinator's tables or of another version: not a database this reads.
+      process.stderr.write(`switchboard usage: ${opened.where}: ${(error as Error).message}\n`);
+      return error instanceof SchemaVersionError ? 2 : 1;
+    }
+    const filter = flags.item === undefined ? {} : { itemId: flags.item };
+    if (flags.item !== undefined && (await store.readItem(flags.item)) === undefined) {
+      process.stderr.write(`switchboard usage: no work item ${flags.item} in ${opened.where}\n`);
+      return 1;
+    }
+    const groups = await store.readUsageBy(flags.by, filter);
+    const total = sum(flags.by === 'task' ? groups : await store.readUsageBy('task', filter));
+    const items = new Map<string, ItemRecord | undefined>();
+    if (flags.by === 'task') for (const g of groups) items.set(g.key, await store.readItem(g.key));
+    return print(groups, total, items, flags);
+  } catch (error) {
+    process.stderr.write(`switchboard usage: ${opened.where}: ${(error as Error).message}\n`);
+    return 1;
+  } finally {
+    await opened.close();
+  }
+}
+
 async function runUsage(argv: string[]): Promise<number> {
   let flags: UsageFlags;
   let opened: OpenedDatabase;
   try {
     flags = parseFlags(argv);
+    if (flags.db !== undefined && isPostgresUrl(flags.db)) return await reportOnPostgres(flags.db, flags);
     opened = openExistingDatabase(flags.db, 'read');
   } catch (error) {
     if (error instanceof CliUsageError) return reportUsageError('usage', error, USAGE_USAGE);

@@ -26,14 +26,37 @@ export type {
   LeaseRole,
   LeaseRoleChange,
   LeaseStatus,
-  PgQuery,
   PostgresLeaseOptions,
 } from '../persistence/coordinator/postgres-lease.js';
 export type { LeaseTiming } from '../decisions/lease-decision.js';
 // Reading the Coordinator's tables.
 export { SqliteCoordinatorStore } from '../persistence/coordinator/store.js';
+// On PostgreSQL: the store, its audit chain, the pool they share, the fence seam of a leader lease.
+export {
+  COORDINATOR_PG_SCHEMA,
+  PostgresCoordinatorStore,
+  type PgAuditSink,
+  type PostgresCoordinatorStoreOptions,
+} from '../persistence/coordinator/postgres-store.js';
+export type { PgFence, PgQuery } from '../persistence/coordinator/postgres-client.js';
+export { AUDIT_PG_MIGRATIONS, PostgresAuditLog } from '../persistence/audit/postgres-chain.js';
+export {
+  type PgConnection,
+  type PgPool,
+  type PgPoolOptions,
+  PostgresError,
+  isPostgresUrl,
+  openPgPool,
+  redactPostgresSecrets,
+  safePostgresUrl,
+} from '../persistence/kernel/postgres.js';
 // What any Coordinator store implements (the contract suite holds it to this).
-export type { AuditSink, CoordinatorStore, StoredItem } from '../persistence/coordinator/coordinator-store.js';
+export type {
+  AuditSink,
+  CoordinatorStore,
+  CoordinatorTables,
+  StoredItem,
+} from '../persistence/coordinator/coordinator-store.js';
 export type {
   CommitBatch,
   Committed,

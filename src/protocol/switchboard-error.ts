@@ -62,6 +62,8 @@ export const ERROR_CODES = {
   ContextStoreError: ['CONTEXT_CLOSED', 'CONTEXT_NOT_JSON', 'CONTEXT_INVALID_ARGUMENT', 'CONTEXT_BACKEND'],
   AuditError: ['AUDIT_INVALID_ENTRY', 'AUDIT_HEAD_MISSING', 'AUDIT_NO_TRANSACTION', 'AUDIT_BAD_KEY'],
   SchemaVersionError: ['SCHEMA_TOO_NEW', 'SCHEMA_TOO_OLD'],
+  /** The PostgreSQL store: a bad URL, an unreachable or lost server, a missing client, a refused statement. */
+  PostgresError: ['PG_INVALID_URL', 'PG_UNREACHABLE', 'PG_CLIENT_MISSING', 'PG_QUERY_FAILED'],
   TransportError: ['CONNECTION_CLOSED', 'INCOMPATIBLE_HOST', 'SPAWN_FAILED', 'PROTOCOL_VIOLATION', 'NO_BROKER'],
   CliUsageError: ['CLI_USAGE'],
   InspectorError: ['INSPECTOR_LISTEN_FAILED'],

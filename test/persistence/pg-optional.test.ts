@@ -1,12 +1,16 @@
 import { spawn } from 'node:child_process';
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
 
 /**
- * `pg` is an optional peer dependency: the package root and the coordinator
- * entry (the built dist/; `npm test` builds first) load without it, and a
- * leader lease asked for without it says what to install. The children run
- * with resolution hooks (`fixtures/block-pg.mjs`) under which `pg` cannot be
- * found: a static import of it anywhere the entries reach fails their load.
+ * `pg` is an optional peer dependency: the package (the built `dist/`;
+ * `npm test` builds first) and the embedded Coordinator must work without
+ * it, and asking for PostgreSQL without it must say what to install. Each
+ * child runs with resolution hooks (`fixtures/block-pg.mjs`) under which
+ * `pg` cannot be found: a static `import ... from 'pg'` in any module the
+ * entries reach fails the child's first import.
  */
 const fixtures = new URL('./fixtures/', import.meta.url);
 const block = new URL('block-pg.mjs', fixtures).pathname;
@@ -28,10 +32,33 @@ function node(args: string[]): Promise<{ code: number | null; stdout: string; st
 }
 
 describe('pg is optional', () => {
+  let dir: string | undefined;
+  afterEach(() => {
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+    dir = undefined;
+  });
+
   it('the hooks really hide pg: importing it fails as for a package not installed', async () => {
     const r = await node(['--input-type=module', '-e', "await import('pg')"]);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain('ERR_MODULE_NOT_FOUND');
+  });
+
+  it('the embedded Coordinator runs without pg; asking for PostgreSQL says what to install', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'sb-no-pg-'));
+    const r = await node([new URL('embedded-coordinator.mjs', fixtures).pathname, dir]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({
+      state: 'completed',
+      wanted: {
+        name: 'PostgresError',
+        code: 'PG_CLIENT_MISSING',
+        message:
+          "the PostgreSQL store needs the package 'pg' (node-postgres ^8.23.1), which cannot be found: " +
+          "run 'npm install pg@8' in the project that uses switchboard",
+      },
+    });
   });
 
   it('the root and the coordinator entry load without pg; a lease says what to install', async () => {
@@ -51,5 +78,6 @@ describe('pg is optional', () => {
     expect(out.message).toContain(
       "PostgreSQL needs the package 'pg' (node-postgres ^8.23.1), which cannot be found: run 'npm install pg@8' in the project that uses switchboard",
     );
+    expect(out.message).not.toContain('hunter2');
   });
 });

@@ -74,6 +74,7 @@ const ROOT_VALUES = [
   'JSONRPC_CODE_OF',
   'SWITCHBOARD_ERROR_CODES',
   'SchemaVersionError',
+  'PostgresError',
   'WORKER_ERROR_CODES',
   'WORKFLOW_ERROR_CODES',
   'WorkflowError',

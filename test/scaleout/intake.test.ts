@@ -35,7 +35,7 @@ async function start(dir?: string, autoApprove?: string) {
     visibilityTimeoutMs: 5_000,
     ...(autoApprove === undefined ? {} : { autoApprove }),
   });
-  intake.start();
+  await intake.start();
   const entry = { fixture, intake };
   open.push(entry);
   return entry;

@@ -1,5 +1,5 @@
 import type { KeyObject } from 'node:crypto';
-import { type Observable, Subject, concat, defer, filter, of, takeWhile } from 'rxjs';
+import { type Observable, Subject, concat, defer, filter, from, map, of, takeWhile } from 'rxjs';
 import { z } from 'zod';
 import { type Dispatcher, type ResultDelivery, type StartHop, createDispatcher } from '../../bus/dispatcher.js';
 import { SqliteQueue } from '../../bus/sqlite/queue.js';
@@ -11,7 +11,7 @@ import type { PolicyEntry } from '../../workflow/governance.js';
 import type { PoolDeployment } from '../../machines/pool-machine.js';
 import { WorkflowRegistry } from '../../workflow/definition.js';
 import { isFinalRunState } from '../../machines/workflow-run-transitions.js';
-import { AuditLog } from '../../persistence/audit/chain.js';
+import { AuditLog, type AuditVerification, type AuditVerifyOptions } from '../../persistence/audit/chain.js';
 import { type Clock, systemClock } from '../../persistence/kernel/clock.js';
 import {
   type ContextStore,
@@ -32,6 +32,11 @@ import { BrokerMirror } from './mirror.js';
 import { FileOwnership } from './ownership.js';
 import { CoordinatorGovernance } from './policies.js';
 import { SqliteCoordinatorStore } from '../../persistence/coordinator/store.js';
+import type { CoordinatorStore, CoordinatorTables } from '../../persistence/coordinator/coordinator-store.js';
+import type { PgFence } from '../../persistence/coordinator/postgres-client.js';
+import { PostgresCoordinatorStore } from '../../persistence/coordinator/postgres-store.js';
+import { PostgresAuditLog } from '../../persistence/audit/postgres-chain.js';
+import { type PgPool, isPostgresUrl, openPgPool, safePostgresUrl } from '../../persistence/kernel/postgres.js';
 import type { HopRecord, ItemBudget, ItemRecord, OutboxRow } from '../../workflow/records.js';
 import { CoordinatorError, type ItemStatus, statusOf } from './types.js';
 import { HumanEdge } from './human-edge.js';
@@ -78,6 +83,15 @@ export interface CoordinatorOptions {
   bus?: WorkQueue;
   /** The database the Coordinator's tables and the audit live in. */
   db?: SqliteDatabase;
+  /**
+   * Or the Coordinator's tables and the audit in PostgreSQL (instead of
+   * `db`): give `bus` (a Redis bus: the Coordinator's whole state is then off
+   * this machine) and `contextStore` (its Redis store); `broker` is
+   * optional (default: a broker in memory, rebuilt by the mirror from the
+   * tables on every start). `fence` runs first in every commit transaction
+   * (a leader lease's `assertEpoch`). See docs/coordinator.md, "PostgreSQL".
+   */
+  postgres?: PostgresStorage;
   contextStore?: ContextStore;
   /**
    * With `path`: how long the embedded Context Engine keeps completion
@@ -140,6 +154,16 @@ export interface CoordinatorOptions {
   inspect?: ActorInspector;
 }
 
+/** Where a Coordinator on PostgreSQL keeps its tables and audit. */
+export interface PostgresStorage {
+  /** `postgres://USER[:PASSWORD]@HOST:PORT/DATABASE` (the password never appears in a message or log line). */
+  url: string;
+  /** Run first inside every commit transaction; throwing refuses the commit (nothing is written or published). */
+  fence?: PgFence;
+  /** Connections of the pool at most (default 4). */
+  maxConnections?: number;
+}
+
 /** What `Coordinator.createWorkItem` takes: the workflow to run, the request, and an optional budget and attributes. */
 export interface CreateWorkItem {
   /** A workflow id (its latest version) or an exact reference. */
@@ -182,14 +206,33 @@ export interface Coordinator {
   approve(itemId: string, approver: string): Promise<void>;
   deny(itemId: string, approver: string, reason?: string): Promise<void>;
   cancel(itemId: string, options?: { by?: string; reason?: string }): Promise<void>;
+  /** An item as stored (SQLite only: on PostgreSQL it throws `COORD_INVALID_ARGUMENT`; use `getItem`). */
   get(itemId: string): ItemRecord | undefined;
+  /** Every item (SQLite only: on PostgreSQL use `listItems`). */
   list(): ItemRecord[];
+  /** An item's hops (SQLite only: on PostgreSQL use `listHops`). */
   hops(itemId: string): HopRecord[];
+  /** An item as stored, on either store. */
+  getItem(itemId: string): Promise<ItemRecord | undefined>;
+  /** Items, oldest first, on either store. */
+  listItems(): Promise<ItemRecord[]>;
+  /** An item's hops in order, on either store. */
+  listHops(itemId: string): Promise<HopRecord[]>;
+  /** Walks the audit chain (`AuditLog.verifyChain` or `PostgresAuditLog.verifyChain`). */
+  verifyAudit(options?: AuditVerifyOptions): Promise<AuditVerification>;
+  /** Where the tables and audit live. */
+  readonly storage: 'sqlite' | 'postgres';
+  /** The Coordinator's tables (asynchronous reads), on either store. */
+  readonly tables: CoordinatorTables;
   /** Changes a role's pool deployment (warm ↔ scale-to-zero), nothing else. */
   configureRole(role: string, deployment: PoolDeployment): void;
   readonly pools: ReadonlyMap<string, Pool>;
+  /** The SQLite store (on PostgreSQL it throws `COORD_INVALID_ARGUMENT`: read through `tables`). */
   readonly store: SqliteCoordinatorStore;
+  /** The SQLite audit (on PostgreSQL it throws: use `postgresAudit` or `verifyAudit`). */
   readonly audit: AuditLog;
+  /** The PostgreSQL audit (undefined on SQLite). */
+  readonly postgresAudit: PostgresAuditLog | undefined;
   readonly bus: WorkQueue;
   readonly broker: Broker;
   readonly contextStore: ContextStore;
@@ -262,15 +305,60 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
   }
 
   const owned: (() => Promise<void> | void)[] = [];
-  let db: SqliteDatabase;
+  let db: SqliteDatabase | undefined;
   let bus: WorkQueue;
   let contextStore: ContextStore;
   let broker: Broker;
-  if (options.path !== undefined) {
+  const pg = options.postgres;
+  if (pg !== undefined) {
+    // Checked before anything is opened: a bad combination leaves nothing to close.
+    if (pg === null || typeof pg !== 'object' || typeof pg.url !== 'string' || !isPostgresUrl(pg.url)) {
+      throw invalid('postgres takes { url: "postgres://USER@HOST:PORT/DATABASE", fence?, maxConnections? }');
+    }
+    const max = pg.maxConnections;
+    if (max !== undefined && (!Number.isInteger(max) || max < 1 || max > 100)) {
+      throw invalid('postgres.maxConnections is a whole number from 1 to 100');
+    }
+    if (pg.fence !== undefined && typeof pg.fence !== 'function') {
+      throw invalid('postgres.fence is a function (tx) => Promise<void> run first in every commit transaction');
+    }
+    if (options.path !== undefined || options.db !== undefined) {
+      throw invalid('give postgres or path or db: the tables and the audit live in one of them');
+    }
+    if (options.bus === undefined || options.bus.backend !== 'redis') {
+      throw invalid(
+        'a Coordinator on PostgreSQL needs a Redis bus (bus: createRedisQueue(...)): with the SQLite bus ' +
+          'its hops would live on this machine alone',
+      );
+    }
+    if (options.contextStore === undefined) {
+      throw invalid('a Coordinator on PostgreSQL needs a contextStore (the Redis Context Engine of its bus)');
+    }
+    if (options.contextRetention !== undefined) {
+      throw invalid(
+        'contextRetention configures the embedded Context Engine (path); configure the contextStore you give',
+      );
+    }
+    bus = options.bus;
+    contextStore = options.contextStore;
+    if (options.broker !== undefined) broker = options.broker;
+    else {
+      // The A2A view of the items and hops, rebuilt from the tables by the mirror on every start.
+      broker = createBroker({
+        path: ':memory:',
+        clock,
+        inspect: options.inspect,
+        ...(options.ids === undefined ? {} : { ids: options.ids }),
+        ...(options.logger === undefined ? {} : { logger: options.logger }),
+      });
+      owned.push(() => broker.close());
+    }
+  } else if (options.path !== undefined) {
     const durability = options.durability ?? 'normal';
-    db = openDatabase(options.path, { durability });
+    const opened = openDatabase(options.path, { durability });
+    db = opened;
     owned.push(() => {
-      db.close();
+      opened.close();
     });
     broker = createBroker({
       path: options.path,
@@ -281,10 +369,10 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
       ...(options.logger === undefined ? {} : { logger: options.logger }),
     });
     owned.push(() => broker.close());
-    bus = new SqliteQueue({ database: db, clock, pollIntervalMs: { min: 2, max: 20 } });
+    bus = new SqliteQueue({ database: opened, clock, pollIntervalMs: { min: 2, max: 20 } });
     owned.push(() => bus.close());
     contextStore = new SqliteContextStore({
-      database: db,
+      database: opened,
       clock,
       ...(options.contextRetention ?? {}),
       onPrune: logContextPrunes(log),
@@ -292,7 +380,7 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
     owned.push(() => contextStore.close());
   } else {
     if (!options.broker || !options.bus || !options.db || !options.contextStore) {
-      throw invalid('give path (embedded), or broker, bus, db and contextStore');
+      throw invalid('give path (embedded), or broker, bus, db and contextStore, or postgres with bus and contextStore');
     }
     if (options.contextRetention !== undefined) {
       throw invalid(
@@ -314,38 +402,65 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
   };
 
   try {
-    // The audit entries of a commit are appended in its transaction; an item's end signs the head there too.
-    const store = new SqliteCoordinatorStore(db, {
-      audit: {
-        append: (entries) => audit.appendManyInTransaction(entries),
-        ...(options.auditKey === undefined
-          ? {}
-          : { checkpoint: () => audit.checkpoint(options.auditKey as KeyObject) }),
-      },
-    });
-    const ownership = new FileOwnership({
-      db,
-      // Liveness across processes is wall-clock time, whatever clock the Coordinator's decisions use.
-      now: () => Date.now(),
-      logger: log,
-      ...(options.ownership ?? {}),
-    });
-    ownership.claim();
-    owned.push(() => ownership.release());
-    const audit = new AuditLog(db, { clock });
     const auditKey = options.auditKey;
-
-    if (auditKey !== undefined) {
-      audit.checkpoint(auditKey);
-      const timer = setInterval(() => {
-        try {
-          audit.checkpoint(auditKey);
-        } catch (error) {
-          log.warn({ err: error }, 'audit checkpoint failed');
-        }
-      }, options.auditCheckpointMs ?? 60_000);
-      timer.unref();
-      owned.push(() => clearInterval(timer));
+    let storage: Storage;
+    if (pg !== undefined) {
+      const pool = await openPgPool(pg.url, {
+        user: 'the Coordinator',
+        ...(pg.maxConnections === undefined ? {} : { max: pg.maxConnections }),
+        onError: (error) => log.warn({ err: error }, 'a PostgreSQL connection failed: the pool makes another'),
+      });
+      owned.push(() => pool.end());
+      const audit = await PostgresAuditLog.open(pool, { clock });
+      const store = await PostgresCoordinatorStore.open(pool, {
+        audit: {
+          append: (tx, entries) => audit.appendInTransaction(tx, entries),
+          ...(auditKey === undefined ? {} : { checkpoint: (tx) => audit.checkpointInTransaction(tx, auditKey) }),
+        },
+        ...(pg.fence === undefined ? {} : { fence: pg.fence }),
+      });
+      storage = { kind: 'postgres', store, tables: store, audit, pool };
+      log.info({ db: safePostgresUrl(pg.url) }, 'the Coordinator keeps its tables and audit in PostgreSQL');
+      if (auditKey !== undefined) {
+        await audit.checkpoint(auditKey);
+        const timer = setInterval(() => {
+          audit.checkpoint(auditKey).catch((error: unknown) => log.warn({ err: error }, 'audit checkpoint failed'));
+        }, options.auditCheckpointMs ?? 60_000);
+        timer.unref();
+        owned.push(() => clearInterval(timer));
+      }
+    } else {
+      const sqlite = db as SqliteDatabase;
+      // The audit entries of a commit are appended in its transaction; an item's end signs the head there too.
+      const store = new SqliteCoordinatorStore(sqlite, {
+        audit: {
+          append: (entries) => audit.appendManyInTransaction(entries),
+          ...(auditKey === undefined ? {} : { checkpoint: () => audit.checkpoint(auditKey) }),
+        },
+      });
+      const ownership = new FileOwnership({
+        db: sqlite,
+        // Liveness across processes is wall-clock time, whatever clock the Coordinator's decisions use.
+        now: () => Date.now(),
+        logger: log,
+        ...(options.ownership ?? {}),
+      });
+      ownership.claim();
+      owned.push(() => ownership.release());
+      const audit = new AuditLog(sqlite, { clock });
+      storage = { kind: 'sqlite', store, tables: store, audit, ownership };
+      if (auditKey !== undefined) {
+        audit.checkpoint(auditKey);
+        const timer = setInterval(() => {
+          try {
+            audit.checkpoint(auditKey);
+          } catch (error) {
+            log.warn({ err: error }, 'audit checkpoint failed');
+          }
+        }, options.auditCheckpointMs ?? 60_000);
+        timer.unref();
+        owned.push(() => clearInterval(timer));
+      }
     }
     const knownRoles = rolesOf(registry);
     const governance = new CoordinatorGovernance({
@@ -355,7 +470,7 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
       ...(options.policies === undefined ? {} : { policies: options.policies }),
     });
     const engine = new CoordinatorEngine({
-      store,
+      store: storage.store,
       registry,
       governance,
       clock,
@@ -367,10 +482,12 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
     const edge = new HumanEdge(broker);
     const mirror = new BrokerMirror({
       broker,
-      store,
+      store: storage.tables,
       edge,
       logger: log,
       onItemTask: (itemId, taskId) => engine.itemTask(itemId, taskId),
+      // On PostgreSQL the broker is this process's own: the task ids in the tables name another one's tasks.
+      storedTasks: storage.kind === 'sqlite',
     });
     const coordinator = new RunningCoordinator({
       options,
@@ -378,8 +495,7 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
       registry,
       governance,
       engine,
-      store,
-      audit,
+      storage,
       dispatcher,
       bus,
       broker,
@@ -389,12 +505,14 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
       ids,
       closeOwned,
       roles: new Set([...knownRoles, ...Object.keys(options.deployments ?? {})]),
-      forgetter: new EndedRunForgetter({ store, contextStore, clock, logger: log, ...forgetRuns }),
+      forgetter: new EndedRunForgetter({ store: storage.tables, contextStore, clock, logger: log, ...forgetRuns }),
     });
-    ownership.onLost = () => {
-      // Another Coordinator decided this one was gone and runs the file now: stop deciding.
-      void coordinator.close();
-    };
+    if (storage.kind === 'sqlite') {
+      storage.ownership.onLost = () => {
+        // Another Coordinator decided this one was gone and runs the file now: stop deciding.
+        void coordinator.close();
+      };
+    }
     registerCommitTiming(coordinator, engine);
     await coordinator.start();
     return coordinator;
@@ -404,14 +522,30 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
   }
 }
 
+/** Where the tables and the audit live, and what they need kept. */
+type Storage =
+  | {
+      kind: 'sqlite';
+      store: SqliteCoordinatorStore;
+      tables: CoordinatorTables;
+      audit: AuditLog;
+      ownership: FileOwnership;
+    }
+  | {
+      kind: 'postgres';
+      store: CoordinatorStore;
+      tables: CoordinatorTables;
+      audit: PostgresAuditLog;
+      pool: PgPool;
+    };
+
 interface Parts {
   options: CoordinatorOptions;
   log: Logger;
   registry: WorkflowRegistry;
   governance: CoordinatorGovernance;
   engine: CoordinatorEngine;
-  store: SqliteCoordinatorStore;
-  audit: AuditLog;
+  storage: Storage;
   dispatcher: Dispatcher;
   bus: WorkQueue;
   broker: Broker;
@@ -425,8 +559,9 @@ interface Parts {
 }
 
 class RunningCoordinator implements Coordinator {
-  readonly store: SqliteCoordinatorStore;
-  readonly audit: AuditLog;
+  readonly storage: 'sqlite' | 'postgres';
+  readonly tables: CoordinatorTables;
+  readonly postgresAudit: PostgresAuditLog | undefined;
   readonly bus: WorkQueue;
   readonly broker: Broker;
   readonly contextStore: ContextStore;
@@ -439,7 +574,7 @@ class RunningCoordinator implements Coordinator {
   readonly #held = new Map<string, ItemStatus[]>();
   // The live items' current statuses are read and the changes subscribed in one synchronous step: none is missed.
   readonly statuses$: Observable<ItemStatus> = defer(() =>
-    this.#closed ? this.#all : concat(of(...this.store.liveItems().map((item) => this.#current(item))), this.#all),
+    this.#closed ? this.#all : concat(of(...this.#liveNow().map((item) => this.#current(item))), this.#all),
   );
   readonly #stop = new AbortController();
   #loop: Promise<void> | undefined;
@@ -454,12 +589,43 @@ class RunningCoordinator implements Coordinator {
 
   constructor(parts: Parts) {
     this.#p = parts;
-    this.store = parts.store;
-    this.audit = parts.audit;
+    this.storage = parts.storage.kind;
+    this.tables = parts.storage.tables;
+    this.postgresAudit = parts.storage.kind === 'postgres' ? parts.storage.audit : undefined;
     this.bus = parts.bus;
     this.broker = parts.broker;
     this.contextStore = parts.contextStore;
     this.dispatcher = parts.dispatcher;
+  }
+
+  get store(): SqliteCoordinatorStore {
+    const storage = this.#p.storage;
+    if (storage.kind === 'sqlite') return storage.store;
+    throw new CoordinatorError(
+      'COORD_INVALID_ARGUMENT',
+      'this Coordinator keeps its tables in PostgreSQL: read them through coordinator.tables (asynchronous)',
+    );
+  }
+
+  get audit(): AuditLog {
+    const storage = this.#p.storage;
+    if (storage.kind === 'sqlite') return storage.audit;
+    throw new CoordinatorError(
+      'COORD_INVALID_ARGUMENT',
+      'this Coordinator keeps its audit in PostgreSQL: use coordinator.postgresAudit or coordinator.verifyAudit()',
+    );
+  }
+
+  /** The live items now, read synchronously: from the SQLite store, or (PostgreSQL) the engine's memory. */
+  #liveNow(): ItemRecord[] {
+    const storage = this.#p.storage;
+    return storage.kind === 'sqlite' ? storage.store.liveItems() : this.#p.engine.liveItems();
+  }
+
+  /** An item read synchronously where it can be: the SQLite store, or a live item in memory. */
+  #itemNow(itemId: string): ItemRecord | undefined {
+    const storage = this.#p.storage;
+    return storage.kind === 'sqlite' ? storage.store.getItem(itemId) : this.#p.engine.liveItem(itemId);
   }
 
   get timing() {
@@ -584,8 +750,19 @@ class RunningCoordinator implements Coordinator {
 
   watch(itemId: string): Observable<ItemStatus> {
     return defer(() => {
-      const item = this.store.getItem(itemId);
-      if (item === undefined) throw new CoordinatorError('COORD_UNKNOWN_ITEM', `no work item ${itemId}`);
+      const item = this.#itemNow(itemId);
+      if (item === undefined) {
+        if (this.#p.storage.kind === 'sqlite') {
+          throw new CoordinatorError('COORD_UNKNOWN_ITEM', `no work item ${itemId}`);
+        }
+        // Not live in memory: ended (its status is final, nothing more will come) or unknown.
+        return from(this.tables.readItem(itemId)).pipe(
+          map((stored) => {
+            if (stored === undefined) throw new CoordinatorError('COORD_UNKNOWN_ITEM', `no work item ${itemId}`);
+            return this.#current(stored);
+          }),
+        );
+      }
       const current = this.#current(item);
       if (item.finishedAt !== null) return of(current);
       return concat(
@@ -632,7 +809,7 @@ class RunningCoordinator implements Coordinator {
       if (timeoutMs === undefined || sub.closed) return;
       timer = setTimeout(() => {
         sub.unsubscribe();
-        const state = last?.state ?? this.store.getItem(itemId)?.state ?? null;
+        const state = last?.state ?? this.#itemNow(itemId)?.state ?? null;
         reject(
           new CoordinatorError(
             'COORD_SETTLE_TIMEOUT',
@@ -677,15 +854,43 @@ class RunningCoordinator implements Coordinator {
   }
 
   get(itemId: string): ItemRecord | undefined {
-    return this.store.getItem(itemId);
+    return this.#sqlite('get', 'getItem').getItem(itemId);
   }
 
   list(): ItemRecord[] {
-    return this.store.listItems();
+    return this.#sqlite('list', 'listItems').listItems();
   }
 
   hops(itemId: string): HopRecord[] {
-    return this.store.listHops(itemId);
+    return this.#sqlite('hops', 'listHops').listHops(itemId);
+  }
+
+  /** The SQLite store for a synchronous read; on PostgreSQL a refusal naming the asynchronous one. */
+  #sqlite(method: string, instead: string): SqliteCoordinatorStore {
+    const storage = this.#p.storage;
+    if (storage.kind === 'sqlite') return storage.store;
+    throw new CoordinatorError(
+      'COORD_INVALID_ARGUMENT',
+      `${method}() reads the SQLite store synchronously; this Coordinator keeps its tables in PostgreSQL: ` +
+        `use await coordinator.${instead}()`,
+    );
+  }
+
+  getItem(itemId: string): Promise<ItemRecord | undefined> {
+    return this.tables.readItem(itemId);
+  }
+
+  listItems(): Promise<ItemRecord[]> {
+    return this.tables.readItems();
+  }
+
+  listHops(itemId: string): Promise<HopRecord[]> {
+    return this.tables.readHops(itemId);
+  }
+
+  async verifyAudit(options: AuditVerifyOptions = {}): Promise<AuditVerification> {
+    const storage = this.#p.storage;
+    return storage.kind === 'sqlite' ? storage.audit.verifyChain(options) : storage.audit.verifyChain(options);
   }
 
   configureRole(role: string, deployment: PoolDeployment): void {
@@ -859,11 +1064,9 @@ class RunningCoordinator implements Coordinator {
    * next sweep (its item ended long enough ago).
    */
   #ranAgain(itemId: string): void {
-    try {
-      this.store.forgetContextAgain(itemId);
-    } catch (error) {
-      this.#p.log.warn({ err: error, itemId }, 'could not schedule forgetting a run again');
-    }
+    this.tables
+      .recordForgetAgain(itemId)
+      .catch((error: unknown) => this.#p.log.warn({ err: error, itemId }, 'could not schedule forgetting a run again'));
   }
 
   #track(p: Promise<unknown>): void {

@@ -94,6 +94,19 @@ export class CoordinatorEngine {
   #published: number[] = [];
   /** The decision running now: the next waits for it. */
   #turn: Promise<unknown> = Promise.resolve();
+  /** How many decisions were queued so far (a waiting group of results is joined only while none came after it). */
+  #queued = 0;
+  /** Results waiting for their turn, joined by results that arrive meanwhile: one decision and commit for all. */
+  #waitingResults:
+    | {
+        queuedAt: number;
+        calls: {
+          batch: readonly { result: ResultEnvelope }[];
+          resolve: (outcomes: ({ step: Step; handling: ResultHandling } | { error: unknown })[]) => void;
+          reject: (error: unknown) => void;
+        }[];
+      }
+    | undefined;
   /** Nanoseconds spent deciding and committing, and how many steps. */
   readonly timing = { ns: 0n, count: 0 };
   /** Set by `observeCommits` (the bench and tests); not an option. */
@@ -111,6 +124,18 @@ export class CoordinatorEngine {
 
   get liveRuns(): number {
     return this.#live.size;
+  }
+
+  /** A live item as last committed (undefined once it ended, or unknown). */
+  liveItem(itemId: string): ItemRecord | undefined {
+    return this.#live.get(itemId)?.item;
+  }
+
+  /** The live items as last committed, oldest first. */
+  liveItems(): ItemRecord[] {
+    return [...this.#live.values()]
+      .map((v) => v.item)
+      .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   /** Loads every live item and its run. Returns the items it could not restore. */
@@ -186,6 +211,7 @@ export class CoordinatorEngine {
 
   /** Runs `fn` when the decision before it is done (decisions never interleave). */
   #exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    this.#queued += 1;
     const run = this.#turn.then(fn, fn);
     this.#turn = run.catch(() => undefined);
     return run;
@@ -243,7 +269,42 @@ export class CoordinatorEngine {
   applyResults(
     batch: readonly { result: ResultEnvelope }[],
   ): Promise<({ step: Step; handling: ResultHandling } | { error: unknown })[]> {
+    return new Promise((resolve, reject) => {
+      // Results arriving while a decision runs (a commit in flight: long on a network store) wait for
+      // the next turn together, and are decided and committed together, unless another decision was
+      // queued after them (it keeps its place).
+      const waiting = this.#waitingResults;
+      if (waiting !== undefined && waiting.queuedAt === this.#queued) {
+        waiting.calls.push({ batch, resolve, reject });
+        return;
+      }
+      const group = { queuedAt: 0, calls: [{ batch, resolve, reject }] };
+      this.#waitingResults = group;
+      this.#applyNow(() => {
+        if (this.#waitingResults === group) this.#waitingResults = undefined;
+        return group.calls.flatMap((c) => c.batch);
+      }).then(
+        (outcomes) => {
+          let at = 0;
+          for (const call of group.calls) {
+            call.resolve(outcomes.slice(at, at + call.batch.length));
+            at += call.batch.length;
+          }
+        },
+        (error: unknown) => {
+          for (const call of group.calls) call.reject(error);
+        },
+      );
+      group.queuedAt = this.#queued;
+    });
+  }
+
+  /** Applies the results `take` hands over when their turn comes (see `applyResults`). */
+  #applyNow(
+    take: () => readonly { result: ResultEnvelope }[],
+  ): Promise<({ step: Step; handling: ResultHandling } | { error: unknown })[]> {
     return this.#exclusive(async () => {
+      const batch = take();
       const inputs = async () => {
         const out: { view: ItemView | undefined; input: CoordinatorInput; itemId: string }[] = [];
         for (const { result } of batch) {

@@ -2,7 +2,7 @@ import type { Logger } from '../../log/logger.js';
 import type { Clock } from '../../persistence/kernel/clock.js';
 import type { ContextStore } from '../../persistence/context/sqlite-store.js';
 import { CoordinatorError } from './types.js';
-import type { SqliteCoordinatorStore } from '../../persistence/coordinator/store.js';
+import type { CoordinatorTables } from '../../persistence/coordinator/coordinator-store.js';
 
 /**
  * Forgets the Context Engine's data of ended runs (their hop outputs, memory
@@ -52,7 +52,7 @@ export function checkForgetRunsOptions(options: ForgetRunsOptions | undefined): 
 }
 
 export class EndedRunForgetter {
-  readonly #store: SqliteCoordinatorStore;
+  readonly #store: CoordinatorTables;
   readonly #contextStore: ContextStore;
   readonly #clock: Clock;
   readonly #log: Logger;
@@ -63,7 +63,7 @@ export class EndedRunForgetter {
   #closed = false;
 
   constructor(options: {
-    store: SqliteCoordinatorStore;
+    store: CoordinatorTables;
     contextStore: ContextStore;
     clock: Clock;
     logger: Logger;
@@ -112,12 +112,13 @@ export class EndedRunForgetter {
       const endedBy = this.#clock.now() - this.#contextStore.retentionMs;
       let total = 0;
       while (!this.#closed) {
-        const due = this.#store.endedUnforgotten(endedBy, this.#batch);
+        const due = await this.#store.readEndedUnforgotten(endedBy, this.#batch);
         if (due.length === 0) break;
         const results = await Promise.allSettled(due.map((id) => this.#contextStore.forgetRun(id)));
         const forgotten = due.filter((_, i) => results[i]!.status === 'fulfilled');
         // Marked after the Context Engine forgot: a crash in between forgets them again (a no-op).
-        if (forgotten.length > 0 && !this.#closed) this.#store.markContextForgotten(forgotten, this.#clock.now());
+        if (forgotten.length > 0 && !this.#closed)
+          await this.#store.recordContextForgotten(forgotten, this.#clock.now());
         total += forgotten.length;
         const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
         if (failed !== undefined) throw failed.reason;

@@ -132,8 +132,10 @@ export class CoordinatorIntake {
     return this.#requests.get(requestId);
   }
 
-  start(): void {
-    for (const item of this.#o.coordinator.list()) {
+  /** Reads the items' request ids and awaiting approvals, then starts taking requests (resolves once started). */
+  async start(): Promise<void> {
+    const items = await this.#o.coordinator.listItems();
+    for (const item of items) {
       const request = item.attributes?.[REQUEST_ATTRIBUTE];
       if (typeof request === 'string') this.#requests.set(request, item.id);
     }
@@ -143,7 +145,7 @@ export class CoordinatorIntake {
         if (status.event.kind === 'approval-requested') this.#approve(status.id, approver);
       });
       this.#unsubscribe = () => sub.unsubscribe();
-      for (const item of this.#o.coordinator.list()) {
+      for (const item of await this.#o.coordinator.listItems()) {
         if (item.state === 'awaiting-approval') this.#approve(item.id, approver);
       }
     }
@@ -246,7 +248,7 @@ export class CoordinatorIntake {
       return;
     }
     const r = parsed.data;
-    const item = this.#o.coordinator.get(r.itemId);
+    const item = await this.#o.coordinator.getItem(r.itemId);
     if (item === undefined) {
       await this.#refuse(delivery, 'COORD_UNKNOWN_ITEM', `no work item ${r.itemId}`);
       return;

@@ -1,7 +1,7 @@
 import type { Logger } from '../../log/logger.js';
 import type { TaskState } from '../../protocol/task.js';
 import type { BrokerApi } from '../broker/api.js';
-import type { SqliteCoordinatorStore } from '../../persistence/coordinator/store.js';
+import type { CoordinatorTables } from '../../persistence/coordinator/coordinator-store.js';
 import type { HopRecord, ItemRecord } from '../../workflow/records.js';
 import { outputArtifacts } from '../../workflow/item-output.js';
 import { type HumanEdge, type Party, SWITCHBOARD_METADATA_KEY } from './human-edge.js';
@@ -58,7 +58,7 @@ const FINAL_TASK_STATES: readonly TaskState[] = ['completed', 'failed', 'cancele
 
 export class BrokerMirror {
   readonly #broker: BrokerApi;
-  readonly #store: SqliteCoordinatorStore;
+  readonly #store: CoordinatorTables;
   readonly #edge: HumanEdge;
   readonly #log: Logger;
   readonly #roles = new Map<string, Promise<Party>>();
@@ -75,17 +75,26 @@ export class BrokerMirror {
   /** After a restart: look for hop tasks created but not recorded before the crash. */
   #recovering = false;
   #closed = false;
+  /** Whether the task ids in the tables name tasks of this broker. */
+  readonly #storedTasks: boolean;
 
   /** Told each item task id once it is kept in the item's row (the engine's live record takes it). */
   readonly #onItemTask: (itemId: string, taskId: string) => void;
 
+  /**
+   * `storedTasks: false`: the broker is not the one the tables' task ids
+   * name (a Coordinator on PostgreSQL with a broker of its own, new on each
+   * start): the mirror finds or makes every task anew from the rows.
+   */
   constructor(options: {
     broker: BrokerApi;
-    store: SqliteCoordinatorStore;
+    store: CoordinatorTables;
     edge: HumanEdge;
     logger: Logger;
     onItemTask?: (itemId: string, taskId: string) => void;
+    storedTasks?: boolean;
   }) {
+    this.#storedTasks = options.storedTasks ?? true;
     this.#broker = options.broker;
     this.#store = options.store;
     this.#edge = options.edge;
@@ -112,9 +121,9 @@ export class BrokerMirror {
   }
 
   /** Catches up every item whose mirror may be behind (on start, after a crash). */
-  recover(): Promise<void> {
+  async recover(): Promise<void> {
     this.#recovering = true;
-    for (const item of this.#store.unmirroredItems()) this.schedule(item.id);
+    for (const item of await this.#store.readUnmirroredItems()) this.schedule(item.id);
     return this.idle();
   }
 
@@ -138,14 +147,17 @@ export class BrokerMirror {
   }
 
   /** The mirror's view of an item: from the commits it followed, or read from the tables once. */
-  #view(itemId: string): { item: ItemRecord; hops: Map<string, HopRecord> } | undefined {
-    let view = this.#views.get(itemId);
-    if (view === undefined) {
-      const item = this.#store.getItem(itemId);
-      if (item === undefined) return undefined;
-      view = { item, hops: new Map(this.#store.listHops(itemId).map((h) => [h.id, h])) };
-      this.#views.set(itemId, view);
-    }
+  async #view(itemId: string): Promise<{ item: ItemRecord; hops: Map<string, HopRecord> } | undefined> {
+    const known = this.#views.get(itemId);
+    if (known !== undefined) return known;
+    const item = await this.#store.readItem(itemId);
+    if (item === undefined) return undefined;
+    const hops = await this.#store.readHops(itemId);
+    // A commit followed while the rows were read is newer: its view wins.
+    const followed = this.#views.get(itemId);
+    if (followed !== undefined) return followed;
+    const view = { item, hops: new Map(hops.map((h) => [h.id, h])) };
+    this.#views.set(itemId, view);
     return view;
   }
 
@@ -157,7 +169,7 @@ export class BrokerMirror {
     const known = this.#taskOf.get(itemId) ?? this.#views.get(itemId)?.item.taskId ?? undefined;
     if (known !== undefined) return Promise.resolve(known);
     const running = this.#running.get(itemId);
-    if (running === undefined) return Promise.resolve(this.#store.getItem(itemId)?.taskId ?? undefined);
+    if (running === undefined) return this.#store.readItem(itemId).then((item) => item?.taskId ?? undefined);
     return new Promise((resolve) => {
       let waiters = this.#taskWaiters.get(itemId);
       if (waiters === undefined) {
@@ -167,7 +179,13 @@ export class BrokerMirror {
       const done = () => {
         waiters.delete(done);
         if (waiters.size === 0 && this.#taskWaiters.get(itemId) === waiters) this.#taskWaiters.delete(itemId);
-        resolve(this.#taskOf.get(itemId) ?? this.#store.getItem(itemId)?.taskId ?? undefined);
+        const made = this.#taskOf.get(itemId);
+        if (made !== undefined) resolve(made);
+        else
+          this.#store.readItem(itemId).then(
+            (item) => resolve(item?.taskId ?? undefined),
+            () => resolve(undefined),
+          );
       };
       waiters.add(done);
       void running.finally(done);
@@ -230,14 +248,14 @@ export class BrokerMirror {
   }
 
   async #hopTask(item: ItemRecord, hop: HopRecord, coordinator: Party): Promise<string> {
-    const known = hop.taskId ?? this.#taskOf.get(hop.id);
+    const known = (this.#storedTasks ? hop.taskId : null) ?? this.#taskOf.get(hop.id);
     if (known !== undefined) return known;
     const role = await this.roleAgent(hop.role);
-    if (this.#recovering) {
+    if (this.#recovering || !this.#storedTasks) {
       const { tasks } = await this.#broker.listTasks({ token: coordinator.token, role: 'requester' });
       const found = tasks.find((t) => t.history[0]?.messageId === hop.id);
       if (found !== undefined) {
-        this.#store.setHopTask(hop.id, found.id);
+        await this.#store.recordHopTask(hop.id, found.id);
         this.#taskOf.set(hop.id, found.id);
         return found.id;
       }
@@ -264,7 +282,7 @@ export class BrokerMirror {
       },
     });
     this.#known.set(task.id, task.status.state);
-    this.#store.setHopTask(hop.id, task.id);
+    await this.#store.recordHopTask(hop.id, task.id);
     this.#taskOf.set(hop.id, task.id);
     return task.id;
   }
@@ -278,17 +296,17 @@ export class BrokerMirror {
   }
 
   async #sync(itemId: string): Promise<void> {
-    const view = this.#view(itemId);
+    const view = await this.#view(itemId);
     if (view === undefined || view.item.mirrored) return;
     const item = view.item;
     const parties = await this.#edge.parties(itemId);
-    let itemTask = item.taskId ?? this.#taskOf.get(itemId) ?? null;
+    let itemTask = (this.#storedTasks ? item.taskId : null) ?? this.#taskOf.get(itemId) ?? null;
     if (itemTask === null) {
       itemTask = (await this.#edge.findItemTask(itemId)) ?? null;
       if (itemTask === null) {
         itemTask = await this.#edge.createItemTask(itemId, item.input, { itemId, workflow: item.workflow });
       }
-      this.#store.setItemTask(itemId, itemTask);
+      await this.#store.recordItemTask(itemId, itemTask);
       this.#taskOf.set(itemId, itemTask);
       view.item = { ...view.item, taskId: itemTask };
       this.#onItemTask(itemId, itemTask);
@@ -328,7 +346,7 @@ export class BrokerMirror {
     if (final) {
       // A hop committed since this sync started (a late result) keeps the item open.
       if (this.#views.get(itemId)?.item.hops === item.hops) {
-        this.#store.markMirrored(itemId);
+        await this.#store.recordMirrored(itemId);
         await this.#edge.release(itemId);
         this.#known.delete(itemTask);
         this.#taskOf.delete(itemId);

@@ -226,6 +226,34 @@ function hashAfter(prev: Buffer, canonicalRow: string): Buffer {
     : (oneShotHash('sha256', input, 'buffer') as Buffer);
 }
 
+/** One checked entry placed in the chain: its row number, its hash and the previous row's. */
+export interface ChainedRow {
+  entry: CheckedEntry;
+  seq: number;
+  prevHash: string;
+  hash: string;
+}
+
+/**
+ * Places checked entries after the head `(seq, hash)`: each gets the next row
+ * number and its hash (the one hashing of the chain, whatever store keeps the
+ * rows: SQLite here, PostgreSQL in `postgres-chain.ts`).
+ */
+export function chainEntries(head: AuditHead, entries: readonly CheckedEntry[]): ChainedRow[] {
+  let { seq, hash } = head;
+  // The previous hash is carried as bytes from one row to the next (parsed from hex once per batch).
+  let prevBytes: Buffer = Buffer.from(hash, 'hex');
+  const out: ChainedRow[] = [];
+  for (const entry of entries) {
+    const prevHash = hash;
+    seq += 1;
+    prevBytes = hashAfter(prevBytes, canonicalAuditRow({ seq, ...entry }, entry.dataText));
+    hash = prevBytes.toString('hex');
+    out.push({ entry, seq, prevHash, hash });
+  }
+  return out;
+}
+
 /** The hash of one row, given the previous row's hash (both hex). */
 export function auditRowHash(prevHash: string, row: AuditHashedRow): string {
   return hashCanonical(prevHash, canonicalAuditRow(row, canonicalize(row.data) ?? '{}'));
@@ -239,7 +267,8 @@ const HASH_HEAD_BYTES = DOMAIN_PREFIX.length + 32;
 /** `crypto.hash` (one call, no hash object), where this Node has it (20.12 and later). */
 const oneShotHash = (crypto as { hash?: (algorithm: string, data: Buffer, encoding: 'buffer') => Buffer }).hash;
 
-interface StoredRow {
+/** An audit row as a store keeps it (SQLite's and PostgreSQL's columns are the same). */
+export interface StoredAuditRow {
   seq: number;
   at: string;
   kind: string;
@@ -309,17 +338,13 @@ export class AuditLog {
     const appendRows = (entries: readonly CheckedEntry[]) => {
       const head = this.#readHead.get();
       if (head === undefined) throw new AuditError('AUDIT_HEAD_MISSING', 'the audit head row is missing');
-      let { seq, hash } = head;
-      // The previous hash is carried as bytes from one row to the next (parsed from hex once per batch).
-      let prevBytes: Buffer = Buffer.from(hash, 'hex');
       const out: AuditAppended[] = [];
       // Rows go in by statements of up to INSERT_BATCH rows (one statement for a hop's rows).
       let params: (string | number | null)[] = [];
-      for (const row of entries) {
-        const prevHash = hash;
-        seq += 1;
-        prevBytes = hashAfter(prevBytes, canonicalAuditRow({ seq, ...row }, row.dataText));
-        hash = prevBytes.toString('hex');
+      let { seq, hash } = head;
+      for (const { entry: row, seq: rowSeq, prevHash, hash: rowHash } of chainEntries(head, entries)) {
+        seq = rowSeq;
+        hash = rowHash;
         params.push(seq, row.at, row.kind, row.itemId, row.hop, row.actor, row.dataText, prevHash, hash);
         out.push({ seq, hash, at: row.at, prevHash });
         if (params.length === INSERT_BATCH * 9) {
@@ -403,9 +428,9 @@ export class AuditLog {
     const limit = Math.max(0, Math.min(options.limit ?? 10_000, 100_000));
     const rows = this.#db
       .prepare(`SELECT * FROM audit_log WHERE ${where.join(' AND ')} ORDER BY seq LIMIT ${limit}`)
-      .all(...params) as StoredRow[];
+      .all(...params) as StoredAuditRow[];
     return rows.map((r) => {
-      const row = readRow(r);
+      const row = readAuditRow(r);
       if (typeof row === 'string') throw new AuditError('AUDIT_INVALID_ENTRY', `row ${r.seq}: ${row}`);
       return row;
     });
@@ -427,185 +452,18 @@ export class AuditLog {
   }
 
   #verify(options: AuditVerifyOptions): AuditVerification {
-    const signed = options.publicKey === undefined ? undefined : this.#signedCheckpoints(options.publicKey);
-    if (signed !== undefined && 'reason' in signed) return signed;
-    const expected = options.expectedHead;
-    let expectedSeq = 1;
-    let prevHash = AUDIT_GENESIS_HASH;
-    const iterate = this.#db.prepare('SELECT * FROM audit_log ORDER BY seq').iterate() as IterableIterator<StoredRow>;
+    const walk = new AuditChainWalk(options, options.publicKey === undefined ? [] : this.checkpoints());
+    const refused = walk.start();
+    if (refused !== undefined) return refused;
+    const iterate = this.#db
+      .prepare('SELECT * FROM audit_log ORDER BY seq')
+      .iterate() as IterableIterator<StoredAuditRow>;
     for (const stored of iterate) {
-      if (stored.seq !== expectedSeq) {
-        return {
-          ok: false,
-          seq: expectedSeq,
-          reason: 'seq-gap',
-          detail:
-            stored.seq > expectedSeq
-              ? `row ${expectedSeq} is missing (the next row is ${stored.seq})`
-              : `row ${stored.seq} is out of place (expected ${expectedSeq})`,
-        };
-      }
-      if (stored.prev_hash !== prevHash) {
-        return {
-          ok: false,
-          seq: stored.seq,
-          reason: 'prev-hash-mismatch',
-          detail: `row ${stored.seq} does not follow row ${stored.seq - 1}: its prevHash is not that row's hash`,
-        };
-      }
-      // The stored data is the canonical JSON append wrote: it is hashed as
-      // stored, so any change to its bytes shows.
-      const canonical = canonicalAuditRow(
-        {
-          seq: stored.seq,
-          at: stored.at,
-          kind: stored.kind,
-          itemId: stored.item_id,
-          hop: stored.hop,
-          actor: stored.actor,
-        },
-        stored.data,
-      );
-      if (hashCanonical(prevHash, canonical) !== stored.hash) {
-        const unreadable = readRow(stored);
-        if (typeof unreadable === 'string') {
-          return { ok: false, seq: stored.seq, reason: 'malformed-row', detail: unreadable };
-        }
-        return {
-          ok: false,
-          seq: stored.seq,
-          reason: 'hash-mismatch',
-          detail: `row ${stored.seq} was changed: its content does not hash to its stored hash`,
-        };
-      }
-      if (expected !== undefined && stored.seq === expected.seq && stored.hash !== expected.hash) {
-        return {
-          ok: false,
-          seq: stored.seq,
-          reason: 'head-mismatch',
-          detail: `row ${stored.seq}'s hash is not the expected head's: the chain was rewritten up to there`,
-        };
-      }
-      const checkpoint = signed?.bySeq.get(stored.seq);
-      if (checkpoint !== undefined && checkpoint.hash !== stored.hash) {
-        return {
-          ok: false,
-          seq: stored.seq,
-          reason: 'checkpoint-mismatch',
-          detail: `row ${stored.seq}'s hash is not the one its signed checkpoint of ${checkpoint.at} names: the chain was rewritten`,
-        };
-      }
-      prevHash = stored.hash;
-      expectedSeq += 1;
+      const broken = walk.row(stored);
+      if (broken !== undefined) return broken;
     }
-    const last: AuditHead = { seq: expectedSeq - 1, hash: prevHash };
-    if (expected !== undefined && expected.seq > last.seq) {
-      return {
-        ok: false,
-        seq: last.seq + 1,
-        reason: 'truncated',
-        detail: `the expected head is at row ${expected.seq} but the last row is ${last.seq}: rows were cut from the end`,
-      };
-    }
-    let report: AuditCheckpointReport | undefined;
-    if (signed !== undefined) {
-      if (signed.newest !== undefined && signed.newest.seq > last.seq) {
-        return {
-          ok: false,
-          seq: last.seq + 1,
-          reason: 'truncated',
-          detail: `a signed checkpoint of ${signed.newest.at} covers row ${signed.newest.seq} but the last row is ${last.seq}: rows were cut from the end`,
-        };
-      }
-      const signedSeq = signed.newest?.seq ?? 0;
-      report = {
-        keyId: signed.keyId,
-        verified: signed.bySeq.size,
-        otherKeys: signed.otherKeys,
-        signedSeq,
-        unsignedRows: last.seq - signedSeq,
-      };
-      if (options.requireSignedHead === true && report.unsignedRows > 0) {
-        return {
-          ok: false,
-          seq: signedSeq + 1,
-          reason: 'unsigned-head',
-          detail: `${report.unsignedRows} row(s) after row ${signedSeq} are covered by no signed checkpoint (appended since, or forged)`,
-          checkpoints: report,
-        };
-      }
-    }
-    const stored = this.#readHead.get();
-    const heads: [string, AuditHead | undefined][] = [['stored head', stored]];
-    for (const [name, head] of heads) {
-      if (head === undefined) {
-        return { ok: false, seq: last.seq, reason: 'head-mismatch', detail: `the ${name} is missing` };
-      }
-      if (head.seq > last.seq) {
-        return {
-          ok: false,
-          seq: last.seq + 1,
-          reason: 'truncated',
-          detail: `the ${name} is at row ${head.seq} but the last row is ${last.seq}: rows were cut from the end`,
-        };
-      }
-      if (head.seq < last.seq) {
-        return {
-          ok: false,
-          seq: head.seq + 1,
-          reason: 'head-mismatch',
-          detail: `the ${name} is at row ${head.seq} but rows go on to ${last.seq}`,
-        };
-      }
-      if (head.hash !== last.hash) {
-        return {
-          ok: false,
-          seq: last.seq,
-          reason: 'head-mismatch',
-          detail: `the ${name}'s hash is not the hash of row ${last.seq}`,
-        };
-      }
-    }
-    return report === undefined
-      ? { ok: true, entries: last.seq, head: last }
-      : { ok: true, entries: last.seq, head: last, checkpoints: report };
+    return walk.finish(this.#readHead.get());
   }
-
-  /** The checkpoints of `publicKey`'s key, each signature checked; the first bad one is a break. */
-  #signedCheckpoints(
-    publicKey: crypto.KeyObject,
-  ):
-    | { keyId: string; bySeq: Map<number, AuditCheckpoint>; newest: AuditCheckpoint | undefined; otherKeys: number }
-    | (AuditVerification & { ok: false }) {
-    const keyId = auditKeyId(publicKey);
-    const bySeq = new Map<number, AuditCheckpoint>();
-    let newest: AuditCheckpoint | undefined;
-    let otherKeys = 0;
-    for (const c of this.checkpoints()) {
-      if (c.keyId !== keyId) {
-        otherKeys++;
-        continue;
-      }
-      let valid = false;
-      try {
-        valid = crypto.verify(null, checkpointMessage(c), publicKey, Buffer.from(c.signature, 'base64'));
-      } catch {
-        valid = false;
-      }
-      if (!valid) {
-        return {
-          ok: false,
-          seq: c.seq,
-          reason: 'checkpoint-signature',
-          detail: `the checkpoint of row ${c.seq} does not verify with key ${keyId}: it was forged or edited`,
-        };
-      }
-      bySeq.set(c.seq, c);
-      newest = c;
-    }
-    return { keyId, bySeq, newest, otherKeys };
-  }
-
   /** Every stored checkpoint, by row. */
   checkpoints(): AuditCheckpoint[] {
     const table = this.#db
@@ -648,6 +506,230 @@ export class AuditLog {
     };
     return this.#db.inTransaction ? run() : this.#db.transaction(run).immediate();
   }
+}
+
+/** The checkpoints of one key, checked. */
+interface SignedCheckpoints {
+  keyId: string;
+  bySeq: Map<number, AuditCheckpoint>;
+  newest: AuditCheckpoint | undefined;
+  otherKeys: number;
+}
+
+/**
+ * One walk of a chain from its first row: `start()`, then `row()` for each
+ * stored row in `seq` order (stop at the first break it returns), then
+ * `finish(head)`. It holds every check of `verifyChain`, whatever store
+ * the rows come from (SQLite's `AuditLog`, PostgreSQL's `PostgresAuditLog`).
+ */
+export class AuditChainWalk {
+  readonly #options: AuditVerifyOptions;
+  readonly #checkpoints: readonly AuditCheckpoint[];
+  #signed: SignedCheckpoints | undefined;
+  #expectedSeq = 1;
+  #prevHash = AUDIT_GENESIS_HASH;
+
+  /** `checkpoints`: every stored checkpoint (read only when `options.publicKey` is given). */
+  constructor(options: AuditVerifyOptions, checkpoints: readonly AuditCheckpoint[]) {
+    this.#options = options;
+    this.#checkpoints = checkpoints;
+  }
+
+  /** Checks the checkpoints' signatures (with a public key); a bad one is the break. */
+  start(): AuditVerification | undefined {
+    if (this.#options.publicKey === undefined) return undefined;
+    const signed = signedCheckpoints(this.#options.publicKey, this.#checkpoints);
+    if ('reason' in signed) return signed;
+    this.#signed = signed;
+    return undefined;
+  }
+
+  /** The next row, in `seq` order: its break, or undefined when it holds. */
+  row(stored: StoredAuditRow): AuditVerification | undefined {
+    const expected = this.#options.expectedHead;
+    const signed = this.#signed;
+    const expectedSeq = this.#expectedSeq;
+    const prevHash = this.#prevHash;
+    {
+      if (stored.seq !== expectedSeq) {
+        return {
+          ok: false,
+          seq: expectedSeq,
+          reason: 'seq-gap',
+          detail:
+            stored.seq > expectedSeq
+              ? `row ${expectedSeq} is missing (the next row is ${stored.seq})`
+              : `row ${stored.seq} is out of place (expected ${expectedSeq})`,
+        };
+      }
+      if (stored.prev_hash !== prevHash) {
+        return {
+          ok: false,
+          seq: stored.seq,
+          reason: 'prev-hash-mismatch',
+          detail: `row ${stored.seq} does not follow row ${stored.seq - 1}: its prevHash is not that row's hash`,
+        };
+      }
+      // The stored data is the canonical JSON append wrote: it is hashed as
+      // stored, so any change to its bytes shows.
+      const canonical = canonicalAuditRow(
+        {
+          seq: stored.seq,
+          at: stored.at,
+          kind: stored.kind,
+          itemId: stored.item_id,
+          hop: stored.hop,
+          actor: stored.actor,
+        },
+        stored.data,
+      );
+      if (hashCanonical(prevHash, canonical) !== stored.hash) {
+        const unreadable = readAuditRow(stored);
+        if (typeof unreadable === 'string') {
+          return { ok: false, seq: stored.seq, reason: 'malformed-row', detail: unreadable };
+        }
+        return {
+          ok: false,
+          seq: stored.seq,
+          reason: 'hash-mismatch',
+          detail: `row ${stored.seq} was changed: its content does not hash to its stored hash`,
+        };
+      }
+      if (expected !== undefined && stored.seq === expected.seq && stored.hash !== expected.hash) {
+        return {
+          ok: false,
+          seq: stored.seq,
+          reason: 'head-mismatch',
+          detail: `row ${stored.seq}'s hash is not the expected head's: the chain was rewritten up to there`,
+        };
+      }
+      const checkpoint = signed?.bySeq.get(stored.seq);
+      if (checkpoint !== undefined && checkpoint.hash !== stored.hash) {
+        return {
+          ok: false,
+          seq: stored.seq,
+          reason: 'checkpoint-mismatch',
+          detail: `row ${stored.seq}'s hash is not the one its signed checkpoint of ${checkpoint.at} names: the chain was rewritten`,
+        };
+      }
+      this.#prevHash = stored.hash;
+      this.#expectedSeq += 1;
+    }
+    return undefined;
+  }
+
+  /** After the last row: the verdict, given the stored head (undefined: its row is missing). */
+  finish(stored: AuditHead | undefined): AuditVerification {
+    const expected = this.#options.expectedHead;
+    const signed = this.#signed;
+    const options = this.#options;
+    const last: AuditHead = { seq: this.#expectedSeq - 1, hash: this.#prevHash };
+    if (expected !== undefined && expected.seq > last.seq) {
+      return {
+        ok: false,
+        seq: last.seq + 1,
+        reason: 'truncated',
+        detail: `the expected head is at row ${expected.seq} but the last row is ${last.seq}: rows were cut from the end`,
+      };
+    }
+    let report: AuditCheckpointReport | undefined;
+    if (signed !== undefined) {
+      if (signed.newest !== undefined && signed.newest.seq > last.seq) {
+        return {
+          ok: false,
+          seq: last.seq + 1,
+          reason: 'truncated',
+          detail: `a signed checkpoint of ${signed.newest.at} covers row ${signed.newest.seq} but the last row is ${last.seq}: rows were cut from the end`,
+        };
+      }
+      const signedSeq = signed.newest?.seq ?? 0;
+      report = {
+        keyId: signed.keyId,
+        verified: signed.bySeq.size,
+        otherKeys: signed.otherKeys,
+        signedSeq,
+        unsignedRows: last.seq - signedSeq,
+      };
+      if (options.requireSignedHead === true && report.unsignedRows > 0) {
+        return {
+          ok: false,
+          seq: signedSeq + 1,
+          reason: 'unsigned-head',
+          detail: `${report.unsignedRows} row(s) after row ${signedSeq} are covered by no signed checkpoint (appended since, or forged)`,
+          checkpoints: report,
+        };
+      }
+    }
+    const heads: [string, AuditHead | undefined][] = [['stored head', stored]];
+    for (const [name, head] of heads) {
+      if (head === undefined) {
+        return { ok: false, seq: last.seq, reason: 'head-mismatch', detail: `the ${name} is missing` };
+      }
+      if (head.seq > last.seq) {
+        return {
+          ok: false,
+          seq: last.seq + 1,
+          reason: 'truncated',
+          detail: `the ${name} is at row ${head.seq} but the last row is ${last.seq}: rows were cut from the end`,
+        };
+      }
+      if (head.seq < last.seq) {
+        return {
+          ok: false,
+          seq: head.seq + 1,
+          reason: 'head-mismatch',
+          detail: `the ${name} is at row ${head.seq} but rows go on to ${last.seq}`,
+        };
+      }
+      if (head.hash !== last.hash) {
+        return {
+          ok: false,
+          seq: last.seq,
+          reason: 'head-mismatch',
+          detail: `the ${name}'s hash is not the hash of row ${last.seq}`,
+        };
+      }
+    }
+    return report === undefined
+      ? { ok: true, entries: last.seq, head: last }
+      : { ok: true, entries: last.seq, head: last, checkpoints: report };
+  }
+}
+
+/** The checkpoints of `publicKey`'s key, each signature checked; the first bad one is a break. */
+function signedCheckpoints(
+  publicKey: crypto.KeyObject,
+  checkpoints: readonly AuditCheckpoint[],
+):
+  | { keyId: string; bySeq: Map<number, AuditCheckpoint>; newest: AuditCheckpoint | undefined; otherKeys: number }
+  | (AuditVerification & { ok: false }) {
+  const keyId = auditKeyId(publicKey);
+  const bySeq = new Map<number, AuditCheckpoint>();
+  let newest: AuditCheckpoint | undefined;
+  let otherKeys = 0;
+  for (const c of checkpoints) {
+    if (c.keyId !== keyId) {
+      otherKeys++;
+      continue;
+    }
+    let valid = false;
+    try {
+      valid = crypto.verify(null, checkpointMessage(c), publicKey, Buffer.from(c.signature, 'base64'));
+    } catch {
+      valid = false;
+    }
+    if (!valid) {
+      return {
+        ok: false,
+        seq: c.seq,
+        reason: 'checkpoint-signature',
+        detail: `the checkpoint of row ${c.seq} does not verify with key ${keyId}: it was forged or edited`,
+      };
+    }
+    bySeq.set(c.seq, c);
+    newest = c;
+  }
+  return { keyId, bySeq, newest, otherKeys };
 }
 
 /** An audit entry as checked: its fields and its data's canonical JSON. */
@@ -695,7 +777,8 @@ function checkedFrom(e: ParsedEntry, now: () => string): CheckedEntry {
   };
 }
 
-function readRow(r: StoredRow): AuditRow | string {
+/** A stored row read back, or what is wrong with it. */
+export function readAuditRow(r: StoredAuditRow): AuditRow | string {
   if (!(AUDIT_KINDS as readonly string[]).includes(r.kind))
     return `row ${r.seq} has an unknown kind ${JSON.stringify(r.kind)}`;
   let data: unknown;

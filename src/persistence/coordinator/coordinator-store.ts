@@ -1,5 +1,16 @@
 import type { AuditEntryInput } from '../../protocol/audit.js';
-import type { CommitBatch, Committed, HopRecord, ItemRecord, OutboxRow, RunRecord } from '../../workflow/records.js';
+import type {
+  CommitBatch,
+  Committed,
+  HopRecord,
+  ItemRecord,
+  ItemState,
+  OutboxRow,
+  RunRecord,
+  UsageGroup,
+  UsageGrouping,
+  UsageRow,
+} from '../../workflow/records.js';
 
 /**
  * What the Coordinator needs of a store: commit a batch of decided changes
@@ -40,4 +51,38 @@ export interface AuditSink {
   append(entries: readonly AuditEntryInput[]): void;
   /** Signs the head (called in the transaction of a batch in which an item ended), when a key is configured. */
   checkpoint?(): void;
+}
+
+/**
+ * What the Coordinator, its mirror, its forgetter and the CLI's reads need
+ * of the tables besides commits, asynchronous so that both stores implement
+ * it (`SqliteCoordinatorStore` answers at once, `PostgresCoordinatorStore`
+ * over the network). The `record*` writes are marks outside a commit (the
+ * broker mirror's task ids, the Context Engine's forgetting): each is one
+ * statement, idempotent.
+ */
+export interface CoordinatorTables {
+  readItem(id: string): Promise<ItemRecord | undefined>;
+  /** Work items, oldest first (optionally only those in one state; at most `limit`, default 10000). */
+  readItems(options?: { state?: ItemState; limit?: number }): Promise<ItemRecord[]>;
+  countItems(options?: { state?: ItemState }): Promise<number> | number;
+  /** Work items not yet completed, failed or canceled. */
+  readLiveItems(): Promise<ItemRecord[]>;
+  /** A work item's hops in order. */
+  readHops(itemId: string): Promise<HopRecord[]>;
+  /** Cost and effort grouped by agent, model or task, largest cost first. */
+  readUsageBy(grouping: UsageGrouping, options?: { itemId?: string }): Promise<UsageGroup[]>;
+  /** Every accrual row of one item (or all), in order. */
+  readUsageRows(options?: { itemId?: string }): Promise<UsageRow[]>;
+  readContextForgottenAt(itemId: string): Promise<number | null>;
+  /** Items whose broker mirror has not caught up with their final state. */
+  readUnmirroredItems(): Promise<ItemRecord[]>;
+  /** Up to `limit` items ended at or before `endedBy` whose run's context is not yet forgotten, oldest first. */
+  readEndedUnforgotten(endedBy: number, limit: number): Promise<string[]>;
+  recordItemTask(itemId: string, taskId: string): Promise<void>;
+  recordHopTask(hopId: string, taskId: string): Promise<void>;
+  recordMirrored(itemId: string): Promise<void>;
+  /** Makes an ended item due to be forgotten again (a hop of it ran again). */
+  recordForgetAgain(itemId: string): Promise<void>;
+  recordContextForgotten(itemIds: readonly string[], at: number): Promise<void>;
 }

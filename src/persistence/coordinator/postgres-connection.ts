@@ -1,4 +1,5 @@
 import type * as NodePostgres from 'pg';
+import type { PgQuery } from '../kernel/postgres.js';
 
 /**
  * One connection to PostgreSQL for the leader lease and `coordinator status`,
@@ -7,11 +8,8 @@ import type * as NodePostgres from 'pg';
  * use: the embedded (SQLite) path never loads it.
  */
 
-/** One query on a connection or inside a transaction: text with `$1`-style parameters. */
-export interface PgQuery {
-  // biome-ignore lint/suspicious/noExplicitAny: rows are whatever the statement selects
-  query(text: string, params?: unknown[]): Promise<{ rows: any[] }>;
-}
+/** One query on a connection or inside a transaction (the shape the stores share). */
+export type { PgQuery } from '../kernel/postgres.js';
 
 /** An open connection: queries, a graceful end, and a forced one for a connection in an unknown state. */
 export interface PgConnection extends PgQuery {

@@ -5,7 +5,7 @@ import type { ItemOutput } from '../../protocol/item-output.js';
 import type { AuditEntryInput } from '../../protocol/audit.js';
 import type { Part } from '../../protocol/parts.js';
 import type { WorkMessage } from '../../protocol/work-envelope.js';
-import type { AuditSink, CoordinatorStore, StoredItem } from './coordinator-store.js';
+import type { AuditSink, CoordinatorStore, CoordinatorTables, StoredItem } from './coordinator-store.js';
 import type {
   CommitBatch,
   Committed,
@@ -359,7 +359,7 @@ const USAGE_COLUMNS: Record<UsageGrouping, string> = { agent: 'agent', model: 'm
  * transaction (synchronous inside; the Promise resolves once it committed).
  * Give it the audit log's sink (`audit`) when it commits audit entries.
  */
-export class SqliteCoordinatorStore implements CoordinatorStore {
+export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTables {
   readonly db: SqliteDatabase;
   readonly #audit: AuditSink | undefined;
   readonly #commit: (batch: CommitBatch) => Committed;
@@ -806,7 +806,74 @@ export class SqliteCoordinatorStore implements CoordinatorStore {
     return Promise.resolve(this.definition(ref));
   }
 
+  // ------------------------------------------------------ CoordinatorTables
+
+  readItem(id: string): Promise<ItemRecord | undefined> {
+    return attempt(() => this.getItem(id));
+  }
+
+  readItems(options: { state?: ItemState; limit?: number } = {}): Promise<ItemRecord[]> {
+    return attempt(() => this.listItems(options));
+  }
+
+  readLiveItems(): Promise<ItemRecord[]> {
+    return attempt(() => this.liveItems());
+  }
+
+  readHops(itemId: string): Promise<HopRecord[]> {
+    return attempt(() => this.listHops(itemId));
+  }
+
+  readUsageBy(grouping: UsageGrouping, options: { itemId?: string } = {}): Promise<UsageGroup[]> {
+    return attempt(() => this.usageBy(grouping, options));
+  }
+
+  readUsageRows(options: { itemId?: string } = {}): Promise<UsageRow[]> {
+    return attempt(() => this.usageRows(options));
+  }
+
+  readContextForgottenAt(itemId: string): Promise<number | null> {
+    return attempt(() => this.contextForgottenAt(itemId));
+  }
+
+  readUnmirroredItems(): Promise<ItemRecord[]> {
+    return attempt(() => this.unmirroredItems());
+  }
+
+  readEndedUnforgotten(endedBy: number, limit: number): Promise<string[]> {
+    return attempt(() => this.endedUnforgotten(endedBy, limit));
+  }
+
+  recordItemTask(itemId: string, taskId: string): Promise<void> {
+    return attempt(() => this.setItemTask(itemId, taskId));
+  }
+
+  recordHopTask(hopId: string, taskId: string): Promise<void> {
+    return attempt(() => this.setHopTask(hopId, taskId));
+  }
+
+  recordMirrored(itemId: string): Promise<void> {
+    return attempt(() => this.markMirrored(itemId));
+  }
+
+  recordForgetAgain(itemId: string): Promise<void> {
+    return attempt(() => this.forgetContextAgain(itemId));
+  }
+
+  recordContextForgotten(itemIds: readonly string[], at: number): Promise<void> {
+    return attempt(() => this.markContextForgotten(itemIds, at));
+  }
+
   #stored(item: ItemRecord): StoredItem {
     return { item, hops: this.listHops(item.id), run: this.loadRun(item.id) };
+  }
+}
+
+/** A synchronous read or write as a settled Promise (a throw becomes a rejection). */
+function attempt<T>(run: () => T): Promise<T> {
+  try {
+    return Promise.resolve(run());
+  } catch (error) {
+    return Promise.reject(error);
   }
 }

@@ -1,0 +1,295 @@
+import * as crypto from 'node:crypto';
+import type { AuditEntryInput, AuditHead, AuditRow } from '../../protocol/audit.js';
+import { type Clock, systemClock } from '../kernel/clock.js';
+import { SchemaVersionError } from '../kernel/migrations.js';
+import type { PgPool, PgQuery } from '../kernel/postgres.js';
+import { type PgMigrationSet, migratePg, pgSchemaVersion } from '../kernel/postgres-migrations.js';
+import {
+  AUDIT_GENESIS_HASH,
+  type AuditAppended,
+  type AuditCheckpoint,
+  AuditChainWalk,
+  AuditError,
+  type AuditListOptions,
+  type AuditVerification,
+  type AuditVerifyOptions,
+  type StoredAuditRow,
+  auditKeyId,
+  chainEntries,
+  checkAuditEntry,
+  checkpointMessage,
+  readAuditRow,
+} from './chain.js';
+
+/**
+ * The hash-chained audit in PostgreSQL: the same rows, the same hashing
+ * (`chainEntries`) and the same verification (`AuditChainWalk`) as SQLite's
+ * `AuditLog`, so one verifier reads both. Appends run inside the caller's
+ * transaction (the Coordinator's commit): the head row is locked
+ * (`FOR UPDATE`) for the rest of it, so appenders take turns.
+ */
+export const AUDIT_PG_MIGRATIONS: PgMigrationSet = {
+  component: 'audit',
+  current: 2,
+  migrations: [
+    {
+      version: 1,
+      name: 'audit log and head',
+      sql: [
+        `CREATE TABLE audit_log (
+          seq BIGINT PRIMARY KEY,
+          at TEXT NOT NULL,
+          kind TEXT NOT NULL,
+          item_id TEXT NOT NULL,
+          hop INTEGER,
+          actor TEXT NOT NULL,
+          data TEXT NOT NULL,
+          prev_hash TEXT NOT NULL,
+          hash TEXT NOT NULL
+        )`,
+        'CREATE INDEX audit_log_item ON audit_log (item_id, seq)',
+        `CREATE TABLE audit_head (
+          id INTEGER PRIMARY KEY CHECK (id = 1),
+          seq BIGINT NOT NULL,
+          hash TEXT NOT NULL
+        )`,
+        `INSERT INTO audit_head (id, seq, hash) VALUES (1, 0, '${AUDIT_GENESIS_HASH}')`,
+      ],
+    },
+    {
+      version: 2,
+      name: 'signed checkpoints',
+      sql: [
+        `CREATE TABLE audit_checkpoints (
+          seq BIGINT PRIMARY KEY,
+          hash TEXT NOT NULL,
+          at TEXT NOT NULL,
+          key_id TEXT NOT NULL,
+          signature TEXT NOT NULL
+        )`,
+      ],
+    },
+  ],
+};
+
+/** Rows per INSERT statement at most (9 parameters a row). */
+const INSERT_BATCH = 64;
+/** Rows read per page while verifying. */
+const VERIFY_PAGE = 5_000;
+
+function storedFrom(r: Record<string, unknown>): StoredAuditRow {
+  return {
+    seq: Number(r.seq),
+    at: r.at as string,
+    kind: r.kind as string,
+    item_id: r.item_id as string,
+    hop: r.hop === null ? null : Number(r.hop),
+    actor: r.actor as string,
+    data: r.data as string,
+    prev_hash: r.prev_hash as string,
+    hash: r.hash as string,
+  };
+}
+
+export class PostgresAuditLog {
+  readonly #pool: PgPool;
+  readonly #clock: Clock;
+  #lastMs = Number.NaN;
+  #lastIso = '';
+
+  private constructor(pool: PgPool, clock: Clock) {
+    this.#pool = pool;
+    this.#clock = clock;
+  }
+
+  /**
+   * Opens the audit on a pool: migrates its tables, or with `readOnly`
+   * (a verifier) only refuses a schema newer than this code's.
+   */
+  static async open(pool: PgPool, options: { clock?: Clock; readOnly?: boolean } = {}): Promise<PostgresAuditLog> {
+    if (options.readOnly === true) {
+      const found = await pgSchemaVersion(pool, AUDIT_PG_MIGRATIONS.component);
+      if (found > AUDIT_PG_MIGRATIONS.current || found === 0) {
+        throw new SchemaVersionError(AUDIT_PG_MIGRATIONS.component, found, AUDIT_PG_MIGRATIONS.current);
+      }
+    } else await migratePg(pool, AUDIT_PG_MIGRATIONS);
+    return new PostgresAuditLog(pool, options.clock ?? systemClock);
+  }
+
+  readonly #now = (): string => {
+    const ms = this.#clock.now();
+    if (ms !== this.#lastMs) {
+      this.#lastMs = ms;
+      this.#lastIso = new Date(ms).toISOString();
+    }
+    return this.#lastIso;
+  };
+
+  /**
+   * Appends rows in order inside the caller's open transaction `tx` (all or
+   * none with it). Every entry is checked first: a bad one throws
+   * `AuditError` before anything is written.
+   */
+  async appendInTransaction(tx: PgQuery, entries: readonly AuditEntryInput[]): Promise<AuditAppended[]> {
+    if (entries.length === 0) return [];
+    const checked = entries.map((e) => checkAuditEntry(e, this.#now));
+    const head = await this.#lockHead(tx);
+    const rows = chainEntries(head, checked);
+    const last = rows[rows.length - 1]!;
+    for (let i = 0; i < rows.length; i += INSERT_BATCH) {
+      const chunk = rows.slice(i, i + INSERT_BATCH);
+      const params: unknown[] = [];
+      const values = chunk.map(({ entry, seq, prevHash, hash }, j) => {
+        params.push(seq, entry.at, entry.kind, entry.itemId, entry.hop, entry.actor, entry.dataText, prevHash, hash);
+        const b = j * 9;
+        return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}, $${b + 7}, $${b + 8}, $${b + 9})`;
+      });
+      const insert = `INSERT INTO audit_log (seq, at, kind, item_id, hop, actor, data, prev_hash, hash) VALUES ${values.join(', ')}`;
+      if (i + INSERT_BATCH < rows.length) await tx.query(insert, params);
+      else {
+        // The last rows and the head's move in one statement (one round trip fewer per append).
+        const n = params.length;
+        await tx.query(
+          `WITH appended AS (${insert}) UPDATE audit_head SET seq = $${n + 1}, hash = $${n + 2} WHERE id = 1`,
+          [...params, last.seq, last.hash],
+        );
+      }
+    }
+    return rows.map((r) => ({ seq: r.seq, hash: r.hash, at: r.entry.at, prevHash: r.prevHash }));
+  }
+
+  async #lockHead(tx: PgQuery): Promise<AuditHead> {
+    const head = await tx.query('SELECT seq, hash FROM audit_head WHERE id = 1 FOR UPDATE');
+    const row = head.rows[0] as { seq: string; hash: string } | undefined;
+    if (row === undefined) throw new AuditError('AUDIT_HEAD_MISSING', 'the audit head row is missing');
+    return { seq: Number(row.seq), hash: row.hash };
+  }
+
+  /**
+   * Signs the head inside the caller's transaction `tx` with an Ed25519
+   * private key (never stored); null on an empty chain; a head already
+   * signed by this key is not signed again.
+   */
+  async checkpointInTransaction(tx: PgQuery, privateKey: crypto.KeyObject): Promise<AuditCheckpoint | null> {
+    if (privateKey.type !== 'private' || privateKey.asymmetricKeyType !== 'ed25519') {
+      throw new AuditError('AUDIT_BAD_KEY', 'an audit checkpoint needs an Ed25519 private key');
+    }
+    const keyId = auditKeyId(privateKey);
+    const head = await this.#lockHead(tx);
+    if (head.seq === 0) return null;
+    const existing = await tx.query(
+      'SELECT seq, hash, at, key_id AS "keyId", signature FROM audit_checkpoints WHERE seq = $1',
+      [head.seq],
+    );
+    const found = existing.rows[0] as AuditCheckpoint | undefined;
+    if (found !== undefined && found.keyId === keyId && found.hash === head.hash) {
+      return { ...found, seq: Number(found.seq) };
+    }
+    const at = this.#now();
+    const c = { seq: head.seq, hash: head.hash, at };
+    const signature = crypto.sign(null, checkpointMessage(c), privateKey).toString('base64');
+    await tx.query(
+      `INSERT INTO audit_checkpoints (seq, hash, at, key_id, signature) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (seq) DO UPDATE SET hash = excluded.hash, at = excluded.at, key_id = excluded.key_id,
+         signature = excluded.signature`,
+      [c.seq, c.hash, c.at, keyId, signature],
+    );
+    return { ...c, keyId, signature };
+  }
+
+  /** Signs the head in a transaction of its own (the periodic checkpoint). */
+  async checkpoint(privateKey: crypto.KeyObject): Promise<AuditCheckpoint | null> {
+    return this.#inTransaction((tx) => this.checkpointInTransaction(tx, privateKey));
+  }
+
+  /** Appends rows in order in a transaction of their own, all or none. */
+  async appendMany(entries: readonly AuditEntryInput[]): Promise<AuditAppended[]> {
+    return this.#inTransaction((tx) => this.appendInTransaction(tx, entries));
+  }
+
+  async #inTransaction<T>(run: (tx: PgQuery) => Promise<T>, mode = ''): Promise<T> {
+    const c = await this.#pool.connect();
+    let broken: Error | undefined;
+    try {
+      await c.query(`BEGIN${mode}`);
+      try {
+        const out = await run(c);
+        await c.query('COMMIT');
+        return out;
+      } catch (error) {
+        await c.query('ROLLBACK').catch((rollback: Error) => {
+          broken = rollback;
+        });
+        throw error;
+      }
+    } finally {
+      c.release(broken);
+    }
+  }
+
+  /** The chain head as stored. */
+  async head(): Promise<AuditHead> {
+    const row = (await this.#pool.query('SELECT seq, hash FROM audit_head WHERE id = 1')).rows[0] as
+      | { seq: string; hash: string }
+      | undefined;
+    if (row === undefined) throw new AuditError('AUDIT_HEAD_MISSING', 'the audit head row is missing');
+    return { seq: Number(row.seq), hash: row.hash };
+  }
+
+  /** Rows in order (of one work item, after a seq, up to a limit). */
+  async list(options: AuditListOptions = {}): Promise<AuditRow[]> {
+    const params: unknown[] = [options.afterSeq ?? 0];
+    let where = 'seq > $1';
+    if (options.itemId !== undefined) {
+      params.push(options.itemId);
+      where += ' AND item_id = $2';
+    }
+    const limit = Math.max(0, Math.min(options.limit ?? 10_000, 100_000));
+    const rows = await this.#pool.query(`SELECT * FROM audit_log WHERE ${where} ORDER BY seq LIMIT ${limit}`, params);
+    return rows.rows.map((r) => {
+      const stored = storedFrom(r);
+      const row = readAuditRow(stored);
+      if (typeof row === 'string') throw new AuditError('AUDIT_INVALID_ENTRY', `row ${stored.seq}: ${row}`);
+      return row;
+    });
+  }
+
+  /** Every stored checkpoint, by row. */
+  async checkpoints(q: PgQuery = this.#pool): Promise<AuditCheckpoint[]> {
+    const rows = await q.query(
+      'SELECT seq, hash, at, key_id AS "keyId", signature FROM audit_checkpoints ORDER BY seq',
+    );
+    return rows.rows.map((r) => ({ ...(r as AuditCheckpoint), seq: Number(r.seq) }));
+  }
+
+  /**
+   * Walks the whole chain from the first row (`AuditChainWalk`: the checks of
+   * `AuditLog.verifyChain`), rows and head read from one snapshot
+   * (a REPEATABLE READ transaction), a page at a time.
+   */
+  async verifyChain(options: AuditVerifyOptions = {}): Promise<AuditVerification> {
+    return this.#inTransaction(async (tx) => {
+      const walk = new AuditChainWalk(options, options.publicKey === undefined ? [] : await this.checkpoints(tx));
+      const refused = walk.start();
+      if (refused !== undefined) return refused;
+      let after = -1;
+      for (;;) {
+        const page = await tx.query('SELECT * FROM audit_log WHERE seq > $1 ORDER BY seq LIMIT $2', [
+          after,
+          VERIFY_PAGE,
+        ]);
+        for (const r of page.rows) {
+          const stored = storedFrom(r);
+          const broken = walk.row(stored);
+          if (broken !== undefined) return broken;
+          after = stored.seq;
+        }
+        if (page.rows.length < VERIFY_PAGE) break;
+      }
+      const head = (await tx.query('SELECT seq, hash FROM audit_head WHERE id = 1')).rows[0] as
+        | { seq: string; hash: string }
+        | undefined;
+      return walk.finish(head === undefined ? undefined : { seq: Number(head.seq), hash: head.hash });
+    }, ' ISOLATION LEVEL REPEATABLE READ READ ONLY');
+  }
+}

@@ -1,0 +1,730 @@
+import type { ItemOutput } from '../../protocol/item-output.js';
+import type { AuditEntryInput } from '../../protocol/audit.js';
+import type { Part } from '../../protocol/parts.js';
+import type { WorkMessage } from '../../protocol/work-envelope.js';
+import { SchemaVersionError } from '../kernel/migrations.js';
+import { type PgPool, type PgQuery, PostgresError } from '../kernel/postgres.js';
+import { type PgMigrationSet, migratePg, pgSchemaVersion } from '../kernel/postgres-migrations.js';
+import type { CoordinatorStore, CoordinatorTables, StoredItem } from './coordinator-store.js';
+import type { PgFence } from './postgres-client.js';
+import { COORDINATOR_SCHEMA } from './store.js';
+import type {
+  CommitBatch,
+  Committed,
+  HopKind,
+  HopRecord,
+  HopState,
+  ItemApproval,
+  ItemBudget,
+  ItemChanges,
+  ItemFailure,
+  ItemRecord,
+  ItemState,
+  OutboxKind,
+  OutboxRow,
+  UsageGroup,
+  UsageGrouping,
+  UsageRow,
+} from '../../workflow/records.js';
+
+/**
+ * The Coordinator's tables in PostgreSQL: the `CoordinatorStore` for a
+ * Coordinator that outgrew one machine. Same rows as the SQLite store
+ * (component `coordinator`, the same schema version), in one database with
+ * the audit chain (`PostgresAuditLog`, appended in the same transaction
+ * through `audit`).
+ *
+ * Group commit: a commit starts at once when none is in flight; batches
+ * that arrive while one is in flight wait and are then committed together
+ * in ONE transaction, each in a savepoint of its own (a batch that fails
+ * rolls back alone and rejects alone). A transaction that cannot commit (a
+ * lost connection, a refusing fence) rejects every batch in it: nothing of
+ * it is published, since the Coordinator publishes only what committed.
+ *
+ * `fence` (the leader lease's `assertEpoch`) runs first inside every
+ * transaction that writes; when it throws, the transaction rolls back.
+ */
+
+/** Where the store appends a commit's audit entries, inside its transaction. */
+export interface PgAuditSink {
+  append(tx: PgQuery, entries: readonly AuditEntryInput[]): Promise<unknown>;
+  /** Signs the head (in the transaction of a batch in which an item ended), when a key is configured. */
+  checkpoint?(tx: PgQuery): Promise<unknown>;
+}
+
+export interface PostgresCoordinatorStoreOptions {
+  audit?: PgAuditSink;
+  fence?: PgFence;
+  /** A reader beside a running Coordinator: nothing migrated or written; another schema version is refused. */
+  readOnly?: boolean;
+  /** Batches per group transaction at most (default 64). */
+  maxGroup?: number;
+}
+
+/**
+ * The Coordinator's component in PostgreSQL, numbered on its own (a
+ * PostgreSQL database is never a SQLite file): version 1 holds the tables as
+ * SQLite's schema 8 has them; later versions add to it as SQLite's do.
+ */
+export const COORDINATOR_PG_SCHEMA: PgMigrationSet = {
+  component: COORDINATOR_SCHEMA.component,
+  current: 1,
+  migrations: [
+    {
+      version: 1,
+      name: "the Coordinator's tables (as SQLite's schema 8 has them)",
+      sql: [
+        `CREATE TABLE coord_items (
+          id TEXT PRIMARY KEY,
+          task_id TEXT,
+          workflow_id TEXT NOT NULL,
+          workflow_version INTEGER NOT NULL,
+          state TEXT NOT NULL,
+          stage TEXT,
+          hop INTEGER NOT NULL DEFAULT 0,
+          hops INTEGER NOT NULL DEFAULT 0,
+          input TEXT NOT NULL,
+          budget TEXT,
+          attributes TEXT,
+          input_tokens BIGINT NOT NULL DEFAULT 0,
+          output_tokens BIGINT NOT NULL DEFAULT 0,
+          cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0,
+          elapsed_ms DOUBLE PRECISION NOT NULL DEFAULT 0,
+          failure TEXT,
+          approval TEXT,
+          created_at BIGINT NOT NULL,
+          updated_at BIGINT NOT NULL,
+          finished_at BIGINT,
+          mirrored BOOLEAN NOT NULL DEFAULT false,
+          run_version INTEGER,
+          run_snapshot TEXT,
+          context_forgotten_at BIGINT,
+          output TEXT
+        )`,
+        'CREATE INDEX coord_items_live ON coord_items (created_at, id) WHERE finished_at IS NULL',
+        'CREATE INDEX coord_items_unmirrored ON coord_items (created_at, id) WHERE NOT mirrored',
+        `CREATE INDEX coord_items_unforgotten ON coord_items (finished_at)
+          WHERE finished_at IS NOT NULL AND context_forgotten_at IS NULL`,
+        'CREATE INDEX coord_items_order ON coord_items (created_at, id)',
+        `CREATE TABLE coord_definitions (
+          id TEXT NOT NULL,
+          version INTEGER NOT NULL,
+          body TEXT NOT NULL,
+          PRIMARY KEY (id, version)
+        )`,
+        `CREATE TABLE coord_hops (
+          id TEXT PRIMARY KEY,
+          item_id TEXT NOT NULL,
+          seq INTEGER NOT NULL,
+          hop INTEGER NOT NULL,
+          attempt INTEGER NOT NULL,
+          kind TEXT NOT NULL,
+          stage TEXT NOT NULL,
+          role TEXT NOT NULL,
+          idempotency_key TEXT NOT NULL UNIQUE,
+          continuation TEXT,
+          asked_by TEXT,
+          state TEXT NOT NULL,
+          task_id TEXT,
+          model TEXT,
+          input_tokens BIGINT NOT NULL DEFAULT 0,
+          output_tokens BIGINT NOT NULL DEFAULT 0,
+          cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0,
+          elapsed_ms DOUBLE PRECISION NOT NULL DEFAULT 0,
+          error TEXT,
+          reply TEXT,
+          dispatched_at BIGINT NOT NULL,
+          active_since BIGINT,
+          finished_at BIGINT,
+          timeouts INTEGER NOT NULL DEFAULT 0,
+          question TEXT,
+          UNIQUE (item_id, seq)
+        )`,
+        'CREATE UNIQUE INDEX coord_hops_continuation ON coord_hops (continuation) WHERE continuation IS NOT NULL',
+        `CREATE TABLE coord_usage (
+          seq BIGSERIAL PRIMARY KEY,
+          hop_id TEXT NOT NULL,
+          item_id TEXT NOT NULL,
+          agent TEXT NOT NULL,
+          model TEXT NOT NULL,
+          input_tokens BIGINT NOT NULL,
+          output_tokens BIGINT NOT NULL,
+          cost_usd DOUBLE PRECISION NOT NULL,
+          elapsed_ms DOUBLE PRECISION NOT NULL,
+          at BIGINT NOT NULL
+        )`,
+        'CREATE INDEX coord_usage_item ON coord_usage (item_id)',
+        `CREATE TABLE coord_outbox (
+          id BIGSERIAL PRIMARY KEY,
+          item_id TEXT NOT NULL,
+          kind TEXT NOT NULL,
+          body TEXT NOT NULL
+        )`,
+      ],
+    },
+  ],
+};
+
+type Row = Record<string, unknown>;
+
+const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v));
+const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : num(v));
+
+function parseJson<T>(text: unknown): T | null {
+  return text === null || text === undefined ? null : (JSON.parse(text as string) as T);
+}
+
+function itemFrom(r: Row): ItemRecord {
+  return {
+    id: r.id as string,
+    taskId: (r.task_id as string | null) ?? null,
+    workflow: { id: r.workflow_id as string, version: num(r.workflow_version) },
+    state: r.state as ItemState,
+    stage: (r.stage as string | null) ?? null,
+    hop: num(r.hop),
+    hops: num(r.hops),
+    input: JSON.parse(r.input as string) as Part[],
+    budget: parseJson<ItemBudget>(r.budget),
+    attributes: parseJson<Record<string, string | number | boolean>>(r.attributes),
+    usage: {
+      inputTokens: num(r.input_tokens),
+      outputTokens: num(r.output_tokens),
+      costUsd: num(r.cost_usd),
+      elapsedMs: num(r.elapsed_ms),
+    },
+    failure: parseJson<ItemFailure>(r.failure),
+    approval: parseJson<ItemApproval>(r.approval),
+    createdAt: num(r.created_at),
+    updatedAt: num(r.updated_at),
+    finishedAt: numOrNull(r.finished_at),
+    output: parseJson<ItemOutput>(r.output),
+    mirrored: r.mirrored === true,
+  };
+}
+
+function hopFrom(r: Row): HopRecord {
+  return {
+    id: r.id as string,
+    itemId: r.item_id as string,
+    seq: num(r.seq),
+    hop: num(r.hop),
+    attempt: num(r.attempt),
+    kind: r.kind as HopKind,
+    stage: r.stage as string,
+    role: r.role as string,
+    idempotencyKey: r.idempotency_key as string,
+    continuation: (r.continuation as string | null) ?? null,
+    askedBy: (r.asked_by as string | null) ?? null,
+    state: r.state as HopState,
+    taskId: (r.task_id as string | null) ?? null,
+    model: (r.model as string | null) ?? null,
+    usage: {
+      inputTokens: num(r.input_tokens),
+      outputTokens: num(r.output_tokens),
+      costUsd: num(r.cost_usd),
+      elapsedMs: num(r.elapsed_ms),
+    },
+    error: parseJson<{ type: string; message: string }>(r.error),
+    reply: parseJson<unknown>(r.reply),
+    dispatchedAt: num(r.dispatched_at),
+    activeSince: numOrNull(r.active_since),
+    finishedAt: numOrNull(r.finished_at),
+    timeouts: num(r.timeouts),
+    question: parseJson<WorkMessage>(r.question),
+  };
+}
+
+const json = (v: unknown): string | null => (v === null || v === undefined ? null : JSON.stringify(v));
+
+/** `($1, $2, ...), (...)` for `rows` rows of `width` parameters. */
+function valuesList(rows: number, width: number): string {
+  const out: string[] = [];
+  for (let r = 0; r < rows; r++) {
+    const cells: string[] = [];
+    for (let c = 1; c <= width; c++) cells.push(`$${r * width + c}`);
+    out.push(`(${cells.join(', ')})`);
+  }
+  return out.join(', ');
+}
+
+const USAGE_COLUMNS: Record<UsageGrouping, string> = { agent: 'agent', model: 'model', task: 'item_id' };
+
+interface Pending {
+  batch: CommitBatch;
+  resolve: (committed: Committed) => void;
+  reject: (error: unknown) => void;
+}
+
+export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTables {
+  readonly #pool: PgPool;
+  readonly #audit: PgAuditSink | undefined;
+  readonly #fence: PgFence | undefined;
+  readonly #readOnly: boolean;
+  readonly #maxGroup: number;
+  readonly #queue: Pending[] = [];
+  #draining = false;
+  /** Group transactions committed, and batches in them (for tests and benchmarks). */
+  readonly groups = { transactions: 0, batches: 0 };
+
+  private constructor(pool: PgPool, options: PostgresCoordinatorStoreOptions) {
+    this.#pool = pool;
+    this.#audit = options.audit;
+    this.#fence = options.fence;
+    this.#readOnly = options.readOnly === true;
+    this.#maxGroup = options.maxGroup ?? 64;
+  }
+
+  /**
+   * Opens the store on a pool: migrates its tables (in one transaction;
+   * a database of a newer schema is refused with `SCHEMA_TOO_NEW`), or with
+   * `readOnly` only checks the version (`SCHEMA_TOO_OLD` / `SCHEMA_TOO_NEW`).
+   */
+  static async open(pool: PgPool, options: PostgresCoordinatorStoreOptions = {}): Promise<PostgresCoordinatorStore> {
+    if (options.readOnly === true) {
+      const found = await pgSchemaVersion(pool, COORDINATOR_PG_SCHEMA.component);
+      if (found !== COORDINATOR_PG_SCHEMA.current) {
+        throw new SchemaVersionError(COORDINATOR_PG_SCHEMA.component, found, COORDINATOR_PG_SCHEMA.current);
+      }
+    } else await migratePg(pool, COORDINATOR_PG_SCHEMA);
+    return new PostgresCoordinatorStore(pool, options);
+  }
+
+  // ------------------------------------------------------- CoordinatorStore
+
+  commit(batch: CommitBatch): Promise<Committed> {
+    if (this.#readOnly) {
+      return Promise.reject(
+        new PostgresError('PG_QUERY_FAILED', 'this PostgreSQL store was opened read-only: it commits nothing'),
+      );
+    }
+    return new Promise<Committed>((resolve, reject) => {
+      this.#queue.push({ batch, resolve, reject });
+      if (!this.#draining) void this.#drain();
+    });
+  }
+
+  async #drain(): Promise<void> {
+    this.#draining = true;
+    try {
+      while (this.#queue.length > 0) {
+        const group = this.#queue.splice(0, this.#maxGroup);
+        await this.#commitGroup(group);
+      }
+    } finally {
+      this.#draining = false;
+    }
+  }
+
+  /** One transaction for the group: each batch in its own savepoint when there are several. */
+  async #commitGroup(group: Pending[]): Promise<void> {
+    const outcomes: ({ ok: true; value: Committed } | { ok: false; error: unknown })[] = [];
+    let connection: Awaited<ReturnType<PgPool['connect']>> | undefined;
+    let broken: Error | undefined;
+    try {
+      connection = await this.#pool.connect();
+      const tx = connection;
+      await tx.query('BEGIN');
+      try {
+        if (this.#fence !== undefined) await this.#fence(tx);
+        if (group.length === 1) {
+          outcomes.push({ ok: true, value: await this.#apply(tx, group[0]!.batch) });
+        } else {
+          for (const [i, pending] of group.entries()) {
+            await tx.query(`SAVEPOINT batch_${i}`);
+            try {
+              const value = await this.#apply(tx, pending.batch);
+              await tx.query(`RELEASE SAVEPOINT batch_${i}`);
+              outcomes.push({ ok: true, value });
+            } catch (error) {
+              // A lost connection fails the whole group below (the rollback to the savepoint throws too).
+              await tx.query(`ROLLBACK TO SAVEPOINT batch_${i}`);
+              outcomes.push({ ok: false, error });
+            }
+          }
+        }
+        await tx.query('COMMIT');
+      } catch (error) {
+        await tx.query('ROLLBACK').catch((rollback: Error) => {
+          broken = rollback;
+        });
+        throw error;
+      }
+    } catch (error) {
+      // Nothing of the group committed (or its outcome is unknown: the connection was lost): all of it rejects.
+      for (const pending of group) pending.reject(error);
+      return;
+    } finally {
+      connection?.release(broken);
+    }
+    this.groups.transactions += 1;
+    this.groups.batches += group.length;
+    for (const [i, pending] of group.entries()) {
+      const outcome = outcomes[i]!;
+      if (outcome.ok) pending.resolve(outcome.value);
+      else pending.reject(outcome.error);
+    }
+  }
+
+  async #apply(tx: PgQuery, batch: CommitBatch): Promise<Committed> {
+    if (batch.deleteOutbox.length > 0) {
+      await tx.query('DELETE FROM coord_outbox WHERE id = ANY($1::bigint[])', [batch.deleteOutbox]);
+    }
+    const outbox: OutboxRow[][] = [];
+    const audit: AuditEntryInput[] = [];
+    for (const c of batch.changes) {
+      await this.#applyChange(tx, c, outbox);
+      audit.push(...c.audit);
+      // Every item's end is signed: the head just after its entries (one append per end, one for the rest).
+      if (c.ended) await this.#appendAudit(tx, audit.splice(0), true);
+    }
+    await this.#appendAudit(tx, audit, false);
+    return { outbox };
+  }
+
+  async #applyChange(tx: PgQuery, c: ItemChanges, outbox: OutboxRow[][]): Promise<void> {
+    if (c.definition !== undefined) {
+      await tx.query('INSERT INTO coord_definitions (id, version, body) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [
+        c.definition.ref.id,
+        c.definition.ref.version,
+        JSON.stringify(c.definition.body),
+      ]);
+    }
+    const item = c.item;
+    const fields = [
+      item.state,
+      item.stage,
+      item.hop,
+      item.hops,
+      item.usage.inputTokens,
+      item.usage.outputTokens,
+      item.usage.costUsd,
+      item.usage.elapsedMs,
+      json(item.failure),
+      json(item.approval),
+      item.updatedAt,
+      item.finishedAt,
+      json(item.output),
+    ];
+    const run = c.run === undefined ? [null, null] : [c.run.machineVersion, JSON.stringify(c.run.snapshot)];
+    if (c.created) {
+      await tx.query(
+        `INSERT INTO coord_items (id, task_id, workflow_id, workflow_version, input, budget, attributes, created_at,
+           state, stage, hop, hops, input_tokens, output_tokens, cost_usd, elapsed_ms, failure, approval,
+           updated_at, finished_at, output, run_version, run_snapshot)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
+           $22, $23)`,
+        [
+          item.id,
+          item.taskId,
+          item.workflow.id,
+          item.workflow.version,
+          JSON.stringify(item.input),
+          json(item.budget),
+          json(item.attributes),
+          item.createdAt,
+          ...fields,
+          ...run,
+        ],
+      );
+    }
+    for (const { hop, created } of c.hops) {
+      const hopFields = [
+        hop.state,
+        hop.model,
+        hop.usage.inputTokens,
+        hop.usage.outputTokens,
+        hop.usage.costUsd,
+        hop.usage.elapsedMs,
+        json(hop.error),
+        json(hop.reply),
+        hop.activeSince,
+        hop.finishedAt,
+        hop.timeouts,
+      ];
+      if (created) {
+        await tx.query(
+          `INSERT INTO coord_hops (id, item_id, seq, hop, attempt, kind, stage, role, idempotency_key, continuation,
+             asked_by, dispatched_at, state, model, input_tokens, output_tokens, cost_usd, elapsed_ms, error, reply,
+             active_since, finished_at, timeouts, question)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
+             $22, $23, $24)`,
+          [
+            hop.id,
+            hop.itemId,
+            hop.seq,
+            hop.hop,
+            hop.attempt,
+            hop.kind,
+            hop.stage,
+            hop.role,
+            hop.idempotencyKey,
+            hop.continuation,
+            hop.askedBy,
+            hop.dispatchedAt,
+            ...hopFields,
+            json(hop.question),
+          ],
+        );
+      } else {
+        await tx.query(
+          `UPDATE coord_hops SET state = $1, model = $2, input_tokens = $3, output_tokens = $4, cost_usd = $5,
+             elapsed_ms = $6, error = $7, reply = $8, active_since = $9, finished_at = $10, timeouts = $11
+           WHERE id = $12`,
+          [...hopFields, hop.id],
+        );
+      }
+    }
+    if (!c.created) {
+      const sets = `state = $1, stage = $2, hop = $3, hops = $4, input_tokens = $5, output_tokens = $6,
+        cost_usd = $7, elapsed_ms = $8, failure = $9, approval = $10, updated_at = $11, finished_at = $12,
+        output = $13`;
+      if (c.run === undefined) await tx.query(`UPDATE coord_items SET ${sets} WHERE id = $14`, [...fields, item.id]);
+      else {
+        await tx.query(`UPDATE coord_items SET ${sets}, run_version = $14, run_snapshot = $15 WHERE id = $16`, [
+          ...fields,
+          ...run,
+          item.id,
+        ]);
+      }
+    }
+    if (c.usage.length > 0) {
+      const params: unknown[] = [];
+      for (const u of c.usage) {
+        params.push(u.hopId, u.itemId, u.agent, u.model, u.inputTokens, u.outputTokens, u.costUsd, u.elapsedMs, u.at);
+      }
+      await tx.query(
+        `INSERT INTO coord_usage (hop_id, item_id, agent, model, input_tokens, output_tokens, cost_usd, elapsed_ms, at)
+         VALUES ${valuesList(c.usage.length, 9)}`,
+        params,
+      );
+    }
+    if (c.outbox.length === 0) {
+      outbox.push([]);
+      return;
+    }
+    const params: unknown[] = [];
+    for (const o of c.outbox) params.push(c.itemId, o.kind, JSON.stringify(o.body));
+    // Ids come back in the order of the VALUES rows (one sequence, one statement: ascending).
+    const inserted = await tx.query(
+      `INSERT INTO coord_outbox (item_id, kind, body) VALUES ${valuesList(c.outbox.length, 3)} RETURNING id`,
+      params,
+    );
+    const ids = inserted.rows.map((r) => num(r.id)).sort((a, b) => a - b);
+    outbox.push(c.outbox.map((o, i) => ({ id: ids[i]!, itemId: c.itemId, kind: o.kind, body: o.body })));
+  }
+
+  async #appendAudit(tx: PgQuery, entries: AuditEntryInput[], sign: boolean): Promise<void> {
+    if (entries.length > 0) {
+      if (this.#audit === undefined) {
+        throw new Error('this store was opened without an audit sink: it cannot commit audit entries');
+      }
+      await this.#audit.append(tx, entries);
+    }
+    if (sign) await this.#audit?.checkpoint?.(tx);
+  }
+
+  async loadLive(): Promise<StoredItem[]> {
+    return this.#stored(
+      (await this.#pool.query('SELECT * FROM coord_items WHERE finished_at IS NULL ORDER BY created_at, id')).rows,
+    );
+  }
+
+  async loadItem(itemId: string): Promise<StoredItem | undefined> {
+    const rows = (await this.#pool.query('SELECT * FROM coord_items WHERE id = $1', [itemId])).rows;
+    return (await this.#stored(rows))[0];
+  }
+
+  async loadOutbox(): Promise<OutboxRow[]> {
+    const rows = await this.#pool.query('SELECT id, item_id, kind, body FROM coord_outbox ORDER BY id');
+    return rows.rows.map((r) => ({
+      id: num(r.id),
+      itemId: r.item_id as string,
+      kind: r.kind as OutboxKind,
+      body: JSON.parse(r.body as string) as unknown,
+    }));
+  }
+
+  async loadDefinition(ref: { id: string; version: number }): Promise<unknown> {
+    const rows = await this.#pool.query('SELECT body FROM coord_definitions WHERE id = $1 AND version = $2', [
+      ref.id,
+      ref.version,
+    ]);
+    return rows.rows.length === 0 ? undefined : (JSON.parse(rows.rows[0].body as string) as unknown);
+  }
+
+  /** Items with their hops (one query for all the hops) and runs. */
+  async #stored(rows: Row[]): Promise<StoredItem[]> {
+    if (rows.length === 0) return [];
+    const hops = await this.#pool.query(
+      'SELECT * FROM coord_hops WHERE item_id = ANY($1::text[]) ORDER BY item_id, seq',
+      [rows.map((r) => r.id as string)],
+    );
+    const byItem = new Map<string, HopRecord[]>();
+    for (const h of hops.rows) {
+      const hop = hopFrom(h);
+      const list = byItem.get(hop.itemId);
+      if (list === undefined) byItem.set(hop.itemId, [hop]);
+      else list.push(hop);
+    }
+    return rows.map((r) => ({
+      item: itemFrom(r),
+      hops: byItem.get(r.id as string) ?? [],
+      run:
+        r.run_version === null || r.run_snapshot === null || r.run_version === undefined
+          ? undefined
+          : { machineVersion: num(r.run_version), snapshot: JSON.parse(r.run_snapshot as string) as unknown },
+    }));
+  }
+
+  // ------------------------------------------------------ CoordinatorTables
+
+  async readItem(id: string): Promise<ItemRecord | undefined> {
+    const rows = (await this.#pool.query('SELECT * FROM coord_items WHERE id = $1', [id])).rows;
+    return rows.length === 0 ? undefined : itemFrom(rows[0]!);
+  }
+
+  async readItems(options: { state?: ItemState; limit?: number } = {}): Promise<ItemRecord[]> {
+    const limit = Math.max(0, Math.min(options.limit ?? 10_000, 100_000));
+    const rows =
+      options.state === undefined
+        ? await this.#pool.query('SELECT * FROM coord_items ORDER BY created_at, id LIMIT $1', [limit])
+        : await this.#pool.query('SELECT * FROM coord_items WHERE state = $1 ORDER BY created_at, id LIMIT $2', [
+            options.state,
+            limit,
+          ]);
+    return rows.rows.map(itemFrom);
+  }
+
+  async countItems(options: { state?: ItemState } = {}): Promise<number> {
+    const rows =
+      options.state === undefined
+        ? await this.#pool.query('SELECT count(*) AS n FROM coord_items')
+        : await this.#pool.query('SELECT count(*) AS n FROM coord_items WHERE state = $1', [options.state]);
+    return num(rows.rows[0].n);
+  }
+
+  async readLiveItems(): Promise<ItemRecord[]> {
+    const rows = await this.#pool.query('SELECT * FROM coord_items WHERE finished_at IS NULL ORDER BY created_at, id');
+    return rows.rows.map(itemFrom);
+  }
+
+  async readHops(itemId: string): Promise<HopRecord[]> {
+    const rows = await this.#pool.query('SELECT * FROM coord_hops WHERE item_id = $1 ORDER BY seq', [itemId]);
+    return rows.rows.map(hopFrom);
+  }
+
+  async readUsageBy(grouping: UsageGrouping, options: { itemId?: string } = {}): Promise<UsageGroup[]> {
+    const column = USAGE_COLUMNS[grouping];
+    const where = options.itemId === undefined ? '' : 'WHERE item_id = $1';
+    const rows = await this.#pool.query(
+      `SELECT ${column} AS key, COUNT(DISTINCT hop_id) AS hops, SUM(input_tokens) AS "inputTokens",
+         SUM(output_tokens) AS "outputTokens", SUM(cost_usd) AS "costUsd", SUM(elapsed_ms) AS "elapsedMs"
+       FROM coord_usage ${where} GROUP BY ${column} ORDER BY "costUsd" DESC, key`,
+      options.itemId === undefined ? [] : [options.itemId],
+    );
+    return rows.rows.map((r) => ({
+      key: r.key as string,
+      hops: num(r.hops),
+      inputTokens: num(r.inputTokens),
+      outputTokens: num(r.outputTokens),
+      costUsd: Math.round(num(r.costUsd) * 1e9) / 1e9,
+      elapsedMs: num(r.elapsedMs),
+    }));
+  }
+
+  async readUsageRows(options: { itemId?: string } = {}): Promise<UsageRow[]> {
+    const where = options.itemId === undefined ? '' : 'WHERE item_id = $1';
+    const rows = await this.#pool.query(
+      `SELECT hop_id, item_id, agent, model, input_tokens, output_tokens, cost_usd, elapsed_ms, at
+       FROM coord_usage ${where} ORDER BY seq`,
+      options.itemId === undefined ? [] : [options.itemId],
+    );
+    return rows.rows.map((r) => ({
+      hopId: r.hop_id as string,
+      itemId: r.item_id as string,
+      agent: r.agent as string,
+      model: r.model as string,
+      inputTokens: num(r.input_tokens),
+      outputTokens: num(r.output_tokens),
+      costUsd: num(r.cost_usd),
+      elapsedMs: num(r.elapsed_ms),
+      at: num(r.at),
+    }));
+  }
+
+  async readContextForgottenAt(itemId: string): Promise<number | null> {
+    const rows = await this.#pool.query('SELECT context_forgotten_at FROM coord_items WHERE id = $1', [itemId]);
+    return rows.rows.length === 0 ? null : numOrNull(rows.rows[0].context_forgotten_at);
+  }
+
+  async readUnmirroredItems(): Promise<ItemRecord[]> {
+    const rows = await this.#pool.query('SELECT * FROM coord_items WHERE NOT mirrored ORDER BY created_at, id');
+    return rows.rows.map(itemFrom);
+  }
+
+  async readEndedUnforgotten(endedBy: number, limit: number): Promise<string[]> {
+    const rows = await this.#pool.query(
+      `SELECT id FROM coord_items WHERE finished_at IS NOT NULL AND context_forgotten_at IS NULL
+         AND finished_at <= $1 AND state IN ('completed', 'failed', 'canceled')
+       ORDER BY finished_at LIMIT $2`,
+      [endedBy, limit],
+    );
+    return rows.rows.map((r) => r.id as string);
+  }
+
+  /** One statement outside a commit (the mirror's and the forgetter's marks), fenced like a commit. */
+  async #write(text: string, params: unknown[]): Promise<void> {
+    if (this.#readOnly) {
+      throw new PostgresError('PG_QUERY_FAILED', 'this PostgreSQL store was opened read-only: it writes nothing');
+    }
+    if (this.#fence === undefined) {
+      await this.#pool.query(text, params);
+      return;
+    }
+    const c = await this.#pool.connect();
+    let broken: Error | undefined;
+    try {
+      await c.query('BEGIN');
+      try {
+        await this.#fence(c);
+        await c.query(text, params);
+        await c.query('COMMIT');
+      } catch (error) {
+        await c.query('ROLLBACK').catch((rollback: Error) => {
+          broken = rollback;
+        });
+        throw error;
+      }
+    } finally {
+      c.release(broken);
+    }
+  }
+
+  recordItemTask(itemId: string, taskId: string): Promise<void> {
+    return this.#write('UPDATE coord_items SET task_id = $1 WHERE id = $2', [taskId, itemId]);
+  }
+
+  recordHopTask(hopId: string, taskId: string): Promise<void> {
+    return this.#write('UPDATE coord_hops SET task_id = $1 WHERE id = $2', [taskId, hopId]);
+  }
+
+  recordMirrored(itemId: string): Promise<void> {
+    return this.#write('UPDATE coord_items SET mirrored = true WHERE id = $1', [itemId]);
+  }
+
+  recordForgetAgain(itemId: string): Promise<void> {
+    return this.#write(
+      'UPDATE coord_items SET context_forgotten_at = NULL WHERE id = $1 AND context_forgotten_at IS NOT NULL',
+      [itemId],
+    );
+  }
+
+  async recordContextForgotten(itemIds: readonly string[], at: number): Promise<void> {
+    if (itemIds.length === 0) return;
+    await this.#write(
+      `UPDATE coord_items SET context_forgotten_at = $1 WHERE finished_at IS NOT NULL
+         AND context_forgotten_at IS NULL AND id = ANY($2::text[])`,
+      [at, itemIds],
+    );
+  }
+}

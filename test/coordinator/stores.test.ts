@@ -1,0 +1,198 @@
+import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { createClient } from 'redis';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  type Coordinator,
+  type CoordinatorOptions,
+  createCoordinator,
+} from '../../src/actors/coordinator/coordinator.js';
+import { createRedisQueue } from '../../src/bus/redis/queue.js';
+import { createRedisContextStore } from '../../src/persistence/context/redis-store.js';
+import { createTestDatabase, postgresGate } from '../postgres-availability.js';
+import { REDIS_URL, redisGate } from '../redis-availability.js';
+import { autoApprove, deployments, devSdlc, tempDir, until } from './helpers.js';
+
+/**
+ * The Coordinator's own runs on both stores: the embedded SQLite file, and
+ * PostgreSQL (with the Redis bus and Context Engine it needs; a database of
+ * its own per test, dropped after). One dev-SDLC item through every stage
+ * (a question that suspends coding, a failed test sent back, the approval
+ * gate), read back through the asynchronous reads, the audit verified; and a
+ * restart with items waiting at their gates, finished by the next
+ * Coordinator (on PostgreSQL its broker is new: the mirror rebuilds it).
+ */
+
+const { runPostgres } = await postgresGate();
+const { runRedis } = await redisGate();
+
+interface Storage {
+  /** Options of a Coordinator on this storage (the same data each time it is called). */
+  options(): Promise<Partial<CoordinatorOptions>>;
+  cleanup(): Promise<void>;
+}
+
+function sqliteStorage(): Storage {
+  const dir = tempDir();
+  return {
+    options: async () => ({ path: join(dir, 'switchboard.db') }),
+    cleanup: async () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+async function postgresStorage(): Promise<Storage> {
+  const database = await createTestDatabase('sb_coord');
+  const prefix = `pgc-${randomUUID().slice(0, 8)}`;
+  const closers: (() => Promise<void>)[] = [];
+  return {
+    async options() {
+      const bus = await createRedisQueue({ url: REDIS_URL, prefix });
+      const contextStore = await createRedisContextStore({ url: REDIS_URL, prefix });
+      closers.push(
+        () => bus.close(),
+        () => contextStore.close(),
+      );
+      return { postgres: { url: database.url }, bus, contextStore };
+    },
+    async cleanup() {
+      for (const close of closers.splice(0)) await close().catch(() => undefined);
+      await database.drop();
+      const client = createClient({ url: REDIS_URL });
+      await client.connect();
+      for await (const keys of client.scanIterator({ MATCH: `{${prefix}}*`, COUNT: 1000 })) {
+        if (keys.length > 0) await client.del(keys);
+      }
+      await client.close();
+    },
+  };
+}
+
+const cases: [string, boolean, () => Promise<Storage>][] = [
+  ['SQLite', true, async () => sqliteStorage()],
+  ['PostgreSQL (Redis bus)', runPostgres && runRedis, postgresStorage],
+];
+
+for (const [name, run, make] of cases) {
+  describe.runIf(run)(`the Coordinator on ${name}`, () => {
+    let storage: Storage | undefined;
+    const open: Coordinator[] = [];
+    afterEach(async () => {
+      for (const c of open.splice(0)) await c.close();
+      await storage?.cleanup();
+      storage = undefined;
+    });
+
+    async function start(): Promise<Coordinator> {
+      const c = await createCoordinator({
+        definitions: [devSdlc],
+        deployments: deployments(),
+        timerIntervalMs: 50,
+        ...(await storage!.options()),
+      });
+      open.push(c);
+      return c;
+    }
+
+    it('runs an item through every stage: a question, a failed test sent back, the approval; the audit verifies', async () => {
+      storage = await make();
+      const coordinator = await start();
+      expect(coordinator.storage).toBe(name === 'SQLite' ? 'sqlite' : 'postgres');
+      const stop = autoApprove(coordinator);
+      const id = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Add rate limiting' });
+      const final = await coordinator.settled(id, { timeoutMs: 30_000 });
+      stop();
+      expect(final.state).toBe('completed');
+      await coordinator.mirrored();
+      const hops = await coordinator.listHops(id);
+      expect(hops.map((h) => `${h.kind}:${h.stage}/${h.role}:${h.state}`)).toEqual([
+        'stage:architect/architect:completed',
+        'stage:coding/coding:completed',
+        'query:coding/architect:completed',
+        'stage:testing/testing:failed',
+        'stage:coding/coding:completed',
+        'stage:testing/testing:completed',
+        'stage:devops/devops:completed',
+      ]);
+      const item = (await coordinator.getItem(id))!;
+      expect(item).toMatchObject({ state: 'completed', hops: 7, mirrored: true });
+      expect(item.output).toMatchObject({ state: 'completed', stage: 'devops' });
+      const rows = await coordinator.tables.readUsageRows({ itemId: id });
+      expect(rows.reduce((s, r) => s + r.costUsd, 0)).toBeCloseTo(item.usage.costUsd, 9);
+      expect(item.usage.costUsd).toBeGreaterThan(0);
+      const byAgent = await coordinator.tables.readUsageBy('agent', { itemId: id });
+      expect(byAgent.find((g) => g.key === 'architect')?.hops).toBe(2);
+      if (coordinator.postgresAudit !== undefined) {
+        // The chain lives in PostgreSQL: its rows of this item, every hop's dispatch among them.
+        const audit = await coordinator.postgresAudit.list({ itemId: id });
+        expect(audit.filter((r) => r.kind === 'dispatch')).toHaveLength(hops.length);
+        expect(() => coordinator.get(id)).toThrow('await coordinator.getItem()');
+      }
+      const verified = await coordinator.verifyAudit();
+      expect(verified.ok).toBe(true);
+      if (verified.ok) expect(verified.entries).toBeGreaterThan(30);
+      // The broker's view: the item's task completed, one child task per hop.
+      const { task } = await coordinator.broker.getTask({
+        token: (await coordinator.broker.register({ name: 'coordinator', contextId: id, kind: 'parent' })).token,
+        id: item.taskId!,
+      });
+      expect(task.status.state).toBe('completed');
+    });
+
+    it('items waiting at a gate survive a restart and finish after the approval (the mirror follows)', async () => {
+      storage = await make();
+      const first = await start();
+      const ids = [
+        await first.createWorkItem({ workflow: 'dev-sdlc', input: 'One' }),
+        await first.createWorkItem({ workflow: 'dev-sdlc', input: 'Two' }),
+      ];
+      await until(
+        async () =>
+          (await Promise.all(ids.map((id) => first.getItem(id)))).every((i) => i?.state === 'awaiting-approval'),
+        20_000,
+        'both gates',
+      );
+      await first.mirrored();
+      const before = await Promise.all(ids.map(async (id) => (await first.listHops(id)).length));
+      await first.close();
+      open.splice(0);
+
+      const second = await start();
+      expect([...second.restored.items].sort()).toEqual([...ids].sort());
+      const current = await new Promise((resolve) => second.watch(ids[0]!).subscribe((s) => resolve(s.event.kind)));
+      expect(current).toBe('current');
+      for (const id of ids) await second.approve(id, 'release-manager');
+      const finals = await Promise.all(ids.map((id) => second.settled(id, { timeoutMs: 20_000 })));
+      expect(finals.map((f) => f.state)).toEqual(['completed', 'completed']);
+      for (const [i, id] of ids.entries()) expect(await second.listHops(id)).toHaveLength(before[i]! + 1);
+      await second.mirrored();
+      const item = (await second.getItem(ids[0]!))!;
+      expect(item.mirrored).toBe(true);
+      // The item's task in this Coordinator's broker ended with it (on PostgreSQL: a task the mirror made anew).
+      const me = await second.broker.register({ name: 'coordinator', contextId: ids[0]!, kind: 'parent' });
+      const { task } = await second.broker.getTask({ token: me.token, id: item.taskId! });
+      expect(task.status.state).toBe('completed');
+      expect((await second.verifyAudit()).ok).toBe(true);
+      // An ended item's final status is read from the tables on both stores.
+      const ended = await new Promise((resolve) => second.watch(ids[1]!).subscribe((s) => resolve(s.state)));
+      expect(ended).toBe('completed');
+    });
+  });
+}
+
+describe('a Coordinator on PostgreSQL needs the parts a whole deployment shares', () => {
+  it('refuses without a Redis bus, and a URL that is not postgres://, before opening anything', async () => {
+    await expect(
+      createCoordinator({ definitions: [devSdlc], postgres: { url: 'postgres://postgres@127.0.0.1:5432/x' } }),
+    ).rejects.toMatchObject({ code: 'COORD_INVALID_ARGUMENT', message: expect.stringContaining('Redis bus') });
+    await expect(createCoordinator({ definitions: [devSdlc], postgres: { url: 'mysql://x' } })).rejects.toMatchObject({
+      code: 'COORD_INVALID_ARGUMENT',
+    });
+    await expect(
+      createCoordinator({ definitions: [devSdlc], postgres: { url: 'postgres://h/db', maxConnections: 0 } }),
+    ).rejects.toMatchObject({ code: 'COORD_INVALID_ARGUMENT', message: expect.stringContaining('maxConnections') });
+    await expect(
+      createCoordinator({ definitions: [devSdlc], path: '/nonexistent/x.db', postgres: { url: 'postgres://h/db' } }),
+    ).rejects.toMatchObject({ code: 'COORD_INVALID_ARGUMENT', message: expect.stringContaining('one of them') });
+  });
+});

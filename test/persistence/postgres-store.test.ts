@@ -1,0 +1,219 @@
+import { generateKeyPairSync } from 'node:crypto';
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { PostgresAuditLog } from '../../src/persistence/audit/postgres-chain.js';
+import type { PgQuery } from '../../src/persistence/coordinator/postgres-client.js';
+import { PostgresCoordinatorStore } from '../../src/persistence/coordinator/postgres-store.js';
+import {
+  type PgPool,
+  PostgresError,
+  openPgPool,
+  postgresError,
+  redactPostgresSecrets,
+  safePostgresUrl,
+} from '../../src/persistence/kernel/postgres.js';
+import type { ItemChanges } from '../../src/workflow/records.js';
+import { dispatchedHop } from '../../src/workflow/records.js';
+import { POSTGRES_URL, createTestDatabase, postgresGate } from '../postgres-availability.js';
+
+const { runPostgres } = await postgresGate();
+
+function created(id: string, key = `${id}/1/1`): ItemChanges {
+  const hop = dispatchedHop({
+    id: `${id}-hop-1`,
+    itemId: id,
+    seq: 1,
+    hop: 1,
+    attempt: 1,
+    kind: 'stage',
+    stage: 'plan',
+    role: 'planner',
+    idempotencyKey: key,
+    continuation: null,
+    askedBy: null,
+    dispatchedAt: 1000,
+    activeSince: 1000,
+  });
+  return {
+    itemId: id,
+    item: {
+      id,
+      taskId: null,
+      workflow: { id: 'wf', version: 1 },
+      state: 'running',
+      stage: 'plan',
+      hop: 1,
+      hops: 1,
+      input: [{ kind: 'text', text: id }],
+      budget: null,
+      attributes: null,
+      usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, elapsedMs: 0 },
+      failure: null,
+      approval: null,
+      createdAt: 1000,
+      updatedAt: 1000,
+      finishedAt: null,
+      output: null,
+      mirrored: false,
+    },
+    created: true,
+    run: { machineVersion: 1, snapshot: { value: 'running' } },
+    hops: [{ hop, created: true }],
+    usage: [],
+    outbox: [{ kind: 'start', body: { n: id } }],
+    audit: [{ kind: 'item-created', itemId: id, actor: 'coordinator', data: { n: 1 } }],
+    ended: false,
+  };
+}
+
+describe('PostgreSQL URLs in messages', () => {
+  const url = 'postgres://alice:s3cr%40t-pw@db.example:5433/coord?sslmode=require&password=other-secret';
+
+  it('safePostgresUrl keeps scheme, user, host, port and database, never the password or the options', () => {
+    expect(safePostgresUrl(url)).toBe('postgres://alice@db.example:5433/coord');
+    expect(safePostgresUrl('not a url')).toBe('(unparsable postgres url)');
+  });
+
+  it('redactPostgresSecrets removes the password as written and decoded, and a password option', () => {
+    const text = `failed for ${url}: password "s3cr@t-pw" rejected (s3cr%40t-pw), also other-secret`;
+    const out = redactPostgresSecrets(text, url);
+    expect(out).not.toContain('s3cr');
+    expect(out).not.toContain('other-secret');
+    expect(out).toContain('***');
+    // A URL without a password leaves the text as it is.
+    expect(redactPostgresSecrets('nothing to hide', 'postgres://bob@h/db')).toBe('nothing to hide');
+  });
+
+  it('a client error becomes a PostgresError whose message, details and cause hold no secret', () => {
+    const raw = Object.assign(new Error('password authentication failed for user "alice" (s3cr@t-pw)'), {
+      code: '28P01',
+    });
+    const e = postgresError(raw, url, 'the store: cannot connect', 'PG_UNREACHABLE');
+    expect(e).toBeInstanceOf(PostgresError);
+    expect(e.code).toBe('PG_UNREACHABLE');
+    const all = `${e.message} ${JSON.stringify(e.details)} ${(e.cause as Error).message}`;
+    expect(all).not.toContain('s3cr');
+    expect(e.details).toMatchObject({ url: 'postgres://alice@db.example:5433/coord', sqlState: '28P01' });
+  });
+
+  it('openPgPool refuses a URL that is not postgres:// (PG_INVALID_URL) and an unreachable server (PG_UNREACHABLE), without the password', async () => {
+    await expect(openPgPool('mysql://x@y/z')).rejects.toMatchObject({ code: 'PG_INVALID_URL' });
+    const down = 'postgres://alice:hunter2-pw@127.0.0.1:1/coord';
+    const error = await openPgPool(down, { connectTimeoutMs: 1000 }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'PG_UNREACHABLE' });
+    expect((error as Error).message).not.toContain('hunter2');
+    expect((error as Error).message).toContain('postgres://alice@127.0.0.1:1/coord');
+  });
+});
+
+describe.runIf(runPostgres)('PostgresCoordinatorStore on PostgreSQL', () => {
+  const opened: { pool: PgPool; drop: () => Promise<void> }[] = [];
+  afterEach(async () => {
+    for (const o of opened.splice(0)) {
+      await o.pool.end();
+      await o.drop();
+    }
+  });
+
+  async function open(fence?: (tx: PgQuery) => Promise<void>) {
+    const database = await createTestDatabase('sb_pgstore');
+    const pool = await openPgPool(database.url);
+    opened.push({ pool, drop: database.drop });
+    const audit = await PostgresAuditLog.open(pool);
+    const store = await PostgresCoordinatorStore.open(pool, {
+      audit: { append: (tx, entries) => audit.appendInTransaction(tx, entries) },
+      ...(fence === undefined ? {} : { fence }),
+    });
+    return { pool, audit, store, url: database.url };
+  }
+
+  it('group commit: batches arriving while one commits share the next transaction; a bad one rejects alone', async () => {
+    const { store, audit } = await open();
+    const first = store.commit({ changes: [created('a')], deleteOutbox: [] });
+    // These arrive while `a` is in flight: one transaction for all three, each in its own savepoint.
+    const later = [
+      store.commit({ changes: [created('b')], deleteOutbox: [] }),
+      store.commit({ changes: [created('c', 'a/1/1')], deleteOutbox: [] }),
+      store.commit({ changes: [created('d')], deleteOutbox: [] }),
+    ];
+    await first;
+    const settled = await Promise.allSettled(later);
+    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((settled[1] as PromiseRejectedResult).reason).toMatchObject({ code: 'PG_QUERY_FAILED' });
+    expect(store.groups).toEqual({ transactions: 2, batches: 4 });
+    expect((await store.loadLive()).map((s) => s.item.id)).toEqual(['a', 'b', 'd']);
+    // The rejected batch left no audit row; the chain verifies.
+    expect((await audit.list()).map((r) => r.itemId)).toEqual(['a', 'b', 'd']);
+    expect(await audit.verifyChain()).toMatchObject({ ok: true, entries: 3 });
+  });
+
+  it('the fence runs first in every commit transaction; when it throws nothing is committed', async () => {
+    const seen: string[] = [];
+    let refuse = false;
+    const { store } = await open(async (tx) => {
+      const r = await tx.query('SELECT txid_current_if_assigned() AS t, now() = statement_timestamp() AS first');
+      seen.push(r.rows[0].t === null ? 'fresh' : 'written');
+      if (refuse) throw new Error('epoch moved on: not the leader');
+    });
+    await store.commit({ changes: [created('a')], deleteOutbox: [] });
+    expect(seen).toEqual(['fresh']);
+    refuse = true;
+    await expect(store.commit({ changes: [created('b')], deleteOutbox: [] })).rejects.toThrow('not the leader');
+    expect(await store.loadItem('b')).toBeUndefined();
+    expect((await store.loadOutbox()).map((r) => r.itemId)).toEqual(['a']);
+  });
+
+  it('a connection lost in the middle of a commit rejects it (PG_UNREACHABLE) and commits nothing; the store goes on', async () => {
+    let kill = true;
+    const { store, audit } = await open(async (tx) => {
+      if (!kill) return;
+      kill = false;
+      const pid = (await tx.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
+      const admin = new pg.Client({ connectionString: POSTGRES_URL });
+      await admin.connect();
+      await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+      await admin.end();
+    });
+    const error = await store.commit({ changes: [created('a')], deleteOutbox: [] }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'PG_UNREACHABLE' });
+    expect(await store.loadItem('a')).toBeUndefined();
+    expect(await audit.list()).toEqual([]);
+    // The broken connection was dropped from the pool: the next commit gets a new one.
+    await store.commit({ changes: [created('a')], deleteOutbox: [] });
+    expect((await store.loadLive()).map((s) => s.item.id)).toEqual(['a']);
+  });
+
+  it('a database of a newer schema is refused (SCHEMA_TOO_NEW); a reader refuses an older one (SCHEMA_TOO_OLD)', async () => {
+    const { pool } = await open();
+    await pool.query("UPDATE schema_version SET version = version + 1 WHERE component = 'coordinator'");
+    await expect(PostgresCoordinatorStore.open(pool)).rejects.toMatchObject({ code: 'SCHEMA_TOO_NEW' });
+    await pool.query("UPDATE schema_version SET version = version - 2 WHERE component = 'coordinator'");
+    await expect(PostgresCoordinatorStore.open(pool, { readOnly: true })).rejects.toMatchObject({
+      code: 'SCHEMA_TOO_OLD',
+    });
+  });
+
+  it('the audit chain verifies with the same hashing as SQLite, signed checkpoints included, and catches an edited row', async () => {
+    const { store, audit, pool } = await open();
+    const keys = generateKeyPairSync('ed25519');
+    await store.commit({ changes: [created('a'), created('b')], deleteOutbox: [] });
+    expect(await audit.checkpoint(keys.privateKey)).toMatchObject({ seq: 2 });
+    expect(await audit.verifyChain({ publicKey: keys.publicKey, requireSignedHead: true })).toMatchObject({
+      ok: true,
+      entries: 2,
+      checkpoints: { verified: 1, signedSeq: 2, unsignedRows: 0 },
+    });
+    // An append of more rows than one INSERT takes: several statements, the head moved with the last.
+    const many = Array.from({ length: 150 }, (_, i) => ({
+      kind: 'dispatch' as const,
+      itemId: 'c',
+      actor: 'coordinator',
+      data: { i },
+    }));
+    expect((await audit.appendMany(many)).at(-1)).toMatchObject({ seq: 152 });
+    expect(await audit.head()).toMatchObject({ seq: 152 });
+    expect(await audit.verifyChain()).toMatchObject({ ok: true, entries: 152 });
+    await pool.query(`UPDATE audit_log SET data = '{"n":2}' WHERE seq = 1`);
+    expect(await audit.verifyChain()).toMatchObject({ ok: false, seq: 1, reason: 'hash-mismatch' });
+  });
+});
