@@ -1,3 +1,4 @@
+import { type Context, ROOT_CONTEXT, traceFieldsOf, withContext } from '../../telemetry/tracing.js';
 import type { Logger } from '../../log/logger.js';
 import type { TaskState } from '../../protocol/task.js';
 import type { BrokerApi } from '../broker/api.js';
@@ -69,11 +70,25 @@ export class BrokerMirror {
   #recovering = false;
   #closed = false;
 
-  constructor(options: { broker: BrokerApi; store: SqliteCoordinatorStore; edge: HumanEdge; logger: Logger }) {
+  readonly #traces: { of(itemId: string): Context } | undefined;
+
+  constructor(options: {
+    broker: BrokerApi;
+    store: SqliteCoordinatorStore;
+    edge: HumanEdge;
+    logger: Logger;
+    /** Each item's trace: an item's broker calls run in its context, and its hop tasks carry its trace fields. */
+    traces?: { of(itemId: string): Context };
+  }) {
     this.#broker = options.broker;
     this.#store = options.store;
     this.#edge = options.edge;
     this.#log = options.logger;
+    this.#traces = options.traces;
+  }
+
+  #traceOf(itemId: string): Context {
+    return this.#traces === undefined ? ROOT_CONTEXT : this.#traces.of(itemId);
   }
 
   /** The broker agent of a role (registered on first use, in `switchboard-roles`). */
@@ -143,7 +158,7 @@ export class BrokerMirror {
       do {
         this.#again.delete(itemId);
         try {
-          await this.#sync(itemId);
+          await withContext(this.#traceOf(itemId), () => this.#sync(itemId));
         } catch (error) {
           this.#log.warn({ err: error, itemId }, 'broker mirror: sync failed');
           break;
@@ -196,6 +211,7 @@ export class BrokerMirror {
         return found.id;
       }
     }
+    const trace = traceFieldsOf(this.#traceOf(item.id));
     const label = hop.kind === 'query' ? `query from hop ${hop.hop} to ${hop.role}` : `hop ${hop.hop} (${hop.stage})`;
     const { task } = await this.#broker.send({
       token: coordinator.token,
@@ -214,6 +230,8 @@ export class BrokerMirror {
             stage: hop.stage,
             idempotencyKey: hop.idempotencyKey,
           },
+          // The item's trace (`traceparent`, `tracestate`), so the A2A task can be followed to its spans.
+          ...trace,
         },
       },
     });
