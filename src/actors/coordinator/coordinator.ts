@@ -49,8 +49,10 @@ import {
   contextOf,
   contextWith,
   endSpanWithError,
+  OFF_SPAN,
   startSpan,
   traceFieldsOf,
+  tracingOn,
 } from '../../telemetry/tracing.js';
 import { RESULTS_ROLE } from '../../protocol/work-envelope.js';
 
@@ -890,15 +892,18 @@ class RunningCoordinator implements Coordinator {
   async #apply(batch: ResultDelivery[]): Promise<void> {
     const { engine, log } = this.#p;
     let applied: Awaited<ReturnType<CoordinatorEngine['applyResults']>>;
-    const spans = batch.map((rd) => this.#applySpan(rd));
+    // With tracing off no span or context is made: each result is applied as it came.
+    const spans = tracingOn() ? batch.map((rd) => this.#applySpan(rd)) : undefined;
     try {
-      applied = await engine.applyResults(batch.map((rd, i) => ({ result: rd.result, trace: spans[i]!.trace })));
+      applied = await engine.applyResults(
+        batch.map((rd, i) => (spans === undefined ? rd : { result: rd.result, trace: spans[i]!.trace })),
+      );
     } catch (error) {
       applied = batch.map(() => ({ error }));
     }
     for (const [i, outcome] of applied.entries()) {
       const rd = batch[i]!;
-      const { span } = spans[i]!;
+      const span = spans?.[i]?.span ?? OFF_SPAN;
       if ('error' in outcome) {
         const { error } = outcome;
         endSpanWithError(span, error);
