@@ -186,6 +186,7 @@ const ROOT_VALUES = [
   'TimestampSchema',
   'TokenOnlyParamsSchema',
   'TokenSchema',
+  'TraceFieldsSchema',
   'TransportError',
   'UsageSchema',
   'VERSION',
