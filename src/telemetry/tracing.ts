@@ -144,12 +144,6 @@ export function contextOf(fields: TraceFields | undefined | null): Context {
   return propagation.extract(ROOT_CONTEXT, fields, getter);
 }
 
-/** Whether `ctx` holds a valid span (a trace to continue). */
-export function hasTrace(ctx: Context): boolean {
-  const span = trace.getSpan(ctx);
-  return span !== undefined && isSpanContextValid(span.spanContext());
-}
-
 /** The span options of each kind, made once (starting a span allocates no options object). */
 const KIND_OPTIONS = {
   [SpanKind.INTERNAL]: { kind: SpanKind.INTERNAL },
