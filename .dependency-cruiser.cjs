@@ -2,8 +2,9 @@
 // draws the same picture). LAYERS is ordered from the bottom: a module may
 // import its own layer and the layers listed before it, never one listed
 // after it. Rooms of one layer marked `siblings` must not know each other.
-// `log/` and `version.ts` are leaves: importable from everywhere but the pure
-// rooms (log writes to stderr), importing nothing of src/ themselves.
+// `log/`, `telemetry/` and `version.ts` are leaves: importable from everywhere
+// but the pure rooms (log writes to stderr; telemetry hands spans and metrics
+// to whatever SDK is registered), importing nothing of src/ but each other.
 // Type-only imports count like any other: no exceptions are whitelisted.
 
 /** @type {ReadonlyArray<{ name: string, path: string, siblings?: string }>} */
@@ -34,7 +35,7 @@ const PURE = '^src/(protocol|workflow|machines|decisions)/';
 /** The npm packages a pure room may import: computation only. */
 const PURE_PACKAGES = '(^|/)node_modules/(zod|xstate|@xstate/store|rxjs)/';
 
-const LEAVES = '^src/(log/|version[.]ts$)';
+const LEAVES = '^src/(log/|telemetry/|version[.]ts$)';
 
 const upward = LAYERS.slice(0, -1).map((layer, index) => ({
   name: `layer-${layer.name}`,
@@ -69,7 +70,7 @@ module.exports = {
     },
     {
       name: 'leaves',
-      comment: 'log/ and version.ts import nothing of src/ but themselves',
+      comment: 'log/, telemetry/ and version.ts import nothing of src/ but themselves',
       severity: 'error',
       from: { path: LEAVES },
       to: { path: '^src/', pathNot: LEAVES },
@@ -91,10 +92,11 @@ module.exports = {
     },
     {
       name: 'pure-no-log',
-      comment: 'protocol, workflow, machines and decisions do not log (the logger writes to stderr)',
+      comment:
+        'protocol, workflow, machines and decisions do not log or trace (the logger writes to stderr; telemetry hands spans to an SDK)',
       severity: 'error',
       from: { path: PURE },
-      to: { path: '^src/log/' },
+      to: { path: '^src/(log|telemetry)/' },
     },
     {
       name: 'no-circular',

@@ -3,6 +3,7 @@ import {
   RESULTS_ROLE,
   type ResultEnvelope,
   type RetryPolicy,
+  type TraceFields,
   type WorkEnvelope,
   type WorkMessage,
 } from '../protocol/work-envelope.js';
@@ -36,6 +37,8 @@ export interface StartHop {
   /** On a query a suspended hop asks: the hop its answer resumes. */
   askedBy?: AskedBy;
   metadata?: Record<string, unknown>;
+  /** The trace the hop continues (`headers.trace`): what the publisher's span injected. */
+  trace?: TraceFields;
 }
 
 export interface Started {
@@ -60,7 +63,10 @@ export interface ResultDelivery {
 export interface Dispatcher {
   start(hop: StartHop): Promise<Started>;
   /** Re-dispatches a result that answers a suspended hop's query; `resumed: false` when it answers none. */
-  signal(result: ResultEnvelope): Promise<{ resumed: boolean; messageId?: string; duplicate?: boolean }>;
+  signal(
+    result: ResultEnvelope,
+    trace?: TraceFields,
+  ): Promise<{ resumed: boolean; messageId?: string; duplicate?: boolean }>;
   query(role: string, options?: { deadLetterLimit?: number }): Promise<RoleQuery>;
   /** Hop results (from the results role) as they arrive; the caller acks each once it has recorded it. */
   results(
@@ -107,6 +113,7 @@ export function createDispatcher(options: { bus: WorkQueue; resultsRole?: string
           idempotencyKey,
           ...(hop.resultRole === undefined ? {} : { resultRole: hop.resultRole }),
           ...(hop.askedBy === undefined ? {} : { askedBy: hop.askedBy }),
+          ...(hop.trace === undefined ? {} : { trace: hop.trace }),
         },
         message: hop.message,
         ...(hop.metadata === undefined ? {} : { metadata: hop.metadata }),
@@ -119,9 +126,10 @@ export function createDispatcher(options: { bus: WorkQueue; resultsRole?: string
       });
       return { messageId: published.id, idempotencyKey, duplicate: published.duplicate };
     },
-    async signal(result) {
+    async signal(result, trace) {
       const dispatch = replyDispatch(result);
       if (dispatch === undefined) return { resumed: false };
+      if (trace !== undefined && dispatch.envelope.kind === 'work') dispatch.envelope.headers.trace = trace;
       const published = await bus.publish(dispatch.role, dispatch.envelope, {
         idempotencyKey: dispatch.idempotencyKey,
       });

@@ -31,6 +31,17 @@ export const AskedBySchema = z.object({
 /** Where a query's reply must be re-dispatched, as on the bus (inferred from `AskedBySchema`). */
 export type AskedBy = z.infer<typeof AskedBySchema>;
 
+/**
+ * The trace fields a message carries across processes: what the registered
+ * OpenTelemetry propagator writes (W3C `traceparent` and `tracestate` by
+ * default; a user's propagator may add its own keys). At most 8 keys.
+ */
+export const TraceFieldsSchema = z
+  .record(z.string().min(1).max(64), z.string().max(1024))
+  .refine((fields) => Object.keys(fields).length <= 8, 'trace fields are at most 8 keys');
+/** Trace fields as on the bus (inferred from `TraceFieldsSchema`). */
+export type TraceFields = z.infer<typeof TraceFieldsSchema>;
+
 /** A work envelope's headers on the bus: which task, run, hop and attempt it is, with its idempotency key. */
 export const WorkHeadersSchema = z.object({
   /** The A2A task this hop is (a child task of the work item). */
@@ -49,6 +60,12 @@ export const WorkHeadersSchema = z.object({
   askedBy: AskedBySchema.optional(),
   /** Where the worker publishes this hop's result (default `$results`). */
   resultRole: RoleSchema.optional(),
+  /**
+   * The trace this message continues (`traceparent`, `tracestate`): set by
+   * whoever published it when tracing is on. Optional: envelopes without it
+   * parse as before.
+   */
+  trace: TraceFieldsSchema.optional(),
 });
 /** A work envelope's headers as on the bus (inferred from `WorkHeadersSchema`). */
 export type WorkHeaders = z.infer<typeof WorkHeadersSchema>;

@@ -189,6 +189,7 @@ const ROOT_VALUES = [
   'TimestampSchema',
   'TokenOnlyParamsSchema',
   'TokenSchema',
+  'TraceFieldsSchema',
   'TransportError',
   'UsageSchema',
   'VERSION',

@@ -1,3 +1,4 @@
+import { ATTR, OFF_SPAN, SPAN, SpanKind, activeContext, endSpanWithError, startSpan } from '../../telemetry/tracing.js';
 import type { Observable } from 'rxjs';
 import { throwError } from 'rxjs';
 import { type Logger, silentLogger } from '../../log/logger.js';
@@ -328,7 +329,29 @@ class EmbeddedBroker implements Broker {
 
   // ---- plumbing ----
 
+  /** A broker call under its span (the method and its outcome or error code; never a param: tokens and bodies travel there). */
   private invoke<M extends BrokerMethod>(method: M, raw: unknown): Promise<MethodResult<M>> {
+    const span = startSpan(SPAN.brokerCall, activeContext(), SpanKind.SERVER);
+    if (span === OFF_SPAN) return this.call(method, raw);
+    if (span.isRecording()) {
+      span.setAttribute(ATTR.rpcSystem, 'jsonrpc');
+      span.setAttribute(ATTR.rpcMethod, method);
+    }
+    return this.call(method, raw).then(
+      (result) => {
+        if (span.isRecording()) span.setAttribute(ATTR.callOutcome, 'ok');
+        span.end();
+        return result;
+      },
+      (error: unknown) => {
+        if (span.isRecording()) span.setAttribute(ATTR.callOutcome, 'error');
+        endSpanWithError(span, error);
+        throw error;
+      },
+    );
+  }
+
+  private call<M extends BrokerMethod>(method: M, raw: unknown): Promise<MethodResult<M>> {
     if (this.isClosed) return Promise.reject(brokerClosedError());
     let params: MethodParams<M>;
     try {

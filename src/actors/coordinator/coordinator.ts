@@ -43,6 +43,23 @@ import { HumanEdge } from './human-edge.js';
 import { type Pool, createPool } from '../worker/pool.js';
 import type { WorkHandler } from '../worker/worker.js';
 import type { ActorInspector } from '../inspection.js';
+import { ItemTraces, heldItemTraces } from './item-traces.js';
+import { type SwitchboardMetrics, switchboardMetrics } from '../../telemetry/metrics.js';
+import {
+  ATTR,
+  type Context,
+  ROOT_CONTEXT,
+  SPAN,
+  SpanKind,
+  contextOf,
+  contextWith,
+  endSpanWithError,
+  OFF_SPAN,
+  startSpan,
+  traceFieldsOf,
+  tracingOn,
+} from '../../telemetry/tracing.js';
+import { RESULTS_ROLE } from '../../protocol/work-envelope.js';
 
 /**
  * The Coordinator (the design's "small brain"): a deterministic actor that owns
@@ -469,6 +486,8 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
       ...(options.maxHops === undefined ? {} : { maxHops: options.maxHops }),
       ...(options.policies === undefined ? {} : { policies: options.policies }),
     });
+    // On PostgreSQL an item's trace is held in this process only (a restart starts its spans a new trace).
+    const traces = new ItemTraces(storage.kind === 'sqlite' ? storage.store : heldItemTraces());
     const engine = new CoordinatorEngine({
       store: storage.store,
       registry,
@@ -477,6 +496,7 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
       ids,
       logger: log,
       inspect: options.inspect,
+      traces,
     });
     const dispatcher = createDispatcher({ bus });
     const edge = new HumanEdge(broker);
@@ -488,6 +508,7 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
       onItemTask: (itemId, taskId) => engine.itemTask(itemId, taskId),
       // On PostgreSQL the broker is this process's own: the task ids in the tables name another one's tasks.
       storedTasks: storage.kind === 'sqlite',
+      traces,
     });
     const coordinator = new RunningCoordinator({
       options,
@@ -502,6 +523,8 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
       contextStore,
       edge,
       mirror,
+      traces,
+      metrics: switchboardMetrics(),
       ids,
       closeOwned,
       roles: new Set([...knownRoles, ...Object.keys(options.deployments ?? {})]),
@@ -552,6 +575,8 @@ interface Parts {
   contextStore: ContextStore;
   edge: HumanEdge;
   mirror: BrokerMirror;
+  traces: ItemTraces;
+  metrics: SwitchboardMetrics;
   ids: IdSource;
   closeOwned: () => Promise<void>;
   roles: Set<string>;
@@ -578,8 +603,12 @@ class RunningCoordinator implements Coordinator {
   );
   readonly #stop = new AbortController();
   #loop: Promise<void> | undefined;
-  /** Outbox rows not yet published (a failed publish is retried). */
+  /** Outbox rows not yet published (a failed publish is retried), with the context their publish continues. */
   readonly #unsent = new Map<number, OutboxRow>();
+  /** With tracing on: the context each unsent row's publish span continues (its decision's). */
+  readonly #unsentTrace = new Map<number, Context>();
+  /** Stops observing queue depths. */
+  #unobserve: (() => void) | undefined;
   #sending: Promise<void> | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   readonly #acks = new Set<Promise<unknown>>();
@@ -660,6 +689,12 @@ class RunningCoordinator implements Coordinator {
         }),
       );
     }
+    const depthRoles = [...new Set([...this.#p.roles, RESULTS_ROLE])].sort();
+    this.#unobserve = this.#p.metrics.observeQueueDepth(async () => {
+      if (this.#closed) return [];
+      const stats = await Promise.allSettled(depthRoles.map((role) => this.bus.stats(role)));
+      return stats.flatMap((r) => (r.status === 'fulfilled' ? [{ role: r.value.role, depth: r.value.depth }] : []));
+    });
     this.#loop = this.#consume();
     const tickMs = options.timerIntervalMs ?? 1_000;
     this.#timer = setInterval(() => void this.#tick(), tickMs);
@@ -720,11 +755,22 @@ class RunningCoordinator implements Coordinator {
     // The item's broker task is made by the mirror after this commit (a failed commit leaves no task);
     // the call returns once it is there, so that `get(id).taskId` is set (if the broker fails, later).
     // The item's statuses wait for it too, so that they carry its id (`null` only if the broker failed).
+    const { traces } = this.#p;
+    const root = traces.begin(itemId, def);
+    const trace = contextWith(ROOT_CONTEXT, root);
     const held: ItemStatus[] = [];
     this.#held.set(itemId, held);
     let taskId: string | undefined;
     try {
-      const step = await engine.createItem({ itemId, taskId: null, definition: def, input, budget, attributes });
+      let step: Step;
+      try {
+        step = await engine.createItem({ itemId, taskId: null, definition: def, input, budget, attributes, trace });
+        traces.keep(itemId, trace, traceFieldsOf(trace));
+      } catch (error) {
+        endSpanWithError(root, error);
+        throw error;
+      }
+      root.end();
       void this.#after(step);
       taskId = await mirror.itemTask(itemId);
     } finally {
@@ -917,10 +963,55 @@ class RunningCoordinator implements Coordinator {
       if (held === undefined) this.#all.next(status);
       else held.push(status);
     }
-    for (const rows of step.rows) this.#p.mirror.follow(rows.item, rows.hops, rows.created);
+    for (const rows of step.rows) {
+      this.#p.mirror.follow(rows.item, rows.hops, rows.created);
+      if (rows.item.finishedAt !== null) this.#p.traces.ended(rows.item.id);
+    }
     if (step.outbox.length === 0) return Promise.resolve();
-    for (const row of step.outbox) this.#unsent.set(row.id, row);
+    for (const row of step.outbox) {
+      this.#unsent.set(row.id, row);
+      if (step.trace !== ROOT_CONTEXT) this.#unsentTrace.set(row.id, step.trace);
+    }
     return this.#send();
+  }
+
+  /** Publishes one outbox row under a publish span; the trace fields of the span travel in the envelope. */
+  async #publish(row: OutboxRow): Promise<number> {
+    const parent = this.#unsentTrace.get(row.id) ?? this.#p.traces.of(row.itemId);
+    const span = startSpan(SPAN.publish, parent, SpanKind.PRODUCER);
+    const trace = traceFieldsOf(contextWith(parent, span));
+    try {
+      if (row.kind === 'start') {
+        const hop = row.body as StartHop;
+        if (span.isRecording()) {
+          span.setAttribute(ATTR.publishKind, 'start');
+          span.setAttribute(ATTR.itemId, hop.runId);
+          span.setAttribute(ATTR.role, hop.role);
+          span.setAttribute(ATTR.taskId, hop.taskId);
+          span.setAttribute(ATTR.hop, hop.hop);
+          span.setAttribute(ATTR.attempt, hop.attempt ?? 1);
+        }
+        const started = await this.dispatcher.start(trace === undefined ? hop : { ...hop, trace });
+        if (span.isRecording()) span.setAttribute(ATTR.duplicate, started.duplicate);
+      } else {
+        const result = row.body as ResultEnvelope;
+        if (span.isRecording()) {
+          span.setAttribute(ATTR.publishKind, 'reply');
+          span.setAttribute(ATTR.itemId, result.headers.runId);
+          span.setAttribute(ATTR.taskId, result.headers.taskId);
+          span.setAttribute(ATTR.hop, result.headers.hop);
+          if (result.headers.askedBy !== undefined) span.setAttribute(ATTR.role, result.headers.askedBy.role);
+        }
+        const signaled = await this.dispatcher.signal(result, trace);
+        if (span.isRecording() && signaled.duplicate !== undefined)
+          span.setAttribute(ATTR.duplicate, signaled.duplicate);
+      }
+    } catch (error) {
+      endSpanWithError(span, error);
+      throw error;
+    }
+    span.end();
+    return row.id;
   }
 
   /** Publishes every unsent outbox row; a failure leaves them for a retry soon. */
@@ -931,17 +1022,12 @@ class RunningCoordinator implements Coordinator {
     if (rows.length === 0) return Promise.resolve();
     const sending = (async () => {
       const done: number[] = [];
-      const results = await Promise.allSettled(
-        rows.map(async (row) => {
-          if (row.kind === 'start') await this.dispatcher.start(row.body as StartHop);
-          else await this.dispatcher.signal(row.body as ResultEnvelope);
-          return row.id;
-        }),
-      );
+      const results = await Promise.allSettled(rows.map((row) => this.#publish(row)));
       for (const [i, r] of results.entries()) {
         if (r.status === 'fulfilled') {
           done.push(r.value);
           this.#unsent.delete(rows[i]!.id);
+          if (this.#unsentTrace.size > 0) this.#unsentTrace.delete(rows[i]!.id);
         } else {
           this.#p.log.warn({ err: r.reason, outbox: rows[i]!.id }, 'publish failed: will retry');
         }
@@ -1033,15 +1119,21 @@ class RunningCoordinator implements Coordinator {
   async #apply(batch: ResultDelivery[]): Promise<void> {
     const { engine, log } = this.#p;
     let applied: Awaited<ReturnType<CoordinatorEngine['applyResults']>>;
+    // With tracing off no span or context is made: each result is applied as it came.
+    const spans = tracingOn() ? batch.map((rd) => this.#applySpan(rd)) : undefined;
     try {
-      applied = await engine.applyResults(batch.map((rd) => ({ result: rd.result })));
+      applied = await engine.applyResults(
+        batch.map((rd, i) => (spans === undefined ? rd : { result: rd.result, trace: spans[i]!.trace })),
+      );
     } catch (error) {
       applied = batch.map(() => ({ error }));
     }
     for (const [i, outcome] of applied.entries()) {
       const rd = batch[i]!;
+      const span = spans?.[i]?.span ?? OFF_SPAN;
       if ('error' in outcome) {
         const { error } = outcome;
+        endSpanWithError(span, error);
         log.error({ err: error, delivery: rd.delivery.id }, 'could not apply a result: it will be retried');
         this.#track(
           rd.nack({
@@ -1053,7 +1145,65 @@ class RunningCoordinator implements Coordinator {
         continue;
       }
       if (outcome.handling === 'duplicate' || outcome.handling === 'late') this.#ranAgain(rd.result.headers.runId);
-      this.#track(this.#after(outcome.step).then(() => rd.ack()));
+      if (outcome.handling === 'applied') this.#measure(rd.result, outcome.step);
+      if (span.isRecording()) span.setAttribute(ATTR.resultHandling, outcome.handling);
+      this.#track(
+        this.#after(outcome.step).then(
+          () => {
+            span.end();
+            return rd.ack();
+          },
+          (error: unknown) => {
+            endSpanWithError(span, error);
+            throw error;
+          },
+        ),
+      );
+    }
+  }
+
+  /** The span of applying one result: it continues the trace the result carries (the worker's result span). */
+  #applySpan(rd: ResultDelivery): { span: ReturnType<typeof startSpan>; trace: Context } {
+    const parent = contextOf(rd.result.headers.trace);
+    const span = startSpan(SPAN.apply, parent, SpanKind.CONSUMER);
+    if (span.isRecording()) {
+      const h = rd.result.headers;
+      span.setAttribute(ATTR.itemId, h.runId);
+      span.setAttribute(ATTR.taskId, h.taskId);
+      span.setAttribute(ATTR.role, rd.result.role);
+      span.setAttribute(ATTR.hop, h.hop);
+      span.setAttribute(ATTR.attempt, h.attempt);
+      span.setAttribute(ATTR.outcome, rd.result.outcome);
+      span.setAttribute(ATTR.deliveries, rd.delivery.deliveries);
+    }
+    return { span, trace: contextWith(parent, span) };
+  }
+
+  /** The metrics of a result applied once: its hop's latency, its cost, a dead letter. */
+  #measure(result: ResultEnvelope, step: Step): void {
+    const { metrics } = this.#p;
+    const role = result.role;
+    if (result.outcome === 'failed') metrics.deadLetters.add(1, metrics.role(role));
+    const usage = result.usage;
+    if (usage !== undefined) {
+      if (usage.costUsd > 0) metrics.costUsd.add(usage.costUsd, metrics.role(role));
+      const tokens = metrics.roleTokens(role);
+      if (usage.inputTokens > 0) metrics.tokens.add(usage.inputTokens, tokens.input);
+      if (usage.outputTokens > 0) metrics.tokens.add(usage.outputTokens, tokens.output);
+    }
+    const key = result.headers.idempotencyKey;
+    for (const rows of step.rows) {
+      for (const hop of rows.hops) {
+        if (hop.idempotencyKey !== key) continue;
+        const end = hop.finishedAt ?? (result.outcome === 'suspended' ? rows.item.updatedAt : null);
+        if (end !== null) {
+          metrics.hopDuration.record(
+            Math.max(0, end - hop.dispatchedAt) / 1000,
+            metrics.roleOutcome(role, result.outcome),
+          );
+        }
+        return;
+      }
     }
   }
 
@@ -1079,6 +1229,7 @@ class RunningCoordinator implements Coordinator {
     if (this.#closed) return;
     this.#closed = true;
     clearInterval(this.#timer);
+    this.#unobserve?.();
     await this.#ticking;
     await this.#p.forgetter.close();
     for (const pool of this.pools.values()) await pool.stop();

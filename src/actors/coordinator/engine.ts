@@ -25,6 +25,21 @@ import type { ResultEnvelope } from '../../protocol/work-envelope.js';
 import type { WorkflowDefinition } from '../../protocol/workflow.js';
 import type { WorkflowRegistry } from '../../workflow/definition.js';
 import type { HopRecord, ItemBudget, ItemChanges, ItemRecord, OutboxRow } from '../../workflow/records.js';
+import type { GovernanceDecision, HopContext } from '../../workflow/governance.js';
+import {
+  ATTR,
+  type Context,
+  OFF_SPAN,
+  ROOT_CONTEXT,
+  SPAN,
+  type Span,
+  SpanKind,
+  contextWith,
+  endSpanWithError,
+  startSpan,
+  tracer,
+  tracingOn,
+} from '../../telemetry/tracing.js';
 import type { ActorInspector } from '../inspection.js';
 import type { CoordinatorGovernance } from './policies.js';
 import { CoordinatorError, type ItemEvent, type ItemStatus, statusOf } from './types.js';
@@ -52,7 +67,19 @@ export interface Step {
   outbox: OutboxRow[];
   /** The rows this step committed, by item (what the broker mirror follows). */
   rows: { item: ItemRecord; hops: HopRecord[]; created: boolean }[];
+  /** The context of the decision's span: what the step's publishes continue (the root context when tracing is off). */
+  trace: Context;
 }
+
+/** The span names of the decisions' inputs. */
+const INPUT_NAMES: Record<CoordinatorInput['kind'], string> = {
+  create: 'create',
+  result: 'result',
+  approve: 'approval',
+  deny: 'denial',
+  cancel: 'cancel',
+  timer: 'timer',
+};
 
 /** What a timed commit did. */
 export type TimedStep = 'create' | 'result' | 'decision';
@@ -74,6 +101,15 @@ export interface EngineOptions {
   logger: Logger;
   /** An inspector (`--inspect`): each work item's WorkflowRun then also runs as a live root actor it sees. */
   inspect?: ActorInspector | undefined;
+  /** Each item's trace context (default: none, every decision span is a root). */
+  traces?: { of(itemId: string): Context } | undefined;
+}
+
+/** One input to decide, with the context its decision span continues (default: the item's). */
+interface Input {
+  view: ItemView | undefined;
+  input: CoordinatorInput;
+  trace?: Context | undefined;
 }
 
 export class CoordinatorEngine {
@@ -84,6 +120,15 @@ export class CoordinatorEngine {
   readonly #ids: IdSource;
   readonly #log: Logger;
   readonly #inspect: ActorInspector | undefined;
+  readonly #traces: { of(itemId: string): Context } | undefined;
+  /** The governance the decisions are given: the Coordinator's, with a span per policy when tracing. */
+  readonly #governed: DecisionEnv['governance'];
+  /** The decision being made now: its span (started on demand for a timer) and what it continues. */
+  #deciding: { span: Span; parent: Context; startedAt: number } = {
+    span: OFF_SPAN,
+    parent: ROOT_CONTEXT,
+    startedAt: 0,
+  };
   /** The live items: what the decisions start from. */
   readonly #live = new Map<string, ItemView>();
   /** With an inspector: one live actor per run, fed the events the run took once committed. */
@@ -101,7 +146,7 @@ export class CoordinatorEngine {
     | {
         queuedAt: number;
         calls: {
-          batch: readonly { result: ResultEnvelope }[];
+          batch: readonly { result: ResultEnvelope; trace?: Context }[];
           resolve: (outcomes: ({ step: Step; handling: ResultHandling } | { error: unknown })[]) => void;
           reject: (error: unknown) => void;
         }[];
@@ -120,6 +165,14 @@ export class CoordinatorEngine {
     this.#ids = options.ids;
     this.#log = options.logger;
     this.#inspect = options.inspect;
+    this.#traces = options.traces;
+    this.#governed = {
+      decide: (budget, ctx) => {
+        const decision = this.#governance.decide(budget, ctx);
+        if (tracingOn()) this.#traceGovernance(ctx, decision);
+        return decision;
+      },
+    };
   }
 
   get liveRuns(): number {
@@ -205,7 +258,7 @@ export class CoordinatorEngine {
     return {
       now: this.#clock.now(),
       nextId: () => this.#ids.next(),
-      governance: this.#governance,
+      governance: this.#governed,
     };
   }
 
@@ -227,12 +280,14 @@ export class CoordinatorEngine {
     input: Part[];
     budget: ItemBudget | null;
     attributes: Record<string, string | number | boolean> | null;
+    /** The item's root span context: the decision's span continues it. */
+    trace?: Context;
   }): Promise<Step> {
-    const { definition } = params;
+    const { definition, trace, ...rest } = params;
     const defKey = `${definition.id}@${definition.version}`;
     return this.#exclusive(async () => {
-      const input: CoordinatorInput = { kind: 'create', ...params, keepDefinition: !this.#kept.has(defKey) };
-      const [done] = await this.#decideAndCommit('create', [{ view: undefined, input }]);
+      const input: CoordinatorInput = { kind: 'create', definition, ...rest, keepDefinition: !this.#kept.has(defKey) };
+      const [done] = await this.#decideAndCommit('create', [{ view: undefined, input, trace }]);
       this.#kept.add(defKey);
       return done!.step;
     });
@@ -267,7 +322,7 @@ export class CoordinatorEngine {
    * the rest commit.
    */
   applyResults(
-    batch: readonly { result: ResultEnvelope }[],
+    batch: readonly { result: ResultEnvelope; trace?: Context }[],
   ): Promise<({ step: Step; handling: ResultHandling } | { error: unknown })[]> {
     return new Promise((resolve, reject) => {
       // Results arriving while a decision runs (a commit in flight: long on a network store) wait for
@@ -301,15 +356,15 @@ export class CoordinatorEngine {
 
   /** Applies the results `take` hands over when their turn comes (see `applyResults`). */
   #applyNow(
-    take: () => readonly { result: ResultEnvelope }[],
+    take: () => readonly { result: ResultEnvelope; trace?: Context }[],
   ): Promise<({ step: Step; handling: ResultHandling } | { error: unknown })[]> {
     return this.#exclusive(async () => {
       const batch = take();
       const inputs = async () => {
-        const out: { view: ItemView | undefined; input: CoordinatorInput; itemId: string }[] = [];
-        for (const { result } of batch) {
+        const out: (Input & { itemId: string })[] = [];
+        for (const { result, trace } of batch) {
           const itemId = result.headers.runId;
-          out.push({ view: await this.#view(itemId), input: { kind: 'result', result }, itemId });
+          out.push({ view: await this.#view(itemId), input: { kind: 'result', result }, itemId, trace });
         }
         return out;
       };
@@ -343,7 +398,7 @@ export class CoordinatorEngine {
    */
   tick(): Promise<Step[]> {
     return this.#exclusive(async () => {
-      const inputs: { view: ItemView; input: CoordinatorInput }[] = [];
+      const inputs: Input[] = [];
       for (const view of this.#live.values()) {
         if (view.run !== null && hasTimeBounds(view.run.context.definition))
           inputs.push({ view, input: { kind: 'timer' } });
@@ -390,18 +445,36 @@ export class CoordinatorEngine {
    */
   async #decideAndCommit(
     what: TimedStep,
-    inputs: readonly { view: ItemView | undefined; input: CoordinatorInput }[],
+    inputs: readonly Input[],
   ): Promise<{ step: Step; handling: ResultHandling }[]> {
     const observe = this.observer !== undefined;
     const cpu = observe ? process.cpuUsage() : undefined;
     const start = process.hrtime.bigint();
     const overlay = new Map<string, ItemView | undefined>();
     const decisions: Decision[] = [];
-    for (const { view, input } of inputs) {
+    const tracing = tracingOn();
+    const spans: Span[] | undefined = tracing ? [] : undefined;
+    const contexts: Context[] | undefined = tracing ? [] : undefined;
+    for (const { view, input, trace } of inputs) {
       const id = idOf(view, input);
       const current = id !== undefined && overlay.has(id) ? overlay.get(id) : view;
-      const decision = decide(current, input, this.#env());
+      if (spans !== undefined)
+        this.#beginDecision(input, trace ?? (id === undefined ? ROOT_CONTEXT : this.#traceOf(id)));
+      let decision: Decision;
+      try {
+        decision = decide(current, input, this.#env());
+      } catch (error) {
+        if (spans !== undefined) this.#failDecisions(spans, error);
+        throw error;
+      }
+      if (spans !== undefined && contexts !== undefined) {
+        const parent = this.#deciding.parent;
+        const span = this.#endDecision(input, id, decision);
+        spans.push(span);
+        contexts.push(contextWith(parent, span));
+      }
       if (decision.refusal !== undefined) {
+        if (spans !== undefined) this.#failDecisions(spans, new CoordinatorError(decision.refusal.code, ''));
         throw new CoordinatorError(decision.refusal.code, decision.refusal.message);
       }
       for (const r of decision.refused) {
@@ -429,14 +502,23 @@ export class CoordinatorEngine {
         committed = (await pending).outbox;
       } catch (error) {
         this.#published.unshift(...deleting);
+        if (spans !== undefined) this.#failDecisions(spans, error);
         throw error;
       }
     }
     const taken = process.hrtime.bigint();
     // Committed: memory takes the new states.
     let c = 0;
-    const out = decisions.map((d) => {
-      const step: Step = { events: d.events, items: new Map(), outbox: [], rows: [] };
+    const out = decisions.map((d, i) => {
+      const span = spans?.[i] ?? OFF_SPAN;
+      span.end();
+      const step: Step = {
+        events: d.events,
+        items: new Map(),
+        outbox: [],
+        rows: [],
+        trace: contexts?.[i] ?? ROOT_CONTEXT,
+      };
       if (d.changes !== null) {
         step.outbox = committed[c++] ?? [];
         const taken = this.#withItemTask(d);
@@ -471,6 +553,76 @@ export class CoordinatorEngine {
     const taskId = this.#live.get(view.item.id)?.item.taskId ?? null;
     if (taskId === null) return d;
     return { ...d, view: { ...view, item: { ...view.item, taskId } } };
+  }
+
+  #traceOf(itemId: string): Context {
+    return this.#traces === undefined ? ROOT_CONTEXT : this.#traces.of(itemId);
+  }
+
+  /** Starts the span of the decision about to be made (a timer's only once it changes something). */
+  #beginDecision(input: CoordinatorInput, parent: Context): void {
+    const span = input.kind === 'timer' ? OFF_SPAN : startSpan(SPAN.decision, parent);
+    this.#deciding = { span, parent, startedAt: Date.now() };
+  }
+
+  /** The decision's span, started now if it was deferred (a timer's) and `needed`. */
+  #decisionSpan(needed: boolean): Span {
+    const d = this.#deciding;
+    if (d.span === OFF_SPAN && needed) {
+      d.span = tracer.startSpan(SPAN.decision, { kind: SpanKind.INTERNAL, startTime: d.startedAt }, d.parent);
+    }
+    return d.span;
+  }
+
+  /** Sets the decision's attributes; its span ends after the commit. */
+  #endDecision(input: CoordinatorInput, itemId: string | undefined, decision: Decision): Span {
+    const changed = decision.changes !== null || decision.events.length > 0;
+    const span = this.#decisionSpan(input.kind !== 'timer' || changed);
+    this.#deciding = { span: OFF_SPAN, parent: ROOT_CONTEXT, startedAt: 0 };
+    if (span.isRecording()) {
+      span.setAttribute(ATTR.decisionInput, INPUT_NAMES[input.kind]);
+      if (itemId !== undefined) span.setAttribute(ATTR.itemId, itemId);
+      const item = decision.view?.item;
+      if (item !== undefined) {
+        if (item.stage !== null) span.setAttribute(ATTR.stage, item.stage);
+        span.setAttribute(ATTR.itemState, item.state);
+      }
+      if (input.kind === 'result') {
+        span.setAttribute(ATTR.resultHandling, decision.handling);
+        span.setAttribute(ATTR.role, input.result.role);
+        span.setAttribute(ATTR.hop, input.result.headers.hop);
+      }
+      if (decision.refusal !== undefined) span.setAttribute(ATTR.errorCode, decision.refusal.code);
+    }
+    return span;
+  }
+
+  #failDecisions(spans: Span[], error: unknown): void {
+    const open = this.#deciding.span;
+    this.#deciding = { span: OFF_SPAN, parent: ROOT_CONTEXT, startedAt: 0 };
+    if (open !== OFF_SPAN && !spans.includes(open)) spans.push(open);
+    for (const span of spans.splice(0)) endSpanWithError(span, error);
+  }
+
+  /** One span per policy of a governance cascade, under the decision's span. */
+  #traceGovernance(ctx: HopContext, decision: GovernanceDecision): void {
+    const parentSpan = this.#decisionSpan(true);
+    if (parentSpan === OFF_SPAN) return;
+    if (parentSpan.isRecording()) parentSpan.setAttribute(ATTR.governanceDecision, decision.decision);
+    const parent = contextWith(this.#deciding.parent, parentSpan);
+    for (const verdict of decision.verdicts) {
+      const span = startSpan(SPAN.governance, parent);
+      if (span.isRecording()) {
+        span.setAttribute(ATTR.policy, verdict.policy);
+        span.setAttribute(ATTR.verdict, verdict.decision);
+        span.setAttribute(ATTR.itemId, ctx.itemId);
+        span.setAttribute(ATTR.stage, ctx.stage);
+        span.setAttribute(ATTR.role, ctx.role);
+        span.setAttribute(ATTR.hop, ctx.hop);
+        span.setAttribute(ATTR.attempt, ctx.attempt);
+      }
+      span.end();
+    }
   }
 
   /** Takes a committed decision's state into memory (an ended item leaves it) and shows it to the inspector. */

@@ -1,3 +1,4 @@
+import { type Context, ROOT_CONTEXT, traceFieldsOf, withContext } from '../../telemetry/tracing.js';
 import type { Logger } from '../../log/logger.js';
 import type { TaskState } from '../../protocol/task.js';
 import type { BrokerApi } from '../broker/api.js';
@@ -80,6 +81,7 @@ export class BrokerMirror {
 
   /** Told each item task id once it is kept in the item's row (the engine's live record takes it). */
   readonly #onItemTask: (itemId: string, taskId: string) => void;
+  readonly #traces: { of(itemId: string): Context } | undefined;
 
   /**
    * `storedTasks: false`: the broker is not the one the tables' task ids
@@ -93,6 +95,8 @@ export class BrokerMirror {
     logger: Logger;
     onItemTask?: (itemId: string, taskId: string) => void;
     storedTasks?: boolean;
+    /** Each item's trace: an item's broker calls run in its context, and its hop tasks carry its trace fields. */
+    traces?: { of(itemId: string): Context };
   }) {
     this.#storedTasks = options.storedTasks ?? true;
     this.#broker = options.broker;
@@ -100,6 +104,11 @@ export class BrokerMirror {
     this.#edge = options.edge;
     this.#log = options.logger;
     this.#onItemTask = options.onItemTask ?? (() => undefined);
+    this.#traces = options.traces;
+  }
+
+  #traceOf(itemId: string): Context {
+    return this.#traces === undefined ? ROOT_CONTEXT : this.#traces.of(itemId);
   }
 
   /** The broker agent of a role (registered on first use, in `switchboard-roles`). */
@@ -207,7 +216,7 @@ export class BrokerMirror {
       do {
         this.#again.delete(itemId);
         try {
-          await this.#sync(itemId);
+          await withContext(this.#traceOf(itemId), () => this.#sync(itemId));
         } catch (error) {
           this.#log.warn({ err: error, itemId }, 'broker mirror: sync failed');
           break;
@@ -260,6 +269,7 @@ export class BrokerMirror {
         return found.id;
       }
     }
+    const trace = traceFieldsOf(this.#traceOf(item.id));
     const label = hop.kind === 'query' ? `query from hop ${hop.hop} to ${hop.role}` : `hop ${hop.hop} (${hop.stage})`;
     const { task } = await this.#broker.send({
       token: coordinator.token,
@@ -278,6 +288,8 @@ export class BrokerMirror {
             stage: hop.stage,
             idempotencyKey: hop.idempotencyKey,
           },
+          // The item's trace (`traceparent`, `tracestate`), so the A2A task can be followed to its spans.
+          ...trace,
         },
       },
     });

@@ -29,9 +29,26 @@ import {
   type Usage,
   type WorkEnvelope,
   type WorkError,
+  type TraceFields,
   type WorkHeaders,
   type WorkMessage,
 } from '../../protocol/work-envelope.js';
+import { type SwitchboardMetrics, switchboardMetrics } from '../../telemetry/metrics.js';
+import {
+  ATTR,
+  type Context,
+  OFF_SPAN,
+  ROOT_CONTEXT,
+  SPAN,
+  type Span,
+  SpanKind,
+  contextOf,
+  contextWith,
+  endSpanWithError,
+  markSpanFailed,
+  startSpan,
+  traceFieldsOf,
+} from '../../telemetry/tracing.js';
 
 /**
  * The worker harness: a stateless consumer of one role's queue. For each
@@ -232,6 +249,9 @@ function isSuspension(result: HandlerResult): result is Suspension {
 class InFlightHop {
   readonly controller = new AbortController();
   released = false;
+  /** The hop's consume span, and the context its handle and result spans continue. */
+  span: Span = OFF_SPAN;
+  trace: Context = ROOT_CONTEXT;
   constructor(readonly delivery: Delivery) {}
 }
 
@@ -245,6 +265,7 @@ class HarnessWorker implements Worker {
   private readonly visibilityTimeoutMs: number;
   private readonly heartbeatIntervalMs: number;
   private readonly resultsRole: string;
+  private readonly metrics: SwitchboardMetrics = switchboardMetrics();
   private readonly pollWaitMs: number;
   private readonly log: Logger;
   private readonly hops = new Set<InFlightHop>();
@@ -399,15 +420,40 @@ class HarnessWorker implements Worker {
   }
 
   private async process(hop: InFlightHop): Promise<void> {
+    this.metrics.deliveries.add(1, this.metrics.role(this.role));
+    this.beginConsume(hop);
     const stopHeartbeat = this.startHeartbeat(hop);
     try {
       await this.run(hop);
     } catch (error) {
       if (hop.released) return;
+      if (hop.span.isRecording()) hop.span.setAttribute(ATTR.outcome, 'failed');
+      markSpanFailed(hop.span, error);
       await this.fail(hop, error);
     } finally {
       stopHeartbeat();
+      hop.span.end();
     }
+  }
+
+  /** The hop's consume span: it continues the trace its envelope carries (the Coordinator's publish span). */
+  private beginConsume(hop: InFlightHop): void {
+    const { envelope } = hop.delivery;
+    const headers = envelope.kind === 'work' ? envelope.headers : undefined;
+    const parent = contextOf(headers?.trace);
+    const span = startSpan(SPAN.consume, parent, SpanKind.CONSUMER);
+    if (span.isRecording()) {
+      span.setAttribute(ATTR.role, this.role);
+      span.setAttribute(ATTR.deliveries, hop.delivery.deliveries);
+      if (headers !== undefined) {
+        span.setAttribute(ATTR.itemId, headers.runId);
+        span.setAttribute(ATTR.taskId, headers.taskId);
+        span.setAttribute(ATTR.hop, headers.hop);
+        span.setAttribute(ATTR.attempt, headers.attempt);
+      }
+    }
+    hop.span = span;
+    hop.trace = contextWith(parent, span);
   }
 
   private async run(hop: InFlightHop): Promise<void> {
@@ -422,6 +468,7 @@ class HarnessWorker implements Worker {
     const done = await this.store.completion(headers.idempotencyKey);
     if (done !== undefined) {
       this.hopLog(delivery).info('hop already completed: re-publishing its results');
+      if (hop.span.isRecording()) hop.span.setAttribute(ATTR.outcome, 'replayed');
       await this.publishAll(done.publishes);
       await this.settle(hop);
       return;
@@ -448,20 +495,45 @@ class HarnessWorker implements Worker {
     }
     const scope = hopHeaders.idempotencyKey;
     const context = await this.store.hydrate(headers.runId);
-    const result = await this.handler({
-      role: this.role,
-      envelope,
-      headers: hopHeaders,
-      message: envelope.message,
-      context,
-      resume,
-      effects: this.effectsFor(scope),
-      delivery: { id: delivery.id, deliveries: delivery.deliveries },
-      signal: hop.controller.signal,
-    });
-    const record = this.completionRecord(headers, hopHeaders, result, resume);
-    const { completion } = await this.store.complete(record);
-    await this.publishAll(completion.publishes);
+    const handling = startSpan(SPAN.handle, hop.trace);
+    if (handling.isRecording()) {
+      handling.setAttribute(ATTR.role, this.role);
+      handling.setAttribute(ATTR.hop, hopHeaders.hop);
+    }
+    let result: HandlerResult;
+    try {
+      result = await this.handler({
+        role: this.role,
+        envelope,
+        headers: hopHeaders,
+        message: envelope.message,
+        context,
+        resume,
+        effects: this.effectsFor(scope),
+        delivery: { id: delivery.id, deliveries: delivery.deliveries },
+        signal: hop.controller.signal,
+      });
+    } catch (error) {
+      endSpanWithError(handling, error);
+      throw error;
+    }
+    handling.end();
+    const publishing = startSpan(SPAN.result, hop.trace, SpanKind.PRODUCER);
+    try {
+      const trace = traceFieldsOf(contextWith(hop.trace, publishing));
+      const record = this.completionRecord(headers, hopHeaders, result, resume, trace);
+      if (publishing.isRecording()) {
+        publishing.setAttribute(ATTR.role, this.role);
+        publishing.setAttribute(ATTR.outcome, record.outcome);
+      }
+      if (hop.span.isRecording()) hop.span.setAttribute(ATTR.outcome, record.outcome);
+      const { completion } = await this.store.complete(record);
+      await this.publishAll(completion.publishes);
+    } catch (error) {
+      endSpanWithError(publishing, error);
+      throw error;
+    }
+    publishing.end();
     await this.settle(hop);
   }
 
@@ -477,10 +549,13 @@ class HarnessWorker implements Worker {
     hopHeaders: WorkHeaders,
     result: HandlerResult,
     resume: HopResume | undefined,
+    trace: TraceFields | undefined,
   ): CompletionRecord {
     if (result === null || typeof result !== 'object') {
       throw new NonRetryableError('the handler returned no result', { type: 'InvalidResult' });
     }
+    // The result continues the trace of the worker's result span (the work's own is replaced).
+    const resultHeaders: WorkHeaders = trace === undefined ? hopHeaders : { ...hopHeaders, trace };
     const resultRole = hopHeaders.resultRole ?? this.resultsRole;
     const base = {
       idempotencyKey: delivered.idempotencyKey,
@@ -498,7 +573,7 @@ class HarnessWorker implements Worker {
       const token = randomUUID();
       const suspended: ResultEnvelope = {
         kind: 'result',
-        headers: hopHeaders,
+        headers: resultHeaders,
         role: this.role,
         outcome: 'suspended',
         parts: [],
@@ -520,7 +595,7 @@ class HarnessWorker implements Worker {
       if (result.usage !== undefined) output.usage = result.usage;
       const completed: ResultEnvelope = {
         kind: 'result',
-        headers: hopHeaders,
+        headers: resultHeaders,
         role: this.role,
         outcome: 'completed',
         parts: output.parts,

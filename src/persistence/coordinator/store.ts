@@ -4,7 +4,7 @@ import { type MigrationSet, SchemaVersionError, migrate, schemaVersion } from '.
 import type { ItemOutput } from '../../protocol/item-output.js';
 import type { AuditEntryInput } from '../../protocol/audit.js';
 import type { Part } from '../../protocol/parts.js';
-import type { WorkMessage } from '../../protocol/work-envelope.js';
+import { type TraceFields, TraceFieldsSchema, type WorkMessage } from '../../protocol/work-envelope.js';
 import type { AuditSink, CoordinatorStore, CoordinatorTables, StoredItem } from './coordinator-store.js';
 import type {
   CommitBatch,
@@ -38,7 +38,7 @@ import type {
 
 export const COORDINATOR_SCHEMA: MigrationSet = {
   component: 'coordinator',
-  current: 8,
+  current: 9,
   migrations: [
     {
       version: 1,
@@ -231,6 +231,14 @@ export const COORDINATOR_SCHEMA: MigrationSet = {
         db.exec('ALTER TABLE coord_hops ADD COLUMN question TEXT');
       },
     },
+    {
+      version: 9,
+      name: "the trace an item's spans continue (its root span's traceparent and tracestate), when tracing is on",
+      up(db) {
+        // Items made before this version, or with tracing off, have none (null): their spans start new traces.
+        db.exec('ALTER TABLE coord_items ADD COLUMN trace TEXT');
+      },
+    },
   ],
 };
 
@@ -373,6 +381,8 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
     updateItem: Statement<unknown[]>;
     setItemTask: Statement<[string, string]>;
     setMirrored: Statement<[string]>;
+    setTrace: Statement<[string, string]>;
+    trace: Statement<[string], { trace: string | null }>;
     hop: Statement<[string], HopRow>;
     hopByKey: Statement<[string], HopRow>;
     hopByContinuation: Statement<[string], HopRow>;
@@ -427,6 +437,8 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
       ),
       setItemTask: db.prepare('UPDATE coord_items SET task_id = ? WHERE id = ?'),
       setMirrored: db.prepare('UPDATE coord_items SET mirrored = 1 WHERE id = ?'),
+      setTrace: db.prepare('UPDATE coord_items SET trace = ? WHERE id = ?'),
+      trace: db.prepare('SELECT trace FROM coord_items WHERE id = ?'),
       hop: db.prepare('SELECT * FROM coord_hops WHERE id = ?'),
       hopByKey: db.prepare('SELECT * FROM coord_hops WHERE idempotency_key = ?'),
       hopByContinuation: db.prepare('SELECT * FROM coord_hops WHERE continuation = ? AND continuation IS NOT NULL'),
@@ -625,6 +637,25 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
 
   setItemTask(itemId: string, taskId: string): void {
     this.#s.setItemTask.run(taskId, itemId);
+  }
+
+  /** Keeps the trace fields of an item's root span (so its spans continue one trace across restarts). */
+  setItemTrace(itemId: string, fields: TraceFields): void {
+    this.#s.setTrace.run(JSON.stringify(fields), itemId);
+  }
+
+  /** The trace fields kept with an item, if any (`undefined` for an unknown item or one kept without). */
+  itemTrace(itemId: string): TraceFields | undefined {
+    const text = this.#s.trace.get(itemId)?.trace ?? null;
+    if (text === null) return undefined;
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      return undefined;
+    }
+    const parsed = TraceFieldsSchema.safeParse(value);
+    return parsed.success ? parsed.data : undefined;
   }
 
   /** Items whose broker mirror has not caught up with their final state. */
