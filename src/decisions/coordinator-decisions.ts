@@ -5,7 +5,12 @@ import {
   persistRun,
   stepRun,
 } from '../machines/workflow-run-machine.js';
-import { type FinalRunState, isFinalRunState } from '../machines/workflow-run-transitions.js';
+import {
+  type FinalRunState,
+  isFinalRunState,
+  runDeadline,
+  timeoutMessage,
+} from '../machines/workflow-run-transitions.js';
 import type { AuditEntryInput, JsonObject } from '../protocol/audit.js';
 import type { Part } from '../protocol/parts.js';
 import type { AskedBy, ResultEnvelope, RetryPolicy, WorkMessage } from '../protocol/work-envelope.js';
@@ -383,7 +388,11 @@ function create(input: Extract<CoordinatorInput, { kind: 'create' }>, env: Decis
     mirrored: false,
   };
   const work = new Work(
-    { item, hops: new Map(), run: initialRun({ runId: itemId, definition, budget: input.budget }) },
+    {
+      item,
+      hops: new Map(),
+      run: initialRun({ runId: itemId, definition, budget: input.budget, deadline: runDeadline(definition, now) }),
+    },
     env,
   );
   work.audit.push({
@@ -624,6 +633,22 @@ function answer(work: Work, result: ResultEnvelope, query: HopRecord, now: numbe
 
 /** Records a query's answer (or failure) and resumes the hop that asked: false when nothing waits for it. */
 function takeAnswer(work: Work, result: ResultEnvelope, query: HopRecord, now: number): boolean {
+  const added = recordAnswer(work, result, query, now);
+  const ctx = work.ctx;
+  if (
+    work.item.finishedAt !== null ||
+    ctx === undefined ||
+    ctx.directive.kind !== 'await-reply' ||
+    ctx.directive.continuation !== query.continuation
+  ) {
+    return false;
+  }
+  sendUsage(work, { type: 'HOP_RESUMED', hop: query.hop, continuation: query.continuation!, usage: added });
+  return true;
+}
+
+/** Writes down a query's answer (or failure): its hop row, its cost, its audit rows and event. Returns its usage. */
+function recordAnswer(work: Work, result: ResultEnvelope, query: HopRecord, now: number): HopRecord['usage'] {
   const accrual = accrue(query, work.item, result.usage, now);
   work.item = accrual.item;
   work.usage.push(accrual.row);
@@ -652,17 +677,7 @@ function takeAnswer(work: Work, result: ResultEnvelope, query: HopRecord, now: n
     usage: accrual.added,
     model: accrual.model,
   });
-  const ctx = work.ctx;
-  if (
-    work.item.finishedAt !== null ||
-    ctx === undefined ||
-    ctx.directive.kind !== 'await-reply' ||
-    ctx.directive.continuation !== query.continuation
-  ) {
-    return false;
-  }
-  sendUsage(work, { type: 'HOP_RESUMED', hop: query.hop, continuation: query.continuation!, usage: accrual.added });
-  return true;
+  return accrual.added;
 }
 
 function late(work: Work, hop: HopRecord): Decision {
@@ -699,6 +714,11 @@ function costRow(hop: HopRecord, added: HopRecord['usage'], model: string): Audi
 function sendUsage(work: Work, event: WorkflowRunEvent): void {
   const before = work.run?.value;
   work.send(event);
+  noteOverrun(work, before);
+}
+
+/** Writes down that the last event the run took (from state `before`) failed it over its budget. */
+function noteOverrun(work: Work, before: string | undefined): void {
   const run = work.run;
   if (run === null || before === run.value || run.context.failure?.code !== 'BUDGET_EXCEEDED') return;
   work.event('budget-exceeded', work.item.hop, run.context.failure.reason);
@@ -895,12 +915,13 @@ export function hasTimeBounds(def: WorkflowDefinition): boolean {
 }
 
 /**
- * Time passed. An item past its definition's `deadline` fails
- * (`DEADLINE_EXCEEDED`). A stage hop out longer than its stage's `timeout`
- * (from when it became active: its dispatch, or its resume) is re-published
- * under the same idempotency key (a lost message is found again; one still
- * queued is a duplicate the bus ignores), once per timeout, until its retry
- * policy's `maximumAttempts` is spent: then it fails (`HopTimedOut`, final) and
+ * Time passed. The run decides: a `TICK` at `now` fails an item past its
+ * deadline (`DEADLINE_EXCEEDED`). A stage hop out longer than its stage's
+ * `timeout` (from when it became active: its dispatch, or its resume) is
+ * told to the run (`HOP_TIMED_OUT`), once per timeout; while its retry
+ * policy's `maximumAttempts` allows, the run has it re-published under the
+ * same idempotency key (a lost message is found again; one still queued is a
+ * duplicate the bus ignores); then it fails (`HopTimedOut`, exhausted) and
  * the run routes the failure. Each is audited (`timeout`).
  */
 function timer(view: ItemView | undefined, env: DecisionEnv): Decision {
@@ -908,21 +929,23 @@ function timer(view: ItemView | undefined, env: DecisionEnv): Decision {
   const def = view.run.context.definition;
   const now = env.now;
   const work = new Work(view, env);
-  const deadline = def.deadline;
-  if (deadline !== undefined && now >= view.item.createdAt + deadline) {
-    const ageMs = now - view.item.createdAt;
-    const reason = `the work item ran past its deadline of ${deadline} ms (${ageMs} ms)`;
-    work.audit.push({
-      kind: 'timeout',
-      itemId: work.item.id,
-      hop: work.item.hop,
-      actor: COORDINATOR_ACTOR,
-      data: json({ what: 'deadline', deadlineMs: deadline, ageMs }),
-    });
-    work.event('timed-out', work.item.hop, reason);
-    work.send({ type: 'DEADLINE_EXCEEDED', reason });
-    drive(work);
-    return work.finish('applied', false);
+  if ((view.run.context.deadline ?? null) !== null) {
+    work.send({ type: 'TICK', now });
+    const failure = work.ctx?.failure ?? null;
+    if (work.run !== null && work.run.value === 'failed' && failure?.code === 'DEADLINE_EXCEEDED') {
+      const deadline = view.run.context.deadline!;
+      const ageMs = now - view.item.createdAt;
+      work.audit.push({
+        kind: 'timeout',
+        itemId: work.item.id,
+        hop: work.item.hop,
+        actor: COORDINATOR_ACTOR,
+        data: json({ what: 'deadline', deadlineMs: deadline.ms, ageMs }),
+      });
+      work.event('timed-out', work.item.hop, failure.reason);
+      drive(work);
+      return work.finish('applied', false);
+    }
   }
   let changed = false;
   for (const hop of [...work.hops.values()]) {
@@ -933,11 +956,21 @@ function timer(view: ItemView | undefined, env: DecisionEnv): Decision {
     }
     const timeout = def.stages[hop.stage]?.timeout;
     if (timeout === undefined || now < hop.activeSince + timeout * (hop.timeouts + 1)) continue;
-    changed = true;
     const timeouts = hop.timeouts + 1;
-    const policy = retryPolicyOf(def, hop.stage);
+    // What the hop cost, should the run fail it.
+    const accrual = accrue(hop, work.item, undefined, now);
+    const before = work.run?.value;
+    const event: WorkflowRunEvent = {
+      type: 'HOP_TIMED_OUT',
+      hop: hop.hop,
+      attempt: hop.attempt,
+      timeouts,
+      usage: accrual.added,
+    };
+    if (!work.send(event)) continue;
+    changed = true;
     const base = { hopId: hop.id, stage: hop.stage, role: hop.role, timeoutMs: timeout, timeouts };
-    if (policy.maximumAttempts === 0 || timeouts < policy.maximumAttempts) {
+    if ((work.ctx?.republish ?? null) !== null) {
       // Re-published as it went out: its start (same key), or the reply that resumed it.
       const answered = [...work.hops.values()]
         .filter((q) => q.kind === 'query' && q.askedBy === hop.id && q.reply !== null)
@@ -961,10 +994,9 @@ function timer(view: ItemView | undefined, env: DecisionEnv): Decision {
       });
       continue;
     }
-    const accrual = accrue(hop, work.item, undefined, now);
     work.item = accrual.item;
     work.usage.push(accrual.row);
-    const message = `out longer than ${timeout} ms ${timeouts} times: its retry policy allows ${policy.maximumAttempts}`;
+    const message = timeoutMessage(def, hop.stage, timeouts, 'hop');
     const error = { type: 'HopTimedOut', message };
     const failed: HopRecord = { ...accrual.hop, timeouts, state: 'failed', finishedAt: now, error };
     work.updateHop(failed);
@@ -979,15 +1011,7 @@ function timer(view: ItemView | undefined, env: DecisionEnv): Decision {
       costRow(failed, accrual.added, accrual.model),
     );
     work.event('hop-failed', hop.hop, `failed: HopTimedOut: ${message}`, { stage: hop.stage, role: hop.role });
-    sendUsage(work, {
-      type: 'HOP_FAILED',
-      hop: hop.hop,
-      attempt: hop.attempt,
-      errorType: 'HopTimedOut',
-      message,
-      final: 'exhausted',
-      usage: accrual.added,
-    });
+    noteOverrun(work, before);
   }
   if (!changed) return unchanged(view, 'applied');
   drive(work);
@@ -995,11 +1019,12 @@ function timer(view: ItemView | undefined, env: DecisionEnv): Decision {
 }
 
 /**
- * A query out longer than the asking stage's `timeout`: re-published under
- * the same idempotency key, once per timeout, until the asking stage's retry
- * policy's `maximumAttempts` is spent; then it fails (`HopTimedOut`) and the
- * hop that asked resumes with that failure as its answer. Audited
- * (`timeout`, `what: "query"`). True when it did either.
+ * A query out longer than the asking stage's `timeout`, told to the run
+ * (`HOP_TIMED_OUT` with the query's continuation): while the asking stage's
+ * retry policy's `maximumAttempts` allows (and its question was kept), the
+ * run has it re-published under the same idempotency key; then it fails
+ * (`HopTimedOut`) and the hop that asked resumes with that failure as its
+ * answer. Audited (`timeout`, `what: "query"`). True when the run took it.
  */
 function queryTimedOut(work: Work, query: HopRecord): boolean {
   const def = work.run!.context.definition;
@@ -1010,7 +1035,20 @@ function queryTimedOut(work: Work, query: HopRecord): boolean {
   const asking = query.askedBy === null ? undefined : work.hops.get(query.askedBy);
   if (asking === undefined || query.continuation === null) return false;
   const timeouts = query.timeouts + 1;
-  const policy = retryPolicyOf(def, query.stage);
+  const questionKept = query.question !== null;
+  // What the query cost, should the run fail it (as an answer would accrue it).
+  const added = accrue(query, work.item, undefined, now).added;
+  const before = work.run?.value;
+  const event: WorkflowRunEvent = {
+    type: 'HOP_TIMED_OUT',
+    hop: asking.hop,
+    attempt: asking.attempt,
+    timeouts,
+    continuation: query.continuation,
+    ...(questionKept ? {} : { questionKept }),
+    usage: added,
+  };
+  if (!work.send(event)) return false;
   const base = {
     hopId: query.id,
     askedBy: asking.id,
@@ -1019,8 +1057,7 @@ function queryTimedOut(work: Work, query: HopRecord): boolean {
     timeoutMs: timeout,
     timeouts,
   };
-  const canRepublish = policy.maximumAttempts === 0 || timeouts < policy.maximumAttempts;
-  if (canRepublish && query.question !== null) {
+  if ((work.ctx?.republish ?? null) !== null && query.question !== null) {
     work.updateHop({ ...query, timeouts });
     work.outbox.push({ kind: 'start', body: queryBody(work, query, asking, query.question) });
     work.audit.push({
@@ -1041,10 +1078,7 @@ function queryTimedOut(work: Work, query: HopRecord): boolean {
     );
     return true;
   }
-  const message =
-    query.question === null
-      ? `out longer than ${timeout} ms, and its question was not kept to publish it again`
-      : `out longer than ${timeout} ms ${timeouts} times: the retry policy of stage ${query.stage} allows ${policy.maximumAttempts}`;
+  const message = timeoutMessage(def, query.stage, timeouts, 'query', questionKept);
   work.audit.push({
     kind: 'timeout',
     itemId: work.item.id,
@@ -1056,7 +1090,7 @@ function queryTimedOut(work: Work, query: HopRecord): boolean {
     stage: query.stage,
     role: query.role,
   });
-  // The hop that asked resumes with the failure as its answer, as with a query that failed.
+  // The hop that asked resumes (the run took the timeout as its answer) with the failure, as with a query that failed.
   const failure: ResultEnvelope = {
     kind: 'result',
     headers: {
@@ -1073,7 +1107,8 @@ function queryTimedOut(work: Work, query: HopRecord): boolean {
     artifacts: [],
     error: { type: 'HopTimedOut', message },
   };
-  takeAnswer(work, failure, { ...query, timeouts }, now);
+  recordAnswer(work, failure, { ...query, timeouts }, now);
+  noteOverrun(work, before);
   return true;
 }
 

@@ -13,6 +13,7 @@ import {
 import {
   type LiveRunState,
   type RunCondition,
+  type RunDeadline,
   type RunEffect,
   WORKFLOW_RUN_TRANSITIONS,
   type WorkflowRunContext,
@@ -33,6 +34,8 @@ export interface WorkflowRunInput {
   definition: WorkflowDefinition;
   /** What the work item may spend (default: no bound). */
   budget?: ItemBudget | null;
+  /** When the work item is past its deadline (default: none); see `runDeadline`. */
+  deadline?: RunDeadline | null;
 }
 
 type EventConfig = {
@@ -104,7 +107,8 @@ export const workflowRunMachine = setup({
 }).createMachine({
   id: 'workflow-run',
   initial: 'pending',
-  context: ({ input }) => initialRunContext(input.runId, input.definition, input.budget ?? null),
+  context: ({ input }) =>
+    initialRunContext(input.runId, input.definition, input.budget ?? null, input.deadline ?? null),
   states,
 });
 
@@ -125,7 +129,10 @@ export interface RunState {
 
 /** The run a new work item starts in (`pending`), as the machine's initial snapshot holds it. */
 export function initialRun(input: WorkflowRunInput): RunState {
-  return { value: 'pending', context: initialRunContext(input.runId, input.definition, input.budget ?? null) };
+  return {
+    value: 'pending',
+    context: initialRunContext(input.runId, input.definition, input.budget ?? null, input.deadline ?? null),
+  };
 }
 
 /**

@@ -99,6 +99,27 @@ export interface RunRefusal {
   reason: RefusalReason;
 }
 
+/** When a run's work item is past its definition's `deadline`: `at` (ms since the epoch), `ms` the deadline itself. */
+export interface RunDeadline {
+  at: number;
+  ms: number;
+}
+
+/** The deadline of a work item created at `createdAt` under `definition` (`null` when it sets none). */
+export function runDeadline(definition: WorkflowDefinition, createdAt: number): RunDeadline | null {
+  const ms = definition.deadline;
+  return ms === undefined ? null : { at: createdAt + ms, ms };
+}
+
+/** A timed-out hop (or query) the run wants published again, under the same idempotency key. */
+export interface RunRepublish {
+  hop: number;
+  attempt: number;
+  timeouts: number;
+  /** The query's continuation when it is a suspended hop's query that timed out. */
+  continuation: string | null;
+}
+
 export interface WorkflowRunContext {
   runId: string;
   workflow: WorkflowRef;
@@ -123,6 +144,18 @@ export interface WorkflowRunContext {
    * puts the item's budget back.
    */
   budget: ItemBudget | null;
+  /**
+   * When the work item is past its deadline (`null`: none). A `TICK` at or
+   * after `deadline.at` fails the run (`DEADLINE_EXCEEDED`). A snapshot
+   * persisted before the run held its deadline has none: whoever restores it
+   * puts it back from the item's creation time and definition.
+   */
+  deadline: RunDeadline | null;
+  /**
+   * Set by an accepted `HOP_TIMED_OUT` its stage's retry policy still allows:
+   * the hop (or query) to publish again. Cleared by the next accepted event.
+   */
+  republish: RunRepublish | null;
   directive: RunDirective;
   failure: RunFailure | null;
   cancellation: { by: string | null; reason: string | null } | null;
@@ -267,6 +300,12 @@ export type RunCondition =
   | 'current-continuation'
   | 'named-approver'
   | 'over-budget'
+  /** A `TICK` at or after the run's deadline. */
+  | 'past-deadline'
+  /** A `HOP_TIMED_OUT` of the current hop (or its query) that its stage's retry policy lets be published again. */
+  | 'timeout-republish'
+  /** A `HOP_TIMED_OUT` of the current hop, or of the query the suspended hop waits on. */
+  | 'current-timeout'
   | `route:${RouteKind}`;
 
 /** What an accepted transition does to the context. */
@@ -281,6 +320,9 @@ export type RunEffect =
   | 'governance-deny'
   | 'budget-exceeded'
   | 'deadline-exceeded'
+  | 'republish'
+  /** Accepted, nothing changes (a `TICK` before the deadline). */
+  | 'none'
   | 'cancel';
 
 export interface WorkflowRunTransition {
@@ -291,7 +333,10 @@ export interface WorkflowRunTransition {
   effect: RunEffect;
 }
 
-const routed = (from: LiveRunState, event: 'START' | 'HOP_SUCCEEDED' | 'HOP_FAILED'): WorkflowRunTransition[] => {
+const routed = (
+  from: LiveRunState,
+  event: 'START' | 'HOP_SUCCEEDED' | 'HOP_FAILED' | 'HOP_TIMED_OUT',
+): WorkflowRunTransition[] => {
   const effect: RunEffect = event === 'START' ? 'enter-start' : 'follow-route';
   const kinds: [RouteKind, WorkflowRunState][] =
     event === 'START'
@@ -300,6 +345,7 @@ const routed = (from: LiveRunState, event: 'START' | 'HOP_SUCCEEDED' | 'HOP_FAIL
           ['enter', 'running'],
         ]
       : [
+          // A timed-out hop fails as exhausted: it is never retried.
           ...(event === 'HOP_FAILED' ? ([['retry', 'running']] as [RouteKind, WorkflowRunState][]) : []),
           ['enter-gated', 'awaiting-approval'],
           ['enter', 'running'],
@@ -308,6 +354,12 @@ const routed = (from: LiveRunState, event: 'START' | 'HOP_SUCCEEDED' | 'HOP_FAIL
         ];
   return kinds.map(([kind, to]) => ({ from, event, when: `route:${kind}` as const, to, effect }));
 };
+
+/** Time passed: past the deadline the run fails; before it, nothing changes. */
+const ticks = (from: LiveRunState): WorkflowRunTransition[] => [
+  { from, event: 'TICK', when: 'past-deadline', to: 'failed', effect: 'deadline-exceeded' },
+  { from, event: 'TICK', when: 'always', to: from, effect: 'none' },
+];
 
 /**
  * Every legal move of a WorkflowRun, as data, in the order they are tried.
@@ -333,25 +385,27 @@ export const WORKFLOW_RUN_TRANSITIONS: readonly WorkflowRunTransition[] = Object
     effect: 'require-approval',
   },
   { from: 'running', event: 'GOVERNANCE_DENIED', when: 'current-hop', to: 'failed', effect: 'governance-deny' },
-  { from: 'running', event: 'DEADLINE_EXCEEDED', when: 'always', to: 'failed', effect: 'deadline-exceeded' },
+  // A hop past its stage's timeout: published again while its retry policy allows, else failed as exhausted.
+  { from: 'running', event: 'HOP_TIMED_OUT', when: 'timeout-republish', to: 'running', effect: 'republish' },
+  { from: 'running', event: 'HOP_TIMED_OUT', when: 'over-budget', to: 'failed', effect: 'budget-exceeded' },
+  ...routed('running', 'HOP_TIMED_OUT'),
+  ...ticks('running'),
   { from: 'running', event: 'CANCEL', when: 'always', to: 'canceled', effect: 'cancel' },
 
   { from: 'awaiting-approval', event: 'APPROVED', when: 'named-approver', to: 'running', effect: 'approve' },
   { from: 'awaiting-approval', event: 'DENIED', when: 'named-approver', to: 'failed', effect: 'deny' },
-  {
-    from: 'awaiting-approval',
-    event: 'DEADLINE_EXCEEDED',
-    when: 'always',
-    to: 'failed',
-    effect: 'deadline-exceeded',
-  },
+  ...ticks('awaiting-approval'),
   { from: 'awaiting-approval', event: 'CANCEL', when: 'always', to: 'canceled', effect: 'cancel' },
 
   { from: 'suspended', event: 'HOP_RESUMED', when: 'over-budget', to: 'failed', effect: 'budget-exceeded' },
   { from: 'suspended', event: 'HOP_RESUMED', when: 'current-continuation', to: 'running', effect: 'resume' },
   // The suspended hop's question, refused by governance.
   { from: 'suspended', event: 'GOVERNANCE_DENIED', when: 'current-hop', to: 'failed', effect: 'governance-deny' },
-  { from: 'suspended', event: 'DEADLINE_EXCEEDED', when: 'always', to: 'failed', effect: 'deadline-exceeded' },
+  // The suspended hop's query past the asking stage's timeout: published again, or the hop resumes with the failure.
+  { from: 'suspended', event: 'HOP_TIMED_OUT', when: 'timeout-republish', to: 'suspended', effect: 'republish' },
+  { from: 'suspended', event: 'HOP_TIMED_OUT', when: 'over-budget', to: 'failed', effect: 'budget-exceeded' },
+  { from: 'suspended', event: 'HOP_TIMED_OUT', when: 'current-timeout', to: 'running', effect: 'resume' },
+  ...ticks('suspended'),
   { from: 'suspended', event: 'CANCEL', when: 'always', to: 'canceled', effect: 'cancel' },
 ] satisfies WorkflowRunTransition[]);
 
@@ -360,8 +414,17 @@ function isCurrentHop(ctx: WorkflowRunContext, event: WorkflowRunEvent): boolean
   return !('attempt' in event) || event.attempt === ctx.attempt;
 }
 
-function outcomeOf(event: WorkflowRunEvent): HopOutcomeReport | null {
+function outcomeOf(ctx: WorkflowRunContext, event: WorkflowRunEvent): HopOutcomeReport | null {
   if (event.type === 'HOP_SUCCEEDED') return { outcome: 'succeeded' };
+  if (event.type === 'HOP_TIMED_OUT') {
+    if (event.continuation !== undefined || ctx.stage === null) return null;
+    return {
+      outcome: 'failed',
+      errorType: 'HopTimedOut',
+      message: timeoutMessage(ctx.definition, ctx.stage, event.timeouts, 'hop'),
+      final: 'exhausted',
+    };
+  }
   if (event.type === 'HOP_FAILED') {
     return {
       outcome: 'failed',
@@ -381,6 +444,43 @@ function budgetOverrun(budget: ItemBudget | null, usage: RunUsage): string | nul
   return status?.state === 'exceeded' ? status.reason : null;
 }
 
+/**
+ * Why a hop (`kind: 'hop'`) or a suspended hop's query (`'query'`) that timed
+ * out `timeouts` times is not published again: the `HopTimedOut` message.
+ */
+export function timeoutMessage(
+  def: WorkflowDefinition,
+  stage: string,
+  timeouts: number,
+  kind: 'hop' | 'query',
+  questionKept = true,
+): string {
+  const timeout = def.stages[stage]?.timeout;
+  const max = stageRetryPolicy(def, stage).maximumAttempts;
+  if (kind === 'hop') return `out longer than ${timeout} ms ${timeouts} times: its retry policy allows ${max}`;
+  if (!questionKept) return `out longer than ${timeout} ms, and its question was not kept to publish it again`;
+  return `out longer than ${timeout} ms ${timeouts} times: the retry policy of stage ${stage} allows ${max}`;
+}
+
+/**
+ * Whether a `HOP_TIMED_OUT` names the current hop and attempt: a running
+ * hop's (no continuation), or the query the suspended hop waits on.
+ */
+function isCurrentTimeout(ctx: WorkflowRunContext, event: WorkflowRunEvent): boolean {
+  if (event.type !== 'HOP_TIMED_OUT' || !isCurrentHop(ctx, event)) return false;
+  const d = ctx.directive;
+  if (event.continuation === undefined) return d.kind === 'dispatch';
+  return d.kind === 'await-reply' && d.continuation === event.continuation;
+}
+
+/** Whether a current `HOP_TIMED_OUT` may be published again: its stage's retry policy has attempts left. */
+function mayRepublish(ctx: WorkflowRunContext, event: WorkflowRunEvent): boolean {
+  if (event.type !== 'HOP_TIMED_OUT' || !isCurrentTimeout(ctx, event) || ctx.stage === null) return false;
+  if (event.continuation !== undefined && event.questionKept === false) return false;
+  const max = stageRetryPolicy(ctx.definition, ctx.stage).maximumAttempts;
+  return max === 0 || event.timeouts < max;
+}
+
 function isCurrentContinuation(ctx: WorkflowRunContext, event: WorkflowRunEvent): boolean {
   return (
     event.type === 'HOP_RESUMED' &&
@@ -393,7 +493,7 @@ function isCurrentContinuation(ctx: WorkflowRunContext, event: WorkflowRunEvent)
 /** The route an event takes from the context (`null` for events that are not routed). */
 export function routeOf(ctx: WorkflowRunContext, event: WorkflowRunEvent): Route | null {
   if (event.type === 'START') return routeStart(ctx.definition);
-  const report = outcomeOf(event);
+  const report = outcomeOf(ctx, event);
   return report === null ? null : routeOutcome(ctx, report);
 }
 
@@ -406,8 +506,21 @@ export function conditionHolds(ctx: WorkflowRunContext, event: WorkflowRunEvent,
       return isCurrentHop(ctx, event);
     case 'current-continuation':
       return isCurrentContinuation(ctx, event);
+    case 'past-deadline': {
+      const deadline = ctx.deadline ?? null;
+      return event.type === 'TICK' && deadline !== null && event.now >= deadline.at;
+    }
+    case 'timeout-republish':
+      return mayRepublish(ctx, event);
+    case 'current-timeout':
+      return isCurrentTimeout(ctx, event);
     case 'over-budget': {
-      const current = event.type === 'HOP_RESUMED' ? isCurrentContinuation(ctx, event) : isCurrentHop(ctx, event);
+      const current =
+        event.type === 'HOP_RESUMED'
+          ? isCurrentContinuation(ctx, event)
+          : event.type === 'HOP_TIMED_OUT'
+            ? isCurrentTimeout(ctx, event)
+            : isCurrentHop(ctx, event);
       return current && budgetOverrun(ctx.budget ?? null, accrue(ctx, event)) !== null;
     }
     case 'named-approver': {
@@ -417,6 +530,7 @@ export function conditionHolds(ctx: WorkflowRunContext, event: WorkflowRunEvent,
     }
     default: {
       if (event.type !== 'START' && !isCurrentHop(ctx, event)) return false;
+      if (event.type === 'HOP_TIMED_OUT' && !isCurrentTimeout(ctx, event)) return false;
       const route = routeOf(ctx, event);
       return route !== null && `route:${routeKind(route)}` === when;
     }
@@ -431,7 +545,7 @@ export function refusalReason(state: WorkflowRunState, ctx: WorkflowRunContext, 
   const rows = WORKFLOW_RUN_TRANSITIONS.filter((t) => t.from === state && t.event === e.type);
   if (rows.length === 0) return 'not-in-state';
   if ('hop' in e && !isCurrentHop(ctx, e)) return 'stale-hop';
-  if (e.type === 'HOP_RESUMED') return 'wrong-continuation';
+  if (e.type === 'HOP_RESUMED' || e.type === 'HOP_TIMED_OUT') return 'wrong-continuation';
   if (e.type === 'APPROVED' || e.type === 'DENIED') return 'not-an-approver';
   return 'not-in-state';
 }
@@ -498,7 +612,9 @@ function fail(ctx: WorkflowRunContext, code: RunFailureCode, reason: string): Pa
  * condition). Pure: the same context and event always give the same result.
  */
 export function applyEffect(ctx: WorkflowRunContext, event: WorkflowRunEvent, effect: RunEffect): WorkflowRunContext {
-  const base: WorkflowRunContext = { ...ctx, usage: accrue(ctx, event), refusal: null };
+  // A hop published again has cost nothing yet: its usage is taken when it ends.
+  const usage = effect === 'republish' ? ctx.usage : accrue(ctx, event);
+  const base: WorkflowRunContext = { ...ctx, usage, refusal: null, republish: null };
   return { ...base, ...effectChanges(base, event, effect) };
 }
 
@@ -544,12 +660,15 @@ function effectChanges(
         },
       };
     case 'resume':
-      if (event.type !== 'HOP_RESUMED') return {};
+      // A query's answer, or its timeout (the hop resumes with that failure as its answer).
+      if (event.type !== 'HOP_RESUMED' && (event.type !== 'HOP_TIMED_OUT' || event.continuation === undefined)) {
+        return {};
+      }
       return {
         directive: dispatchDirective(ctx, ctx.stage!, {
           hop: ctx.hop,
           attempt: ctx.attempt,
-          resume: event.continuation,
+          resume: event.continuation!,
           approvedBy: ctx.approvedBy,
         }),
       };
@@ -580,9 +699,24 @@ function effectChanges(
     case 'budget-exceeded':
       // The context's usage has the event's usage in it already.
       return fail(ctx, 'BUDGET_EXCEEDED', budgetOverrun(ctx.budget ?? null, ctx.usage) ?? 'budget exceeded');
-    case 'deadline-exceeded':
-      if (event.type !== 'DEADLINE_EXCEEDED') return {};
-      return fail(ctx, 'DEADLINE_EXCEEDED', event.reason);
+    case 'deadline-exceeded': {
+      const deadline = ctx.deadline ?? null;
+      if (event.type !== 'TICK' || deadline === null) return {};
+      const ageMs = event.now - (deadline.at - deadline.ms);
+      return fail(ctx, 'DEADLINE_EXCEEDED', `the work item ran past its deadline of ${deadline.ms} ms (${ageMs} ms)`);
+    }
+    case 'republish':
+      if (event.type !== 'HOP_TIMED_OUT') return {};
+      return {
+        republish: {
+          hop: event.hop,
+          attempt: event.attempt,
+          timeouts: event.timeouts,
+          continuation: event.continuation ?? null,
+        },
+      };
+    case 'none':
+      return {};
     case 'cancel':
       if (event.type !== 'CANCEL') return {};
       return { cancellation: { by: event.by ?? null, reason: event.reason ?? null }, directive: { kind: 'none' } };
@@ -594,6 +728,7 @@ export function initialRunContext(
   runId: string,
   definition: WorkflowDefinition,
   budget: ItemBudget | null = null,
+  deadline: RunDeadline | null = null,
 ): WorkflowRunContext {
   return {
     runId,
@@ -607,6 +742,8 @@ export function initialRunContext(
     approvedBy: null,
     usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, elapsedMs: 0 },
     budget,
+    deadline,
+    republish: null,
     directive: { kind: 'start' },
     failure: null,
     cancellation: null,

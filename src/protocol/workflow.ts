@@ -250,7 +250,27 @@ export const WorkflowRunEventSchema = z.discriminatedUnion('type', [
     reason: ReasonSchema,
     policy: z.string().min(1).max(128).optional(),
   }),
-  z.strictObject({ type: z.literal('DEADLINE_EXCEEDED'), reason: ReasonSchema }),
+  z.strictObject({
+    /**
+     * A hop out longer than its stage's `timeout`, for the `timeouts`-th
+     * time: the run re-publishes it (`context.republish`) while its stage's
+     * retry policy allows (`maximumAttempts`), and fails it as exhausted
+     * (`HopTimedOut`, routed like any failure) once it does not. With
+     * `continuation`, it is the query the suspended hop asked under that
+     * token: a query that may not be re-published resumes the hop with the
+     * failure as its answer. `usage` is what the hop (or query) cost if it fails.
+     */
+    type: z.literal('HOP_TIMED_OUT'),
+    hop: HopNumberSchema,
+    attempt: AttemptSchema,
+    timeouts: z.number().int().min(1),
+    continuation: ContinuationSchema.optional(),
+    /** `false` when the query's question was not kept: it cannot be published again. */
+    questionKept: z.boolean().optional(),
+    usage: RunUsageSchema.optional(),
+  }),
+  /** Time passed: `now` (ms since the epoch) at or past the run's deadline fails it (`DEADLINE_EXCEEDED`). */
+  z.strictObject({ type: z.literal('TICK'), now: z.number().int().min(0) }),
   z.strictObject({
     type: z.literal('CANCEL'),
     by: z.string().min(1).max(256).optional(),

@@ -134,6 +134,35 @@ describe('stage timeouts and item deadlines', () => {
     expect(coordinator.audit.verifyChain().ok).toBe(true);
   });
 
+  it('a run snapshot persisted before runs held their deadline gets it back from the item: the run still fails it', async () => {
+    const def = definition({ deadline: '1h' });
+    f = await openFixture({ definitions: [def], deployments: {}, timerIntervalMs: 15 });
+    const id = await f.coordinator.createWorkItem({ workflow: 'timed', input: 'long ago' });
+    await until(async () => (await f!.coordinator.bus.stats('worker')).depth === 1, 5_000, 'the hop queued');
+    await f.coordinator.mirrored();
+    await f.coordinator.close();
+    // As an earlier Coordinator wrote it: no deadline in the run's context; the item was made two hours ago.
+    const side = openDatabase(f.path);
+    const createdAt = Date.now() - 2 * 3_600_000;
+    side
+      .prepare(
+        "UPDATE coord_items SET run_snapshot = json_remove(run_snapshot, '$.context.deadline'), created_at = ? WHERE id = ?",
+      )
+      .run(createdAt, id);
+    const row = side.prepare('SELECT run_snapshot FROM coord_items WHERE id = ?').get(id) as { run_snapshot: string };
+    expect(JSON.parse(row.run_snapshot).context).not.toHaveProperty('deadline');
+    side.close();
+
+    f = await openFixture({ definitions: [def], deployments: {}, timerIntervalMs: 15 }, f.dir);
+    expect(f.coordinator.restored.items).toEqual([id]);
+    const final = await f.coordinator.settled(id, { timeoutMs: 10_000 });
+    expect(final.failure).toMatchObject({ code: 'DEADLINE_EXCEEDED' });
+    expect(final.failure?.reason).toMatch(/ran past its deadline of 3600000 ms \(\d+ ms\)/);
+    const deadline = f.coordinator.audit.list({ itemId: id }).find((r) => r.kind === 'timeout');
+    expect(deadline?.data).toMatchObject({ what: 'deadline', deadlineMs: 3_600_000 });
+    expect(deadline?.data.ageMs as number).toBeGreaterThanOrEqual(2 * 3_600_000);
+  });
+
   /** A hop of `timed` that suspends asking `expert`; returns its work and the question's token. */
   async function suspendAsking(timeout: number, maximumAttempts: number) {
     const def = definition({}, { timeout, retry: { maximumAttempts } });

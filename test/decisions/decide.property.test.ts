@@ -28,24 +28,30 @@ import type { HopRecord } from '../../src/workflow/records.js';
  * counted, costs add up (item = hops = cost rows = usage rows), terminal
  * items never move, and what the model expects of the run holds.
  */
-const definition = parseWorkflowDefinition({
-  id: 'prop',
-  version: 1,
-  start: 'a',
-  defaults: { retry: { maximumAttempts: 2, initialInterval: 0 } },
-  stages: {
-    a: { role: 'ra', timeout: 1_000, next: [{ on: 'succeeded', goto: 'b' }] },
-    b: {
-      role: 'rb',
-      approval: { approvers: ['boss'] },
-      next: [
-        { on: 'succeeded', goto: 'c' },
-        { on: 'failed', errorType: 'Redo', goto: 'a', maxTraversals: 2 },
-      ],
+const definitionWith = (extra: { deadline?: number }) =>
+  parseWorkflowDefinition({
+    id: extra.deadline === undefined ? 'prop' : 'prop-deadline',
+    version: 1,
+    start: 'a',
+    defaults: { retry: { maximumAttempts: 2, initialInterval: 0 } },
+    ...extra,
+    stages: {
+      a: { role: 'ra', timeout: 1_000, next: [{ on: 'succeeded', goto: 'b' }] },
+      b: {
+        role: 'rb',
+        approval: { approvers: ['boss'] },
+        next: [
+          { on: 'succeeded', goto: 'c' },
+          { on: 'failed', errorType: 'Redo', goto: 'a', maxTraversals: 2 },
+        ],
+      },
+      c: { role: 'rc', timeout: 1_500, next: [{ on: 'succeeded', end: 'completed' }] },
     },
-    c: { role: 'rc', next: [{ on: 'succeeded', end: 'completed' }] },
-  },
-});
+  });
+/** Without a deadline, and with one a run of time steps passes. */
+const DEFINITIONS = [definitionWith({}), definitionWith({ deadline: 2_000 })] as const;
+/** A hop (or query) goes out again on its first timeout, and fails on its second (`maximumAttempts: 2`). */
+const MAX_ATTEMPTS = 2;
 const governance = new CoordinatorGovernance({ knownRoles: ['ra', 'rb', 'rc'], maxHops: 12 });
 
 const dirs: string[] = [];
@@ -89,7 +95,11 @@ const cmd: fc.Arbitrary<Cmd> = fc.oneof(
   },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('deny' as const), by: fc.constantFrom('boss', 'mallory') }) },
   { weight: 1, arbitrary: fc.constant({ t: 'cancel' as const }) },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('time' as const), ms: fc.constantFrom(10, 600, 1_200) }) },
+  // Time: short steps, and ones past a stage's timeout (a: 1 s, c: 1.5 s) the deadline (2 s).
+  {
+    weight: 5,
+    arbitrary: fc.record({ t: fc.constant('time' as const), ms: fc.constantFrom(10, 600, 1_200, 1_600, 3_100) }),
+  },
   { weight: 1, arbitrary: fc.constant({ t: 'restart' as const }) },
 );
 
@@ -110,13 +120,21 @@ function harness() {
     advance(ms: number) {
       now += ms;
     },
+    now: () => now,
   };
 }
 
 describe('decide: the Coordinator decisions against a reference model', () => {
-  test.prop([fc.array(cmd, { minLength: 1, maxLength: 40 }), fc.option(fc.integer({ min: 500, max: 4000 }))], {
-    numRuns: 60,
-  })('every step keeps the invariants', async (cmds, maxCost) => {
+  test.prop(
+    [
+      fc.array(cmd, { minLength: 1, maxLength: 40 }),
+      fc.option(fc.integer({ min: 500, max: 4000 })),
+      fc.constantFrom(...DEFINITIONS),
+    ],
+    {
+      numRuns: 150,
+    },
+  )('every step keeps the invariants', async (cmds, maxCost, definition) => {
     const h = harness();
     const itemId = 'item-1';
     const commit = async (view: ItemView | undefined, input: CoordinatorInput) => {
@@ -250,6 +268,7 @@ describe('decide: the Coordinator decisions against a reference model', () => {
       if (c.t === 'again')
         expect(d.handling === 'duplicate' || d.handling === 'late' || d.handling === 'unknown').toBe(true);
       if (d.handling === 'duplicate') expect(d.changes).toBeNull();
+      if (live && input.kind === 'timer') timeReference(definition, before, view, d, h.now());
       // Reference: the boss's approval at the gate dispatches b; the boss's denial fails the item.
       if (live && before.item.state === 'awaiting-approval' && input.kind === 'approve') {
         expect(view.item.state === 'running' || view.item.state === 'failed').toBe(true);
@@ -315,6 +334,68 @@ describe('decide: the Coordinator decisions against a reference model', () => {
     h.db.close();
   });
 });
+
+/**
+ * Reference for time passing: an item at or past its deadline fails
+ * (`DEADLINE_EXCEEDED`, audited); otherwise a stage hop (or a query) out
+ * longer than its stage's timeout goes out again under its key while its
+ * retry policy allows, then fails (`HopTimedOut`): the item's run fails as
+ * exhausted (no rule routes it), the query's asker resumes with the failure.
+ */
+function timeReference(
+  definition: (typeof DEFINITIONS)[number],
+  before: ItemView,
+  view: ItemView,
+  d: ReturnType<typeof decide>,
+  now: number,
+): void {
+  const audit = d.changes?.audit ?? [];
+  const deadline = definition.deadline;
+  if (deadline !== undefined && now >= before.item.createdAt + deadline) {
+    expect(view.item.state).toBe('failed');
+    expect(view.item.failure?.code).toBe('DEADLINE_EXCEEDED');
+    expect(view.item.failure?.reason).toBe(
+      `the work item ran past its deadline of ${deadline} ms (${now - before.item.createdAt} ms)`,
+    );
+    expect(audit.filter((r) => r.kind === 'timeout').map((r) => r.data.what)).toEqual(['deadline']);
+    expect(d.runEvents.map((e) => e.type)).toEqual(['TICK']);
+    return;
+  }
+  expect(view.item.failure?.code).not.toBe('DEADLINE_EXCEEDED');
+  for (const hop of before.hops.values()) {
+    if (hop.state !== 'dispatched' || hop.activeSince === null) continue;
+    const timeout = definition.stages[hop.stage]?.timeout;
+    const after = view.hops.get(hop.id)!;
+    if (timeout === undefined || now < hop.activeSince + timeout * (hop.timeouts + 1)) {
+      expect(after.timeouts).toBe(hop.timeouts);
+      continue;
+    }
+    const timeouts = hop.timeouts + 1;
+    const rows = audit.filter((r) => r.kind === 'timeout' && r.data.hopId === hop.id);
+    expect(d.runEvents.filter((e) => e.type === 'HOP_TIMED_OUT')).not.toEqual([]);
+    if (timeouts < MAX_ATTEMPTS && (hop.kind === 'stage' || hop.question !== null)) {
+      expect(after).toMatchObject({ state: 'dispatched', timeouts });
+      expect(rows.map((r) => r.data.action)).toEqual(['republished']);
+      const out = d.changes!.outbox;
+      expect(
+        out.some(
+          (o) =>
+            (o.kind === 'start' && (o.body as StartBody).idempotencyKey === hop.idempotencyKey) || o.kind === 'signal',
+        ),
+      ).toBe(true);
+      continue;
+    }
+    expect(after).toMatchObject({ state: 'failed', error: { type: 'HopTimedOut' } });
+    expect(rows.map((r) => r.data.action)).toEqual(['failed']);
+    if (hop.kind === 'stage') {
+      // No rule of a or c routes HopTimedOut: the run fails as exhausted (or over its budget).
+      expect(['RETRIES_EXHAUSTED', 'BUDGET_EXCEEDED']).toContain(view.item.failure?.code);
+    } else if (view.item.finishedAt === null) {
+      // The asker resumed with the failure as its answer.
+      expect(view.hops.get(hop.askedBy!)?.state).toBe('dispatched');
+    }
+  }
+}
 
 async function invariants(h: ReturnType<typeof harness>, itemId: string, auditRows: number): Promise<void> {
   const stored = (await h.store.loadItem(itemId))!;

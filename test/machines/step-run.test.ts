@@ -19,6 +19,7 @@ import { ALL_FIXTURES } from '../workflow/fixtures.js';
  */
 const usage = { inputTokens: 1, outputTokens: 1, costUsd: 0.01, elapsedMs: 5 };
 const BUDGET = { maxTokens: 7 };
+const DEADLINE = { at: 1_000, ms: 500 };
 const event = (hop: number, attempt: number): fc.Arbitrary<WorkflowRunEvent> =>
   fc.oneof(
     fc.constant({ type: 'START' } as const),
@@ -72,7 +73,23 @@ const event = (hop: number, attempt: number): fc.Arbitrary<WorkflowRunEvent> =>
       continuation: fc.constantFrom('k1', 'k2'),
       usage: fc.constant({ ...usage, inputTokens: 6 }),
     }),
-    fc.constant({ type: 'DEADLINE_EXCEEDED', reason: 'late' } as const),
+    // Time: a tick before or after the deadline (DEADLINE: at 1000), a hop or its query timed out.
+    fc.record({ type: fc.constant('TICK' as const), now: fc.constantFrom(999, 1_000, 5_000) }),
+    fc
+      .record({
+        type: fc.constant('HOP_TIMED_OUT' as const),
+        hop: fc.constant(hop),
+        attempt: fc.constant(attempt),
+        timeouts: fc.integer({ min: 1, max: 6 }),
+        continuation: fc.constantFrom(undefined, 'k1', 'k2'),
+        questionKept: fc.constantFrom(undefined, false),
+        usage: fc.constant({ ...usage, inputTokens: 3 }),
+      })
+      .map(({ continuation, questionKept, ...e }) => ({
+        ...e,
+        ...(continuation === undefined ? {} : { continuation }),
+        ...(questionKept === undefined ? {} : { questionKept }),
+      })),
     fc.constant({ type: 'CANCEL' } as const),
     fc.constant({ type: 'NOT_AN_EVENT' } as unknown as WorkflowRunEvent),
   );
@@ -88,9 +105,11 @@ describe('stepRun', () => {
       numRuns: 150,
     },
   )('moves as the actor does, event by event', (definition, picks, seeds) => {
-    const actor = createActor(workflowRunMachine, { input: { runId: 'r', definition, budget: BUDGET } });
+    const actor = createActor(workflowRunMachine, {
+      input: { runId: 'r', definition, budget: BUDGET, deadline: DEADLINE },
+    });
     actor.start();
-    let run = initialRun({ runId: 'r', definition, budget: BUDGET });
+    let run = initialRun({ runId: 'r', definition, budget: BUDGET, deadline: DEADLINE });
     const it = seeds[Symbol.iterator]();
     for (const [dh, da] of picks) {
       const ctx = run.context;

@@ -17,10 +17,44 @@ import { ALL_FIXTURES, DEV_SDLC, REVIEW_LOOP, SINGLE } from '../workflow/fixture
 type RunActor = Actor<WorkflowRunMachine>;
 
 type Budget = { maxTokens?: number; maxCostUsd?: number };
+type Deadline = { at: number; ms: number };
 
-function startRun(definition: WorkflowDefinition, runId = 'item-1', budget: Budget | null = null): RunActor {
-  return createActor(workflowRunMachine, { input: { runId, definition, budget } }).start();
+function startRun(
+  definition: WorkflowDefinition,
+  runId = 'item-1',
+  budget: Budget | null = null,
+  deadline: Deadline | null = null,
+): RunActor {
+  return createActor(workflowRunMachine, { input: { runId, definition, budget, deadline } }).start();
 }
+
+/**
+ * A definition whose hop timeouts route: a timed-out `a` enters the gated
+ * `b`, a timed-out `b` completes the run (and any other failure fails it).
+ */
+const TIMED = parseWorkflowDefinition({
+  id: 'timed',
+  version: 1,
+  start: 'a',
+  stages: {
+    a: {
+      role: 'worker',
+      timeout: 100,
+      retry: { maximumAttempts: 3 },
+      next: [
+        { on: 'succeeded', end: 'completed' },
+        { on: 'failed', errorType: 'HopTimedOut', goto: 'b' },
+      ],
+    },
+    b: {
+      role: 'checker',
+      timeout: 100,
+      retry: { maximumAttempts: 2 },
+      approval: { approvers: ['chief'] },
+      next: [{ on: 'failed', errorType: 'HopTimedOut', end: 'completed' }],
+    },
+  },
+});
 
 function ctx(actor: RunActor): WorkflowRunContext {
   return actor.getSnapshot().context;
@@ -67,10 +101,24 @@ class RunModel {
   refusal: string | null = null;
   /** Who approved the current hop: kept across its retries and resumes. */
   approvedBy: string | null = null;
+  /** The timed-out hop (or query) to publish again, as the last accepted event asked. */
+  republish: { hop: number; attempt: number; timeouts: number; continuation: string | null } | null = null;
   constructor(
     readonly def: WorkflowDefinition,
     readonly budget: Budget | null = null,
+    readonly deadline: Deadline | null = null,
   ) {}
+
+  /** A tick: at or past the deadline, the run fails. */
+  tick(now: number) {
+    if (this.deadline !== null && now >= this.deadline.at) this.end('failed', 'DEADLINE_EXCEEDED');
+  }
+
+  /** Whether a hop (or query) that timed out `timeouts` times may go out again: its stage's attempts are not spent. */
+  mayRepublish(timeouts: number): boolean {
+    const attempts = this.retry(this.stage!).attempts;
+    return attempts === 0 || timeouts < attempts;
+  }
 
   /** Strictly over the budget: more tokens (input plus output) or more dollars than it allows. */
   overBudget(): boolean {
@@ -184,6 +232,7 @@ class RunModel {
       hop === this.hop && (attempt === undefined || attempt === this.attempt);
     const accept = () => {
       this.refusal = null;
+      this.republish = null;
     };
     switch (this.state) {
       case 'pending':
@@ -226,9 +275,21 @@ class RunModel {
             if (!hopOk(e.hop)) return refuse('stale-hop');
             accept();
             return this.end('failed', 'GOVERNANCE_DENIED');
-          case 'DEADLINE_EXCEEDED':
+          case 'HOP_TIMED_OUT':
+            if (!hopOk(e.hop, e.attempt)) return refuse('stale-hop');
+            // A running hop's timeout names no continuation (that is a suspended hop's query).
+            if (e.continuation !== undefined) return refuse('wrong-continuation');
             accept();
-            return this.end('failed', 'DEADLINE_EXCEEDED');
+            if (this.mayRepublish(e.timeouts)) {
+              this.republish = { hop: e.hop, attempt: e.attempt, timeouts: e.timeouts, continuation: null };
+              return;
+            }
+            this.accrue(e.usage);
+            if (this.overBudget()) return this.end('failed', 'BUDGET_EXCEEDED');
+            return this.outcome('failed', 'HopTimedOut', 'exhausted');
+          case 'TICK':
+            accept();
+            return this.tick(e.now);
           case 'CANCEL':
             accept();
             return this.end('canceled');
@@ -246,9 +307,9 @@ class RunModel {
             this.state = 'running';
             this.approvedBy = e.by;
             return this.dispatch(0, null);
-          case 'DEADLINE_EXCEEDED':
+          case 'TICK':
             accept();
-            return this.end('failed', 'DEADLINE_EXCEEDED');
+            return this.tick(e.now);
           case 'CANCEL':
             accept();
             return this.end('canceled');
@@ -272,9 +333,23 @@ class RunModel {
             if (!hopOk(e.hop)) return refuse('stale-hop');
             accept();
             return this.end('failed', 'GOVERNANCE_DENIED');
-          case 'DEADLINE_EXCEEDED':
+          case 'HOP_TIMED_OUT':
+            // The query the suspended hop asked, out too long.
+            if (!hopOk(e.hop, e.attempt)) return refuse('stale-hop');
+            if (e.continuation !== d.continuation) return refuse('wrong-continuation');
             accept();
-            return this.end('failed', 'DEADLINE_EXCEEDED');
+            if (e.questionKept !== false && this.mayRepublish(e.timeouts)) {
+              this.republish = { hop: e.hop, attempt: e.attempt, timeouts: e.timeouts, continuation: e.continuation };
+              return;
+            }
+            // The hop resumes with the query's failure as its answer.
+            this.accrue(e.usage);
+            if (this.overBudget()) return this.end('failed', 'BUDGET_EXCEEDED');
+            this.state = 'running';
+            return this.dispatch(0, e.continuation);
+          case 'TICK':
+            accept();
+            return this.tick(e.now);
           case 'CANCEL':
             accept();
             return this.end('canceled');
@@ -313,6 +388,7 @@ function observed(actor: RunActor) {
     failure: c.failure?.code ?? null,
     refusal: c.refusal?.reason ?? null,
     approvedBy: c.approvedBy,
+    republish: c.republish,
     directive,
   };
 }
@@ -332,6 +408,7 @@ function predicted(model: RunModel) {
     failure: model.failure,
     refusal: model.refusal,
     approvedBy: model.approvedBy,
+    republish: model.republish,
     directive: d.kind === 'dispatch' ? { ...d, roleOk: true } : d,
   };
 }
@@ -366,7 +443,16 @@ type Desc =
   | { t: 'APPROVE'; by: string }
   | { t: 'DENY'; by: string }
   | { t: 'GOVERNANCE_DENIED'; hopDelta: number }
-  | { t: 'DEADLINE_EXCEEDED' }
+  | { t: 'TICK'; now: number }
+  | {
+      t: 'TIMED_OUT';
+      hopDelta: number;
+      attemptDelta: number;
+      timeouts: number;
+      continuation?: string;
+      questionKept?: false;
+      usage?: Usage;
+    }
   | { t: 'CANCEL' }
   | { t: 'MALFORMED'; which: number };
 
@@ -419,8 +505,18 @@ function toEvent(d: Desc, c: WorkflowRunContext): WorkflowRunEvent | { type: str
       return { type: 'DENIED', by: d.by, reason: 'no' };
     case 'GOVERNANCE_DENIED':
       return { type: 'GOVERNANCE_DENIED', hop, reason: 'not allowed', policy: 'p' };
-    case 'DEADLINE_EXCEEDED':
-      return { type: 'DEADLINE_EXCEEDED', reason: 'past the deadline' };
+    case 'TICK':
+      return { type: 'TICK', now: d.now };
+    case 'TIMED_OUT':
+      return {
+        type: 'HOP_TIMED_OUT',
+        hop,
+        attempt,
+        timeouts: d.timeouts,
+        ...(d.continuation === undefined ? {} : { continuation: d.continuation }),
+        ...(d.questionKept === undefined ? {} : { questionKept: d.questionKept }),
+        ...usage,
+      };
     case 'CANCEL':
       return { type: 'CANCEL', by: 'human' };
     case 'MALFORMED':
@@ -490,7 +586,25 @@ const descArbs: fc.Arbitrary<Desc>[] = [
   ...Array.from({ length: 3 }, () => asDesc(fc.record({ t: fc.constant('APPROVE' as const), by: people }))),
   asDesc(fc.record({ t: fc.constant('DENY' as const), by: people })),
   asDesc(fc.record({ t: fc.constant('GOVERNANCE_DENIED' as const), hopDelta })),
-  asDesc(fc.constant({ t: 'DEADLINE_EXCEEDED' as const })),
+  ...Array.from({ length: 2 }, () =>
+    asDesc(fc.record({ t: fc.constant('TICK' as const), now: fc.constantFrom(0, 9_999, 10_000, 20_000) })),
+  ),
+  ...Array.from({ length: 3 }, () =>
+    asDesc(
+      fc.record(
+        {
+          t: fc.constant('TIMED_OUT' as const),
+          hopDelta,
+          attemptDelta,
+          timeouts: fc.integer({ min: 1, max: 6 }),
+          continuation: fc.constantFrom(undefined, undefined, 'k1', 'k2'),
+          questionKept: fc.constantFrom(undefined, undefined, false as const),
+          usage: usageArb,
+        },
+        { requiredKeys: ['t', 'hopDelta', 'attemptDelta', 'timeouts'] },
+      ),
+    ),
+  ),
   asDesc(fc.constant({ t: 'CANCEL' as const })),
   asDesc(fc.record({ t: fc.constant('MALFORMED' as const), which: fc.integer({ min: 0, max: MALFORMED.length - 1 }) })),
 ];
@@ -498,7 +612,9 @@ const descArbs: fc.Arbitrary<Desc>[] = [
 const descSeq = fc
   .tuple(fc.array(fc.oneof(...descArbs), { maxLength: 40, size: 'max' }), fc.boolean())
   .map(([rest, startFirst]) => (startFirst ? [{ t: 'START' as const }, ...rest] : rest));
-const definitionArb = fc.constantFrom(...ALL_FIXTURES);
+const definitionArb = fc.constantFrom(...ALL_FIXTURES, TIMED);
+/** No deadline, or one a tick may be before (`now` < 10 000) or at and past. */
+const deadlineArb: fc.Arbitrary<Deadline | null> = fc.option(fc.constant({ at: 10_000, ms: 4_000 }), { nil: null });
 /** No budget, or one a few hop results overrun (each brings up to 10 000 tokens and 0.05 USD). */
 const budgetArb: fc.Arbitrary<Budget | null> = fc.option(
   fc.record(
@@ -540,13 +656,17 @@ describe('WorkflowRun against a reference model', () => {
       definitionArb,
       fc.commands([fc.constant(new EventCommand({ t: 'START' })), ...commandArbs], { maxCommands: 40, size: 'max' }),
       budgetArb,
+      deadlineArb,
     ],
     {
       numRuns: 1_000,
     },
-  )('random event sequences move the machine as the model says', (definition, commands, budget) => {
+  )('random event sequences move the machine as the model says', (definition, commands, budget, deadline) => {
     fc.modelRun(
-      () => ({ model: new RunModel(definition, budget), real: startRun(definition, 'item-1', budget) }),
+      () => ({
+        model: new RunModel(definition, budget, deadline),
+        real: startRun(definition, 'item-1', budget, deadline),
+      }),
       commands,
     );
   });
@@ -591,10 +711,10 @@ describe('WorkflowRun against a reference model', () => {
     }, commands);
   });
 
-  test.prop([definitionArb, descSeq, budgetArb], { numRuns: 200 })(
+  test.prop([definitionArb, descSeq, budgetArb, deadlineArb], { numRuns: 200 })(
     'a final run never moves again (pure transition)',
-    (definition, descs, budget) => {
-      let [snap] = initialTransition(workflowRunMachine, { runId: 'r', definition, budget });
+    (definition, descs, budget, deadline) => {
+      let [snap] = initialTransition(workflowRunMachine, { runId: 'r', definition, budget, deadline });
       for (const d of descs) {
         const before = snap;
         const event = toEvent(d, snap.context);
@@ -611,14 +731,14 @@ describe('WorkflowRun against a reference model', () => {
 // ---------------------------------------------------------------------------
 
 describe('snapshot, restore, continue', () => {
-  test.prop([definitionArb, descSeq, fc.nat(), budgetArb], { numRuns: 300 })(
+  test.prop([definitionArb, descSeq, fc.nat(), budgetArb, deadlineArb], { numRuns: 300 })(
     'a JSON round trip at any point ends where never stopping ends',
-    (definition, descs, cutAt, budget) => {
-      const straight = startRun(definition, 'item-1', budget);
+    (definition, descs, cutAt, budget, deadline) => {
+      const straight = startRun(definition, 'item-1', budget, deadline);
       for (const d of descs) send(straight, toEvent(d, ctx(straight)));
 
       const cut = descs.length === 0 ? 0 : cutAt % (descs.length + 1);
-      let actor = startRun(definition, 'item-1', budget);
+      let actor = startRun(definition, 'item-1', budget, deadline);
       for (const d of descs.slice(0, cut)) send(actor, toEvent(d, ctx(actor)));
       const stored = JSON.stringify(actor.getPersistedSnapshot());
       actor.stop();
@@ -638,6 +758,7 @@ describe('snapshot, restore, continue', () => {
 
 const GRAPH_BUDGET = { maxTokens: 100 };
 const OVER = { inputTokens: 100, outputTokens: 1, costUsd: 0, elapsedMs: 0 };
+const GRAPH_DEADLINE = { at: 1_000, ms: 1_000 };
 
 function graphEvents(snap: { context: WorkflowRunContext }): WorkflowRunEvent[] {
   const { hop, attempt, directive } = snap.context;
@@ -662,7 +783,15 @@ function graphEvents(snap: { context: WorkflowRunContext }): WorkflowRunEvent[] 
     { type: 'HOP_FAILED', hop: h, attempt: a, errorType: 'Boom', usage: OVER },
     { type: 'HOP_SUSPENDED', hop: h, attempt: a, continuation: 'k', usage: OVER },
     { type: 'HOP_RESUMED', hop: h, continuation: 'k', usage: OVER },
-    { type: 'DEADLINE_EXCEEDED', reason: 'late' },
+    // Time: before and past the graph's deadline (GRAPH_DEADLINE); a hop and its query timed out, once and spent.
+    { type: 'TICK', now: 0 },
+    { type: 'TICK', now: GRAPH_DEADLINE.at },
+    { type: 'HOP_TIMED_OUT', hop: h, attempt: a, timeouts: 1 },
+    { type: 'HOP_TIMED_OUT', hop: h, attempt: a, timeouts: 99 },
+    { type: 'HOP_TIMED_OUT', hop: h, attempt: a, timeouts: 99, usage: OVER },
+    { type: 'HOP_TIMED_OUT', hop: h, attempt: a, timeouts: 1, continuation: 'k' },
+    { type: 'HOP_TIMED_OUT', hop: h, attempt: a, timeouts: 99, continuation: 'k' },
+    { type: 'HOP_TIMED_OUT', hop: h, attempt: a, timeouts: 99, continuation: 'k', usage: OVER },
     { type: 'CANCEL' },
   ];
 }
@@ -688,10 +817,10 @@ describe('xstate/graph', () => {
 
   it('takes every row of the transition table on some edge of the state graph', () => {
     const taken = new Set<string>();
-    for (const definition of ALL_FIXTURES) {
+    for (const definition of [...ALL_FIXTURES, TIMED]) {
       const edges = adjacencyMapToArray(
         getAdjacencyMap(workflowRunMachine, {
-          input: { runId: 'graph', definition, budget: GRAPH_BUDGET },
+          input: { runId: 'graph', definition, budget: GRAPH_BUDGET, deadline: GRAPH_DEADLINE },
           events: graphEvents,
           serializeState: (s) =>
             `${String(s.value)}|${s.context.stage}|${s.context.attempt}|${JSON.stringify(s.context.visits)}|${s.context.directive.kind}`,

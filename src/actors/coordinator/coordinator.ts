@@ -37,7 +37,7 @@ import type { PgFence } from '../../persistence/coordinator/postgres-client.js';
 import { PostgresCoordinatorStore } from '../../persistence/coordinator/postgres-store.js';
 import { PostgresAuditLog } from '../../persistence/audit/postgres-chain.js';
 import { type PgPool, isPostgresUrl, openPgPool, safePostgresUrl } from '../../persistence/kernel/postgres.js';
-import type { HopRecord, ItemBudget, ItemRecord, OutboxRow } from '../../workflow/records.js';
+import type { HopRecord, ItemBudget, ItemEventKind, ItemRecord, OutboxRow } from '../../workflow/records.js';
 import { CoordinatorError, type ItemStatus, statusOf } from './types.js';
 import { HumanEdge } from './human-edge.js';
 import { type Pool, createPool } from '../worker/pool.js';
@@ -77,6 +77,11 @@ import { RESULTS_ROLE } from '../../protocol/work-envelope.js';
  * is recognised and changes nothing; publishes carry deterministic
  * idempotency keys, so re-publishing the outbox after a crash is harmless.
  */
+
+/** Whether an item event is the item's end (the last status `watch` streams). */
+function isItemEndEvent(kind: ItemEventKind): boolean {
+  return kind === 'completed' || kind === 'failed' || kind === 'canceled';
+}
 
 /** A role's workers, run in this process by a pool. */
 export interface RoleDeployment {
@@ -815,7 +820,9 @@ class RunningCoordinator implements Coordinator {
         of(current),
         this.#all.pipe(
           filter((s) => s.id === itemId),
-          takeWhile((s) => s.finishedAt === null || !isFinalRunState(s.state), true),
+          // One step's statuses all carry the item as the step left it: an ended item's hop-completed
+          // status is final already, so the stream ends at the item's own end event, not at the first final state.
+          takeWhile((s) => !isItemEndEvent(s.event.kind), true),
         ),
       );
     });

@@ -41,6 +41,7 @@ import {
   tracingOn,
 } from '../../telemetry/tracing.js';
 import type { ActorInspector } from '../inspection.js';
+import { runDeadline } from '../../machines/workflow-run-transitions.js';
 import type { CoordinatorGovernance } from './policies.js';
 import { CoordinatorError, type ItemEvent, type ItemStatus, statusOf } from './types.js';
 
@@ -210,7 +211,7 @@ export class CoordinatorEngine {
         continue;
       }
       try {
-        const persisted = withBudget(await this.#withDefinition(saved.snapshot, stored.item.workflow), stored.item);
+        const persisted = withItemBounds(await this.#withDefinition(saved.snapshot, stored.item.workflow), stored.item);
         const run = restoreRun(persisted);
         this.#live.set(itemId, viewOf(stored, run));
         if (this.#inspect !== undefined) {
@@ -637,7 +638,12 @@ export class CoordinatorEngine {
       const def = (view?.run ?? undefined)?.context.definition ?? this.#registry.get(changes.item.workflow);
       if (def !== undefined) {
         actor = createActor(workflowRunMachine, {
-          input: { runId: id, definition: def, budget: changes.item.budget },
+          input: {
+            runId: id,
+            definition: def,
+            budget: changes.item.budget,
+            deadline: runDeadline(def, changes.item.createdAt),
+          },
           inspect: this.#inspect,
         });
         actor.start();
@@ -668,13 +674,22 @@ function idOf(view: ItemView | undefined, input: CoordinatorInput): string | und
 }
 
 /**
- * A run snapshot persisted before the run held its item's budget has none in
- * its context: it gets the item's budget back (the run decides overruns).
+ * A run snapshot persisted before the run held its item's budget (or its
+ * deadline) has none in its context: it gets the item's budget back, and the
+ * deadline of its definition from the item's creation (the run decides
+ * overruns and deadlines).
  */
-function withBudget(snapshot: unknown, item: ItemRecord): unknown {
-  const snap = snapshot as { context?: { budget?: unknown } };
-  if (snap?.context === undefined || snap.context.budget !== undefined) return snapshot;
-  return { ...snap, context: { ...snap.context, budget: item.budget } };
+function withItemBounds(snapshot: unknown, item: ItemRecord): unknown {
+  const snap = snapshot as { context?: { budget?: unknown; deadline?: unknown; definition?: unknown } };
+  if (snap?.context === undefined) return snapshot;
+  let context = snap.context;
+  if (context.budget === undefined) context = { ...context, budget: item.budget };
+  if (context.deadline === undefined) {
+    // The restore that follows checks the definition whole.
+    const ms = (context.definition as { deadline?: unknown } | null | undefined)?.deadline;
+    context = { ...context, deadline: typeof ms === 'number' ? { at: item.createdAt + ms, ms } : null };
+  }
+  return context === snap.context ? snapshot : { ...snap, context };
 }
 
 function viewOf(stored: StoredItem, run: RunState | null): ItemView {
