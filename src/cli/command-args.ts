@@ -83,6 +83,15 @@ export function choiceFlag<T extends string>(args: ParsedArgs, name: string, cho
   return value as T;
 }
 
+/** A duration in milliseconds from `--NAME MS` (its text `value`), a whole number from `min` to `max`. */
+export function msFlag(value: string | undefined, name: string, fallback: number, min: number, max: number): number {
+  if (value === undefined) return fallback;
+  if (!/^[0-9]+$/.test(value) || Number(value) < min || Number(value) > max) {
+    throw new CliUsageError(`--${name} must be a whole number from ${min} to ${max} (got '${value}')`);
+  }
+  return Number(value);
+}
+
 /** A positive whole number. */
 export function countFlag(args: ParsedArgs, name: string, fallback: number, max: number): number {
   const value = stringFlag(args, name);

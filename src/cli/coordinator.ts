@@ -17,6 +17,8 @@ import { WorkflowRegistry } from '../workflow/definition.js';
 import type { ContextStore } from '../persistence/context/sqlite-store.js';
 import { type SqliteDatabase, openDatabase } from '../persistence/kernel/database.js';
 import { isPostgresUrl, safePostgresUrl } from '../persistence/kernel/postgres.js';
+import { PostgresLease } from '../persistence/coordinator/postgres-lease.js';
+import { filter, firstValueFrom } from 'rxjs';
 import { BUS_HELP, CONTEXT_RETENTION_HELP, describeBus, openBus } from './bus-option.js';
 import {
   BUS_PROCESS_FLAGS,
@@ -28,7 +30,7 @@ import {
 } from './bus-process.js';
 import type { CliCommand } from './command.js';
 import { INSPECT_USAGE } from './inspect-option.js';
-import { CliUsageError, type FlagSpec, booleanFlag, stringFlag, databaseFileFlag } from './command-args.js';
+import { CliUsageError, type FlagSpec, booleanFlag, databaseFileFlag, msFlag, stringFlag } from './command-args.js';
 import { AUDIT_KEY_ENV, loadAuditPrivateKey } from './audit-key.js';
 import { COORDINATOR_STATUS_USAGE, runCoordinatorStatus } from './coordinator-status.js';
 
@@ -55,7 +57,16 @@ Options:
                           must exist; its tables are made on first start);
                           needs --bus redis://...: the broker is then in
                           memory, rebuilt from the tables on every start. The
-                          password is never logged
+                          password is never logged. Several Coordinators may
+                          run on one database: one leads (a lease with an
+                          epoch in the database), the others wait as
+                          standbys and take over when its lease lapses (at
+                          once when it died on this host)
+  --lease-ms MS           with postgres://: how long the leader's lease holds
+                          unrenewed (default 10000, 200-600000)
+  --renew-ms MS           with postgres://: how often the leader renews and a
+                          standby looks (default 3000; at most half of
+                          --lease-ms)
 ${BUS_HELP}
   --workflows DIR|FILE    the workflow definitions (.json) items may follow
                           (default: the shipped workflows, dev-sdlc among them)
@@ -86,6 +97,8 @@ export const COORDINATOR_FLAGS: FlagSpec = {
   'auto-approve': { type: 'string' },
   'local-workers': { type: 'boolean' },
   'audit-key': { type: 'string' },
+  'lease-ms': { type: 'string' },
+  'renew-ms': { type: 'string' },
 };
 
 interface Flags extends BusProcessFlags {
@@ -96,6 +109,8 @@ interface Flags extends BusProcessFlags {
   autoApprove: string | undefined;
   localWorkers: boolean;
   auditKey: KeyObject | undefined;
+  /** With PostgreSQL: the leader lease's duration and renew interval. */
+  lease: { leaseMs: number; renewMs: number } | undefined;
 }
 
 function parseFlags(all: string[]): Flags {
@@ -114,9 +129,28 @@ function parseFlags(all: string[]): Flags {
   if (autoApprove !== undefined && autoApprove.length > 128) {
     throw new CliUsageError('--auto-approve takes a name of at most 128 characters');
   }
+  const leaseMs = stringFlag(args, 'lease-ms');
+  const renewMs = stringFlag(args, 'renew-ms');
+  if (!postgres && (leaseMs !== undefined || renewMs !== undefined)) {
+    throw new CliUsageError('--lease-ms and --renew-ms are for a Coordinator on PostgreSQL (--db postgres://...)');
+  }
+  let lease: Flags['lease'];
+  if (postgres) {
+    lease = {
+      leaseMs: msFlag(leaseMs, 'lease-ms', 10_000, 200, 600_000),
+      renewMs: msFlag(renewMs, 'renew-ms', 3_000, 50, 300_000),
+    };
+    if (renewMs === undefined && lease.renewMs * 2 > lease.leaseMs) lease.renewMs = Math.floor(lease.leaseMs / 3);
+    if (lease.renewMs * 2 > lease.leaseMs) {
+      throw new CliUsageError(
+        `--renew-ms (${lease.renewMs}) must be at most half of --lease-ms (${lease.leaseMs}): a leader renews at least twice per lease`,
+      );
+    }
+  }
   return {
     db,
     postgres,
+    lease,
     ...bus,
     workflows: stringFlag(args, 'workflows'),
     autoApprove,
@@ -141,12 +175,15 @@ interface Opened {
   bus?: WorkQueue;
   contextStore?: ContextStore;
   db?: SqliteDatabase;
+  lease?: PostgresLease;
 }
 
 async function closeAll(opened: Opened, log: Logger): Promise<void> {
   const steps: [string, (() => Promise<void> | void) | undefined][] = [
     ['intake', opened.intake && (() => opened.intake!.close())],
     ['coordinator', opened.coordinator && (() => opened.coordinator!.close())],
+    // A leader gives its lease up: a standby takes over at its next look.
+    ['lease', opened.lease && (() => opened.lease!.close())],
     ['context store', opened.contextStore && (() => opened.contextStore!.close())],
     ['bus', opened.bus && (() => opened.bus!.close())],
     ['broker', opened.broker && (() => opened.broker!.close())],
@@ -160,6 +197,34 @@ async function closeAll(opened: Opened, log: Logger): Promise<void> {
       log.warn({ err: error, what }, 'close failed');
     }
   }
+}
+
+/**
+ * How long a Coordinator on PostgreSQL holds a result it took from the bus
+ * before it comes back to any Coordinator: the leader lease's duration (at
+ * least 1 s), so that after a takeover the results a killed leader held are
+ * decided by the next one within about a lease. Taking a result again is
+ * harmless: one already applied is a no-op.
+ */
+function resultsLeaseMs(flags: Flags): number {
+  return Math.max(1_000, flags.lease?.leaseMs ?? 30_000);
+}
+
+/** Resolves at the lease's next change to `role`. */
+function nextRole(lease: PostgresLease, role: 'leader' | 'lost'): Promise<void> {
+  return firstValueFrom(lease.roles$.pipe(filter((change) => change.role === role))).then(() => undefined);
+}
+
+/** Closes what a leader runs (its intake, then its Coordinator), keeping the bus and the lease. */
+async function closeLeading(opened: Opened, log: Logger): Promise<void> {
+  const intake = opened.intake;
+  const coordinator = opened.coordinator;
+  delete opened.intake;
+  delete opened.coordinator;
+  await closeAll(
+    { ...(intake === undefined ? {} : { intake }), ...(coordinator === undefined ? {} : { coordinator }) },
+    log,
+  );
 }
 
 async function runCoordinator({
@@ -188,61 +253,103 @@ async function runCoordinator({
     }
     // The database as it may be logged: a PostgreSQL URL without its password.
     const where = flags.postgres ? safePostgresUrl(flags.db) : flags.db;
+    let lease: PostgresLease | undefined;
     try {
       if (flags.postgres) {
-        opened.bus = await openBus(flags.bus);
+        // Results a killed leader had taken come back to the next one after a lease's time, not 30 s.
+        opened.bus = await openBus(flags.bus, { orphanIdleMs: resultsLeaseMs(flags) });
         opened.contextStore = await openContextStore();
+        lease = new PostgresLease({ url: flags.db, logger: log, ...flags.lease });
+        opened.lease = lease;
+        await lease.acquire();
       } else {
         opened.db = openDatabase(flags.db);
         opened.broker = createBroker({ path: flags.db, logger: log, inspect: inspection?.inspect });
         opened.bus = await openBus(flags.bus, { database: opened.db });
         opened.contextStore = await openContextStore({ database: opened.db });
       }
-      opened.coordinator = await createCoordinator({
-        ...(flags.postgres
-          ? { postgres: { url: flags.db } }
-          : { broker: opened.broker as Broker, db: opened.db as SqliteDatabase }),
-        bus: opened.bus,
-        contextStore: opened.contextStore,
-        definitions,
-        deployments,
-        consumer: `coordinator-${process.pid}`,
-        logger: log,
-        inspect: inspection?.inspect,
-        ...(flags.auditKey === undefined ? {} : { auditKey: flags.auditKey }),
-      });
     } catch (error) {
       log.fatal({ err: { message: (error as Error).message }, db: where }, 'cannot start the Coordinator');
       return 1;
     }
-    // One line per item event: lifecycle at info, hop events at debug.
-    opened.coordinator.statuses$.subscribe((status) => {
-      if (status.event.kind === 'current') return;
-      const fields = itemLogFields(status);
-      if (HOP_EVENT_KINDS.has(status.event.kind)) log.debug(fields, 'work item event');
-      else log.info(fields, 'work item event');
+    const bus = opened.bus;
+    const contextStore = opened.contextStore;
+    let stop = false;
+    void stopped.then(() => {
+      stop = true;
     });
-    opened.intake = new CoordinatorIntake({
-      coordinator: opened.coordinator,
-      bus: opened.bus,
-      logger: log,
-      consumer: `coordinator-${process.pid}`,
-      ...(flags.autoApprove === undefined ? {} : { autoApprove: flags.autoApprove }),
-    });
-    await opened.intake.start();
-    log.info(
-      {
-        db: where,
-        bus: describeBus(flags.bus),
-        workflows: definitions.list().map((d) => `${d.id}@${d.version}`),
-        restored: opened.coordinator.restored.items.length,
-        localWorkers: Object.keys(deployments),
-        autoApprove: flags.autoApprove ?? null,
-      },
-      'coordinator ready',
-    );
-    await stopped;
-    return 0;
+    // On PostgreSQL: lead while the lease is this process's; lose it and stop deciding at once (nothing more is
+    // committed: every commit is fenced by the lease's epoch), then wait as a standby to lead again.
+    for (;;) {
+      if (lease !== undefined && lease.role !== 'leader') {
+        log.info(
+          { db: where, ...(lease.epoch === undefined ? {} : { lastEpoch: lease.epoch }) },
+          'coordinator standby: another Coordinator leads this database; this one takes over when its lease lapses',
+        );
+        const led = await Promise.race([stopped.then(() => false), nextRole(lease, 'leader').then(() => true)]);
+        if (!led || stop) return 0;
+      }
+      const lost = lease === undefined ? new Promise<never>(() => undefined) : nextRole(lease, 'lost');
+      const fence = lease?.fence;
+      try {
+        opened.coordinator = await createCoordinator({
+          ...(flags.postgres
+            ? { postgres: { url: flags.db, ...(fence === undefined ? {} : { fence }) } }
+            : { broker: opened.broker as Broker, db: opened.db as SqliteDatabase }),
+          bus,
+          contextStore,
+          definitions,
+          deployments,
+          ...(flags.lease === undefined ? {} : { resultsVisibilityTimeoutMs: resultsLeaseMs(flags) }),
+          consumer: `coordinator-${process.pid}`,
+          logger: log,
+          inspect: inspection?.inspect,
+          ...(flags.auditKey === undefined ? {} : { auditKey: flags.auditKey }),
+        });
+      } catch (error) {
+        if (lease !== undefined && lease.role !== 'leader' && !stop) {
+          log.warn({ err: { message: (error as Error).message } }, 'lost the lease while starting to lead');
+          continue;
+        }
+        log.fatal({ err: { message: (error as Error).message }, db: where }, 'cannot start the Coordinator');
+        return 1;
+      }
+      const coordinator = opened.coordinator;
+      // One line per item event: lifecycle at info, hop events at debug.
+      coordinator.statuses$.subscribe((status) => {
+        if (status.event.kind === 'current') return;
+        const fields = itemLogFields(status);
+        if (HOP_EVENT_KINDS.has(status.event.kind)) log.debug(fields, 'work item event');
+        else log.info(fields, 'work item event');
+      });
+      opened.intake = new CoordinatorIntake({
+        coordinator,
+        bus,
+        logger: log,
+        consumer: `coordinator-${process.pid}`,
+        ...(flags.autoApprove === undefined ? {} : { autoApprove: flags.autoApprove }),
+      });
+      await opened.intake.start();
+      log.info(
+        {
+          db: where,
+          bus: describeBus(flags.bus),
+          workflows: definitions.list().map((d) => `${d.id}@${d.version}`),
+          restored: coordinator.restored.items.length,
+          localWorkers: Object.keys(deployments),
+          autoApprove: flags.autoApprove ?? null,
+          ...(lease?.epoch === undefined ? {} : { epoch: lease.epoch }),
+        },
+        'coordinator ready',
+      );
+      const outcome = await Promise.race([stopped.then(() => 'stopped' as const), lost.then(() => 'lost' as const)]);
+      if (outcome === 'stopped') return 0;
+      log.warn(
+        { epoch: lease?.epoch ?? null },
+        'lost the leader lease: stopped deciding (nothing more is committed); waiting as a standby',
+      );
+      await closeLeading(opened, log);
+    }
   } finally {
     await closeAll(opened, log);
   }

@@ -24,9 +24,10 @@ import {
   CliUsageError,
   type FlagSpec,
   countFlag,
+  databaseFileFlag,
+  msFlag,
   stringFlag,
   stringListFlag,
-  databaseFileFlag,
 } from './command-args.js';
 import { INSPECT_USAGE } from './inspect-option.js';
 
@@ -94,14 +95,6 @@ interface Flags extends BusProcessFlags {
   concurrency: number;
   leaseMs: number;
   graceMs: number;
-}
-
-function msFlag(value: string | undefined, name: string, fallback: number, min: number, max: number): number {
-  if (value === undefined) return fallback;
-  if (!/^[0-9]+$/.test(value) || Number(value) < min || Number(value) > max) {
-    throw new CliUsageError(`--${name} must be a whole number from ${min} to ${max} (got '${value}')`);
-  }
-  return Number(value);
 }
 
 function parseFlags(all: string[]): Flags {

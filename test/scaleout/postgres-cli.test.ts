@@ -36,6 +36,30 @@ describe('switchboard coordinator --db postgres://', () => {
     expect(r.stderr).not.toContain(SECRET);
   });
 
+  it('takes --lease-ms and --renew-ms only on PostgreSQL, a renew at most half the lease (usage errors, exit 2)', async () => {
+    const onFile = await runCli(['coordinator', '--db', '/tmp/never-opened.db', '--lease-ms', '5000']);
+    expect(onFile.code).toBe(2);
+    expect(onFile.stderr).toContain('--lease-ms and --renew-ms are for a Coordinator on PostgreSQL');
+    const url = `postgres://postgres:${SECRET}@127.0.0.1:1/none`;
+    const tooSlow = await runCli([
+      'coordinator',
+      '--db',
+      url,
+      '--bus',
+      REDIS_URL,
+      '--lease-ms',
+      '2000',
+      '--renew-ms',
+      '1500',
+    ]);
+    expect(tooSlow.code).toBe(2);
+    expect(tooSlow.stderr).toContain('--renew-ms (1500) must be at most half of --lease-ms (2000)');
+    const bad = await runCli(['coordinator', '--db', url, '--bus', REDIS_URL, '--lease-ms', 'soon']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("--lease-ms must be a whole number from 200 to 600000 (got 'soon')");
+    for (const r of [onFile, tooSlow, bad]) expect(r.stderr).not.toContain(SECRET);
+  });
+
   it.runIf(runRedis)('exits 1 with a clear message when PostgreSQL does not answer, the password nowhere', async () => {
     const r = await runCli([
       'coordinator',
