@@ -33,7 +33,7 @@ import { PostgresAuditLog } from '../src/persistence/audit/postgres-chain.js';
 import { createRedisContextStore } from '../src/persistence/context/redis-store.js';
 import { PostgresCoordinatorStore } from '../src/persistence/coordinator/postgres-store.js';
 import { openPgPool } from '../src/persistence/kernel/postgres.js';
-import { parseWorkflowDefinition } from '../src/workflow/definition.js';
+import { ROLES, definition, progress } from './four-stage-workflow.js';
 import { type CommitBatch, type ItemChanges, dispatchedHop } from '../src/workflow/records.js';
 
 const PG_URL = process.env.PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -41,23 +41,6 @@ const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ITEMS = Number(process.env.BENCH_ITEMS ?? 200);
 const WAVE = 50;
 const SEQUENTIAL_ITEMS = Number(process.env.BENCH_SEQUENTIAL_ITEMS ?? 30);
-const ROLES = ['plan', 'build', 'check', 'ship'] as const;
-
-const definition = parseWorkflowDefinition({
-  id: 'bench-4',
-  version: 1,
-  start: 'plan',
-  stages: {
-    plan: { role: 'plan', next: [{ on: 'succeeded', goto: 'build' }] },
-    build: { role: 'build', next: [{ on: 'succeeded', goto: 'check' }] },
-    check: { role: 'check', next: [{ on: 'succeeded', goto: 'ship' }] },
-    ship: { role: 'ship', next: [{ on: 'succeeded', end: 'completed' }] },
-  },
-});
-
-function progress(text: string): void {
-  process.stderr.write(`${text}\n`);
-}
 
 function quantile(values: readonly number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b);

@@ -29,7 +29,7 @@ import { type RoleDeployment, createCoordinator } from '../src/actors/coordinato
 import type { TimedStep } from '../src/actors/coordinator/engine.js';
 import { observeCommits } from '../src/actors/coordinator/commit-timing.js';
 import { complete } from '../src/actors/worker/worker.js';
-import { parseWorkflowDefinition } from '../src/workflow/definition.js';
+import { ROLES, definition, progress } from './four-stage-workflow.js';
 import { openDatabase } from '../src/persistence/kernel/database.js';
 import { metrics, propagation, trace } from '@opentelemetry/api';
 import { ExportResultCode, W3CTraceContextPropagator } from '@opentelemetry/core';
@@ -69,23 +69,6 @@ if (OTEL) {
 const ITEMS = Number(process.env.BENCH_ITEMS ?? 400);
 const WAVE = 50;
 const SEQUENTIAL_ITEMS = Number(process.env.BENCH_SEQUENTIAL_ITEMS ?? 50);
-const ROLES = ['plan', 'build', 'check', 'ship'] as const;
-
-const definition = parseWorkflowDefinition({
-  id: 'bench-4',
-  version: 1,
-  start: 'plan',
-  stages: {
-    plan: { role: 'plan', next: [{ on: 'succeeded', goto: 'build' }] },
-    build: { role: 'build', next: [{ on: 'succeeded', goto: 'check' }] },
-    check: { role: 'check', next: [{ on: 'succeeded', goto: 'ship' }] },
-    ship: { role: 'ship', next: [{ on: 'succeeded', end: 'completed' }] },
-  },
-});
-
-function progress(text: string): void {
-  process.stderr.write(`${text}\n`);
-}
 
 function quantile(sorted: readonly number[], q: number): number {
   if (sorted.length === 0) return Number.NaN;

@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { type NodeRun, runNode } from '../node-run.js';
 
 /**
  * `redis` is an optional peer dependency: the package root (the built
@@ -18,20 +18,8 @@ const block = new URL('block-redis.mjs', fixtures).pathname;
 const bin = new URL('../../bin/switchboard.js', import.meta.url).pathname;
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
-function node(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', block, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    child.on('error', reject);
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
+function node(args: string[]): Promise<NodeRun> {
+  return runNode(['--import', block, ...args]);
 }
 
 const INSTALL = "needs the package 'redis' (node-redis ^6.3.1), which cannot be found: run 'npm install redis@6'";

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -6,24 +5,13 @@ import { SqliteCoordinatorStore } from '../../src/persistence/coordinator/store.
 import { AuditLog } from '../../src/persistence/audit/chain.js';
 import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { tempDir } from './helpers.js';
+import { type NodeRun, runNode } from '../node-run.js';
 
 /** `switchboard demo` as a user runs it (the built CLI: `npm test` builds first). */
 const bin = new URL('../../bin/switchboard.js', import.meta.url).pathname;
 
-function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    child.on('error', reject);
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
+function run(args: string[]): Promise<NodeRun> {
+  return runNode([bin, ...args]);
 }
 
 describe('switchboard demo', () => {

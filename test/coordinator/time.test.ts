@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { REPLY_METADATA_KEY } from '../../src/bus/reply-routing.js';
-import type { Delivery } from '../../src/bus/work-queue.js';
+import type { Delivery, WorkQueue } from '../../src/bus/work-queue.js';
 import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { RESULTS_ROLE, type ResultEnvelope, type WorkEnvelope } from '../../src/protocol/work-envelope.js';
 import type { WorkflowDefinitionInput } from '../../src/protocol/workflow.js';
@@ -21,6 +21,27 @@ function definition(extra: Partial<WorkflowDefinitionInput> = {}, stage: Record<
     stages: { work: { role: 'worker', next: [{ on: 'succeeded', end: 'completed' }], ...stage } },
     ...extra,
   });
+}
+
+/** Publishes a completed result for the hop of `headers`, as a worker of `role` would. */
+async function publishCompleted(
+  bus: WorkQueue,
+  headers: WorkEnvelope['headers'],
+  result: { role: string; text: string; usage: ResultEnvelope['usage']; key: string },
+): Promise<void> {
+  await bus.publish(
+    RESULTS_ROLE,
+    {
+      kind: 'result',
+      headers,
+      role: result.role,
+      outcome: 'completed',
+      parts: [{ kind: 'text', text: result.text }],
+      artifacts: [],
+      usage: result.usage,
+    },
+    { idempotencyKey: result.key },
+  );
 }
 
 async function take(f: Fixture, role: string): Promise<Delivery & { envelope: WorkEnvelope }> {
@@ -56,19 +77,12 @@ describe('stage timeouts and item deadlines', () => {
     expect((await coordinator.bus.stats('worker')).depth).toBe(0);
     const again = await take(f, 'worker');
     expect(again.envelope.headers.idempotencyKey).toBe(`${id}/1/1`);
-    await coordinator.bus.publish(
-      RESULTS_ROLE,
-      {
-        kind: 'result',
-        headers: again.envelope.headers,
-        role: 'worker',
-        outcome: 'completed',
-        parts: [{ kind: 'text', text: 'done' }],
-        artifacts: [],
-        usage: { inputTokens: 3, outputTokens: 1, costUsd: 0.01, model: 'm' },
-      },
-      { idempotencyKey: `${id}:result` },
-    );
+    await publishCompleted(coordinator.bus, again.envelope.headers, {
+      role: 'worker',
+      text: 'done',
+      usage: { inputTokens: 3, outputTokens: 1, costUsd: 0.01, model: 'm' },
+      key: `${id}:result`,
+    });
     await coordinator.bus.ack(again);
     const final = await coordinator.settled(id);
     expect(final.state).toBe('completed');
@@ -116,19 +130,12 @@ describe('stage timeouts and item deadlines', () => {
     expect(final.finishedAt! - final.createdAt).toBeGreaterThanOrEqual(200);
     const deadline = coordinator.audit.list({ itemId: id }).find((r) => r.kind === 'timeout');
     expect(deadline?.data).toMatchObject({ what: 'deadline', deadlineMs: 200 });
-    await coordinator.bus.publish(
-      RESULTS_ROLE,
-      {
-        kind: 'result',
-        headers: work.envelope.headers,
-        role: 'worker',
-        outcome: 'completed',
-        parts: [{ kind: 'text', text: 'late' }],
-        artifacts: [],
-        usage: { inputTokens: 1, outputTokens: 1, costUsd: 0.5, model: 'm' },
-      },
-      { idempotencyKey: `${id}:late` },
-    );
+    await publishCompleted(coordinator.bus, work.envelope.headers, {
+      role: 'worker',
+      text: 'late',
+      usage: { inputTokens: 1, outputTokens: 1, costUsd: 0.5, model: 'm' },
+      key: `${id}:late`,
+    });
     await until(() => (coordinator.get(id)?.usage.costUsd ?? 0) > 0, 5_000, 'the late cost');
     expect(coordinator.get(id)).toMatchObject({ state: 'failed', failure: { code: 'DEADLINE_EXCEEDED' } });
     expect(coordinator.audit.verifyChain().ok).toBe(true);
@@ -197,19 +204,12 @@ describe('stage timeouts and item deadlines', () => {
   async function completeResumed(fx: Fixture, id: string, work: WorkEnvelope) {
     const resumed = await take(fx, 'worker');
     expect(resumed.envelope.headers.continuationToken).toBe(`tok-${id}`);
-    await fx.coordinator.bus.publish(
-      RESULTS_ROLE,
-      {
-        kind: 'result',
-        headers: work.headers,
-        role: 'worker',
-        outcome: 'completed',
-        parts: [{ kind: 'text', text: 'went on' }],
-        artifacts: [],
-        usage: { inputTokens: 1, outputTokens: 1, costUsd: 0.001, model: 'm' },
-      },
-      { idempotencyKey: `${id}:final` },
-    );
+    await publishCompleted(fx.coordinator.bus, work.headers, {
+      role: 'worker',
+      text: 'went on',
+      usage: { inputTokens: 1, outputTokens: 1, costUsd: 0.001, model: 'm' },
+      key: `${id}:final`,
+    });
     await fx.coordinator.bus.ack(resumed);
     return resumed.envelope.message;
   }
@@ -229,19 +229,12 @@ describe('stage timeouts and item deadlines', () => {
       idempotencyKey: `${token}:ask`,
       askedBy: { role: 'worker', continuationToken: token, hop: 1 },
     });
-    await coordinator.bus.publish(
-      RESULTS_ROLE,
-      {
-        kind: 'result',
-        headers: asked.envelope.headers,
-        role: 'expert',
-        outcome: 'completed',
-        parts: [{ kind: 'text', text: 'left' }],
-        artifacts: [],
-        usage: { inputTokens: 5, outputTokens: 1, costUsd: 0.02, model: 'm' },
-      },
-      { idempotencyKey: `${token}:answer` },
-    );
+    await publishCompleted(coordinator.bus, asked.envelope.headers, {
+      role: 'expert',
+      text: 'left',
+      usage: { inputTokens: 5, outputTokens: 1, costUsd: 0.02, model: 'm' },
+      key: `${token}:answer`,
+    });
     await coordinator.bus.ack(asked);
     const resumed = await completeResumed(fx, id, work.envelope);
     expect(resumed.parts).toEqual([{ kind: 'text', text: 'left' }]);

@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { type NodeRun, runNode } from '../node-run.js';
 
 /**
  * `pg` is an optional peer dependency: the package (the built `dist/`;
@@ -15,20 +15,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 const fixtures = new URL('./fixtures/', import.meta.url);
 const block = new URL('block-pg.mjs', fixtures).pathname;
 
-function node(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', block, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    child.on('error', reject);
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
+function node(args: string[]): Promise<NodeRun> {
+  return runNode(['--import', block, ...args]);
 }
 
 describe('pg is optional', () => {
