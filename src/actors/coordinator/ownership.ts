@@ -4,6 +4,7 @@ import type { Statement } from 'better-sqlite3';
 import type { Logger } from '../../log/logger.js';
 import type { SqliteDatabase } from '../../persistence/kernel/database.js';
 import { CoordinatorError } from './types.js';
+import { processExists } from '../../persistence/kernel/process-liveness.js';
 
 /**
  * One Coordinator per file. A Coordinator keeps its live runs and records in
@@ -36,16 +37,6 @@ export interface OwnershipOptions {
   alive?: (pid: number) => boolean;
 }
 
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it exists, owned by someone else.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 export class FileOwnership {
   readonly token = randomUUID();
   readonly #db: SqliteDatabase;
@@ -69,7 +60,7 @@ export class FileOwnership {
     this.#log = options.logger;
     this.#heartbeatMs = options.heartbeatMs ?? 1_000;
     this.#staleMs = options.staleMs ?? 10_000;
-    this.#alive = options.alive ?? processAlive;
+    this.#alive = options.alive ?? processExists;
     this.#read = this.#db.prepare(
       'SELECT token, pid, host, since, heartbeat_at AS heartbeatAt FROM coord_owner WHERE id = 1',
     );

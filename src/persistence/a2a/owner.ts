@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { ERROR_CODES, type ErrorCodeOf, SwitchboardError } from '../../protocol/switchboard-error.js';
 import type { SqliteDatabase } from '../kernel/database.js';
+import { processExists } from '../kernel/process-liveness.js';
 
 /**
  * One broker per file. The owner is the row of `a2a_owner`: taken when a
@@ -68,16 +69,6 @@ export function processStart(pid: number): string {
     return `${boot}:${fields[19] ?? ''}`;
   } catch {
     return '';
-  }
-}
-
-function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it exists, run by another user.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

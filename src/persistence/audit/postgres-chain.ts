@@ -2,7 +2,7 @@ import * as crypto from 'node:crypto';
 import type { AuditEntryInput, AuditHead, AuditRow } from '../../protocol/audit.js';
 import { type Clock, systemClock } from '../kernel/clock.js';
 import { SchemaVersionError } from '../kernel/migrations.js';
-import type { PgPool, PgQuery } from '../kernel/postgres.js';
+import { type PgPool, type PgQuery, inPgTransaction } from '../kernel/postgres.js';
 import { type PgMigrationSet, migratePg, pgSchemaVersion } from '../kernel/postgres-migrations.js';
 import {
   AUDIT_GENESIS_HASH,
@@ -207,24 +207,8 @@ export class PostgresAuditLog {
     return this.#inTransaction((tx) => this.appendInTransaction(tx, entries));
   }
 
-  async #inTransaction<T>(run: (tx: PgQuery) => Promise<T>, mode = ''): Promise<T> {
-    const c = await this.#pool.connect();
-    let broken: Error | undefined;
-    try {
-      await c.query(`BEGIN${mode}`);
-      try {
-        const out = await run(c);
-        await c.query('COMMIT');
-        return out;
-      } catch (error) {
-        await c.query('ROLLBACK').catch((rollback: Error) => {
-          broken = rollback;
-        });
-        throw error;
-      }
-    } finally {
-      c.release(broken);
-    }
+  #inTransaction<T>(run: (tx: PgQuery) => Promise<T>, mode = ''): Promise<T> {
+    return inPgTransaction(this.#pool, run, `BEGIN${mode}`);
   }
 
   /** The chain head as stored. */

@@ -19,6 +19,7 @@ import {
   type SwitchboardErrorOptions,
 } from '../../protocol/switchboard-error.js';
 import { type PgConnection, type PgQuery, connectPostgres, redactPostgresUrl } from './postgres-connection.js';
+import { processExists } from '../kernel/process-liveness.js';
 
 export type { PgQuery } from './postgres-connection.js';
 export type { LeaseRoleChange } from '../../decisions/lease-decision.js';
@@ -181,16 +182,6 @@ export async function readLeaseStatus(db: PgQuery): Promise<LeaseStatus | undefi
   return { now, epoch: row === undefined ? 0 : Number(row.epoch), holder, standbys };
 }
 
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it exists, owned by someone else.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** The role a lease holds now. */
 export type LeaseRole = 'leader' | 'standby' | 'closed';
 
@@ -268,7 +259,7 @@ export class PostgresLease {
     this.#timing = { leaseMs, renewMs, backoffMinMs, backoffMaxMs: Math.max(backoffMinMs, renewMs) };
     this.#queryTimeoutMs = positive('queryTimeoutMs', options.queryTimeoutMs ?? renewMs);
     this.#log = options.logger;
-    this.#alive = options.alive ?? processAlive;
+    this.#alive = options.alive ?? processExists;
     this.#now = options.now ?? (() => performance.now());
   }
 

@@ -3,7 +3,7 @@ import type { AuditEntryInput } from '../../protocol/audit.js';
 import type { Part } from '../../protocol/parts.js';
 import type { WorkMessage } from '../../protocol/work-envelope.js';
 import { SchemaVersionError } from '../kernel/migrations.js';
-import { type PgPool, type PgQuery, PostgresError } from '../kernel/postgres.js';
+import { type PgPool, type PgQuery, PostgresError, inPgTransaction } from '../kernel/postgres.js';
 import { type PgMigrationSet, migratePg, pgSchemaVersion } from '../kernel/postgres-migrations.js';
 import type { CoordinatorStore, CoordinatorTables, StoredItem } from './coordinator-store.js';
 import type { PgFence } from './postgres-client.js';
@@ -318,43 +318,30 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
   /** One transaction for the group: each batch in its own savepoint when there are several. */
   async #commitGroup(group: Pending[]): Promise<void> {
     const outcomes: ({ ok: true; value: Committed } | { ok: false; error: unknown })[] = [];
-    let connection: Awaited<ReturnType<PgPool['connect']>> | undefined;
-    let broken: Error | undefined;
     try {
-      connection = await this.#pool.connect();
-      const tx = connection;
-      await tx.query('BEGIN');
-      try {
+      await inPgTransaction(this.#pool, async (tx) => {
         if (this.#fence !== undefined) await this.#fence(tx);
         if (group.length === 1) {
           outcomes.push({ ok: true, value: await this.#apply(tx, group[0]!.batch) });
-        } else {
-          for (const [i, pending] of group.entries()) {
-            await tx.query(`SAVEPOINT batch_${i}`);
-            try {
-              const value = await this.#apply(tx, pending.batch);
-              await tx.query(`RELEASE SAVEPOINT batch_${i}`);
-              outcomes.push({ ok: true, value });
-            } catch (error) {
-              // A lost connection fails the whole group below (the rollback to the savepoint throws too).
-              await tx.query(`ROLLBACK TO SAVEPOINT batch_${i}`);
-              outcomes.push({ ok: false, error });
-            }
+          return;
+        }
+        for (const [i, pending] of group.entries()) {
+          await tx.query(`SAVEPOINT batch_${i}`);
+          try {
+            const value = await this.#apply(tx, pending.batch);
+            await tx.query(`RELEASE SAVEPOINT batch_${i}`);
+            outcomes.push({ ok: true, value });
+          } catch (error) {
+            // A lost connection fails the whole group below (the rollback to the savepoint throws too).
+            await tx.query(`ROLLBACK TO SAVEPOINT batch_${i}`);
+            outcomes.push({ ok: false, error });
           }
         }
-        await tx.query('COMMIT');
-      } catch (error) {
-        await tx.query('ROLLBACK').catch((rollback: Error) => {
-          broken = rollback;
-        });
-        throw error;
-      }
+      });
     } catch (error) {
       // Nothing of the group committed (or its outcome is unknown: the connection was lost): all of it rejects.
       for (const pending of group) pending.reject(error);
       return;
-    } finally {
-      connection?.release(broken);
     }
     this.groups.transactions += 1;
     this.groups.batches += group.length;
@@ -681,23 +668,11 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
       await this.#pool.query(text, params);
       return;
     }
-    const c = await this.#pool.connect();
-    let broken: Error | undefined;
-    try {
-      await c.query('BEGIN');
-      try {
-        await this.#fence(c);
-        await c.query(text, params);
-        await c.query('COMMIT');
-      } catch (error) {
-        await c.query('ROLLBACK').catch((rollback: Error) => {
-          broken = rollback;
-        });
-        throw error;
-      }
-    } finally {
-      c.release(broken);
-    }
+    const fence = this.#fence;
+    await inPgTransaction(this.#pool, async (tx) => {
+      await fence(tx);
+      await tx.query(text, params);
+    });
   }
 
   recordItemTask(itemId: string, taskId: string): Promise<void> {

@@ -1,5 +1,5 @@
 import { SchemaVersionError } from './migrations.js';
-import type { PgPool, PgQuery } from './postgres.js';
+import { type PgPool, type PgQuery, inPgTransaction } from './postgres.js';
 
 /**
  * Migrations of a component's tables in PostgreSQL, as `migrations.ts` does
@@ -49,35 +49,22 @@ export async function checkPgSchema(q: PgQuery, set: PgMigrationSet): Promise<vo
 
 /** Brings a component's schema to `set.current` in one transaction; refuses a newer one. */
 export async function migratePg(pool: PgPool, set: PgMigrationSet): Promise<{ from: number; to: number }> {
-  const c = await pool.connect();
-  let broken: Error | undefined;
-  try {
-    await c.query('BEGIN');
-    try {
-      await c.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
-      await c.query(VERSION_TABLE);
-      const from = await pgSchemaVersion(c, set.component);
-      if (from > set.current) throw new SchemaVersionError(set.component, from, set.current);
-      for (const migration of set.migrations) {
-        if (migration.version <= from) continue;
-        for (const statement of migration.sql) await c.query(statement);
-      }
-      if (from !== set.current) {
-        await c.query(
-          `INSERT INTO schema_version (component, version, updated_at) VALUES ($1, $2, $3)
-           ON CONFLICT (component) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at`,
-          [set.component, set.current, new Date().toISOString()],
-        );
-      }
-      await c.query('COMMIT');
-      return { from, to: set.current };
-    } catch (error) {
-      await c.query('ROLLBACK').catch((rollback: Error) => {
-        broken = rollback;
-      });
-      throw error;
+  return inPgTransaction(pool, async (c) => {
+    await c.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+    await c.query(VERSION_TABLE);
+    const from = await pgSchemaVersion(c, set.component);
+    if (from > set.current) throw new SchemaVersionError(set.component, from, set.current);
+    for (const migration of set.migrations) {
+      if (migration.version <= from) continue;
+      for (const statement of migration.sql) await c.query(statement);
     }
-  } finally {
-    c.release(broken);
-  }
+    if (from !== set.current) {
+      await c.query(
+        `INSERT INTO schema_version (component, version, updated_at) VALUES ($1, $2, $3)
+         ON CONFLICT (component) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at`,
+        [set.component, set.current, new Date().toISOString()],
+      );
+    }
+    return { from, to: set.current };
+  });
 }

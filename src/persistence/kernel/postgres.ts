@@ -234,3 +234,33 @@ export async function openPgPool(url: string, options: PgPoolOptions = {}): Prom
   }
   return wrapped;
 }
+
+/**
+ * Runs `run` in one transaction on a connection of `pool` (`begin` opens
+ * it: `BEGIN`, or with a mode): COMMIT once it resolves, ROLLBACK if it (or
+ * the COMMIT) throws, and the error goes on. A connection whose ROLLBACK
+ * fails is in an unknown state: it is dropped, not given back to the pool.
+ */
+export async function inPgTransaction<T>(
+  pool: PgPool,
+  run: (tx: PgConnection) => Promise<T>,
+  begin = 'BEGIN',
+): Promise<T> {
+  const c = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await c.query(begin);
+    try {
+      const out = await run(c);
+      await c.query('COMMIT');
+      return out;
+    } catch (error) {
+      await c.query('ROLLBACK').catch((rollback: Error) => {
+        broken = rollback;
+      });
+      throw error;
+    }
+  } finally {
+    c.release(broken);
+  }
+}
