@@ -100,6 +100,8 @@ describe.skipIf(!available)('the console in a browser', () => {
     await shot(page, 'machines');
     await page.goto(`${server.url}#/tasks`);
     await page.locator('tbody tr.clickable').first().click();
+    // The task's view renders after the click: wait for its diagram, then exactly one state is current.
+    await page.locator('svg[aria-label="task machine"] g.node.current').first().waitFor();
     expect(await page.locator('svg[aria-label="task machine"] g.node.current').count()).toBe(1);
     expect([...hosts]).toEqual([new URL(server.url).host]);
     await page.context().close();
