@@ -5,6 +5,7 @@ import type { BrokerApi } from '../broker/api.js';
 import type { CoordinatorTables } from '../../persistence/coordinator/coordinator-store.js';
 import type { HopRecord, ItemRecord } from '../../workflow/records.js';
 import { outputArtifacts } from '../../workflow/item-output.js';
+import { HOP_TASK_STATE, ITEM_TASK_STATE } from '../../workflow/task-view.js';
 import { type HumanEdge, type Party, SWITCHBOARD_METADATA_KEY } from './human-edge.js';
 
 /**
@@ -37,23 +38,6 @@ import { type HumanEdge, type Party, SWITCHBOARD_METADATA_KEY } from './human-ed
 
 /** The broker context the role agents register in. */
 export const ROLE_AGENTS_CONTEXT = 'switchboard-roles';
-
-const HOP_TASK_STATE: Record<HopRecord['state'], TaskState> = {
-  dispatched: 'working',
-  suspended: 'input-required',
-  completed: 'completed',
-  failed: 'failed',
-};
-
-const ITEM_TASK_STATE: Record<ItemRecord['state'], TaskState> = {
-  pending: 'working',
-  running: 'working',
-  suspended: 'working',
-  'awaiting-approval': 'auth-required',
-  completed: 'completed',
-  failed: 'failed',
-  canceled: 'canceled',
-};
 
 const FINAL_TASK_STATES: readonly TaskState[] = ['completed', 'failed', 'canceled', 'rejected'];
 
