@@ -99,6 +99,9 @@ export function taskViewsOfItem(item: ItemRecord, hops: readonly HopRecord[]): T
 }
 
 /** The derived view of many items: each item's tasks (`taskViewsOfItem`), items in the order given. */
-export function taskViewsOfItems(items: readonly ItemRecord[], hopsOf: (itemId: string) => readonly HopRecord[]): TaskView[] {
+export function taskViewsOfItems(
+  items: readonly ItemRecord[],
+  hopsOf: (itemId: string) => readonly HopRecord[],
+): TaskView[] {
   return items.flatMap((item) => taskViewsOfItem(item, hopsOf(item.id)));
 }
