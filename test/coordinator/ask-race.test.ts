@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Delivery } from '../../src/bus/work-queue.js';
 import { RESULTS_ROLE, type ResultEnvelope, type WorkEnvelope } from '../../src/protocol/work-envelope.js';
 import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
-import { type Fixture, openFixture } from './helpers.js';
+import { type Fixture, auditRows, openFixture } from './helpers.js';
 
 /**
  * A suspended hop's question goes out through the Coordinator's outbox, in the
@@ -75,7 +75,10 @@ describe('the ask path: one path for every hop', () => {
         idempotencyKey: `${token}:ask`,
         askedBy: { role: 'lead', continuationToken: token, hop: work.envelope.headers.hop },
       });
-      expect(coordinator.hops(id).map((h) => `${h.kind}:${h.state}`)).toEqual(['stage:suspended', 'query:dispatched']);
+      expect((await coordinator.listHops(id)).map((h) => `${h.kind}:${h.state}`)).toEqual([
+        'stage:suspended',
+        'query:dispatched',
+      ]);
 
       const answer: ResultEnvelope = {
         kind: 'result',
@@ -116,15 +119,18 @@ describe('the ask path: one path for every hop', () => {
       expect(final.state).toBe('completed');
 
       // Applied once each: one suspension, one query, one resume; the costs of each counted once.
-      const audit = coordinator.audit.list({ itemId: id });
+      const audit = await auditRows(coordinator, { itemId: id });
       const count = (kind: string) => audit.filter((r) => r.kind === kind).length;
       expect(count('suspend')).toBe(1);
       expect(count('resume')).toBe(1);
       expect(audit.filter((r) => r.kind === 'dispatch' && r.data.kind === 'query')).toHaveLength(1);
       expect(count('cost')).toBe(3);
       expect(final.usage.costUsd).toBeCloseTo(0.031, 10);
-      expect(coordinator.hops(id).map((h) => `${h.kind}:${h.state}`)).toEqual(['stage:completed', 'query:completed']);
-      expect(coordinator.audit.verifyChain().ok).toBe(true);
+      expect((await coordinator.listHops(id)).map((h) => `${h.kind}:${h.state}`)).toEqual([
+        'stage:completed',
+        'query:completed',
+      ]);
+      expect((await coordinator.verifyAudit()).ok).toBe(true);
       // No result was nacked for later (no "early" answer, no retry): the results queue is empty.
       await coordinator.mirrored();
       const results = await bus.stats(RESULTS_ROLE);

@@ -76,7 +76,7 @@ describe('results arriving while a commit is in flight', () => {
       await coordinator.bus.publish(RESULTS_ROLE, result, { idempotencyKey: `result-${itemId}` });
     };
     await publish(ids[0]!);
-    await until(() => held, 10_000, "the first result's commit in flight");
+    await until(async () => held, 10_000, "the first result's commit in flight");
     // Each read on its own (the results loop polls every few milliseconds), while the first commit is held.
     await publish(ids[1]!);
     await new Promise((r) => setTimeout(r, 300));
@@ -85,13 +85,16 @@ describe('results arriving while a commit is in flight', () => {
     expect(batches).toEqual([]);
     release();
     await until(
-      () => ids.every((id) => coordinator.hops(id).some((h) => h.role === 'coding')),
+      async () =>
+        (await Promise.all(ids.map((id) => coordinator.listHops(id)))).every((hops) =>
+          hops.some((h) => h.role === 'coding'),
+        ),
       10_000,
       'all three at coding',
     );
     // The first alone (in flight when the others came), the two that waited in one commit of 2
     // (each result is reported with the size of the commit it shared; one by one would be [1, 1, 1]).
     expect(batches).toEqual([1, 2, 2]);
-    expect(coordinator.audit.verifyChain().ok).toBe(true);
+    expect((await coordinator.verifyAudit()).ok).toBe(true);
   });
 });

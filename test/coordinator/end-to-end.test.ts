@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { COORDINATOR_AGENT_NAME } from '../../src/actors/coordinator/human-edge.js';
 import type { ItemStatus } from '../../src/actors/coordinator/types.js';
-import { type Fixture, autoApprove, openFixture } from './helpers.js';
+import { type Fixture, auditRows, auditHead, autoApprove, openFixture } from './helpers.js';
 
 /**
  * The design's verification: the same definition runs two work items end to
@@ -30,8 +30,8 @@ describe('two work items on the dev SDLC definition', () => {
     expect(fb.state).toBe('completed');
 
     for (const id of [a, b]) {
-      const item = coordinator.get(id)!;
-      const hops = coordinator.hops(id);
+      const item = (await coordinator.getItem(id))!;
+      const hops = await coordinator.listHops(id);
       // architect, coding (suspends, asks architect: a query hop), testing (fails), coding, testing, devops
       expect(hops.map((h) => `${h.kind}:${h.stage}/${h.role}:${h.state}`)).toEqual([
         'stage:architect/architect:completed',
@@ -46,7 +46,7 @@ describe('two work items on the dev SDLC definition', () => {
       expect(hops[3]!.error?.type).toBe('TestsFailed');
 
       // Cost: each hop's accruals sum to the hop; the hops sum to the item; by agent and by model too.
-      const rows = coordinator.store.usageRows({ itemId: id });
+      const rows = await coordinator.tables.readUsageRows({ itemId: id });
       for (const h of hops) {
         const mine = rows.filter((r) => r.hopId === h.id);
         expect(mine.length).toBeGreaterThanOrEqual(1);
@@ -67,14 +67,14 @@ describe('two work items on the dev SDLC definition', () => {
       expect(item.usage.outputTokens).toBe(sum.outputTokens);
       expect(item.usage.costUsd).toBeCloseTo(sum.costUsd, 9);
       expect(item.usage.costUsd).toBeGreaterThan(0);
-      const byModel = coordinator.store.usageBy('model', { itemId: id });
+      const byModel = await coordinator.tables.readUsageBy('model', { itemId: id });
       expect(byModel.map((g) => g.key).sort()).toEqual(['demo-large', 'demo-medium', 'demo-small', 'unreported']);
-      const byAgent = coordinator.store.usageBy('agent', { itemId: id });
+      const byAgent = await coordinator.tables.readUsageBy('agent', { itemId: id });
       expect(byAgent.reduce((s, g) => s + g.costUsd, 0)).toBeCloseTo(item.usage.costUsd, 9);
       expect(byAgent.find((g) => g.key === 'architect')?.hops).toBe(2);
 
       // Audit: every stage hop has a governance decision, a dispatch, its result (or failure) and its cost.
-      const audit = coordinator.audit.list({ itemId: id });
+      const audit = await auditRows(coordinator, { itemId: id });
       for (const h of hops) {
         const about = audit.filter((r) => r.data.hopId === h.id);
         const kinds = about.map((r) => r.kind);
@@ -107,9 +107,9 @@ describe('two work items on the dev SDLC definition', () => {
       });
       expect(kinds.at(-1)).toBe('item-completed');
     }
-    const verified = coordinator.audit.verifyChain({ expectedHead: coordinator.audit.head() });
+    const verified = await coordinator.verifyAudit({ expectedHead: await auditHead(coordinator) });
     expect(verified.ok).toBe(true);
-    if (verified.ok) expect(verified.entries).toBe(coordinator.audit.list().length);
+    if (verified.ok) expect(verified.entries).toBe((await auditRows(coordinator)).length);
 
     // The watch stream saw each hop, in order, and ended with the item.
     const aEvents = statuses.filter((s) => s.id === a).map((s) => s.event.kind);
@@ -126,7 +126,7 @@ describe('two work items on the dev SDLC definition', () => {
     await coordinator.settled(id);
     stop();
     await coordinator.mirrored();
-    const item = coordinator.get(id)!;
+    const item = (await coordinator.getItem(id))!;
     expect(item.mirrored).toBe(true);
     // Register again as the item's Coordinator party: it regains its tasks.
     const me = await coordinator.broker.register({ name: COORDINATOR_AGENT_NAME, contextId: id, kind: 'parent' });
@@ -134,7 +134,7 @@ describe('two work items on the dev SDLC definition', () => {
     expect(task.status.state).toBe('completed');
     expect(task.requesterName).toBe('edge');
     const { tasks } = await coordinator.broker.listTasks({ token: me.token, role: 'requester' });
-    const hops = coordinator.hops(id);
+    const hops = await coordinator.listHops(id);
     expect(tasks).toHaveLength(hops.length);
     for (const h of hops) {
       const child = tasks.find((t) => t.id === h.taskId)!;

@@ -4,7 +4,7 @@ import { type WorkHandler, complete } from '../../src/actors/worker/worker.js';
 import { DEMO_HANDLERS } from '../../src/demo/roles.js';
 import type { NamedPolicy } from '../../src/workflow/governance.js';
 import { RESULTS_ROLE, type ResultEnvelope } from '../../src/protocol/work-envelope.js';
-import { type Fixture, autoApprove, deployments, openFixture, until } from './helpers.js';
+import { type Fixture, auditRows, auditHead, autoApprove, deployments, openFixture, until } from './helpers.js';
 
 /** Governance denials, budget overruns, approvals and refused calls: each audited, each with its reason. */
 describe('governance, budgets and approvals', () => {
@@ -29,7 +29,7 @@ describe('governance, budgets and approvals', () => {
     expect(final.state).toBe('failed');
     expect(final.failure).toMatchObject({ code: 'GOVERNANCE_DENIED', stage: 'devops' });
     expect(final.failure?.reason).toContain('deploys are frozen');
-    const audit = coordinator.audit.list({ itemId: id });
+    const audit = await auditRows(coordinator, { itemId: id });
     const denial = audit.filter((r) => r.kind === 'governance').at(-1)!;
     expect(denial.data).toMatchObject({ role: 'devops', decision: 'deny', reason: 'deploys are frozen' });
     expect((denial.data.verdicts as { policy: string; decision: string }[]).at(-1)).toEqual({
@@ -41,8 +41,8 @@ describe('governance, budgets and approvals', () => {
     expect(last.kind).toBe('item-failed');
     expect(last.data).toMatchObject({ state: 'failed', failure: { code: 'GOVERNANCE_DENIED' } });
     // No devops hop was dispatched.
-    expect(coordinator.hops(id).some((h) => h.role === 'devops')).toBe(false);
-    expect(coordinator.audit.verifyChain().ok).toBe(true);
+    expect((await coordinator.listHops(id)).some((h) => h.role === 'devops')).toBe(false);
+    expect((await coordinator.verifyAudit()).ok).toBe(true);
   });
 
   it('a question a suspended hop asks goes through the Coordinator: denied, it never reaches the role and the item fails, audited', async () => {
@@ -65,15 +65,15 @@ describe('governance, budgets and approvals', () => {
     expect(final.state).toBe('failed');
     expect(final.failure).toMatchObject({ code: 'GOVERNANCE_DENIED', stage: 'coding', hop: 2 });
     expect(final.failure?.reason).toContain('coding may not ask the architect');
-    const governed = coordinator.audit.list({ itemId: id }).filter((r) => r.kind === 'governance');
+    const governed = (await auditRows(coordinator, { itemId: id })).filter((r) => r.kind === 'governance');
     expect(governed.at(-1)?.data).toMatchObject({ role: 'architect', stage: 'coding', query: true, decision: 'deny' });
-    const query = coordinator.hops(id).find((h) => h.kind === 'query')!;
+    const query = (await coordinator.listHops(id)).find((h) => h.kind === 'query')!;
     expect(query).toMatchObject({ role: 'architect', state: 'failed', error: { type: 'GovernanceDenied' } });
     // The question was never published: the architect never saw it.
     await new Promise((r) => setTimeout(r, 100));
     expect(questionsAnswered).toBe(0);
     expect((await coordinator.bus.stats('architect')).depth).toBe(0);
-    expect(coordinator.hops(id).find((h) => h.role === 'coding')?.state).toBe('suspended');
+    expect((await coordinator.listHops(id)).find((h) => h.role === 'coding')?.state).toBe('suspended');
   });
 
   it('an allowed question is forwarded through the Coordinator to the role', async () => {
@@ -102,7 +102,7 @@ describe('governance, budgets and approvals', () => {
     expect(final.failure?.code).toBe('BUDGET_EXCEEDED');
     expect(final.failure?.reason).toMatch(/budget exceeded: \d+ of 4000 tokens/);
     expect(final.usage.inputTokens + final.usage.outputTokens).toBeGreaterThan(4_000);
-    const last = coordinator.audit.list({ itemId: id }).at(-1)!;
+    const last = (await auditRows(coordinator, { itemId: id })).at(-1)!;
     expect(last.kind).toBe('item-failed');
     expect(last.data).toMatchObject({ failure: { code: 'BUDGET_EXCEEDED' } });
   });
@@ -118,10 +118,10 @@ describe('governance, budgets and approvals', () => {
     expect(final.state).toBe('failed');
     expect(final.failure).toMatchObject({ code: 'GOVERNANCE_DENIED', stage: 'coding' });
     expect(final.failure?.reason).toBe('budget: budget spent: 1000 of 1000 tokens');
-    const governed = coordinator.audit.list({ itemId: id }).filter((r) => r.kind === 'governance');
+    const governed = (await auditRows(coordinator, { itemId: id })).filter((r) => r.kind === 'governance');
     expect(governed.map((g) => g.data.decision)).toEqual(['allow', 'deny']);
     expect((governed[1]!.data.verdicts as { policy: string }[]).map((v) => v.policy)).toEqual(['budget']);
-    expect(coordinator.hops(id)).toHaveLength(1);
+    expect(await coordinator.listHops(id)).toHaveLength(1);
   });
 
   it('a require-approval policy holds the hop for a named approver', async () => {
@@ -135,8 +135,8 @@ describe('governance, budgets and approvals', () => {
     f = await openFixture({ policies: [qa] });
     const { coordinator } = f;
     const id = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Needs QA' });
-    await until(() => coordinator.get(id)?.state === 'awaiting-approval', 10_000, 'the QA approval');
-    expect(coordinator.get(id)?.approval).toMatchObject({
+    await until(async () => (await coordinator.getItem(id))?.state === 'awaiting-approval', 10_000, 'the QA approval');
+    expect((await coordinator.getItem(id))?.approval).toMatchObject({
       source: 'governance',
       approvers: ['qa-lead'],
       stage: 'testing',
@@ -152,7 +152,7 @@ describe('governance, budgets and approvals', () => {
     stop();
     sub.unsubscribe();
     expect(final.state).toBe('completed');
-    const approvals = coordinator.audit.list({ itemId: id }).filter((r) => r.kind === 'approval');
+    const approvals = (await auditRows(coordinator, { itemId: id })).filter((r) => r.kind === 'approval');
     expect(approvals.map((r) => r.data.by)).toEqual(['qa-lead', 'qa-lead', 'release-manager']);
   });
 
@@ -160,19 +160,19 @@ describe('governance, budgets and approvals', () => {
     f = await openFixture();
     const { coordinator } = f;
     const id = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Deploy me' });
-    await until(() => coordinator.get(id)?.state === 'awaiting-approval', 10_000, 'the gate');
-    const before = coordinator.audit.head();
+    await until(async () => (await coordinator.getItem(id))?.state === 'awaiting-approval', 10_000, 'the gate');
+    const before = await auditHead(coordinator);
     const err = await coordinator.approve(id, 'intern').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CoordinatorError);
     expect((err as CoordinatorError).code).toBe('COORD_APPROVAL_REFUSED');
-    expect(coordinator.audit.head()).toEqual(before);
-    expect(coordinator.get(id)?.state).toBe('awaiting-approval');
+    expect(await auditHead(coordinator)).toEqual(before);
+    expect((await coordinator.getItem(id))?.state).toBe('awaiting-approval');
     await coordinator.deny(id, 'release-manager', 'not in this release');
     const final = await coordinator.settled(id);
     expect(final.state).toBe('failed');
     expect(final.failure).toMatchObject({ code: 'APPROVAL_DENIED', stage: 'devops' });
     expect(final.failure?.reason).toContain('release-manager');
-    const audit = coordinator.audit.list({ itemId: id });
+    const audit = await auditRows(coordinator, { itemId: id });
     expect(audit.find((r) => r.kind === 'approval')?.data).toMatchObject({
       decision: 'denied',
       by: 'release-manager',
@@ -187,15 +187,15 @@ describe('governance, budgets and approvals', () => {
     f = await openFixture();
     const { coordinator } = f;
     const id = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Never mind' });
-    await until(() => coordinator.get(id)?.state === 'awaiting-approval', 10_000, 'the gate');
+    await until(async () => (await coordinator.getItem(id))?.state === 'awaiting-approval', 10_000, 'the gate');
     await expect(coordinator.cancel(id, { reason: 'x'.repeat(2001) })).rejects.toMatchObject({
       code: 'COORD_INVALID_ARGUMENT',
     });
-    expect(coordinator.get(id)?.state).toBe('awaiting-approval');
+    expect((await coordinator.getItem(id))?.state).toBe('awaiting-approval');
     await coordinator.cancel(id, { by: 'edge', reason: 'requirements changed' });
     const final = await coordinator.settled(id);
     expect(final.state).toBe('canceled');
-    expect(coordinator.audit.list({ itemId: id }).at(-1)).toMatchObject({
+    expect((await auditRows(coordinator, { itemId: id })).at(-1)).toMatchObject({
       kind: 'item-canceled',
       data: { state: 'canceled', cancellation: { by: 'edge', reason: 'requirements changed' } },
     });
@@ -206,7 +206,7 @@ describe('governance, budgets and approvals', () => {
   it('refuses bad requests and changes nothing', async () => {
     f = await openFixture();
     const { coordinator } = f;
-    const head = coordinator.audit.head();
+    const head = await auditHead(coordinator);
     await expect(coordinator.createWorkItem({ workflow: 'nope', input: 'x' })).rejects.toMatchObject({
       code: 'COORD_UNKNOWN_WORKFLOW',
     });
@@ -224,8 +224,8 @@ describe('governance, budgets and approvals', () => {
       code: 'COORD_UNKNOWN_ITEM',
     });
     await expect(coordinator.approve('no-such-item', '')).rejects.toMatchObject({ code: 'COORD_INVALID_ARGUMENT' });
-    expect(coordinator.list()).toHaveLength(0);
-    expect(coordinator.audit.head()).toEqual(head);
+    expect(await coordinator.listItems()).toHaveLength(0);
+    expect(await auditHead(coordinator)).toEqual(head);
   });
 
   it('a result delivered again changes nothing', async () => {
@@ -235,8 +235,8 @@ describe('governance, budgets and approvals', () => {
     const id = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Once only' });
     await coordinator.settled(id);
     stop();
-    const devops = coordinator.hops(id).find((h) => h.role === 'devops')!;
-    const before = { head: coordinator.audit.head(), item: coordinator.get(id) };
+    const devops = (await coordinator.listHops(id)).find((h) => h.role === 'devops')!;
+    const before = { head: await auditHead(coordinator), item: await coordinator.getItem(id) };
     const again: ResultEnvelope = {
       kind: 'result',
       headers: { taskId: devops.id, runId: id, hop: devops.hop, attempt: 1, idempotencyKey: devops.idempotencyKey },
@@ -251,8 +251,8 @@ describe('governance, budgets and approvals', () => {
       const s = await coordinator.bus.stats(RESULTS_ROLE);
       return s.depth === 0 && s.inFlight === 0;
     });
-    expect(coordinator.audit.head()).toEqual(before.head);
-    expect(coordinator.get(id)?.usage).toEqual(before.item?.usage);
+    expect(await auditHead(coordinator)).toEqual(before.head);
+    expect((await coordinator.getItem(id))?.usage).toEqual(before.item?.usage);
   });
   it('a hop whose workers keep dying (leases expire past its attempts) fails the item with LeaseExpired, audited', async () => {
     // No architect pool: this test plays a worker that leases the hop and dies each time.
@@ -274,10 +274,10 @@ describe('governance, budgets and approvals', () => {
     const final = await coordinator.settled(id);
     expect(final.state).toBe('failed');
     expect(final.failure?.reason).toContain('LeaseExpired');
-    const hop = coordinator.hops(id)[0]!;
+    const hop = (await coordinator.listHops(id))[0]!;
     expect(hop).toMatchObject({ role: 'architect', state: 'failed' });
-    const failure = coordinator.audit.list({ itemId: id }).find((r) => r.kind === 'failure')!;
+    const failure = (await auditRows(coordinator, { itemId: id })).find((r) => r.kind === 'failure')!;
     expect(failure.data).toMatchObject({ errorType: 'LeaseExpired', deliveries: 3 });
-    expect(coordinator.audit.verifyChain().ok).toBe(true);
+    expect((await coordinator.verifyAudit()).ok).toBe(true);
   });
 });

@@ -4,7 +4,7 @@ import { observeCommits } from '../../src/actors/coordinator/commit-timing.js';
 import { DEMO_HANDLERS } from '../../src/demo/roles.js';
 import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { RESULTS_ROLE, type ResultEnvelope } from '../../src/protocol/work-envelope.js';
-import { type Fixture, deployments, openFixture, until } from './helpers.js';
+import { type Fixture, auditRows, auditHead, deployments, openFixture, until } from './helpers.js';
 
 /**
  * Results that arrive together share one commit; when one of them fails, the
@@ -62,7 +62,10 @@ describe('results applied in a shared commit', () => {
       { role: RESULTS_ROLE, envelope: result(headersOf(d), 100), idempotencyKey: 'result-d' },
     ]);
     await until(
-      () => [c, d].every((id) => coordinator.hops(id).some((h) => h.role === 'coding')),
+      async () =>
+        (await Promise.all([c, d].map((id) => coordinator.listHops(id)))).every((hops) =>
+          hops.some((h) => h.role === 'coding'),
+        ),
       10_000,
       'items C and D at coding',
     );
@@ -71,25 +74,33 @@ describe('results applied in a shared commit', () => {
     const side = openDatabase(path);
     side.exec(`CREATE TRIGGER sabotage BEFORE INSERT ON coord_usage WHEN NEW.input_tokens = 666
                BEGIN SELECT RAISE(ABORT, 'sabotaged by the test'); END`);
-    const headBefore = coordinator.audit.head();
+    const headBefore = await auditHead(coordinator);
     await coordinator.bus.publishMany([
       { role: RESULTS_ROLE, envelope: result(headersOf(a), 666), idempotencyKey: 'result-a' },
       { role: RESULTS_ROLE, envelope: result(headersOf(b), 100), idempotencyKey: 'result-b' },
     ]);
     // B moves on to coding; A stays where it was, in the tables and in memory.
-    await until(() => coordinator.hops(b).some((h) => h.role === 'coding'), 10_000, 'item B at coding');
-    expect(coordinator.hops(a).map((h) => `${h.role}:${h.state}`)).toEqual(['architect:dispatched']);
-    expect(coordinator.get(a)?.usage.inputTokens).toBe(0);
-    expect(coordinator.store.usageRows({ itemId: a })).toHaveLength(0);
-    expect(coordinator.audit.list({ itemId: a }).filter((r) => r.kind === 'result')).toHaveLength(0);
-    expect(coordinator.audit.head().seq).toBeGreaterThan(headBefore.seq);
-    expect(coordinator.audit.verifyChain().ok).toBe(true);
+    await until(
+      async () => (await coordinator.listHops(b)).some((h) => h.role === 'coding'),
+      10_000,
+      'item B at coding',
+    );
+    expect((await coordinator.listHops(a)).map((h) => `${h.role}:${h.state}`)).toEqual(['architect:dispatched']);
+    expect((await coordinator.getItem(a))?.usage.inputTokens).toBe(0);
+    expect(await coordinator.tables.readUsageRows({ itemId: a })).toHaveLength(0);
+    expect((await auditRows(coordinator, { itemId: a })).filter((r) => r.kind === 'result')).toHaveLength(0);
+    expect((await auditHead(coordinator)).seq).toBeGreaterThan(headBefore.seq);
+    expect((await coordinator.verifyAudit()).ok).toBe(true);
     // The failed result was nacked for a retry: with the fault gone it applies, once.
     side.exec('DROP TRIGGER sabotage');
     side.close();
-    await until(() => coordinator.hops(a).some((h) => h.role === 'coding'), 10_000, 'item A at coding');
-    expect(coordinator.get(a)?.usage.inputTokens).toBeGreaterThanOrEqual(666);
-    expect(coordinator.hops(a).filter((h) => h.role === 'architect')).toHaveLength(1);
-    expect(coordinator.audit.verifyChain().ok).toBe(true);
+    await until(
+      async () => (await coordinator.listHops(a)).some((h) => h.role === 'coding'),
+      10_000,
+      'item A at coding',
+    );
+    expect((await coordinator.getItem(a))?.usage.inputTokens).toBeGreaterThanOrEqual(666);
+    expect((await coordinator.listHops(a)).filter((h) => h.role === 'architect')).toHaveLength(1);
+    expect((await coordinator.verifyAudit()).ok).toBe(true);
   });
 });

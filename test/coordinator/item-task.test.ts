@@ -36,7 +36,7 @@ describe("the work item's task", () => {
       /disk is full/,
     );
     await coordinator.mirrored();
-    expect(coordinator.list()).toEqual([]);
+    expect(await coordinator.listItems()).toEqual([]);
     expect(taskCount(path)).toBe(0);
     side.exec('DROP TRIGGER fail_item');
     side.close();
@@ -44,14 +44,14 @@ describe("the work item's task", () => {
     // The next item commits: its task is there when createWorkItem returns, then each hop gets its child task.
     const stop = autoApprove(coordinator);
     const id = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Add a health endpoint' });
-    const taskId = coordinator.get(id)?.taskId;
+    const taskId = (await coordinator.getItem(id))?.taskId;
     expect(taskId).toEqual(expect.any(String));
     expect((await coordinator.settled(id)).state).toBe('completed');
     stop();
     await coordinator.mirrored();
-    expect(coordinator.get(id)?.taskId).toBe(taskId);
-    expect(coordinator.get(id)?.mirrored).toBe(true);
-    expect(taskCount(path)).toBe(1 + coordinator.hops(id).length);
+    expect((await coordinator.getItem(id))?.taskId).toBe(taskId);
+    expect((await coordinator.getItem(id))?.mirrored).toBe(true);
+    expect(taskCount(path)).toBe(1 + (await coordinator.listHops(id)).length);
   });
 
   it('is made for every item of a burst, once each', async () => {
@@ -61,13 +61,13 @@ describe("the work item's task", () => {
     const ids = await Promise.all(
       Array.from({ length: 4 }, (_, i) => coordinator.createWorkItem({ workflow: 'dev-sdlc', input: `item ${i}` })),
     );
-    for (const id of ids) expect(coordinator.get(id)?.taskId).toEqual(expect.any(String));
+    for (const id of ids) expect((await coordinator.getItem(id))?.taskId).toEqual(expect.any(String));
     for (const id of ids) await coordinator.settled(id);
     stop();
     await coordinator.mirrored();
-    const taskIds = new Set(ids.map((id) => coordinator.get(id)?.taskId));
+    const taskIds = new Set((await Promise.all(ids.map((id) => coordinator.getItem(id)))).map((item) => item?.taskId));
     expect(taskIds.size).toBe(4);
-    const hops = ids.reduce((n, id) => n + coordinator.hops(id).length, 0);
+    const hops = (await Promise.all(ids.map((id) => coordinator.listHops(id)))).reduce((n, h) => n + h.length, 0);
     expect(taskCount(path)).toBe(4 + hops);
   });
 
@@ -79,7 +79,7 @@ describe("the work item's task", () => {
     const early: ItemStatus[] = [];
     const earlySub = coordinator.statuses$.subscribe((s) => early.push(s));
     const id = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Add a health endpoint' });
-    const taskId = coordinator.get(id)?.taskId;
+    const taskId = (await coordinator.getItem(id))?.taskId;
     expect(taskId).toEqual(expect.any(String));
     // From after the call: statuses$ (its `current` and every change) and watch.
     const late: ItemStatus[] = [];
@@ -115,7 +115,7 @@ describe("the work item's task", () => {
     const seen: ItemStatus[] = [];
     const sub = coordinator.statuses$.subscribe((s) => seen.push(s));
     const id = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Add a health endpoint' });
-    expect(coordinator.get(id)?.taskId).toBeNull();
+    expect((await coordinator.getItem(id))?.taskId).toBeNull();
     expect(seen.filter((s) => s.id === id).map((s) => [s.event.kind, s.taskId])).toEqual([
       ['created', null],
       ['dispatched', null],
@@ -128,7 +128,7 @@ describe("the work item's task", () => {
     stop();
     sub.unsubscribe();
     await coordinator.mirrored();
-    const taskId = coordinator.get(id)?.taskId;
+    const taskId = (await coordinator.getItem(id))?.taskId;
     expect(taskId).toEqual(expect.any(String));
     expect(final.taskId).toBe(taskId);
     const after = seen.filter((s) => s.id === id).slice(2);
@@ -137,6 +137,6 @@ describe("the work item's task", () => {
     // Once carried, never lost; before it, null (the task did not exist).
     expect(after.slice(first).filter((s) => s.taskId !== taskId)).toEqual([]);
     expect(after.slice(0, first).filter((s) => s.taskId !== null)).toEqual([]);
-    await until(() => coordinator.get(id)?.mirrored === true, 10_000, 'the item to be mirrored');
+    await until(async () => (await coordinator.getItem(id))?.mirrored === true, 10_000, 'the item to be mirrored');
   });
 });

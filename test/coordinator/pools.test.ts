@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Coordinator } from '../../src/actors/coordinator/coordinator.js';
 import { type WorkHandler, complete, suspend } from '../../src/actors/worker/worker.js';
 import { DEMO_HANDLERS } from '../../src/demo/roles.js';
-import { type Fixture, TO_ZERO, WARM, autoApprove, deployments, openFixture, until } from './helpers.js';
+import { type Fixture, auditRows, TO_ZERO, WARM, autoApprove, deployments, openFixture, until } from './helpers.js';
 
 function waitFor(check: () => boolean, what: string): Promise<void> {
   return until(check, 10_000, what);
@@ -70,7 +70,7 @@ describe('suspend/resume and deployments', () => {
     expect(history.architect!.join('')).toMatch(/^0+1+0+1/);
     // coding: up for the hop, down to zero while it waited, up again for the resume.
     expect(history.coding!.join('')).toMatch(/^0+1+0+1/);
-    const hops = coordinator.hops(id);
+    const hops = await coordinator.listHops(id);
     const query = hops.find((h) => h.kind === 'query')!;
     expect(query).toMatchObject({
       role: 'architect',
@@ -80,7 +80,7 @@ describe('suspend/resume and deployments', () => {
     const codingHop = hops.find((h) => h.id === query.askedBy)!;
     expect(codingHop.usage).toMatchObject({ inputTokens: 2400, outputTokens: 830 });
     // The ask went through the Coordinator: governed and audited like a hop.
-    const audit = coordinator.audit.list({ itemId: id });
+    const audit = await auditRows(coordinator, { itemId: id });
     expect(audit.find((r) => r.kind === 'governance' && r.data.query === true)?.data).toMatchObject({
       role: 'architect',
       decision: 'allow',
@@ -106,8 +106,8 @@ describe('suspend/resume and deployments', () => {
     stop();
     await waitFor(() => pool.replicas === 0, 'coding back at zero');
     // Same hops, same accounting: only the deployment differed.
-    const shape = (id: string) => coordinator.hops(id).map((h) => `${h.kind}:${h.role}:${h.state}`);
-    expect(shape(second)).toEqual(shape(first));
+    const shape = async (id: string) => (await coordinator.listHops(id)).map((h) => `${h.kind}:${h.role}:${h.state}`);
+    expect(await shape(second)).toEqual(await shape(first));
     expect(() => coordinator.configureRole('nobody', TO_ZERO)).toThrow(/no pool/);
     expect(() => coordinator.configureRole('coding', { ...TO_ZERO, maxReplicas: 0 })).toThrow();
     expect(pool.deployment).toEqual(TO_ZERO);

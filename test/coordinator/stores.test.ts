@@ -1,18 +1,12 @@
-import { randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
-import { createClient } from 'redis';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   type Coordinator,
   type CoordinatorOptions,
   createCoordinator,
 } from '../../src/actors/coordinator/coordinator.js';
-import { createRedisQueue } from '../../src/bus/redis/queue.js';
-import { createRedisContextStore } from '../../src/persistence/context/redis-store.js';
-import { createTestDatabase, postgresGate } from '../postgres-availability.js';
-import { REDIS_URL, redisGate } from '../redis-availability.js';
-import { autoApprove, deployments, devSdlc, tempDir, until } from './helpers.js';
+import { postgresGate } from '../postgres-availability.js';
+import { redisGate } from '../redis-availability.js';
+import { type Storage, autoApprove, deployments, devSdlc, postgresStorage, sqliteStorage, until } from './helpers.js';
 
 /**
  * The Coordinator's own runs on both stores: the embedded SQLite file, and
@@ -26,47 +20,6 @@ import { autoApprove, deployments, devSdlc, tempDir, until } from './helpers.js'
 
 const { runPostgres } = await postgresGate();
 const { runRedis } = await redisGate();
-
-interface Storage {
-  /** Options of a Coordinator on this storage (the same data each time it is called). */
-  options(): Promise<Partial<CoordinatorOptions>>;
-  cleanup(): Promise<void>;
-}
-
-function sqliteStorage(): Storage {
-  const dir = tempDir();
-  return {
-    options: async () => ({ path: join(dir, 'switchboard.db') }),
-    cleanup: async () => rmSync(dir, { recursive: true, force: true }),
-  };
-}
-
-async function postgresStorage(): Promise<Storage> {
-  const database = await createTestDatabase('sb_coord');
-  const prefix = `pgc-${randomUUID().slice(0, 8)}`;
-  const closers: (() => Promise<void>)[] = [];
-  return {
-    async options() {
-      const bus = await createRedisQueue({ url: REDIS_URL, prefix });
-      const contextStore = await createRedisContextStore({ url: REDIS_URL, prefix });
-      closers.push(
-        () => bus.close(),
-        () => contextStore.close(),
-      );
-      return { postgres: { url: database.url }, bus, contextStore };
-    },
-    async cleanup() {
-      for (const close of closers.splice(0)) await close().catch(() => undefined);
-      await database.drop();
-      const client = createClient({ url: REDIS_URL });
-      await client.connect();
-      for await (const keys of client.scanIterator({ MATCH: `{${prefix}}*`, COUNT: 1000 })) {
-        if (keys.length > 0) await client.del(keys);
-      }
-      await client.close();
-    },
-  };
-}
 
 const cases: [string, boolean, () => Promise<Storage>][] = [
   ['SQLite', true, async () => sqliteStorage()],

@@ -5,7 +5,7 @@ import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { RESULTS_ROLE, type ResultEnvelope, type WorkEnvelope } from '../../src/protocol/work-envelope.js';
 import type { WorkflowDefinitionInput } from '../../src/protocol/workflow.js';
 import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
-import { type Fixture, openFixture, until } from './helpers.js';
+import { type Fixture, auditRows, openFixture, until } from './helpers.js';
 
 /**
  * Time as an input: a stage's `timeout` re-publishes a hop that is out too
@@ -86,7 +86,7 @@ describe('stage timeouts and item deadlines', () => {
     await coordinator.bus.ack(again);
     const final = await coordinator.settled(id);
     expect(final.state).toBe('completed');
-    const audit = coordinator.audit.list({ itemId: id });
+    const audit = await auditRows(coordinator, { itemId: id });
     const timeouts = audit.filter((r) => r.kind === 'timeout');
     expect(timeouts.length).toBeGreaterThanOrEqual(1);
     expect(timeouts[0]!.data).toMatchObject({
@@ -97,10 +97,10 @@ describe('stage timeouts and item deadlines', () => {
       idempotencyKey: `${id}/1/1`,
     });
     // Applied once: one hop row, one result, one cost.
-    expect(coordinator.hops(id).map((h) => `${h.stage}:${h.state}`)).toEqual(['work:completed']);
+    expect((await coordinator.listHops(id)).map((h) => `${h.stage}:${h.state}`)).toEqual(['work:completed']);
     expect(audit.filter((r) => r.kind === 'result')).toHaveLength(1);
     expect(final.usage.costUsd).toBeCloseTo(0.01, 10);
-    expect(coordinator.audit.verifyChain().ok).toBe(true);
+    expect((await coordinator.verifyAudit()).ok).toBe(true);
   });
 
   it('a hop out past its timeouts fails by its retry policy (HopTimedOut), audited', async () => {
@@ -111,12 +111,12 @@ describe('stage timeouts and item deadlines', () => {
     const final = await coordinator.settled(id);
     expect(final.state).toBe('failed');
     expect(final.failure).toMatchObject({ code: 'RETRIES_EXHAUSTED', stage: 'work' });
-    const hop = coordinator.hops(id)[0]!;
+    const hop = (await coordinator.listHops(id))[0]!;
     expect(hop).toMatchObject({ state: 'failed', timeouts: 2, error: { type: 'HopTimedOut' } });
-    const timeouts = coordinator.audit.list({ itemId: id }).filter((r) => r.kind === 'timeout');
+    const timeouts = (await auditRows(coordinator, { itemId: id })).filter((r) => r.kind === 'timeout');
     expect(timeouts.map((r) => r.data.action)).toEqual(['republished', 'failed']);
-    expect(coordinator.audit.list({ itemId: id }).at(-1)?.kind).toBe('item-failed');
-    expect(coordinator.audit.verifyChain().ok).toBe(true);
+    expect((await auditRows(coordinator, { itemId: id })).at(-1)?.kind).toBe('item-failed');
+    expect((await coordinator.verifyAudit()).ok).toBe(true);
   });
 
   it('an item past its deadline fails (DEADLINE_EXCEEDED), audited; a later result only accrues its cost', async () => {
@@ -128,7 +128,7 @@ describe('stage timeouts and item deadlines', () => {
     expect(final.state).toBe('failed');
     expect(final.failure?.code).toBe('DEADLINE_EXCEEDED');
     expect(final.finishedAt! - final.createdAt).toBeGreaterThanOrEqual(200);
-    const deadline = coordinator.audit.list({ itemId: id }).find((r) => r.kind === 'timeout');
+    const deadline = (await auditRows(coordinator, { itemId: id })).find((r) => r.kind === 'timeout');
     expect(deadline?.data).toMatchObject({ what: 'deadline', deadlineMs: 200 });
     await publishCompleted(coordinator.bus, work.envelope.headers, {
       role: 'worker',
@@ -136,9 +136,9 @@ describe('stage timeouts and item deadlines', () => {
       usage: { inputTokens: 1, outputTokens: 1, costUsd: 0.5, model: 'm' },
       key: `${id}:late`,
     });
-    await until(() => (coordinator.get(id)?.usage.costUsd ?? 0) > 0, 5_000, 'the late cost');
-    expect(coordinator.get(id)).toMatchObject({ state: 'failed', failure: { code: 'DEADLINE_EXCEEDED' } });
-    expect(coordinator.audit.verifyChain().ok).toBe(true);
+    await until(async () => ((await coordinator.getItem(id))?.usage.costUsd ?? 0) > 0, 5_000, 'the late cost');
+    expect(await coordinator.getItem(id)).toMatchObject({ state: 'failed', failure: { code: 'DEADLINE_EXCEEDED' } });
+    expect((await coordinator.verifyAudit()).ok).toBe(true);
   });
 
   it('a run snapshot persisted before runs held their deadline gets it back from the item: the run still fails it', async () => {
@@ -165,7 +165,7 @@ describe('stage timeouts and item deadlines', () => {
     const final = await f.coordinator.settled(id, { timeoutMs: 10_000 });
     expect(final.failure).toMatchObject({ code: 'DEADLINE_EXCEEDED' });
     expect(final.failure?.reason).toMatch(/ran past its deadline of 3600000 ms \(\d+ ms\)/);
-    const deadline = f.coordinator.audit.list({ itemId: id }).find((r) => r.kind === 'timeout');
+    const deadline = (await auditRows(f.coordinator, { itemId: id })).find((r) => r.kind === 'timeout');
     expect(deadline?.data).toMatchObject({ what: 'deadline', deadlineMs: 3_600_000 });
     expect(deadline?.data.ageMs as number).toBeGreaterThanOrEqual(2 * 3_600_000);
   });
@@ -217,7 +217,10 @@ describe('stage timeouts and item deadlines', () => {
   it("a query whose message was lost is re-published under the same key by the asking stage's timeout", async () => {
     const { fx, coordinator, id, work, token, question } = await suspendAsking(500, 3);
     await until(async () => (await coordinator.bus.stats('expert')).depth === 1, 5_000, 'the question queued');
-    expect(coordinator.hops(id).map((h) => `${h.kind}:${h.state}`)).toEqual(['stage:suspended', 'query:dispatched']);
+    expect((await coordinator.listHops(id)).map((h) => `${h.kind}:${h.state}`)).toEqual([
+      'stage:suspended',
+      'query:dispatched',
+    ]);
     // The question is lost (as when a Redis server restarts empty).
     const side = openDatabase(fx.path);
     side.prepare("DELETE FROM bus_jobs WHERE role = 'expert'").run();
@@ -240,7 +243,7 @@ describe('stage timeouts and item deadlines', () => {
     expect(resumed.parts).toEqual([{ kind: 'text', text: 'left' }]);
     const final = await coordinator.settled(id);
     expect(final.state).toBe('completed');
-    const audit = coordinator.audit.list({ itemId: id });
+    const audit = await auditRows(coordinator, { itemId: id });
     const timeouts = audit.filter((r) => r.kind === 'timeout' && r.data.what === 'query');
     expect(timeouts.length).toBeGreaterThanOrEqual(1);
     expect(timeouts[0]!.data).toMatchObject({
@@ -252,11 +255,14 @@ describe('stage timeouts and item deadlines', () => {
       idempotencyKey: `${token}:ask`,
     });
     // Applied once: one query, answered once, one resume.
-    expect(coordinator.hops(id).map((h) => `${h.kind}:${h.state}`)).toEqual(['stage:completed', 'query:completed']);
+    expect((await coordinator.listHops(id)).map((h) => `${h.kind}:${h.state}`)).toEqual([
+      'stage:completed',
+      'query:completed',
+    ]);
     expect(audit.filter((r) => r.kind === 'resume')).toHaveLength(1);
     expect(audit.filter((r) => r.kind === 'result' && r.data.kind === 'query')).toHaveLength(1);
     expect(final.usage.costUsd).toBeCloseTo(0.031, 10);
-    expect(coordinator.audit.verifyChain().ok).toBe(true);
+    expect((await coordinator.verifyAudit()).ok).toBe(true);
   });
 
   it("a query never answered fails by the asking stage's retry policy (HopTimedOut) and resumes the asker with the failure", async () => {
@@ -267,9 +273,9 @@ describe('stage timeouts and item deadlines', () => {
     });
     const final = await coordinator.settled(id);
     expect(final.state).toBe('completed');
-    const query = coordinator.hops(id).find((h) => h.kind === 'query')!;
+    const query = (await coordinator.listHops(id)).find((h) => h.kind === 'query')!;
     expect(query).toMatchObject({ state: 'failed', timeouts: 2, error: { type: 'HopTimedOut' } });
-    const timeouts = coordinator.audit.list({ itemId: id }).filter((r) => r.kind === 'timeout');
+    const timeouts = (await auditRows(coordinator, { itemId: id })).filter((r) => r.kind === 'timeout');
     expect(timeouts.map((r) => [r.data.what, r.data.action])).toEqual([
       ['query', 'republished'],
       ['query', 'failed'],
@@ -290,8 +296,8 @@ describe('stage timeouts and item deadlines', () => {
     );
     await coordinator.mirrored();
     await until(async () => (await coordinator.bus.stats(RESULTS_ROLE)).depth === 0, 5_000, 'the late answer read');
-    expect(coordinator.hops(id).find((h) => h.kind === 'query')?.state).toBe('failed');
-    expect(coordinator.audit.verifyChain().ok).toBe(true);
+    expect((await coordinator.listHops(id)).find((h) => h.kind === 'query')?.state).toBe('failed');
+    expect((await coordinator.verifyAudit()).ok).toBe(true);
   });
 
   it('refuses a bad timeout or deadline in a definition, and a bad timer interval', async () => {

@@ -51,7 +51,9 @@ describe('Coordinator.watch', () => {
     const { coordinator } = f;
     const id = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Add a health endpoint' });
     const watched = collect(f, id);
-    await until(() => watched.statuses.some((s) => s.event.kind === 'dispatched' || s.event.kind === 'hop-completed'));
+    await until(async () =>
+      watched.statuses.some((s) => s.event.kind === 'dispatched' || s.event.kind === 'hop-completed'),
+    );
     await coordinator.cancel(id, { by: 'human', reason: 'not needed' });
     await watched.done;
     expect(watched.statuses.at(-1)?.event.kind).toBe('canceled');
