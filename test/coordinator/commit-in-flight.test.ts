@@ -3,6 +3,7 @@ import { observeCommits } from '../../src/actors/coordinator/commit-timing.js';
 import type { Delivery } from '../../src/bus/work-queue.js';
 import { DEMO_HANDLERS } from '../../src/demo/roles.js';
 import { RESULTS_ROLE, type ResultEnvelope } from '../../src/protocol/work-envelope.js';
+import type { CoordinatorStore } from '../../src/persistence/coordinator/coordinator-store.js';
 import type { CommitBatch } from '../../src/workflow/records.js';
 import { type Fixture, deployments, openFixture, until } from './helpers.js';
 
@@ -46,7 +47,8 @@ describe('results arriving while a commit is in flight', () => {
       );
     }
     // The store commits as always; the first result commit's Promise settles only once released.
-    const store = coordinator.store;
+    // The store both Coordinators commit through (on either store, the object behind `tables`).
+    const store = coordinator.tables as unknown as CoordinatorStore;
     const commit = store.commit.bind(store);
     let release: () => void = () => undefined;
     const gate = new Promise<void>((resolve) => {

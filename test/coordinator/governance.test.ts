@@ -83,9 +83,9 @@ describe('governance, budgets and approvals', () => {
     const id = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Ask first' });
     await coordinator.settled(id);
     stop();
-    const dispatch = coordinator.audit
-      .list({ itemId: id })
-      .find((r) => r.kind === 'dispatch' && r.data.kind === 'query');
+    const dispatch = (await auditRows(coordinator, { itemId: id })).find(
+      (r) => r.kind === 'dispatch' && r.data.kind === 'query',
+    );
     expect(dispatch?.data).toMatchObject({ role: 'architect', via: 'coordinator' });
   });
 

@@ -2,7 +2,6 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Delivery } from '../../src/bus/work-queue.js';
 import { observeCommits } from '../../src/actors/coordinator/commit-timing.js';
 import { DEMO_HANDLERS } from '../../src/demo/roles.js';
-import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { RESULTS_ROLE, type ResultEnvelope } from '../../src/protocol/work-envelope.js';
 import { type Fixture, auditRows, auditHead, deployments, openFixture, until } from './helpers.js';
 
@@ -26,7 +25,7 @@ describe('results applied in a shared commit', () => {
     observeCommits(f.coordinator, (_ns, what, _inner, _cpu, batch) => {
       if (what === 'result') batches.push(batch);
     });
-    const { coordinator, path } = f;
+    const { coordinator } = f;
     const a = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Item A (its result fails once)' });
     const b = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Item B' });
     const c = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Item C' });
@@ -71,9 +70,7 @@ describe('results applied in a shared commit', () => {
     );
     expect(batches).toEqual([2, 2]);
     // A's accrual fails inside the database (as a full disk or a constraint would) until the trigger goes.
-    const side = openDatabase(path);
-    side.exec(`CREATE TRIGGER sabotage BEFORE INSERT ON coord_usage WHEN NEW.input_tokens = 666
-               BEGIN SELECT RAISE(ABORT, 'sabotaged by the test'); END`);
+    const restore = await f.storage.sabotage('coord_usage', 'sabotaged by the test', 'NEW.input_tokens = 666');
     const headBefore = await auditHead(coordinator);
     await coordinator.bus.publishMany([
       { role: RESULTS_ROLE, envelope: result(headersOf(a), 666), idempotencyKey: 'result-a' },
@@ -92,8 +89,7 @@ describe('results applied in a shared commit', () => {
     expect((await auditHead(coordinator)).seq).toBeGreaterThan(headBefore.seq);
     expect((await coordinator.verifyAudit()).ok).toBe(true);
     // The failed result was nacked for a retry: with the fault gone it applies, once.
-    side.exec('DROP TRIGGER sabotage');
-    side.close();
+    await restore();
     await until(
       async () => (await coordinator.listHops(a)).some((h) => h.role === 'coding'),
       10_000,

@@ -18,6 +18,9 @@ import { createRedisQueue } from '../../src/bus/redis/queue.js';
 import type { AuditListOptions } from '../../src/persistence/audit/chain.js';
 import type { AuditHead, AuditRow } from '../../src/protocol/audit.js';
 import { createRedisContextStore } from '../../src/persistence/context/redis-store.js';
+import pg from 'pg';
+import { createBroker } from '../../src/actors/broker/broker.js';
+import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { createTestDatabase } from '../postgres-availability.js';
 import { REDIS_URL } from '../redis-availability.js';
 
@@ -57,33 +60,63 @@ export const ON_POSTGRES = TEST_STORE === 'postgres';
 /** Where a Coordinator keeps its data in a test: the same data each time `options` is called. */
 export interface Storage {
   options(): Promise<Partial<CoordinatorOptions>>;
+  /** Closes the parts the last `options()` opened (a Coordinator does not close parts it was given); keeps the data. */
+  release(): Promise<void>;
+  /** `release`, then removes the data. */
   cleanup(): Promise<void>;
+  /** Makes every insert into `table` (where `when` holds of `NEW`, if given) fail with `message`, until the returned function runs. */
+  sabotage(table: string, message: string, when?: string): Promise<() => Promise<void>>;
 }
 
 export function sqliteStorage(dir = tempDir()): Storage {
+  const path = join(dir, 'switchboard.db');
   return {
-    options: async () => ({ path: join(dir, 'switchboard.db') }),
+    options: async () => ({ path }),
+    release: async () => undefined,
     cleanup: async () => rmSync(dir, { recursive: true, force: true }),
+    sabotage: async (table, message, when) => sqliteSabotage(path, table, message, when),
   };
 }
 
-/** A database of its own (dropped by `cleanup`), a Redis bus and Context Engine under a prefix of its own. */
-export async function postgresStorage(): Promise<Storage> {
+function sqliteSabotage(path: string, table: string, message: string, when?: string): () => Promise<void> {
+  const side = openDatabase(path);
+  side.exec(
+    `CREATE TRIGGER sabotage_${table} BEFORE INSERT ON ${table} ${when === undefined ? '' : `WHEN ${when}`}
+     BEGIN SELECT RAISE(ABORT, '${message}'); END`,
+  );
+  return async () => {
+    side.exec(`DROP TRIGGER sabotage_${table}`);
+    side.close();
+  };
+}
+
+/**
+ * A database of its own (dropped by `cleanup`), a Redis bus and Context
+ * Engine under a prefix of its own; with `brokerDir`, the broker on a file
+ * there (`broker.db`, so that a test can look at its tables) instead of one
+ * in memory.
+ */
+export async function postgresStorage(brokerDir?: string): Promise<Storage> {
   const database = await createTestDatabase('sb_coord');
   const prefix = `pgc-${randomUUID().slice(0, 8)}`;
-  const closers: (() => Promise<void>)[] = [];
+  let closers: (() => Promise<void>)[] = [];
+  const release = async () => {
+    for (const close of closers.splice(0).reverse()) await close().catch(() => undefined);
+  };
   return {
     async options() {
+      await release();
       const bus = await createRedisQueue({ url: REDIS_URL, prefix });
       const contextStore = await createRedisContextStore({ url: REDIS_URL, prefix });
-      closers.push(
-        () => bus.close(),
-        () => contextStore.close(),
-      );
-      return { postgres: { url: database.url }, bus, contextStore };
+      closers = [() => bus.close(), () => contextStore.close()];
+      if (brokerDir === undefined) return { postgres: { url: database.url }, bus, contextStore };
+      const broker = createBroker({ path: join(brokerDir, 'broker.db') });
+      closers.push(async () => broker.close());
+      return { postgres: { url: database.url }, bus, contextStore, broker };
     },
+    release,
     async cleanup() {
-      for (const close of closers.splice(0)) await close().catch(() => undefined);
+      await release();
       await database.drop();
       const client = createClient({ url: REDIS_URL });
       await client.connect();
@@ -92,14 +125,29 @@ export async function postgresStorage(): Promise<Storage> {
       }
       await client.close();
     },
+    async sabotage(table, message, when) {
+      if (table.startsWith('a2a_')) return sqliteSabotage(join(brokerDir ?? '', 'broker.db'), table, message, when);
+      const client = new pg.Client({ connectionString: database.url });
+      await client.connect();
+      await client.query(
+        `CREATE FUNCTION sabotage_${table}() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN IF ${when ?? 'true'} THEN RAISE EXCEPTION '${message}'; END IF; RETURN NEW; END $$;
+         CREATE TRIGGER sabotage_${table} BEFORE INSERT ON ${table} FOR EACH ROW EXECUTE FUNCTION sabotage_${table}()`,
+      );
+      return async () => {
+        await client.query(`DROP TRIGGER sabotage_${table} ON ${table}; DROP FUNCTION sabotage_${table}()`);
+        await client.end();
+      };
+    },
   };
 }
 
 export interface Fixture {
-  /** A directory of the test's own (on SQLite the database file is in it). */
+  /** A directory of the test's own (the SQLite file is in it; on PostgreSQL, the broker's file). */
   dir: string;
-  /** The SQLite file (on PostgreSQL: a path nothing is written to). */
+  /** The file of the broker's tables (on SQLite, of every table). */
   path: string;
+  storage: Storage;
   coordinator: Coordinator;
   /** Closes the Coordinator and removes its data. */
   close(): Promise<void>;
@@ -116,10 +164,10 @@ const storages = new Map<string, Storage>();
 
 /** A Coordinator on the suite's store (`TEST_STORE`); `dir` again opens one on the same data. */
 export async function openFixture(options: Partial<CoordinatorOptions> = {}, dir = tempDir()): Promise<Fixture> {
-  const path = join(dir, 'switchboard.db');
+  const path = join(dir, ON_POSTGRES ? 'broker.db' : 'switchboard.db');
   let storage = storages.get(dir);
   if (storage === undefined) {
-    storage = ON_POSTGRES ? await postgresStorage() : sqliteStorage(dir);
+    storage = ON_POSTGRES ? await postgresStorage(dir) : sqliteStorage(dir);
     storages.set(dir, storage);
   }
   const coordinator = await createCoordinator({
@@ -132,6 +180,7 @@ export async function openFixture(options: Partial<CoordinatorOptions> = {}, dir
   return {
     dir,
     path,
+    storage: kept,
     coordinator,
     async close() {
       await coordinator.close();
@@ -141,6 +190,7 @@ export async function openFixture(options: Partial<CoordinatorOptions> = {}, dir
     },
     async closeKeepingData() {
       await coordinator.close();
+      await kept.release();
     },
   };
 }

@@ -28,18 +28,14 @@ describe("the work item's task", () => {
     f = await openFixture();
     const { coordinator, path } = f;
     // The store's commit fails (as a full disk would): a trigger aborts the item's insert.
-    const side = openDatabase(path);
-    side.exec(
-      "CREATE TRIGGER fail_item BEFORE INSERT ON coord_items BEGIN SELECT RAISE(ABORT, 'the disk is full'); END",
-    );
+    const restore = await f.storage.sabotage('coord_items', 'the disk is full');
     await expect(coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Add a health endpoint' })).rejects.toThrow(
       /disk is full/,
     );
     await coordinator.mirrored();
     expect(await coordinator.listItems()).toEqual([]);
     expect(taskCount(path)).toBe(0);
-    side.exec('DROP TRIGGER fail_item');
-    side.close();
+    await restore();
 
     // The next item commits: its task is there when createWorkItem returns, then each hop gets its child task.
     const stop = autoApprove(coordinator);
@@ -110,8 +106,7 @@ describe("the work item's task", () => {
     f = await openFixture();
     const { coordinator, path } = f;
     // The broker's task insert fails (as a full disk would): the item commits, its task is not made.
-    const side = openDatabase(path);
-    side.exec("CREATE TRIGGER fail_task BEFORE INSERT ON a2a_tasks BEGIN SELECT RAISE(ABORT, 'the disk is full'); END");
+    const restore = await f.storage.sabotage('a2a_tasks', 'the disk is full');
     const seen: ItemStatus[] = [];
     const sub = coordinator.statuses$.subscribe((s) => seen.push(s));
     const id = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Add a health endpoint' });
@@ -120,8 +115,7 @@ describe("the work item's task", () => {
       ['created', null],
       ['dispatched', null],
     ]);
-    side.exec('DROP TRIGGER fail_task');
-    side.close();
+    await restore();
     // The next commit of the item schedules its sync again: the task is made, and statuses carry it from then on.
     const stop = autoApprove(coordinator);
     const final = await coordinator.settled(id);

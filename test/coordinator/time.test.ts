@@ -5,7 +5,7 @@ import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { RESULTS_ROLE, type ResultEnvelope, type WorkEnvelope } from '../../src/protocol/work-envelope.js';
 import type { WorkflowDefinitionInput } from '../../src/protocol/workflow.js';
 import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
-import { type Fixture, auditRows, openFixture, until } from './helpers.js';
+import { type Fixture, ON_POSTGRES, auditRows, openFixture, until } from './helpers.js';
 
 /**
  * Time as an input: a stage's `timeout` re-publishes a hop that is out too
@@ -64,44 +64,48 @@ describe('stage timeouts and item deadlines', () => {
     f = undefined;
   });
 
-  it('a hop whose message was lost is re-published under the same key by its stage timeout, and applied once', async () => {
-    const def = definition({}, { timeout: 150, retry: { maximumAttempts: 5 } });
-    f = await openFixture({ definitions: [def], deployments: {}, timerIntervalMs: 20 });
-    const { coordinator } = f;
-    const id = await coordinator.createWorkItem({ workflow: 'timed', input: 'go' });
-    await until(async () => (await coordinator.bus.stats('worker')).depth === 1, 5_000, 'the hop queued');
-    // The message is lost (as when a Redis server restarts empty): gone from the bus, key and all.
-    const side = openDatabase(f.path);
-    side.prepare("DELETE FROM bus_jobs WHERE role = 'worker'").run();
-    side.close();
-    expect((await coordinator.bus.stats('worker')).depth).toBe(0);
-    const again = await take(f, 'worker');
-    expect(again.envelope.headers.idempotencyKey).toBe(`${id}/1/1`);
-    await publishCompleted(coordinator.bus, again.envelope.headers, {
-      role: 'worker',
-      text: 'done',
-      usage: { inputTokens: 3, outputTokens: 1, costUsd: 0.01, model: 'm' },
-      key: `${id}:result`,
-    });
-    await coordinator.bus.ack(again);
-    const final = await coordinator.settled(id);
-    expect(final.state).toBe('completed');
-    const audit = await auditRows(coordinator, { itemId: id });
-    const timeouts = audit.filter((r) => r.kind === 'timeout');
-    expect(timeouts.length).toBeGreaterThanOrEqual(1);
-    expect(timeouts[0]!.data).toMatchObject({
-      what: 'hop',
-      action: 'republished',
-      timeoutMs: 150,
-      timeouts: 1,
-      idempotencyKey: `${id}/1/1`,
-    });
-    // Applied once: one hop row, one result, one cost.
-    expect((await coordinator.listHops(id)).map((h) => `${h.stage}:${h.state}`)).toEqual(['work:completed']);
-    expect(audit.filter((r) => r.kind === 'result')).toHaveLength(1);
-    expect(final.usage.costUsd).toBeCloseTo(0.01, 10);
-    expect((await coordinator.verifyAudit()).ok).toBe(true);
-  });
+  // On SQLite only here: the message is lost by deleting its row from the bus's table (on Redis, see the bus's own tests).
+  it.skipIf(ON_POSTGRES)(
+    'a hop whose message was lost is re-published under the same key by its stage timeout, and applied once',
+    async () => {
+      const def = definition({}, { timeout: 150, retry: { maximumAttempts: 5 } });
+      f = await openFixture({ definitions: [def], deployments: {}, timerIntervalMs: 20 });
+      const { coordinator } = f;
+      const id = await coordinator.createWorkItem({ workflow: 'timed', input: 'go' });
+      await until(async () => (await coordinator.bus.stats('worker')).depth === 1, 5_000, 'the hop queued');
+      // The message is lost (as when a Redis server restarts empty): gone from the bus, key and all.
+      const side = openDatabase(f.path);
+      side.prepare("DELETE FROM bus_jobs WHERE role = 'worker'").run();
+      side.close();
+      expect((await coordinator.bus.stats('worker')).depth).toBe(0);
+      const again = await take(f, 'worker');
+      expect(again.envelope.headers.idempotencyKey).toBe(`${id}/1/1`);
+      await publishCompleted(coordinator.bus, again.envelope.headers, {
+        role: 'worker',
+        text: 'done',
+        usage: { inputTokens: 3, outputTokens: 1, costUsd: 0.01, model: 'm' },
+        key: `${id}:result`,
+      });
+      await coordinator.bus.ack(again);
+      const final = await coordinator.settled(id);
+      expect(final.state).toBe('completed');
+      const audit = await auditRows(coordinator, { itemId: id });
+      const timeouts = audit.filter((r) => r.kind === 'timeout');
+      expect(timeouts.length).toBeGreaterThanOrEqual(1);
+      expect(timeouts[0]!.data).toMatchObject({
+        what: 'hop',
+        action: 'republished',
+        timeoutMs: 150,
+        timeouts: 1,
+        idempotencyKey: `${id}/1/1`,
+      });
+      // Applied once: one hop row, one result, one cost.
+      expect((await coordinator.listHops(id)).map((h) => `${h.stage}:${h.state}`)).toEqual(['work:completed']);
+      expect(audit.filter((r) => r.kind === 'result')).toHaveLength(1);
+      expect(final.usage.costUsd).toBeCloseTo(0.01, 10);
+      expect((await coordinator.verifyAudit()).ok).toBe(true);
+    },
+  );
 
   it('a hop out past its timeouts fails by its retry policy (HopTimedOut), audited', async () => {
     const def = definition({}, { timeout: 60, retry: { maximumAttempts: 2 } });
@@ -141,34 +145,38 @@ describe('stage timeouts and item deadlines', () => {
     expect((await coordinator.verifyAudit()).ok).toBe(true);
   });
 
-  it('a run snapshot persisted before runs held their deadline gets it back from the item: the run still fails it', async () => {
-    const def = definition({ deadline: '1h' });
-    f = await openFixture({ definitions: [def], deployments: {}, timerIntervalMs: 15 });
-    const id = await f.coordinator.createWorkItem({ workflow: 'timed', input: 'long ago' });
-    await until(async () => (await f!.coordinator.bus.stats('worker')).depth === 1, 5_000, 'the hop queued');
-    await f.coordinator.mirrored();
-    await f.coordinator.close();
-    // As an earlier Coordinator wrote it: no deadline in the run's context; the item was made two hours ago.
-    const side = openDatabase(f.path);
-    const createdAt = Date.now() - 2 * 3_600_000;
-    side
-      .prepare(
-        "UPDATE coord_items SET run_snapshot = json_remove(run_snapshot, '$.context.deadline'), created_at = ? WHERE id = ?",
-      )
-      .run(createdAt, id);
-    const row = side.prepare('SELECT run_snapshot FROM coord_items WHERE id = ?').get(id) as { run_snapshot: string };
-    expect(JSON.parse(row.run_snapshot).context).not.toHaveProperty('deadline');
-    side.close();
+  // On SQLite only: an older Coordinator's snapshot is written into the file beside it.
+  it.skipIf(ON_POSTGRES)(
+    'a run snapshot persisted before runs held their deadline gets it back from the item: the run still fails it',
+    async () => {
+      const def = definition({ deadline: '1h' });
+      f = await openFixture({ definitions: [def], deployments: {}, timerIntervalMs: 15 });
+      const id = await f.coordinator.createWorkItem({ workflow: 'timed', input: 'long ago' });
+      await until(async () => (await f!.coordinator.bus.stats('worker')).depth === 1, 5_000, 'the hop queued');
+      await f.coordinator.mirrored();
+      await f.coordinator.close();
+      // As an earlier Coordinator wrote it: no deadline in the run's context; the item was made two hours ago.
+      const side = openDatabase(f.path);
+      const createdAt = Date.now() - 2 * 3_600_000;
+      side
+        .prepare(
+          "UPDATE coord_items SET run_snapshot = json_remove(run_snapshot, '$.context.deadline'), created_at = ? WHERE id = ?",
+        )
+        .run(createdAt, id);
+      const row = side.prepare('SELECT run_snapshot FROM coord_items WHERE id = ?').get(id) as { run_snapshot: string };
+      expect(JSON.parse(row.run_snapshot).context).not.toHaveProperty('deadline');
+      side.close();
 
-    f = await openFixture({ definitions: [def], deployments: {}, timerIntervalMs: 15 }, f.dir);
-    expect(f.coordinator.restored.items).toEqual([id]);
-    const final = await f.coordinator.settled(id, { timeoutMs: 10_000 });
-    expect(final.failure).toMatchObject({ code: 'DEADLINE_EXCEEDED' });
-    expect(final.failure?.reason).toMatch(/ran past its deadline of 3600000 ms \(\d+ ms\)/);
-    const deadline = (await auditRows(f.coordinator, { itemId: id })).find((r) => r.kind === 'timeout');
-    expect(deadline?.data).toMatchObject({ what: 'deadline', deadlineMs: 3_600_000 });
-    expect(deadline?.data.ageMs as number).toBeGreaterThanOrEqual(2 * 3_600_000);
-  });
+      f = await openFixture({ definitions: [def], deployments: {}, timerIntervalMs: 15 }, f.dir);
+      expect(f.coordinator.restored.items).toEqual([id]);
+      const final = await f.coordinator.settled(id, { timeoutMs: 10_000 });
+      expect(final.failure).toMatchObject({ code: 'DEADLINE_EXCEEDED' });
+      expect(final.failure?.reason).toMatch(/ran past its deadline of 3600000 ms \(\d+ ms\)/);
+      const deadline = (await auditRows(f.coordinator, { itemId: id })).find((r) => r.kind === 'timeout');
+      expect(deadline?.data).toMatchObject({ what: 'deadline', deadlineMs: 3_600_000 });
+      expect(deadline?.data.ageMs as number).toBeGreaterThanOrEqual(2 * 3_600_000);
+    },
+  );
 
   /** A hop of `timed` that suspends asking `expert`; returns its work and the question's token. */
   async function suspendAsking(timeout: number, maximumAttempts: number) {
@@ -214,56 +222,60 @@ describe('stage timeouts and item deadlines', () => {
     return resumed.envelope.message;
   }
 
-  it("a query whose message was lost is re-published under the same key by the asking stage's timeout", async () => {
-    const { fx, coordinator, id, work, token, question } = await suspendAsking(500, 3);
-    await until(async () => (await coordinator.bus.stats('expert')).depth === 1, 5_000, 'the question queued');
-    expect((await coordinator.listHops(id)).map((h) => `${h.kind}:${h.state}`)).toEqual([
-      'stage:suspended',
-      'query:dispatched',
-    ]);
-    // The question is lost (as when a Redis server restarts empty).
-    const side = openDatabase(fx.path);
-    side.prepare("DELETE FROM bus_jobs WHERE role = 'expert'").run();
-    side.close();
-    const asked = await take(fx, 'expert');
-    expect(asked.envelope.message).toEqual(question);
-    expect(asked.envelope.headers).toMatchObject({
-      runId: id,
-      idempotencyKey: `${token}:ask`,
-      askedBy: { role: 'worker', continuationToken: token, hop: 1 },
-    });
-    await publishCompleted(coordinator.bus, asked.envelope.headers, {
-      role: 'expert',
-      text: 'left',
-      usage: { inputTokens: 5, outputTokens: 1, costUsd: 0.02, model: 'm' },
-      key: `${token}:answer`,
-    });
-    await coordinator.bus.ack(asked);
-    const resumed = await completeResumed(fx, id, work.envelope);
-    expect(resumed.parts).toEqual([{ kind: 'text', text: 'left' }]);
-    const final = await coordinator.settled(id);
-    expect(final.state).toBe('completed');
-    const audit = await auditRows(coordinator, { itemId: id });
-    const timeouts = audit.filter((r) => r.kind === 'timeout' && r.data.what === 'query');
-    expect(timeouts.length).toBeGreaterThanOrEqual(1);
-    expect(timeouts[0]!.data).toMatchObject({
-      action: 'republished',
-      role: 'expert',
-      stage: 'work',
-      timeoutMs: 500,
-      timeouts: 1,
-      idempotencyKey: `${token}:ask`,
-    });
-    // Applied once: one query, answered once, one resume.
-    expect((await coordinator.listHops(id)).map((h) => `${h.kind}:${h.state}`)).toEqual([
-      'stage:completed',
-      'query:completed',
-    ]);
-    expect(audit.filter((r) => r.kind === 'resume')).toHaveLength(1);
-    expect(audit.filter((r) => r.kind === 'result' && r.data.kind === 'query')).toHaveLength(1);
-    expect(final.usage.costUsd).toBeCloseTo(0.031, 10);
-    expect((await coordinator.verifyAudit()).ok).toBe(true);
-  });
+  // On SQLite only, as above: the lost message is deleted from the bus's table.
+  it.skipIf(ON_POSTGRES)(
+    "a query whose message was lost is re-published under the same key by the asking stage's timeout",
+    async () => {
+      const { fx, coordinator, id, work, token, question } = await suspendAsking(500, 3);
+      await until(async () => (await coordinator.bus.stats('expert')).depth === 1, 5_000, 'the question queued');
+      expect((await coordinator.listHops(id)).map((h) => `${h.kind}:${h.state}`)).toEqual([
+        'stage:suspended',
+        'query:dispatched',
+      ]);
+      // The question is lost (as when a Redis server restarts empty).
+      const side = openDatabase(fx.path);
+      side.prepare("DELETE FROM bus_jobs WHERE role = 'expert'").run();
+      side.close();
+      const asked = await take(fx, 'expert');
+      expect(asked.envelope.message).toEqual(question);
+      expect(asked.envelope.headers).toMatchObject({
+        runId: id,
+        idempotencyKey: `${token}:ask`,
+        askedBy: { role: 'worker', continuationToken: token, hop: 1 },
+      });
+      await publishCompleted(coordinator.bus, asked.envelope.headers, {
+        role: 'expert',
+        text: 'left',
+        usage: { inputTokens: 5, outputTokens: 1, costUsd: 0.02, model: 'm' },
+        key: `${token}:answer`,
+      });
+      await coordinator.bus.ack(asked);
+      const resumed = await completeResumed(fx, id, work.envelope);
+      expect(resumed.parts).toEqual([{ kind: 'text', text: 'left' }]);
+      const final = await coordinator.settled(id);
+      expect(final.state).toBe('completed');
+      const audit = await auditRows(coordinator, { itemId: id });
+      const timeouts = audit.filter((r) => r.kind === 'timeout' && r.data.what === 'query');
+      expect(timeouts.length).toBeGreaterThanOrEqual(1);
+      expect(timeouts[0]!.data).toMatchObject({
+        action: 'republished',
+        role: 'expert',
+        stage: 'work',
+        timeoutMs: 500,
+        timeouts: 1,
+        idempotencyKey: `${token}:ask`,
+      });
+      // Applied once: one query, answered once, one resume.
+      expect((await coordinator.listHops(id)).map((h) => `${h.kind}:${h.state}`)).toEqual([
+        'stage:completed',
+        'query:completed',
+      ]);
+      expect(audit.filter((r) => r.kind === 'resume')).toHaveLength(1);
+      expect(audit.filter((r) => r.kind === 'result' && r.data.kind === 'query')).toHaveLength(1);
+      expect(final.usage.costUsd).toBeCloseTo(0.031, 10);
+      expect((await coordinator.verifyAudit()).ok).toBe(true);
+    },
+  );
 
   it("a query never answered fails by the asking stage's retry policy (HopTimedOut) and resumes the asker with the failure", async () => {
     const { fx, coordinator, id, work, token } = await suspendAsking(400, 2);
