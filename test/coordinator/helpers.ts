@@ -66,6 +66,8 @@ export interface Storage {
   cleanup(): Promise<void>;
   /** Makes every insert into `table` (where `when` holds of `NEW`, if given) fail with `message`, until the returned function runs. */
   sabotage(table: string, message: string, when?: string): Promise<() => Promise<void>>;
+  /** Loses every message of `role`'s queue, as a Redis server that restarts empty would. */
+  loseQueue(role: string): Promise<void>;
 }
 
 export function sqliteStorage(dir = tempDir()): Storage {
@@ -75,6 +77,11 @@ export function sqliteStorage(dir = tempDir()): Storage {
     release: async () => undefined,
     cleanup: async () => rmSync(dir, { recursive: true, force: true }),
     sabotage: async (table, message, when) => sqliteSabotage(path, table, message, when),
+    async loseQueue(role) {
+      const side = openDatabase(path);
+      side.prepare('DELETE FROM bus_jobs WHERE role = ?').run(role);
+      side.close();
+    },
   };
 }
 
@@ -121,6 +128,14 @@ export async function postgresStorage(brokerDir?: string): Promise<Storage> {
       const client = createClient({ url: REDIS_URL });
       await client.connect();
       for await (const keys of client.scanIterator({ MATCH: `{${prefix}}*`, COUNT: 1000 })) {
+        if (keys.length > 0) await client.del(keys);
+      }
+      await client.close();
+    },
+    async loseQueue(role) {
+      const client = createClient({ url: REDIS_URL });
+      await client.connect();
+      for await (const keys of client.scanIterator({ MATCH: `{${prefix}}:r:${role}:*`, COUNT: 1000 })) {
         if (keys.length > 0) await client.del(keys);
       }
       await client.close();

@@ -64,48 +64,42 @@ describe('stage timeouts and item deadlines', () => {
     f = undefined;
   });
 
-  // On SQLite only here: the message is lost by deleting its row from the bus's table (on Redis, see the bus's own tests).
-  it.skipIf(ON_POSTGRES)(
-    'a hop whose message was lost is re-published under the same key by its stage timeout, and applied once',
-    async () => {
-      const def = definition({}, { timeout: 150, retry: { maximumAttempts: 5 } });
-      f = await openFixture({ definitions: [def], deployments: {}, timerIntervalMs: 20 });
-      const { coordinator } = f;
-      const id = await coordinator.createWorkItem({ workflow: 'timed', input: 'go' });
-      await until(async () => (await coordinator.bus.stats('worker')).depth === 1, 5_000, 'the hop queued');
-      // The message is lost (as when a Redis server restarts empty): gone from the bus, key and all.
-      const side = openDatabase(f.path);
-      side.prepare("DELETE FROM bus_jobs WHERE role = 'worker'").run();
-      side.close();
-      expect((await coordinator.bus.stats('worker')).depth).toBe(0);
-      const again = await take(f, 'worker');
-      expect(again.envelope.headers.idempotencyKey).toBe(`${id}/1/1`);
-      await publishCompleted(coordinator.bus, again.envelope.headers, {
-        role: 'worker',
-        text: 'done',
-        usage: { inputTokens: 3, outputTokens: 1, costUsd: 0.01, model: 'm' },
-        key: `${id}:result`,
-      });
-      await coordinator.bus.ack(again);
-      const final = await coordinator.settled(id);
-      expect(final.state).toBe('completed');
-      const audit = await auditRows(coordinator, { itemId: id });
-      const timeouts = audit.filter((r) => r.kind === 'timeout');
-      expect(timeouts.length).toBeGreaterThanOrEqual(1);
-      expect(timeouts[0]!.data).toMatchObject({
-        what: 'hop',
-        action: 'republished',
-        timeoutMs: 150,
-        timeouts: 1,
-        idempotencyKey: `${id}/1/1`,
-      });
-      // Applied once: one hop row, one result, one cost.
-      expect((await coordinator.listHops(id)).map((h) => `${h.stage}:${h.state}`)).toEqual(['work:completed']);
-      expect(audit.filter((r) => r.kind === 'result')).toHaveLength(1);
-      expect(final.usage.costUsd).toBeCloseTo(0.01, 10);
-      expect((await coordinator.verifyAudit()).ok).toBe(true);
-    },
-  );
+  it('a hop whose message was lost is re-published under the same key by its stage timeout, and applied once', async () => {
+    const def = definition({}, { timeout: 150, retry: { maximumAttempts: 5 } });
+    f = await openFixture({ definitions: [def], deployments: {}, timerIntervalMs: 20 });
+    const { coordinator } = f;
+    const id = await coordinator.createWorkItem({ workflow: 'timed', input: 'go' });
+    await until(async () => (await coordinator.bus.stats('worker')).depth === 1, 5_000, 'the hop queued');
+    // The message is lost (as when a Redis server restarts empty): gone from the bus, key and all.
+    await f.storage.loseQueue('worker');
+    expect((await coordinator.bus.stats('worker')).depth).toBe(0);
+    const again = await take(f, 'worker');
+    expect(again.envelope.headers.idempotencyKey).toBe(`${id}/1/1`);
+    await publishCompleted(coordinator.bus, again.envelope.headers, {
+      role: 'worker',
+      text: 'done',
+      usage: { inputTokens: 3, outputTokens: 1, costUsd: 0.01, model: 'm' },
+      key: `${id}:result`,
+    });
+    await coordinator.bus.ack(again);
+    const final = await coordinator.settled(id);
+    expect(final.state).toBe('completed');
+    const audit = await auditRows(coordinator, { itemId: id });
+    const timeouts = audit.filter((r) => r.kind === 'timeout');
+    expect(timeouts.length).toBeGreaterThanOrEqual(1);
+    expect(timeouts[0]!.data).toMatchObject({
+      what: 'hop',
+      action: 'republished',
+      timeoutMs: 150,
+      timeouts: 1,
+      idempotencyKey: `${id}/1/1`,
+    });
+    // Applied once: one hop row, one result, one cost.
+    expect((await coordinator.listHops(id)).map((h) => `${h.stage}:${h.state}`)).toEqual(['work:completed']);
+    expect(audit.filter((r) => r.kind === 'result')).toHaveLength(1);
+    expect(final.usage.costUsd).toBeCloseTo(0.01, 10);
+    expect((await coordinator.verifyAudit()).ok).toBe(true);
+  });
 
   it('a hop out past its timeouts fails by its retry policy (HopTimedOut), audited', async () => {
     const def = definition({}, { timeout: 60, retry: { maximumAttempts: 2 } });
@@ -222,60 +216,54 @@ describe('stage timeouts and item deadlines', () => {
     return resumed.envelope.message;
   }
 
-  // On SQLite only, as above: the lost message is deleted from the bus's table.
-  it.skipIf(ON_POSTGRES)(
-    "a query whose message was lost is re-published under the same key by the asking stage's timeout",
-    async () => {
-      const { fx, coordinator, id, work, token, question } = await suspendAsking(500, 3);
-      await until(async () => (await coordinator.bus.stats('expert')).depth === 1, 5_000, 'the question queued');
-      expect((await coordinator.listHops(id)).map((h) => `${h.kind}:${h.state}`)).toEqual([
-        'stage:suspended',
-        'query:dispatched',
-      ]);
-      // The question is lost (as when a Redis server restarts empty).
-      const side = openDatabase(fx.path);
-      side.prepare("DELETE FROM bus_jobs WHERE role = 'expert'").run();
-      side.close();
-      const asked = await take(fx, 'expert');
-      expect(asked.envelope.message).toEqual(question);
-      expect(asked.envelope.headers).toMatchObject({
-        runId: id,
-        idempotencyKey: `${token}:ask`,
-        askedBy: { role: 'worker', continuationToken: token, hop: 1 },
-      });
-      await publishCompleted(coordinator.bus, asked.envelope.headers, {
-        role: 'expert',
-        text: 'left',
-        usage: { inputTokens: 5, outputTokens: 1, costUsd: 0.02, model: 'm' },
-        key: `${token}:answer`,
-      });
-      await coordinator.bus.ack(asked);
-      const resumed = await completeResumed(fx, id, work.envelope);
-      expect(resumed.parts).toEqual([{ kind: 'text', text: 'left' }]);
-      const final = await coordinator.settled(id);
-      expect(final.state).toBe('completed');
-      const audit = await auditRows(coordinator, { itemId: id });
-      const timeouts = audit.filter((r) => r.kind === 'timeout' && r.data.what === 'query');
-      expect(timeouts.length).toBeGreaterThanOrEqual(1);
-      expect(timeouts[0]!.data).toMatchObject({
-        action: 'republished',
-        role: 'expert',
-        stage: 'work',
-        timeoutMs: 500,
-        timeouts: 1,
-        idempotencyKey: `${token}:ask`,
-      });
-      // Applied once: one query, answered once, one resume.
-      expect((await coordinator.listHops(id)).map((h) => `${h.kind}:${h.state}`)).toEqual([
-        'stage:completed',
-        'query:completed',
-      ]);
-      expect(audit.filter((r) => r.kind === 'resume')).toHaveLength(1);
-      expect(audit.filter((r) => r.kind === 'result' && r.data.kind === 'query')).toHaveLength(1);
-      expect(final.usage.costUsd).toBeCloseTo(0.031, 10);
-      expect((await coordinator.verifyAudit()).ok).toBe(true);
-    },
-  );
+  it("a query whose message was lost is re-published under the same key by the asking stage's timeout", async () => {
+    const { fx, coordinator, id, work, token, question } = await suspendAsking(500, 3);
+    await until(async () => (await coordinator.bus.stats('expert')).depth === 1, 5_000, 'the question queued');
+    expect((await coordinator.listHops(id)).map((h) => `${h.kind}:${h.state}`)).toEqual([
+      'stage:suspended',
+      'query:dispatched',
+    ]);
+    // The question is lost (as when a Redis server restarts empty).
+    await fx.storage.loseQueue('expert');
+    const asked = await take(fx, 'expert');
+    expect(asked.envelope.message).toEqual(question);
+    expect(asked.envelope.headers).toMatchObject({
+      runId: id,
+      idempotencyKey: `${token}:ask`,
+      askedBy: { role: 'worker', continuationToken: token, hop: 1 },
+    });
+    await publishCompleted(coordinator.bus, asked.envelope.headers, {
+      role: 'expert',
+      text: 'left',
+      usage: { inputTokens: 5, outputTokens: 1, costUsd: 0.02, model: 'm' },
+      key: `${token}:answer`,
+    });
+    await coordinator.bus.ack(asked);
+    const resumed = await completeResumed(fx, id, work.envelope);
+    expect(resumed.parts).toEqual([{ kind: 'text', text: 'left' }]);
+    const final = await coordinator.settled(id);
+    expect(final.state).toBe('completed');
+    const audit = await auditRows(coordinator, { itemId: id });
+    const timeouts = audit.filter((r) => r.kind === 'timeout' && r.data.what === 'query');
+    expect(timeouts.length).toBeGreaterThanOrEqual(1);
+    expect(timeouts[0]!.data).toMatchObject({
+      action: 'republished',
+      role: 'expert',
+      stage: 'work',
+      timeoutMs: 500,
+      timeouts: 1,
+      idempotencyKey: `${token}:ask`,
+    });
+    // Applied once: one query, answered once, one resume.
+    expect((await coordinator.listHops(id)).map((h) => `${h.kind}:${h.state}`)).toEqual([
+      'stage:completed',
+      'query:completed',
+    ]);
+    expect(audit.filter((r) => r.kind === 'resume')).toHaveLength(1);
+    expect(audit.filter((r) => r.kind === 'result' && r.data.kind === 'query')).toHaveLength(1);
+    expect(final.usage.costUsd).toBeCloseTo(0.031, 10);
+    expect((await coordinator.verifyAudit()).ok).toBe(true);
+  });
 
   it("a query never answered fails by the asking stage's retry policy (HopTimedOut) and resumes the asker with the failure", async () => {
     const { fx, coordinator, id, work, token } = await suspendAsking(400, 2);
