@@ -297,8 +297,29 @@ describe.runIf(available && runPostgres && runRedis)('the console in a browser o
       };
       await approveAndReplay(server, itemId, stateOf, false);
 
-      // The tasks, derived from the rows: a note says so; a click highlights the task's state in the machine.
+      // Another process's commit (a new item) reaches an open page through the poll of the audit head: no reload.
       const { page, hosts } = await openPage();
+      await page.goto(server.url);
+      await expect.poll(() => page.locator('tbody tr.clickable').count(), { timeout: 30_000 }).toBe(1);
+      let loads = 0;
+      page.on('load', () => {
+        loads++;
+      });
+      const another = await runCli([
+        'submit',
+        ...deployment.bus,
+        '--workflow',
+        'dev-sdlc',
+        '--input',
+        'More',
+        '--id',
+        'pgc',
+      ]);
+      expect(another.code, another.stderr).toBe(0);
+      await expect.poll(() => page.locator('tbody tr.clickable').count(), { timeout: 60_000 }).toBe(2);
+      expect(loads).toBe(0);
+
+      // The tasks, derived from the rows: a note says so; a click highlights the task's state in the machine.
       await page.goto(`${server.url}#/tasks`);
       await page.locator('#tasks-note').getByText('derived from the rows of the newest 50 work items').waitFor();
       const rows = page.locator('tbody tr.clickable');
