@@ -50,7 +50,7 @@ try {
     log(`demo run ${i + 1}/${DEMO_RUNS}`);
   }
   const database = openDatabase(db, { readonly: true });
-  const server = await startConsoleServer({ data: new ConsoleData(database), port: 0 });
+  const server = await startConsoleServer({ data: new ConsoleData({ kind: 'sqlite', db: database }), port: 0 });
   const floor = createServer((_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end('{}');

@@ -57,6 +57,19 @@ export function parseBusChoice(args: ParsedArgs, db: string | undefined): BusCho
   return { kind: 'redis', url, prefix: prefix ?? 'switchboard' };
 }
 
+/**
+ * A command on a PostgreSQL `--db` needs a Redis `--bus`: the Coordinator on
+ * PostgreSQL runs its hops on Redis, and there is no file for the embedded
+ * bus. Throws the usage error (exit 2) otherwise.
+ */
+export function requireRedisBusWithPostgres(args: ParsedArgs): void {
+  if (stringFlag(args, 'bus') !== undefined) return;
+  throw new CliUsageError(
+    '--db postgres://... needs --bus redis://HOST:PORT: a Coordinator on PostgreSQL runs its hops on Redis ' +
+      '(the embedded bus would keep them in a file on this machine)',
+  );
+}
+
 export function describeBus(choice: BusChoice): string {
   if (choice.kind === 'sqlite') return `sqlite:${choice.path}`;
   const u = new URL(choice.url);

@@ -1,8 +1,8 @@
-import { ConsoleData } from '../console/console-data.js';
+import { ConsoleData, type ConsoleSource } from '../console/console-data.js';
 import { DEFAULT_CONSOLE_HOST, DEFAULT_CONSOLE_PORT, startConsoleServer } from '../console/console-server.js';
 import type { WorkQueue } from '../bus/work-queue.js';
 import { createLogger } from '../log/logger.js';
-import { BUS_FLAGS, describeBus, openBus, parseBusChoice } from './bus-option.js';
+import { BUS_FLAGS, describeBus, openBus, parseBusChoice, requireRedisBusWithPostgres } from './bus-option.js';
 import type { CliCommand } from './command.js';
 import {
   CliUsageError,
@@ -12,12 +12,15 @@ import {
   reportUsageError,
   stringFlag,
 } from './command-args.js';
-import { type OpenedDatabase, openExistingDatabase } from './read-database.js';
+import { openExistingDatabase } from './read-database.js';
+import { auditOf, coordinatorTablesOf, isPostgresUrl, openPostgresForReading } from './read-postgres.js';
 import { stopSignal } from './stop-signal.js';
 
 export const CONSOLE_USAGE = `Usage: switchboard console --db PATH [--bus URL [--bus-prefix NAME]] [--listen HOST:PORT] [--read-only]
+       switchboard console --db postgres://USER@HOST:PORT/DB --bus redis://HOST:PORT [--bus-prefix NAME] [--listen HOST:PORT]
 
-The operations console: a local web app over a switchboard database. It
+The operations console: a local web app over a switchboard database (a
+SQLite file, or the PostgreSQL database of a Coordinator on Redis). It
 shows the work items (state, stage, hops, cost, elapsed, output; filters by
 state and workflow), one item's timeline (every hop with its role, attempt,
 outcome, tokens, cost and time, the audit rows with the chain's
@@ -28,23 +31,32 @@ tasks and agents, and the task and workflow-run machines drawn from their
 definitions with the current state highlighted. Open pages update live.
 
 It reads the file read-only beside a running broker, Coordinator and
-workers. Every asset ships in the package: nothing is fetched from the
+workers. On PostgreSQL there is no broker file: the tasks view shows the
+tasks derived from the newest items' rows, and open pages update from a
+poll of the audit head and the queue counters; while PostgreSQL does not
+answer, reads answer 503 and the console keeps serving until it is back. Every asset ships in the package: nothing is fetched from the
 internet. It answers only pages it serves itself (Host and Origin are
 checked). An action needs the access token, printed once at start inside
 the address to open (after #token=, never sent to the server in a URL).
 
 Options:
-  --db PATH          the switchboard SQLite file (must exist)
+  --db PATH          the switchboard SQLite file (must exist), or the Coordinator's
+                     PostgreSQL database postgres://USER[:PASSWORD]@HOST:PORT/DB
+                     (read-only; the password is never shown or logged)
   --bus URL          the work bus of the approvals and replays: redis://HOST:PORT[/DB]
-                     (default: the embedded SQLite bus in the --db file)
+                     (default: the embedded SQLite bus in the --db file; required
+                     with --db postgres://...)
   --bus-prefix NAME  key prefix of the deployment on Redis (default switchboard)
   --listen HOST:PORT where to listen (default ${DEFAULT_CONSOLE_HOST}:${DEFAULT_CONSOLE_PORT}; port 0 picks a free one)
   --read-only        no actions: the page shows, the API refuses approvals and replays
   -h, --help         show this help
 
 Exit status: 0 after SIGINT or SIGTERM; 1 when the database is missing or
-unreadable, the bus cannot be reached or the address cannot be listened on;
-2 for a usage error.`;
+unreadable (PostgreSQL does not answer), the bus cannot be reached or the
+address cannot be listened on; 2 for a usage error.`;
+
+/** How long one read of PostgreSQL may take before it fails (and the page is told the store does not answer). */
+const CONSOLE_QUERY_TIMEOUT_MS = 5_000;
 
 /** Every flag the command accepts (each is documented in its --help; a test checks it). */
 export const CONSOLE_FLAGS: FlagSpec = {
@@ -67,7 +79,7 @@ export function parseListen(value: string): { host: string; port: number } {
 
 async function runConsole(argv: string[]): Promise<number> {
   let flags: {
-    db: string | undefined;
+    db: string;
     bus: ReturnType<typeof parseBusChoice> | undefined;
     listen: { host: string; port: number };
   };
@@ -77,6 +89,12 @@ async function runConsole(argv: string[]): Promise<number> {
     if (db === undefined) throw new CliUsageError('--db PATH is required: the switchboard database to show');
     const readOnly = booleanFlag(args, 'read-only');
     if (readOnly && stringFlag(args, 'bus') !== undefined) throw new CliUsageError('--read-only takes no --bus');
+    if (isPostgresUrl(db)) {
+      if (readOnly) {
+        throw new CliUsageError('--db postgres://... takes no --read-only: the console reads it through its --bus');
+      }
+      requireRedisBusWithPostgres(args);
+    }
     const listen = stringFlag(args, 'listen');
     flags = {
       db,
@@ -88,9 +106,9 @@ async function runConsole(argv: string[]): Promise<number> {
     throw error;
   }
   const logger = createLogger({ name: 'switchboard-console' });
-  let opened: OpenedDatabase;
+  let opened: ConsoleStore;
   try {
-    opened = openExistingDatabase(flags.db, 'read');
+    opened = await openConsoleStore(flags.db);
   } catch (error) {
     process.stderr.write(`switchboard console: ${(error as Error).message}\n`);
     return 1;
@@ -111,7 +129,7 @@ async function runConsole(argv: string[]): Promise<number> {
     let server: Awaited<ReturnType<typeof startConsoleServer>>;
     try {
       server = await startConsoleServer({
-        data: new ConsoleData(opened.db, bus),
+        data: new ConsoleData(opened.source, bus),
         ...(bus === undefined ? {} : { bus }),
         host: flags.listen.host,
         port: flags.listen.port,
@@ -122,11 +140,11 @@ async function runConsole(argv: string[]): Promise<number> {
       return 1;
     }
     logger.info(
-      { url: server.url, db: opened.path, bus: flags.bus === undefined ? null : describeBus(flags.bus) },
+      { url: server.url, db: opened.where, bus: flags.bus === undefined ? null : describeBus(flags.bus) },
       'console listening',
     );
     process.stdout.write(
-      `switchboard console on ${opened.path}\nOpen ${server.tokenUrl}\n(the part after #token= is the access token for actions; it is shown only now)\n`,
+      `switchboard console on ${opened.where}\nOpen ${server.tokenUrl}\n(the part after #token= is the access token for actions; it is shown only now)\n`,
     );
     await stop.stopped;
     await server.stop();
@@ -134,7 +152,36 @@ async function runConsole(argv: string[]): Promise<number> {
   } finally {
     stop.dispose();
     await bus?.close().catch(() => {});
-    opened.db.close();
+    await opened.close();
+  }
+}
+
+/** What the console reads, opened: a SQLite file or a PostgreSQL database, named without a password. */
+interface ConsoleStore {
+  source: ConsoleSource;
+  where: string;
+  close(): Promise<void>;
+}
+
+/** Opens the store read-only; a missing file, an unreachable PostgreSQL or another schema rejects with what to do. */
+async function openConsoleStore(db: string): Promise<ConsoleStore> {
+  if (!isPostgresUrl(db)) {
+    const file = openExistingDatabase(db, 'read');
+    return {
+      source: { kind: 'sqlite', db: file.db },
+      where: file.path,
+      close: async () => {
+        file.db.close();
+      },
+    };
+  }
+  const opened = await openPostgresForReading(db, 'console', { max: 2, queryTimeoutMs: CONSOLE_QUERY_TIMEOUT_MS });
+  try {
+    const [tables, audit] = await Promise.all([coordinatorTablesOf(opened), auditOf(opened)]);
+    return { source: { kind: 'postgres', tables, audit }, where: opened.where, close: opened.close };
+  } catch (error) {
+    await opened.close().catch(() => {});
+    throw new Error(`cannot read ${opened.where} as a Coordinator's database: ${(error as Error).message}`);
   }
 }
 

@@ -1,6 +1,12 @@
 import { PostgresAuditLog } from '../persistence/audit/postgres-chain.js';
 import { PostgresCoordinatorStore } from '../persistence/coordinator/postgres-store.js';
-import { type PgPool, isPostgresUrl, openPgPool, safePostgresUrl } from '../persistence/kernel/postgres.js';
+import {
+  type PgPool,
+  type PgPoolOptions,
+  isPostgresUrl,
+  openPgPool,
+  safePostgresUrl,
+} from '../persistence/kernel/postgres.js';
 
 /**
  * The read commands (`items`, `usage`, `audit verify`) on a Coordinator's
@@ -19,8 +25,12 @@ export interface OpenedPostgres {
 }
 
 /** Opens a pool of one connection; an unreachable server rejects with `PG_UNREACHABLE` (no password in it). */
-export async function openPostgresForReading(url: string, command: string): Promise<OpenedPostgres> {
-  const pool = await openPgPool(url, { max: 1, user: `switchboard ${command}` });
+export async function openPostgresForReading(
+  url: string,
+  command: string,
+  options: Pick<PgPoolOptions, 'max' | 'queryTimeoutMs'> = {},
+): Promise<OpenedPostgres> {
+  const pool = await openPgPool(url, { max: 1, ...options, user: `switchboard ${command}` });
   return { where: safePostgresUrl(url), pool, close: () => pool.end() };
 }
 

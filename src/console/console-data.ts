@@ -4,19 +4,26 @@ import { type QueueView, type SystemSnapshot, queueViewOf, readSystemSnapshot } 
 import { TASK_TRANSITIONS } from '../machines/task-transitions.js';
 import { WORKFLOW_RUN_TRANSITIONS } from '../machines/workflow-run-transitions.js';
 import { AuditLog, type AuditVerification } from '../persistence/audit/chain.js';
+import type { CoordinatorTables } from '../persistence/coordinator/coordinator-store.js';
+import type { ItemPageFilter } from '../persistence/coordinator/item-reads.js';
 import { SqliteCoordinatorStore } from '../persistence/coordinator/store.js';
 import type { SqliteDatabase } from '../persistence/kernel/database.js';
+import type { AuditHead, AuditRow } from '../protocol/audit.js';
 import type { Part } from '../protocol/parts.js';
-import { TASK_STATES } from '../protocol/task.js';
+import { TASK_STATES, type TaskState } from '../protocol/task.js';
 import { RESULTS_ROLE } from '../protocol/work-envelope.js';
 import { WORKFLOW_RUN_STATES } from '../protocol/workflow.js';
 import { outputSummary } from '../workflow/item-output.js';
 import type { HopRecord, ItemRecord, ItemState } from '../workflow/records.js';
+import { type TaskView, taskViewsOfItems } from '../workflow/task-view.js';
+
+/** Task states a task leaves no more. */
+const TERMINAL_TASK_STATES: readonly TaskState[] = ['completed', 'canceled', 'failed', 'rejected'];
 
 /**
  * What the console shows, read from a switchboard database opened read-only
- * (it reads while the broker, the bus and the Coordinator write) and from the
- * bus. Nothing here returns a capability token, a continuation token or an
+ * (it reads while the broker, the bus and the Coordinator write), or from a
+ * Coordinator's PostgreSQL database read-only, and from the bus. Nothing here returns a capability token, a continuation token or an
  * envelope body: names, states, counts, times, costs, verdicts, and the text
  * of what an item asked and answered when its timeline is opened.
  */
@@ -127,60 +134,145 @@ export const MAX_SHOWN_TEXT = 2000;
 /** The bus's own roles, shown beside the workflows' roles. */
 const CONTROL_ROLES = [ITEMS_ROLE, APPROVALS_ROLE, RESULTS_ROLE];
 
-export class ConsoleData {
-  readonly #db: SqliteDatabase;
-  readonly #bus: WorkQueue | undefined;
-  readonly #store: SqliteCoordinatorStore | undefined;
-  readonly #audit: AuditLog | undefined;
+/** How many of the newest items the derived task view covers (a store with no broker beside it). */
+export const DERIVED_TASK_ITEMS = 50;
 
-  constructor(db: SqliteDatabase, bus?: WorkQueue) {
-    this.#db = db;
+/** The audit chain as the console reads it: the SQLite `AuditLog` answers at once, `PostgresAuditLog` over the network. */
+export interface ConsoleAuditReads {
+  head(): AuditHead | Promise<AuditHead>;
+  list(options: { itemId: string }): AuditRow[] | Promise<AuditRow[]>;
+  verifyChain(): AuditVerification | Promise<AuditVerification>;
+}
+
+/** Where the console reads: a switchboard SQLite file, or a Coordinator's PostgreSQL database. */
+export type ConsoleSource =
+  | { kind: 'sqlite'; db: SqliteDatabase }
+  | { kind: 'postgres'; tables: CoordinatorTables; audit: ConsoleAuditReads };
+
+export class ConsoleData {
+  readonly #db: SqliteDatabase | undefined;
+  readonly #bus: WorkQueue | undefined;
+  readonly #tables: CoordinatorTables | undefined;
+  readonly #audit: ConsoleAuditReads | undefined;
+  /** The roles last read (the live poll reads them again only once the audit head moved). */
+  #roles: { head: string; roles: string[] } | undefined;
+
+  constructor(source: ConsoleSource, bus?: WorkQueue) {
     this.#bus = bus;
-    this.#store = this.#has('coord_items') ? new SqliteCoordinatorStore(db, { readOnly: true }) : undefined;
+    if (source.kind === 'postgres') {
+      this.#tables = source.tables;
+      this.#audit = source.audit;
+      return;
+    }
+    const db = source.db;
+    this.#db = db;
+    this.#tables = this.#has('coord_items') ? new SqliteCoordinatorStore(db, { readOnly: true }) : undefined;
     this.#audit = this.#has('audit_log') ? new AuditLog(db, { readOnly: true }) : undefined;
+  }
+
+  /** Which store the console reads. */
+  get store(): ConsoleSource['kind'] {
+    return this.#db === undefined ? 'postgres' : 'sqlite';
   }
 
   /** Whether the file holds the Coordinator's tables (else only broker views have data). */
   get hasCoordinator(): boolean {
-    return this.#store !== undefined;
+    return this.#tables !== undefined;
   }
 
-  /** A number that changes whenever another connection commits to the file (SQLite's `data_version`). */
-  version(): number {
-    return this.#db.pragma('data_version', { simple: true }) as number;
+  /**
+   * A value that changes whenever something the views show moved. On SQLite:
+   * the file's `data_version` (any other connection's commit). On PostgreSQL:
+   * the audit head (every commit of the Coordinator appends to it) and the
+   * queue counters of every role (a publish, an ack, a dead letter).
+   */
+  async version(): Promise<string> {
+    if (this.#db !== undefined) return String(this.#db.pragma('data_version', { simple: true }));
+    const head = this.#audit === undefined ? { seq: 0, hash: '' } : await this.#audit.head();
+    const key = `${head.seq}:${head.hash}`;
+    if (this.#roles?.head !== key) this.#roles = { head: key, roles: await this.roles() };
+    const queues = this.#bus === undefined ? [] : await this.#queueViews(this.#roles.roles);
+    return JSON.stringify([key, queues.map((q) => [q.role, q.depth, q.delayed, q.inFlight, q.deadLetters])]);
   }
 
   /** Counts of tasks, queues and items, as `switchboard top` shows them. */
   async overview(now = Date.now()): Promise<SystemSnapshot> {
+    if (this.#db === undefined) return this.#derivedOverview(now);
     const snapshot = readSystemSnapshot(this.#db, { now, limit: 10 });
     if (this.#bus !== undefined && this.#bus.backend !== 'sqlite') snapshot.queues = await this.queues();
     return snapshot;
   }
 
-  /** Every known role's queue: the workflows' roles and the bus's control roles. */
-  async queues(): Promise<QueueView[]> {
-    if (this.#bus === undefined) return readSystemSnapshot(this.#db).queues ?? [];
-    const bus = this.#bus;
-    return Promise.all(this.roles().map(async (role) => queueViewOf(await bus.stats(role))));
+  /** The overview of a store with no broker beside it: items from their rows, tasks derived from them. */
+  async #derivedOverview(now: number): Promise<SystemSnapshot> {
+    const tables = this.#tables as CoordinatorTables;
+    const [totals, newest, tasks, queues] = await Promise.all([
+      tables.readItemTotals(),
+      tables.readItemPage({ limit: 10 }),
+      this.#derivedTasks(),
+      this.queues(),
+    ]);
+    const byState = Object.fromEntries(TASK_STATES.map((s) => [s, 0])) as Record<TaskState, number>;
+    for (const task of tasks) byState[task.state] += 1;
+    const rows = [...newest].sort((a, b) => Number(a.finishedAt !== null) - Number(b.finishedAt !== null));
+    return {
+      at: now,
+      tasks: {
+        total: tasks.length,
+        byState,
+        live: tasks
+          .filter((t) => !TERMINAL_TASK_STATES.includes(t.state))
+          .sort((a, b) => a.updatedAt - b.updatedAt)
+          .slice(0, 10)
+          .map((t) => ({
+            taskId: t.id,
+            state: t.state,
+            worker: t.worker,
+            requester: t.requester,
+            idleMs: Math.max(0, now - t.updatedAt),
+          })),
+      },
+      queues,
+      items: {
+        byState: totals.byState,
+        costUsd: totals.costUsd,
+        inputTokens: totals.inputTokens,
+        outputTokens: totals.outputTokens,
+        rows: rows.map((item) => ({
+          id: item.id,
+          workflow: `${item.workflow.id}@${item.workflow.version}`,
+          state: item.state,
+          stage: item.stage,
+          hop: item.hop,
+          hops: item.hops,
+          costUsd: item.usage.costUsd,
+          inputTokens: item.usage.inputTokens,
+          outputTokens: item.usage.outputTokens,
+          idleMs: Math.max(0, now - item.updatedAt),
+          finished: item.finishedAt !== null,
+        })),
+      },
+    };
   }
 
-  /** Roles the workflows of this file name, the roles hops went to, and the control roles. */
-  roles(): string[] {
+  /** Every known role's queue: the workflows' roles and the bus's control roles. */
+  async queues(): Promise<QueueView[]> {
+    if (this.#bus === undefined) return this.#db === undefined ? [] : (readSystemSnapshot(this.#db).queues ?? []);
+    return this.#queueViews(await this.roles());
+  }
+
+  async #queueViews(roles: readonly string[]): Promise<QueueView[]> {
+    const bus = this.#bus as WorkQueue;
+    return Promise.all(roles.map(async (role) => queueViewOf(await bus.stats(role))));
+  }
+
+  /** Roles the workflows of this store name, the roles hops went to, and the control roles. */
+  async roles(): Promise<string[]> {
     const roles = new Set<string>(CONTROL_ROLES);
-    if (this.#has('coord_definitions')) {
-      for (const { body } of this.#db.prepare('SELECT body FROM coord_definitions').all() as { body: string }[]) {
-        const definition = JSON.parse(body) as { stages?: Record<string, { role?: unknown }> };
-        for (const stage of Object.values(definition.stages ?? {})) {
-          if (typeof stage.role === 'string') roles.add(stage.role);
-        }
-      }
+    if (this.#db === undefined || this.#has('coord_definitions')) {
+      for (const role of (await this.#tables?.readRoles()) ?? []) roles.add(role);
     }
-    if (this.#has('coord_hops')) {
-      for (const { role } of this.#db.prepare('SELECT DISTINCT role FROM coord_hops').all() as { role: string }[]) {
-        roles.add(role);
-      }
-    }
-    if (this.#has('bus_jobs')) {
+    if (this.#db !== undefined && this.#has('bus_jobs')) {
       for (const { role } of this.#db.prepare('SELECT DISTINCT role FROM bus_jobs').all() as { role: string }[]) {
         roles.add(role);
       }
@@ -188,50 +280,29 @@ export class ConsoleData {
     return [...roles].sort();
   }
 
-  items(filter: { state?: ItemState; workflow?: string; limit?: number } = {}, now = Date.now()): ConsoleItem[] {
-    if (this.#store === undefined) return [];
-    const store = this.#store;
-    const limit = Math.max(0, Math.min(filter.limit ?? 200, 1000));
-    // Newest first, filtered and limited by SQLite: only the ids of the page are read, then each item.
-    const where: string[] = [];
-    const params: (string | number)[] = [];
-    if (filter.state !== undefined) {
-      where.push('state = ?');
-      params.push(filter.state);
-    }
-    if (filter.workflow !== undefined) {
-      where.push('workflow_id = ?');
-      params.push(filter.workflow);
-    }
-    const ids = this.#db
-      .prepare(
-        `SELECT id FROM coord_items ${where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`}
-         ORDER BY created_at DESC, id LIMIT ?`,
-      )
-      .all(...params, limit) as { id: string }[];
-    return ids.flatMap(({ id }) => {
-      const item = store.getItem(id);
-      return item === undefined ? [] : [consoleItem(item, now)];
-    });
+  /** One page of items, newest first, filtered by state and workflow. */
+  async items(filter: ItemPageFilter = {}, now = Date.now()): Promise<ConsoleItem[]> {
+    if (this.#tables === undefined) return [];
+    return (await this.#tables.readItemPage(filter)).map((item) => consoleItem(item, now));
   }
 
   /** Workflow ids with items (for the filter). */
-  workflows(): string[] {
-    if (!this.#has('coord_items')) return [];
-    return (
-      this.#db.prepare('SELECT DISTINCT workflow_id FROM coord_items ORDER BY workflow_id').all() as {
-        workflow_id: string;
-      }[]
-    ).map((r) => r.workflow_id);
+  async workflows(): Promise<string[]> {
+    return (await this.#tables?.readWorkflowIds()) ?? [];
   }
 
-  item(id: string, now = Date.now()): ConsoleItemDetail | undefined {
-    const item = this.#store?.getItem(id);
-    if (item === undefined || this.#store === undefined) return undefined;
-    const records = this.#store.listHops(id);
+  async item(id: string, now = Date.now()): Promise<ConsoleItemDetail | undefined> {
+    const tables = this.#tables;
+    const item = await tables?.readItem(id);
+    if (item === undefined || tables === undefined) return undefined;
+    const [records, rows, chain] = await Promise.all([
+      tables.readHops(id),
+      this.#audit?.list({ itemId: id }) ?? [],
+      this.chain(),
+    ]);
     const hops = records.map(consoleHop);
     const secrets = records.flatMap((hop) => (hop.continuation === null ? [] : [hop.continuation]));
-    const audit = (this.#audit?.list({ itemId: id }) ?? []).map((row) => ({
+    const audit = rows.map((row) => ({
       seq: row.seq,
       at: row.at,
       kind: row.kind,
@@ -240,40 +311,34 @@ export class ConsoleData {
       data: redacted(row.data, secrets),
       hash: row.hash,
     }));
-    return { item: consoleItem(item, now), hops, audit, chain: this.chain() };
+    return { item: consoleItem(item, now), hops, audit, chain };
   }
 
   /** The last verification and the head it covered: the chain is verified again only once it has moved. */
   #verified: { seq: number; hash: string; chain: ConsoleItemDetail['chain'] } | undefined;
 
   /** The audit chain's verification (of the whole chain, cached until its head moves). */
-  chain(): ConsoleItemDetail['chain'] {
+  async chain(): Promise<ConsoleItemDetail['chain']> {
     if (this.#audit === undefined) return { ok: true, entries: 0, head: null, problem: null };
-    const head = this.#audit.head();
+    const head = await this.#audit.head();
     if (this.#verified?.seq === head.seq && this.#verified.hash === head.hash) return this.#verified.chain;
-    const chain = this.#verify(this.#audit);
+    const verification = await this.#audit.verifyChain();
+    const chain: ConsoleItemDetail['chain'] = verification.ok
+      ? { ok: true, entries: verification.entries, head: verification.head.hash, problem: null }
+      : {
+          ok: false,
+          entries: head.seq,
+          head: null,
+          problem: `${verification.reason} at row ${verification.seq}: ${verification.detail}`,
+        };
     this.#verified = { seq: head.seq, hash: head.hash, chain };
     return chain;
   }
 
-  #verify(audit: AuditLog): ConsoleItemDetail['chain'] {
-    const verification: AuditVerification = audit.verifyChain();
-    if (verification.ok) {
-      return { ok: true, entries: verification.entries, head: verification.head.hash, problem: null };
-    }
-    return {
-      ok: false,
-      entries: audit.head().seq,
-      head: null,
-      problem: `${verification.reason} at row ${verification.seq}: ${verification.detail}`,
-    };
-  }
-
   /** Items waiting at an approval gate (or for a governance approval), oldest first. */
-  approvals(now = Date.now()): ConsoleItem[] {
-    if (this.#store === undefined) return [];
-    return this.#store
-      .listItems({ state: 'awaiting-approval', limit: 100_000 })
+  async approvals(now = Date.now()): Promise<ConsoleItem[]> {
+    if (this.#tables === undefined) return [];
+    return (await this.#tables.readItems({ state: 'awaiting-approval', limit: 100_000 }))
       .sort((a, b) => a.updatedAt - b.updatedAt)
       .map((item) => consoleItem(item, now));
   }
@@ -284,8 +349,9 @@ export class ConsoleData {
     return (await this.#bus.deadLetters.list(role, { limit })).map(consoleDeadLetter);
   }
 
+  /** The broker's agents (none where there is no broker file: PostgreSQL). */
   agents(): ConsoleAgent[] {
-    if (!this.#has('a2a_agents')) return [];
+    if (this.#db === undefined || !this.#has('a2a_agents')) return [];
     const rows = this.#db
       .prepare(
         'SELECT agent_id, name, context_id, kind, registered_at, ended_at FROM a2a_agents ORDER BY ended_at IS NOT NULL, context_id, name',
@@ -308,9 +374,33 @@ export class ConsoleData {
     }));
   }
 
-  tasks(filter: { state?: string; limit?: number } = {}): ConsoleTask[] {
-    if (!this.#has('a2a_tasks')) return [];
+  /**
+   * Where the tasks come from, when not from a broker's table: on PostgreSQL
+   * there is no broker file, so the tasks are derived from the newest items'
+   * rows (`taskViewsOfItems`), as the broker mirror would have moved them.
+   */
+  get tasksNote(): string | null {
+    return this.#db === undefined
+      ? `No broker beside PostgreSQL: these tasks are derived from the rows of the newest ${DERIVED_TASK_ITEMS} work items (each item a task, each hop a child task of it), in the states the broker mirror gives them.`
+      : null;
+  }
+
+  async tasks(filter: { state?: string; limit?: number } = {}): Promise<ConsoleTask[]> {
     const limit = filter.limit ?? 200;
+    if (this.#db === undefined) {
+      return (await this.#derivedTasks())
+        .filter((t) => filter.state === undefined || t.state === filter.state)
+        .slice(0, limit)
+        .map((t) => ({
+          taskId: t.id,
+          state: t.state,
+          contextId: t.itemId,
+          worker: t.worker,
+          requester: t.requester,
+          updatedAt: new Date(t.updatedAt).toISOString(),
+        }));
+    }
+    if (!this.#has('a2a_tasks')) return [];
     const rows = (
       filter.state === undefined
         ? this.#db
@@ -341,17 +431,19 @@ export class ConsoleData {
     }));
   }
 
-  /** The state of one broker task (for the task machine's diagram). */
-  taskState(taskId: string): string | undefined {
-    if (!this.#has('a2a_tasks')) return undefined;
-    const row = this.#db.prepare('SELECT state FROM a2a_tasks WHERE task_id = ?').get(taskId) as
-      | { state: string }
-      | undefined;
-    return row?.state;
+  /** The task view of the newest `DERIVED_TASK_ITEMS` items, from their rows. */
+  async #derivedTasks(): Promise<TaskView[]> {
+    const tables = this.#tables;
+    if (tables === undefined) return [];
+    const items = await tables.readItemPage({ limit: DERIVED_TASK_ITEMS });
+    const hops = new Map(
+      await Promise.all(items.map(async (item) => [item.id, await tables.readHops(item.id)] as const)),
+    );
+    return taskViewsOfItems(items, (id) => hops.get(id) ?? []);
   }
 
   #has(table: string): boolean {
-    return this.#db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table) !== undefined;
+    return this.#db?.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table) !== undefined;
   }
 }
 

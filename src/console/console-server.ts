@@ -7,6 +7,7 @@ import type { WorkQueue } from '../bus/work-queue.js';
 import { localAuthorities, localRequestProblem } from '../inspect/local-origin.js';
 import type { Logger } from '../log/logger.js';
 import { silentLogger } from '../log/logger.js';
+import { PostgresError } from '../persistence/kernel/postgres.js';
 import { ConsoleApprovalSchema, ConsoleItemsQuerySchema, ConsoleReplaySchema } from '../protocol/console-api.js';
 import { type ErrorCodeOf, SwitchboardError } from '../protocol/switchboard-error.js';
 import { TASK_STATES } from '../protocol/task.js';
@@ -156,15 +157,27 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     res.on('close', () => streams.delete(res));
   }
 
-  let lastVersion = data.version();
+  let lastVersion = await data.version();
   let beats = 0;
-  const poll = setInterval(() => {
-    let version: number;
+  /** Whether the last poll could not read the store (logged once per outage, not once per poll). */
+  let unreachable = false;
+  let polling = false;
+  const pollOnce = async (): Promise<void> => {
+    let version: string;
     try {
-      version = data.version();
+      version = await data.version();
     } catch (error) {
-      logger.warn({ err: { message: (error as Error).message } }, 'console could not read the database');
+      if (!unreachable) {
+        logger.warn({ err: { message: (error as Error).message } }, 'console could not read the database');
+        unreachable = true;
+      }
       return;
+    }
+    if (unreachable) {
+      logger.info('console reads the database again');
+      unreachable = false;
+      // The pages showed the outage: they read again now.
+      lastVersion = '';
     }
     const beat = ++beats % Math.max(1, Math.round(15_000 / (options.pollMs ?? CONSOLE_POLL_MS))) === 0;
     if (version === lastVersion && !beat) return;
@@ -172,6 +185,14 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
       version === lastVersion ? ': keep-alive\n\n' : `event: change\ndata: ${JSON.stringify({ version })}\n\n`;
     lastVersion = version;
     for (const stream of streams) stream.write(frame);
+  };
+  const poll = setInterval(() => {
+    // A slow read (a store over the network) is not stacked: the next tick waits for it.
+    if (polling) return;
+    polling = true;
+    void pollOnce().finally(() => {
+      polling = false;
+    });
   }, options.pollMs ?? CONSOLE_POLL_MS);
   poll.unref();
   api.onChange = () => {
@@ -232,6 +253,14 @@ class ConsoleApi {
       const body = await this.route(req, url);
       sendJson(res, 200, body);
     } catch (error) {
+      if (error instanceof PostgresError && error.code !== 'PG_INVALID_URL') {
+        // The store went away (or refused): this read fails, the console keeps serving and reads again next time.
+        sendJson(res, 503, {
+          error: `PostgreSQL does not answer this read: ${error.message}. The console keeps serving; reload once PostgreSQL is back.`,
+          code: error.code,
+        });
+        return;
+      }
       if (!(error instanceof HttpProblem)) throw error;
       sendJson(res, error.status, { error: error.message, ...(error.details ?? {}) });
     }
@@ -250,8 +279,9 @@ class ConsoleApi {
         return {
           ...(await this.data.overview()),
           coordinator: this.data.hasCoordinator,
+          store: this.data.store,
           bus: this.bus?.backend ?? null,
-          workflows: this.data.workflows(),
+          workflows: await this.data.workflows(),
         };
       case '/api/items': {
         const parsed = ConsoleItemsQuerySchema.safeParse(query);
@@ -260,12 +290,13 @@ class ConsoleApi {
           ...(parsed.data.state === undefined ? {} : { state: parsed.data.state }),
           ...(parsed.data.workflow === undefined ? {} : { workflow: parsed.data.workflow }),
           ...(parsed.data.limit === undefined ? {} : { limit: parsed.data.limit }),
+          ...(parsed.data.offset === undefined ? {} : { offset: parsed.data.offset }),
         };
-        return { items: this.data.items(filter) };
+        return { items: await this.data.items(filter) };
       }
       case '/api/approvals':
         noQuery(query);
-        return { items: this.data.approvals(), canAct: this.bus !== undefined };
+        return { items: await this.data.approvals(), canAct: this.bus !== undefined };
       case '/api/queues':
         noQuery(query);
         return { queues: await this.data.queues(), bus: this.bus?.backend ?? null };
@@ -283,7 +314,11 @@ class ConsoleApi {
         if (state !== undefined && !(TASK_STATES as readonly string[]).includes(state)) {
           throw new HttpProblem(400, `unknown task state ${JSON.stringify(state)}: one of ${TASK_STATES.join(', ')}`);
         }
-        return { tasks: this.data.tasks(state === undefined ? {} : { state }), agents: this.data.agents() };
+        return {
+          tasks: await this.data.tasks(state === undefined ? {} : { state }),
+          agents: this.data.agents(),
+          note: this.data.tasksNote,
+        };
       }
       case '/api/machines':
         noQuery(query);
@@ -292,7 +327,7 @@ class ConsoleApi {
         const itemId = path.startsWith('/api/items/') ? decodeURIComponent(path.slice('/api/items/'.length)) : '';
         if (itemId !== '' && !itemId.includes('/')) {
           noQuery(query);
-          const detail = this.data.item(itemId);
+          const detail = await this.data.item(itemId);
           if (detail === undefined) throw new HttpProblem(404, `no work item ${itemId} in this database`);
           return detail;
         }
@@ -316,7 +351,7 @@ class ConsoleApi {
         if (decision.reason !== undefined && decision.decision !== 'deny') {
           throw new HttpProblem(400, 'a reason goes with a denial only');
         }
-        const item = this.data.item(decision.itemId)?.item;
+        const item = (await this.data.item(decision.itemId))?.item;
         if (item === undefined) throw new HttpProblem(404, `no work item ${decision.itemId} in this database`);
         if (item.state !== 'awaiting-approval' || item.approval === null) {
           throw new HttpProblem(409, `work item ${item.id} is ${item.state}, not waiting for an approval`);

@@ -57,6 +57,7 @@ export type {
   CoordinatorTables,
   StoredItem,
 } from '../persistence/coordinator/coordinator-store.js';
+export type { ItemPageFilter, ItemTotals } from '../persistence/coordinator/item-reads.js';
 export type {
   CommitBatch,
   Committed,

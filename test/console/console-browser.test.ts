@@ -4,11 +4,24 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { type Browser, type Page, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ConsoleProcess, demoDatabase, runCli, startConsole, tempDir, until } from './helpers.js';
+import { postgresGate } from '../postgres-availability.js';
+import { redisGate } from '../redis-availability.js';
+import {
+  type ConsoleProcess,
+  demoDatabase,
+  postgresDeployment,
+  runCli,
+  startConsole,
+  tempDir,
+  until,
+} from './helpers.js';
 
 // The console in a real headless browser (Debian's chromium driven by
 // playwright-core): the demo's database, then a live Coordinator and worker
 // whose item waits at the approval gate until a click approves it.
+
+const { runPostgres } = await postgresGate();
+const { runRedis } = await redisGate();
 
 const CHROMIUM = process.env.SWITCHBOARD_CHROMIUM ?? '/usr/bin/chromium';
 const available = existsSync(CHROMIUM);
@@ -71,6 +84,68 @@ function itemState(db: string, id: string): string | undefined {
   } finally {
     d.close();
   }
+}
+
+/**
+ * On a console over a live deployment whose item `itemId` waits at the
+ * approval gate and whose `$approvals` queue holds one dead letter (a
+ * decision for no item): a click without the token is refused; with it the
+ * item is approved and its completion arrives live; the dead letter is
+ * replayed from the queues view. Nothing is loaded from anywhere else.
+ */
+async function approveAndReplay(
+  server: ConsoleProcess,
+  itemId: string,
+  stateOf: () => Promise<string | undefined>,
+  /** Screenshots of the approvals and queues views (the SQLite variant's are the docs'). */
+  shots: boolean,
+): Promise<void> {
+  // The stray decision's dead letter names the item it was for (not the message's key).
+  const letters = (await (await fetch(new URL('/api/dead-letters?role=%24approvals', server.url))).json()) as {
+    deadLetters: { itemId: string | null }[];
+  };
+  expect(letters.deadLetters.map((l) => l.itemId)).toEqual(['no-such-item']);
+
+  // Without the token: the click is refused, and nothing changes.
+  const anonymous = await openPage();
+  await anonymous.page.goto(`${server.url}#/approvals`);
+  await anonymous.page.locator('[data-action="approve"]').click();
+  await anonymous.page.locator('#notice').getByText('access token').waitFor();
+  expect(await stateOf()).toBe('awaiting-approval');
+  await anonymous.page.context().close();
+
+  // With the token (taken from the printed address's fragment): approve on the item's page.
+  const { page, hosts } = await openPage();
+  await page.goto(server.tokenUrl);
+  await page.locator('#token-state').getByText('actions enabled').waitFor();
+  await page.goto(`${server.url}#/approvals`);
+  await page.locator('[data-action="approve"]').waitFor();
+  if (shots) await shot(page, 'approvals');
+  await page.goto(`${server.url}#/items/${encodeURIComponent(itemId)}`);
+  await page.locator('h1 .state.awaiting-approval').waitFor();
+  let loads = 0;
+  page.on('load', () => {
+    loads++;
+  });
+  await page.locator('[data-action="approve"]').click();
+  await page.locator('#notice').getByText(`approval of ${itemId} sent`).waitFor();
+  // The completion arrives through the live updates: no reload.
+  await page.locator('h1 .state.completed').waitFor({ timeout: 120_000 });
+  expect(loads).toBe(0);
+  expect(await stateOf()).toBe('completed');
+  const audit = await page.locator('table').nth(1).textContent();
+  expect(audit).toContain('release-manager');
+
+  // The dead letter, replayed from the queues view.
+  await page.goto(`${server.url}#/queues`);
+  await page.locator('[data-action="replay"]').first().waitFor();
+  // The approval's notice stayed with the item's view.
+  expect(await page.locator('#notice').textContent()).toBe('');
+  if (shots) await shot(page, 'queues');
+  await page.locator('[data-action="replay"]').first().click();
+  await page.locator('#notice').getByText('1 dead letter replayed').waitFor();
+  expect([...hosts]).toEqual([new URL(server.url).host]);
+  await page.context().close();
 }
 
 describe.skipIf(!available)('the console in a browser', () => {
@@ -170,52 +245,102 @@ describe.skipIf(!available)('the console in a browser', () => {
 
     const server = await startConsole(['--db', db]);
     consoles.push(server);
-    // The stray decision's dead letter names the item it was for (not the message's key).
-    const letters = (await (await fetch(new URL('/api/dead-letters?role=%24approvals', server.url))).json()) as {
-      deadLetters: { itemId: string | null }[];
-    };
-    expect(letters.deadLetters.map((l) => l.itemId)).toEqual(['no-such-item']);
-
-    // Without the token: the click is refused, and nothing changes.
-    const anonymous = await openPage();
-    await anonymous.page.goto(`${server.url}#/approvals`);
-    await anonymous.page.locator('[data-action="approve"]').click();
-    await anonymous.page.locator('#notice').getByText('access token').waitFor();
-    expect(itemState(db, itemId)).toBe('awaiting-approval');
-    await anonymous.page.context().close();
-
-    // With the token (taken from the printed address's fragment): approve on the item's page.
-    const { page, hosts } = await openPage();
-    await page.goto(server.tokenUrl);
-    await page.locator('#token-state').getByText('actions enabled').waitFor();
-    await page.goto(`${server.url}#/approvals`);
-    await page.locator('[data-action="approve"]').waitFor();
-    await shot(page, 'approvals');
-    await page.goto(`${server.url}#/items/${encodeURIComponent(itemId)}`);
-    await page.locator('h1 .state.awaiting-approval').waitFor();
-    let loads = 0;
-    page.on('load', () => {
-      loads++;
-    });
-    await page.locator('[data-action="approve"]').click();
-    await page.locator('#notice').getByText(`approval of ${itemId} sent`).waitFor();
-    // The completion arrives through the live updates: no reload.
-    await page.locator('h1 .state.completed').waitFor({ timeout: 120_000 });
-    expect(loads).toBe(0);
-    expect(itemState(db, itemId)).toBe('completed');
-    const audit = await page.locator('table').nth(1).textContent();
-    expect(audit).toContain('release-manager');
-
-    // The dead letter, replayed from the queues view.
-    await page.goto(`${server.url}#/queues`);
-    await page.locator('[data-action="replay"]').first().waitFor();
-    // The approval's notice stayed with the item's view.
-    expect(await page.locator('#notice').textContent()).toBe('');
-    await shot(page, 'queues');
-    await page.locator('[data-action="replay"]').first().click();
-    await page.locator('#notice').getByText('1 dead letter replayed').waitFor();
-    expect([...hosts]).toEqual([new URL(server.url).host]);
-    await page.context().close();
+    await approveAndReplay(server, itemId, async () => itemState(db, itemId), true);
     coordinator.kill('SIGTERM');
+  }, 360_000);
+});
+
+describe.runIf(available && runPostgres && runRedis)('the console in a browser on PostgreSQL and Redis', () => {
+  it('approves a waiting item by a click and sees its completion live; replays a dead letter; shows the derived tasks with the viewed one highlighted', async () => {
+    const deployment = await postgresDeployment();
+    try {
+      await deployment.startCoordinator();
+      const submitted = await runCli([
+        'submit',
+        ...deployment.bus,
+        '--workflow',
+        'dev-sdlc',
+        '--input',
+        'Add an audit page',
+        '--id',
+        'pgb',
+      ]);
+      expect(submitted.code, submitted.stderr).toBe(0);
+      const [waiting] = await deployment.waitForItems(
+        (items) => items.length === 1 && items[0]?.state === 'awaiting-approval',
+        'the item to wait at the approval gate',
+      );
+      const itemId = waiting?.id as string;
+      // A decision for an item that does not exist: the Coordinator dead-letters it on $approvals.
+      const stray = await runCli([
+        'approve',
+        ...deployment.bus,
+        '--item',
+        'no-such-item',
+        '--approver',
+        'release-manager',
+      ]);
+      expect(stray.code, stray.stderr).toBe(0);
+      const server = await startConsole(['--db', deployment.url, ...deployment.bus]);
+      consoles.push(server);
+      await until(
+        async () => {
+          const res = await fetch(new URL('/api/dead-letters?role=%24approvals', server.url));
+          return ((await res.json()) as { deadLetters: unknown[] }).deadLetters.length === 1;
+        },
+        60_000,
+        'the stray decision to be dead-lettered',
+      );
+      const stateOf = async () => {
+        const r = await runCli(['items', 'show', itemId, '--db', deployment.url, '--json']);
+        return (JSON.parse(r.stdout) as { item: { state: string } }).item.state;
+      };
+      await approveAndReplay(server, itemId, stateOf, false);
+
+      // Another process's commit (a new item) reaches an open page through the poll of the audit head: no reload.
+      const { page, hosts } = await openPage();
+      await page.goto(server.url);
+      await expect.poll(() => page.locator('tbody tr.clickable').count(), { timeout: 30_000 }).toBe(1);
+      let loads = 0;
+      page.on('load', () => {
+        loads++;
+      });
+      const another = await runCli([
+        'submit',
+        ...deployment.bus,
+        '--workflow',
+        'dev-sdlc',
+        '--input',
+        'More',
+        '--id',
+        'pgc',
+      ]);
+      expect(another.code, another.stderr).toBe(0);
+      await expect.poll(() => page.locator('tbody tr.clickable').count(), { timeout: 60_000 }).toBe(2);
+      expect(loads).toBe(0);
+
+      // The tasks, derived from the rows: a note says so; a click highlights the task's state in the machine.
+      await page.goto(`${server.url}#/tasks`);
+      await page.locator('#tasks-note').getByText('derived from the rows of the newest 50 work items').waitFor();
+      const rows = page.locator('tbody tr.clickable');
+      await rows.first().waitFor();
+      // The item's task and its hops' tasks (seven stage hops and queries of the demo's workflow).
+      expect(await rows.count()).toBeGreaterThan(1);
+      const hopRow = rows.filter({ hasText: 'architect' }).first();
+      const taskId = (await hopRow.locator('code').textContent()) as string;
+      const taskState = (await hopRow.locator('.state').textContent()) as string;
+      await hopRow.click();
+      await page.getByText(`Task ${taskId} is ${taskState}.`).waitFor();
+      const current = page.locator('svg[aria-label="task machine"] g.node.current');
+      expect(await current.count()).toBe(1);
+      expect(await current.getAttribute('data-state')).toBe(taskState);
+      await shot(page, 'tasks-postgres');
+      expect([...hosts]).toEqual([new URL(server.url).host]);
+      await page.context().close();
+      // The page never saw the database's password, nor did the console's output.
+      expect(server.stdout + server.stderr()).not.toContain(deployment.secret);
+    } finally {
+      await deployment.cleanup();
+    }
   }, 360_000);
 });

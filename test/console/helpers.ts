@@ -1,7 +1,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createClient } from 'redis';
+import { createTestDatabase } from '../postgres-availability.js';
+import { REDIS_URL } from '../redis-availability.js';
+import { type Proc, isLog, startCli, terminate } from '../scaleout/processes.js';
 
 /** Helpers of the console tests: a real `switchboard console` process and a demo database. */
 
@@ -104,4 +109,83 @@ export async function until(check: () => boolean | Promise<boolean>, timeoutMs: 
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** A Coordinator's deployment on PostgreSQL and Redis for the console's tests: a fresh database and a fresh bus prefix. */
+export interface PostgresDeployment {
+  /** The database's URL with a password in it (trust auth ignores it): it must appear nowhere. */
+  url: string;
+  /** The same URL without the password (as messages name it). */
+  safeUrl: string;
+  secret: string;
+  /** `--bus URL --bus-prefix NAME` of the deployment. */
+  bus: string[];
+  /** The same URL through another port (a proxy's), with the password. */
+  urlVia(port: number): string;
+  /** `switchboard coordinator` on the deployment, with the demo's workers in it; resolves once it is ready. */
+  startCoordinator(extra?: readonly string[]): Promise<Proc>;
+  /** Runs `switchboard items list` until `done` holds for the items, and returns them. */
+  waitForItems(
+    done: (items: { id: string; state: string }[]) => boolean,
+    what: string,
+  ): Promise<{ id: string; state: string }[]>;
+  cleanup(): Promise<void>;
+}
+
+export async function postgresDeployment(): Promise<PostgresDeployment> {
+  const database = await createTestDatabase('sb_console');
+  const prefix = `console-${randomUUID().slice(0, 8)}`;
+  const secret = `pw-${randomUUID().slice(0, 12)}`;
+  const withPassword = (port?: number) => {
+    const u = new URL(database.url);
+    u.password = secret;
+    if (port !== undefined) u.port = String(port);
+    return u.toString();
+  };
+  const url = withPassword();
+  const bus = ['--bus', REDIS_URL, '--bus-prefix', prefix];
+  const procs: Proc[] = [];
+  return {
+    url,
+    safeUrl: database.url.replace(/\/$/, ''),
+    secret,
+    bus,
+    urlVia: (port) => withPassword(port),
+    async startCoordinator(extra = []) {
+      const p = startCli('coordinator', [
+        'coordinator',
+        '--db',
+        url,
+        ...bus,
+        '--local-workers',
+        '--log-level',
+        'info',
+        ...extra,
+      ]);
+      procs.push(p);
+      await p.waitForLine(isLog('coordinator ready'), 60_000, { seen: true });
+      return p;
+    },
+    async waitForItems(done, what) {
+      const deadline = Date.now() + 120_000;
+      for (;;) {
+        const r = await runCli(['items', 'list', '--db', url, '--json']);
+        if (r.code !== 0) throw new Error(r.stderr);
+        const items = (JSON.parse(r.stdout) as { items: { id: string; state: string }[] }).items;
+        if (done(items)) return items;
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(items)}`);
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    },
+    async cleanup() {
+      for (const p of procs) await terminate(p);
+      const client = createClient({ url: REDIS_URL });
+      await client.connect();
+      for await (const keys of client.scanIterator({ MATCH: `{${prefix}}*`, COUNT: 1000 })) {
+        if (keys.length > 0) await client.del(keys);
+      }
+      await client.close();
+      await database.drop();
+    },
+  };
 }

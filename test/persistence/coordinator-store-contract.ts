@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { CoordinatorStore } from '../../src/persistence/coordinator/coordinator-store.js';
+import type { CoordinatorStore, CoordinatorTables } from '../../src/persistence/coordinator/coordinator-store.js';
 import type { AuditEntryInput } from '../../src/protocol/audit.js';
 import { type HopRecord, type ItemChanges, type ItemRecord, dispatchedHop } from '../../src/workflow/records.js';
 
@@ -11,7 +11,7 @@ import { type HopRecord, type ItemChanges, type ItemRecord, dispatchedHop } from
  */
 
 export interface ContractStore {
-  store: CoordinatorStore;
+  store: CoordinatorStore & CoordinatorTables;
   /** The audit entries committed so far, in order (kind and item). */
   audit(): Promise<{ kind: string; itemId: string | null }[]>;
   /** How many times the head was signed (a checkpoint in the commit of an item's end). */
@@ -263,6 +263,58 @@ export function runCoordinatorStoreContract(name: string, factory: CoordinatorSt
       expect(await store.loadDefinition({ id: 'wf', version: 1 })).toEqual({ id: 'wf', version: 1, stages: {} });
       const reopened = await s.reopen();
       expect((await reopened.loadOutbox()).map((r) => r.itemId)).toEqual(['b']);
+    });
+
+    it("answers the console's reads: a newest-first page filtered by state and workflow, workflow ids, roles, totals", async () => {
+      s = await factory();
+      const { store } = s;
+      const at = (id: string, createdAt: number, extra: Partial<ItemRecord> = {}): ItemChanges => {
+        const c = created(id);
+        return { ...c, item: item(id, { createdAt, updatedAt: createdAt, ...extra }) };
+      };
+      const other: ItemChanges = {
+        ...at('d', 4000, { workflow: { id: 'other', version: 2 }, state: 'completed', finishedAt: 4500 }),
+        definition: {
+          ref: { id: 'other', version: 2 },
+          body: { id: 'other', version: 2, stages: { write: { role: 'writer' }, check: { role: 'checker' } } },
+        },
+        hops: [{ hop: hop('d', 1, { role: 'writer' }), created: true }],
+      };
+      await store.commit({
+        changes: [
+          at('a', 1000, { usage: { inputTokens: 10, outputTokens: 5, costUsd: 0.25, elapsedMs: 1 } }),
+          at('b', 3000, {
+            state: 'awaiting-approval',
+            usage: { inputTokens: 1, outputTokens: 2, costUsd: 0.5, elapsedMs: 1 },
+          }),
+          at('c', 2000),
+          other,
+        ],
+        deleteOutbox: [],
+      });
+      const ids = (items: ItemRecord[]) => items.map((i) => i.id);
+      expect(ids(await store.readItemPage({}))).toEqual(['d', 'b', 'c', 'a']);
+      expect(ids(await store.readItemPage({ limit: 2 }))).toEqual(['d', 'b']);
+      expect(ids(await store.readItemPage({ limit: 2, offset: 2 }))).toEqual(['c', 'a']);
+      expect(ids(await store.readItemPage({ offset: 4 }))).toEqual([]);
+      expect(ids(await store.readItemPage({ state: 'running' }))).toEqual(['c', 'a']);
+      expect(ids(await store.readItemPage({ workflow: 'wf' }))).toEqual(['b', 'c', 'a']);
+      expect(ids(await store.readItemPage({ workflow: 'other', state: 'completed' }))).toEqual(['d']);
+      expect(ids(await store.readItemPage({ workflow: 'other', state: 'running' }))).toEqual([]);
+      expect((await store.readItemPage({ state: 'awaiting-approval' }))[0]).toMatchObject({
+        id: 'b',
+        usage: { costUsd: 0.5, inputTokens: 1, outputTokens: 2 },
+      });
+      expect(await store.readWorkflowIds()).toEqual(['other', 'wf']);
+      // The stages' roles of the kept definitions and the roles hops went to, each once, sorted.
+      expect(await store.readRoles()).toEqual(['checker', 'planner', 'writer']);
+      expect(await store.readItemTotals()).toEqual({
+        byState: { running: 2, 'awaiting-approval': 1, completed: 1 },
+        total: 4,
+        costUsd: 0.75,
+        inputTokens: 11,
+        outputTokens: 7,
+      });
     });
   });
 }

@@ -482,11 +482,12 @@ async function queuesView() {
 
 let selectedTask = null;
 async function tasksView() {
-  const { tasks, agents } = await api('/api/tasks');
+  const { tasks, agents, note } = await api('/api/tasks');
   const graph = await machine('task');
   const chosen = tasks.find((t) => t.taskId === selectedTask);
   return [
-    h('h1', {}, 'Broker tasks'),
+    h('h1', {}, note ? 'Tasks' : 'Broker tasks'),
+    note ? h('p', { class: 'note', id: 'tasks-note' }, note) : null,
     diagram(graph, chosen?.state),
     h(
       'p',
@@ -497,7 +498,7 @@ async function tasksView() {
       [
         { title: 'task', cell: (t) => h('code', {}, t.taskId) },
         { title: 'state', cell: (t) => state(t.state) },
-        { title: 'context', cell: (t) => t.contextId },
+        { title: note ? 'item' : 'context', cell: (t) => t.contextId },
         { title: 'worker', cell: (t) => t.worker },
         { title: 'requester', cell: (t) => t.requester },
         { title: 'updated', cell: (t) => t.updatedAt },
@@ -508,17 +509,19 @@ async function tasksView() {
         render();
       },
     ),
-    h('h2', {}, 'Agents'),
-    table(
-      [
-        { title: 'name', cell: (a) => a.name },
-        { title: 'context', cell: (a) => a.contextId },
-        { title: 'kind', cell: (a) => a.kind },
-        { title: 'live', cell: (a) => (a.live ? 'yes' : 'no') },
-        { title: 'agent id', cell: (a) => h('code', {}, a.agentId) },
-      ],
-      agents,
-    ),
+    note ? null : h('h2', {}, 'Agents'),
+    note
+      ? null
+      : table(
+          [
+            { title: 'name', cell: (a) => a.name },
+            { title: 'context', cell: (a) => a.contextId },
+            { title: 'kind', cell: (a) => a.kind },
+            { title: 'live', cell: (a) => (a.live ? 'yes' : 'no') },
+            { title: 'agent id', cell: (a) => h('code', {}, a.agentId) },
+          ],
+          agents,
+        ),
   ];
 }
 

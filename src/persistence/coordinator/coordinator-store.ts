@@ -1,4 +1,5 @@
 import type { AuditEntryInput } from '../../protocol/audit.js';
+import type { ItemPageFilter, ItemTotals } from './item-reads.js';
 import type {
   CommitBatch,
   Committed,
@@ -66,6 +67,14 @@ export interface CoordinatorTables {
   /** Work items, oldest first (optionally only those in one state; at most `limit`, default 10000). */
   readItems(options?: { state?: ItemState; limit?: number }): Promise<ItemRecord[]>;
   countItems(options?: { state?: ItemState }): Promise<number> | number;
+  /** One page of work items, newest first, filtered by state and workflow (the SQL of `item-reads.ts`). */
+  readItemPage(filter: ItemPageFilter): Promise<ItemRecord[]>;
+  /** The workflow ids items run on, sorted. */
+  readWorkflowIds(): Promise<string[]>;
+  /** The roles the kept definitions' stages name and the roles hops went to, sorted. */
+  readRoles(): Promise<string[]>;
+  /** How many items are in each state, and what all of them cost. */
+  readItemTotals(): Promise<ItemTotals>;
   /** Work items not yet completed, failed or canceled. */
   readLiveItems(): Promise<ItemRecord[]>;
   /** A work item's hops in order. */

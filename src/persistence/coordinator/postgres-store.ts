@@ -6,6 +6,18 @@ import { SchemaVersionError } from '../kernel/migrations.js';
 import { type PgPool, type PgQuery, PostgresError, inPgTransaction } from '../kernel/postgres.js';
 import { type PgMigrationSet, migratePg, pgSchemaVersion } from '../kernel/postgres-migrations.js';
 import type { CoordinatorStore, CoordinatorTables, StoredItem } from './coordinator-store.js';
+import {
+  DEFINITION_BODIES_SQL,
+  HOP_ROLES_SQL,
+  ITEM_TOTALS_SQL,
+  type ItemPageFilter,
+  type ItemTotals,
+  POSTGRES_PLACEHOLDER,
+  WORKFLOW_IDS_SQL,
+  itemPageRead,
+  itemTotalsOf,
+  rolesOf,
+} from './item-reads.js';
 import type { PgFence } from './postgres-client.js';
 import { COORDINATOR_SCHEMA } from './store.js';
 import type {
@@ -588,6 +600,27 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
         ? await this.#pool.query('SELECT count(*) AS n FROM coord_items')
         : await this.#pool.query('SELECT count(*) AS n FROM coord_items WHERE state = $1', [options.state]);
     return num(rows.rows[0].n);
+  }
+
+  async readItemPage(filter: ItemPageFilter): Promise<ItemRecord[]> {
+    const read = itemPageRead(filter, POSTGRES_PLACEHOLDER);
+    return (await this.#pool.query(read.text, read.params)).rows.map(itemFrom);
+  }
+
+  async readWorkflowIds(): Promise<string[]> {
+    return (await this.#pool.query(WORKFLOW_IDS_SQL)).rows.map((r) => r.workflow_id as string);
+  }
+
+  async readRoles(): Promise<string[]> {
+    const [definitions, hops] = await Promise.all([
+      this.#pool.query(DEFINITION_BODIES_SQL),
+      this.#pool.query(HOP_ROLES_SQL),
+    ]);
+    return rolesOf(definitions.rows, hops.rows);
+  }
+
+  async readItemTotals(): Promise<ItemTotals> {
+    return itemTotalsOf((await this.#pool.query(ITEM_TOTALS_SQL)).rows);
   }
 
   async readLiveItems(): Promise<ItemRecord[]> {

@@ -6,6 +6,18 @@ import type { AuditEntryInput } from '../../protocol/audit.js';
 import type { Part } from '../../protocol/parts.js';
 import { type TraceFields, TraceFieldsSchema, type WorkMessage } from '../../protocol/work-envelope.js';
 import type { AuditSink, CoordinatorStore, CoordinatorTables, StoredItem } from './coordinator-store.js';
+import {
+  DEFINITION_BODIES_SQL,
+  HOP_ROLES_SQL,
+  ITEM_TOTALS_SQL,
+  type ItemPageFilter,
+  type ItemTotals,
+  SQLITE_PLACEHOLDER,
+  WORKFLOW_IDS_SQL,
+  itemPageRead,
+  itemTotalsOf,
+  rolesOf,
+} from './item-reads.js';
 import type {
   CommitBatch,
   Committed,
@@ -845,6 +857,32 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
 
   readItems(options: { state?: ItemState; limit?: number } = {}): Promise<ItemRecord[]> {
     return attempt(() => this.listItems(options));
+  }
+
+  readItemPage(filter: ItemPageFilter): Promise<ItemRecord[]> {
+    return attempt(() => {
+      const read = itemPageRead(filter, SQLITE_PLACEHOLDER);
+      return (this.db.prepare(read.text).all(...read.params) as ItemRow[]).map(itemFrom);
+    });
+  }
+
+  readWorkflowIds(): Promise<string[]> {
+    return attempt(() =>
+      (this.db.prepare(WORKFLOW_IDS_SQL).all() as { workflow_id: string }[]).map((r) => r.workflow_id),
+    );
+  }
+
+  readRoles(): Promise<string[]> {
+    return attempt(() =>
+      rolesOf(
+        this.db.prepare(DEFINITION_BODIES_SQL).all() as { body: unknown }[],
+        this.db.prepare(HOP_ROLES_SQL).all() as { role: unknown }[],
+      ),
+    );
+  }
+
+  readItemTotals(): Promise<ItemTotals> {
+    return attempt(() => itemTotalsOf(this.db.prepare(ITEM_TOTALS_SQL).all() as Record<string, unknown>[]));
   }
 
   readLiveItems(): Promise<ItemRecord[]> {

@@ -150,6 +150,8 @@ export interface PgPoolOptions {
   max?: number;
   /** How long a connection attempt may take (default 5 s). */
   connectTimeoutMs?: number;
+  /** How long a statement may wait for its answer before it fails (default: no limit). */
+  queryTimeoutMs?: number;
   /** Who opens it, for messages (default `the PostgreSQL store`). */
   user?: string;
   /** Told of a pooled connection's error (it is dropped; the pool makes a new one when asked). */
@@ -185,6 +187,7 @@ export async function openPgPool(url: string, options: PgPoolOptions = {}): Prom
     max: options.max ?? 4,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
     idleTimeoutMillis: 30_000,
+    ...(options.queryTimeoutMs === undefined ? {} : { query_timeout: options.queryTimeoutMs }),
   });
   // An idle connection's error (the server restarted, the network dropped) must not crash the process.
   pool.on('error', (error) => options.onError?.(postgresError(error, url, `${user}: a pooled connection failed`)));
