@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { createClient } from 'redis';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   type Coordinator,
@@ -11,7 +10,7 @@ import {
 import { createRedisQueue } from '../../src/bus/redis/queue.js';
 import { createRedisContextStore } from '../../src/persistence/context/redis-store.js';
 import { createTestDatabase, postgresGate } from '../postgres-availability.js';
-import { REDIS_URL, redisGate } from '../redis-availability.js';
+import { REDIS_URL, deleteRedisPrefix, redisGate } from '../redis-availability.js';
 import { autoApprove, deployments, devSdlc, tempDir, until } from './helpers.js';
 
 /**
@@ -58,12 +57,7 @@ async function postgresStorage(): Promise<Storage> {
     async cleanup() {
       for (const close of closers.splice(0)) await close().catch(() => undefined);
       await database.drop();
-      const client = createClient({ url: REDIS_URL });
-      await client.connect();
-      for await (const keys of client.scanIterator({ MATCH: `{${prefix}}*`, COUNT: 1000 })) {
-        if (keys.length > 0) await client.del(keys);
-      }
-      await client.close();
+      await deleteRedisPrefix(prefix);
     },
   };
 }
