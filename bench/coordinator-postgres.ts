@@ -53,6 +53,8 @@ const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const REPS = Number(process.env.BENCH_REPS ?? 5);
 const ALONE_ITEMS = Number(process.env.BENCH_ALONE_ITEMS ?? 25);
 const SHARED_ITEMS = Number(process.env.BENCH_SHARED_ITEMS ?? 200);
+/** BENCH_ENGINES=Coordinator (comma-separated names) runs only those, e.g. under `node --cpu-prof`. */
+const ENGINES = (process.env.BENCH_ENGINES ?? 'Coordinator,raw,DBOS').split(',').map((e) => e.trim());
 const IN_FLIGHT = 50;
 const WARM_UP_ITEMS = 50;
 const HOPS = ROLES.length;
@@ -321,7 +323,17 @@ async function run(): Promise<void> {
   const runs = new Map<string, { alone: Phase[]; shared: Phase[] }>();
   const notes: string[] = [];
   try {
-    engines.push(await coordinatorEngine(), await rawEngine(), await dbosEngine());
+    const makers: Record<string, () => Promise<Engine>> = {
+      Coordinator: coordinatorEngine,
+      raw: rawEngine,
+      DBOS: dbosEngine,
+    };
+    for (const name of ENGINES) {
+      const make = makers[name];
+      if (make === undefined)
+        throw new Error(`BENCH_ENGINES names ${name}: give some of ${Object.keys(makers).join(', ')}`);
+      engines.push(await make());
+    }
     for (const engine of engines) {
       progress(`warm-up: ${engine.name}, ${WARM_UP_ITEMS} items`);
       await measure(engine, WARM_UP_ITEMS, IN_FLIGHT);
@@ -383,7 +395,8 @@ async function run(): Promise<void> {
     }
   }
   const rate = (name: string, mode: 'alone' | 'shared') => median(runs.get(name)![mode].map((p) => p.hopsPerSecond));
-  const ratio = (other: string, mode: 'alone' | 'shared') => (rate('Coordinator', mode) / rate(other, mode)).toFixed(2);
+  const ratio = (other: string, mode: 'alone' | 'shared') =>
+    runs.has('Coordinator') && runs.has(other) ? (rate('Coordinator', mode) / rate(other, mode)).toFixed(2) : '-';
   lines.push(
     '',
     `ratio of hops/s Coordinator/raw: alone ${ratio('raw', 'alone')}, ${IN_FLIGHT} in flight ${ratio('raw', 'shared')} (target ≥ 0.50 in flight)`,
