@@ -7,7 +7,7 @@ import { type PgPool, type PgQuery, PostgresError, inPgTransaction } from '../ke
 import { type PgMigrationSet, migratePg, pgSchemaVersion } from '../kernel/postgres-migrations.js';
 import type { CoordinatorStore, CoordinatorTables, StoredItem } from './coordinator-store.js';
 import type { PgFence } from './postgres-client.js';
-import { COORDINATOR_SCHEMA } from './store.js';
+import { COORDINATOR_SCHEMA, itemUpdateValues } from './store.js';
 import type {
   CommitBatch,
   Committed,
@@ -283,7 +283,7 @@ async function updateRows(tx: PgQuery, table: string, columns: readonly Column[]
   }
 }
 
-/** The item's columns a commit writes (name, type), in the order of `itemFields`. */
+/** The item's columns a commit writes (name, type), in the order of `itemUpdateValues`. */
 const ITEM_UPDATE_COLUMNS: readonly Column[] = [
   ['state', 'text'],
   ['stage', 'text'],
@@ -299,24 +299,6 @@ const ITEM_UPDATE_COLUMNS: readonly Column[] = [
   ['finished_at', 'bigint'],
   ['output', 'text'],
 ];
-
-function itemFields(item: ItemRecord): unknown[] {
-  return [
-    item.state,
-    item.stage,
-    item.hop,
-    item.hops,
-    item.usage.inputTokens,
-    item.usage.outputTokens,
-    item.usage.costUsd,
-    item.usage.elapsedMs,
-    json(item.failure),
-    json(item.approval),
-    item.updatedAt,
-    item.finishedAt,
-    json(item.output),
-  ];
-}
 
 const RUN_COLUMNS: readonly Column[] = [
   ['run_version', 'integer'],
@@ -510,7 +492,7 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
           json(c.item.budget),
           json(c.item.attributes),
           c.item.createdAt,
-          ...itemFields(c.item),
+          ...itemUpdateValues(c.item),
           ...runFields(c.run),
         ]),
     );
@@ -560,13 +542,15 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
       tx,
       'coord_items',
       [...ITEM_UPDATE_COLUMNS, ...RUN_COLUMNS],
-      updates.filter((u) => u.run !== undefined).map((u) => [...itemFields(u.item), ...runFields(u.run), u.item.id]),
+      updates
+        .filter((u) => u.run !== undefined)
+        .map((u) => [...itemUpdateValues(u.item), ...runFields(u.run), u.item.id]),
     );
     await updateRows(
       tx,
       'coord_items',
       ITEM_UPDATE_COLUMNS,
-      updates.filter((u) => u.run === undefined).map((u) => [...itemFields(u.item), u.item.id]),
+      updates.filter((u) => u.run === undefined).map((u) => [...itemUpdateValues(u.item), u.item.id]),
     );
     await insertRows(
       tx,
