@@ -367,30 +367,6 @@ const USAGE_COLUMNS: Record<UsageGrouping, string> = { agent: 'agent', model: 'm
  * transaction (synchronous inside; the Promise resolves once it committed).
  * Give it the audit log's sink (`audit`) when it commits audit entries.
  */
-/**
- * The values a commit writes to an item's row, in the order both stores'
- * statements take them: state, stage, hop, hops, the usage (input and
- * output tokens, cost, elapsed), failure, approval (JSON), updated and
- * finished at, output (JSON).
- */
-export function itemUpdateValues(item: ItemRecord): (string | number | null)[] {
-  return [
-    item.state,
-    item.stage,
-    item.hop,
-    item.hops,
-    item.usage.inputTokens,
-    item.usage.outputTokens,
-    item.usage.costUsd,
-    item.usage.elapsedMs,
-    item.failure === null ? null : JSON.stringify(item.failure),
-    item.approval === null ? null : JSON.stringify(item.approval),
-    item.updatedAt,
-    item.finishedAt,
-    item.output === null ? null : JSON.stringify(item.output),
-  ];
-}
-
 export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTables {
   readonly db: SqliteDatabase;
   readonly #audit: AuditSink | undefined;
@@ -917,4 +893,28 @@ function attempt<T>(run: () => T): Promise<T> {
   } catch (error) {
     return Promise.reject(error);
   }
+}
+
+/**
+ * The values a commit writes to an item's row, in the order both stores'
+ * statements take them: state, stage, hop, hops, the usage (input and
+ * output tokens, cost, elapsed), failure, approval (JSON), updated and
+ * finished at, output (JSON).
+ */
+export function itemUpdateValues(item: ItemRecord): (string | number | null)[] {
+  return [
+    item.state,
+    item.stage,
+    item.hop,
+    item.hops,
+    item.usage.inputTokens,
+    item.usage.outputTokens,
+    item.usage.costUsd,
+    item.usage.elapsedMs,
+    item.failure === null ? null : JSON.stringify(item.failure),
+    item.approval === null ? null : JSON.stringify(item.approval),
+    item.updatedAt,
+    item.finishedAt,
+    item.output === null ? null : JSON.stringify(item.output),
+  ];
 }
