@@ -218,6 +218,36 @@ describe.runIf(runPostgres)('PostgresCoordinatorStore on PostgreSQL', () => {
     expect(await together.audit.verifyChain()).toMatchObject({ ok: true, entries: 5 });
   });
 
+  it('without an audit key a commit appends its batch in one append (one head lock); with one, every ended item is signed', async () => {
+    const ended = (id: string): ItemChanges => ({ ...created(id), ended: true });
+    const batch = { changes: [ended('a'), ended('b'), created('c')], deleteOutbox: [] };
+    const counted = async (signing: boolean) => {
+      const { pool, audit } = await open();
+      const calls = { appends: 0, checkpoints: 0 };
+      const store = await PostgresCoordinatorStore.open(pool, {
+        audit: {
+          append: (tx, entries) => {
+            calls.appends += 1;
+            return audit.appendInTransaction(tx, entries);
+          },
+          ...(signing
+            ? {
+                checkpoint: async () => {
+                  calls.checkpoints += 1;
+                },
+              }
+            : {}),
+        },
+      });
+      await store.commit(batch);
+      expect(await audit.verifyChain()).toMatchObject({ ok: true, entries: 3 });
+      expect((await audit.list()).map((r) => r.itemId)).toEqual(['a', 'b', 'c']);
+      return calls;
+    };
+    expect(await counted(false)).toEqual({ appends: 1, checkpoints: 0 });
+    expect(await counted(true)).toEqual({ appends: 3, checkpoints: 2 });
+  });
+
   it('the fence runs first in every commit transaction; when it throws nothing is committed', async () => {
     const seen: string[] = [];
     let refuse = false;

@@ -451,10 +451,12 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
     }
     const outbox = await this.#writeRows(tx, batch.changes);
     const audit: AuditEntryInput[] = [];
+    const signs = this.#audit?.checkpoint !== undefined;
     for (const c of batch.changes) {
       audit.push(...c.audit);
-      // Every item's end is signed: the head just after its entries (one append per end, one for the rest).
-      if (c.ended) await this.#appendAudit(tx, audit.splice(0), true);
+      // With a key every item's end is signed: the head just after its entries (one append per end, one
+      // for the rest). Without one, the batch's entries go in one append (the same rows, one head lock).
+      if (c.ended && signs) await this.#appendAudit(tx, audit.splice(0), true);
     }
     await this.#appendAudit(tx, audit, false);
     return { outbox };
