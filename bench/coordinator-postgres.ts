@@ -1,278 +1,413 @@
 /**
- * `npm run bench:coordinator:postgres`: the Coordinator on PostgreSQL (its
- * tables and audit; the Redis bus and Context Engine; pools in process),
- * no-op handlers on the 4-stage linear workflow of bench:coordinator,
- * against raw PostgreSQL transactions in the same database in the same run.
+ * `npm run bench:coordinator:postgres`: hops per second and µs per hop of
+ * three engines in the same run on the same PostgreSQL server, each in a
+ * database of its own (created for the run, dropped at the end), on the
+ * four-stage dev SDLC workflow with no-op steps:
  *
- * - Commit latency: each `PostgresCoordinatorStore.commit` from the call to
- *   its Promise settling (BEGIN, the rows, the audit rows, COMMIT: durable),
- *   with how many results' changes it carried. Median and p99, while items
- *   run in waves of 50 (results arrive together and share commits) and one
- *   item at a time (each result alone).
- * - The store alone, same run, same database: `commit` of one result's
- *   changes (an item and run update, a hop update, a usage row, an outbox
- *   row, 3 audit rows) called in a loop with nothing else in the process:
- *   what the store costs without the Coordinator's event loop around it.
- * - Reference, same run, same database: a bare transaction of as many
- *   single-row INSERTs as the Coordinator's commit of one result writes
- *   (its rows plus its audit rows), on one connection, durable.
- * - Work items per second end to end (Redis bus, workers, PostgreSQL,
- *   the broker mirror in memory).
+ * - Coordinator: `createCoordinator({ postgres })` with the Redis bus and
+ *   Context Engine, the role pools in process with no-op handlers, the
+ *   broker mirror in memory (the way it is deployed; an item's time runs
+ *   from `createWorkItem` to `settled`, a phase ends once the mirror caught up);
+ * - raw: a loop of plain transactions on a pool of 4 connections writing
+ *   the rows a Coordinator commit writes, into the Coordinator's own tables
+ *   (one transaction for the item's creation, one per hop: the hop's row
+ *   updated and the next one's inserted, the item updated, a usage row, the
+ *   published outbox row deleted and the next one inserted, 4 audit rows;
+ *   one statement per row, about 10 a hop; the audit rows are hashed but
+ *   there is no head row to lock);
+ * - DBOS: a DBOS Transact workflow of four steps (one per stage) on its
+ *   defaults, its system database in the engine's database.
  *
- * PostgreSQL at PG_URL (default postgres://postgres@127.0.0.1:5432/postgres;
- * a database of its own, dropped at the end), Redis at REDIS_URL (a key
- * prefix of its own, deleted at the end). Progress to stderr, figures to stdout.
+ * Each engine runs ALONE items one at a time, then SHARED items with 50 in
+ * flight (results arriving together share commits), in REPS repetitions
+ * with the engines interleaved (the first engine rotates). Printed: medians
+ * (and ranges) of hops/s, µs per hop and the bench process's CPU per hop
+ * (`process.cpuUsage`, workers and clients in process included), the
+ * ratios Coordinator/raw and Coordinator/DBOS, the rows and transactions
+ * each engine wrote per hop (the server's statistics), how often the
+ * Coordinator's store grouped commits, and the load average.
+ *
+ * PostgreSQL at PG_URL (default postgres://postgres@127.0.0.1:5432/postgres),
+ * Redis at REDIS_URL (a key prefix of its own, deleted at the end).
+ * BENCH_REPS, BENCH_ALONE_ITEMS, BENCH_SHARED_ITEMS change the sizes.
+ * Progress to stderr, figures to stdout.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { loadavg } from 'node:os';
+import { DBOS } from '@dbos-inc/dbos-sdk';
 import pg from 'pg';
-import { createClient } from 'redis';
-import { type RoleDeployment, createCoordinator } from '../src/actors/coordinator/coordinator.js';
-import { complete } from '../src/actors/worker/worker.js';
+import { createCoordinator } from '../src/actors/coordinator/coordinator.js';
 import { createRedisQueue } from '../src/bus/redis/queue.js';
 import { PostgresAuditLog } from '../src/persistence/audit/postgres-chain.js';
 import { createRedisContextStore } from '../src/persistence/context/redis-store.js';
-import { PostgresCoordinatorStore } from '../src/persistence/coordinator/postgres-store.js';
-import { openPgPool } from '../src/persistence/kernel/postgres.js';
-import { ROLES, definition, progress } from './four-stage-workflow.js';
-import { type CommitBatch, type ItemChanges, dispatchedHop } from '../src/workflow/records.js';
+import { COORDINATOR_PG_SCHEMA, type PostgresCoordinatorStore } from '../src/persistence/coordinator/postgres-store.js';
+import { type PgQuery, inPgTransaction, openPgPool } from '../src/persistence/kernel/postgres.js';
+import type { CommitBatch } from '../src/workflow/records.js';
+import { migratePg } from '../src/persistence/kernel/postgres-migrations.js';
+import type { TestDatabase } from '../test/postgres-availability.js';
+import { deleteRedisPrefix } from '../test/redis-availability.js';
+import { createBenchDatabase } from './bench-database.js';
+import { NOOP_USAGE, ROLES, definition, noopDeployments, progress } from './four-stage-workflow.js';
 
-const PG_URL = process.env.PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const ITEMS = Number(process.env.BENCH_ITEMS ?? 200);
-const WAVE = 50;
-const SEQUENTIAL_ITEMS = Number(process.env.BENCH_SEQUENTIAL_ITEMS ?? 30);
+const REPS = Number(process.env.BENCH_REPS ?? 5);
+const ALONE_ITEMS = Number(process.env.BENCH_ALONE_ITEMS ?? 25);
+const SHARED_ITEMS = Number(process.env.BENCH_SHARED_ITEMS ?? 200);
+/** BENCH_ENGINES=Coordinator (comma-separated names) runs only those, e.g. under `node --cpu-prof`. */
+const ENGINES = (process.env.BENCH_ENGINES ?? 'Coordinator,raw,DBOS').split(',').map((e) => e.trim());
+const IN_FLIGHT = 50;
+const WARM_UP_ITEMS = 50;
+const HOPS = ROLES.length;
+/**
+ * The audit entries the Coordinator appends: at an item's creation (the
+ * item, its first dispatch), at each hop result (governance, result, cost,
+ * then the next dispatch or the item's end). Raw writes as many rows.
+ */
+const CREATION_AUDIT = ['item-created', 'dispatch'];
+const RESULT_AUDIT = ['governance', 'result', 'cost', 'dispatch'];
+const END_AUDIT = ['governance', 'result', 'cost', 'item-completed'];
 
-function quantile(values: readonly number[], q: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+interface Engine {
+  readonly name: string;
+  readonly database: TestDatabase;
+  /** Runs one work item through the four stages to its end. */
+  item(n: number): Promise<void>;
+  /** Waits for what the engine still does for items that ended (the Coordinator's mirror). */
+  settle(): Promise<void>;
+  /** A line about the engine's commits, for the figures. */
+  note?(): string;
+  close(): Promise<void>;
 }
 
-const ms = (n: number) => n.toFixed(2);
+interface Phase {
+  hopsPerSecond: number;
+  usPerHop: number;
+  cpuUsPerHop: number;
+}
 
-/** One result's changes to an item of the store-alone phase (created: its first commit). */
-function resultChanges(id: string, created: boolean): ItemChanges {
-  const hop = dispatchedHop({
-    id: `${id}-hop`,
-    itemId: id,
-    seq: 1,
-    hop: 1,
-    attempt: 1,
-    kind: 'stage',
-    stage: 'plan',
-    role: 'plan',
-    idempotencyKey: `${id}/1/1`,
-    continuation: null,
-    askedBy: null,
-    dispatchedAt: 1,
-    activeSince: 1,
-  });
-  const usage = { inputTokens: 100, outputTokens: 20, costUsd: 0.0001, elapsedMs: 1 };
+/** `items` items through `run`, `inFlight` at a time (a new one starts when one ends). */
+async function measure(engine: Engine, items: number, inFlight: number): Promise<Phase> {
+  let next = 0;
+  const cpu = process.cpuUsage();
+  const started = performance.now();
+  const lane = async () => {
+    while (next < items) await engine.item(next++);
+  };
+  await Promise.all(Array.from({ length: Math.min(inFlight, items) }, lane));
+  await engine.settle();
+  const seconds = (performance.now() - started) / 1000;
+  const used = process.cpuUsage(cpu);
+  const hops = items * HOPS;
   return {
-    itemId: id,
-    item: {
-      id,
-      taskId: null,
-      workflow: { id: 'bench-4', version: 1 },
-      state: 'running',
-      stage: 'plan',
-      hop: 1,
-      hops: 1,
-      input: [{ kind: 'text', text: 'item' }],
-      budget: null,
-      attributes: null,
-      usage,
-      failure: null,
-      approval: null,
-      createdAt: 1,
-      updatedAt: 2,
-      finishedAt: null,
-      output: null,
-      mirrored: false,
-    },
-    created,
-    run: { machineVersion: 1, snapshot: { value: 'running', context: { runId: id, pad: 'x'.repeat(400) } } },
-    hops: [{ hop: created ? hop : { ...hop, state: 'completed', finishedAt: 2, usage }, created }],
-    usage: created ? [] : [{ hopId: hop.id, itemId: id, agent: 'plan', model: 'noop', ...usage, at: 2 }],
-    outbox: [{ kind: 'start', body: { role: 'build', item: id } }],
-    audit: ['governance', 'result', 'cost'].map((kind) => ({
-      kind: kind as 'result',
-      itemId: id,
-      actor: 'coordinator',
-      data: { hopId: hop.id, hop: 1 },
-    })),
-    ended: false,
+    hopsPerSecond: hops / seconds,
+    usPerHop: (seconds * 1e6) / hops,
+    cpuUsPerHop: (used.user + used.system) / hops,
   };
 }
 
-async function admin(sql: string): Promise<void> {
-  const c = new pg.Client({ connectionString: PG_URL });
-  await c.connect();
+// ----------------------------------------------------------------- engines
+
+async function coordinatorEngine(): Promise<Engine> {
+  const database = await createBenchDatabase('sb_bench_coord');
+  const prefix = `bench-pg-${randomBytes(4).toString('hex')}`;
+  const bus = await createRedisQueue({ url: REDIS_URL, prefix });
+  const contextStore = await createRedisContextStore({ url: REDIS_URL, prefix });
+  const coordinator = await createCoordinator({
+    postgres: { url: database.url },
+    bus,
+    contextStore,
+    definitions: [definition],
+    deployments: noopDeployments(),
+    maxHops: 10,
+  });
+  const store = coordinator.tables as PostgresCoordinatorStore;
+  // Every commit call counted with the items' changes it carried (results that arrive together share one).
+  const commit = store.commit.bind(store);
+  const commits = { calls: 0, changes: 0 };
+  store.commit = (batch: CommitBatch) => {
+    commits.calls += 1;
+    commits.changes += batch.changes.length;
+    return commit(batch);
+  };
+  return {
+    name: 'Coordinator',
+    database,
+    async item(n) {
+      const id = await coordinator.createWorkItem({ workflow: definition.id, input: `item ${n}` });
+      const final = await coordinator.settled(id);
+      if (final.state !== 'completed') throw new Error(`item ${id} ended ${final.state}`);
+    },
+    settle: () => coordinator.mirrored(),
+    note: () =>
+      `${commits.calls} commit calls carrying ${commits.changes} items' changes (${(commits.changes / commits.calls).toFixed(2)} a call); ` +
+      `the store's own group commit: ${store.groups.transactions} transactions for ${store.groups.batches} calls`,
+    async close() {
+      const verified = await coordinator.verifyAudit();
+      if (!verified.ok) throw new Error('the Coordinator audit chain does not verify');
+      await coordinator.close();
+      await bus.close();
+      await contextStore.close();
+      await deleteRedisPrefix(prefix, REDIS_URL);
+    },
+  };
+}
+
+async function rawEngine(): Promise<Engine> {
+  const database = await createBenchDatabase('sb_bench_raw');
+  // The Coordinator's tables and audit log, as its store migrates them.
+  const pool = await openPgPool(database.url, { max: 4 });
+  await migratePg(pool, COORDINATOR_PG_SCHEMA);
+  await PostgresAuditLog.open(pool);
+  const usage = NOOP_USAGE;
+  const snapshot = JSON.stringify({ value: 'running', context: { pad: 'x'.repeat(400) } });
+  let auditSeq = 0;
+  let prevHash = '0'.repeat(64);
+  const audit = async (tx: PgQuery, itemId: string, hop: number, kinds: readonly string[]) => {
+    for (const kind of kinds) {
+      const data = JSON.stringify({ hop, kind, usage });
+      const hash = createHash('sha256').update(prevHash).update(data).digest('hex');
+      await tx.query(
+        `INSERT INTO audit_log (seq, at, kind, item_id, hop, actor, data, prev_hash, hash)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+        [++auditSeq, new Date().toISOString(), kind, itemId, hop, 'coordinator', data, prevHash, hash],
+      );
+      prevHash = hash;
+    }
+  };
+  const transaction = (body: (tx: PgQuery) => Promise<void>) => inPgTransaction(pool, body);
+  const hopRow = (id: string, hop: number) => {
+    const role = ROLES[hop - 1]!;
+    return [`${id}-${hop}`, id, hop, hop, 1, 'stage', role, role, `${id}/${hop}/1`, 'dispatched', Date.now()];
+  };
+  const insertHop = (tx: PgQuery, id: string, hop: number) =>
+    tx.query(
+      `INSERT INTO coord_hops (id, item_id, seq, hop, attempt, kind, stage, role, idempotency_key, state,
+               dispatched_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+      hopRow(id, hop),
+    );
+  const outbox = (tx: PgQuery, id: string, hop: number) =>
+    tx.query('INSERT INTO coord_outbox (item_id, kind, body) VALUES ($1, $2, $3) RETURNING id', [
+      id,
+      'start',
+      JSON.stringify({ role: ROLES[hop - 1], item: id, hop }),
+    ]);
+  let items = 0;
+  return {
+    name: 'raw',
+    database,
+    async item(n) {
+      const id = `raw-${++items}`;
+      const outboxIds: string[] = [];
+      await transaction(async (tx) => {
+        await tx.query(
+          `INSERT INTO coord_items (id, workflow_id, workflow_version, state, stage, hop, hops, input,
+                   created_at, updated_at, run_version, run_snapshot) VALUES ($1, $2, 1, 'running', $3, 1, 1, $4, $5, $5, 1, $6)`,
+          [id, definition.id, ROLES[0], JSON.stringify([{ kind: 'text', text: `item ${n}` }]), Date.now(), snapshot],
+        );
+        await insertHop(tx, id, 1);
+        outboxIds[0] = (await outbox(tx, id, 1)).rows[0].id as string;
+        await audit(tx, id, 1, CREATION_AUDIT);
+      });
+      for (let hop = 1; hop <= HOPS; hop++) {
+        const last = hop === HOPS;
+        await transaction(async (tx) => {
+          await tx.query(
+            `UPDATE coord_hops SET state = 'completed', model = $1, input_tokens = $2, output_tokens = $3,
+                     cost_usd = $4, finished_at = $5 WHERE id = $6`,
+            [usage.model, usage.inputTokens, usage.outputTokens, usage.costUsd, Date.now(), `${id}-${hop}`],
+          );
+          if (!last) await insertHop(tx, id, hop + 1);
+          await tx.query(
+            `UPDATE coord_items SET state = $1, stage = $2, hop = $3, hops = $3, input_tokens = input_tokens + $4,
+                     output_tokens = output_tokens + $5, cost_usd = cost_usd + $6, updated_at = $7, finished_at = $8,
+                     run_snapshot = $9 WHERE id = $10`,
+            [
+              last ? 'completed' : 'running',
+              last ? null : ROLES[hop],
+              hop + 1,
+              usage.inputTokens,
+              usage.outputTokens,
+              usage.costUsd,
+              Date.now(),
+              last ? Date.now() : null,
+              snapshot,
+              id,
+            ],
+          );
+          await tx.query(
+            `INSERT INTO coord_usage (hop_id, item_id, agent, model, input_tokens, output_tokens, cost_usd,
+                     elapsed_ms, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+            [
+              `${id}-${hop}`,
+              id,
+              ROLES[hop - 1],
+              usage.model,
+              usage.inputTokens,
+              usage.outputTokens,
+              usage.costUsd,
+              1,
+              Date.now(),
+            ],
+          );
+          // The hop's dispatch was published: its outbox row goes (the Coordinator deletes published rows).
+          await tx.query('DELETE FROM coord_outbox WHERE id = $1', [outboxIds[hop - 1]]);
+          if (!last) outboxIds[hop] = (await outbox(tx, id, hop + 1)).rows[0].id as string;
+          await audit(tx, id, hop, last ? END_AUDIT : RESULT_AUDIT);
+        });
+      }
+    },
+    settle: () => Promise.resolve(),
+    close: () => pool.end(),
+  };
+}
+
+async function dbosEngine(): Promise<Engine> {
+  const database = await createBenchDatabase('sb_bench_dbos');
+  // Defaults but the log level: DBOS logs to stdout, which carries the figures.
+  DBOS.setConfig({ name: 'switchboard-bench', systemDatabaseUrl: database.url, logLevel: 'warn' });
+  const steps = ROLES.map((role) =>
+    DBOS.registerStep(async (item: string) => ({ role, item, usage: NOOP_USAGE }), { name: role }),
+  );
+  const workflow = DBOS.registerWorkflow(
+    async (item: string) => {
+      let out: unknown;
+      for (const step of steps) out = await step(item);
+      return out;
+    },
+    { name: definition.id },
+  );
+  await DBOS.launch();
+  return {
+    name: 'DBOS',
+    database,
+    async item(n) {
+      await workflow(`item ${n}`);
+    },
+    settle: () => Promise.resolve(),
+    close: () => DBOS.shutdown(),
+  };
+}
+
+// ----------------------------------------------------------------- figures
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+/** Rows written and transactions committed in `database` since it was made, per hop of `items` items. */
+async function writesPerHop(database: TestDatabase, items: number): Promise<string> {
+  const client = new pg.Client({ connectionString: database.url });
+  await client.connect();
   try {
-    await c.query(sql);
+    const rows = await client.query(
+      `SELECT sum(n_tup_ins)::int AS ins, sum(n_tup_upd)::int AS upd, sum(n_tup_del)::int AS del FROM pg_stat_user_tables`,
+    );
+    const xact = await client.query('SELECT xact_commit::int AS n FROM pg_stat_database WHERE datname = $1', [
+      database.name,
+    ]);
+    const per = (n: number) => (n / (items * HOPS)).toFixed(2);
+    const r = rows.rows[0] as { ins: number; upd: number; del: number };
+    return `${per(r.ins)} rows inserted, ${per(r.upd)} updated, ${per(r.del)} deleted, ${per(xact.rows[0].n)} transactions (the server's statistics, every statement of the engine's connections, reads included)`;
   } finally {
-    await c.end();
+    await client.end();
   }
 }
 
 async function run(): Promise<void> {
-  const name = `sb_bench_coord_${randomBytes(6).toString('hex')}`;
-  const prefix = `bench-pg-${randomBytes(4).toString('hex')}`;
-  await admin(`CREATE DATABASE ${name}`);
-  const url = new URL(PG_URL);
-  url.pathname = `/${name}`;
-  const dbUrl = url.toString();
-  const bus = await createRedisQueue({ url: REDIS_URL, prefix });
-  const contextStore = await createRedisContextStore({ url: REDIS_URL, prefix });
-  const deployments: Record<string, RoleDeployment> = {};
-  for (const role of ROLES) {
-    deployments[role] = {
-      handler: () => complete({ usage: { inputTokens: 100, outputTokens: 20, costUsd: 0.0001, model: 'noop' } }),
-      deployment: { minReplicas: 1, maxReplicas: 1, idleTimeoutMs: 60_000, concurrency: 16 },
-      pollWaitMs: 200,
-      observeIntervalMs: 100,
-    };
-  }
-  const coordinator = await createCoordinator({
-    postgres: { url: dbUrl },
-    bus,
-    contextStore,
-    definitions: [definition],
-    deployments,
-    maxHops: 10,
-  });
-  // Every commit timed from its call to its settling, with the results' changes it carried.
-  const store = coordinator.tables as PostgresCoordinatorStore;
-  const commit = store.commit.bind(store);
-  let samples: { ms: number; changes: number }[] | undefined;
-  store.commit = async (batch: CommitBatch) => {
-    const t = performance.now();
-    const out = await commit(batch);
-    samples?.push({ ms: performance.now() - t, changes: batch.changes.length });
-    return out;
-  };
-  let closed = false;
+  const loadBefore = loadavg();
+  progress(
+    `engines: Coordinator, raw, DBOS; ${REPS} repetitions of ${ALONE_ITEMS} items alone and ${SHARED_ITEMS} items ${IN_FLIGHT} in flight`,
+  );
+  const engines: Engine[] = [];
+  const runs = new Map<string, { alone: Phase[]; shared: Phase[] }>();
+  const notes: string[] = [];
   try {
-    const wave = async (n: number) => {
-      const ids = await Promise.all(
-        Array.from({ length: n }, (_, i) => coordinator.createWorkItem({ workflow: 'bench-4', input: `item ${i}` })),
-      );
-      const finals = await Promise.all(ids.map((id) => coordinator.settled(id)));
-      for (const f of finals) if (f.state !== 'completed') throw new Error(`item ${f.id} ended ${f.state}`);
+    const makers: Record<string, () => Promise<Engine>> = {
+      Coordinator: coordinatorEngine,
+      raw: rawEngine,
+      DBOS: dbosEngine,
     };
-    progress(`warm-up: ${WAVE} items`);
-    await wave(WAVE);
-    await coordinator.mirrored();
-
-    progress(`measuring: ${ITEMS} items of 4 hops, in waves of ${WAVE}`);
-    const waves: { ms: number; changes: number }[] = [];
-    samples = waves;
-    const groupsBefore = { ...store.groups };
-    const started = performance.now();
-    for (let done = 0; done < ITEMS; done += WAVE) {
-      await wave(Math.min(WAVE, ITEMS - done));
-      progress(`  ${Math.min(done + WAVE, ITEMS)} items`);
+    for (const name of ENGINES) {
+      const make = makers[name];
+      if (make === undefined)
+        throw new Error(`BENCH_ENGINES names ${name}: give some of ${Object.keys(makers).join(', ')}`);
+      engines.push(await make());
     }
-    const seconds = (performance.now() - started) / 1000;
-    samples = undefined;
-    const transactions = store.groups.transactions - groupsBefore.transactions;
-    const batchesIn = store.groups.batches - groupsBefore.batches;
-    await coordinator.mirrored();
-
-    progress(`sequential: ${SEQUENTIAL_ITEMS} items one at a time`);
-    const alone: { ms: number; changes: number }[] = [];
-    samples = alone;
-    for (let i = 0; i < SEQUENTIAL_ITEMS; i++) await wave(1);
-    samples = undefined;
-
-    const auditRows = (await coordinator.postgresAudit!.head()).seq;
-    const results = (ITEMS + WAVE + SEQUENTIAL_ITEMS) * ROLES.length;
-    // A result's commit: its audit rows, the hop row updated, the next hop's row, the item, a usage row, an outbox row.
-    const rowsPerResult = Math.round(auditRows / results) + 5;
-    const verified = await coordinator.verifyAudit();
-    await coordinator.close();
-    closed = true;
-
-    progress('the store alone: one result per commit, nothing else running');
-    const pool = await openPgPool(dbUrl);
-    const auditAlone = await PostgresAuditLog.open(pool);
-    const storeAlone = await PostgresCoordinatorStore.open(pool, {
-      audit: { append: (tx, entries) => auditAlone.appendInTransaction(tx, entries) },
-    });
-    const storeOnly: number[] = [];
-    for (let i = 0; i < 200; i++) {
-      await storeAlone.commit({ changes: [resultChanges(`alone-${i}`, true)], deleteOutbox: [] });
-      const t = performance.now();
-      await storeAlone.commit({ changes: [resultChanges(`alone-${i}`, false)], deleteOutbox: [] });
-      storeOnly.push(performance.now() - t);
+    for (const engine of engines) {
+      progress(`warm-up: ${engine.name}, ${WARM_UP_ITEMS} items`);
+      await measure(engine, WARM_UP_ITEMS, IN_FLIGHT);
+      runs.set(engine.name, { alone: [], shared: [] });
     }
-    await pool.end();
-
-    progress(`reference: bare transactions of ${rowsPerResult} single-row INSERTs`);
-    const ref = new pg.Client({ connectionString: dbUrl });
-    await ref.connect();
-    await ref.query('CREATE TABLE bench_reference (id BIGSERIAL PRIMARY KEY, body TEXT NOT NULL)');
-    const row = 'x'.repeat(300);
-    const reference: number[] = [];
-    for (let i = 0; i < Math.max(200, alone.length); i++) {
-      const t = performance.now();
-      await ref.query('BEGIN');
-      for (let r = 0; r < rowsPerResult; r++) {
-        await ref.query({ name: 'ref', text: 'INSERT INTO bench_reference (body) VALUES ($1)', values: [row] });
+    for (let rep = 0; rep < REPS; rep++) {
+      for (let k = 0; k < engines.length; k++) {
+        const engine = engines[(rep + k) % engines.length]!;
+        const r = runs.get(engine.name)!;
+        r.alone.push(await measure(engine, ALONE_ITEMS, 1));
+        r.shared.push(await measure(engine, SHARED_ITEMS, IN_FLIGHT));
+        progress(
+          `rep ${rep + 1}/${REPS} ${engine.name}: alone ${r.alone.at(-1)!.hopsPerSecond.toFixed(0)} hops/s, ` +
+            `${IN_FLIGHT} in flight ${r.shared.at(-1)!.hopsPerSecond.toFixed(0)} hops/s`,
+        );
       }
-      await ref.query('COMMIT');
-      reference.push(performance.now() - t);
     }
-    await ref.end();
-
-    const waveResults = waves.filter((s) => s.changes > 0);
-    const aloneResults = alone.filter((s) => s.changes === 1);
-    const refMedian = quantile(reference, 0.5);
-    const aloneMedian = quantile(
-      aloneResults.map((s) => s.ms),
-      0.5,
-    );
-    const lines = [
-      `bench:coordinator:postgres: ${ITEMS} work items x ${ROLES.length} hops (no-op handlers), tables and audit in PostgreSQL, Redis bus and Context Engine, pools in process`,
-      `  commit latency, items in waves of ${WAVE}: median ${ms(
-        quantile(
-          waveResults.map((s) => s.ms),
-          0.5,
-        ),
-      )} ms, p99 ${ms(
-        quantile(
-          waveResults.map((s) => s.ms),
-          0.99,
-        ),
-      )} ms (${waveResults.length} commits for ${ITEMS} creations and ${ITEMS * ROLES.length} results: ${(
-        waveResults.reduce((n, s) => n + s.changes, 0) / Math.max(1, waveResults.length)
-      ).toFixed(1)} items' changes per commit on average, at most ${Math.max(...waveResults.map((s) => s.changes))}; ` +
-        `${transactions} store transactions for ${batchesIn} commit calls)`,
-      `  commit latency, one item at a time (one result per commit): median ${ms(aloneMedian)} ms, p99 ${ms(
-        quantile(
-          aloneResults.map((s) => s.ms),
-          0.99,
-        ),
-      )} ms (${aloneResults.length} commits)`,
-      `  reference, bare transaction of ${rowsPerResult} single-row INSERTs on one connection, same database: median ${ms(refMedian)} ms, p99 ${ms(quantile(reference, 0.99))} ms`,
-      `  the store alone, one result's changes per commit (nothing else in the process): median ${ms(quantile(storeOnly, 0.5))} ms, p99 ${ms(quantile(storeOnly, 0.99))} ms (${storeOnly.length} commits)`,
-      `  ratio one-result commit in the Coordinator / bare transaction (median): ${(aloneMedian / refMedian).toFixed(2)}; the store alone / bare transaction: ${(quantile(storeOnly, 0.5) / refMedian).toFixed(2)}`,
-      `  throughput: ${(ITEMS / seconds).toFixed(1)} work items/s, ${((ITEMS * ROLES.length) / seconds).toFixed(0)} hops/s end to end`,
-      `  audit: ${auditRows} rows in PostgreSQL, chain ${verified.ok ? 'verified' : 'BROKEN'}`,
-    ];
-    process.stdout.write(`${lines.join('\n')}\n`);
+    const items = WARM_UP_ITEMS + REPS * (ALONE_ITEMS + SHARED_ITEMS);
+    for (const engine of engines.splice(0)) {
+      const note = engine.note?.();
+      await engine.close();
+      notes.push(`  ${engine.name}: per hop ${await writesPerHop(engine.database, items)}`);
+      if (note !== undefined) notes.push(`  ${engine.name}: ${note}`);
+      await engine.database.drop();
+    }
   } finally {
-    if (!closed) await coordinator.close().catch(() => undefined);
-    await bus.close().catch(() => undefined);
-    await contextStore.close().catch(() => undefined);
-    await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    const client = createClient({ url: REDIS_URL });
-    await client.connect();
-    for await (const keys of client.scanIterator({ MATCH: `{${prefix}}*`, COUNT: 1000 })) {
-      if (keys.length > 0) await client.del(keys);
+    for (const engine of engines) {
+      await engine.close().catch(() => undefined);
+      await engine.database.drop().catch(() => undefined);
     }
-    await client.close();
   }
+
+  const loadAfter = loadavg();
+  const fmt = (values: number[], digits: number) =>
+    `${median(values).toFixed(digits)} (${Math.min(...values).toFixed(digits)}–${Math.max(...values).toFixed(digits)})`;
+  const lines = [
+    `bench:coordinator:postgres: ${HOPS}-stage workflow, no-op steps, ${REPS} repetitions interleaved; medians (ranges)`,
+    '',
+    '| engine | mode | hops/s | µs per hop | CPU µs per hop |',
+    '|---|---|---|---|---|',
+  ];
+  for (const [name, r] of runs) {
+    for (const [mode, phases] of [
+      ['alone', r.alone],
+      [`${IN_FLIGHT} in flight`, r.shared],
+    ] as const) {
+      lines.push(
+        `| ${name} | ${mode} | ${fmt(
+          phases.map((p) => p.hopsPerSecond),
+          0,
+        )} | ${fmt(
+          phases.map((p) => p.usPerHop),
+          0,
+        )} | ${fmt(
+          phases.map((p) => p.cpuUsPerHop),
+          0,
+        )} |`,
+      );
+    }
+  }
+  const rate = (name: string, mode: 'alone' | 'shared') => median(runs.get(name)![mode].map((p) => p.hopsPerSecond));
+  const ratio = (other: string, mode: 'alone' | 'shared') =>
+    runs.has('Coordinator') && runs.has(other) ? (rate('Coordinator', mode) / rate(other, mode)).toFixed(2) : '-';
+  lines.push(
+    '',
+    `ratio of hops/s Coordinator/raw: alone ${ratio('raw', 'alone')}, ${IN_FLIGHT} in flight ${ratio('raw', 'shared')} (target ≥ 0.50 in flight)`,
+    `ratio of hops/s Coordinator/DBOS: alone ${ratio('DBOS', 'alone')}, ${IN_FLIGHT} in flight ${ratio('DBOS', 'shared')} (target > 1)`,
+    'writes:',
+    ...notes,
+    `load average (1, 5, 15 min): before ${loadBefore.map((l) => l.toFixed(2)).join(', ')}; after ${loadAfter
+      .map((l) => l.toFixed(2))
+      .join(', ')}`,
+  );
+  process.stdout.write(`${lines.join('\n')}\n`);
 }
 
 await run();

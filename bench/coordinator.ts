@@ -25,11 +25,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type RoleDeployment, createCoordinator } from '../src/actors/coordinator/coordinator.js';
+import { createCoordinator } from '../src/actors/coordinator/coordinator.js';
 import type { TimedStep } from '../src/actors/coordinator/engine.js';
 import { observeCommits } from '../src/actors/coordinator/commit-timing.js';
-import { complete } from '../src/actors/worker/worker.js';
-import { ROLES, definition, progress } from './four-stage-workflow.js';
+import { ROLES, definition, noopDeployments, progress } from './four-stage-workflow.js';
 import { openDatabase } from '../src/persistence/kernel/database.js';
 import { metrics, propagation, trace } from '@opentelemetry/api';
 import { ExportResultCode, W3CTraceContextPropagator } from '@opentelemetry/core';
@@ -88,19 +87,10 @@ async function run(): Promise<void> {
   let recording = false;
   /** Result timings of the sequential phase. */
   let alone: number[] | undefined;
-  const deployments: Record<string, RoleDeployment> = {};
-  for (const role of ROLES) {
-    deployments[role] = {
-      handler: () => complete({ usage: { inputTokens: 100, outputTokens: 20, costUsd: 0.0001, model: 'noop' } }),
-      deployment: { minReplicas: 1, maxReplicas: 1, idleTimeoutMs: 60_000, concurrency: 16 },
-      pollWaitMs: 200,
-      observeIntervalMs: 100,
-    };
-  }
   const coordinator = await createCoordinator({
     path,
     definitions: [definition],
-    deployments,
+    deployments: noopDeployments(),
     maxHops: 10,
   });
   observeCommits(coordinator, (ns, what, innerNs, cpuUs, batch) => {

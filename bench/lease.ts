@@ -1,6 +1,6 @@
 /**
  * `npm run bench:lease`: what the leader lease costs and how fast it fails
- * over, on the local PostgreSQL (127.0.0.1:5432, or POSTGRES_URL; a database
+ * over, on the local PostgreSQL (127.0.0.1:5432, or PG_URL; a database
  * of its own, dropped at the end).
  *
  * 1. The fence's cost per commit: a commit transaction standing in for the
@@ -16,14 +16,13 @@
  * Progress goes to stderr, the tables to stdout.
  */
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { filter, firstValueFrom } from 'rxjs';
 import { PostgresLease } from '../src/persistence/coordinator/postgres-lease.js';
+import { createBenchDatabase } from './bench-database.js';
 
-const ADMIN_URL = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const ROUNDS = 7;
 const BLOCK = 300;
 const TRIALS = 5;
@@ -38,16 +37,6 @@ function log(message: string): void {
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)]!;
-}
-
-async function withAdmin<T>(run: (admin: pg.Client) => Promise<T>): Promise<T> {
-  const admin = new pg.Client({ connectionString: ADMIN_URL });
-  await admin.connect();
-  try {
-    return await run(admin);
-  } finally {
-    await admin.end();
-  }
 }
 
 async function commits(store: pg.Client, fence: PostgresLease | undefined): Promise<number> {
@@ -94,13 +83,8 @@ async function takeover(url: string, seesDeadPid: boolean): Promise<number> {
   return ms;
 }
 
-const name = `sb_bench_lease_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
-await withAdmin((admin) => admin.query(`CREATE DATABASE ${name}`));
-const url = (() => {
-  const parsed = new URL(ADMIN_URL);
-  parsed.pathname = `/${name}`;
-  return parsed.toString();
-})();
+const database = await createBenchDatabase('sb_bench_lease');
+const url = database.url;
 try {
   const store = new pg.Client({ connectionString: url });
   await store.connect();
@@ -143,5 +127,5 @@ try {
     ].join('\n'),
   );
 } finally {
-  await withAdmin((admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+  await database.drop();
 }

@@ -24,8 +24,8 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import postgres from 'postgres';
+import { createBenchDatabase } from './bench-database.js';
 
-const BASE_URL = process.env.PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const SEQUENTIAL = Number(process.env.BENCH_SEQUENTIAL ?? 400);
 const CONCURRENT = 16;
@@ -158,22 +158,9 @@ function postgresClient(url: string, durable: boolean): Client {
   };
 }
 
-async function withAdmin<T>(fn: (admin: pg.Client) => Promise<T>): Promise<T> {
-  const admin = new pg.Client({ connectionString: BASE_URL });
-  await admin.connect();
-  try {
-    return await fn(admin);
-  } finally {
-    await admin.end();
-  }
-}
-
 async function main(): Promise<void> {
-  const dbName = `sb_bench_${randomBytes(6).toString('hex')}`;
-  await withAdmin((a) => a.query(`CREATE DATABASE ${dbName}`));
-  const url = new URL(BASE_URL);
-  url.pathname = `/${dbName}`;
-  const dbUrl = url.toString();
+  const database = await createBenchDatabase('sb_bench_pg_client');
+  const dbUrl = database.url;
   let n = 0;
   const tables: string[] = [];
   try {
@@ -185,7 +172,7 @@ async function main(): Promise<void> {
       n = await runMode(dbUrl, durable, n, tables);
     }
   } finally {
-    await withAdmin((a) => a.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`));
+    await database.drop();
   }
   process.stdout.write(tables.join(''));
 }

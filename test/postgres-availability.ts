@@ -48,10 +48,10 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** A new, empty database with a random name. */
-export async function createTestDatabase(prefix = 'sb_test'): Promise<TestDatabase> {
+/** A new, empty database with a random name, on the server of `adminUrl` (the benches pass theirs). */
+export async function createTestDatabase(prefix = 'sb_test', adminUrl = POSTGRES_URL): Promise<TestDatabase> {
   const name = `${prefix}_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
-  const admin = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 5000 });
+  const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 5000 });
   await admin.connect();
   try {
     await admin.query(`CREATE DATABASE ${name}`);
@@ -60,9 +60,9 @@ export async function createTestDatabase(prefix = 'sb_test'): Promise<TestDataba
   }
   return {
     name,
-    url: databaseUrl(name),
+    url: databaseUrl(name, adminUrl),
     async drop() {
-      const client = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 5000 });
+      const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 5000 });
       await client.connect();
       try {
         await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);

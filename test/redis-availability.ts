@@ -28,3 +28,16 @@ export async function redisGate(): Promise<{ redisUp: boolean; runRedis: boolean
   const redisUp = await probeRedis();
   return { redisUp, runRedis: redisUp || IN_CI };
 }
+
+/** Deletes every key of a test's (or a bench's) `{prefix}` on the Redis at `url`. */
+export async function deleteRedisPrefix(prefix: string, url = REDIS_URL): Promise<void> {
+  const client = createClient({ url });
+  await client.connect();
+  try {
+    for await (const keys of client.scanIterator({ MATCH: `{${prefix}}*`, COUNT: 1000 })) {
+      if (keys.length > 0) await client.del(keys);
+    }
+  } finally {
+    await client.close();
+  }
+}

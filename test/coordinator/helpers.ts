@@ -22,7 +22,7 @@ import pg from 'pg';
 import { createBroker } from '../../src/actors/broker/broker.js';
 import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { createTestDatabase } from '../postgres-availability.js';
-import { REDIS_URL } from '../redis-availability.js';
+import { REDIS_URL, deleteRedisPrefix } from '../redis-availability.js';
 
 export const devSdlc: WorkflowDefinition = loadWorkflowFile(DEV_SDLC_WORKFLOW_PATH);
 
@@ -125,20 +125,19 @@ export async function postgresStorage(brokerDir?: string): Promise<Storage> {
     async cleanup() {
       await release();
       await database.drop();
-      const client = createClient({ url: REDIS_URL });
-      await client.connect();
-      for await (const keys of client.scanIterator({ MATCH: `{${prefix}}*`, COUNT: 1000 })) {
-        if (keys.length > 0) await client.del(keys);
-      }
-      await client.close();
+      await deleteRedisPrefix(prefix);
     },
     async loseQueue(role) {
+      // Every key of the role's queue: {prefix}:r:ROLE:... (the bus's own key layout).
       const client = createClient({ url: REDIS_URL });
       await client.connect();
-      for await (const keys of client.scanIterator({ MATCH: `{${prefix}}:r:${role}:*`, COUNT: 1000 })) {
-        if (keys.length > 0) await client.del(keys);
+      try {
+        for await (const keys of client.scanIterator({ MATCH: `{${prefix}}:r:${role}:*`, COUNT: 1000 })) {
+          if (keys.length > 0) await client.del(keys);
+        }
+      } finally {
+        await client.close();
       }
-      await client.close();
     },
     async sabotage(table, message, when) {
       if (table.startsWith('a2a_')) return sqliteSabotage(join(brokerDir ?? '', 'broker.db'), table, message, when);

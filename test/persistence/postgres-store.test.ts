@@ -147,6 +147,107 @@ describe.runIf(runPostgres)('PostgresCoordinatorStore on PostgreSQL', () => {
     expect(await audit.verifyChain()).toMatchObject({ ok: true, entries: 3 });
   });
 
+  it('one batch of several changes (an item created and stepped twice in it, hops written twice) leaves the rows that one change a commit leaves', async () => {
+    const a = created('a');
+    const hop1 = a.hops[0]!.hop;
+    const usage = { inputTokens: 10, outputTokens: 2, costUsd: 0.01, elapsedMs: 5 };
+    const hop2 = dispatchedHop({
+      ...hop1,
+      id: 'a-hop-2',
+      seq: 2,
+      hop: 2,
+      stage: 'build',
+      role: 'builder',
+      idempotencyKey: 'a/2/1',
+      dispatchedAt: 1001,
+      activeSince: 1001,
+    });
+    const stepped: ItemChanges = {
+      ...a,
+      item: { ...a.item, stage: 'build', hop: 2, hops: 2, usage, updatedAt: 1001 },
+      created: false,
+      run: { machineVersion: 1, snapshot: { value: 'build' } },
+      hops: [
+        { hop: { ...hop1, state: 'completed', usage, model: 'm', finishedAt: 1001 }, created: false },
+        { hop: hop2, created: true },
+      ],
+      usage: [{ hopId: hop1.id, itemId: 'a', agent: 'planner', model: 'm', ...usage, at: 1001 }],
+      outbox: [{ kind: 'start', body: { n: 'a2' } }],
+      audit: [{ kind: 'result', itemId: 'a', actor: 'coordinator', data: { n: 2 } }],
+    };
+    // No run snapshot: the one of `stepped` stays; hops 1 and 2 are written a second time.
+    const again: ItemChanges = {
+      ...stepped,
+      item: { ...stepped.item, state: 'completed', stage: null, updatedAt: 1002, finishedAt: 1002 },
+      run: undefined,
+      hops: [
+        { hop: { ...hop2, state: 'completed', model: 'm2', usage, finishedAt: 1002 }, created: false },
+        { hop: { ...hop1, state: 'completed', usage, model: 'm-again', finishedAt: 1002 }, created: false },
+      ],
+      usage: [{ hopId: hop2.id, itemId: 'a', agent: 'builder', model: 'm2', ...usage, at: 1002 }],
+      outbox: [
+        { kind: 'start', body: { n: 'a3' } },
+        { kind: 'start', body: { n: 'a4' } },
+      ],
+      audit: [{ kind: 'item-completed', itemId: 'a', actor: 'coordinator', data: { n: 3 } }],
+      ended: true,
+    };
+    const changes = [a, created('b'), stepped, again, created('c')];
+    const oneByOne = await open();
+    const outboxOneByOne: unknown[] = [];
+    for (const c of changes) {
+      outboxOneByOne.push(...(await oneByOne.store.commit({ changes: [c], deleteOutbox: [] })).outbox);
+    }
+    const together = await open();
+    const committed = await together.store.commit({ changes, deleteOutbox: [] });
+    expect(committed.outbox).toEqual(outboxOneByOne);
+    expect(committed.outbox.map((rows) => rows.length)).toEqual([1, 1, 1, 2, 1]);
+    const rowsOf = async ({ store, audit }: Awaited<ReturnType<typeof open>>) => ({
+      items: await store.readItems(),
+      stored: await store.loadItem('a'),
+      hops: [...(await store.readHops('a')), ...(await store.readHops('b'))],
+      usage: await store.readUsageRows(),
+      outbox: await store.loadOutbox(),
+      audit: (await audit.list()).map((r) => [r.kind, r.itemId]),
+    });
+    const expected = await rowsOf(oneByOne);
+    expect(expected.stored?.run).toEqual({ machineVersion: 1, snapshot: { value: 'build' } });
+    expect(expected.hops.find((h) => h.id === 'a-hop-2')).toMatchObject({ state: 'completed', model: 'm2' });
+    expect(expected.hops.find((h) => h.id === 'a-hop-1')).toMatchObject({ model: 'm-again', finishedAt: 1002 });
+    expect(await rowsOf(together)).toEqual(expected);
+    expect(await together.audit.verifyChain()).toMatchObject({ ok: true, entries: 5 });
+  });
+
+  it('without an audit key a commit appends its batch in one append (one head lock); with one, every ended item is signed', async () => {
+    const ended = (id: string): ItemChanges => ({ ...created(id), ended: true });
+    const batch = { changes: [ended('a'), ended('b'), created('c')], deleteOutbox: [] };
+    const counted = async (signing: boolean) => {
+      const { pool, audit } = await open();
+      const calls = { appends: 0, checkpoints: 0 };
+      const store = await PostgresCoordinatorStore.open(pool, {
+        audit: {
+          append: (tx, entries) => {
+            calls.appends += 1;
+            return audit.appendInTransaction(tx, entries);
+          },
+          ...(signing
+            ? {
+                checkpoint: async () => {
+                  calls.checkpoints += 1;
+                },
+              }
+            : {}),
+        },
+      });
+      await store.commit(batch);
+      expect(await audit.verifyChain()).toMatchObject({ ok: true, entries: 3 });
+      expect((await audit.list()).map((r) => r.itemId)).toEqual(['a', 'b', 'c']);
+      return calls;
+    };
+    expect(await counted(false)).toEqual({ appends: 1, checkpoints: 0 });
+    expect(await counted(true)).toEqual({ appends: 3, checkpoints: 2 });
+  });
+
   it('the fence runs first in every commit transaction; when it throws nothing is committed', async () => {
     const seen: string[] = [];
     let refuse = false;

@@ -19,7 +19,7 @@ import {
   rolesOf,
 } from './item-reads.js';
 import type { PgFence } from './postgres-client.js';
-import { COORDINATOR_SCHEMA } from './store.js';
+import { COORDINATOR_SCHEMA, itemUpdateValues } from './store.js';
 import type {
   CommitBatch,
   Committed,
@@ -248,15 +248,108 @@ function hopFrom(r: Row): HopRecord {
 
 const json = (v: unknown): string | null => (v === null || v === undefined ? null : JSON.stringify(v));
 
-/** `($1, $2, ...), (...)` for `rows` rows of `width` parameters. */
-function valuesList(rows: number, width: number): string {
+/** Parameters per statement at most (PostgreSQL takes 65,535): larger writes take several statements. */
+const MAX_PARAMETERS = 16_384;
+
+/** `($1, $2, ...), (...)` for `rows` rows of `width` parameters, with a cast per column when `types` are given. */
+function valuesList(rows: number, width: number, types?: readonly string[]): string {
   const out: string[] = [];
   for (let r = 0; r < rows; r++) {
     const cells: string[] = [];
-    for (let c = 1; c <= width; c++) cells.push(`$${r * width + c}`);
+    for (let c = 1; c <= width; c++) cells.push(`$${r * width + c}${types === undefined ? '' : `::${types[c - 1]}`}`);
     out.push(`(${cells.join(', ')})`);
   }
   return out.join(', ');
+}
+
+/** `rows` (each of as many values as `head` names columns) in as few `head VALUES ...` statements as fit. */
+async function insertRows(tx: PgQuery, head: string, rows: readonly unknown[][], returning = ''): Promise<Row[]> {
+  const out: Row[] = [];
+  if (rows.length === 0) return out;
+  const width = rows[0]!.length;
+  const per = Math.floor(MAX_PARAMETERS / width);
+  for (let i = 0; i < rows.length; i += per) {
+    const chunk = rows.slice(i, i + per);
+    const result = await tx.query(`${head} VALUES ${valuesList(chunk.length, width)} ${returning}`, chunk.flat());
+    out.push(...(result.rows as Row[]));
+  }
+  return out;
+}
+
+type Column = readonly [name: string, type: string];
+
+/** Updates rows of `table` by id: each of `rows` holds the `columns`' new values, then the id. */
+async function updateRows(tx: PgQuery, table: string, columns: readonly Column[], rows: readonly unknown[][]) {
+  if (rows.length === 0) return;
+  const all = [...columns, ['id', 'text'] as const];
+  const sets = columns.map(([name]) => `${name} = v.${name}`).join(', ');
+  const types = all.map(([, type]) => type);
+  const per = Math.floor(MAX_PARAMETERS / all.length);
+  for (let i = 0; i < rows.length; i += per) {
+    const chunk = rows.slice(i, i + per);
+    await tx.query(
+      `UPDATE ${table} AS t SET ${sets} FROM (VALUES ${valuesList(chunk.length, all.length, types)})
+         AS v(${all.map(([name]) => name).join(', ')}) WHERE t.id = v.id`,
+      chunk.flat(),
+    );
+  }
+}
+
+/** The item's columns a commit writes (name, type), in the order of `itemUpdateValues`. */
+const ITEM_UPDATE_COLUMNS: readonly Column[] = [
+  ['state', 'text'],
+  ['stage', 'text'],
+  ['hop', 'integer'],
+  ['hops', 'integer'],
+  ['input_tokens', 'bigint'],
+  ['output_tokens', 'bigint'],
+  ['cost_usd', 'double precision'],
+  ['elapsed_ms', 'double precision'],
+  ['failure', 'text'],
+  ['approval', 'text'],
+  ['updated_at', 'bigint'],
+  ['finished_at', 'bigint'],
+  ['output', 'text'],
+];
+
+const RUN_COLUMNS: readonly Column[] = [
+  ['run_version', 'integer'],
+  ['run_snapshot', 'text'],
+];
+
+function runFields(run: ItemChanges['run']): unknown[] {
+  return run === undefined ? [null, null] : [run.machineVersion, JSON.stringify(run.snapshot)];
+}
+
+/** The hop's columns a commit writes (name, type), in the order of `hopFields`. */
+const HOP_UPDATE_COLUMNS: readonly Column[] = [
+  ['state', 'text'],
+  ['model', 'text'],
+  ['input_tokens', 'bigint'],
+  ['output_tokens', 'bigint'],
+  ['cost_usd', 'double precision'],
+  ['elapsed_ms', 'double precision'],
+  ['error', 'text'],
+  ['reply', 'text'],
+  ['active_since', 'bigint'],
+  ['finished_at', 'bigint'],
+  ['timeouts', 'integer'],
+];
+
+function hopFields(hop: HopRecord): unknown[] {
+  return [
+    hop.state,
+    hop.model,
+    hop.usage.inputTokens,
+    hop.usage.outputTokens,
+    hop.usage.costUsd,
+    hop.usage.elapsedMs,
+    json(hop.error),
+    json(hop.reply),
+    hop.activeSince,
+    hop.finishedAt,
+    hop.timeouts,
+  ];
 }
 
 const USAGE_COLUMNS: Record<UsageGrouping, string> = { agent: 'agent', model: 'model', task: 'item_id' };
@@ -368,86 +461,64 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
     if (batch.deleteOutbox.length > 0) {
       await tx.query('DELETE FROM coord_outbox WHERE id = ANY($1::bigint[])', [batch.deleteOutbox]);
     }
-    const outbox: OutboxRow[][] = [];
+    const outbox = await this.#writeRows(tx, batch.changes);
     const audit: AuditEntryInput[] = [];
+    const signs = this.#audit?.checkpoint !== undefined;
     for (const c of batch.changes) {
-      await this.#applyChange(tx, c, outbox);
       audit.push(...c.audit);
-      // Every item's end is signed: the head just after its entries (one append per end, one for the rest).
-      if (c.ended) await this.#appendAudit(tx, audit.splice(0), true);
+      // With a key every item's end is signed: the head just after its entries (one append per end, one
+      // for the rest). Without one, the batch's entries go in one append (the same rows, one head lock).
+      if (c.ended && signs) await this.#appendAudit(tx, audit.splice(0), true);
     }
     await this.#appendAudit(tx, audit, false);
     return { outbox };
   }
 
-  async #applyChange(tx: PgQuery, c: ItemChanges, outbox: OutboxRow[][]): Promise<void> {
-    if (c.definition !== undefined) {
+  /**
+   * The rows of all the batch's changes, a statement per table and kind of
+   * write (not one per change): definitions, items created, hops created,
+   * hops updated, items updated, usage rows, outbox rows. A row written by
+   * several changes of the batch is written as the last of them leaves it,
+   * as applying them one by one would; the outbox rows come back per change.
+   */
+  async #writeRows(tx: PgQuery, changes: readonly ItemChanges[]): Promise<OutboxRow[][]> {
+    for (const c of changes) {
+      if (c.definition === undefined) continue;
       await tx.query('INSERT INTO coord_definitions (id, version, body) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [
         c.definition.ref.id,
         c.definition.ref.version,
         JSON.stringify(c.definition.body),
       ]);
     }
-    const item = c.item;
-    const fields = [
-      item.state,
-      item.stage,
-      item.hop,
-      item.hops,
-      item.usage.inputTokens,
-      item.usage.outputTokens,
-      item.usage.costUsd,
-      item.usage.elapsedMs,
-      json(item.failure),
-      json(item.approval),
-      item.updatedAt,
-      item.finishedAt,
-      json(item.output),
-    ];
-    const run = c.run === undefined ? [null, null] : [c.run.machineVersion, JSON.stringify(c.run.snapshot)];
-    if (c.created) {
-      await tx.query(
-        `INSERT INTO coord_items (id, task_id, workflow_id, workflow_version, input, budget, attributes, created_at,
-           state, stage, hop, hops, input_tokens, output_tokens, cost_usd, elapsed_ms, failure, approval,
-           updated_at, finished_at, output, run_version, run_snapshot)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
-           $22, $23)`,
-        [
-          item.id,
-          item.taskId,
-          item.workflow.id,
-          item.workflow.version,
-          JSON.stringify(item.input),
-          json(item.budget),
-          json(item.attributes),
-          item.createdAt,
-          ...fields,
-          ...run,
-        ],
-      );
-    }
-    for (const { hop, created } of c.hops) {
-      const hopFields = [
-        hop.state,
-        hop.model,
-        hop.usage.inputTokens,
-        hop.usage.outputTokens,
-        hop.usage.costUsd,
-        hop.usage.elapsedMs,
-        json(hop.error),
-        json(hop.reply),
-        hop.activeSince,
-        hop.finishedAt,
-        hop.timeouts,
-      ];
-      if (created) {
-        await tx.query(
-          `INSERT INTO coord_hops (id, item_id, seq, hop, attempt, kind, stage, role, idempotency_key, continuation,
-             asked_by, dispatched_at, state, model, input_tokens, output_tokens, cost_usd, elapsed_ms, error, reply,
-             active_since, finished_at, timeouts, question)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
-             $22, $23, $24)`,
-          [
+    await insertRows(
+      tx,
+      `INSERT INTO coord_items (id, task_id, workflow_id, workflow_version, input, budget, attributes, created_at,
+         state, stage, hop, hops, input_tokens, output_tokens, cost_usd, elapsed_ms, failure, approval,
+         updated_at, finished_at, output, run_version, run_snapshot)`,
+      changes
+        .filter((c) => c.created)
+        .map((c) => [
+          c.item.id,
+          c.item.taskId,
+          c.item.workflow.id,
+          c.item.workflow.version,
+          JSON.stringify(c.item.input),
+          json(c.item.budget),
+          json(c.item.attributes),
+          c.item.createdAt,
+          ...itemUpdateValues(c.item),
+          ...runFields(c.run),
+        ]),
+    );
+    await insertRows(
+      tx,
+      `INSERT INTO coord_hops (id, item_id, seq, hop, attempt, kind, stage, role, idempotency_key, continuation,
+         asked_by, dispatched_at, state, model, input_tokens, output_tokens, cost_usd, elapsed_ms, error, reply,
+         active_since, finished_at, timeouts, question)`,
+      changes.flatMap((c) =>
+        c.hops
+          .filter((h) => h.created)
+          .map(({ hop }) => [
             hop.id,
             hop.itemId,
             hop.seq,
@@ -460,56 +531,67 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
             hop.continuation,
             hop.askedBy,
             hop.dispatchedAt,
-            ...hopFields,
+            ...hopFields(hop),
             json(hop.question),
-          ],
-        );
-      } else {
-        await tx.query(
-          `UPDATE coord_hops SET state = $1, model = $2, input_tokens = $3, output_tokens = $4, cost_usd = $5,
-             elapsed_ms = $6, error = $7, reply = $8, active_since = $9, finished_at = $10, timeouts = $11
-           WHERE id = $12`,
-          [...hopFields, hop.id],
-        );
-      }
-    }
-    if (!c.created) {
-      const sets = `state = $1, stage = $2, hop = $3, hops = $4, input_tokens = $5, output_tokens = $6,
-        cost_usd = $7, elapsed_ms = $8, failure = $9, approval = $10, updated_at = $11, finished_at = $12,
-        output = $13`;
-      if (c.run === undefined) await tx.query(`UPDATE coord_items SET ${sets} WHERE id = $14`, [...fields, item.id]);
-      else {
-        await tx.query(`UPDATE coord_items SET ${sets}, run_version = $14, run_snapshot = $15 WHERE id = $16`, [
-          ...fields,
-          ...run,
-          item.id,
-        ]);
-      }
-    }
-    if (c.usage.length > 0) {
-      const params: unknown[] = [];
-      for (const u of c.usage) {
-        params.push(u.hopId, u.itemId, u.agent, u.model, u.inputTokens, u.outputTokens, u.costUsd, u.elapsedMs, u.at);
-      }
-      await tx.query(
-        `INSERT INTO coord_usage (hop_id, item_id, agent, model, input_tokens, output_tokens, cost_usd, elapsed_ms, at)
-         VALUES ${valuesList(c.usage.length, 9)}`,
-        params,
-      );
-    }
-    if (c.outbox.length === 0) {
-      outbox.push([]);
-      return;
-    }
-    const params: unknown[] = [];
-    for (const o of c.outbox) params.push(c.itemId, o.kind, JSON.stringify(o.body));
-    // Ids come back in the order of the VALUES rows (one sequence, one statement: ascending).
-    const inserted = await tx.query(
-      `INSERT INTO coord_outbox (item_id, kind, body) VALUES ${valuesList(c.outbox.length, 3)} RETURNING id`,
-      params,
+          ]),
+      ),
     );
-    const ids = inserted.rows.map((r) => num(r.id)).sort((a, b) => a - b);
-    outbox.push(c.outbox.map((o, i) => ({ id: ids[i]!, itemId: c.itemId, kind: o.kind, body: o.body })));
+    // Hops and items updated: the last write of each wins (a Map keeps one entry per id).
+    const hopUpdates = new Map<string, HopRecord>();
+    for (const c of changes) for (const { hop, created } of c.hops) if (!created) hopUpdates.set(hop.id, hop);
+    await updateRows(
+      tx,
+      'coord_hops',
+      HOP_UPDATE_COLUMNS,
+      [...hopUpdates.values()].map((hop) => [...hopFields(hop), hop.id]),
+    );
+    const itemUpdates = new Map<string, { item: ItemRecord; run: ItemChanges['run'] }>();
+    for (const c of changes) {
+      if (c.created) continue;
+      // A change without a run snapshot leaves the one an earlier change of the batch wrote.
+      itemUpdates.set(c.itemId, { item: c.item, run: c.run ?? itemUpdates.get(c.itemId)?.run });
+    }
+    const updates = [...itemUpdates.values()];
+    await updateRows(
+      tx,
+      'coord_items',
+      [...ITEM_UPDATE_COLUMNS, ...RUN_COLUMNS],
+      updates
+        .filter((u) => u.run !== undefined)
+        .map((u) => [...itemUpdateValues(u.item), ...runFields(u.run), u.item.id]),
+    );
+    await updateRows(
+      tx,
+      'coord_items',
+      ITEM_UPDATE_COLUMNS,
+      updates.filter((u) => u.run === undefined).map((u) => [...itemUpdateValues(u.item), u.item.id]),
+    );
+    await insertRows(
+      tx,
+      'INSERT INTO coord_usage (hop_id, item_id, agent, model, input_tokens, output_tokens, cost_usd, elapsed_ms, at)',
+      changes.flatMap((c) =>
+        c.usage.map((u) => [
+          u.hopId,
+          u.itemId,
+          u.agent,
+          u.model,
+          u.inputTokens,
+          u.outputTokens,
+          u.costUsd,
+          u.elapsedMs,
+          u.at,
+        ]),
+      ),
+    );
+    const outboxRows = changes.flatMap((c) => c.outbox.map((o) => [c.itemId, o.kind, JSON.stringify(o.body)]));
+    // Ids come back in the order of the VALUES rows (one sequence, the statements in order: ascending).
+    const ids = (await insertRows(tx, 'INSERT INTO coord_outbox (item_id, kind, body)', outboxRows, 'RETURNING id'))
+      .map((r) => num(r.id))
+      .sort((a, b) => a - b);
+    let next = 0;
+    return changes.map((c) =>
+      c.outbox.map((o) => ({ id: ids[next++]!, itemId: c.itemId, kind: o.kind, body: o.body })),
+    );
   }
 
   async #appendAudit(tx: PgQuery, entries: AuditEntryInput[], sign: boolean): Promise<void> {

@@ -628,21 +628,7 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
 
   /** Writes an item's row; with `run`, its run's persisted snapshot too (same row, same statement). */
   updateItem(item: ItemRecord, run?: { machineVersion: number; snapshot: unknown }): void {
-    const fields = [
-      item.state,
-      item.stage,
-      item.hop,
-      item.hops,
-      item.usage.inputTokens,
-      item.usage.outputTokens,
-      item.usage.costUsd,
-      item.usage.elapsedMs,
-      item.failure === null ? null : JSON.stringify(item.failure),
-      item.approval === null ? null : JSON.stringify(item.approval),
-      item.updatedAt,
-      item.finishedAt,
-      item.output === null ? null : JSON.stringify(item.output),
-    ];
+    const fields = itemUpdateValues(item);
     if (run === undefined) this.#s.updateItem.run(...fields, item.id);
     else this.#s.updateItemAndRun.run(...fields, run.machineVersion, JSON.stringify(run.snapshot), item.id);
   }
@@ -945,4 +931,28 @@ function attempt<T>(run: () => T): Promise<T> {
   } catch (error) {
     return Promise.reject(error);
   }
+}
+
+/**
+ * The values a commit writes to an item's row, in the order both stores'
+ * statements take them: state, stage, hop, hops, the usage (input and
+ * output tokens, cost, elapsed), failure, approval (JSON), updated and
+ * finished at, output (JSON).
+ */
+export function itemUpdateValues(item: ItemRecord): (string | number | null)[] {
+  return [
+    item.state,
+    item.stage,
+    item.hop,
+    item.hops,
+    item.usage.inputTokens,
+    item.usage.outputTokens,
+    item.usage.costUsd,
+    item.usage.elapsedMs,
+    item.failure === null ? null : JSON.stringify(item.failure),
+    item.approval === null ? null : JSON.stringify(item.approval),
+    item.updatedAt,
+    item.finishedAt,
+    item.output === null ? null : JSON.stringify(item.output),
+  ];
 }
