@@ -19,7 +19,7 @@ import { type SqliteDatabase, openDatabase } from '../persistence/kernel/databas
 import { isPostgresUrl, safePostgresUrl } from '../persistence/kernel/postgres.js';
 import { PostgresLease } from '../persistence/coordinator/postgres-lease.js';
 import { filter, firstValueFrom } from 'rxjs';
-import { BUS_HELP, CONTEXT_RETENTION_HELP, describeBus, openBus } from './bus-option.js';
+import { BUS_HELP, CONTEXT_RETENTION_HELP, describeBus, openBus, requireRedisBusWithPostgres } from './bus-option.js';
 import {
   BUS_PROCESS_FLAGS,
   type BusProcess,
@@ -118,12 +118,7 @@ function parseFlags(all: string[]): Flags {
   const db = databaseFileFlag(args);
   if (db === undefined) throw new CliUsageError('--db PATH (or --db postgres://...) is required');
   const postgres = isPostgresUrl(db);
-  if (postgres && stringFlag(args, 'bus') === undefined) {
-    throw new CliUsageError(
-      '--db postgres://... needs --bus redis://HOST:PORT: a Coordinator on PostgreSQL runs its hops on Redis ' +
-        '(the embedded bus would keep them in a file on this machine)',
-    );
-  }
+  requireRedisBusWithPostgres(args, db);
   const bus = busProcessFlags(args, inspect, postgres ? undefined : db);
   const autoApprove = stringFlag(args, 'auto-approve');
   if (autoApprove !== undefined && autoApprove.length > 128) {
