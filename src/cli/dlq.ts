@@ -126,6 +126,9 @@ function parseFlags(argv: string[]): DlqFlags {
   } else if (role === undefined) throw new CliUsageError('replay needs --role R');
   if (sub !== 'list' && args.values.limit !== undefined) throw new CliUsageError('--limit is for list');
   const db = databaseFileFlag(args);
+  if (db === undefined && stringFlag(args, 'bus') === undefined) {
+    throw new CliUsageError('--db PATH is required (or --bus redis://HOST:PORT for the dead letters of a Redis bus)');
+  }
   requireRedisBusWithPostgres(args, db);
   return {
     sub,
@@ -186,50 +189,48 @@ function carried(letter: DeadLetter): string {
 
 async function list(source: DeadLetterSource, flags: DlqFlags): Promise<number> {
   const { queue } = source;
-  {
-    const counts = (await source.counts()).filter((c) => flags.role === undefined || c.role === flags.role);
-    const letters: DeadLetter[] = [];
-    for (const { role } of counts) letters.push(...(await queue.deadLetters.list(role, { limit: flags.limit })));
-    if (flags.json) {
-      process.stdout.write(
-        `${JSON.stringify({
-          counts: Object.fromEntries(counts.map((c) => [c.role, c.count])),
-          deadLetters: letters.map(letterJson),
-        })}\n`,
-      );
-      return 0;
-    }
-    const total = counts.reduce((n, c) => n + c.count, 0);
-    if (total === 0) {
-      process.stdout.write(`No dead letters${flags.role === undefined ? '' : ` for role ${flags.role}`}.\n`);
-      return 0;
-    }
-    const summary = counts.map((c) => `${c.role}: ${c.count}`).join(', ');
-    process.stdout.write(`${total} dead letter${total === 1 ? '' : 's'} (${summary})\n\n`);
-    const lines = renderTable(
-      [
-        { header: 'id', align: 'right' },
-        { header: 'role' },
-        { header: 'deliveries', align: 'right' },
-        { header: 'dead at' },
-        { header: 'carried' },
-        { header: 'last error', maxWidth: 80 },
-      ],
-      letters.map((l) => [
-        l.id,
-        l.role,
-        String(l.deliveries),
-        formatEpoch(l.deadAt),
-        carried(l),
-        `${l.lastError.type}: ${l.lastError.message}`,
-      ]),
+  const counts = (await source.counts()).filter((c) => flags.role === undefined || c.role === flags.role);
+  const letters: DeadLetter[] = [];
+  for (const { role } of counts) letters.push(...(await queue.deadLetters.list(role, { limit: flags.limit })));
+  if (flags.json) {
+    process.stdout.write(
+      `${JSON.stringify({
+        counts: Object.fromEntries(counts.map((c) => [c.role, c.count])),
+        deadLetters: letters.map(letterJson),
+      })}\n`,
     );
-    process.stdout.write(`${lines.join('\n')}\n`);
-    if (letters.length < total) {
-      process.stdout.write(`\nShowing ${letters.length} of ${total} (at most ${flags.limit} per role: --limit N).\n`);
-    }
     return 0;
   }
+  const total = counts.reduce((n, c) => n + c.count, 0);
+  if (total === 0) {
+    process.stdout.write(`No dead letters${flags.role === undefined ? '' : ` for role ${flags.role}`}.\n`);
+    return 0;
+  }
+  const summary = counts.map((c) => `${c.role}: ${c.count}`).join(', ');
+  process.stdout.write(`${total} dead letter${total === 1 ? '' : 's'} (${summary})\n\n`);
+  const lines = renderTable(
+    [
+      { header: 'id', align: 'right' },
+      { header: 'role' },
+      { header: 'deliveries', align: 'right' },
+      { header: 'dead at' },
+      { header: 'carried' },
+      { header: 'last error', maxWidth: 80 },
+    ],
+    letters.map((l) => [
+      l.id,
+      l.role,
+      String(l.deliveries),
+      formatEpoch(l.deadAt),
+      carried(l),
+      `${l.lastError.type}: ${l.lastError.message}`,
+    ]),
+  );
+  process.stdout.write(`${lines.join('\n')}\n`);
+  if (letters.length < total) {
+    process.stdout.write(`\nShowing ${letters.length} of ${total} (at most ${flags.limit} per role: --limit N).\n`);
+  }
+  return 0;
 }
 
 /** The dead letter `id` (of `role`, or of any role), paging through each role's letters. */
@@ -289,66 +290,64 @@ async function replay(source: DeadLetterSource, flags: DlqFlags): Promise<number
   const progress = (done: number, total: number) => {
     if (!flags.json) process.stderr.write(`  replayed ${done}/${total}\n`);
   };
-  {
-    let ids: string[];
-    if (flags.ids !== undefined) {
-      // Every id must be a dead letter of the role before anything moves.
-      const wanted = new Set(flags.ids);
-      const found = new Set<string>();
-      for (let offset = 0; found.size < wanted.size; offset += LIST_PAGE) {
-        const page = await queue.deadLetters.list(role, { limit: LIST_PAGE, offset });
-        for (const letter of page) if (wanted.has(letter.id)) found.add(letter.id);
-        if (page.length < LIST_PAGE) break;
-      }
-      const missing = flags.ids.filter((id) => !found.has(id));
-      if (missing.length > 0) {
-        process.stderr.write(
-          `switchboard dlq: not dead letters of role ${role}: ${missing.join(', ')} (nothing was replayed; see 'switchboard dlq list --role ${role}')\n`,
-        );
-        return 1;
-      }
-      ids = flags.ids;
-    } else {
-      ids = [];
+  let ids: string[];
+  if (flags.ids !== undefined) {
+    // Every id must be a dead letter of the role before anything moves.
+    const wanted = new Set(flags.ids);
+    const found = new Set<string>();
+    for (let offset = 0; found.size < wanted.size; offset += LIST_PAGE) {
+      const page = await queue.deadLetters.list(role, { limit: LIST_PAGE, offset });
+      for (const letter of page) if (wanted.has(letter.id)) found.add(letter.id);
+      if (page.length < LIST_PAGE) break;
     }
-    const total =
-      flags.ids !== undefined ? ids.length : ((await source.counts()).find((c) => c.role === role)?.count ?? 0);
-    if (total === 0) {
-      if (flags.json) process.stdout.write(`${JSON.stringify({ role, replayed: 0, ids: [] })}\n`);
-      else process.stdout.write(`No dead letters for role ${role}.\n`);
-      return 0;
-    }
-    const many = total > flags.batch;
-    const replayed: string[] = [];
-    if (flags.ids !== undefined) {
-      for (let i = 0; i < ids.length; i += flags.batch) {
-        const batch = ids.slice(i, i + flags.batch);
-        await queue.deadLetters.replay(role, { ids: batch });
-        replayed.push(...batch);
-        if (many) progress(replayed.length, total);
-      }
-    } else {
-      // The letters dead at the start, oldest first, a batch at a time; one
-      // that dies again while this runs is not replayed twice.
-      while (replayed.length < total) {
-        const page = await queue.deadLetters.list(role, { limit: Math.min(flags.batch, total - replayed.length) });
-        if (page.length === 0) break;
-        const batch = page.map((l) => l.id);
-        const n = await queue.deadLetters.replay(role, { ids: batch });
-        if (n === 0) break;
-        replayed.push(...batch);
-        if (many) progress(replayed.length, total);
-      }
-    }
-    if (flags.json) {
-      process.stdout.write(`${JSON.stringify({ role, replayed: replayed.length, ids: replayed })}\n`);
-    } else {
-      process.stdout.write(
-        `Replayed ${replayed.length} dead letter${replayed.length === 1 ? '' : 's'} of role ${role}: ready for delivery with a fresh attempt count.\n`,
+    const missing = flags.ids.filter((id) => !found.has(id));
+    if (missing.length > 0) {
+      process.stderr.write(
+        `switchboard dlq: not dead letters of role ${role}: ${missing.join(', ')} (nothing was replayed; see 'switchboard dlq list --role ${role}')\n`,
       );
+      return 1;
     }
+    ids = flags.ids;
+  } else {
+    ids = [];
+  }
+  const total =
+    flags.ids !== undefined ? ids.length : ((await source.counts()).find((c) => c.role === role)?.count ?? 0);
+  if (total === 0) {
+    if (flags.json) process.stdout.write(`${JSON.stringify({ role, replayed: 0, ids: [] })}\n`);
+    else process.stdout.write(`No dead letters for role ${role}.\n`);
     return 0;
   }
+  const many = total > flags.batch;
+  const replayed: string[] = [];
+  if (flags.ids !== undefined) {
+    for (let i = 0; i < ids.length; i += flags.batch) {
+      const batch = ids.slice(i, i + flags.batch);
+      await queue.deadLetters.replay(role, { ids: batch });
+      replayed.push(...batch);
+      if (many) progress(replayed.length, total);
+    }
+  } else {
+    // The letters dead at the start, oldest first, a batch at a time; one
+    // that dies again while this runs is not replayed twice.
+    while (replayed.length < total) {
+      const page = await queue.deadLetters.list(role, { limit: Math.min(flags.batch, total - replayed.length) });
+      if (page.length === 0) break;
+      const batch = page.map((l) => l.id);
+      const n = await queue.deadLetters.replay(role, { ids: batch });
+      if (n === 0) break;
+      replayed.push(...batch);
+      if (many) progress(replayed.length, total);
+    }
+  }
+  if (flags.json) {
+    process.stdout.write(`${JSON.stringify({ role, replayed: replayed.length, ids: replayed })}\n`);
+  } else {
+    process.stdout.write(
+      `Replayed ${replayed.length} dead letter${replayed.length === 1 ? '' : 's'} of role ${role}: ready for delivery with a fresh attempt count.\n`,
+    );
+  }
+  return 0;
 }
 
 async function runDlq(argv: string[]): Promise<number> {
