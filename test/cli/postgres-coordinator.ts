@@ -10,7 +10,8 @@ import { isLog, runCli, startCli, terminate } from '../scaleout/processes.js';
  * A Coordinator's PostgreSQL database with finished work in it, for the
  * read commands' tests: a real `switchboard coordinator --db postgres://...
  * --bus redis://...` with its local workers runs `count` dev-sdlc items
- * submitted by `switchboard submit` to completion, then stops. The URL
+ * submitted by `switchboard submit` to completion (or, with `approve:
+ * false`, until each waits for the release manager's approval), then stops. The URL
  * carries a password (trust auth ignores it) that no output may show.
  */
 export interface PostgresWithItems {
@@ -43,7 +44,12 @@ export async function dropRedisPrefix(prefix: string): Promise<void> {
   }
 }
 
-export async function postgresWithItems(count: number): Promise<PostgresWithItems> {
+export async function postgresWithItems(
+  count: number,
+  options: { approve?: boolean } = {},
+): Promise<PostgresWithItems> {
+  const approve = options.approve ?? true;
+  const until = approve ? 'completed' : 'awaiting-approval';
   const database = await createTestDatabase('sb_cliurl');
   const prefix = `cliurl-${randomUUID().slice(0, 8)}`;
   const secret = `pw-${randomUUID().slice(0, 12)}`;
@@ -59,8 +65,7 @@ export async function postgresWithItems(count: number): Promise<PostgresWithItem
     url,
     ...bus,
     '--local-workers',
-    '--auto-approve',
-    'release-manager',
+    ...(approve ? ['--auto-approve', 'release-manager'] : []),
   ]);
   try {
     await coordinator.waitForLine(isLog('coordinator ready'), 30_000, { seen: true });
@@ -81,12 +86,12 @@ export async function postgresWithItems(count: number): Promise<PostgresWithItem
     for (;;) {
       const r = await runCli(['items', 'list', '--db', url, '--json']);
       const items = (JSON.parse(r.stdout) as { items: { id: string; state: string }[] }).items;
-      if (items.length === count && items.every((i) => i.state === 'completed')) {
+      if (items.length === count && items.every((i) => i.state === until)) {
         const stopped = await terminate(coordinator);
         if (stopped.code !== 0) throw new Error(`the coordinator exited ${stopped.code}`);
         return { url, secret, bus, itemIds: items.map((i) => i.id), cleanup };
       }
-      if (Date.now() > deadline) throw new Error(`items did not complete: ${JSON.stringify(items)}`);
+      if (Date.now() > deadline) throw new Error(`items did not reach ${until}: ${JSON.stringify(items)}`);
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
   } catch (error) {
