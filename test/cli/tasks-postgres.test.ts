@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgresGate } from '../postgres-availability.js';
 import { redisGate } from '../redis-availability.js';
+import { coordinatorTablesOf, inSnapshot, openPostgresForReading } from '../../src/cli/read-postgres.js';
+import { openPgPool } from '../../src/persistence/kernel/postgres.js';
 import { runCli } from './helpers.js';
 import {
   type PostgresWithItems,
@@ -168,5 +170,27 @@ describe.runIf(runPostgres && runRedis)('switchboard tasks --db postgres:// (a C
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('no task no-such-task in postgres://postgres@');
     for (const r of [shown, text, hop, missing]) expect(r.stdout + r.stderr).not.toContain(pg.secret);
+  });
+
+  it('reads in one snapshot: a row committed meanwhile is not seen inside it (REPEATABLE READ)', async () => {
+    const opened = await openPostgresForReading(pg.url, 'test');
+    const writer = await openPgPool(pg.url, { max: 1 });
+    const id = pg.itemIds[0]!;
+    try {
+      const original = (await (await coordinatorTablesOf(opened)).readItem(id))!.stage;
+      const seen = await inSnapshot(opened, async (store) => {
+        const first = (await store.readItem(id))!.stage;
+        await writer.query('UPDATE coord_items SET stage = $1 WHERE id = $2', ['snapshot-test', id]);
+        const second = (await store.readItem(id))!.stage;
+        return { first, second };
+      });
+      expect(seen).toEqual({ first: original, second: original });
+      const after = await inSnapshot(opened, (store) => store.readItem(id));
+      expect(after!.stage).toBe('snapshot-test');
+      await writer.query('UPDATE coord_items SET stage = $1 WHERE id = $2', [original, id]);
+    } finally {
+      await writer.end();
+      await opened.close();
+    }
   });
 });
