@@ -9,6 +9,7 @@ import {
 } from '../persistence/context/sqlite-store.js';
 import { DEFAULT_CONTEXT_RETENTION_MS, MAX_CONTEXT_RETENTION_MS } from '../persistence/context/retention.js';
 import type { SqliteDatabase } from '../persistence/kernel/database.js';
+import { isPostgresUrl } from '../persistence/kernel/postgres.js';
 import { CliUsageError, type FlagSpec, type ParsedArgs, stringFlag } from './command-args.js';
 
 /**
@@ -58,16 +59,16 @@ export function parseBusChoice(args: ParsedArgs, db: string | undefined): BusCho
 }
 
 /**
- * A command on a PostgreSQL `--db` needs a Redis `--bus`: the Coordinator on
- * PostgreSQL runs its hops on Redis, and there is no file for the embedded
- * bus. Throws the usage error (exit 2) otherwise.
+ * A Coordinator's PostgreSQL database goes with a Redis bus: `--db
+ * postgres://...` without `--bus` is a usage error (`coordinator`, `dlq`).
  */
-export function requireRedisBusWithPostgres(args: ParsedArgs): void {
-  if (stringFlag(args, 'bus') !== undefined) return;
-  throw new CliUsageError(
-    '--db postgres://... needs --bus redis://HOST:PORT: a Coordinator on PostgreSQL runs its hops on Redis ' +
-      '(the embedded bus would keep them in a file on this machine)',
-  );
+export function requireRedisBusWithPostgres(args: ParsedArgs, db: string | undefined): void {
+  if (db !== undefined && isPostgresUrl(db) && stringFlag(args, 'bus') === undefined) {
+    throw new CliUsageError(
+      '--db postgres://... needs --bus redis://HOST:PORT: a Coordinator on PostgreSQL runs its hops on Redis ' +
+        '(the embedded bus would keep them in a file on this machine)',
+    );
+  }
 }
 
 export function describeBus(choice: BusChoice): string {

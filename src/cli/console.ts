@@ -93,7 +93,7 @@ async function runConsole(argv: string[]): Promise<number> {
       if (readOnly) {
         throw new CliUsageError('--db postgres://... takes no --read-only: the console reads it through its --bus');
       }
-      requireRedisBusWithPostgres(args);
+      requireRedisBusWithPostgres(args, db);
     }
     const listen = stringFlag(args, 'listen');
     flags = {

@@ -118,7 +118,7 @@ function parseFlags(all: string[]): Flags {
   const db = databaseFileFlag(args);
   if (db === undefined) throw new CliUsageError('--db PATH (or --db postgres://...) is required');
   const postgres = isPostgresUrl(db);
-  if (postgres) requireRedisBusWithPostgres(args);
+  requireRedisBusWithPostgres(args, db);
   const bus = busProcessFlags(args, inspect, postgres ? undefined : db);
   const autoApprove = stringFlag(args, 'auto-approve');
   if (autoApprove !== undefined && autoApprove.length > 128) {

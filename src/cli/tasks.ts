@@ -18,12 +18,14 @@ import {
   stringFlag,
 } from './command-args.js';
 import { type OpenedDatabase, openExistingDatabase, requireComponent } from './read-database.js';
+import { type OpenedPostgres, inSnapshot, isPostgresUrl, readOnPostgres } from './read-postgres.js';
+import { type TaskView, taskViewsOfItems } from '../workflow/task-view.js';
 import { formatDuration, formatEpoch, formatUsd, renderTable } from './table.js';
 
 const MAX_LIMIT = 100_000;
 
-export const TASKS_USAGE = `Usage: switchboard tasks list --db PATH [--state S] [--limit N] [--json]
-       switchboard tasks show ID --db PATH [--history N] [--json]
+export const TASKS_USAGE = `Usage: switchboard tasks list --db PATH|URL [--state S] [--limit N] [--json]
+       switchboard tasks show ID --db PATH|URL [--history N] [--json]
 
 The broker's A2A tasks. Where the Coordinator's tables are in the same
 database, each task is linked to what it is for: a work item's task
@@ -31,16 +33,29 @@ database, each task is linked to what it is for: a work item's task
 tasks; a hop's task names its parent (the work item's task), hop number,
 stage and role. The database is opened read-only.
 
+With --db postgres://... (a Coordinator's PostgreSQL database) there is no
+broker file: the tasks are derived from the work item and hop rows, read
+in one snapshot (a work item's task, requester edge, worker coordinator;
+a hop's task, requester coordinator, worker its role; the task id is the
+broker's where the rows recorded one, else the item's or hop's id). The
+rows keep no messages: show prints no history or artifacts, --history is
+refused, and the JSON's "contextId" and "agentContextId" are null and its
+"task" is {"id","state","requesterName","agentName","createdAt",
+"updatedAt"}.
+
   list   every task, oldest first: id, state, requester, worker, parent,
          what it is (work item or hop), last update
   show   one task: status, parties, times, its links, the hops of a work
          item (state, model, tokens, cost, time), its history and artifacts
 
 Options:
-  --db PATH      the SQLite file the broker wrote (required; never created)
+  --db PATH      the SQLite file the broker wrote (required; never created),
+                 or postgres://USER[:PASSWORD]@HOST:PORT/DB: the PostgreSQL
+                 database of a Coordinator run with that --db
   --state S      list: only tasks in this state (${TASK_STATES.join(', ')})
   --limit N      list: at most N tasks (default 1000)
-  --history N    show: only the last N messages (default: all)
+  --history N    show: only the last N messages (default: all; not with a
+                 PostgreSQL URL)
   --json         list: {"total","tasks":[{"id","state","contextId",
                  "requesterName","agentContextId","agentName","createdAt",
                  "updatedAt","parentTaskId","childTaskIds","link"}]};
@@ -48,8 +63,9 @@ Options:
                  "workItem","hops"} (the task as tasks/get returns it)
   -h, --help     show this help
 
-Exit status: 0 on success; 1 when show names no task; 2 for a usage error or
-a file that is not a switchboard database with a broker.`;
+Exit status: 0 on success; 1 when show names no task or a PostgreSQL does
+not answer; 2 for a usage error, a file that is not a switchboard database
+with a broker, or tables of another schema version.`;
 
 interface TasksFlags {
   sub: 'list' | 'show';
@@ -78,10 +94,17 @@ function parseFlags(argv: string[]): TasksFlags {
     throw new CliUsageError('--state and --limit are for list');
   }
   if (sub === 'list' && args.values.history !== undefined) throw new CliUsageError('--history is for show');
+  const db = stringFlag(args, 'db');
+  if (db !== undefined && isPostgresUrl(db) && args.values.history !== undefined) {
+    throw new CliUsageError(
+      "--history reads the broker's message history, which a PostgreSQL database does not keep (its rows hold " +
+        "no messages): drop --history, or give the broker's SQLite file as --db PATH",
+    );
+  }
   return {
     sub,
     id,
-    db: stringFlag(args, 'db'),
+    db,
     state,
     limit: countFlag(args, 'limit', 1000, MAX_LIMIT),
     history: args.values.history === undefined ? undefined : countFlag(args, 'history', 1, MAX_LIMIT),
@@ -136,17 +159,31 @@ function readLinks(opened: OpenedDatabase): Links {
 }
 
 function coordinatorLinks(store: SqliteCoordinatorStore): Links {
+  const items = store.listItems({ limit: MAX_LIMIT });
+  const hopsOf = new Map(items.map((item) => [item.id, store.listHops(item.id)]));
+  return linksOfRows(items, hopsOf, (row) => row.taskId);
+}
+
+/**
+ * The links between the tasks of `items` and their hops; `taskIdOf` names a
+ * row's task (the broker's task id, or with derived tasks the row's own id
+ * where it recorded none).
+ */
+function linksOfRows(
+  rows: readonly ItemRecord[],
+  hopsOf: ReadonlyMap<string, HopRecord[]>,
+  taskIdOf: (row: ItemRecord | HopRecord) => string | null,
+): Links {
   const links = new Map<string, TaskLink>();
   const parents = new Map<string, string>();
   const children = new Map<string, string[]>();
   const items = new Map<string, ItemRecord>();
-  const hopsOf = new Map<string, HopRecord[]>();
-  for (const item of store.listItems({ limit: MAX_LIMIT })) {
+  for (const item of rows) {
     items.set(item.id, item);
-    const hops = store.listHops(item.id);
-    hopsOf.set(item.id, hops);
-    if (item.taskId !== null) {
-      links.set(item.taskId, {
+    const hops = hopsOf.get(item.id) ?? [];
+    const itemTaskId = taskIdOf(item);
+    if (itemTaskId !== null) {
+      links.set(itemTaskId, {
         kind: 'work-item',
         itemId: item.id,
         workflow: item.workflow,
@@ -155,8 +192,9 @@ function coordinatorLinks(store: SqliteCoordinatorStore): Links {
     }
     const kids: string[] = [];
     for (const hop of hops) {
-      if (hop.taskId === null) continue;
-      links.set(hop.taskId, {
+      const hopTaskId = taskIdOf(hop);
+      if (hopTaskId === null) continue;
+      links.set(hopTaskId, {
         kind: 'hop',
         itemId: item.id,
         hopId: hop.id,
@@ -167,10 +205,10 @@ function coordinatorLinks(store: SqliteCoordinatorStore): Links {
         role: hop.role,
         hopState: hop.state,
       });
-      if (item.taskId !== null) parents.set(hop.taskId, item.taskId);
-      kids.push(hop.taskId);
+      if (itemTaskId !== null) parents.set(hopTaskId, itemTaskId);
+      kids.push(hopTaskId);
     }
-    if (item.taskId !== null) children.set(item.taskId, kids);
+    if (itemTaskId !== null) children.set(itemTaskId, kids);
   }
   return {
     linkOf: (taskId) => links.get(taskId),
@@ -188,8 +226,42 @@ function describeLink(link: TaskLink | undefined): string {
   return `${what} ${link.stage}${link.role === link.stage ? '' : ` (${link.role})`}${link.attempt > 1 ? ` attempt ${link.attempt}` : ''}`;
 }
 
-function party(contextId: string, name: string): string {
-  return `${name}@${contextId}`;
+/** A task as list prints it: the broker's task head, or a task derived from the rows (no context ids). */
+interface TaskRow {
+  id: string;
+  state: TaskState;
+  contextId: string | null;
+  requesterName: string;
+  agentContextId: string | null;
+  agentName: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+function rowOfHead(h: TaskHead): TaskRow {
+  return {
+    id: h.taskId,
+    state: h.state,
+    contextId: h.contextId,
+    requesterName: h.requesterName,
+    agentContextId: h.agentContextId,
+    agentName: h.agentName,
+    createdAt: h.createdAt,
+    updatedAt: h.updatedAt,
+  };
+}
+
+function rowOfView(v: TaskView): TaskRow {
+  return {
+    id: v.id,
+    state: v.state,
+    contextId: null,
+    requesterName: v.requester,
+    agentContextId: null,
+    agentName: v.worker,
+    createdAt: new Date(v.createdAt).toISOString(),
+    updatedAt: new Date(v.updatedAt).toISOString(),
+  };
 }
 
 function listTasks(opened: OpenedDatabase, flags: TasksFlags): number {
@@ -202,24 +274,21 @@ function listTasks(opened: OpenedDatabase, flags: TasksFlags): number {
       return { heads, total: countTasks(opened.db, filter), links: readLinks(opened) };
     })
     .deferred();
+  return printTaskList(heads.map(rowOfHead), total, links, flags);
+}
+
+function printTaskList(rows: readonly TaskRow[], total: number, links: Links, flags: TasksFlags): number {
   if (flags.json) {
-    const tasks = heads.map((h) => ({
-      id: h.taskId,
-      state: h.state,
-      contextId: h.contextId,
-      requesterName: h.requesterName,
-      agentContextId: h.agentContextId,
-      agentName: h.agentName,
-      createdAt: h.createdAt,
-      updatedAt: h.updatedAt,
-      parentTaskId: links.parentOf(h.taskId),
-      childTaskIds: links.childrenOf(h.taskId),
-      link: links.linkOf(h.taskId) ?? null,
+    const tasks = rows.map((row) => ({
+      ...row,
+      parentTaskId: links.parentOf(row.id),
+      childTaskIds: links.childrenOf(row.id),
+      link: links.linkOf(row.id) ?? null,
     }));
     process.stdout.write(`${JSON.stringify({ total, tasks })}\n`);
     return 0;
   }
-  if (heads.length === 0) {
+  if (rows.length === 0) {
     process.stdout.write(`No tasks${flags.state === undefined ? '' : ` in state ${flags.state}`}.\n`);
     return 0;
   }
@@ -233,18 +302,18 @@ function listTasks(opened: OpenedDatabase, flags: TasksFlags): number {
       { header: 'for', maxWidth: 60 },
       { header: 'updated' },
     ],
-    heads.map((h) => [
-      h.taskId,
-      h.state,
-      h.requesterName,
-      h.agentName,
-      links.parentOf(h.taskId) ?? '-',
-      describeLink(links.linkOf(h.taskId)),
-      h.updatedAt,
+    rows.map((row) => [
+      row.id,
+      row.state,
+      row.requesterName,
+      row.agentName,
+      links.parentOf(row.id) ?? '-',
+      describeLink(links.linkOf(row.id)),
+      row.updatedAt,
     ]),
   );
   process.stdout.write(`${lines.join('\n')}\n`);
-  if (heads.length < total) process.stdout.write(`\nShowing ${heads.length} of ${total} (--limit N).\n`);
+  if (rows.length < total) process.stdout.write(`\nShowing ${rows.length} of ${total} (--limit N).\n`);
   return 0;
 }
 
@@ -290,6 +359,42 @@ function hopTable(hops: readonly HopRecord[]): string[] {
   );
 }
 
+/** What show prints of a task: the broker's whole task, or one derived from the rows (no messages). */
+interface ShownTask {
+  /** The JSON's "task". */
+  json: unknown;
+  header: TaskRow & { since: string; statusText: string | undefined };
+  /** null: the rows keep none (PostgreSQL). */
+  history: Task['history'] | null;
+  artifacts: Task['artifacts'];
+}
+
+function shownOfTask(task: Task): ShownTask {
+  return {
+    json: task,
+    header: {
+      id: task.id,
+      state: task.status.state,
+      contextId: task.contextId,
+      requesterName: task.requesterName,
+      agentContextId: task.agentContextId,
+      agentName: task.agentName,
+      createdAt: task.createdAt,
+      updatedAt: task.updatedAt,
+      since: task.status.timestamp,
+      statusText: task.status.message?.parts.map(partSummary).join(' '),
+    },
+    history: task.history,
+    artifacts: task.artifacts,
+  };
+}
+
+function shownOfView(view: TaskView): ShownTask {
+  const row = rowOfView(view);
+  const { contextId: _c, agentContextId: _a, ...json } = row;
+  return { json, header: { ...row, since: row.updatedAt, statusText: undefined }, history: null, artifacts: [] };
+}
+
 function showTask(opened: OpenedDatabase, flags: TasksFlags): number {
   const store = new A2AStore(opened.db);
   const id = flags.id!;
@@ -304,7 +409,11 @@ function showTask(opened: OpenedDatabase, flags: TasksFlags): number {
     process.stderr.write(`switchboard tasks: no task ${id} in ${opened.path}\n`);
     return 1;
   }
-  const { task, links } = found;
+  return printTask(shownOfTask(found.task), found.links, flags);
+}
+
+function printTask(shown: ShownTask, links: Links, flags: TasksFlags): number {
+  const id = shown.header.id;
   const link = links.linkOf(id);
   const item = link === undefined ? undefined : links.item(link.itemId);
   const hops = link?.kind === 'work-item' ? links.hops(link.itemId) : [];
@@ -313,7 +422,7 @@ function showTask(opened: OpenedDatabase, flags: TasksFlags): number {
   if (flags.json) {
     process.stdout.write(
       `${JSON.stringify({
-        task,
+        task: shown.json,
         parentTaskId,
         childTaskIds,
         link: link ?? null,
@@ -323,12 +432,16 @@ function showTask(opened: OpenedDatabase, flags: TasksFlags): number {
     );
     return 0;
   }
-  process.stdout.write(`${describeTask(task, link, item, parentTaskId, childTaskIds, hops, links).join('\n')}\n`);
+  process.stdout.write(`${describeTask(shown, link, item, parentTaskId, childTaskIds, hops, links).join('\n')}\n`);
   return 0;
 }
 
+function party(contextId: string | null, name: string): string {
+  return contextId === null ? name : `${name}@${contextId}`;
+}
+
 function describeTask(
-  task: Task,
+  shown: ShownTask,
   link: TaskLink | undefined,
   item: ItemRecord | undefined,
   parentTaskId: string | null,
@@ -336,16 +449,16 @@ function describeTask(
   hops: readonly HopRecord[],
   links: Links,
 ): string[] {
+  const task = shown.header;
   const out = [
     `Task ${task.id}`,
-    `  state:      ${task.status.state} (since ${task.status.timestamp})`,
+    `  state:      ${task.state} (since ${task.since})`,
     `  requester:  ${party(task.contextId, task.requesterName)}`,
     `  worker:     ${party(task.agentContextId, task.agentName)}`,
     `  created:    ${task.createdAt}`,
     `  updated:    ${task.updatedAt}`,
   ];
-  const statusText = task.status.message?.parts.map(partSummary).join(' ');
-  if (statusText !== undefined) out.push(`  status:     ${statusText}`);
+  if (task.statusText !== undefined) out.push(`  status:     ${task.statusText}`);
   if (parentTaskId !== null) out.push(`  parent:     ${parentTaskId}`);
   if (link !== undefined) out.push(`  for:        ${describeLink(link)}`);
   if (item !== undefined) {
@@ -373,17 +486,50 @@ function describeTask(
       ...hopTable(hops).map((l) => `  ${l}`),
     );
   }
-  out.push('', `History (${task.history.length} message${task.history.length === 1 ? '' : 's'}):`);
-  for (const m of task.history) {
-    out.push(`  ${m.timestamp}  ${m.role} ${m.from}: ${m.parts.map(partSummary).join(' ')}`);
+  const history = shown.history;
+  if (history === null) {
+    out.push('', 'History: not kept (the PostgreSQL rows hold no messages; the broker keeps them in memory)');
+  } else {
+    out.push('', `History (${history.length} message${history.length === 1 ? '' : 's'}):`);
+    for (const m of history) {
+      out.push(`  ${m.timestamp}  ${m.role} ${m.from}: ${m.parts.map(partSummary).join(' ')}`);
+    }
   }
-  if (task.artifacts.length > 0) {
-    out.push('', `Artifacts (${task.artifacts.length}):`);
-    for (const a of task.artifacts) {
+  if (shown.artifacts.length > 0) {
+    out.push('', `Artifacts (${shown.artifacts.length}):`);
+    for (const a of shown.artifacts) {
       out.push(`  ${a.artifactId}${a.name === undefined ? '' : ` ${a.name}`}: ${a.parts.map(partSummary).join(' ')}`);
     }
   }
   return out;
+}
+
+/** The tasks derived from every work item and hop row, read in one snapshot, with their links. */
+async function readDerivedTasks(opened: OpenedPostgres): Promise<{ views: TaskView[]; links: Links }> {
+  const { items, hopsOf } = await inSnapshot(opened, async (store) => {
+    const items = await store.readItems({ limit: MAX_LIMIT });
+    return { items, hopsOf: await store.readHopsOfItems(items.map((item) => item.id)) };
+  });
+  // Oldest first, like the broker's list (an item's task before its hops' on a tie).
+  const views = taskViewsOfItems(items, (itemId) => hopsOf.get(itemId) ?? []).sort((a, b) => a.createdAt - b.createdAt);
+  return { views, links: linksOfRows(items, hopsOf, (row) => row.taskId ?? row.id) };
+}
+
+/** `--db postgres://...`: the tasks derived from the Coordinator's PostgreSQL rows. */
+function runTasksOnPostgres(url: string, flags: TasksFlags): Promise<number> {
+  return readOnPostgres(url, 'tasks', async (_store, opened) => {
+    const { views, links } = await readDerivedTasks(opened);
+    if (flags.sub === 'list') {
+      const matching = flags.state === undefined ? views : views.filter((v) => v.state === flags.state);
+      return printTaskList(matching.slice(0, flags.limit).map(rowOfView), matching.length, links, flags);
+    }
+    const view = views.find((v) => v.id === flags.id);
+    if (view === undefined) {
+      process.stderr.write(`switchboard tasks: no task ${flags.id} in ${opened.where}\n`);
+      return 1;
+    }
+    return printTask(shownOfView(view), links, flags);
+  });
 }
 
 async function runTasks(argv: string[]): Promise<number> {
@@ -391,6 +537,7 @@ async function runTasks(argv: string[]): Promise<number> {
   let opened: OpenedDatabase;
   try {
     flags = parseFlags(argv);
+    if (flags.db !== undefined && isPostgresUrl(flags.db)) return await runTasksOnPostgres(flags.db, flags);
     opened = openExistingDatabase(flags.db, 'read');
   } catch (error) {
     if (error instanceof CliUsageError) return reportUsageError('tasks', error, TASKS_USAGE);

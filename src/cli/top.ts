@@ -1,18 +1,20 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { RedisQueue } from '../bus/redis/queue.js';
+import { readPostgresSnapshot } from '../inspect/postgres-snapshot.js';
 import { type SystemSnapshot, queueViewOf, readSystemSnapshot } from '../inspect/system-snapshot.js';
 import { type ScreenOptions, renderScreen } from '../inspect/top-screen.js';
 import { type SqliteDatabase, openDatabase } from '../persistence/kernel/database.js';
 import { BUS_FLAGS, describeBus, openBus, parseBusChoice } from './bus-option.js';
 import type { CliCommand } from './command.js';
 import { CliUsageError, type FlagSpec, booleanFlag, parseCommandArgs, stringFlag } from './command-args.js';
+import { type OpenedPostgres, inSnapshot, isPostgresUrl, readOnPostgres } from './read-postgres.js';
 
 export const DEFAULT_TOP_INTERVAL_MS = 1000;
 const MIN_INTERVAL_MS = 50;
 const MAX_INTERVAL_MS = 60_000;
 
-export const TOP_USAGE = `Usage: switchboard top --db PATH [--bus URL [--bus-prefix NAME]] [--interval MS] [--once]
+export const TOP_USAGE = `Usage: switchboard top --db PATH|URL [--bus URL [--bus-prefix NAME]] [--interval MS] [--once]
        switchboard top --bus URL [--bus-prefix NAME] [--interval MS] [--once]
 
 A live view of a switchboard database in the terminal: tasks by state and the
@@ -22,12 +24,18 @@ Coordinator's work items with their stage, hop and cost (when the file holds
 them). Reads the file read-only, while the broker, workers and Coordinator
 write it. With a Redis bus (--bus), the queues are read from Redis instead
 (the same columns but DONE: Redis does not keep acked messages), read-only.
+With --db postgres://... (a Coordinator's PostgreSQL database) the tasks
+are derived from the work item and hop rows (there is no broker file) and
+the queues come from --bus (none without it); each refresh reads one
+snapshot of the tables (a REPEATABLE READ transaction).
 Redraws in place every interval; q or Ctrl-C quits and restores the
 terminal. When stdout is not a terminal (a pipe, CI), prints one snapshot as
 plain text and exits.
 
 Options:
-  --db PATH          the SQLite file (must exist); optional with --bus
+  --db PATH          the SQLite file (must exist), or postgres://USER[:PASSWORD]
+                     @HOST:PORT/DB: a Coordinator's PostgreSQL database;
+                     optional with --bus
   --bus URL          the queues of a Redis Streams bus: redis://HOST:PORT[/DB]
                      (default: the SQLite bus in the --db file)
   --bus-prefix NAME  key prefix of the deployment on Redis (default switchboard)
@@ -35,8 +43,9 @@ Options:
   --once             print one snapshot and exit, even on a terminal
   -h, --help         show this help
 
-Exit status: 0 after q, Ctrl-C or one snapshot; 1 when the Redis bus cannot
-be reached; 2 for a usage error (a missing or non-SQLite file, a bad flag).`;
+Exit status: 0 after q, Ctrl-C or one snapshot; 1 when the Redis bus or
+PostgreSQL cannot be reached; 2 for a usage error (a missing or non-SQLite
+file, a bad flag) or PostgreSQL tables of another schema version.`;
 
 /** Every flag the command accepts (each is documented in its --help; a test checks it). */
 export const TOP_FLAGS: FlagSpec = {
@@ -48,6 +57,8 @@ export const TOP_FLAGS: FlagSpec = {
 
 interface TopFlags {
   db: string | undefined;
+  /** `--db postgres://...`: the Coordinator's PostgreSQL database (instead of a file). */
+  postgres: string | undefined;
   /** The Redis bus whose queues are shown (instead of the file's). */
   redis: { url: string; prefix: string; label: string } | undefined;
   intervalMs: number;
@@ -60,15 +71,21 @@ function parseFlags(argv: string[]): TopFlags {
   if (db === undefined && stringFlag(args, 'bus') === undefined) {
     throw new CliUsageError('--db PATH is required (or --bus redis://HOST:PORT for the queues alone)');
   }
-  const bus = parseBusChoice(args, db);
+  const postgres = db !== undefined && isPostgresUrl(db) ? db : undefined;
+  // A PostgreSQL database holds no bus: its queues are on Redis (--bus), or not shown.
+  const bus =
+    postgres !== undefined && stringFlag(args, 'bus') === undefined && stringFlag(args, 'bus-prefix') === undefined
+      ? undefined
+      : parseBusChoice(args, postgres === undefined ? db : undefined);
   const intervalText = stringFlag(args, 'interval') ?? String(DEFAULT_TOP_INTERVAL_MS);
   const intervalMs = Number(intervalText);
   if (!/^\d+$/.test(intervalText) || intervalMs < MIN_INTERVAL_MS || intervalMs > MAX_INTERVAL_MS) {
     throw new CliUsageError(`--interval must be a whole number of ms from ${MIN_INTERVAL_MS} to ${MAX_INTERVAL_MS}`);
   }
   return {
-    db: db === undefined ? undefined : resolve(db),
-    redis: bus.kind === 'redis' ? { url: bus.url, prefix: bus.prefix, label: describeBus(bus) } : undefined,
+    db: db === undefined || postgres !== undefined ? undefined : resolve(db),
+    postgres,
+    redis: bus?.kind === 'redis' ? { url: bus.url, prefix: bus.prefix, label: describeBus(bus) } : undefined,
     intervalMs,
     once: booleanFlag(args, 'once'),
   };
@@ -91,10 +108,17 @@ function openReadOnly(path: string): SqliteDatabase {
   }
 }
 
-/** What one refresh reads: the file (one read transaction), then the Redis queues when asked for. */
-async function readSnapshot(db: SqliteDatabase | undefined, queue: RedisQueue | undefined): Promise<SystemSnapshot> {
+/** Where the tasks and items come from: a file, a PostgreSQL database, or nowhere (the Redis queues alone). */
+type Tables = { kind: 'file'; db: SqliteDatabase } | { kind: 'postgres'; opened: OpenedPostgres } | undefined;
+
+/** What one refresh reads: the tables (one read transaction), then the Redis queues when asked for. */
+async function readSnapshot(tables: Tables, queue: RedisQueue | undefined): Promise<SystemSnapshot> {
   const snapshot: SystemSnapshot =
-    db === undefined ? { at: Date.now(), tasks: null, queues: null, items: null } : readSystemSnapshot(db);
+    tables === undefined
+      ? { at: Date.now(), tasks: null, queues: null, items: null }
+      : tables.kind === 'file'
+        ? readSystemSnapshot(tables.db)
+        : await inSnapshot(tables.opened, (store) => readPostgresSnapshot(store));
   if (queue !== undefined) snapshot.queues = (await queue.statsOfAllRoles()).map(queueViewOf);
   return snapshot;
 }
@@ -115,6 +139,21 @@ async function runTop(argv: string[]): Promise<number> {
     process.stderr.write(`switchboard top: ${error.message}\n\n${TOP_USAGE}\n`);
     return 2;
   }
+  if (flags.postgres !== undefined) {
+    const topFlags = flags;
+    return readOnPostgres(flags.postgres, 'top', (_store, opened) =>
+      showTop(topFlags, { kind: 'postgres', opened }, opened.where),
+    );
+  }
+  try {
+    return await showTop(flags, db === undefined ? undefined : { kind: 'file', db }, flags.db);
+  } finally {
+    db?.close();
+  }
+}
+
+/** Opens the Redis bus when asked for, then shows the screen (once, or live) until quit. */
+async function showTop(flags: TopFlags, tables: Tables, where: string | undefined): Promise<number> {
   let queue: RedisQueue | undefined;
   try {
     if (flags.redis !== undefined) {
@@ -127,11 +166,11 @@ async function runTop(argv: string[]): Promise<number> {
     }
     const opened = queue;
     const view: View = {
-      read: () => readSnapshot(db, opened),
+      read: () => readSnapshot(tables, opened),
       screen: {
-        db: flags.db ?? flags.redis?.label ?? '',
+        db: where ?? flags.redis?.label ?? '',
         intervalMs: flags.intervalMs,
-        ...(flags.redis === undefined || flags.db === undefined ? {} : { queueSource: flags.redis.label }),
+        ...(flags.redis === undefined || where === undefined ? {} : { queueSource: flags.redis.label }),
       },
     };
     if (flags.once || !process.stdout.isTTY) {
@@ -139,7 +178,8 @@ async function runTop(argv: string[]): Promise<number> {
       try {
         snapshot = await view.read();
       } catch (error) {
-        process.stderr.write(`switchboard top: cannot read the queues: ${(error as Error).message}\n`);
+        const what = tables?.kind === 'postgres' ? 'the database or the queues' : 'the queues';
+        process.stderr.write(`switchboard top: cannot read ${what}: ${(error as Error).message}\n`);
         return 1;
       }
       const lines = renderScreen(snapshot, {
@@ -154,7 +194,6 @@ async function runTop(argv: string[]): Promise<number> {
     return await liveView(view);
   } finally {
     await queue?.close();
-    db?.close();
   }
 }
 

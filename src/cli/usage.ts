@@ -12,7 +12,7 @@ import {
   stringFlag,
 } from './command-args.js';
 import { type OpenedDatabase, openExistingDatabase, requireComponent } from './read-database.js';
-import { coordinatorTablesOf, isPostgresUrl, openPostgresForReading } from './read-postgres.js';
+import { isPostgresUrl, readOnPostgres } from './read-postgres.js';
 import type { ItemRecord } from '../workflow/records.js';
 import { formatDuration, formatUsd, renderTable } from './table.js';
 
@@ -158,23 +158,8 @@ function print(
 }
 
 /** `--db postgres://...`: the same report from the Coordinator's PostgreSQL tables. */
-async function reportOnPostgres(url: string, flags: UsageFlags): Promise<number> {
-  let opened: Awaited<ReturnType<typeof openPostgresForReading>>;
-  try {
-    opened = await openPostgresForReading(url, 'usage');
-  } catch (error) {
-    process.stderr.write(`switchboard usage: ${(error as Error).message}\n`);
-    return 1;
-  }
-  try {
-    let store: Awaited<ReturnType<typeof coordinatorTablesOf>>;
-    try {
-      store = await coordinatorTablesOf(opened);
-    } catch (error) {
-      // Like a file without the Coordinator's tables or of another version: not a database this reads.
-      process.stderr.write(`switchboard usage: ${opened.where}: ${(error as Error).message}\n`);
-      return error instanceof SchemaVersionError ? 2 : 1;
-    }
+function reportOnPostgres(url: string, flags: UsageFlags): Promise<number> {
+  return readOnPostgres(url, 'usage', async (store, opened) => {
     const filter = flags.item === undefined ? {} : { itemId: flags.item };
     if (flags.item !== undefined && (await store.readItem(flags.item)) === undefined) {
       process.stderr.write(`switchboard usage: no work item ${flags.item} in ${opened.where}\n`);
@@ -185,12 +170,7 @@ async function reportOnPostgres(url: string, flags: UsageFlags): Promise<number>
     const items = new Map<string, ItemRecord | undefined>();
     if (flags.by === 'task') for (const g of groups) items.set(g.key, await store.readItem(g.key));
     return print(groups, total, items, flags);
-  } catch (error) {
-    process.stderr.write(`switchboard usage: ${opened.where}: ${(error as Error).message}\n`);
-    return 1;
-  } finally {
-    await opened.close();
-  }
+  });
 }
 
 async function runUsage(argv: string[]): Promise<number> {

@@ -1,5 +1,5 @@
-import type { TaskState } from '../protocol/task.js';
-import type { HopRecord, ItemRecord } from './records.js';
+import { TASK_STATES, type TaskState } from '../protocol/task.js';
+import type { HopRecord, HopState, ItemRecord, ItemState } from './records.js';
 
 /**
  * The A2A view of the Coordinator's work, derived from its item and hop rows
@@ -104,4 +104,19 @@ export function taskViewsOfItems(
   hopsOf: (itemId: string) => readonly HopRecord[],
 ): TaskView[] {
   return items.flatMap((item) => taskViewsOfItem(item, hopsOf(item.id)));
+}
+
+/**
+ * How many derived tasks are in each task state, from how many items and
+ * hops are in each of theirs (counts a store can total without reading the
+ * rows): every task state is present, zero where none.
+ */
+export function taskStateCounts(
+  itemCounts: Readonly<Partial<Record<ItemState, number>>>,
+  hopCounts: Readonly<Partial<Record<HopState, number>>>,
+): Record<TaskState, number> {
+  const out = Object.fromEntries(TASK_STATES.map((state) => [state, 0])) as Record<TaskState, number>;
+  for (const [state, n] of Object.entries(itemCounts)) out[ITEM_TASK_STATE[state as ItemState]] += n ?? 0;
+  for (const [state, n] of Object.entries(hopCounts)) out[HOP_TASK_STATE[state as HopState]] += n ?? 0;
+  return out;
 }

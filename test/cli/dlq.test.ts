@@ -135,11 +135,46 @@ describe('switchboard dlq', () => {
     expect(fingerprint(path)).toBe(before);
   });
 
+  it('shows one dead letter in full, of any role or of the one named, read-only', async () => {
+    await deadLetters(path, 'coding', 1);
+    const [id] = await deadLetters(path, 'testing', 1, 7);
+    const before = fingerprint(path);
+    const json = await runJson<{ deadLetter: Listed['deadLetters'][number] }>(['dlq', 'show', id!, '--db', path]);
+    expect(json.code, json.stderr).toBe(0);
+    expect(json.json.deadLetter).toMatchObject({
+      id,
+      role: 'testing',
+      deliveries: 1,
+      lastError: { type: 'TestsFailed' },
+    });
+    expect(json.json.deadLetter.envelope.headers.runId).toBe('item-7');
+    const text = await runCli(['dlq', 'show', id!, '--db', path, '--role', 'testing']);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toContain(`Dead letter ${id}`);
+    expect(text.stdout).toContain('carried:     work item item-7 hop 7#1');
+    expect(text.stdout).toContain('last error:  TestsFailed: hop 7 failed');
+    expect(text.stdout).toContain('"text": "do 7"');
+    const otherRole = await runCli(['dlq', 'show', id!, '--db', path, '--role', 'coding']);
+    expect(otherRole.code).toBe(1);
+    expect(otherRole.stderr).toContain(`no dead letter ${id} of role coding`);
+    const missing = await runCli(['dlq', 'show', '999999', '--db', path]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('no dead letter 999999 in');
+    expect(fingerprint(path)).toBe(before);
+  });
+
   it('exits 2 for bad usage, and never creates bus tables in a database without them', async () => {
     await deadLetters(path, 'coding', 1);
     const cases: [string[], string][] = [
       [['dlq', 'list'], '--db PATH is required'],
-      [['dlq', '--db', path], "missing subcommand: 'list' or 'replay'"],
+      [['dlq', '--db', path], "missing subcommand: 'list', 'show ID' or 'replay'"],
+      [['dlq', 'show', '--db', path], 'show needs a message id'],
+      [['dlq', 'show', '12x', '--db', path], 'show needs a message id'],
+      [['dlq', 'show', '1', '--db', path, '--limit', '2'], '--limit is for list'],
+      [
+        ['dlq', 'list', '--db', 'postgres://u:sekrit@127.0.0.1:1/db'],
+        '--db postgres://... needs --bus redis://HOST:PORT',
+      ],
       [['dlq', 'purge', '--db', path], "unknown subcommand 'purge'"],
       [['dlq', 'replay', '--db', path], 'replay needs --role R'],
       [['dlq', 'replay', '--db', path, '--role', 'coding', '--id', 'abc'], '--id must be a message id'],

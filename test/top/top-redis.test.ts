@@ -1,4 +1,4 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import { createClient } from 'redis';
@@ -10,6 +10,7 @@ import { SWITCHBOARD_BIN } from '../../src/transport/serve-process.js';
 import { workEnvelope } from '../bus/contract.js';
 import { REDIS_URL, redisGate } from '../redis-availability.js';
 import { RawServe, tempDir, text } from '../transport/helpers.js';
+import { Tmux, quote } from './tmux.js';
 
 const run = promisify(execFile);
 const { redisUp, runRedis } = await redisGate();
@@ -53,45 +54,6 @@ async function fillQueues(queue: RedisQueue) {
   if (leased === undefined || failing === undefined) throw new Error('nothing leased');
   await queue.nack(failing, { error: { type: 'Broken', message: 'no' }, retryable: false });
   return { leased };
-}
-
-function quote(value: string): string {
-  return `'${value.replaceAll("'", "'\\''")}'`;
-}
-
-/** One tmux server of our own (its own socket), so nothing else's sessions are touched. */
-class Tmux {
-  readonly socket = `switchboard-top-redis-${randomUUID().slice(0, 8)}`;
-
-  async start(command: string, width = 120, height = 40): Promise<void> {
-    const args = ['-L', this.socket, '-f', '/dev/null', 'new-session', '-d', '-s', 'top'];
-    await run('tmux', [...args, '-x', String(width), '-y', String(height), command], {
-      env: { ...process.env, TERM: 'xterm-256color' },
-    });
-  }
-
-  async waitForScreen(check: (screen: string) => boolean, what: string, timeoutMs = 30_000): Promise<string> {
-    const deadline = Date.now() + timeoutMs;
-    let screen = '';
-    while (Date.now() < deadline) {
-      screen = (await run('tmux', ['-L', this.socket, 'capture-pane', '-p', '-t', 'top'])).stdout;
-      if (check(screen)) return screen;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    throw new Error(`the screen never showed ${what}; last screen:\n${screen}`);
-  }
-
-  async keys(...keys: string[]): Promise<void> {
-    await run('tmux', ['-L', this.socket, 'send-keys', '-t', 'top', ...keys]);
-  }
-
-  kill(): void {
-    try {
-      execFileSync('tmux', ['-L', this.socket, 'kill-server'], { stdio: 'ignore' });
-    } catch {
-      // Already gone.
-    }
-  }
 }
 
 const suiteName = runRedis
@@ -184,7 +146,7 @@ describe.runIf(runRedis)(suiteName, () => {
   it('follows the Redis queues live under a terminal, and exits on q', async () => {
     const prefix = testPrefix();
     const queue = await openQueue(prefix);
-    const tmux = new Tmux();
+    const tmux = new Tmux('switchboard-top-redis');
     cleanups.push(() => tmux.kill());
     const command = [
       process.execPath,

@@ -1,11 +1,11 @@
-import { execFile, execFileSync, spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSqliteQueue } from '../../src/bus/sqlite/queue.js';
 import { SWITCHBOARD_BIN } from '../../src/transport/serve-process.js';
 import { workEnvelope } from '../bus/contract.js';
 import { RawServe, tempDir, text } from '../transport/helpers.js';
+import { Tmux, quote } from './tmux.js';
 
 const run = promisify(execFile);
 
@@ -14,67 +14,6 @@ afterEach(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
   cleanups = [];
 });
-
-/** One tmux server of our own (its own socket), so nothing else's sessions are touched. */
-class Tmux {
-  readonly socket = `switchboard-top-${randomUUID().slice(0, 8)}`;
-
-  async start(command: string, width = 120, height = 40): Promise<void> {
-    await run(
-      'tmux',
-      [
-        '-L',
-        this.socket,
-        '-f',
-        '/dev/null',
-        'new-session',
-        '-d',
-        '-s',
-        'top',
-        '-x',
-        String(width),
-        '-y',
-        String(height),
-        command,
-      ],
-      {
-        env: { ...process.env, TERM: 'xterm-256color' },
-      },
-    );
-  }
-
-  async screen(): Promise<string> {
-    const { stdout } = await run('tmux', ['-L', this.socket, 'capture-pane', '-p', '-t', 'top']);
-    return stdout;
-  }
-
-  async keys(...keys: string[]): Promise<void> {
-    await run('tmux', ['-L', this.socket, 'send-keys', '-t', 'top', ...keys]);
-  }
-
-  async waitForScreen(check: (screen: string) => boolean, what: string, timeoutMs = 15_000): Promise<string> {
-    const deadline = Date.now() + timeoutMs;
-    let screen = '';
-    while (Date.now() < deadline) {
-      screen = await this.screen();
-      if (check(screen)) return screen;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    throw new Error(`the screen never showed ${what}; last screen:\n${screen}`);
-  }
-
-  kill(): void {
-    try {
-      execFileSync('tmux', ['-L', this.socket, 'kill-server'], { stdio: 'ignore' });
-    } catch {
-      // Already gone.
-    }
-  }
-}
-
-function quote(value: string): string {
-  return `'${value.replaceAll("'", "'\\''")}'`;
-}
 
 describe('switchboard top under a terminal (tmux)', () => {
   it('shows tasks and queues moving, redraws in place, and exits on q restoring the screen', async () => {
@@ -92,7 +31,7 @@ describe('switchboard top under a terminal (tmux)', () => {
     };
     await server.call('a2a.message.send', { token: lead.token, to: 'coder', message: text('two') });
 
-    const tmux = new Tmux();
+    const tmux = new Tmux('switchboard-top');
     cleanups.push(() => tmux.kill());
     const command = [process.execPath, SWITCHBOARD_BIN, 'top', '--db', tmp.db, '--interval', '100']
       .map(quote)
@@ -142,7 +81,7 @@ describe('switchboard top under a terminal (tmux)', () => {
     const server = new RawServe(tmp.db, ['--log-level', 'silent']);
     await server.call('a2a.agents.register', { name: 'a', contextId: 'c' });
     await server.end();
-    const tmux = new Tmux();
+    const tmux = new Tmux('switchboard-top');
     cleanups.push(() => tmux.kill());
     const command = [process.execPath, SWITCHBOARD_BIN, 'top', '--db', tmp.db].map(quote).join(' ');
     await tmux.start(`${command}; echo TOP-EXITED:$?; sleep 30`, 80, 20);

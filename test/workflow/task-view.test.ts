@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { ZERO_RUN_USAGE } from '../../src/protocol/workflow.js';
 import { type HopRecord, type ItemRecord, dispatchedHop } from '../../src/workflow/records.js';
-import { HOP_TASK_STATE, ITEM_TASK_STATE, taskViewsOfItem, taskViewsOfItems } from '../../src/workflow/task-view.js';
+import {
+  HOP_TASK_STATE,
+  ITEM_TASK_STATE,
+  taskStateCounts,
+  taskViewsOfItem,
+  taskViewsOfItems,
+} from '../../src/workflow/task-view.js';
 
 function item(id: string, overrides: Partial<ItemRecord> = {}): ItemRecord {
   return {
@@ -74,5 +80,31 @@ describe('the task view derived from item and hop rows', () => {
       (id) => (id === 'a' ? [hop('a', 1, { state: 'suspended' })] : []),
     ).map((v) => v.state);
     expect(states).toEqual(['auth-required', 'input-required', 'canceled']);
+  });
+});
+
+describe('taskStateCounts', () => {
+  it('counts the derived tasks per task state from item and hop counts, as the views would', () => {
+    const items = [
+      item('a', { state: 'awaiting-approval' }),
+      item('b', { state: 'completed' }),
+      item('c', { state: 'running' }),
+    ];
+    const hops: Record<string, HopRecord[]> = {
+      a: [hop('a', 1, { state: 'completed' }), hop('a', 2, { state: 'completed' })],
+      b: [hop('b', 1, { state: 'failed' })],
+      c: [hop('c', 1, { state: 'suspended' }), hop('c', 2)],
+    };
+    const views = taskViewsOfItems(items, (id) => hops[id] ?? []);
+    const fromViews: Record<string, number> = {};
+    for (const v of views) fromViews[v.state] = (fromViews[v.state] ?? 0) + 1;
+    const counts = taskStateCounts(
+      { 'awaiting-approval': 1, completed: 1, running: 1 },
+      { completed: 2, failed: 1, suspended: 1, dispatched: 1 },
+    );
+    expect(Object.fromEntries(Object.entries(counts).filter(([, n]) => n > 0))).toEqual(fromViews);
+    expect(counts.rejected).toBe(0);
+    expect(counts['auth-required']).toBe(1);
+    expect(counts.working).toBe(2);
   });
 });

@@ -636,17 +636,7 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
   /** Items with their hops (one query for all the hops) and runs. */
   async #stored(rows: Row[]): Promise<StoredItem[]> {
     if (rows.length === 0) return [];
-    const hops = await this.#pool.query(
-      'SELECT * FROM coord_hops WHERE item_id = ANY($1::text[]) ORDER BY item_id, seq',
-      [rows.map((r) => r.id as string)],
-    );
-    const byItem = new Map<string, HopRecord[]>();
-    for (const h of hops.rows) {
-      const hop = hopFrom(h);
-      const list = byItem.get(hop.itemId);
-      if (list === undefined) byItem.set(hop.itemId, [hop]);
-      else list.push(hop);
-    }
+    const byItem = await this.readHopsOfItems(rows.map((r) => r.id as string));
     return rows.map((r) => ({
       item: itemFrom(r),
       hops: byItem.get(r.id as string) ?? [],
@@ -713,6 +703,38 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
   async readHops(itemId: string): Promise<HopRecord[]> {
     const rows = await this.#pool.query('SELECT * FROM coord_hops WHERE item_id = $1 ORDER BY seq', [itemId]);
     return rows.rows.map(hopFrom);
+  }
+
+  /** The hops of many work items in one query: each item's hops in order (an item without hops is absent). */
+  async readHopsOfItems(itemIds: readonly string[]): Promise<Map<string, HopRecord[]>> {
+    const byItem = new Map<string, HopRecord[]>();
+    if (itemIds.length === 0) return byItem;
+    const rows = await this.#pool.query(
+      'SELECT * FROM coord_hops WHERE item_id = ANY($1::text[]) ORDER BY item_id, seq',
+      [[...itemIds]],
+    );
+    for (const h of rows.rows) {
+      const hop = hopFrom(h);
+      const list = byItem.get(hop.itemId);
+      if (list === undefined) byItem.set(hop.itemId, [hop]);
+      else list.push(hop);
+    }
+    return byItem;
+  }
+
+  /** Hops per state. */
+  async countHopsByState(): Promise<Partial<Record<HopRecord['state'], number>>> {
+    const rows = await this.#pool.query('SELECT state, COUNT(*) AS n FROM coord_hops GROUP BY state');
+    return Object.fromEntries(rows.rows.map((r) => [r.state as string, num(r.n)]));
+  }
+
+  /** The `limit` work items that finished last, latest first. */
+  async readLatestFinished(limit: number): Promise<ItemRecord[]> {
+    const rows = await this.#pool.query(
+      'SELECT * FROM coord_items WHERE finished_at IS NOT NULL ORDER BY finished_at DESC, id LIMIT $1',
+      [Math.max(0, Math.min(limit, 100_000))],
+    );
+    return rows.rows.map(itemFrom);
   }
 
   async readUsageBy(grouping: UsageGrouping, options: { itemId?: string } = {}): Promise<UsageGroup[]> {
