@@ -484,6 +484,8 @@ describe('switchboard console --db postgres://', () => {
           back = await read('/api/items');
         }
         expect(back.status).toBe(200);
+        // The poll's next read logs the recovery (a request may have read again first).
+        await until(() => s.stderr().includes('console reads the database again'), 30_000, 'the recovery line');
         expect(s.child.exitCode).toBeNull();
         await s.stop();
         seen.push(s.stderr());
