@@ -285,12 +285,12 @@ describe.runIf(runPostgres && runRedis)(
       await standby.waitForLine(isLog('coordinator ready'), LEASE_MS + 20_000);
       const tookOver = Date.now() - cutAt;
       // The old leader stops by itself (its local deadline passed), still cut off.
-      await cutOff.waitForLine(
+      const lost = await cutOff.waitForLine(
         isLog('lost the leader lease: stopped deciding (nothing more is committed); waiting as a standby'),
         20_000,
         { seen: true },
       );
-      const stopped = Date.now() - cutAt;
+      const stopped = (JSON.parse(lost) as { time: number }).time - cutAt;
       await standby.waitForLine((l) => logMessage(l) === 'work item event', 30_000, { seen: true });
       const firstEvent = Date.now() - cutAt;
       process.stderr.write(
