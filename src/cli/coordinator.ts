@@ -210,16 +210,21 @@ function nextRole(lease: PostgresLease, role: 'leader' | 'lost'): Promise<void> 
   return firstValueFrom(lease.roles$.pipe(filter((change) => change.role === role))).then(() => undefined);
 }
 
-/** Closes what a leader runs (its intake, then its Coordinator), keeping the bus and the lease. */
+/**
+ * Closes what a leader that lost its lease runs, keeping the bus and the
+ * lease: its intake and its Coordinator together (the intake's close waits
+ * on commits that may hang on a database it is cut off from; meanwhile the
+ * Coordinator must already have stopped taking results).
+ */
 async function closeLeading(opened: Opened, log: Logger): Promise<void> {
   const intake = opened.intake;
   const coordinator = opened.coordinator;
   delete opened.intake;
   delete opened.coordinator;
-  await closeAll(
-    { ...(intake === undefined ? {} : { intake }), ...(coordinator === undefined ? {} : { coordinator }) },
-    log,
-  );
+  await Promise.all([
+    closeAll(intake === undefined ? {} : { intake }, log),
+    closeAll(coordinator === undefined ? {} : { coordinator }, log),
+  ]);
 }
 
 async function runCoordinator({

@@ -3,6 +3,7 @@ import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PostgresAuditLog } from '../../src/persistence/audit/postgres-chain.js';
 import type { PgQuery } from '../../src/persistence/coordinator/postgres-client.js';
+import { PostgresLease } from '../../src/persistence/coordinator/postgres-lease.js';
 import { PostgresCoordinatorStore } from '../../src/persistence/coordinator/postgres-store.js';
 import {
   type PgPool,
@@ -292,6 +293,44 @@ describe.runIf(runPostgres)('PostgresCoordinatorStore on PostgreSQL', () => {
     await expect(PostgresCoordinatorStore.open(pool, { readOnly: true })).rejects.toMatchObject({
       code: 'SCHEMA_TOO_OLD',
     });
+  });
+
+  it('audit rows record the epoch whose fenced commit appended them; checkFence refuses once another lease took over', async () => {
+    let leading: PostgresLease | undefined;
+    const { store, audit, pool, url } = await open((tx) => leading!.fence(tx));
+    // A renews too seldom to notice the takeover: only the database can tell it.
+    const a = new PostgresLease({ url, leaseMs: 60_000, renewMs: 30_000 });
+    const b = new PostgresLease({ url, leaseMs: 60_000, renewMs: 30_000, alive: () => false });
+    try {
+      expect(await a.acquire()).toBe('leader');
+      leading = a;
+      await store.commit({ changes: [created('a')], deleteOutbox: [] });
+      await expect(store.checkFence()).resolves.toBeUndefined();
+      // An append outside a fenced transaction records no epoch.
+      await audit.appendMany([{ kind: 'dispatch', itemId: 'x', actor: 'coordinator', data: {} }]);
+      // B sees A's process as dead and takes over at once: A still believes it leads.
+      expect(await b.acquire()).toBe('leader');
+      expect(a.role).toBe('leader');
+      const refused = await store.checkFence().catch((error: unknown) => error);
+      expect(refused).toMatchObject({ code: 'COORD_FENCED', details: { epoch: a.epoch, currentEpoch: b.epoch } });
+      await expect(store.commit({ changes: [created('b')], deleteOutbox: [] })).rejects.toMatchObject({
+        code: 'COORD_FENCED',
+      });
+      leading = b;
+      await store.checkFence();
+      await store.commit({ changes: [created('c')], deleteOutbox: [] });
+      const rows = await pool.query('SELECT item_id, epoch FROM audit_log ORDER BY seq');
+      expect(rows.rows.map((r) => [r.item_id, r.epoch === null ? null : Number(r.epoch)])).toEqual([
+        ['a', a.epoch],
+        ['x', null],
+        ['c', b.epoch],
+      ]);
+      // The epoch is outside the hash: the chain verifies as SQLite's does.
+      expect(await audit.verifyChain()).toMatchObject({ ok: true, entries: 3 });
+    } finally {
+      await b.close();
+      await a.close();
+    }
   });
 
   it('the audit chain verifies with the same hashing as SQLite, signed checkpoints included, and catches an edited row', async () => {

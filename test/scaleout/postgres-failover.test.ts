@@ -8,6 +8,7 @@ import { createClient } from 'redis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestDatabase, postgresGate } from '../postgres-availability.js';
 import { REDIS_URL, redisGate } from '../redis-availability.js';
+import { TcpProxy } from '../persistence/tcp-proxy.js';
 import { type Proc, isLog, logMessage, runCli, sleep, startCli, terminate } from './processes.js';
 
 /**
@@ -116,6 +117,15 @@ async function cluster(name: string) {
       ).rows[0].n,
     );
 
+  /** Waits until `count` hops have ended (`last` tells what the leader logged last, when it does not come). */
+  const waitEndedHops = async (count: number, timeoutMs: number, last: () => unknown) => {
+    const deadline = Date.now() + timeoutMs;
+    while ((await endedHops()) < count) {
+      if (Date.now() > deadline) throw new Error(`fewer than ${count} hops ended: ${String(last())}`);
+      await sleep(50);
+    }
+  };
+
   const startWorkers = () => {
     const workers = ROLES.map((role) =>
       startCli(
@@ -173,12 +183,12 @@ async function cluster(name: string) {
     const verified = await runCli(['audit', 'verify', '--db', database.url]);
     expect(verified.code, verified.stdout + verified.stderr).toBe(0);
   };
-  return { database, coordinator, startWorkers, submit, completed, endedHops, waitCompleted, checkRun, sql };
+  return { database, coordinator, startWorkers, submit, completed, waitEndedHops, waitCompleted, checkRun, sql };
 }
 
 describe.runIf(runPostgres && runRedis)('Coordinators on PostgreSQL: a standby takes over a killed leader', () => {
   it('every item completes once on its path through three SIGKILLed leaders; effects once; audit and costs hold', async () => {
-    const { database, coordinator, startWorkers, submit, completed, endedHops, waitCompleted, checkRun } =
+    const { database, coordinator, startWorkers, submit, completed, waitEndedHops, waitCompleted, checkRun } =
       await cluster('failover');
     let leader = coordinator();
     await leader.waitForLine(isLog('coordinator ready'), 30_000, { seen: true });
@@ -198,11 +208,7 @@ describe.runIf(runPostgres && runRedis)('Coordinators on PostgreSQL: a standby t
     );
     process.stderr.write(`kills after ${moments.join(', ')} of ${HOPS} hops ended\n`);
     for (const after of moments) {
-      const deadline = Date.now() + 60_000;
-      while ((await endedHops()) < after) {
-        if (Date.now() > deadline) throw new Error(`fewer than ${after} hops ended: ${leader.lines.slice(-3)}`);
-        await sleep(50);
-      }
+      await waitEndedHops(after, 60_000, () => leader.lines.slice(-3));
       expect(await completed()).toBeLessThan(ITEMS);
       const seen = standby.lines.length;
       const killedAt = Date.now();
@@ -249,3 +255,76 @@ describe.runIf(runPostgres && runRedis)('Coordinators on PostgreSQL: a standby t
     await checkRun(ITEMS);
   }, 300_000);
 });
+
+describe.runIf(runPostgres && runRedis)(
+  'Coordinators on PostgreSQL: fencing a leader cut off from the database',
+  () => {
+    it('commits nothing once a standby took over, rejoins as a standby when healed; every item on its path; the chain has no fork', async () => {
+      const { database, coordinator, startWorkers, submit, waitEndedHops, waitCompleted, checkRun, sql } =
+        await cluster('fencing');
+      const url = new URL(database.url);
+      const proxy = await TcpProxy.start(url.hostname, Number(url.port || 5432));
+      cleanups.push(() => proxy.close());
+      const viaProxy = new URL(database.url);
+      viaProxy.port = String(proxy.port);
+      const cutOff = coordinator(viaProxy.toString());
+      await cutOff.waitForLine(isLog('coordinator ready'), 30_000, { seen: true });
+      const standby = coordinator();
+      await standby.waitForLine((l) => logMessage(l)?.startsWith('coordinator standby') === true, 30_000, {
+        seen: true,
+      });
+      const workers = startWorkers();
+      const items = 10;
+      await submit(items);
+      // About a seventh of the run's hops have ended: items are mid-way (hops issued, results on the bus).
+      await waitEndedHops(10, 60_000, () => cutOff.lines.slice(-3));
+
+      // The leader's process lives, but nothing it sends reaches PostgreSQL.
+      proxy.cut();
+      const cutAt = Date.now();
+      await standby.waitForLine(isLog('coordinator ready'), LEASE_MS + 20_000);
+      const tookOver = Date.now() - cutAt;
+      // The old leader stops by itself (its local deadline passed), still cut off.
+      const lost = await cutOff.waitForLine(
+        isLog('lost the leader lease: stopped deciding (nothing more is committed); waiting as a standby'),
+        20_000,
+        { seen: true },
+      );
+      const stopped = (JSON.parse(lost) as { time: number }).time - cutAt;
+      await standby.waitForLine((l) => logMessage(l) === 'work item event', 30_000, { seen: true });
+      const firstEvent = Date.now() - cutAt;
+      process.stderr.write(
+        `fencing (lease ${LEASE_MS} ms, renew ${RENEW_MS} ms): cut -> old leader stopped ${stopped} ms, ` +
+          `cut -> standby ready ${tookOver} ms, cut -> its first item event ${firstEvent} ms\n`,
+      );
+      await waitEndedHops(30, 60_000, () => standby.lines.slice(-3));
+      proxy.heal();
+      await cutOff.waitForLine((l) => logMessage(l)?.startsWith('coordinator standby') === true, 30_000, {
+        seen: true,
+      });
+      await waitCompleted(items, 120_000);
+
+      // In the rows: the old leader (epoch 1) appended nothing after the first row the new one (epoch 2) committed.
+      const epochs = (await sql.query('SELECT seq, epoch FROM audit_log ORDER BY seq')).rows.map((r) => ({
+        seq: Number(r.seq),
+        epoch: r.epoch === null ? null : Number(r.epoch),
+      }));
+      expect(epochs.filter((r) => r.epoch === null)).toEqual([]);
+      const firstNew = epochs.findIndex((r) => r.epoch === 2);
+      expect(firstNew).toBeGreaterThan(0);
+      expect(epochs.slice(firstNew).filter((r) => r.epoch !== 2)).toEqual([]);
+      const status = await runCli(['coordinator', 'status', '--db', database.url, '--json']);
+      expect(status.code, status.stderr).toBe(0);
+      const read = JSON.parse(status.stdout) as {
+        leader: { pid: number; epoch: number } | null;
+        standbys: { pid: number }[];
+      };
+      expect(read.leader).toMatchObject({ pid: standby.child.pid, epoch: 2 });
+      expect(read.standbys.map((s) => s.pid)).toContain(cutOff.child.pid);
+      for (const worker of workers) expect((await terminate(worker)).code).toBe(0);
+      expect((await terminate(standby)).code).toBe(0);
+      expect((await terminate(cutOff)).code).toBe(0);
+      await checkRun(items);
+    }, 300_000);
+  },
+);

@@ -1141,7 +1141,12 @@ class RunningCoordinator implements Coordinator {
       if ('error' in outcome) {
         const { error } = outcome;
         endSpanWithError(span, error);
-        log.error({ err: error, delivery: rd.delivery.id }, 'could not apply a result: it will be retried');
+        if ((error as { code?: unknown } | undefined)?.code === 'COORD_FENCED') {
+          log.warn(
+            { err: error, delivery: rd.delivery.id },
+            'fenced: this Coordinator no longer leads; the result goes back to the bus for the leader',
+          );
+        } else log.error({ err: error, delivery: rd.delivery.id }, 'could not apply a result: it will be retried');
         this.#track(
           rd.nack({
             error: { type: 'CoordinatorError', message: (error as Error)?.message ?? String(error) },
@@ -1237,11 +1242,14 @@ class RunningCoordinator implements Coordinator {
     this.#closed = true;
     clearInterval(this.#timer);
     this.#unobserve?.();
-    await this.#ticking;
-    await this.#p.forgetter.close();
+    // The in-process workers finish what they hold (their results are still taken), then the results loop
+    // stops before anything waits on a commit: no delivery is taken from here on (a replaced leader's commits
+    // hang on its database; what it holds goes back to the bus for the next leader).
     for (const pool of this.pools.values()) await pool.stop();
     this.#stop.abort();
     await this.#loop;
+    await this.#ticking;
+    await this.#p.forgetter.close();
     clearTimeout(this.#retryTimer);
     await this.#sending;
     await Promise.all([...this.#acks]);

@@ -506,6 +506,15 @@ export class CoordinatorEngine {
         if (spans !== undefined) this.#failDecisions(spans, error);
         throw error;
       }
+    } else if (what === 'result') {
+      // Nothing to commit, so no commit's fence: the store is asked whether this Coordinator still leads before
+      // the results are acked (a replaced leader's memory would drop a result its successor is waiting for).
+      try {
+        await this.#store.checkFence?.();
+      } catch (error) {
+        if (spans !== undefined) this.#failDecisions(spans, error);
+        throw error;
+      }
     }
     const taken = process.hrtime.bigint();
     // Committed: memory takes the new states.

@@ -2,7 +2,7 @@ import * as crypto from 'node:crypto';
 import type { AuditEntryInput, AuditHead, AuditRow } from '../../protocol/audit.js';
 import { type Clock, systemClock } from '../kernel/clock.js';
 import { SchemaVersionError } from '../kernel/migrations.js';
-import { type PgPool, type PgQuery, inPgTransaction } from '../kernel/postgres.js';
+import { PG_EPOCH_SETTING, type PgPool, type PgQuery, inPgTransaction } from '../kernel/postgres.js';
 import { type PgMigrationSet, migratePg, pgSchemaVersion } from '../kernel/postgres-migrations.js';
 import {
   AUDIT_GENESIS_HASH,
@@ -30,7 +30,7 @@ import {
  */
 export const AUDIT_PG_MIGRATIONS: PgMigrationSet = {
   component: 'audit',
-  current: 2,
+  current: 3,
   migrations: [
     {
       version: 1,
@@ -67,6 +67,16 @@ export const AUDIT_PG_MIGRATIONS: PgMigrationSet = {
           key_id TEXT NOT NULL,
           signature TEXT NOT NULL
         )`,
+      ],
+    },
+    {
+      version: 3,
+      name: 'the committing epoch of each row',
+      // Outside the hash (the chain stays SQLite's): the leader lease's epoch whose fenced commit appended the
+      // row, NULL for rows from before this version and for a commit with no lease.
+      sql: [
+        'ALTER TABLE audit_log ADD COLUMN epoch BIGINT',
+        `ALTER TABLE audit_log ALTER COLUMN epoch SET DEFAULT NULLIF(current_setting('${PG_EPOCH_SETTING}', true), '')::bigint`,
       ],
     },
   ],

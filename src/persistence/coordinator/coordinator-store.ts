@@ -38,6 +38,14 @@ export interface CoordinatorStore {
   loadOutbox(): Promise<OutboxRow[]>;
   /** A kept workflow definition (as kept by the first item on it). */
   loadDefinition(ref: { id: string; version: number }): Promise<unknown>;
+  /**
+   * For a store whose commits are fenced (several Coordinators on one
+   * database): resolves when a commit made now would pass the fence, rejects
+   * as the fence does when it would not. The Coordinator asks it before
+   * acting on a decision that commits nothing (a result acked as a duplicate,
+   * late or unknown), so a replaced leader cannot ack what it no longer owns.
+   */
+  checkFence?(): Promise<void>;
 }
 
 /** An item as a store loads it. */

@@ -20,6 +20,7 @@ import {
 } from '../../protocol/switchboard-error.js';
 import { type PgConnection, type PgQuery, connectPostgres, redactPostgresUrl } from './postgres-connection.js';
 import { processExists } from '../kernel/process-liveness.js';
+import { PG_EPOCH_SETTING } from '../kernel/postgres.js';
 
 export type { PgQuery } from './postgres-connection.js';
 export type { LeaseRoleChange } from '../../decisions/lease-decision.js';
@@ -331,13 +332,16 @@ export class PostgresLease {
    * rolls back. It holds the lease row `FOR SHARE` until the transaction ends,
    * and sets the transaction's `idle_in_transaction_session_timeout` to
    * `renewMs`, so a leader cut off mid-commit cannot hold the row for long.
+   * It leaves its epoch in the transaction's `PG_EPOCH_SETTING`: the audit
+   * rows the transaction appends record it (a rolled-back one records none).
    */
   async assertEpoch(tx: PgQuery): Promise<void> {
     const epoch = this.#leadingEpoch();
     const { rows } = await tx.query(
-      `SELECT epoch::text AS epoch, holder, set_config('idle_in_transaction_session_timeout', $1, true) AS idle
+      `SELECT epoch::text AS epoch, holder, set_config('idle_in_transaction_session_timeout', $1, true) AS idle,
+         set_config($2, $3, true) AS committing
        FROM coordinator_lease WHERE id = 1 FOR SHARE`,
-      [String(Math.ceil(this.#timing.renewMs))],
+      [String(Math.ceil(this.#timing.renewMs)), PG_EPOCH_SETTING, String(epoch)],
     );
     const row = rows[0];
     if (row === undefined || Number(row.epoch) !== epoch || row.holder !== this.id) {

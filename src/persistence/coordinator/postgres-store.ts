@@ -796,6 +796,13 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
     return rows.rows.map((r) => r.id as string);
   }
 
+  /** The fence alone, in a transaction of its own (nothing written): whether this store may still commit. */
+  async checkFence(): Promise<void> {
+    const fence = this.#fence;
+    if (fence === undefined) return;
+    await inPgTransaction(this.#pool, (tx) => fence(tx));
+  }
+
   /** One statement outside a commit (the mirror's and the forgetter's marks), fenced like a commit. */
   async #write(text: string, params: unknown[]): Promise<void> {
     if (this.#readOnly) {

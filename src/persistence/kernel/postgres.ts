@@ -29,6 +29,14 @@ export interface PgPool extends PgQuery {
 }
 
 /** The versions of the optional peer dependency `pg` this code works with (package.json `peerDependencies`). */
+/**
+ * The transaction-local setting in which the leader lease's fence leaves the
+ * epoch it checked (`set_config(..., true)`): what a commit's rows record as
+ * the epoch that committed them (the audit's `epoch` column defaults to it).
+ * Unset outside a fenced transaction.
+ */
+export const PG_EPOCH_SETTING = 'switchboard.epoch';
+
 export const PG_RANGE = '^8.23.1';
 
 /** A refused or failed PostgreSQL connection or statement; the message never holds the URL's password. */
