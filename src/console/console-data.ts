@@ -1,6 +1,12 @@
 import { APPROVALS_ROLE, ITEMS_ROLE } from '../actors/coordinator/intake.js';
 import type { DeadLetter, WorkQueue } from '../bus/work-queue.js';
-import { type QueueView, type SystemSnapshot, queueViewOf, readSystemSnapshot } from '../inspect/system-snapshot.js';
+import {
+  type QueueView,
+  type SystemSnapshot,
+  itemRowOf,
+  queueViewOf,
+  readSystemSnapshot,
+} from '../inspect/system-snapshot.js';
 import { TASK_TRANSITIONS } from '../machines/task-transitions.js';
 import { WORKFLOW_RUN_TRANSITIONS } from '../machines/workflow-run-transitions.js';
 import { AuditLog, type AuditVerification } from '../persistence/audit/chain.js';
@@ -238,19 +244,7 @@ export class ConsoleData {
         costUsd: totals.costUsd,
         inputTokens: totals.inputTokens,
         outputTokens: totals.outputTokens,
-        rows: rows.map((item) => ({
-          id: item.id,
-          workflow: `${item.workflow.id}@${item.workflow.version}`,
-          state: item.state,
-          stage: item.stage,
-          hop: item.hop,
-          hops: item.hops,
-          costUsd: item.usage.costUsd,
-          inputTokens: item.usage.inputTokens,
-          outputTokens: item.usage.outputTokens,
-          idleMs: Math.max(0, now - item.updatedAt),
-          finished: item.finishedAt !== null,
-        })),
+        rows: rows.map((item) => itemRowOf(item, now)),
       },
     };
   }

@@ -1,8 +1,7 @@
 import type { PostgresCoordinatorStore } from '../persistence/coordinator/postgres-store.js';
 import { isTerminalState } from '../protocol/task.js';
-import type { ItemRecord } from '../workflow/records.js';
 import { taskStateCounts, taskViewsOfItems } from '../workflow/task-view.js';
-import type { ItemRow, SnapshotOptions, SystemSnapshot } from './system-snapshot.js';
+import { type SnapshotOptions, type SystemSnapshot, itemRowOf } from './system-snapshot.js';
 
 /**
  * What `switchboard top` shows of a Coordinator on PostgreSQL: there is no
@@ -46,23 +45,7 @@ export async function readPostgresSnapshot(
       costUsd: totals.costUsd,
       inputTokens: totals.inputTokens,
       outputTokens: totals.outputTokens,
-      rows: [...live.slice(0, limit), ...finished].map((item) => itemRow(item, now)),
+      rows: [...live.slice(0, limit), ...finished].map((item) => itemRowOf(item, now)),
     },
-  };
-}
-
-function itemRow(item: ItemRecord, now: number): ItemRow {
-  return {
-    id: item.id,
-    workflow: `${item.workflow.id}@${item.workflow.version}`,
-    state: item.state,
-    stage: item.stage,
-    hop: item.hop,
-    hops: item.hops,
-    costUsd: item.usage.costUsd,
-    inputTokens: item.usage.inputTokens,
-    outputTokens: item.usage.outputTokens,
-    idleMs: Math.max(0, now - item.updatedAt),
-    finished: item.finishedAt !== null,
   };
 }

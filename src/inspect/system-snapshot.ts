@@ -1,6 +1,7 @@
 import type { QueueStats } from '../bus/work-queue.js';
 import type { SqliteDatabase } from '../persistence/kernel/database.js';
 import { TASK_STATES, type TaskState } from '../protocol/task.js';
+import type { ItemRecord } from '../workflow/records.js';
 
 /**
  * What `switchboard top` shows, read from a switchboard database opened
@@ -242,5 +243,22 @@ function readItems(db: SqliteDatabase, now: number, limit: number): ItemView {
       idleMs: Math.max(0, now - r.updated_at),
       finished: r.finished_at !== null,
     })),
+  };
+}
+
+/** An item as the snapshot lists it (its row on either store). */
+export function itemRowOf(item: ItemRecord, now: number): ItemRow {
+  return {
+    id: item.id,
+    workflow: `${item.workflow.id}@${item.workflow.version}`,
+    state: item.state,
+    stage: item.stage,
+    hop: item.hop,
+    hops: item.hops,
+    costUsd: item.usage.costUsd,
+    inputTokens: item.usage.inputTokens,
+    outputTokens: item.usage.outputTokens,
+    idleMs: Math.max(0, now - item.updatedAt),
+    finished: item.finishedAt !== null,
   };
 }
