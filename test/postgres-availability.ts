@@ -72,3 +72,10 @@ export async function createTestDatabase(prefix = 'sb_test', adminUrl = POSTGRES
     },
   };
 }
+
+/** `url` with `secret` as its password (trust auth ignores it): a secret no output may show. */
+export function withPassword(url: string, secret: string): string {
+  const parsed = new URL(url);
+  parsed.password = secret;
+  return parsed.toString();
+}

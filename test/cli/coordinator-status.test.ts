@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { PostgresLease } from '../../src/persistence/coordinator/postgres-lease.js';
-import { type TestDatabase, createTestDatabase, postgresGate } from '../postgres-availability.js';
+import { type TestDatabase, createTestDatabase, postgresGate, withPassword } from '../postgres-availability.js';
 import { runCli } from './helpers.js';
 
 const { postgresUp, runPostgres } = await postgresGate();
@@ -15,13 +15,6 @@ async function database(): Promise<TestDatabase> {
   const db = await createTestDatabase('sb_status');
   cleanups.push(() => db.drop());
   return db;
-}
-
-/** The database's URL with a password in it (trust auth ignores it): it must never be printed. */
-function withPassword(url: string): string {
-  const parsed = new URL(url);
-  parsed.password = 'hunter2';
-  return parsed.toString();
 }
 
 function started(url: string): PostgresLease {
@@ -41,7 +34,7 @@ describe.runIf(runPostgres)(suiteName, () => {
 
   it('prints the leader and the standbys seen, as text and as JSON, never the password', async () => {
     const db = await database();
-    const url = withPassword(db.url);
+    const url = withPassword(db.url, 'hunter2');
     const leader = started(url);
     const standby = started(url);
     expect(await leader.acquire()).toBe('leader');
@@ -88,7 +81,7 @@ describe.runIf(runPostgres)(suiteName, () => {
 
   it('says so when the database has no lease table yet', async () => {
     const db = await database();
-    const r = await runCli(['coordinator', 'status', '--db', withPassword(db.url)]);
+    const r = await runCli(['coordinator', 'status', '--db', withPassword(db.url, 'hunter2')]);
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
     expect(r.stderr).toBe(

@@ -2,9 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type RedisQueue, createRedisQueue } from '../../src/bus/redis/queue.js';
 import { workEnvelope } from '../bus/contract.js';
-import { REDIS_URL, redisGate } from '../redis-availability.js';
+import { REDIS_URL, deleteRedisPrefix, redisGate } from '../redis-availability.js';
 import { runCli, runJson } from './helpers.js';
-import { dropRedisPrefix } from './postgres-coordinator.js';
 
 /**
  * `switchboard dlq list|show|replay --bus redis://...`: the dead letters of
@@ -25,7 +24,7 @@ async function deployment(): Promise<{ prefix: string; queue: RedisQueue; bus: s
   const queue = await createRedisQueue({ url: REDIS_URL, prefix });
   cleanups.push(async () => {
     await queue.close();
-    await dropRedisPrefix(prefix);
+    await deleteRedisPrefix(prefix);
   });
   return { prefix, queue, bus: ['--bus', REDIS_URL, '--bus-prefix', prefix] };
 }

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { createClient } from 'redis';
 import { PostgresCoordinatorStore } from '../../src/persistence/coordinator/postgres-store.js';
 import { openPgPool } from '../../src/persistence/kernel/postgres.js';
-import { createTestDatabase } from '../postgres-availability.js';
-import { REDIS_URL } from '../redis-availability.js';
+import { createTestDatabase, withPassword } from '../postgres-availability.js';
+import { REDIS_URL, deleteRedisPrefix } from '../redis-availability.js';
 import { isLog, runCli, startCli, terminate } from '../scaleout/processes.js';
 
 /**
@@ -24,26 +23,6 @@ export interface PostgresWithItems {
   cleanup(): Promise<void>;
 }
 
-export function withPassword(url: string, secret: string): string {
-  const u = new URL(url);
-  u.password = secret;
-  return u.toString();
-}
-
-/** Deletes every key of a deployment prefix on Redis. */
-export async function dropRedisPrefix(prefix: string): Promise<void> {
-  const client = createClient({ url: REDIS_URL });
-  client.on('error', () => undefined);
-  await client.connect();
-  try {
-    for await (const keys of client.scanIterator({ MATCH: `{${prefix}}*`, COUNT: 1000 })) {
-      if (keys.length > 0) await client.del(keys);
-    }
-  } finally {
-    await client.close();
-  }
-}
-
 export async function postgresWithItems(
   count: number,
   options: { approve?: boolean } = {},
@@ -56,7 +35,7 @@ export async function postgresWithItems(
   const url = withPassword(database.url, secret);
   const bus = ['--bus', REDIS_URL, '--bus-prefix', prefix];
   const cleanup = async () => {
-    await dropRedisPrefix(prefix);
+    await deleteRedisPrefix(prefix);
     await database.drop();
   };
   const coordinator = startCli('coordinator', [

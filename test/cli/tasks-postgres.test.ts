@@ -1,15 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postgresGate } from '../postgres-availability.js';
+import { postgresGate, withPassword } from '../postgres-availability.js';
 import { redisGate } from '../redis-availability.js';
 import { coordinatorTablesOf, inSnapshot, openPostgresForReading } from '../../src/cli/read-postgres.js';
 import { openPgPool } from '../../src/persistence/kernel/postgres.js';
 import { runCli } from './helpers.js';
-import {
-  type PostgresWithItems,
-  postgresOfNewerSchema,
-  postgresWithItems,
-  withPassword,
-} from './postgres-coordinator.js';
+import { type PostgresWithItems, postgresOfNewerSchema, postgresWithItems } from './postgres-coordinator.js';
 
 /**
  * `switchboard tasks list|show --db postgres://...`: the A2A view derived

@@ -3,9 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createClient } from 'redis';
 import { createTestDatabase } from '../postgres-availability.js';
-import { REDIS_URL } from '../redis-availability.js';
+import { REDIS_URL, deleteRedisPrefix } from '../redis-availability.js';
 import { type Proc, isLog, startCli, terminate } from '../scaleout/processes.js';
 
 /** Helpers of the console tests: a real `switchboard console` process and a demo database. */
@@ -179,12 +178,7 @@ export async function postgresDeployment(): Promise<PostgresDeployment> {
     },
     async cleanup() {
       for (const p of procs) await terminate(p);
-      const client = createClient({ url: REDIS_URL });
-      await client.connect();
-      for await (const keys of client.scanIterator({ MATCH: `{${prefix}}*`, COUNT: 1000 })) {
-        if (keys.length > 0) await client.del(keys);
-      }
-      await client.close();
+      await deleteRedisPrefix(prefix);
       await database.drop();
     },
   };

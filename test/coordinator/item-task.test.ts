@@ -104,7 +104,7 @@ describe("the work item's task", () => {
 
   it('is null in the statuses only while the broker could not make it, then carried once a later sync made it', async () => {
     f = await openFixture();
-    const { coordinator, path } = f;
+    const { coordinator } = f;
     // The broker's task insert fails (as a full disk would): the item commits, its task is not made.
     const restore = await f.storage.sabotage('a2a_tasks', 'the disk is full');
     const seen: ItemStatus[] = [];

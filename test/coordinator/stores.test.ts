@@ -1,9 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  type Coordinator,
-  type CoordinatorOptions,
-  createCoordinator,
-} from '../../src/actors/coordinator/coordinator.js';
+import { type Coordinator, createCoordinator } from '../../src/actors/coordinator/coordinator.js';
 import { postgresGate } from '../postgres-availability.js';
 import { redisGate } from '../redis-availability.js';
 import { type Storage, autoApprove, deployments, devSdlc, postgresStorage, sqliteStorage, until } from './helpers.js';

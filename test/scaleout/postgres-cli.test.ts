@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { createClient } from 'redis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTestDatabase, postgresGate } from '../postgres-availability.js';
-import { REDIS_URL, redisGate } from '../redis-availability.js';
+import { createTestDatabase, postgresGate, withPassword } from '../postgres-availability.js';
+import { REDIS_URL, deleteRedisPrefix, redisGate } from '../redis-availability.js';
 import { type Proc, isLog, runCli, startCli, terminate } from './processes.js';
 
 /**
@@ -21,12 +20,6 @@ const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
-
-function withPassword(url: string): string {
-  const u = new URL(url);
-  u.password = SECRET;
-  return u.toString();
-}
 
 describe('switchboard coordinator --db postgres://', () => {
   it('without --bus redis:// is a usage error (exit 2), before connecting anywhere', async () => {
@@ -83,15 +76,8 @@ describe('switchboard coordinator --db postgres://', () => {
       const database = await createTestDatabase('sb_cli');
       cleanups.push(() => database.drop());
       const prefix = `pgcli-${randomUUID().slice(0, 8)}`;
-      cleanups.push(async () => {
-        const client = createClient({ url: REDIS_URL });
-        await client.connect();
-        for await (const keys of client.scanIterator({ MATCH: `{${prefix}}*`, COUNT: 1000 })) {
-          if (keys.length > 0) await client.del(keys);
-        }
-        await client.close();
-      });
-      const url = withPassword(database.url);
+      cleanups.push(() => deleteRedisPrefix(prefix));
+      const url = withPassword(database.url, SECRET);
       const bus = ['--bus', REDIS_URL, '--bus-prefix', prefix];
       const start = (name: string): Proc => {
         const p = startCli(name, [

@@ -4,10 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { createClient } from 'redis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestDatabase, postgresGate } from '../postgres-availability.js';
-import { REDIS_URL, redisGate } from '../redis-availability.js';
+import { REDIS_URL, deleteRedisPrefix, redisGate } from '../redis-availability.js';
 import { TcpProxy } from '../persistence/tcp-proxy.js';
 import { type Proc, isLog, logMessage, runCli, sleep, startCli, terminate } from './processes.js';
 
@@ -62,14 +61,7 @@ async function cluster(name: string) {
   const database = await createTestDatabase(`sb_${name}`);
   cleanups.push(() => database.drop());
   const prefix = `pgfo-${randomUUID().slice(0, 8)}`;
-  cleanups.push(async () => {
-    const client = createClient({ url: REDIS_URL });
-    await client.connect();
-    for await (const keys of client.scanIterator({ MATCH: `{${prefix}}*`, COUNT: 1000 })) {
-      if (keys.length > 0) await client.del(keys);
-    }
-    await client.close();
-  });
+  cleanups.push(() => deleteRedisPrefix(prefix));
   const effectsDb = join(dir, 'effects.db');
   const bus = ['--bus', REDIS_URL, '--bus-prefix', prefix];
   const procs: Proc[] = [];

@@ -4,13 +4,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisQueue } from '../../src/bus/redis/queue.js';
 import { SWITCHBOARD_BIN } from '../../src/transport/serve-process.js';
 import { workEnvelope } from '../bus/contract.js';
-import {
-  type PostgresWithItems,
-  postgresOfNewerSchema,
-  postgresWithItems,
-  withPassword,
-} from '../cli/postgres-coordinator.js';
-import { postgresGate } from '../postgres-availability.js';
+import { type PostgresWithItems, postgresOfNewerSchema, postgresWithItems } from '../cli/postgres-coordinator.js';
+import { postgresGate, withPassword } from '../postgres-availability.js';
 import { REDIS_URL, redisGate } from '../redis-availability.js';
 import { Tmux, quote } from './tmux.js';
 
