@@ -17,7 +17,7 @@ import {
   stringFlag,
 } from './command-args.js';
 import { type OpenedDatabase, openExistingDatabase, requireComponent } from './read-database.js';
-import { coordinatorTablesOf, isPostgresUrl, openPostgresForReading } from './read-postgres.js';
+import { isPostgresUrl, readOnPostgres } from './read-postgres.js';
 import { formatDuration, formatEpoch, formatUsd, renderTable } from './table.js';
 
 const MAX_LIMIT = 100_000;
@@ -316,15 +316,7 @@ function printItem(
 
 /** `--db postgres://...`: the same reads of the Coordinator's PostgreSQL tables. */
 async function runItemsOnPostgres(url: string, flags: ItemsFlags): Promise<number> {
-  let opened: Awaited<ReturnType<typeof openPostgresForReading>>;
-  try {
-    opened = await openPostgresForReading(url, 'items');
-  } catch (error) {
-    process.stderr.write(`switchboard items: ${(error as Error).message}\n`);
-    return 1;
-  }
-  try {
-    const store = await coordinatorTablesOf(opened);
+  return readOnPostgres(url, 'items', async (store, opened) => {
     if (flags.sub === 'list') {
       const filter = flags.state === undefined ? {} : { state: flags.state };
       const items = await store.readItems({ ...filter, limit: flags.limit });
@@ -336,12 +328,7 @@ async function runItemsOnPostgres(url: string, flags: ItemsFlags): Promise<numbe
       opened.where,
       flags,
     );
-  } catch (error) {
-    process.stderr.write(`switchboard items: ${opened.where}: ${(error as Error).message}\n`);
-    return 1;
-  } finally {
-    await opened.close();
-  }
+  });
 }
 
 async function runItems(argv: string[]): Promise<number> {
