@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { submitApproval } from '../actors/coordinator/intake.js';
-import type { WorkQueue } from '../bus/work-queue.js';
+import { BusError, type WorkQueue } from '../bus/work-queue.js';
 import { localAuthorities, localRequestProblem } from '../inspect/local-origin.js';
 import type { Logger } from '../log/logger.js';
 import { silentLogger } from '../log/logger.js';
@@ -257,6 +257,14 @@ class ConsoleApi {
         // The store went away (or refused): this read fails, the console keeps serving and reads again next time.
         sendJson(res, 503, {
           error: `PostgreSQL does not answer this read: ${error.message}. The console keeps serving; reload once PostgreSQL is back.`,
+          code: error.code,
+        });
+        return;
+      }
+      if (error instanceof BusError && error.code === 'BUS_BACKEND') {
+        // The bus (Redis) went away: as for the store, this read fails and the next one tries again.
+        sendJson(res, 503, {
+          error: `the work bus does not answer this read: ${error.message}. The console keeps serving; reload once it is back.`,
           code: error.code,
         });
         return;

@@ -54,22 +54,25 @@ describe('switchboard tasks --db postgres:// (usage and reachability)', () => {
     expect(r.stdout).toBe('');
   });
 
-  it.runIf(runPostgres)('refuses tables of a newer schema (exit 2) with the message a file gets, items too', async () => {
-    const newer = await postgresOfNewerSchema();
-    try {
-      // `items` refuses them the same way (the read commands share one opening of the database).
-      for (const command of ['tasks', 'items']) {
-        const r = await runCli([command, 'list', '--db', withPassword(newer.url, 'sekrit')]);
-        expect(r.code, `${command}: ${r.stderr}`).toBe(2);
-        expect(r.stderr).toContain(`switchboard ${command}: `);
-        expect(r.stderr).toContain('newer than this switchboard supports');
-        expect(r.stderr).toContain('upgrade switchboard');
-        expect(r.stderr).not.toContain('sekrit');
+  it.runIf(runPostgres)(
+    'refuses tables of a newer schema (exit 2) with the message a file gets, items too',
+    async () => {
+      const newer = await postgresOfNewerSchema();
+      try {
+        // `items` refuses them the same way (the read commands share one opening of the database).
+        for (const command of ['tasks', 'items']) {
+          const r = await runCli([command, 'list', '--db', withPassword(newer.url, 'sekrit')]);
+          expect(r.code, `${command}: ${r.stderr}`).toBe(2);
+          expect(r.stderr).toContain(`switchboard ${command}: `);
+          expect(r.stderr).toContain('newer than this switchboard supports');
+          expect(r.stderr).toContain('upgrade switchboard');
+          expect(r.stderr).not.toContain('sekrit');
+        }
+      } finally {
+        await newer.drop();
       }
-    } finally {
-      await newer.drop();
-    }
-  });
+    },
+  );
 });
 
 describe.runIf(runPostgres && runRedis)('switchboard tasks --db postgres:// (a Coordinator run on it)', () => {

@@ -500,4 +500,55 @@ describe('switchboard console --db postgres://', () => {
     },
     180_000,
   );
+
+  it.runIf(runPostgres && runRedis)(
+    'answers 503 while Redis is away (queues, overview, dead letters), keeps serving and recovers',
+    async () => {
+      const deployment = await postgresDeployment();
+      const redisPort = Number(new URL(REDIS_URL).port || 6379);
+      const proxy = await TcpProxy.start('127.0.0.1', redisPort);
+      let server: ConsoleProcess | undefined;
+      try {
+        const coordinator = await deployment.startCoordinator();
+        coordinator.child.kill('SIGTERM');
+        await coordinator.exited;
+        const viaProxy = deployment.bus.map((arg) => (arg === REDIS_URL ? `redis://127.0.0.1:${proxy.port}` : arg));
+        expect(viaProxy).not.toEqual(deployment.bus);
+        server = await startConsole(['--db', deployment.url, ...viaProxy]);
+        const s = server;
+        const read = async (path: string) => {
+          const res = await fetch(new URL(path, s.url));
+          return { status: res.status, text: await res.text() };
+        };
+        expect((await read('/api/queues')).status).toBe(200);
+
+        proxy.cut();
+        proxy.drop();
+        for (const path of ['/api/queues', '/api/overview']) {
+          const away = await read(path);
+          expect(away.status, `${path}: ${away.text}`).toBe(503);
+          expect(JSON.parse(away.text).error).toMatch(/work bus does not answer.*keeps serving/);
+          expect(JSON.parse(away.text).code).toBe('BUS_BACKEND');
+        }
+        // Reads that need only PostgreSQL still answer, and so does the page.
+        expect((await read('/api/items')).status).toBe(200);
+        expect((await read('/')).status).toBe(200);
+
+        proxy.heal();
+        const deadline = Date.now() + 30_000;
+        let back = await read('/api/queues');
+        while (back.status !== 200 && Date.now() < deadline) {
+          await new Promise((resolve) => setTimeout(resolve, 250));
+          back = await read('/api/queues');
+        }
+        expect(back.status).toBe(200);
+        expect(s.child.exitCode).toBeNull();
+      } finally {
+        await server?.stop();
+        await proxy.close();
+        await deployment.cleanup();
+      }
+    },
+    180_000,
+  );
 });
