@@ -249,6 +249,48 @@ describe.runIf(runPostgres)('PostgresCoordinatorStore on PostgreSQL', () => {
     expect(await counted(true)).toEqual({ appends: 3, checkpoints: 2 });
   });
 
+  it("the mirror's marks go together into the store's next transaction (a commit group's or their own), fenced; a bad mark rejects alone", async () => {
+    let transactions = 0;
+    let refuse = false;
+    const { store } = await open(async () => {
+      transactions++;
+      if (refuse) throw new Error('epoch moved on: not the leader');
+    });
+    await store.commit({ changes: [created('a')], deleteOutbox: [] });
+    expect(transactions).toBe(1);
+    // Marks alone: one transaction for all of them, the last mark of an id winning.
+    await Promise.all([
+      store.recordItemTask('a', 'task-a0'),
+      store.recordItemTask('a', 'task-a'),
+      store.recordHopTask('a-hop-1', 'task-a-hop-1'),
+    ]);
+    expect(transactions).toBe(2);
+    expect((await store.readItem('a'))?.taskId).toBe('task-a');
+    expect((await store.readHops('a')).map((h) => h.taskId)).toEqual(['task-a-hop-1']);
+    // Marks made while a commit is in flight share the next commit's transaction.
+    const first = store.commit({ changes: [created('b')], deleteOutbox: [] });
+    const marks = [store.recordMirrored('a'), store.recordHopTask('b-hop-1', 'task-b-hop-1')];
+    const next = store.commit({ changes: [created('c')], deleteOutbox: [] });
+    await Promise.all([first, next, ...marks]);
+    expect(transactions).toBe(4);
+    expect((await store.readUnmirroredItems()).map((i) => i.id)).toEqual(['b', 'c']);
+    expect((await store.readHops('b')).map((h) => h.taskId)).toEqual(['task-b-hop-1']);
+    // A mark the server refuses (a NUL in text) rejects with its marks; the commit it rode with commits.
+    const inFlight = store.commit({ changes: [created('d')], deleteOutbox: [] });
+    const bad = store.recordItemTask('b', 'bad\u0000task');
+    const withBad = store.commit({ changes: [created('e')], deleteOutbox: [] });
+    await inFlight;
+    await expect(bad).rejects.toBeDefined();
+    await withBad;
+    expect((await store.readItem('e'))?.id).toBe('e');
+    expect((await store.readItem('b'))?.taskId).toBeNull();
+    // Fenced: a mark of a store that lost the lease writes nothing.
+    refuse = true;
+    await expect(store.recordMirrored('b')).rejects.toThrow('not the leader');
+    refuse = false;
+    expect((await store.readUnmirroredItems()).map((i) => i.id)).toContain('b');
+  });
+
   it('the fence runs first in every commit transaction; when it throws nothing is committed', async () => {
     const seen: string[] = [];
     let refuse = false;
