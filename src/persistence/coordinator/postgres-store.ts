@@ -397,9 +397,8 @@ interface Pending {
 
 /**
  * The mirror's marks (task ids, items mirrored) not yet written: they go
- * together, in the next transaction the store begins (a commit group's, in a
- * savepoint of their own, or one of their own), the last mark of an id
- * winning as written one by one.
+ * together, in the next marks transaction, the last mark of an id winning
+ * as written one by one.
  */
 interface PendingMarks {
   itemTasks: Map<string, string>;
@@ -421,6 +420,7 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
   readonly #queue: Pending[] = [];
   #draining = false;
   #marks: PendingMarks = noMarks();
+  #marking = false;
   /** Group transactions committed, and batches in them (for tests and benchmarks). */
   readonly groups = { transactions: 0, batches: 0 };
 
@@ -464,7 +464,7 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
   async #drain(): Promise<void> {
     this.#draining = true;
     try {
-      while (this.#queue.length > 0 || this.#marks.waiters.length > 0) {
+      while (this.#queue.length > 0) {
         const group = this.#queue.splice(0, this.#maxGroup);
         await this.#commitGroup(group);
       }
@@ -473,34 +473,12 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
     }
   }
 
-  /**
-   * One transaction for the group: each batch in its own savepoint when
-   * there are several. The mirror's pending marks go first (in a savepoint
-   * of their own when there are batches: a failed mark fails no commit; a
-   * commit after them wins, as it would in a transaction of its own after).
-   */
+  /** One transaction for the group: each batch in its own savepoint when there are several. */
   async #commitGroup(group: Pending[]): Promise<void> {
     const outcomes: ({ ok: true; value: Committed } | { ok: false; error: unknown })[] = [];
-    const marks = this.#marks;
-    this.#marks = noMarks();
-    let marksFailed: { error: unknown } | undefined;
     try {
       await inPgTransaction(this.#pool, async (tx) => {
         if (this.#fence !== undefined) await this.#fence(tx);
-        if (marks.waiters.length > 0) {
-          if (group.length === 0) await writeMarks(tx, marks);
-          else {
-            await tx.query('SAVEPOINT marks');
-            try {
-              await writeMarks(tx, marks);
-              await tx.query('RELEASE SAVEPOINT marks');
-            } catch (error) {
-              await tx.query('ROLLBACK TO SAVEPOINT marks');
-              marksFailed = { error };
-            }
-          }
-        }
-        if (group.length === 0) return;
         if (group.length === 1) {
           outcomes.push({ ok: true, value: await this.#apply(tx, group[0]!.batch) });
           return;
@@ -521,14 +499,8 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
     } catch (error) {
       // Nothing of the group committed (or its outcome is unknown: the connection was lost): all of it rejects.
       for (const pending of group) pending.reject(error);
-      for (const waiter of marks.waiters) waiter.reject(error);
       return;
     }
-    for (const waiter of marks.waiters) {
-      if (marksFailed === undefined) waiter.resolve();
-      else waiter.reject(marksFailed.error);
-    }
-    if (group.length === 0) return;
     this.groups.transactions += 1;
     this.groups.batches += group.length;
     for (const [i, pending] of group.entries()) {
@@ -900,7 +872,7 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
     });
   }
 
-  /** A mark of the mirror: written with the others pending, in the store's next transaction (fenced like a commit). */
+  /** A mark of the mirror: written with the others pending, in a transaction of theirs (fenced like a commit). */
   #mark(add: (marks: PendingMarks) => void): Promise<void> {
     if (this.#readOnly) {
       return Promise.reject(
@@ -910,8 +882,35 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
     return new Promise<void>((resolve, reject) => {
       add(this.#marks);
       this.#marks.waiters.push({ resolve, reject });
-      if (!this.#draining) void this.#drain();
+      if (!this.#marking) void this.#drainMarks();
     });
+  }
+
+  /**
+   * The pending marks, a fenced transaction for all of them, beside the
+   * commits (not behind them: a mark waits for no commit group); marks made
+   * while one is written go together in the next.
+   */
+  async #drainMarks(): Promise<void> {
+    this.#marking = true;
+    try {
+      while (this.#marks.waiters.length > 0) {
+        const marks = this.#marks;
+        this.#marks = noMarks();
+        try {
+          await inPgTransaction(this.#pool, async (tx) => {
+            if (this.#fence !== undefined) await this.#fence(tx);
+            await writeMarks(tx, marks);
+          });
+        } catch (error) {
+          for (const waiter of marks.waiters) waiter.reject(error);
+          continue;
+        }
+        for (const waiter of marks.waiters) waiter.resolve();
+      }
+    } finally {
+      this.#marking = false;
+    }
   }
 
   recordItemTask(itemId: string, taskId: string): Promise<void> {
