@@ -25,6 +25,9 @@ import {
  * anything is stored.
  */
 
+/** A retry policy's overrides (built once: a schema built per call is compiled again on each parse). */
+const PartialRetryPolicySchema = RetryPolicySchema.partial().strict();
+
 /** Longest visibility timeout / delay accepted: a week. */
 export const MAX_DURATION_MS = 7 * 24 * 60 * 60 * 1000;
 /** Most messages one consume may lease. */
@@ -75,7 +78,7 @@ export function checkPublish(request: PublishRequest): CheckedPublish {
   const delayMs = request.delayMs === undefined ? 0 : checkDuration('delayMs', request.delayMs, 0);
   let retryPolicy: Partial<RetryPolicy> | undefined;
   if (request.retryPolicy !== undefined) {
-    const rp = RetryPolicySchema.partial().strict().safeParse(request.retryPolicy);
+    const rp = PartialRetryPolicySchema.safeParse(request.retryPolicy);
     if (!rp.success) {
       throw invalid('invalid retryPolicy', { issues: toSchemaIssues(rp.error as z.ZodError) });
     }
@@ -134,7 +137,7 @@ export function resolveRoleSettings(
   if (settings === undefined) return base;
   let retryPolicy = base.retryPolicy;
   if (settings.retryPolicy !== undefined) {
-    const rp = RetryPolicySchema.partial().strict().safeParse(settings.retryPolicy);
+    const rp = PartialRetryPolicySchema.safeParse(settings.retryPolicy);
     if (!rp.success) throw invalid('invalid retryPolicy', { issues: toSchemaIssues(rp.error as z.ZodError) });
     retryPolicy = { ...retryPolicy, ...rp.data };
   }

@@ -102,6 +102,35 @@ describe("the work item's task", () => {
     expect(ofItem(early)[0]?.event.kind).toBe('created');
   });
 
+  it('is looked for in the broker (by its first message) only when the mirror may not know it: not for an item made here, after a failed sync yes', async () => {
+    f = await openFixture();
+    const { coordinator, path } = f;
+    const broker = coordinator.broker;
+    const listTasks = broker.listTasks.bind(broker);
+    let lookups = 0;
+    broker.listTasks = (request) => {
+      lookups++;
+      return listTasks(request);
+    };
+    const stop = autoApprove(coordinator);
+    const made = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Add a health endpoint' });
+    expect((await coordinator.settled(made)).state).toBe('completed');
+    await coordinator.mirrored();
+    expect(lookups).toBe(0);
+    expect(taskCount(path)).toBe(1 + (await coordinator.listHops(made)).length);
+    // A sync that failed (the broker's task insert refused) may have left a task behind: later syncs look.
+    const restore = await f.storage.sabotage('a2a_tasks', 'the disk is full');
+    const failed = await coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Add a readiness endpoint' });
+    expect((await coordinator.getItem(failed))?.taskId).toBeNull();
+    await restore();
+    expect((await coordinator.settled(failed)).state).toBe('completed');
+    stop();
+    await until(async () => (await coordinator.getItem(failed))?.mirrored === true, 10_000, 'the item to be mirrored');
+    expect(lookups).toBeGreaterThan(0);
+    const hops = (await coordinator.listHops(made)).length + (await coordinator.listHops(failed)).length;
+    expect(taskCount(path)).toBe(2 + hops);
+  });
+
   it('is null in the statuses only while the broker could not make it, then carried once a later sync made it', async () => {
     f = await openFixture();
     const { coordinator } = f;

@@ -249,6 +249,45 @@ describe.runIf(runPostgres)('PostgresCoordinatorStore on PostgreSQL', () => {
     expect(await counted(true)).toEqual({ appends: 3, checkpoints: 2 });
   });
 
+  it("the mirror's marks go together into a transaction of theirs, fenced, beside the commits; a bad one rejects with its transaction's marks only", async () => {
+    let transactions = 0;
+    let refuse = false;
+    const { store } = await open(async () => {
+      transactions++;
+      if (refuse) throw new Error('epoch moved on: not the leader');
+    });
+    await store.commit({ changes: [created('a')], deleteOutbox: [] });
+    await store.commit({ changes: [created('b')], deleteOutbox: [] });
+    expect(transactions).toBe(2);
+    // The first mark goes at once; those made while it is written share the next transaction, the last of an id winning.
+    await Promise.all([
+      store.recordMirrored('b'),
+      store.recordItemTask('a', 'task-a0'),
+      store.recordItemTask('a', 'task-a'),
+      store.recordHopTask('a-hop-1', 'task-a-hop-1'),
+      store.recordMirrored('a'),
+    ]);
+    expect(transactions).toBe(4);
+    expect((await store.readItem('a'))?.taskId).toBe('task-a');
+    expect((await store.readHops('a')).map((h) => h.taskId)).toEqual(['task-a-hop-1']);
+    expect(await store.readUnmirroredItems()).toEqual([]);
+    // A mark the server refuses (a NUL in text) rejects with the marks of its transaction; a commit beside it commits.
+    const first = store.recordHopTask('b-hop-1', 'task-b-hop-1');
+    const bad = store.recordItemTask('b', 'bad\u0000task');
+    const commit = store.commit({ changes: [created('c')], deleteOutbox: [] });
+    await first;
+    await expect(bad).rejects.toBeDefined();
+    await commit;
+    expect((await store.readItem('c'))?.id).toBe('c');
+    expect((await store.readItem('b'))?.taskId).toBeNull();
+    expect((await store.readHops('b')).map((h) => h.taskId)).toEqual(['task-b-hop-1']);
+    // Fenced: a mark of a store that lost the lease writes nothing.
+    refuse = true;
+    await expect(store.recordHopTask('c-hop-1', 'task-c-hop-1')).rejects.toThrow('not the leader');
+    refuse = false;
+    expect((await store.readHops('c')).map((h) => h.taskId)).toEqual([null]);
+  });
+
   it('the fence runs first in every commit transaction; when it throws nothing is committed', async () => {
     const seen: string[] = [];
     let refuse = false;

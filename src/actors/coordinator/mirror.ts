@@ -57,6 +57,12 @@ export class BrokerMirror {
   readonly #taskOf = new Map<string, string>();
   /** Who waits for an item's task to be made (`itemTask`), by item id. */
   readonly #taskWaiters = new Map<string, Set<() => void>>();
+  /**
+   * Items created in this process whose syncs never failed: every task of
+   * theirs is one this mirror made and knows, so none is looked for in the
+   * broker (by its first message) before it is made.
+   */
+  readonly #madeHere = new Set<string>();
   /** After a restart: look for hop tasks created but not recorded before the crash. */
   #recovering = false;
   #closed = false;
@@ -131,6 +137,7 @@ export class BrokerMirror {
     if (view === undefined && created) {
       view = { item, hops: new Map() };
       this.#views.set(item.id, view);
+      this.#madeHere.add(item.id);
     }
     if (view !== undefined) {
       view.item = item;
@@ -202,6 +209,8 @@ export class BrokerMirror {
         try {
           await withContext(this.#traceOf(itemId), () => this.#sync(itemId));
         } catch (error) {
+          // A broker call that failed may have made a task all the same: later syncs look for it.
+          this.#madeHere.delete(itemId);
           this.#log.warn({ err: error, itemId }, 'broker mirror: sync failed');
           break;
         }
@@ -244,7 +253,7 @@ export class BrokerMirror {
     const known = (this.#storedTasks ? hop.taskId : null) ?? this.#taskOf.get(hop.id);
     if (known !== undefined) return known;
     const role = await this.roleAgent(hop.role);
-    if (this.#recovering || !this.#storedTasks) {
+    if ((this.#recovering || !this.#storedTasks) && !this.#madeHere.has(item.id)) {
       const { tasks } = await this.#broker.listTasks({ token: coordinator.token, role: 'requester' });
       const found = tasks.find((t) => t.history[0]?.messageId === hop.id);
       if (found !== undefined) {
@@ -298,7 +307,7 @@ export class BrokerMirror {
     const parties = await this.#edge.parties(itemId);
     let itemTask = (this.#storedTasks ? item.taskId : null) ?? this.#taskOf.get(itemId) ?? null;
     if (itemTask === null) {
-      itemTask = (await this.#edge.findItemTask(itemId)) ?? null;
+      itemTask = this.#madeHere.has(itemId) ? null : ((await this.#edge.findItemTask(itemId)) ?? null);
       if (itemTask === null) {
         itemTask = await this.#edge.createItemTask(itemId, item.input, { itemId, workflow: item.workflow });
       }
@@ -352,6 +361,7 @@ export class BrokerMirror {
           this.#taskOf.delete(hop.id);
         }
         this.#views.delete(itemId);
+        this.#madeHere.delete(itemId);
       }
     }
   }

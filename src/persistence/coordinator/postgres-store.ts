@@ -252,7 +252,21 @@ const json = (v: unknown): string | null => (v === null || v === undefined ? nul
 const MAX_PARAMETERS = 16_384;
 
 /** `($1, $2, ...), (...)` for `rows` rows of `width` parameters, with a cast per column when `types` are given. */
+/** Built `VALUES` lists by shape (rows, width, types): a commit's statements repeat a few shapes. */
+const VALUES_LISTS = new Map<string, string>();
+const MAX_VALUES_LISTS = 512;
+
 function valuesList(rows: number, width: number, types?: readonly string[]): string {
+  const key = `${rows}:${width}:${types === undefined ? '' : types.join(',')}`;
+  const known = VALUES_LISTS.get(key);
+  if (known !== undefined) return known;
+  const built = buildValuesList(rows, width, types);
+  if (VALUES_LISTS.size >= MAX_VALUES_LISTS) VALUES_LISTS.clear();
+  VALUES_LISTS.set(key, built);
+  return built;
+}
+
+function buildValuesList(rows: number, width: number, types?: readonly string[]): string {
   const out: string[] = [];
   for (let r = 0; r < rows; r++) {
     const cells: string[] = [];
@@ -274,6 +288,27 @@ async function insertRows(tx: PgQuery, head: string, rows: readonly unknown[][],
     out.push(...(result.rows as Row[]));
   }
   return out;
+}
+
+/** The mirror's pending marks, a statement per kind. */
+async function writeMarks(tx: PgQuery, marks: PendingMarks): Promise<void> {
+  if (marks.itemTasks.size > 0) {
+    await tx.query(
+      `UPDATE coord_items AS t SET task_id = v.task_id
+         FROM unnest($1::text[], $2::text[]) AS v(id, task_id) WHERE t.id = v.id`,
+      [[...marks.itemTasks.keys()], [...marks.itemTasks.values()]],
+    );
+  }
+  if (marks.hopTasks.size > 0) {
+    await tx.query(
+      `UPDATE coord_hops AS t SET task_id = v.task_id
+         FROM unnest($1::text[], $2::text[]) AS v(id, task_id) WHERE t.id = v.id`,
+      [[...marks.hopTasks.keys()], [...marks.hopTasks.values()]],
+    );
+  }
+  if (marks.mirrored.size > 0) {
+    await tx.query('UPDATE coord_items SET mirrored = true WHERE id = ANY($1::text[])', [[...marks.mirrored]]);
+  }
 }
 
 type Column = readonly [name: string, type: string];
@@ -360,6 +395,22 @@ interface Pending {
   reject: (error: unknown) => void;
 }
 
+/**
+ * The mirror's marks (task ids, items mirrored) not yet written: they go
+ * together, in the next marks transaction, the last mark of an id winning
+ * as written one by one.
+ */
+interface PendingMarks {
+  itemTasks: Map<string, string>;
+  hopTasks: Map<string, string>;
+  mirrored: Set<string>;
+  waiters: { resolve: () => void; reject: (error: unknown) => void }[];
+}
+
+function noMarks(): PendingMarks {
+  return { itemTasks: new Map(), hopTasks: new Map(), mirrored: new Set(), waiters: [] };
+}
+
 export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTables {
   readonly #pool: PgPool;
   readonly #audit: PgAuditSink | undefined;
@@ -368,6 +419,8 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
   readonly #maxGroup: number;
   readonly #queue: Pending[] = [];
   #draining = false;
+  #marks: PendingMarks = noMarks();
+  #marking = false;
   /** Group transactions committed, and batches in them (for tests and benchmarks). */
   readonly groups = { transactions: 0, batches: 0 };
 
@@ -819,16 +872,57 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
     });
   }
 
+  /** A mark of the mirror: written with the others pending, in a transaction of theirs (fenced like a commit). */
+  #mark(add: (marks: PendingMarks) => void): Promise<void> {
+    if (this.#readOnly) {
+      return Promise.reject(
+        new PostgresError('PG_QUERY_FAILED', 'this PostgreSQL store was opened read-only: it writes nothing'),
+      );
+    }
+    return new Promise<void>((resolve, reject) => {
+      add(this.#marks);
+      this.#marks.waiters.push({ resolve, reject });
+      if (!this.#marking) void this.#drainMarks();
+    });
+  }
+
+  /**
+   * The pending marks, a fenced transaction for all of them, beside the
+   * commits (not behind them: a mark waits for no commit group); marks made
+   * while one is written go together in the next.
+   */
+  async #drainMarks(): Promise<void> {
+    this.#marking = true;
+    try {
+      while (this.#marks.waiters.length > 0) {
+        const marks = this.#marks;
+        this.#marks = noMarks();
+        try {
+          await inPgTransaction(this.#pool, async (tx) => {
+            if (this.#fence !== undefined) await this.#fence(tx);
+            await writeMarks(tx, marks);
+          });
+        } catch (error) {
+          for (const waiter of marks.waiters) waiter.reject(error);
+          continue;
+        }
+        for (const waiter of marks.waiters) waiter.resolve();
+      }
+    } finally {
+      this.#marking = false;
+    }
+  }
+
   recordItemTask(itemId: string, taskId: string): Promise<void> {
-    return this.#write('UPDATE coord_items SET task_id = $1 WHERE id = $2', [taskId, itemId]);
+    return this.#mark((marks) => marks.itemTasks.set(itemId, taskId));
   }
 
   recordHopTask(hopId: string, taskId: string): Promise<void> {
-    return this.#write('UPDATE coord_hops SET task_id = $1 WHERE id = $2', [taskId, hopId]);
+    return this.#mark((marks) => marks.hopTasks.set(hopId, taskId));
   }
 
   recordMirrored(itemId: string): Promise<void> {
-    return this.#write('UPDATE coord_items SET mirrored = true WHERE id = $1', [itemId]);
+    return this.#mark((marks) => marks.mirrored.add(itemId));
   }
 
   recordForgetAgain(itemId: string): Promise<void> {
