@@ -274,7 +274,6 @@ describe.each(MODES)('task actors, $name', ({ make }) => {
     expect(actors.persisted('t-1')).toBeUndefined();
     expect(actors.size).toBe(0);
   });
-
 });
 
 describe('task actors under an inspector', () => {
