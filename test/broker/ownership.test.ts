@@ -1,11 +1,12 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createBroker } from '../../src/actors/broker/broker.js';
-import { BrokerOwnershipError } from '../../src/persistence/a2a/owner.js';
+import { BrokerOwnershipError, ownerLockHeld, ownerLockPath } from '../../src/persistence/a2a/owner.js';
 import { tempDir } from './helpers.js';
 
 const CHILD = fileURLToPath(new URL('./fixtures/owner-child.mjs', import.meta.url));
@@ -109,6 +110,52 @@ describe('a broker owns its file', () => {
     const broker = createBroker({ path });
     expect(broker.opened.tookOverFrom?.pid).toBe(won.pid);
     await broker.close();
+  });
+
+  it('an owner whose host name is not ours (another container on the volume) is live while its lock is held, and taken over at once after kill -9', async () => {
+    const path = join(t.dir, 'other-host.db');
+    const owner = new OwnerChild(path);
+    expect((await owner.next()).ready).toBe(true);
+    owner.go();
+    const won = await owner.next();
+    expect(won.won).toBe(true);
+    // Its pid means nothing here: only its lock on the side file says it lives.
+    const side = new Database(path);
+    side.prepare("UPDATE a2a_owner SET host = 'elsewhere', pid = 1 WHERE id = 1").run();
+    side.close();
+    expect(ownerLockHeld(path)).toBe(true);
+    let refusal: unknown;
+    try {
+      createBroker({ path });
+    } catch (error) {
+      refusal = error;
+    }
+    expect(refusal).toBeInstanceOf(BrokerOwnershipError);
+    expect((refusal as BrokerOwnershipError).details).toMatchObject({ host: 'elsewhere', socket: '/run/example.sock' });
+    owner.child.kill('SIGKILL');
+    await owner.exited;
+    expect(ownerLockHeld(path)).toBe(false);
+    const broker = createBroker({ path });
+    expect(broker.opened.tookOverFrom).toMatchObject({ host: 'elsewhere', pid: 1 });
+    // The new owner holds the lock in turn, and gives it up on close.
+    expect(ownerLockHeld(path)).toBe(true);
+    await broker.close();
+    expect(ownerLockHeld(path)).toBe(false);
+  });
+
+  it('an owner row from another host with no lock file (a broker of an older version) is taken as live', async () => {
+    const path = join(t.dir, 'other-host-old.db');
+    await createBroker({ path }).close();
+    rmSync(ownerLockPath(path), { force: true });
+    const side = new Database(path);
+    side
+      .prepare(
+        "INSERT INTO a2a_owner (id, token, pid, host, process_start, since, socket) VALUES (1, 'old', 7, 'elsewhere', '', '2026-01-01T00:00:00.000Z', NULL)",
+      )
+      .run();
+    side.close();
+    expect(ownerLockHeld(path)).toBeUndefined();
+    expect(() => createBroker({ path })).toThrow(BrokerOwnershipError);
   });
 
   it('of two brokers racing to open one file, exactly one wins (50 times)', async () => {
