@@ -61,6 +61,16 @@ class OwnerChild {
   }
 }
 
+/** A broker process that has opened `path` (it won the file). */
+async function ownerOf(path: string): Promise<{ owner: OwnerChild; won: ChildLine }> {
+  const owner = new OwnerChild(path);
+  expect((await owner.next()).ready).toBe(true);
+  owner.go();
+  const won = await owner.next();
+  expect(won.won).toBe(true);
+  return { owner, won };
+}
+
 const t = tempDir('switchboard-owner-');
 afterAll(() => t.cleanup());
 
@@ -94,11 +104,7 @@ describe('a broker owns its file', () => {
 
   it('refuses while another process owns the file; takes it over at once after kill -9', async () => {
     const path = join(t.dir, 'other-process.db');
-    const owner = new OwnerChild(path);
-    expect((await owner.next()).ready).toBe(true);
-    owner.go();
-    const won = await owner.next();
-    expect(won.won).toBe(true);
+    const { owner, won } = await ownerOf(path);
     expect(() => createBroker({ path })).toThrow(BrokerOwnershipError);
     try {
       createBroker({ path });
@@ -114,11 +120,7 @@ describe('a broker owns its file', () => {
 
   it('an owner whose host name is not ours (another container on the volume) is live while its lock is held, and taken over at once after kill -9', async () => {
     const path = join(t.dir, 'other-host.db');
-    const owner = new OwnerChild(path);
-    expect((await owner.next()).ready).toBe(true);
-    owner.go();
-    const won = await owner.next();
-    expect(won.won).toBe(true);
+    const { owner, won } = await ownerOf(path);
     // Its pid means nothing here: only its lock on the side file says it lives.
     const side = new Database(path);
     side.prepare("UPDATE a2a_owner SET host = 'elsewhere', pid = 1 WHERE id = 1").run();
