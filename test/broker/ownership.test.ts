@@ -71,6 +71,18 @@ async function ownerOf(path: string): Promise<{ owner: OwnerChild; won: ChildLin
   return { owner, won };
 }
 
+/** The refusal of a broker opened on `path` (fails the test if it opens). */
+function refusalOf(path: string): BrokerOwnershipError {
+  let refusal: unknown;
+  try {
+    createBroker({ path });
+  } catch (error) {
+    refusal = error;
+  }
+  expect(refusal).toBeInstanceOf(BrokerOwnershipError);
+  return refusal as BrokerOwnershipError;
+}
+
 const t = tempDir('switchboard-owner-');
 afterAll(() => t.cleanup());
 
@@ -78,14 +90,7 @@ describe('a broker owns its file', () => {
   it('refuses a second broker in this process while the first is open, then opens after close', async () => {
     const path = join(t.dir, 'same-process.db');
     const first = createBroker({ path, socket: '/tmp/x.sock' });
-    let refusal: unknown;
-    try {
-      createBroker({ path });
-    } catch (error) {
-      refusal = error;
-    }
-    expect(refusal).toBeInstanceOf(BrokerOwnershipError);
-    const error = refusal as BrokerOwnershipError;
+    const error = refusalOf(path);
     expect(error.code).toBe('BROKER_FILE_OWNED');
     expect(error.details).toMatchObject({ pid: process.pid, socket: '/tmp/x.sock', path });
     expect(error.message).toContain(`pid ${process.pid}`);
@@ -120,20 +125,13 @@ describe('a broker owns its file', () => {
 
   it('an owner whose host name is not ours (another container on the volume) is live while its lock is held, and taken over at once after kill -9', async () => {
     const path = join(t.dir, 'other-host.db');
-    const { owner, won } = await ownerOf(path);
+    const { owner } = await ownerOf(path);
     // Its pid means nothing here: only its lock on the side file says it lives.
     const side = new Database(path);
     side.prepare("UPDATE a2a_owner SET host = 'elsewhere', pid = 1 WHERE id = 1").run();
     side.close();
     expect(ownerLockHeld(path)).toBe(true);
-    let refusal: unknown;
-    try {
-      createBroker({ path });
-    } catch (error) {
-      refusal = error;
-    }
-    expect(refusal).toBeInstanceOf(BrokerOwnershipError);
-    expect((refusal as BrokerOwnershipError).details).toMatchObject({ host: 'elsewhere', socket: '/run/example.sock' });
+    expect(refusalOf(path).details).toMatchObject({ host: 'elsewhere', socket: '/run/example.sock' });
     owner.child.kill('SIGKILL');
     await owner.exited;
     expect(ownerLockHeld(path)).toBe(false);
