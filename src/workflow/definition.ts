@@ -375,12 +375,12 @@ export class WorkflowRegistry {
    * `WorkflowError`, `WORKFLOW_INVALID`, listing every problem). The same id
    * and version twice must be the same definition.
    */
-  add(value: WorkflowDefinition): void {
-    const def = isChecked(value) ? value : parseWorkflowDefinition(value);
-    const key = workflowKey(def);
+  add(def: WorkflowDefinition): void {
+    const checked = isChecked(def) ? def : parseWorkflowDefinition(def);
+    const key = workflowKey(checked);
     const existing = this.#byKey.get(key);
     if (existing !== undefined) {
-      if (sameJson(existing, def)) return;
+      if (sameJson(existing, checked)) return;
       throw invalidWorkflow(
         [
           {
@@ -392,7 +392,7 @@ export class WorkflowRegistry {
         key,
       );
     }
-    this.#byKey.set(key, def);
+    this.#byKey.set(key, checked);
   }
 
   get(ref: WorkflowRef): WorkflowDefinition | undefined {
