@@ -6,17 +6,21 @@
  * client); against the official @a2a-js/sdk server over JSON-RPC/HTTP with
  * the same 8 client processes (its worker is its executor, in its server).
  * Sequential (one delegation at a time, one client process) and 32 in flight
- * (spread over the client processes); the rounds interleave the two sides.
+ * (spread over the client processes); the rounds interleave the sides. A
+ * third side, the transport floor (bench/relay-server.mjs), serves the same
+ * client processes with no validation and no storage: what the wire alone
+ * costs a server here.
  *
  * The figure to trust on a noisy machine is the broker's CPU per delegation
- * (its process, all threads, from /proc), printed beside the raw SQLite
- * writes of one delegation measured in the same run (bench/raw-delegation.ts:
+ * (its process, all threads, from /proc), printed beside the CPU of the raw
+ * SQLite writes of one delegation measured in the same run (bench/raw-delegation.ts:
  * one commit per call, and 32 delegations per commit). Targets: ahead of the
  * SDK on every figure; broker CPU per delegation at most 2x the raw writes;
  * 32-in-flight throughput at least 4x the SDK's. Commits per call over the
  * whole run are printed from the broker's closing log line.
  * `BENCH_SERVE_PROF=DIR` runs the broker under `--cpu-prof` and leaves its
- * profiles (one per thread) in DIR.
+ * profiles (one per thread) in DIR; `BENCH_CLIENT_PROF=DIR` does the same
+ * for the client processes.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -39,6 +43,14 @@ const RAW_SINGLE = 1000;
 const RAW_GROUPED = 4000;
 const RAW_GROUP = 32;
 
+/**
+ * Knobs for profiling one side or one mode (the figures of a partial run
+ * print as NaN where the other side is missing): BENCH_ONLY=switchboard skips
+ * the SDK's rounds; BENCH_MODE=sequential or concurrent runs that mode alone.
+ */
+const ONLY_SWITCHBOARD = process.env.BENCH_ONLY === 'switchboard';
+const MODE = process.env.BENCH_MODE ?? 'both';
+
 const CHILD = fileURLToPath(new URL('./peer-socket-child.ts', import.meta.url));
 
 function cpuOf(pid: number): number {
@@ -48,11 +60,13 @@ function cpuOf(pid: number): number {
 }
 
 function median(values: number[]): number {
+  if (values.length === 0) return Number.NaN;
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)] as number;
 }
 
 function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
 }
 
@@ -63,7 +77,9 @@ class Child {
   readonly ready: Promise<unknown>;
 
   constructor(role: string, index: number, target: string) {
-    this.process = spawn(process.execPath, ['--import', 'tsx', CHILD, role, String(index), target], {
+    const profile = process.env.BENCH_CLIENT_PROF;
+    const flags = profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [];
+    this.process = spawn(process.execPath, [...flags, '--import', 'tsx', CHILD, role, String(index), target], {
       stdio: ['pipe', 'pipe', 'inherit'],
     });
     if (!this.process.stdout) throw new Error('no stdout');
@@ -100,6 +116,11 @@ interface Side {
   /** The processes that send (requesters, SDK clients); all client processes for CPU. */
   senders: Child[];
   clients: Child[];
+}
+
+interface Figures {
+  sequential: Run[];
+  concurrent: Run[];
 }
 
 interface Run {
@@ -171,6 +192,17 @@ async function startSdk(): Promise<{ child: ChildProcess; url: string }> {
   return { child, url: `http://127.0.0.1:${port}` };
 }
 
+/** The transport floor (bench/relay-server.mjs) listening on `socket`. */
+async function startRelay(socket: string): Promise<ChildProcess> {
+  const script = fileURLToPath(new URL('./relay-server.mjs', import.meta.url));
+  const child = spawn(process.execPath, [script, socket], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise<void>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`the relay exited (${code})`)));
+    child.stdout?.once('data', () => resolve());
+  });
+  return child;
+}
+
 async function stop(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null) return;
   const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -184,10 +216,15 @@ export async function runSocketVariant(): Promise<void> {
     const socket = join(dir, 'broker.sock');
     const serve = await startServe(join(dir, 'bench.db'), socket);
     const sdk = await startSdk();
+    const relaySocket = join(dir, 'relay.sock');
+    const relay = await startRelay(relaySocket);
     const workers = Array.from({ length: WORKERS }, (_, i) => new Child('worker', i, socket));
     const requesters = Array.from({ length: REQUESTERS }, (_, i) => new Child('requester', i, socket));
     const sdkClients = Array.from({ length: SDK_CLIENTS }, (_, i) => new Child('sdk', i, sdk.url));
-    await Promise.all([...workers, ...requesters, ...sdkClients].map((c) => c.ready));
+    const relayWorkers = Array.from({ length: WORKERS }, (_, i) => new Child('worker', i, relaySocket));
+    const relayRequesters = Array.from({ length: REQUESTERS }, (_, i) => new Child('requester', i, relaySocket));
+    const children = [...workers, ...requesters, ...sdkClients, ...relayWorkers, ...relayRequesters];
+    await Promise.all(children.map((c) => c.ready));
     const sides: Side[] = [
       { name: '@a2a-js/sdk', serverPid: sdk.child.pid as number, senders: sdkClients, clients: sdkClients },
       {
@@ -196,20 +233,30 @@ export async function runSocketVariant(): Promise<void> {
         senders: requesters,
         clients: [...requesters, ...workers],
       },
+      {
+        name: 'relay floor',
+        serverPid: relay.pid as number,
+        senders: relayRequesters,
+        clients: [...relayRequesters, ...relayWorkers],
+      },
     ];
     const figures = sides.map(() => ({ sequential: [] as Run[], concurrent: [] as Run[] }));
     const raw = { single: [] as number[], group: [] as number[] };
     for (const side of sides) {
+      if (ONLY_SWITCHBOARD && side.name !== 'switchboard') continue;
       process.stderr.write(`${side.name}: warm-up (${WARMUP_TASKS} tasks)\n`);
       await drive(side, WARMUP_TASKS, IN_FLIGHT, 0);
     }
     for (let round = 0; round < ROUNDS; round++) {
-      const order = round % 2 === 0 ? [0, 1] : [1, 0];
+      // The order rotates round by round, so that no side always runs first.
+      const order = [0, 1, 2].map((k) => (k + round) % 3).filter((i) => !ONLY_SWITCHBOARD || i === 1);
       for (const i of order) {
+        if (MODE === 'concurrent') break;
         process.stderr.write(`round ${round + 1}, ${sides[i]?.name}: sequential (${SEQUENTIAL_TASKS})\n`);
         figures[i]?.sequential.push(await drive(sides[i] as Side, SEQUENTIAL_TASKS, 1, round));
       }
       for (const i of order) {
+        if (MODE === 'sequential') break;
         process.stderr.write(`round ${round + 1}, ${sides[i]?.name}: ${IN_FLIGHT} in flight (${CONCURRENT_TASKS})\n`);
         figures[i]?.concurrent.push(await drive(sides[i] as Side, CONCURRENT_TASKS, IN_FLIGHT, round));
       }
@@ -224,14 +271,16 @@ export async function runSocketVariant(): Promise<void> {
         perTransaction: RAW_GROUP,
         checkpoints: 'none',
       });
-      raw.single.push(1e6 / single.perSecond);
-      raw.group.push(1e6 / group.perSecond);
+      // CPU, as the servers' figures are: wall time would count the moments another process had the core.
+      raw.single.push(single.cpuMicros);
+      raw.group.push(group.cpuMicros);
     }
-    await Promise.all([...requesters, ...workers, ...sdkClients].map((c) => c.end()));
+    await Promise.all(children.map((c) => c.end()));
     await stop(serve.child);
     await stop(sdk.child);
+    await stop(relay);
 
-    const [a, b] = figures as [{ sequential: Run[]; concurrent: Run[] }, { sequential: Run[]; concurrent: Run[] }];
+    const [a, b, floor] = figures as [Figures, Figures, Figures];
     const rate = (runs: Run[]) => median(runs.map((r) => r.tasksPerSecond));
     const lat = (runs: Run[], p: number) =>
       percentile(
@@ -240,7 +289,7 @@ export async function runSocketVariant(): Promise<void> {
       );
     const cpu = (runs: Run[], key: 'serverCpuMicros' | 'clientCpuMicros') => median(runs.map((r) => r[key]));
     const ratioOfRounds = (x: Run[], y: Run[]) =>
-      median(x.map((r, i) => r.tasksPerSecond / (y[i] as Run).tasksPerSecond));
+      median(x.map((r, i) => r.tasksPerSecond / (y[i]?.tasksPerSecond ?? Number.NaN)));
     const us = (v: number) => `${v.toFixed(0)} µs`;
     const ms = (v: number) => `${v.toFixed(2)} ms`;
     const x = (v: number) => `${v.toFixed(2)}x`;
@@ -322,10 +371,26 @@ export async function runSocketVariant(): Promise<void> {
     const seqCpu = cpu(b.sequential, 'serverCpuMicros');
     const conCpu = cpu(b.concurrent, 'serverCpuMicros');
     process.stdout.write(
-      `raw SQLite writes of one delegation, same run (medians): ${us(rawSingle)} with a commit per call, ${us(rawGroup)} at ${RAW_GROUP} per commit\n` +
+      `raw SQLite writes of one delegation, same run (medians of their CPU): ${us(rawSingle)} with a commit per call, ${us(rawGroup)} at ${RAW_GROUP} per commit\n` +
         `broker CPU per delegation over the raw writes (target <= 2x): sequential ${us(seqCpu)} / ${us(rawSingle)} = ${x(seqCpu / rawSingle)}, ` +
         `${IN_FLIGHT} in flight ${us(conCpu)} / ${us(rawGroup)} = ${x(conCpu / rawGroup)}\n` +
         `${IN_FLIGHT}-in-flight throughput over the SDK's (target >= 4x): ${x(ratioOfRounds(b.concurrent, a.concurrent))}\n`,
+    );
+    const floorSeq = cpu(floor.sequential, 'serverCpuMicros');
+    const floorCon = cpu(floor.concurrent, 'serverCpuMicros');
+    const floorClients = cpu(floor.concurrent, 'clientCpuMicros');
+    const sdkSeq = cpu(a.sequential, 'serverCpuMicros');
+    const sdkTotal = cpu(a.concurrent, 'serverCpuMicros') + cpu(a.concurrent, 'clientCpuMicros');
+    process.stdout.write(
+      `transport floor (bench/relay-server.mjs: the same clients and calls, no validation and no storage): server CPU per delegation ` +
+        `sequential ${us(floorSeq)}, ${IN_FLIGHT} in flight ${us(floorCon)} (clients ${us(floorClients)}; ${rate(floor.concurrent).toFixed(0)} tasks/s)\n` +
+        `floor of a socket broker that keeps the rows (relay + raw writes) over the raw writes: ` +
+        `sequential ${us(floorSeq + rawSingle)} = ${x((floorSeq + rawSingle) / rawSingle)}, ` +
+        `${IN_FLIGHT} in flight ${us(floorCon + rawGroup)} = ${x((floorCon + rawGroup) / rawGroup)}; ` +
+        `broker CPU over that floor: sequential ${x(seqCpu / (floorSeq + rawSingle))}, ${IN_FLIGHT} in flight ${x(conCpu / (floorCon + rawGroup))}\n` +
+        `that floor sequential over the SDK server's CPU: ${x((floorSeq + rawSingle) / sdkSeq)}; ` +
+        `CPU-bound ceiling of ${IN_FLIGHT}-in-flight throughput over the SDK's (its server and clients' CPU per delegation over the floor's with its clients): ` +
+        `${x(sdkTotal / (floorCon + rawGroup + floorClients))}\n`,
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -1,3 +1,4 @@
+import { SchemaVersionError } from '../persistence/kernel/migrations.js';
 import {
   type PgConnection,
   connectPostgres,
@@ -162,7 +163,8 @@ export async function runCoordinatorStatus(argv: string[]): Promise<number> {
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     process.stderr.write(`switchboard coordinator status: ${message.replaceAll(flags.db, database)}\n`);
-    return 1;
+    // A lease of a newer version, as the read commands do for tables of a newer version.
+    return error instanceof SchemaVersionError ? 2 : 1;
   } finally {
     await connection?.end();
   }

@@ -58,7 +58,7 @@ function ownerOf(db: string): BrokerOwner | undefined {
   try {
     const handle = openDatabase(db, { readonly: true });
     try {
-      return liveOwner(handle);
+      return liveOwner(handle, db);
     } finally {
       handle.close();
     }

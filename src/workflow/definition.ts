@@ -95,7 +95,10 @@ export function checkWorkflowDefinition(value: unknown, options: WorkflowCheckOp
   const parsed = WorkflowDefinitionSchema.safeParse(value);
   if (!parsed.success) return { ok: false, problems: schemaProblems(parsed.error) };
   const problems = graphProblems(parsed.data, options);
-  return problems.length === 0 ? { ok: true, definition: deepFreeze(parsed.data) } : { ok: false, problems };
+  if (problems.length > 0) return { ok: false, problems };
+  const definition = deepFreeze(parsed.data);
+  CHECKED.add(definition);
+  return { ok: true, definition };
 }
 
 /** Parses and checks a definition; throws `WorkflowError` (`WORKFLOW_INVALID`) listing every problem. */
@@ -344,6 +347,13 @@ function sameJson(a: unknown, b: unknown): boolean {
   return ka.every((k) => sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
 }
 
+/** Definitions that `checkWorkflowDefinition` returned (frozen): not checked again. */
+const CHECKED = new WeakSet<object>();
+
+function isChecked(value: WorkflowDefinition): boolean {
+  return CHECKED.has(value);
+}
+
 function deepFreeze<T>(value: T): T {
   if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
     Object.freeze(value);
@@ -359,12 +369,18 @@ function deepFreeze<T>(value: T): T {
 export class WorkflowRegistry {
   readonly #byKey = new Map<string, WorkflowDefinition>();
 
-  /** Adds a checked definition. The same id and version twice must be the same definition. */
+  /**
+   * Adds a definition, checked here whatever its origin (one built in code,
+   * or parsed JSON that was never checked, is refused as a file would be:
+   * `WorkflowError`, `WORKFLOW_INVALID`, listing every problem). The same id
+   * and version twice must be the same definition.
+   */
   add(def: WorkflowDefinition): void {
-    const key = workflowKey(def);
+    const checked = isChecked(def) ? def : parseWorkflowDefinition(def);
+    const key = workflowKey(checked);
     const existing = this.#byKey.get(key);
     if (existing !== undefined) {
-      if (sameJson(existing, def)) return;
+      if (sameJson(existing, checked)) return;
       throw invalidWorkflow(
         [
           {
@@ -376,7 +392,7 @@ export class WorkflowRegistry {
         key,
       );
     }
-    this.#byKey.set(key, def);
+    this.#byKey.set(key, checked);
   }
 
   get(ref: WorkflowRef): WorkflowDefinition | undefined {

@@ -1,11 +1,12 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createBroker } from '../../src/actors/broker/broker.js';
-import { BrokerOwnershipError } from '../../src/persistence/a2a/owner.js';
+import { BrokerOwnershipError, ownerLockHeld, ownerLockPath } from '../../src/persistence/a2a/owner.js';
 import { tempDir } from './helpers.js';
 
 const CHILD = fileURLToPath(new URL('./fixtures/owner-child.mjs', import.meta.url));
@@ -60,6 +61,28 @@ class OwnerChild {
   }
 }
 
+/** A broker process that has opened `path` (it won the file). */
+async function ownerOf(path: string): Promise<{ owner: OwnerChild; won: ChildLine }> {
+  const owner = new OwnerChild(path);
+  expect((await owner.next()).ready).toBe(true);
+  owner.go();
+  const won = await owner.next();
+  expect(won.won).toBe(true);
+  return { owner, won };
+}
+
+/** The refusal of a broker opened on `path` (fails the test if it opens). */
+function refusalOf(path: string): BrokerOwnershipError {
+  let refusal: unknown;
+  try {
+    createBroker({ path });
+  } catch (error) {
+    refusal = error;
+  }
+  expect(refusal).toBeInstanceOf(BrokerOwnershipError);
+  return refusal as BrokerOwnershipError;
+}
+
 const t = tempDir('switchboard-owner-');
 afterAll(() => t.cleanup());
 
@@ -67,14 +90,7 @@ describe('a broker owns its file', () => {
   it('refuses a second broker in this process while the first is open, then opens after close', async () => {
     const path = join(t.dir, 'same-process.db');
     const first = createBroker({ path, socket: '/tmp/x.sock' });
-    let refusal: unknown;
-    try {
-      createBroker({ path });
-    } catch (error) {
-      refusal = error;
-    }
-    expect(refusal).toBeInstanceOf(BrokerOwnershipError);
-    const error = refusal as BrokerOwnershipError;
+    const error = refusalOf(path);
     expect(error.code).toBe('BROKER_FILE_OWNED');
     expect(error.details).toMatchObject({ pid: process.pid, socket: '/tmp/x.sock', path });
     expect(error.message).toContain(`pid ${process.pid}`);
@@ -93,11 +109,7 @@ describe('a broker owns its file', () => {
 
   it('refuses while another process owns the file; takes it over at once after kill -9', async () => {
     const path = join(t.dir, 'other-process.db');
-    const owner = new OwnerChild(path);
-    expect((await owner.next()).ready).toBe(true);
-    owner.go();
-    const won = await owner.next();
-    expect(won.won).toBe(true);
+    const { owner, won } = await ownerOf(path);
     expect(() => createBroker({ path })).toThrow(BrokerOwnershipError);
     try {
       createBroker({ path });
@@ -109,6 +121,41 @@ describe('a broker owns its file', () => {
     const broker = createBroker({ path });
     expect(broker.opened.tookOverFrom?.pid).toBe(won.pid);
     await broker.close();
+  });
+
+  it('an owner whose host name is not ours (another container on the volume) is live while its lock is held, and taken over at once after kill -9', async () => {
+    const path = join(t.dir, 'other-host.db');
+    const { owner } = await ownerOf(path);
+    // Its pid means nothing here: only its lock on the side file says it lives.
+    const side = new Database(path);
+    side.prepare("UPDATE a2a_owner SET host = 'elsewhere', pid = 1 WHERE id = 1").run();
+    side.close();
+    expect(ownerLockHeld(path)).toBe(true);
+    expect(refusalOf(path).details).toMatchObject({ host: 'elsewhere', socket: '/run/example.sock' });
+    owner.child.kill('SIGKILL');
+    await owner.exited;
+    expect(ownerLockHeld(path)).toBe(false);
+    const broker = createBroker({ path });
+    expect(broker.opened.tookOverFrom).toMatchObject({ host: 'elsewhere', pid: 1 });
+    // The new owner holds the lock in turn, and gives it up on close.
+    expect(ownerLockHeld(path)).toBe(true);
+    await broker.close();
+    expect(ownerLockHeld(path)).toBe(false);
+  });
+
+  it('an owner row from another host with no lock file (a broker of an older version) is taken as live', async () => {
+    const path = join(t.dir, 'other-host-old.db');
+    await createBroker({ path }).close();
+    rmSync(ownerLockPath(path), { force: true });
+    const side = new Database(path);
+    side
+      .prepare(
+        "INSERT INTO a2a_owner (id, token, pid, host, process_start, since, socket) VALUES (1, 'old', 7, 'elsewhere', '', '2026-01-01T00:00:00.000Z', NULL)",
+      )
+      .run();
+    side.close();
+    expect(ownerLockHeld(path)).toBeUndefined();
+    expect(() => createBroker({ path })).toThrow(BrokerOwnershipError);
   });
 
   it('of two brokers racing to open one file, exactly one wins (50 times)', async () => {

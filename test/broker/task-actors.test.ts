@@ -3,7 +3,8 @@
  * and restores and compared after every step with a reference model written
  * from docs/protocol.md's table (test/machines/task-spec.ts): the same accepted
  * moves, the same refusals, the persisted snapshots XState writes (byte for
- * byte as JSON), undo, restore and rebuild, and which tasks have a running actor.
+ * byte as JSON), undo, restore and rebuild, and which tasks were moved since
+ * their restore; uninspected (pure transitions) and inspected (actors) alike.
  */
 import { fc, test as fcTest } from '@fast-check/vitest';
 import type { InspectionEvent } from 'xstate';
@@ -153,11 +154,17 @@ function modelRestore(
   return { task: fresh(id, state, false), how: 'rebuilt' };
 }
 
-describe('task actors', () => {
+/** Uninspected, tasks step by the machine's pure transitions; inspected, each is an actor. */
+const MODES = [
+  { name: 'pure transitions', make: () => new TaskActors() },
+  { name: 'actors (inspected)', make: () => new TaskActors({ next: () => {} }) },
+];
+
+describe.each(MODES)('task actors, $name', ({ make }) => {
   fcTest.prop([fc.array(stepArb, { minLength: 1, maxLength: 60 })], { numRuns: 300 })(
     'answer as the reference model after every step: moves, refusals, snapshots, undo, restore',
     (steps) => {
-      const actors = new TaskActors();
+      const actors = make();
       const model = new Map<string, ModelTask>();
       const earlier = new Map<string, string>();
       const undos: [() => void, () => void][] = [];
@@ -246,7 +253,7 @@ describe('task actors', () => {
   );
 
   it('a full life: submitted, working, input-required, working, completed', () => {
-    const actors = new TaskActors();
+    const actors = make();
     actors.create('t-1');
     const moves: SpecMove[] = [
       { to: 'working', by: 'worker', via: 'status' },
@@ -267,7 +274,9 @@ describe('task actors', () => {
     expect(actors.persisted('t-1')).toBeUndefined();
     expect(actors.size).toBe(0);
   });
+});
 
+describe('task actors under an inspector', () => {
   it('every moved task is an XState actor: the inspector sees it started, sent MOVE, and stopped when terminal or refused', () => {
     const events: InspectionEvent[] = [];
     const actors = new TaskActors({ next: (e) => events.push(e) });

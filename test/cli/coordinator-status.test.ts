@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PostgresLease } from '../../src/persistence/coordinator/postgres-lease.js';
 import { type TestDatabase, createTestDatabase, postgresGate, withPassword } from '../postgres-availability.js';
@@ -87,6 +88,22 @@ describe.runIf(runPostgres)(suiteName, () => {
     expect(r.stderr).toBe(
       `switchboard coordinator status: postgres://postgres:***@127.0.0.1:5432/${db.name} holds no leader lease (no coordinator_lease table): no Coordinator has taken the lease on this database yet\n`,
     );
+  });
+
+  it('refuses a lease of a newer version (exit 2), the URL redacted', async () => {
+    const db = await database();
+    const lease = started(db.url);
+    await lease.acquire();
+    await lease.close();
+    const admin = new pg.Client({ connectionString: db.url });
+    await admin.connect();
+    await admin.query("UPDATE schema_version SET version = version + 1 WHERE component = 'coordinator-lease'");
+    await admin.end();
+    const r = await runCli(['coordinator', 'status', '--db', withPassword(db.url, 'hunter2')]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain('coordinator-lease');
+    expect(r.stderr).not.toContain('hunter2');
   });
 
   it('an unreachable server and a missing database fail with the URL redacted', async () => {

@@ -12,10 +12,18 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the real `switchboard` command (the build in dist/) in a child process (in `cwd`, default ours). */
-export function runCli(args: readonly string[], cwd?: string): Promise<CliResult> {
+/**
+ * Runs the real `switchboard` command (the build in dist/) in a child process
+ * to its end (in `cwd`, default ours); one that has not ended within
+ * `timeoutMs` (default 120 s) is killed and the call fails with its stderr.
+ */
+export function runCli(
+  args: readonly string[],
+  options: { cwd?: string; timeoutMs?: number } = {},
+): Promise<CliResult> {
+  const timeoutMs = options.timeoutMs ?? 120_000;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'], cwd });
+    const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'], cwd: options.cwd });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
@@ -24,8 +32,18 @@ export function runCli(args: readonly string[], cwd?: string): Promise<CliResult
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
       stderr += chunk;
     });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`switchboard ${args.join(' ')} did not end within ${timeoutMs} ms:\n${stderr}`));
+    }, timeoutMs);
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
   });
 }
 

@@ -24,7 +24,7 @@ describe('--db :memory: outside switchboard serve', () => {
   ];
 
   it.each(commands)('%s refuses it with exit 2 and writes nothing', async (_name, args) => {
-    const r = await runCli(args, cwd);
+    const r = await runCli(args, { cwd });
     expect(r.code, `${args.join(' ')}\n${r.stderr}`).toBe(2);
     expect(r.stderr).toContain('--db :memory: is a database in memory');
     expect(r.stdout).toBe('');

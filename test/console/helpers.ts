@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { runCli } from '../cli/helpers.js';
 import { createTestDatabase } from '../postgres-availability.js';
 import { REDIS_URL, deleteRedisPrefix } from '../redis-availability.js';
 import { type Proc, isLog, startCli, terminate } from '../scaleout/processes.js';
@@ -29,31 +30,7 @@ export function tempDir(): { dir: string; cleanup: () => void } {
 }
 
 /** Runs a command to its end. */
-export function runCli(
-  args: readonly string[],
-  timeoutMs = 120_000,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => {
-      stdout += c;
-    });
-    child.stderr.setEncoding('utf8').on('data', (c: string) => {
-      stderr += c;
-    });
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`switchboard ${args.join(' ')} did not end within ${timeoutMs} ms:\n${stderr}`));
-    }, timeoutMs);
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+export { runCli };
 
 /** A database the demo filled (two items of the dev SDLC workflow, completed, 72 audit rows). */
 export async function demoDatabase(dir: string): Promise<string> {

@@ -149,6 +149,11 @@ describe('the Coordinator prunes its Context Engine', () => {
     await expect(
       createCoordinator({ path, definitions: [devSdlc], contextRetention: { pruneIntervalMs: 1.5 } }),
     ).rejects.toMatchObject({ code: 'COORD_INVALID_ARGUMENT' });
+    // A definition never checked (built in code) is checked here: refused before anything is opened.
+    await expect(
+      createCoordinator({ path, definitions: [{ ...devSdlc, start: 'nowhere' } as never] }),
+    ).rejects.toMatchObject({ code: 'WORKFLOW_INVALID', message: expect.stringMatching(/nowhere/) });
+    expect(existsSync(path)).toBe(false);
     const db = openDatabase(path);
     cleanups.push(() => {
       db.close();

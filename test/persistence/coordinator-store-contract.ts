@@ -305,6 +305,13 @@ export function runCoordinatorStoreContract(name: string, factory: CoordinatorSt
         id: 'b',
         usage: { costUsd: 0.5, inputTokens: 1, outputTokens: 2 },
       });
+      // The hops of many items in one read, each item's in order; an item without hops (or unknown) is absent.
+      const hopsOf = await store.readHopsOfItems(['d', 'a', 'zz', 'd']);
+      expect([...hopsOf.keys()].sort()).toEqual(['a', 'd']);
+      expect(hopsOf.get('d')).toEqual(await store.readHops('d'));
+      expect(hopsOf.get('a')).toEqual(await store.readHops('a'));
+      expect(hopsOf.get('a')?.length).toBeGreaterThan(0);
+      expect((await store.readHopsOfItems([])).size).toBe(0);
       expect(await store.readWorkflowIds()).toEqual(['other', 'wf']);
       // The stages' roles of the kept definitions and the roles hops went to, each once, sorted.
       expect(await store.readRoles()).toEqual(['checker', 'planner', 'writer']);

@@ -4,9 +4,11 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { filter, firstValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { SchemaVersionError } from '../../src/persistence/kernel/migrations.js';
 import { isSwitchboardError } from '../../src/protocol/switchboard-error.js';
 import {
   CoordinatorLeaseError,
+  LEASE_MIGRATION_SET,
   type LeaseRoleChange,
   PostgresLease,
   type PostgresLeaseOptions,
@@ -338,6 +340,33 @@ describe.runIf(runPostgres)(suiteName, () => {
       { role: 'lost', epoch: epochA, reason: 'expired' },
       { role: 'standby' },
     ]);
+  });
+
+  it('the lease tables carry a schema version: tables made before it are version 1, a newer version is refused', async () => {
+    // Tables an earlier version made, with no version row: taken as version 1, the epoch kept.
+    const old = await database();
+    const admin = await client(old.url);
+    try {
+      for (const statement of LEASE_MIGRATION_SET.migrations[0]?.sql ?? []) await admin.query(statement);
+      await admin.query('UPDATE coordinator_lease SET epoch = 5 WHERE id = 1');
+      const a = lease({ url: old.url, ...FAST });
+      await lead(a);
+      expect(a.epoch).toBe(6);
+      const version = await admin.query("SELECT version FROM schema_version WHERE component = 'coordinator-lease'");
+      expect(version.rows).toEqual([{ version: 1 }]);
+      await a.close();
+      // A newer version: refused by a lease starting and by the status read, nothing changed.
+      await admin.query("UPDATE schema_version SET version = 2 WHERE component = 'coordinator-lease'");
+      const b = lease({ url: old.url, ...FAST });
+      const refusal = await b.acquire().catch((e: unknown) => e);
+      expect(refusal).toBeInstanceOf(SchemaVersionError);
+      expect(refusal).toMatchObject({ code: 'SCHEMA_TOO_NEW' });
+      expect(b.role).toBe('closed');
+      await expect(status(old.url)).rejects.toMatchObject({ code: 'SCHEMA_TOO_NEW' });
+      expect((await admin.query('SELECT epoch::int AS epoch FROM coordinator_lease')).rows).toEqual([{ epoch: 6 }]);
+    } finally {
+      await admin.end();
+    }
   });
 
   it('a standby is fenced without a query; bad options and an unreachable database are clear errors', async () => {

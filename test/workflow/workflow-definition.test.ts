@@ -309,4 +309,25 @@ describe('loading files', () => {
     );
     expect(new WorkflowRegistry().get({ id: 'wf', version: 1 })).toBeUndefined();
   });
+
+  it('checks what it is given: a definition never parsed is refused with every problem, or kept checked', () => {
+    const registry = new WorkflowRegistry();
+    const unchecked = base({ a: { role: 'r', next: [{ on: 'succeeded', goto: 'nowhere' }] } });
+    let refusal: unknown;
+    try {
+      registry.add(unchecked as never);
+    } catch (error) {
+      refusal = error;
+    }
+    expect(refusal).toBeInstanceOf(WorkflowError);
+    expect(refusal).toMatchObject({ code: 'WORKFLOW_INVALID' });
+    expect((refusal as WorkflowError).message).toContain('nowhere');
+    expect(() => registry.add({ id: 'x' } as never)).toThrow(expect.objectContaining({ code: 'WORKFLOW_INVALID' }));
+    expect(registry.list()).toEqual([]);
+    // A valid one built in code is kept as checked: frozen, defaults filled.
+    registry.add(base({ a: { role: 'r' } }) as never);
+    const kept = registry.get({ id: 'wf', version: 1 });
+    expect(Object.isFrozen(kept)).toBe(true);
+    expect(kept).toEqual(parseWorkflowDefinition(base({ a: { role: 'r' } })));
+  });
 });

@@ -1,4 +1,4 @@
-import { type Actor, type SnapshotFrom, createActor } from 'xstate';
+import { type Actor, type ActorScope, type EventFromLogic, type SnapshotFrom, createActor } from 'xstate';
 import { TASK_MACHINE_VERSION, type TaskMachine, taskMachine } from '../../machines/task-machine.js';
 import type { TaskMove } from '../../machines/task-transitions.js';
 import { type ErrorCodeOf, SwitchboardError } from '../../protocol/switchboard-error.js';
@@ -31,28 +31,58 @@ export interface MoveResult {
 type TaskContext = TaskSnapshot['context'];
 
 /**
- * A live task: its XState actor, or (restored on open, or put back by an
- * undo or a refusal, and not moved since) the state and context its actor
- * will start from.
+ * A live task: its XState actor (inspected brokers), its machine snapshot
+ * (created or moved here, stepped through the machine's pure transition), or
+ * (restored on open, or put back by an undo or a refusal, and not moved
+ * since) the state and context its next move starts from.
  */
-type PendingTask = { actor?: undefined; state: TaskState; context: TaskContext };
-type LiveTask = { actor: TaskActor } | PendingTask;
+type PendingTask = { actor?: undefined; snapshot?: undefined; state: TaskState; context: TaskContext };
+type SteppedTask = { actor?: undefined; snapshot: TaskSnapshot };
+type LiveTask = { actor: TaskActor } | SteppedTask | PendingTask;
 
 /**
- * The live tasks of a broker: each non-terminal task is an actor of
- * `taskMachine` (its own root, given the inspector if there is one), keyed by
- * task id. A task restored on open keeps only its machine snapshot until its
- * first move, when its actor starts from it; a task that reaches a terminal
- * state is stopped and dropped (its history lives in SQLite only). A move the
- * machine refuses stops the actor that refused it and puts the task back as
- * it was (XState's pure `transition()` would decide it first, but it builds an
- * actor and a system per call: dearer than the move).
+ * The scope the task machine's pure transitions run in: one for all of them.
+ * The machine has guards and `assign` only (no children, no delays, no
+ * custom actions, no emitted events), so a transition reads the scope's
+ * `self` and inspects through its system (an actor never started: nobody
+ * listens) and calls nothing else of it. XState's `transition()` builds such
+ * a scope (an actor and a system) on every call, the dearer part of a move.
+ */
+function inertTaskScope(): ActorScope<TaskSnapshot, EventFromLogic<TaskMachine>> {
+  const self = createActor(taskMachine, { input: { taskId: '' } });
+  return {
+    self,
+    id: '',
+    sessionId: '',
+    system: self.system,
+    logger: () => {},
+    defer: () => {},
+    emit: () => {},
+    stopChild: () => {},
+    actionExecutor: () => {},
+  };
+}
+
+/**
+ * The live tasks of a broker, keyed by task id, each driven by `taskMachine`.
+ * Inspected (`inspect` given), each non-terminal task is an actor of the
+ * machine (its own root, given the inspector), so that the inspector sees it
+ * start, take its moves and stop. Otherwise each move is the machine's pure
+ * transition from the task's snapshot, in one shared scope: the same
+ * machine, the same snapshots, without an actor's start and stop per task.
+ * A task restored on open keeps only its state and context until its first
+ * move; a task that reaches a terminal state is dropped (its history lives in
+ * SQLite only). A move the machine refuses puts the task back as it was (an
+ * actor that refused it is stopped).
  */
 export class TaskActors {
   private readonly live = new Map<string, LiveTask>();
+  private readonly scope: ActorScope<TaskSnapshot, EventFromLogic<TaskMachine>> | undefined;
 
-  /** `inspect`: given to every task actor (each is its own root). */
-  constructor(private readonly inspect?: ActorInspector) {}
+  /** `inspect`: given to every task actor (each is its own root); without it, tasks step by pure transitions. */
+  constructor(private readonly inspect?: ActorInspector) {
+    this.scope = inspect === undefined ? inertTaskScope() : undefined;
+  }
 
   get size(): number {
     return this.live.size;
@@ -65,16 +95,31 @@ export class TaskActors {
   state(taskId: string): TaskState | undefined {
     const task = this.live.get(taskId);
     if (task === undefined) return undefined;
-    return task.actor === undefined ? task.state : (task.actor.getSnapshot().value as TaskState);
+    return snapshotOf(task)?.value ?? (task as PendingTask).state;
   }
 
-  /** Whether the task has a running actor (false for one restored and not moved since). */
+  /**
+   * Whether the task was created or moved here since it was restored or put
+   * back (an inspected broker's task then has a running actor); false for
+   * one restored, refused or undone and not moved since.
+   */
   started(taskId: string): boolean {
-    return this.live.get(taskId)?.actor !== undefined;
+    const task = this.live.get(taskId);
+    return task !== undefined && (task.actor !== undefined || task.snapshot !== undefined);
   }
 
-  /** Starts the actor of a new task (in `submitted`). */
+  /** A new task (in `submitted`): its actor started, or its initial snapshot. */
   create(taskId: string): { snapshot: PersistedTaskSnapshot; undo: () => void } {
+    if (this.scope !== undefined) {
+      const snapshot = taskMachine.getInitialSnapshot(this.scope, { taskId });
+      this.live.set(taskId, { snapshot });
+      return {
+        snapshot: taskMachine.getPersistedSnapshot(snapshot) as PersistedTaskSnapshot,
+        undo: () => {
+          this.live.delete(taskId);
+        },
+      };
+    }
     const actor = this.start(taskId, undefined);
     this.live.set(taskId, { actor });
     return {
@@ -110,10 +155,8 @@ export class TaskActors {
   persisted(taskId: string): PersistedTaskSnapshot | undefined {
     const task = this.live.get(taskId);
     if (task === undefined) return undefined;
-    return (
-      task.actor === undefined
-        ? taskMachine.getPersistedSnapshot(resolved(task.state, task.context))
-        : task.actor.getPersistedSnapshot()
+    return taskMachine.getPersistedSnapshot(
+      snapshotOf(task) ?? resolved((task as PendingTask).state, (task as PendingTask).context),
     ) as PersistedTaskSnapshot;
   }
 
@@ -125,35 +168,45 @@ export class TaskActors {
    */
   move(taskId: string, from: TaskState, move: TaskMove): MoveResult {
     const had = this.live.get(taskId);
-    let actor = had?.actor;
     // Snapshots are immutable: the one before the move is what an undo or a refusal puts back.
+    const current = had === undefined ? undefined : snapshotOf(had);
     const before: PendingTask =
       had === undefined
         ? { state: from, context: freshContext(taskId) }
-        : had.actor === undefined
-          ? had
-          : { state: had.actor.getSnapshot().value as TaskState, context: had.actor.getSnapshot().context };
-    if (actor === undefined) actor = this.start(taskId, resolved(before.state, before.context));
-    actor.send({ type: 'MOVE', to: move.to, by: move.by, via: move.via });
-    const after = actor.getSnapshot();
-    const undo = () => {
-      this.live.get(taskId)?.actor?.stop();
+        : current === undefined
+          ? (had as PendingTask)
+          : { state: current.value, context: current.context };
+    const putBack = () => {
       if (had === undefined) this.live.delete(taskId);
       else this.live.set(taskId, before);
     };
+    const event = { type: 'MOVE' as const, to: move.to, by: move.by, via: move.via };
+    let actor: TaskActor | undefined;
+    let after: TaskSnapshot;
+    if (this.scope !== undefined) {
+      after = taskMachine.transition(current ?? resolved(before.state, before.context), event, this.scope);
+    } else {
+      actor = had?.actor ?? this.start(taskId, resolved(before.state, before.context));
+      actor.send(event);
+      after = actor.getSnapshot();
+    }
+    const undo = () => {
+      this.live.get(taskId)?.actor?.stop();
+      putBack();
+    };
     if (after.context.refusal !== null || after.value !== move.to) {
-      actor.stop();
-      if (had === undefined) this.live.delete(taskId);
-      else this.live.set(taskId, before);
+      actor?.stop();
+      putBack();
       throw new TaskActorError(taskId, from, move.to);
     }
     if (after.status === 'done') {
-      actor.stop();
+      actor?.stop();
       this.live.delete(taskId);
       return { snapshot: null, undo };
     }
-    if (had?.actor === undefined) this.live.set(taskId, { actor });
-    return { snapshot: actor.getPersistedSnapshot() as PersistedTaskSnapshot, undo };
+    if (actor === undefined) this.live.set(taskId, { snapshot: after });
+    else if (had?.actor === undefined) this.live.set(taskId, { actor });
+    return { snapshot: taskMachine.getPersistedSnapshot(after) as PersistedTaskSnapshot, undo };
   }
 
   stopAll(): void {
@@ -168,6 +221,12 @@ export class TaskActors {
       ...(this.inspect === undefined ? {} : { inspect: this.inspect }),
     }).start();
   }
+}
+
+/** The machine snapshot of a task that has one (its actor's, or the one its last move stepped to). */
+function snapshotOf(task: LiveTask): TaskSnapshot | undefined {
+  if (task.actor !== undefined) return task.actor.getSnapshot();
+  return task.snapshot;
 }
 
 function freshContext(taskId: string): TaskContext {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { hostname } from 'node:os';
 import { ERROR_CODES, type ErrorCodeOf, SwitchboardError } from '../../protocol/switchboard-error.js';
 import type { SqliteDatabase } from '../kernel/database.js';
@@ -11,8 +12,12 @@ import { processExists } from '../kernel/process-liveness.js';
  * racing exactly one wins), deleted when it closes. A row whose process is
  * gone (killed, crashed) is taken over at once: on the same host the pid is
  * checked with signal 0 and, on Linux, against the process start recorded
- * with it (a reused pid is not the owner). Otherwise opening is refused with
- * `BROKER_FILE_OWNED`, naming the owner and how to reach it.
+ * with it (a reused pid is not the owner). An owner whose host name is not
+ * this one's (another container on the same volume, whose pids mean nothing
+ * here) is known by its lock: the owner holds an exclusive SQLite lock on the
+ * side file `PATH-owner` for as long as its process lives, and the system
+ * drops that lock when the process dies, however it dies. Otherwise opening
+ * is refused with `BROKER_FILE_OWNED`, naming the owner and how to reach it.
  */
 
 /** Who owns a broker's file: the `a2a_owner` row. */
@@ -72,9 +77,72 @@ export function processStart(pid: number): string {
   }
 }
 
-/** Whether the process recorded in an owner row still runs (another host's owner is taken as live). */
-function ownerAlive(row: OwnerRow, host: string): boolean {
-  if (row.host !== host) return true;
+/** The side file whose lock an owner holds while it lives. */
+export function ownerLockPath(path: string): string {
+  return `${path}-owner`;
+}
+
+type LockDatabase = {
+  pragma(text: string): unknown;
+  exec(sql: string): unknown;
+  prepare(sql: string): { get(): unknown };
+  close(): void;
+};
+const openLockDatabase = (() => {
+  const require = createRequire(import.meta.url);
+  return (file: string, options: { readonly?: boolean; fileMustExist?: boolean } = {}): LockDatabase => {
+    const Database = require('better-sqlite3') as new (f: string, o: object) => LockDatabase;
+    return new Database(file, options);
+  };
+})();
+
+/**
+ * Takes the owner's lock: an exclusive lock on the side file, kept until
+ * `release` (or the process's death). Throws if another process holds it.
+ */
+function takeOwnerLock(path: string): { release(): void } {
+  const db = openLockDatabase(ownerLockPath(path));
+  try {
+    db.pragma('busy_timeout = 0');
+    db.pragma('locking_mode = EXCLUSIVE');
+    db.pragma('journal_mode = MEMORY');
+    // The first write in exclusive mode takes the lock and keeps it.
+    db.exec('BEGIN EXCLUSIVE; CREATE TABLE IF NOT EXISTS owner (pid INTEGER); DELETE FROM owner; COMMIT');
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+  return { release: () => db.close() };
+}
+
+/**
+ * Whether a live process holds the owner's lock of `path`: true when the side
+ * file cannot be read (SQLITE_BUSY while the lock is held), false when it
+ * can, and undefined when there is no side file (an owner of an older version).
+ */
+export function ownerLockHeld(path: string): boolean | undefined {
+  const file = ownerLockPath(path);
+  if (!existsSync(file)) return undefined;
+  let db: LockDatabase | undefined;
+  try {
+    db = openLockDatabase(file, { readonly: true, fileMustExist: true });
+    db.pragma('busy_timeout = 0');
+    db.prepare('SELECT count(*) FROM sqlite_master').get();
+    return false;
+  } catch {
+    // SQLITE_BUSY: the lock is held. Unreadable for any other reason: taken as held too (never two writers).
+    return true;
+  } finally {
+    db?.close();
+  }
+}
+
+/**
+ * Whether the process recorded in an owner row still runs. Another host's
+ * owner is live while its lock is held (and, with no lock file, always).
+ */
+function ownerAlive(row: OwnerRow, host: string, path: string): boolean {
+  if (row.host !== host) return ownerLockHeld(path) ?? true;
   if (row.pid === process.pid) return heldHere.has(row.token);
   if (!processExists(row.pid)) return false;
   if (row.processStart === '') return true;
@@ -83,15 +151,20 @@ function ownerAlive(row: OwnerRow, host: string): boolean {
 }
 
 /** The file's owner, if a live broker holds it (a read: for error messages and `status`). */
-export function liveOwner(db: SqliteDatabase): BrokerOwner | undefined {
+export function liveOwner(db: SqliteDatabase, path: string): BrokerOwner | undefined {
   const row = readOwner(db);
-  return row === undefined || !ownerAlive(row, hostname()) ? undefined : publicOwner(row);
+  return row === undefined || !ownerAlive(row, hostname(), path) ? undefined : publicOwner(row);
 }
 
 function readOwner(db: SqliteDatabase): OwnerRow | undefined {
   return db
     .prepare('SELECT token, pid, host, process_start AS processStart, since, socket FROM a2a_owner WHERE id = 1')
     .get() as OwnerRow | undefined;
+}
+
+/** The owner named when its lock is held but its row is gone. */
+function unknownOwner(): BrokerOwner {
+  return { pid: 0, host: 'unknown', since: 'unknown', socket: null };
 }
 
 function publicOwner(row: OwnerRow): BrokerOwner {
@@ -120,10 +193,19 @@ export function claimOwnership(
 ): OwnershipClaim {
   const token = randomUUID();
   const host = hostname();
+  let lock: { release(): void } | undefined;
   const take = db.transaction((): BrokerOwner | undefined => {
     const current = readOwner(db);
-    if (current !== undefined && ownerAlive(current, host)) {
+    if (current !== undefined && ownerAlive(current, host, path)) {
       throw new BrokerOwnershipError(path, publicOwner(current));
+    }
+    // Inside the file's write lock: of brokers racing, only this one reaches here now.
+    try {
+      lock = takeOwnerLock(path);
+    } catch {
+      // Held after all (an owner row written by a broker that has not committed it yet cannot be:
+      // the write lock serializes claims): a live owner whose row is gone. Refuse rather than share.
+      throw new BrokerOwnershipError(path, current === undefined ? unknownOwner() : publicOwner(current));
     }
     db.prepare(
       `INSERT INTO a2a_owner (id, token, pid, host, process_start, since, socket) VALUES (1, ?, ?, ?, ?, ?, ?)
@@ -132,7 +214,13 @@ export function claimOwnership(
     ).run(token, process.pid, host, processStart(process.pid), options.now(), options.socket ?? null);
     return current === undefined ? undefined : publicOwner(current);
   });
-  const tookOverFrom = take.immediate();
+  let tookOverFrom: BrokerOwner | undefined;
+  try {
+    tookOverFrom = take.immediate();
+  } catch (error) {
+    lock?.release();
+    throw error;
+  }
   heldHere.add(token);
   let released = false;
   return {
@@ -142,7 +230,11 @@ export function claimOwnership(
       if (released) return;
       released = true;
       heldHere.delete(token);
-      db.prepare('DELETE FROM a2a_owner WHERE id = 1 AND token = ?').run(token);
+      try {
+        db.prepare('DELETE FROM a2a_owner WHERE id = 1 AND token = ?').run(token);
+      } finally {
+        lock?.release();
+      }
     },
   };
 }

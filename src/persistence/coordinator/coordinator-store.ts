@@ -87,6 +87,8 @@ export interface CoordinatorTables {
   readLiveItems(): Promise<ItemRecord[]>;
   /** A work item's hops in order. */
   readHops(itemId: string): Promise<HopRecord[]>;
+  /** The hops of many work items (one read): each item's hops in order; an item without hops is absent. */
+  readHopsOfItems(itemIds: readonly string[]): Promise<Map<string, HopRecord[]>>;
   /** Cost and effort grouped by agent, model or task, largest cost first. */
   readUsageBy(grouping: UsageGrouping, options?: { itemId?: string }): Promise<UsageGroup[]>;
   /** Every accrual row of one item (or all), in order. */

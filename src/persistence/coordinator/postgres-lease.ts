@@ -20,7 +20,9 @@ import {
 } from '../../protocol/switchboard-error.js';
 import { type PgConnection, type PgQuery, connectPostgres, redactPostgresUrl } from './postgres-connection.js';
 import { processExists } from '../kernel/process-liveness.js';
-import { PG_EPOCH_SETTING } from '../kernel/postgres.js';
+import { SchemaVersionError } from '../kernel/migrations.js';
+import { PG_EPOCH_SETTING, type PgPool } from '../kernel/postgres.js';
+import { type PgMigrationSet, migratePg, pgSchemaVersion } from '../kernel/postgres-migrations.js';
 
 export type { PgQuery } from './postgres-connection.js';
 export type { LeaseRoleChange } from '../../decisions/lease-decision.js';
@@ -38,32 +40,45 @@ export class CoordinatorLeaseError extends SwitchboardError {
   }
 }
 
-/** The lease's tables; created by the first lease that starts on a database (idempotent, serialized). */
-export const LEASE_SCHEMA_SQL = `
-BEGIN;
-SET LOCAL statement_timeout = 30000;
-SELECT pg_advisory_xact_lock(hashtext('switchboard.coordinator_lease'));
-CREATE TABLE IF NOT EXISTS coordinator_lease (
-  id smallint PRIMARY KEY CHECK (id = 1),
-  epoch bigint NOT NULL DEFAULT 0,
-  holder text,
-  pid integer,
-  host text,
-  process_start timestamptz,
-  since timestamptz,
-  renewed_at timestamptz,
-  expires_at timestamptz
-);
-INSERT INTO coordinator_lease (id, epoch) VALUES (1, 0) ON CONFLICT (id) DO NOTHING;
-CREATE TABLE IF NOT EXISTS coordinator_lease_members (
-  id text PRIMARY KEY,
-  pid integer NOT NULL,
-  host text NOT NULL,
-  process_start timestamptz NOT NULL,
-  first_seen timestamptz NOT NULL DEFAULT now(),
-  last_seen timestamptz NOT NULL
-);
-COMMIT;`;
+/**
+ * The lease's tables, a component of their own in the database's
+ * `schema_version` (`coordinator-lease`): made by the first lease that starts
+ * on a database (tables an earlier version made without a version row are
+ * taken as version 1), and a database of a newer version refused
+ * (`SchemaVersionError`, `SCHEMA_TOO_NEW`), as the store's tables are.
+ */
+export const LEASE_MIGRATION_SET: PgMigrationSet = {
+  component: 'coordinator-lease',
+  current: 1,
+  migrations: [
+    {
+      version: 1,
+      name: 'the leader lease and the Coordinators seen on it',
+      sql: [
+        `CREATE TABLE IF NOT EXISTS coordinator_lease (
+          id smallint PRIMARY KEY CHECK (id = 1),
+          epoch bigint NOT NULL DEFAULT 0,
+          holder text,
+          pid integer,
+          host text,
+          process_start timestamptz,
+          since timestamptz,
+          renewed_at timestamptz,
+          expires_at timestamptz
+        )`,
+        'INSERT INTO coordinator_lease (id, epoch) VALUES (1, 0) ON CONFLICT (id) DO NOTHING',
+        `CREATE TABLE IF NOT EXISTS coordinator_lease_members (
+          id text PRIMARY KEY,
+          pid integer NOT NULL,
+          host text NOT NULL,
+          process_start timestamptz NOT NULL,
+          first_seen timestamptz NOT NULL DEFAULT now(),
+          last_seen timestamptz NOT NULL
+        )`,
+      ],
+    },
+  ],
+};
 
 /** How long the start may take to connect and create the tables (longer than an attempt: it happens once). */
 const SETUP_TIMEOUT_MS = 30_000;
@@ -136,6 +151,10 @@ export interface LeaseStatus {
  * no lease table (no lease ever started on it). Reads only.
  */
 export async function readLeaseStatus(db: PgQuery): Promise<LeaseStatus | undefined> {
+  const version = await pgSchemaVersion(db, LEASE_MIGRATION_SET.component);
+  if (version > LEASE_MIGRATION_SET.current) {
+    throw new SchemaVersionError(LEASE_MIGRATION_SET.component, version, LEASE_MIGRATION_SET.current);
+  }
   const exists = await db.query(
     "SELECT to_regclass('coordinator_lease') IS NOT NULL AS lease, to_regclass('coordinator_lease_members') IS NOT NULL AS members",
   );
@@ -300,10 +319,10 @@ export class PostgresLease {
     this.#started = true;
     try {
       const connection = await this.#connect(SETUP_TIMEOUT_MS);
-      await this.#query(connection, LEASE_SCHEMA_SQL, undefined, SETUP_TIMEOUT_MS);
+      await migratePg(this.#setupPool(connection), LEASE_MIGRATION_SET);
     } catch (error) {
       await this.close();
-      throw error instanceof CoordinatorLeaseError
+      throw error instanceof CoordinatorLeaseError || error instanceof SchemaVersionError
         ? error
         : this.#backendError('cannot create the lease tables', error);
     }
@@ -314,6 +333,17 @@ export class PostgresLease {
     // A first attempt that failed (the database answered the setup, so a passing fault) leaves a standby that retries.
     await first;
     return this.role === 'leader' ? 'leader' : 'standby';
+  }
+
+  /** The lease's one connection as the pool a migration runs its transaction on (never released, never ended). */
+  #setupPool(connection: PgConnection): PgPool {
+    const query = (text: string, params?: unknown[]) => this.#query(connection, text, params, SETUP_TIMEOUT_MS);
+    return {
+      query,
+      connect: async () => ({ query, release: () => {} }),
+      end: async () => {},
+      safeUrl: redactPostgresUrl(this.#url),
+    };
   }
 
   #backendError(what: string, cause: unknown): CoordinatorLeaseError {

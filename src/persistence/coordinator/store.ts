@@ -879,6 +879,20 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
     return attempt(() => this.listHops(itemId));
   }
 
+  readHopsOfItems(itemIds: readonly string[]): Promise<Map<string, HopRecord[]>> {
+    // One snapshot for all of them; each item's read is a local index lookup, no round trip to save.
+    return attempt(() =>
+      this.db.transaction(() => {
+        const byItem = new Map<string, HopRecord[]>();
+        for (const id of new Set(itemIds)) {
+          const hops = this.listHops(id);
+          if (hops.length > 0) byItem.set(id, hops);
+        }
+        return byItem;
+      })(),
+    );
+  }
+
   readUsageBy(grouping: UsageGrouping, options: { itemId?: string } = {}): Promise<UsageGroup[]> {
     return attempt(() => this.usageBy(grouping, options));
   }
