@@ -436,6 +436,9 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
         audit: {
           append: (tx, entries) => audit.appendInTransaction(tx, entries),
           ...(auditKey === undefined ? {} : { checkpoint: (tx) => audit.checkpointInTransaction(tx, auditKey) }),
+          // A commit in one statement: its audit rows hashed here, after the head the store last read.
+          chain: (head, entries) => audit.chainAfter(head, entries),
+          head: (q) => audit.readHead(q),
         },
         ...(pg.fence === undefined ? {} : { fence: pg.fence }),
       });

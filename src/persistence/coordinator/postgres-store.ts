@@ -1,5 +1,6 @@
 import type { ItemOutput } from '../../protocol/item-output.js';
-import type { AuditEntryInput } from '../../protocol/audit.js';
+import type { AuditEntryInput, AuditHead } from '../../protocol/audit.js';
+import type { ChainedRow } from '../audit/chain.js';
 import type { Part } from '../../protocol/parts.js';
 import type { WorkMessage } from '../../protocol/work-envelope.js';
 import { SchemaVersionError } from '../kernel/migrations.js';
@@ -19,6 +20,13 @@ import {
   rolesOf,
 } from './item-reads.js';
 import type { PgFence } from './postgres-client.js';
+import {
+  COMMIT_STATEMENT,
+  commitParameters,
+  committedOutboxIds,
+  fitsOneStatement,
+  isStaleAuditHead,
+} from './postgres-commit.js';
 import { COORDINATOR_SCHEMA, itemUpdateValues } from './store.js';
 import type {
   CommitBatch,
@@ -62,6 +70,13 @@ export interface PgAuditSink {
   append(tx: PgQuery, entries: readonly AuditEntryInput[]): Promise<unknown>;
   /** Signs the head (in the transaction of a batch in which an item ended), when a key is configured. */
   checkpoint?(tx: PgQuery): Promise<unknown>;
+  /**
+   * With `head`: a commit goes in one statement (`COMMIT_STATEMENT`) with its
+   * audit rows, `chain` hashing them after the head the store last read
+   * (`head`); without them, every commit appends through `append`.
+   */
+  chain?(head: AuditHead, entries: readonly AuditEntryInput[]): readonly ChainedRow[];
+  head?(q: PgQuery): Promise<AuditHead>;
 }
 
 export interface PostgresCoordinatorStoreOptions {
@@ -421,6 +436,8 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
   #draining = false;
   #marks: PendingMarks = noMarks();
   #marking = false;
+  /** The audit head as this store's last commit left it (read again after any other append or a failure). */
+  #head: AuditHead | undefined;
   /** Group transactions committed, and batches in them (for tests and benchmarks). */
   readonly groups = { transactions: 0, batches: 0 };
 
@@ -475,6 +492,22 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
 
   /** One transaction for the group: each batch in its own savepoint when there are several. */
   async #commitGroup(group: Pending[]): Promise<void> {
+    if (group.length === 1 && this.#fitsOneStatement(group[0]!.batch)) {
+      const pending = group[0]!;
+      let committed: Committed;
+      try {
+        committed = await this.#commitOneStatement(pending.batch);
+      } catch (error) {
+        pending.reject(error);
+        return;
+      }
+      this.groups.transactions += 1;
+      this.groups.batches += 1;
+      pending.resolve(committed);
+      return;
+    }
+    // Appended through the sink (the head read under its lock): the head this store knew is no longer known.
+    this.#head = undefined;
     const outcomes: ({ ok: true; value: Committed } | { ok: false; error: unknown })[] = [];
     try {
       await inPgTransaction(this.#pool, async (tx) => {
@@ -507,6 +540,52 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
       const outcome = outcomes[i]!;
       if (outcome.ok) pending.resolve(outcome.value);
       else pending.reject(outcome.error);
+    }
+  }
+
+  /** Whether `batch` commits in one statement: the sink hashes for it, it keeps no definition, signs no end. */
+  #fitsOneStatement(batch: CommitBatch): boolean {
+    const audit = this.#audit;
+    if (audit?.chain === undefined || audit.head === undefined || !fitsOneStatement(batch)) return false;
+    return audit.checkpoint === undefined || !batch.changes.some((c) => c.ended);
+  }
+
+  /**
+   * A batch in one statement (`COMMIT_STATEMENT`): a transaction of its own,
+   * or after the fence in one with it. A head moved by another appender
+   * fails the statement whole: the head is read again and it runs once more.
+   */
+  async #commitOneStatement(batch: CommitBatch): Promise<Committed> {
+    const audit = this.#audit as Required<PgAuditSink>;
+    const entries = batch.changes.flatMap((c) => c.audit);
+    for (let attempt = 1; ; attempt++) {
+      this.#head ??= await audit.head(this.#pool);
+      const head = this.#head;
+      const { params, next } = commitParameters(batch, audit.chain(head, entries), head);
+      this.#head = undefined;
+      let row: { outbox: unknown } | undefined;
+      try {
+        const fence = this.#fence;
+        row = (
+          fence === undefined
+            ? await this.#pool.query(COMMIT_STATEMENT, params)
+            : await inPgTransaction(this.#pool, async (tx) => {
+                await fence(tx);
+                return tx.query(COMMIT_STATEMENT, params);
+              })
+        ).rows[0];
+      } catch (error) {
+        if (attempt === 1 && isStaleAuditHead(error)) continue;
+        throw error;
+      }
+      this.#head = next;
+      const ids = committedOutboxIds(row);
+      let at = 0;
+      return {
+        outbox: batch.changes.map((c) =>
+          c.outbox.map((o) => ({ id: ids[at++]!, itemId: c.itemId, kind: o.kind, body: o.body })),
+        ),
+      };
     }
   }
 

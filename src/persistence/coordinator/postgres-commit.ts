@@ -1,0 +1,291 @@
+import type { AuditHead } from '../../protocol/audit.js';
+import type { ChainedRow } from '../audit/chain.js';
+import type { CommitBatch, HopRecord, ItemChanges, ItemRecord, RunRecord } from '../../workflow/records.js';
+import { itemUpdateValues } from './store.js';
+
+/**
+ * A Coordinator commit as ONE PostgreSQL statement: every row of a batch
+ * (items and hops created and updated, usage, outbox rows in and out) and
+ * its audit rows with the audit head's move, as data-modifying CTEs over
+ * column arrays (`unnest`). The text is the same for every batch (the rows
+ * are in the parameters, an empty array where a batch writes none), so one
+ * round trip commits a batch, in a transaction of its own or after a fence.
+ *
+ * The sub-statements of one statement do not see each other's rows: a row
+ * several changes of the batch write is written once, as the last of them
+ * leaves it (an item or hop created in the batch is inserted with its final
+ * values), which is what applying the changes one by one leaves.
+ *
+ * The audit rows are hashed from the head the store last knew; the head
+ * moves only if it still is that one (`seq` and `hash`), and the statement
+ * fails otherwise (a division by zero, SQLSTATE 22012; or a duplicate row
+ * number, 23505, when another appender took it): nothing of it is written,
+ * and the store reads the head again and retries (`isStaleAuditHead`).
+ */
+
+type Column = readonly [name: string, type: string];
+
+const ITEM_COLUMNS: readonly Column[] = [
+  ['state', 'text'],
+  ['stage', 'text'],
+  ['hop', 'integer'],
+  ['hops', 'integer'],
+  ['input_tokens', 'bigint'],
+  ['output_tokens', 'bigint'],
+  ['cost_usd', 'double precision'],
+  ['elapsed_ms', 'double precision'],
+  ['failure', 'text'],
+  ['approval', 'text'],
+  ['updated_at', 'bigint'],
+  ['finished_at', 'bigint'],
+  ['output', 'text'],
+];
+const RUN_COLUMNS: readonly Column[] = [
+  ['run_version', 'integer'],
+  ['run_snapshot', 'text'],
+];
+const ITEM_INSERT: readonly Column[] = [
+  ['id', 'text'],
+  ['task_id', 'text'],
+  ['workflow_id', 'text'],
+  ['workflow_version', 'integer'],
+  ['input', 'text'],
+  ['budget', 'text'],
+  ['attributes', 'text'],
+  ['created_at', 'bigint'],
+  ...ITEM_COLUMNS,
+  ...RUN_COLUMNS,
+];
+const ITEM_UPDATE: readonly Column[] = [...ITEM_COLUMNS, ...RUN_COLUMNS, ['id', 'text']];
+const HOP_COLUMNS: readonly Column[] = [
+  ['state', 'text'],
+  ['model', 'text'],
+  ['input_tokens', 'bigint'],
+  ['output_tokens', 'bigint'],
+  ['cost_usd', 'double precision'],
+  ['elapsed_ms', 'double precision'],
+  ['error', 'text'],
+  ['reply', 'text'],
+  ['active_since', 'bigint'],
+  ['finished_at', 'bigint'],
+  ['timeouts', 'integer'],
+];
+const HOP_INSERT: readonly Column[] = [
+  ['id', 'text'],
+  ['item_id', 'text'],
+  ['seq', 'integer'],
+  ['hop', 'integer'],
+  ['attempt', 'integer'],
+  ['kind', 'text'],
+  ['stage', 'text'],
+  ['role', 'text'],
+  ['idempotency_key', 'text'],
+  ['continuation', 'text'],
+  ['asked_by', 'text'],
+  ['dispatched_at', 'bigint'],
+  ...HOP_COLUMNS,
+  ['question', 'text'],
+];
+const HOP_UPDATE: readonly Column[] = [...HOP_COLUMNS, ['id', 'text']];
+const USAGE_INSERT: readonly Column[] = [
+  ['hop_id', 'text'],
+  ['item_id', 'text'],
+  ['agent', 'text'],
+  ['model', 'text'],
+  ['input_tokens', 'bigint'],
+  ['output_tokens', 'bigint'],
+  ['cost_usd', 'double precision'],
+  ['elapsed_ms', 'double precision'],
+  ['at', 'bigint'],
+];
+const OUTBOX_INSERT: readonly Column[] = [
+  ['item_id', 'text'],
+  ['kind', 'text'],
+  ['body', 'text'],
+];
+const AUDIT_INSERT: readonly Column[] = [
+  ['seq', 'bigint'],
+  ['at', 'text'],
+  ['kind', 'text'],
+  ['item_id', 'text'],
+  ['hop', 'integer'],
+  ['actor', 'text'],
+  ['data', 'text'],
+  ['prev_hash', 'text'],
+  ['hash', 'text'],
+];
+
+/** The statement's text, built once: `$n` placeholders in the order `commitParameters` fills them. */
+export const COMMIT_STATEMENT: string = (() => {
+  let n = 0;
+  const arrays = (columns: readonly Column[]) => columns.map(([, type]) => `$${++n}::${type}[]`).join(', ');
+  const names = (columns: readonly Column[]) => columns.map(([name]) => name).join(', ');
+  const insert = (table: string, columns: readonly Column[], returning = '') =>
+    `INSERT INTO ${table} (${names(columns)}) SELECT * FROM unnest(${arrays(columns)}) ${returning}`;
+  const update = (table: string, columns: readonly Column[], sets: string) =>
+    `UPDATE ${table} AS t SET ${sets} FROM unnest(${arrays(columns)}) AS v(${names(columns)}) WHERE t.id = v.id`;
+  const assign = (columns: readonly Column[]) => columns.map(([name]) => `${name} = v.${name}`).join(', ');
+  const parts = [
+    `deleted AS (DELETE FROM coord_outbox WHERE id = ANY($${++n}::bigint[]))`,
+    `items_in AS (${insert('coord_items', ITEM_INSERT)})`,
+    `hops_in AS (${insert('coord_hops', HOP_INSERT)})`,
+    `hops_up AS (${update('coord_hops', HOP_UPDATE, assign(HOP_COLUMNS))})`,
+    // A change without a run snapshot (null here) keeps the row's.
+    `items_up AS (${update(
+      'coord_items',
+      ITEM_UPDATE,
+      `${assign(ITEM_COLUMNS)}, ${RUN_COLUMNS.map(([name]) => `${name} = COALESCE(v.${name}, t.${name})`).join(', ')}`,
+    )})`,
+    `usage_in AS (${insert('coord_usage', USAGE_INSERT)})`,
+    `outbox_in AS (${insert('coord_outbox', OUTBOX_INSERT, 'RETURNING id')})`,
+    `head AS (UPDATE audit_head SET seq = $${++n}::bigint, hash = $${++n}::text
+       WHERE id = 1 AND seq = $${++n}::bigint AND hash = $${++n}::text RETURNING 1)`,
+    `audit_in AS (${insert('audit_log', AUDIT_INSERT)})`,
+  ];
+  return `WITH ${parts.join(',\n')}
+    SELECT (SELECT array_agg(id ORDER BY id) FROM outbox_in) AS outbox, 1 / (SELECT count(*)::int FROM head) AS head_moved`;
+})();
+
+const json = (v: unknown): string | null => (v === null || v === undefined ? null : JSON.stringify(v));
+
+/** Rows of equal width as one array per column (what `unnest` takes). */
+function columnsOf(rows: readonly unknown[][], width: number): unknown[][] {
+  const out: unknown[][] = Array.from({ length: width }, () => new Array(rows.length));
+  for (let r = 0; r < rows.length; r++) {
+    const row = rows[r]!;
+    for (let c = 0; c < width; c++) out[c]![r] = row[c];
+  }
+  return out;
+}
+
+function hopValues(hop: HopRecord): unknown[] {
+  return [
+    hop.state,
+    hop.model,
+    hop.usage.inputTokens,
+    hop.usage.outputTokens,
+    hop.usage.costUsd,
+    hop.usage.elapsedMs,
+    json(hop.error),
+    json(hop.reply),
+    hop.activeSince,
+    hop.finishedAt,
+    hop.timeouts,
+  ];
+}
+
+function runValues(run: RunRecord | undefined): unknown[] {
+  return run === undefined ? [null, null] : [run.machineVersion, JSON.stringify(run.snapshot)];
+}
+
+/** Whether a batch can be committed by `COMMIT_STATEMENT` (a definition to keep takes a statement of its own). */
+export function fitsOneStatement(batch: CommitBatch): boolean {
+  return batch.changes.every((c) => c.definition === undefined);
+}
+
+/**
+ * The parameters of `COMMIT_STATEMENT` for `batch`, its audit rows `audit`
+ * (hashed after `head`), in the statement's order; `head` is where the
+ * chain stands before, `next` after.
+ */
+export function commitParameters(
+  batch: CommitBatch,
+  audit: readonly ChainedRow[],
+  head: AuditHead,
+): { params: unknown[]; next: AuditHead } {
+  // Each row once, as the batch's last change leaves it (created rows inserted with their final values).
+  const created = new Map<string, { item: ItemRecord; run: RunRecord | undefined }>();
+  const updated = new Map<string, { item: ItemRecord; run: RunRecord | undefined }>();
+  const hopsCreated = new Map<string, HopRecord>();
+  const hopsUpdated = new Map<string, HopRecord>();
+  for (const c of batch.changes) {
+    const into = c.created ? created : created.has(c.itemId) ? created : updated;
+    into.set(c.itemId, { item: c.item, run: c.run ?? into.get(c.itemId)?.run });
+    for (const { hop, created: isNew } of c.hops) {
+      if (isNew || hopsCreated.has(hop.id)) hopsCreated.set(hop.id, hop);
+      else hopsUpdated.set(hop.id, hop);
+    }
+  }
+  const itemRows = [...created.values()].map(({ item, run }) => [
+    item.id,
+    item.taskId,
+    item.workflow.id,
+    item.workflow.version,
+    JSON.stringify(item.input),
+    json(item.budget),
+    json(item.attributes),
+    item.createdAt,
+    ...itemUpdateValues(item),
+    ...runValues(run),
+  ]);
+  const hopRows = [...hopsCreated.values()].map((hop) => [
+    hop.id,
+    hop.itemId,
+    hop.seq,
+    hop.hop,
+    hop.attempt,
+    hop.kind,
+    hop.stage,
+    hop.role,
+    hop.idempotencyKey,
+    hop.continuation,
+    hop.askedBy,
+    hop.dispatchedAt,
+    ...hopValues(hop),
+    json(hop.question),
+  ]);
+  const hopUpdates = [...hopsUpdated.values()].map((hop) => [...hopValues(hop), hop.id]);
+  const itemUpdates = [...updated.values()].map(({ item, run }) => [
+    ...itemUpdateValues(item),
+    ...runValues(run),
+    item.id,
+  ]);
+  const usage = batch.changes.flatMap((c: ItemChanges) =>
+    c.usage.map((u) => [u.hopId, u.itemId, u.agent, u.model, u.inputTokens, u.outputTokens, u.costUsd, u.elapsedMs, u.at]),
+  );
+  const outbox = batch.changes.flatMap((c) => c.outbox.map((o) => [c.itemId, o.kind, JSON.stringify(o.body)]));
+  const auditRows = audit.map(({ entry, seq, prevHash, hash }) => [
+    seq,
+    entry.at,
+    entry.kind,
+    entry.itemId,
+    entry.hop,
+    entry.actor,
+    entry.dataText,
+    prevHash,
+    hash,
+  ]);
+  const last = audit[audit.length - 1];
+  const next = last === undefined ? head : { seq: last.seq, hash: last.hash };
+  const params: unknown[] = [
+    batch.deleteOutbox,
+    ...columnsOf(itemRows, ITEM_INSERT.length),
+    ...columnsOf(hopRows, HOP_INSERT.length),
+    ...columnsOf(hopUpdates, HOP_UPDATE.length),
+    ...columnsOf(itemUpdates, ITEM_UPDATE.length),
+    ...columnsOf(usage, USAGE_INSERT.length),
+    ...columnsOf(outbox, OUTBOX_INSERT.length),
+    next.seq,
+    next.hash,
+    head.seq,
+    head.hash,
+    ...columnsOf(auditRows, AUDIT_INSERT.length),
+  ];
+  return { params, next };
+}
+
+/** The outbox ids `COMMIT_STATEMENT` returned, ascending (the order of the batch's outbox rows). */
+export function committedOutboxIds(row: { outbox: unknown } | undefined): number[] {
+  const ids = row?.outbox;
+  return Array.isArray(ids) ? ids.map((id) => Number(id)) : [];
+}
+
+/**
+ * Whether a failed commit statement found the audit head moved (another
+ * appender since the store read it): the statement wrote nothing, and it
+ * can be built again on the head as it now is.
+ */
+export function isStaleAuditHead(error: unknown): boolean {
+  const state = (error as { details?: { sqlState?: unknown } } | null)?.details?.sqlState;
+  return state === '22012' || state === '23505';
+}
