@@ -241,7 +241,17 @@ export function commitParameters(
     item.id,
   ]);
   const usage = batch.changes.flatMap((c: ItemChanges) =>
-    c.usage.map((u) => [u.hopId, u.itemId, u.agent, u.model, u.inputTokens, u.outputTokens, u.costUsd, u.elapsedMs, u.at]),
+    c.usage.map((u) => [
+      u.hopId,
+      u.itemId,
+      u.agent,
+      u.model,
+      u.inputTokens,
+      u.outputTokens,
+      u.costUsd,
+      u.elapsedMs,
+      u.at,
+    ]),
   );
   const outbox = batch.changes.flatMap((c) => c.outbox.map((o) => [c.itemId, o.kind, JSON.stringify(o.body)]));
   const auditRows = audit.map(({ entry, seq, prevHash, hash }) => [
