@@ -61,6 +61,7 @@ interface ContextScripts {
   readonly complete: LuaScript;
   readonly effect: LuaScript;
   readonly forget: LuaScript;
+  readonly hydrate: LuaScript;
   readonly memory: LuaScript;
 }
 
@@ -76,6 +77,7 @@ function contextScripts(): ContextScripts {
     complete: contextScript('complete.lua'),
     effect: contextScript('effect.lua'),
     forget: contextScript('forget.lua'),
+    hydrate: contextScript('hydrate.lua'),
     memory: contextScript('memory.lua'),
   };
   return scripts;
@@ -159,11 +161,13 @@ export class RedisContextStore implements ContextStore {
   async hydrate(runId: string): Promise<WorkItemContext> {
     this.#assertOpen();
     const run = checkKey(runId, 'runId');
-    const [outputs, memory] = (await this.#client
-      .multi()
-      .lRange(this.#key('o', run), 0, -1)
-      .hGetAll(this.#key('m', run))
-      .exec()) as unknown as [string[], Record<string, string>];
+    // One script (one command, one round trip) reads both, atomically.
+    const [outputs, flat] = (await this.#run('hydrate', [this.#key('o', run), this.#key('m', run)], [])) as [
+      string[],
+      string[],
+    ];
+    const memory: [string, string][] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) memory.push([flat[i]!, flat[i + 1]!]);
     return {
       runId: run,
       outputs: outputs.map((text): HopOutput => {
@@ -181,9 +185,7 @@ export class RedisContextStore implements ContextStore {
         };
       }),
       memory: Object.fromEntries(
-        Object.entries(memory)
-          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-          .map(([k, v]) => [k, JSON.parse(v) as unknown]),
+        memory.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => [k, JSON.parse(v) as unknown]),
       ),
     };
   }
