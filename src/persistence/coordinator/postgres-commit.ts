@@ -115,6 +115,9 @@ const AUDIT_INSERT: readonly Column[] = [
   ['hash', 'text'],
 ];
 
+/** The name each connection prepares `COMMIT_STATEMENT` under (parsed and planned once per connection). */
+export const COMMIT_STATEMENT_NAME = 'switchboard_coordinator_commit_v1';
+
 /** The statement's text, built once: `$n` placeholders in the order `commitParameters` fills them. */
 export const COMMIT_STATEMENT: string = (() => {
   let n = 0;

@@ -22,6 +22,7 @@ import {
 import type { PgFence } from './postgres-client.js';
 import {
   COMMIT_STATEMENT,
+  COMMIT_STATEMENT_NAME,
   commitParameters,
   committedOutboxIds,
   fitsOneStatement,
@@ -568,10 +569,10 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
         const fence = this.#fence;
         row = (
           fence === undefined
-            ? await this.#pool.query(COMMIT_STATEMENT, params)
+            ? await this.#pool.query(COMMIT_STATEMENT, params, COMMIT_STATEMENT_NAME)
             : await inPgTransaction(this.#pool, async (tx) => {
                 await fence(tx);
-                return tx.query(COMMIT_STATEMENT, params);
+                return tx.query(COMMIT_STATEMENT, params, COMMIT_STATEMENT_NAME);
               })
         ).rows[0];
       } catch (error) {
