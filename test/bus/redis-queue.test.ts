@@ -12,6 +12,7 @@ import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { hop, takeResults } from '../worker/helpers.js';
 import { type ContractQueueOptions, OffsetClock, runWorkQueueContract, sleep, workEnvelope } from './contract.js';
 import { IN_CI, REDIS_URL, redisGate } from '../redis-availability.js';
+import { TcpProxy } from '../persistence/tcp-proxy.js';
 
 const { redisUp } = await redisGate();
 const runRedis = redisUp || IN_CI;
@@ -90,6 +91,32 @@ describe.runIf(runRedis)(suiteName, () => {
       },
     };
   });
+
+  it('a publish that Redis does not answer (a partition: the connection open, nothing flows) fails with BUS_BACKEND after the command timeout, and the queue works again once traffic flows', async () => {
+    const redisPort = Number(new URL(REDIS_URL).port || 6379);
+    const proxy = await TcpProxy.start('127.0.0.1', redisPort);
+    const prefix = testPrefix();
+    const queue = await createRedisQueue({ url: `redis://127.0.0.1:${proxy.port}`, prefix });
+    try {
+      await queue.publish('cut', workEnvelope(1), { idempotencyKey: 'before' });
+      proxy.cut();
+      const started = Date.now();
+      const error = await queue.publish('cut', workEnvelope(2), { idempotencyKey: 'during' }).catch((e: unknown) => e);
+      const waited = Date.now() - started;
+      expect(error).toMatchObject({ code: 'BUS_BACKEND', message: expect.stringMatching(/timed out/) });
+      expect(waited).toBeGreaterThanOrEqual(4_900);
+      expect(waited).toBeLessThan(8_000);
+      proxy.heal();
+      // The connection carries on (the late answer is dropped): a publish goes through again.
+      await expect(queue.publish('cut', workEnvelope(3), { idempotencyKey: 'after' })).resolves.toMatchObject({
+        duplicate: false,
+      });
+    } finally {
+      await queue.close();
+      await proxy.close();
+      await dropPrefix(prefix);
+    }
+  }, 30_000);
 
   describe('RedisQueue specifics', () => {
     const prefixes: string[] = [];

@@ -14,6 +14,7 @@ import {
   resolveRoleSettings,
 } from '../queue-arguments.js';
 import { REDIS_GROUP, RedisKeys } from './keys.js';
+import { CommandTimeouts } from './command-timeouts.js';
 import { type ScriptConnection, runScript } from './lua-script.js';
 import { type NodeRedisModule, loadNodeRedis } from './node-redis.js';
 import { type BusScripts, busScripts } from './scripts.js';
@@ -205,6 +206,8 @@ export class RedisQueue implements WorkQueue {
   private readonly orphanIdleMs: number;
   private readonly maxBlocking: number;
   private readonly maxBlockMs: number;
+  /** The scripts' answers are waited for under these (one timer), not node-redis's timer per command. */
+  private readonly timeouts = new CommandTimeouts();
   private readonly publishBatch: number;
   private readonly onConnectionError: (error: Error) => void;
   private readonly connectTimeoutMs: number;
@@ -290,7 +293,7 @@ export class RedisQueue implements WorkQueue {
   }
 
   private run(script: keyof BusScripts, keys: readonly string[], args: readonly string[]): Promise<unknown> {
-    return runScript(this.command as unknown as ScriptConnection, this.scripts[script], keys, args);
+    return runScript(this.command as unknown as ScriptConnection, this.scripts[script], keys, args, this.timeouts);
   }
 
   /** Connects a client, or fails with BUS_BACKEND after the connect timeout (the client is destroyed). */
@@ -799,6 +802,7 @@ export class RedisQueue implements WorkQueue {
       if (conn.client.isOpen) await conn.client.close().catch(() => undefined);
     }
     if (this.commandConnection?.isOpen) await this.commandConnection.close().catch(() => undefined);
+    this.timeouts.close();
   }
 }
 

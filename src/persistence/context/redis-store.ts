@@ -17,6 +17,7 @@ import { hashTag } from '../../bus/redis/keys.js';
 import { safeRedisUrl } from '../../bus/redis/url.js';
 import { type LuaScript, type ScriptConnection, luaScript, readLua, runScript } from '../../bus/redis/lua-script.js';
 import { type NodeRedisModule, loadNodeRedis } from '../../bus/redis/node-redis.js';
+import { CommandTimeouts, UNTIMED } from '../../bus/redis/command-timeouts.js';
 
 /**
  * The Context Engine on Redis: what workers on several machines share when
@@ -136,6 +137,8 @@ export class RedisContextStore implements ContextStore {
   readonly #tag: string;
   readonly #clock: Clock;
   readonly #scripts = contextScripts();
+  /** The hot paths' answers (scripts, the completion read) are waited for under these: one timer, not one a command. */
+  readonly #timeouts = new CommandTimeouts();
   #closed = false;
 
   constructor(client: Client, options: { prefix: string; clock?: Clock; retentionMs?: number }) {
@@ -151,7 +154,7 @@ export class RedisContextStore implements ContextStore {
   }
 
   #run(script: keyof ContextScripts, keys: readonly string[], args: readonly string[]): Promise<unknown> {
-    return runScript(this.#client as unknown as ScriptConnection, this.#scripts[script], keys, args);
+    return runScript(this.#client as unknown as ScriptConnection, this.#scripts[script], keys, args, this.#timeouts);
   }
 
   #assertOpen(): void {
@@ -219,7 +222,8 @@ export class RedisContextStore implements ContextStore {
 
   async completion(idempotencyKey: string): Promise<HopCompletion | undefined> {
     this.#assertOpen();
-    const text = await this.#client.get(this.#key('d', checkKey(idempotencyKey, 'idempotencyKey')));
+    const key = this.#key('d', checkKey(idempotencyKey, 'idempotencyKey'));
+    const text = (await this.#timeouts.watch(() => this.#client.sendCommand(['GET', key], UNTIMED))) as string | null;
     return text === null ? undefined : (JSON.parse(text) as HopCompletion);
   }
 
@@ -324,6 +328,7 @@ export class RedisContextStore implements ContextStore {
     } catch {
       this.#client.destroy();
     }
+    this.#timeouts.close();
   }
 }
 
