@@ -159,6 +159,27 @@ for (const sink of ['append', 'one statement'] as const)
       expect(await audit.verifyChain()).toMatchObject({ ok: true, entries: 3 });
     });
 
+    it('writes text and numbers as given: quotes, backslashes, new lines, non-ASCII text, costs of many digits', async () => {
+      const { store, audit } = await open();
+      const text = 'say "hi" \\ C:\\path\nnext line\ttab ✓ 🚀 ünïcode {"json": [1, 2]}';
+      const change = created('q');
+      change.item.input = [{ kind: 'text', text }];
+      change.item.usage = { inputTokens: 2 ** 40, outputTokens: 3, costUsd: 0.1 + 0.2, elapsedMs: 1.5 };
+      change.hops[0]!.hop.error = { type: 'Weird', message: text };
+      change.outbox = [{ kind: 'start', body: { text } }];
+      change.audit = [{ kind: 'item-created', itemId: 'q', actor: 'coordinator', data: { text } }];
+      const committed = await store.commit({ changes: [change], deleteOutbox: [] });
+      expect(committed.outbox[0]![0]!.body).toEqual({ text });
+      const [stored] = await store.loadLive();
+      expect(stored!.item.input).toEqual([{ kind: 'text', text }]);
+      expect(stored!.item.usage).toEqual({ inputTokens: 2 ** 40, outputTokens: 3, costUsd: 0.1 + 0.2, elapsedMs: 1.5 });
+      expect(stored!.hops[0]!.error).toEqual({ type: 'Weird', message: text });
+      expect(stored!.run?.snapshot).toEqual({ value: 'running' });
+      expect((await store.loadOutbox()).map((o) => o.body)).toEqual([{ text }]);
+      expect((await audit.list())[0]!.data).toEqual({ text });
+      expect(await audit.verifyChain()).toMatchObject({ ok: true, entries: 1 });
+    });
+
     it('another appender moving the audit head between two commits: the next commit chains after it, and the chain verifies', async () => {
       const { store, audit, pool } = await open();
       await store.commit({ changes: [created('a')], deleteOutbox: [] });

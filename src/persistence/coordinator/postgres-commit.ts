@@ -7,9 +7,11 @@ import { itemUpdateValues } from './store.js';
  * A Coordinator commit as ONE PostgreSQL statement: every row of a batch
  * (items and hops created and updated, usage, outbox rows in and out) and
  * its audit rows with the audit head's move, as data-modifying CTEs over
- * column arrays (`unnest`). The text is the same for every batch (the rows
- * are in the parameters, an empty array where a batch writes none), so one
- * round trip commits a batch, in a transaction of its own or after a fence.
+ * the rows of one JSON parameter (each table's rows an array of arrays, a
+ * column by its place; `JSON.stringify` writes it in one call, where array
+ * parameters are escaped element by element). The text is the same for
+ * every batch (an empty list where a batch writes none), so one round trip
+ * commits a batch, in a transaction of its own or after a fence.
  *
  * The sub-statements of one statement do not see each other's rows: a row
  * several changes of the batch write is written once, as the last of them
@@ -116,50 +118,46 @@ const AUDIT_INSERT: readonly Column[] = [
 ];
 
 /** The name each connection prepares `COMMIT_STATEMENT` under (parsed and planned once per connection). */
-export const COMMIT_STATEMENT_NAME = 'switchboard_coordinator_commit_v1';
+export const COMMIT_STATEMENT_NAME = 'switchboard_coordinator_commit_v2';
 
-/** The statement's text, built once: `$n` placeholders in the order `commitParameters` fills them. */
+/** The statement's text, built once: `$1` the batch's rows (JSON), `$2`..`$5` the audit head after and before. */
 export const COMMIT_STATEMENT: string = (() => {
-  let n = 0;
-  const arrays = (columns: readonly Column[]) => columns.map(([, type]) => `$${++n}::${type}[]`).join(', ');
   const names = (columns: readonly Column[]) => columns.map(([name]) => name).join(', ');
-  const insert = (table: string, columns: readonly Column[], returning = '') =>
-    `INSERT INTO ${table} (${names(columns)}) SELECT * FROM unnest(${arrays(columns)}) ${returning}`;
-  const update = (table: string, columns: readonly Column[], sets: string) =>
-    `UPDATE ${table} AS t SET ${sets} FROM unnest(${arrays(columns)}) AS v(${names(columns)}) WHERE t.id = v.id`;
+  // A row's cells by place: `r->>i` is the text of cell i (JSON null: SQL NULL), cast to its column's type.
+  const cells = (columns: readonly Column[]) =>
+    columns.map(([, type], i) => (type === 'text' ? `r->>${i}` : `(r->>${i})::${type}`)).join(', ');
+  const rows = (key: string) => `json_array_elements((SELECT j FROM batch)->'${key}') AS r`;
+  const insert = (table: string, key: string, columns: readonly Column[], returning = '') =>
+    `INSERT INTO ${table} (${names(columns)}) SELECT ${cells(columns)} FROM ${rows(key)} ${returning}`;
+  const update = (table: string, key: string, columns: readonly Column[], sets: string) =>
+    `UPDATE ${table} AS t SET ${sets} FROM (SELECT ${cells(columns)} FROM ${rows(key)}) AS v(${names(columns)})
+       WHERE t.id = v.id`;
   const assign = (columns: readonly Column[]) => columns.map(([name]) => `${name} = v.${name}`).join(', ');
   const parts = [
-    `deleted AS (DELETE FROM coord_outbox WHERE id = ANY($${++n}::bigint[]))`,
-    `items_in AS (${insert('coord_items', ITEM_INSERT)})`,
-    `hops_in AS (${insert('coord_hops', HOP_INSERT)})`,
-    `hops_up AS (${update('coord_hops', HOP_UPDATE, assign(HOP_COLUMNS))})`,
+    'batch AS (SELECT $1::json AS j)',
+    `deleted AS (DELETE FROM coord_outbox
+       WHERE id IN (SELECT json_array_elements_text((SELECT j FROM batch)->'deleted')::bigint))`,
+    `items_in AS (${insert('coord_items', 'itemsIn', ITEM_INSERT)})`,
+    `hops_in AS (${insert('coord_hops', 'hopsIn', HOP_INSERT)})`,
+    `hops_up AS (${update('coord_hops', 'hopsUp', HOP_UPDATE, assign(HOP_COLUMNS))})`,
     // A change without a run snapshot (null here) keeps the row's.
     `items_up AS (${update(
       'coord_items',
+      'itemsUp',
       ITEM_UPDATE,
       `${assign(ITEM_COLUMNS)}, ${RUN_COLUMNS.map(([name]) => `${name} = COALESCE(v.${name}, t.${name})`).join(', ')}`,
     )})`,
-    `usage_in AS (${insert('coord_usage', USAGE_INSERT)})`,
-    `outbox_in AS (${insert('coord_outbox', OUTBOX_INSERT, 'RETURNING id')})`,
-    `head AS (UPDATE audit_head SET seq = $${++n}::bigint, hash = $${++n}::text
-       WHERE id = 1 AND seq = $${++n}::bigint AND hash = $${++n}::text RETURNING 1)`,
-    `audit_in AS (${insert('audit_log', AUDIT_INSERT)})`,
+    `usage_in AS (${insert('coord_usage', 'usage', USAGE_INSERT)})`,
+    `outbox_in AS (${insert('coord_outbox', 'outbox', OUTBOX_INSERT, 'RETURNING id')})`,
+    `head AS (UPDATE audit_head SET seq = $2::bigint, hash = $3::text
+       WHERE id = 1 AND seq = $4::bigint AND hash = $5::text RETURNING 1)`,
+    `audit_in AS (${insert('audit_log', 'audit', AUDIT_INSERT)})`,
   ];
   return `WITH ${parts.join(',\n')}
     SELECT (SELECT array_agg(id ORDER BY id) FROM outbox_in) AS outbox, 1 / (SELECT count(*)::int FROM head) AS head_moved`;
 })();
 
 const json = (v: unknown): string | null => (v === null || v === undefined ? null : JSON.stringify(v));
-
-/** Rows of equal width as one array per column (what `unnest` takes). */
-function columnsOf(rows: readonly unknown[][], width: number): unknown[][] {
-  const out: unknown[][] = Array.from({ length: width }, () => new Array(rows.length));
-  for (let r = 0; r < rows.length; r++) {
-    const row = rows[r]!;
-    for (let c = 0; c < width; c++) out[c]![r] = row[c];
-  }
-  return out;
-}
 
 function hopValues(hop: HopRecord): unknown[] {
   return [
@@ -270,20 +268,17 @@ export function commitParameters(
   ]);
   const last = audit[audit.length - 1];
   const next = last === undefined ? head : { seq: last.seq, hash: last.hash };
-  const params: unknown[] = [
-    batch.deleteOutbox,
-    ...columnsOf(itemRows, ITEM_INSERT.length),
-    ...columnsOf(hopRows, HOP_INSERT.length),
-    ...columnsOf(hopUpdates, HOP_UPDATE.length),
-    ...columnsOf(itemUpdates, ITEM_UPDATE.length),
-    ...columnsOf(usage, USAGE_INSERT.length),
-    ...columnsOf(outbox, OUTBOX_INSERT.length),
-    next.seq,
-    next.hash,
-    head.seq,
-    head.hash,
-    ...columnsOf(auditRows, AUDIT_INSERT.length),
-  ];
+  const rows = {
+    deleted: batch.deleteOutbox,
+    itemsIn: itemRows,
+    hopsIn: hopRows,
+    hopsUp: hopUpdates,
+    itemsUp: itemUpdates,
+    usage,
+    outbox,
+    audit: auditRows,
+  };
+  const params: unknown[] = [JSON.stringify(rows), next.seq, next.hash, head.seq, head.hash];
   return { params, next };
 }
 
