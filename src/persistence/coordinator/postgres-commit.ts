@@ -1,5 +1,4 @@
 import type { AuditHead } from '../../protocol/audit.js';
-import type { ChainedRow } from '../audit/chain.js';
 import type { CommitBatch, HopRecord, ItemChanges, ItemRecord, RunRecord } from '../../workflow/records.js';
 import { itemUpdateValues } from './store.js';
 
@@ -26,6 +25,18 @@ import { itemUpdateValues } from './store.js';
  */
 
 type Column = readonly [name: string, type: string];
+
+/**
+ * An audit row placed in the chain, as the audit sink hashes it (the audit's
+ * `ChainedRow`): its row number, its hash and the previous row's, and the
+ * entry's columns (`dataText` the canonical JSON of its data).
+ */
+export interface AuditChainRow {
+  seq: number;
+  prevHash: string;
+  hash: string;
+  entry: { at: string; kind: string; itemId: string; hop: number | null; actor: string; dataText: string };
+}
 
 const ITEM_COLUMNS: readonly Column[] = [
   ['state', 'text'],
@@ -191,7 +202,7 @@ export function fitsOneStatement(batch: CommitBatch): boolean {
  */
 export function commitParameters(
   batch: CommitBatch,
-  audit: readonly ChainedRow[],
+  audit: readonly AuditChainRow[],
   head: AuditHead,
 ): { params: unknown[]; next: AuditHead } {
   // Each row once, as the batch's last change leaves it (created rows inserted with their final values).

@@ -1,6 +1,5 @@
 import type { ItemOutput } from '../../protocol/item-output.js';
 import type { AuditEntryInput, AuditHead } from '../../protocol/audit.js';
-import type { ChainedRow } from '../audit/chain.js';
 import type { Part } from '../../protocol/parts.js';
 import type { WorkMessage } from '../../protocol/work-envelope.js';
 import { SchemaVersionError } from '../kernel/migrations.js';
@@ -21,6 +20,7 @@ import {
 } from './item-reads.js';
 import type { PgFence } from './postgres-client.js';
 import {
+  type AuditChainRow,
   COMMIT_STATEMENT,
   COMMIT_STATEMENT_NAME,
   commitParameters,
@@ -76,7 +76,7 @@ export interface PgAuditSink {
    * audit rows, `chain` hashing them after the head the store last read
    * (`head`); without them, every commit appends through `append`.
    */
-  chain?(head: AuditHead, entries: readonly AuditEntryInput[]): readonly ChainedRow[];
+  chain?(head: AuditHead, entries: readonly AuditEntryInput[]): readonly AuditChainRow[];
   head?(q: PgQuery): Promise<AuditHead>;
 }
 
