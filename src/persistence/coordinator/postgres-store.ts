@@ -77,6 +77,7 @@ export interface PgAuditSink {
    * (`head`); without them, every commit appends through `append`.
    */
   chain?(head: AuditHead, entries: readonly AuditEntryInput[]): readonly AuditChainRow[];
+  /** The audit head as it stands (read when the store does not know it: on open, after another append, after a failure). */
   head?(q: PgQuery): Promise<AuditHead>;
 }
 
