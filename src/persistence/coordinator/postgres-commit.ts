@@ -1,6 +1,6 @@
 import type { AuditHead } from '../../protocol/audit.js';
 import type { CommitBatch, HopRecord, ItemChanges, ItemRecord, RunRecord } from '../../workflow/records.js';
-import { itemUpdateValues } from './store.js';
+import { hopUpdateValues, itemUpdateValues, usageValues } from './store.js';
 
 /**
  * A Coordinator commit as ONE PostgreSQL statement: every row of a batch
@@ -24,7 +24,8 @@ import { itemUpdateValues } from './store.js';
  * and the store reads the head again and retries (`isStaleAuditHead`).
  */
 
-type Column = readonly [name: string, type: string];
+/** A column a statement writes: its name and its PostgreSQL type. */
+export type Column = readonly [name: string, type: string];
 
 /**
  * An audit row placed in the chain, as the audit sink hashes it (the audit's
@@ -38,7 +39,8 @@ export interface AuditChainRow {
   entry: { at: string; kind: string; itemId: string; hop: number | null; actor: string; dataText: string };
 }
 
-const ITEM_COLUMNS: readonly Column[] = [
+/** The item's columns a commit writes, in the order of `itemUpdateValues`. */
+export const ITEM_COLUMNS: readonly Column[] = [
   ['state', 'text'],
   ['stage', 'text'],
   ['hop', 'integer'],
@@ -53,11 +55,13 @@ const ITEM_COLUMNS: readonly Column[] = [
   ['finished_at', 'bigint'],
   ['output', 'text'],
 ];
-const RUN_COLUMNS: readonly Column[] = [
+/** The run's columns of an item row, in the order of `runValues`. */
+export const RUN_COLUMNS: readonly Column[] = [
   ['run_version', 'integer'],
   ['run_snapshot', 'text'],
 ];
-const ITEM_INSERT: readonly Column[] = [
+/** An item row's columns as created, in the order of `itemInsertValues`. */
+export const ITEM_INSERT: readonly Column[] = [
   ['id', 'text'],
   ['task_id', 'text'],
   ['workflow_id', 'text'],
@@ -70,7 +74,8 @@ const ITEM_INSERT: readonly Column[] = [
   ...RUN_COLUMNS,
 ];
 const ITEM_UPDATE: readonly Column[] = [...ITEM_COLUMNS, ...RUN_COLUMNS, ['id', 'text']];
-const HOP_COLUMNS: readonly Column[] = [
+/** The hop's columns a commit writes, in the order of `hopUpdateValues`. */
+export const HOP_COLUMNS: readonly Column[] = [
   ['state', 'text'],
   ['model', 'text'],
   ['input_tokens', 'bigint'],
@@ -83,7 +88,8 @@ const HOP_COLUMNS: readonly Column[] = [
   ['finished_at', 'bigint'],
   ['timeouts', 'integer'],
 ];
-const HOP_INSERT: readonly Column[] = [
+/** A hop row's columns as created, in the order of `hopInsertValues`. */
+export const HOP_INSERT: readonly Column[] = [
   ['id', 'text'],
   ['item_id', 'text'],
   ['seq', 'integer'],
@@ -128,12 +134,17 @@ const AUDIT_INSERT: readonly Column[] = [
   ['hash', 'text'],
 ];
 
+/** A column list as SQL: `a, b, c`. */
+export function columnNames(columns: readonly Column[]): string {
+  return columns.map(([name]) => name).join(', ');
+}
+
 /** The name each connection prepares `COMMIT_STATEMENT` under (parsed and planned once per connection). */
 export const COMMIT_STATEMENT_NAME = 'switchboard_coordinator_commit_v2';
 
 /** The statement's text, built once: `$1` the batch's rows (JSON), `$2`..`$5` the audit head after and before. */
 export const COMMIT_STATEMENT: string = (() => {
-  const names = (columns: readonly Column[]) => columns.map(([name]) => name).join(', ');
+  const names = columnNames;
   // A row's cells by place: `r->>i` is the text of cell i (JSON null: SQL NULL), cast to its column's type.
   const cells = (columns: readonly Column[]) =>
     columns.map(([, type], i) => (type === 'text' ? `r->>${i}` : `(r->>${i})::${type}`)).join(', ');
@@ -170,24 +181,32 @@ export const COMMIT_STATEMENT: string = (() => {
 
 const json = (v: unknown): string | null => (v === null || v === undefined ? null : JSON.stringify(v));
 
-function hopValues(hop: HopRecord): unknown[] {
+/** A run's values of `RUN_COLUMNS` (nulls without one: the row's are kept). */
+export function runValues(run: RunRecord | undefined): unknown[] {
+  return run === undefined ? [null, null] : [run.machineVersion, JSON.stringify(run.snapshot)];
+}
+
+/** An item's values of `ITEM_INSERT`. */
+export function itemInsertValues(item: ItemRecord, run: RunRecord | undefined): unknown[] {
   return [
-    hop.state,
-    hop.model,
-    hop.usage.inputTokens,
-    hop.usage.outputTokens,
-    hop.usage.costUsd,
-    hop.usage.elapsedMs,
-    json(hop.error),
-    json(hop.reply),
-    hop.activeSince,
-    hop.finishedAt,
-    hop.timeouts,
+    item.id,
+    item.taskId,
+    item.workflow.id,
+    item.workflow.version,
+    JSON.stringify(item.input),
+    json(item.budget),
+    json(item.attributes),
+    item.createdAt,
+    ...itemUpdateValues(item),
+    ...runValues(run),
   ];
 }
 
-function runValues(run: RunRecord | undefined): unknown[] {
-  return run === undefined ? [null, null] : [run.machineVersion, JSON.stringify(run.snapshot)];
+/** A hop's values of `HOP_INSERT`. */
+export function hopInsertValues(hop: HopRecord): unknown[] {
+  const { id, itemId, seq, hop: n, attempt, kind, stage, role, idempotencyKey, continuation, askedBy } = hop;
+  const placed: unknown[] = [id, itemId, seq, n, attempt, kind, stage, role, idempotencyKey, continuation, askedBy];
+  return [...placed, hop.dispatchedAt, ...hopUpdateValues(hop), json(hop.question)];
 }
 
 /** Whether a batch can be committed by `COMMIT_STATEMENT` (a definition to keep takes a statement of its own). */
@@ -218,53 +237,15 @@ export function commitParameters(
       else hopsUpdated.set(hop.id, hop);
     }
   }
-  const itemRows = [...created.values()].map(({ item, run }) => [
-    item.id,
-    item.taskId,
-    item.workflow.id,
-    item.workflow.version,
-    JSON.stringify(item.input),
-    json(item.budget),
-    json(item.attributes),
-    item.createdAt,
-    ...itemUpdateValues(item),
-    ...runValues(run),
-  ]);
-  const hopRows = [...hopsCreated.values()].map((hop) => [
-    hop.id,
-    hop.itemId,
-    hop.seq,
-    hop.hop,
-    hop.attempt,
-    hop.kind,
-    hop.stage,
-    hop.role,
-    hop.idempotencyKey,
-    hop.continuation,
-    hop.askedBy,
-    hop.dispatchedAt,
-    ...hopValues(hop),
-    json(hop.question),
-  ]);
-  const hopUpdates = [...hopsUpdated.values()].map((hop) => [...hopValues(hop), hop.id]);
+  const itemRows = [...created.values()].map(({ item, run }) => itemInsertValues(item, run));
+  const hopRows = [...hopsCreated.values()].map(hopInsertValues);
+  const hopUpdates = [...hopsUpdated.values()].map((hop) => [...hopUpdateValues(hop), hop.id]);
   const itemUpdates = [...updated.values()].map(({ item, run }) => [
     ...itemUpdateValues(item),
     ...runValues(run),
     item.id,
   ]);
-  const usage = batch.changes.flatMap((c: ItemChanges) =>
-    c.usage.map((u) => [
-      u.hopId,
-      u.itemId,
-      u.agent,
-      u.model,
-      u.inputTokens,
-      u.outputTokens,
-      u.costUsd,
-      u.elapsedMs,
-      u.at,
-    ]),
-  );
+  const usage = batch.changes.flatMap((c: ItemChanges) => c.usage.map(usageValues));
   const outbox = batch.changes.flatMap((c) => c.outbox.map((o) => [c.itemId, o.kind, JSON.stringify(o.body)]));
   const auditRows = audit.map(({ entry, seq, prevHash, hash }) => [
     seq,

@@ -22,13 +22,23 @@ import type { PgFence } from './postgres-client.js';
 import {
   type AuditChainRow,
   COMMIT_STATEMENT,
+  type Column,
+  HOP_COLUMNS,
+  HOP_INSERT,
+  ITEM_COLUMNS,
+  ITEM_INSERT,
+  RUN_COLUMNS,
+  columnNames,
+  hopInsertValues,
+  itemInsertValues,
+  runValues,
   COMMIT_STATEMENT_NAME,
   commitParameters,
   committedOutboxIds,
   fitsOneStatement,
   isStaleAuditHead,
 } from './postgres-commit.js';
-import { COORDINATOR_SCHEMA, itemUpdateValues } from './store.js';
+import { COORDINATOR_SCHEMA, hopUpdateValues, itemUpdateValues, usageValues } from './store.js';
 import type {
   CommitBatch,
   Committed,
@@ -263,8 +273,6 @@ function hopFrom(r: Row): HopRecord {
   };
 }
 
-const json = (v: unknown): string | null => (v === null || v === undefined ? null : JSON.stringify(v));
-
 /** Parameters per statement at most (PostgreSQL takes 65,535): larger writes take several statements. */
 const MAX_PARAMETERS = 16_384;
 
@@ -328,8 +336,6 @@ async function writeMarks(tx: PgQuery, marks: PendingMarks): Promise<void> {
   }
 }
 
-type Column = readonly [name: string, type: string];
-
 /** Updates rows of `table` by id: each of `rows` holds the `columns`' new values, then the id. */
 async function updateRows(tx: PgQuery, table: string, columns: readonly Column[], rows: readonly unknown[][]) {
   if (rows.length === 0) return;
@@ -345,63 +351,6 @@ async function updateRows(tx: PgQuery, table: string, columns: readonly Column[]
       chunk.flat(),
     );
   }
-}
-
-/** The item's columns a commit writes (name, type), in the order of `itemUpdateValues`. */
-const ITEM_UPDATE_COLUMNS: readonly Column[] = [
-  ['state', 'text'],
-  ['stage', 'text'],
-  ['hop', 'integer'],
-  ['hops', 'integer'],
-  ['input_tokens', 'bigint'],
-  ['output_tokens', 'bigint'],
-  ['cost_usd', 'double precision'],
-  ['elapsed_ms', 'double precision'],
-  ['failure', 'text'],
-  ['approval', 'text'],
-  ['updated_at', 'bigint'],
-  ['finished_at', 'bigint'],
-  ['output', 'text'],
-];
-
-const RUN_COLUMNS: readonly Column[] = [
-  ['run_version', 'integer'],
-  ['run_snapshot', 'text'],
-];
-
-function runFields(run: ItemChanges['run']): unknown[] {
-  return run === undefined ? [null, null] : [run.machineVersion, JSON.stringify(run.snapshot)];
-}
-
-/** The hop's columns a commit writes (name, type), in the order of `hopFields`. */
-const HOP_UPDATE_COLUMNS: readonly Column[] = [
-  ['state', 'text'],
-  ['model', 'text'],
-  ['input_tokens', 'bigint'],
-  ['output_tokens', 'bigint'],
-  ['cost_usd', 'double precision'],
-  ['elapsed_ms', 'double precision'],
-  ['error', 'text'],
-  ['reply', 'text'],
-  ['active_since', 'bigint'],
-  ['finished_at', 'bigint'],
-  ['timeouts', 'integer'],
-];
-
-function hopFields(hop: HopRecord): unknown[] {
-  return [
-    hop.state,
-    hop.model,
-    hop.usage.inputTokens,
-    hop.usage.outputTokens,
-    hop.usage.costUsd,
-    hop.usage.elapsedMs,
-    json(hop.error),
-    json(hop.reply),
-    hop.activeSince,
-    hop.finishedAt,
-    hop.timeouts,
-  ];
 }
 
 const USAGE_COLUMNS: Record<UsageGrouping, string> = { agent: 'agent', model: 'model', task: 'item_id' };
@@ -626,49 +575,13 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
     }
     await insertRows(
       tx,
-      `INSERT INTO coord_items (id, task_id, workflow_id, workflow_version, input, budget, attributes, created_at,
-         state, stage, hop, hops, input_tokens, output_tokens, cost_usd, elapsed_ms, failure, approval,
-         updated_at, finished_at, output, run_version, run_snapshot)`,
-      changes
-        .filter((c) => c.created)
-        .map((c) => [
-          c.item.id,
-          c.item.taskId,
-          c.item.workflow.id,
-          c.item.workflow.version,
-          JSON.stringify(c.item.input),
-          json(c.item.budget),
-          json(c.item.attributes),
-          c.item.createdAt,
-          ...itemUpdateValues(c.item),
-          ...runFields(c.run),
-        ]),
+      `INSERT INTO coord_items (${columnNames(ITEM_INSERT)})`,
+      changes.filter((c) => c.created).map((c) => itemInsertValues(c.item, c.run)),
     );
     await insertRows(
       tx,
-      `INSERT INTO coord_hops (id, item_id, seq, hop, attempt, kind, stage, role, idempotency_key, continuation,
-         asked_by, dispatched_at, state, model, input_tokens, output_tokens, cost_usd, elapsed_ms, error, reply,
-         active_since, finished_at, timeouts, question)`,
-      changes.flatMap((c) =>
-        c.hops
-          .filter((h) => h.created)
-          .map(({ hop }) => [
-            hop.id,
-            hop.itemId,
-            hop.seq,
-            hop.hop,
-            hop.attempt,
-            hop.kind,
-            hop.stage,
-            hop.role,
-            hop.idempotencyKey,
-            hop.continuation,
-            hop.askedBy,
-            hop.dispatchedAt,
-            ...hopFields(hop),
-            json(hop.question),
-          ]),
-      ),
+      `INSERT INTO coord_hops (${columnNames(HOP_INSERT)})`,
+      changes.flatMap((c) => c.hops.filter((h) => h.created).map(({ hop }) => hopInsertValues(hop))),
     );
     // Hops and items updated: the last write of each wins (a Map keeps one entry per id).
     const hopUpdates = new Map<string, HopRecord>();
@@ -676,8 +589,8 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
     await updateRows(
       tx,
       'coord_hops',
-      HOP_UPDATE_COLUMNS,
-      [...hopUpdates.values()].map((hop) => [...hopFields(hop), hop.id]),
+      HOP_COLUMNS,
+      [...hopUpdates.values()].map((hop) => [...hopUpdateValues(hop), hop.id]),
     );
     const itemUpdates = new Map<string, { item: ItemRecord; run: ItemChanges['run'] }>();
     for (const c of changes) {
@@ -689,33 +602,21 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
     await updateRows(
       tx,
       'coord_items',
-      [...ITEM_UPDATE_COLUMNS, ...RUN_COLUMNS],
+      [...ITEM_COLUMNS, ...RUN_COLUMNS],
       updates
         .filter((u) => u.run !== undefined)
-        .map((u) => [...itemUpdateValues(u.item), ...runFields(u.run), u.item.id]),
+        .map((u) => [...itemUpdateValues(u.item), ...runValues(u.run), u.item.id]),
     );
     await updateRows(
       tx,
       'coord_items',
-      ITEM_UPDATE_COLUMNS,
+      ITEM_COLUMNS,
       updates.filter((u) => u.run === undefined).map((u) => [...itemUpdateValues(u.item), u.item.id]),
     );
     await insertRows(
       tx,
       'INSERT INTO coord_usage (hop_id, item_id, agent, model, input_tokens, output_tokens, cost_usd, elapsed_ms, at)',
-      changes.flatMap((c) =>
-        c.usage.map((u) => [
-          u.hopId,
-          u.itemId,
-          u.agent,
-          u.model,
-          u.inputTokens,
-          u.outputTokens,
-          u.costUsd,
-          u.elapsedMs,
-          u.at,
-        ]),
-      ),
+      changes.flatMap((c) => c.usage.map(usageValues)),
     );
     const outboxRows = changes.flatMap((c) => c.outbox.map((o) => [c.itemId, o.kind, JSON.stringify(o.body)]));
     // Ids come back in the order of the VALUES rows (one sequence, the statements in order: ascending).
