@@ -180,6 +180,17 @@ for (const sink of ['append', 'one statement'] as const)
       expect(await audit.verifyChain()).toMatchObject({ ok: true, entries: 1 });
     });
 
+    it('a lone surrogate in a text column is written as U+FFFD (as UTF-8 makes it); in a JSON column it round-trips', async () => {
+      const { store } = await open();
+      const change = created('s');
+      change.hops[0]!.hop.model = 'mod\ud800el';
+      change.hops[0]!.hop.error = { type: 'Odd', message: 'lone \udc00 here' };
+      await store.commit({ changes: [change], deleteOutbox: [] });
+      const [stored] = await store.loadLive();
+      expect(stored!.hops[0]!.model).toBe('mod\ufffdel');
+      expect(stored!.hops[0]!.error).toEqual({ type: 'Odd', message: 'lone \udc00 here' });
+    });
+
     it('another appender moving the audit head between two commits: the next commit chains after it, and the chain verifies', async () => {
       const { store, audit, pool } = await open();
       await store.commit({ changes: [created('a')], deleteOutbox: [] });

@@ -270,8 +270,25 @@ export function commitParameters(
     outbox,
     audit: auditRows,
   };
-  const params: unknown[] = [JSON.stringify(rows), next.seq, next.hash, head.seq, head.hash];
+  const params: unknown[] = [batchJson(rows), next.seq, next.hash, head.seq, head.hash];
   return { params, next };
+}
+
+const LONE_SURROGATES = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/** A string's lone surrogates as U+FFFD (what a text parameter's UTF-8 made of them). */
+const wellFormed = (_key: string, value: unknown): unknown =>
+  typeof value === 'string' ? value.replace(LONE_SURROGATES, '\uFFFD') : value;
+
+/**
+ * The batch's rows as JSON. `JSON.stringify` writes a lone surrogate as an
+ * escape (`\udXXX`) that PostgreSQL's JSON refuses to read back as text:
+ * when one may be there, each string is made well-formed first, as a text
+ * parameter's UTF-8 encoding made it (U+FFFD) before rows went as JSON.
+ */
+function batchJson(rows: unknown): string {
+  const text = JSON.stringify(rows);
+  return /\\ud[89a-f]/i.test(text) ? JSON.stringify(rows, wellFormed) : text;
 }
 
 /** The outbox ids `COMMIT_STATEMENT` returned, ascending (the order of the batch's outbox rows). */
