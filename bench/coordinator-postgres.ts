@@ -5,9 +5,9 @@
  * four-stage dev SDLC workflow with no-op steps:
  *
  * - Coordinator: `createCoordinator({ postgres })` with the Redis bus and
- *   Context Engine, the role pools in process with no-op handlers, the
- *   broker mirror in memory (the way it is deployed; an item's time runs
- *   from `createWorkItem` to `settled`, a phase ends once the mirror caught up);
+ *   Context Engine, the role pools in process with no-op handlers, no
+ *   broker (the way it is deployed: the A2A view is derived from the rows;
+ *   an item's time runs from `createWorkItem` to `settled`);
  * - raw: a loop of plain transactions on a pool of 4 connections writing
  *   the rows a Coordinator commit writes, into the Coordinator's own tables
  *   (one transaction for the item's creation, one per hop: the hop's row
@@ -72,7 +72,7 @@ interface Engine {
   readonly database: TestDatabase;
   /** Runs one work item through the four stages to its end. */
   item(n: number): Promise<void>;
-  /** Waits for what the engine still does for items that ended (the Coordinator's mirror). */
+  /** Waits for what the engine still does for items that ended (the Coordinator's mirror, if it has a broker). */
   settle(): Promise<void>;
   /** A line about the engine's commits, for the figures. */
   note?(): string;

@@ -55,9 +55,9 @@ Options:
   --db postgres://USER[:PASSWORD]@HOST:PORT/DB
                           or its tables and audit in PostgreSQL (the database
                           must exist; its tables are made on first start);
-                          needs --bus redis://...: the broker is then in
-                          memory, rebuilt from the tables on every start. The
-                          password is never logged. Several Coordinators may
+                          needs --bus redis://...; there is then no broker:
+                          tasks, top and the console derive the A2A view
+                          from the rows. The password is never logged. Several Coordinators may
                           run on one database: one leads (a lease with an
                           epoch in the database), the others wait as
                           standbys and take over when its lease lapses (at

@@ -12,6 +12,7 @@ import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { hop, takeResults } from '../worker/helpers.js';
 import { type ContractQueueOptions, OffsetClock, runWorkQueueContract, sleep, workEnvelope } from './contract.js';
 import { IN_CI, REDIS_URL, redisGate } from '../redis-availability.js';
+import { TcpProxy } from '../persistence/tcp-proxy.js';
 
 const { redisUp } = await redisGate();
 const runRedis = redisUp || IN_CI;
@@ -90,6 +91,68 @@ describe.runIf(runRedis)(suiteName, () => {
       },
     };
   });
+
+  it('publishes and acks made in one turn go as one script call each, and each caller gets its own answer (a duplicate key too)', async () => {
+    const prefix = testPrefix();
+    const queue = await createRedisQueue({ url: REDIS_URL, prefix });
+    const monitor = createClient({ url: REDIS_URL });
+    await monitor.connect();
+    const scripts: string[] = [];
+    try {
+      await monitor.monitor((line) => {
+        if (line.includes(prefix) && /"evalsha"|"eval"/i.test(line)) scripts.push(line);
+      });
+      const published = await Promise.all([
+        queue.publish('turn', workEnvelope(1), { idempotencyKey: 'one' }),
+        queue.publish('turn', workEnvelope(2), { idempotencyKey: 'two' }),
+        queue.publish('other', workEnvelope(3), { idempotencyKey: 'three' }),
+        queue.publish('turn', workEnvelope(4), { idempotencyKey: 'one' }),
+      ]);
+      expect(published.map((p) => p.duplicate)).toEqual([false, false, false, true]);
+      expect(published[3]!.id).toBe(published[0]!.id);
+      expect(new Set(published.slice(0, 3).map((p) => p.id)).size).toBe(3);
+      const got = [
+        ...(await queue.consume('turn', { consumer: 'c', visibilityTimeoutMs: 10_000, max: 10 })),
+        ...(await queue.consume('other', { consumer: 'c', visibilityTimeoutMs: 10_000, max: 10 })),
+      ];
+      expect(got.map((d) => d.idempotencyKey).sort()).toEqual(['one', 'three', 'two']);
+      const acked = await Promise.all([...got.map((d) => queue.ack(d)), queue.ack(got[0]!)]);
+      expect(acked).toEqual([true, true, true, false]);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      // One publish call, two lease calls, one ack call.
+      expect(scripts).toHaveLength(4);
+    } finally {
+      await monitor.close().catch(() => undefined);
+      await queue.close();
+      await dropPrefix(prefix);
+    }
+  });
+
+  it('a publish that Redis does not answer (a partition: the connection open, nothing flows) fails with BUS_BACKEND after the command timeout, and the queue works again once traffic flows', async () => {
+    const redisPort = Number(new URL(REDIS_URL).port || 6379);
+    const proxy = await TcpProxy.start('127.0.0.1', redisPort);
+    const prefix = testPrefix();
+    const queue = await createRedisQueue({ url: `redis://127.0.0.1:${proxy.port}`, prefix });
+    try {
+      await queue.publish('cut', workEnvelope(1), { idempotencyKey: 'before' });
+      proxy.cut();
+      const started = Date.now();
+      const error = await queue.publish('cut', workEnvelope(2), { idempotencyKey: 'during' }).catch((e: unknown) => e);
+      const waited = Date.now() - started;
+      expect(error).toMatchObject({ code: 'BUS_BACKEND', message: expect.stringMatching(/timed out/) });
+      expect(waited).toBeGreaterThanOrEqual(4_900);
+      expect(waited).toBeLessThan(8_000);
+      proxy.heal();
+      // The connection carries on (the late answer is dropped): a publish goes through again.
+      await expect(queue.publish('cut', workEnvelope(3), { idempotencyKey: 'after' })).resolves.toMatchObject({
+        duplicate: false,
+      });
+    } finally {
+      await queue.close();
+      await proxy.close();
+      await dropPrefix(prefix);
+    }
+  }, 30_000);
 
   describe('RedisQueue specifics', () => {
     const prefixes: string[] = [];

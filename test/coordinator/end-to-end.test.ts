@@ -129,11 +129,11 @@ describe('two work items on the dev SDLC definition', () => {
     const item = (await coordinator.getItem(id))!;
     expect(item.mirrored).toBe(true);
     // Register again as the item's Coordinator party: it regains its tasks.
-    const me = await coordinator.broker.register({ name: COORDINATOR_AGENT_NAME, contextId: id, kind: 'parent' });
-    const { task } = await coordinator.broker.getTask({ token: me.token, id: item.taskId! });
+    const me = await coordinator.broker!.register({ name: COORDINATOR_AGENT_NAME, contextId: id, kind: 'parent' });
+    const { task } = await coordinator.broker!.getTask({ token: me.token, id: item.taskId! });
     expect(task.status.state).toBe('completed');
     expect(task.requesterName).toBe('edge');
-    const { tasks } = await coordinator.broker.listTasks({ token: me.token, role: 'requester' });
+    const { tasks } = await coordinator.broker!.listTasks({ token: me.token, role: 'requester' });
     const hops = await coordinator.listHops(id);
     expect(tasks).toHaveLength(hops.length);
     for (const h of hops) {

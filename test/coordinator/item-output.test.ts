@@ -92,8 +92,8 @@ async function open(path: string, offset: () => number): Promise<Coordinator> {
 async function itemTask(coordinator: Coordinator, itemId: string): Promise<Task> {
   await coordinator.mirrored();
   const item = (await coordinator.getItem(itemId))!;
-  const me = await coordinator.broker.register({ name: COORDINATOR_AGENT_NAME, contextId: itemId, kind: 'parent' });
-  const { task } = await coordinator.broker.getTask({ token: me.token, id: item.taskId! });
+  const me = await coordinator.broker!.register({ name: COORDINATOR_AGENT_NAME, contextId: itemId, kind: 'parent' });
+  const { task } = await coordinator.broker!.getTask({ token: me.token, id: item.taskId! });
   return task;
 }
 

@@ -105,7 +105,7 @@ describe("the work item's task", () => {
   it('is looked for in the broker (by its first message) only when the mirror may not know it: not for an item made here, after a failed sync yes', async () => {
     f = await openFixture();
     const { coordinator, path } = f;
-    const broker = coordinator.broker;
+    const broker = coordinator.broker!;
     const listTasks = broker.listTasks.bind(broker);
     let lookups = 0;
     broker.listTasks = (request) => {

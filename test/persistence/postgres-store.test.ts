@@ -107,292 +107,349 @@ describe('PostgreSQL URLs in messages', () => {
   });
 });
 
-describe.runIf(runPostgres)('PostgresCoordinatorStore on PostgreSQL', () => {
-  const opened: { pool: PgPool; drop: () => Promise<void> }[] = [];
-  afterEach(async () => {
-    for (const o of opened.splice(0)) {
-      await o.pool.end();
-      await o.drop();
-    }
-  });
-
-  async function open(fence?: (tx: PgQuery) => Promise<void>) {
-    const database = await createTestDatabase('sb_pgstore');
-    const pool = await openPgPool(database.url);
-    opened.push({ pool, drop: database.drop });
-    const audit = await PostgresAuditLog.open(pool);
-    const store = await PostgresCoordinatorStore.open(pool, {
-      audit: { append: (tx, entries) => audit.appendInTransaction(tx, entries) },
-      ...(fence === undefined ? {} : { fence }),
+/**
+ * The store's two ways to commit, each suite run on both: every batch
+ * through the audit sink's `append` in a transaction of statements; or, with
+ * a sink that hashes (`chain`, `head`), a lone batch in one statement.
+ */
+for (const sink of ['append', 'one statement'] as const)
+  describe.runIf(runPostgres)(`PostgresCoordinatorStore on PostgreSQL (commits: ${sink})`, () => {
+    const opened: { pool: PgPool; drop: () => Promise<void> }[] = [];
+    afterEach(async () => {
+      for (const o of opened.splice(0)) {
+        await o.pool.end();
+        await o.drop();
+      }
     });
-    return { pool, audit, store, url: database.url };
-  }
 
-  it('group commit: batches arriving while one commits share the next transaction; a bad one rejects alone', async () => {
-    const { store, audit } = await open();
-    const first = store.commit({ changes: [created('a')], deleteOutbox: [] });
-    // These arrive while `a` is in flight: one transaction for all three, each in its own savepoint.
-    const later = [
-      store.commit({ changes: [created('b')], deleteOutbox: [] }),
-      store.commit({ changes: [created('c', 'a/1/1')], deleteOutbox: [] }),
-      store.commit({ changes: [created('d')], deleteOutbox: [] }),
-    ];
-    await first;
-    const settled = await Promise.allSettled(later);
-    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
-    expect((settled[1] as PromiseRejectedResult).reason).toMatchObject({ code: 'PG_QUERY_FAILED' });
-    expect(store.groups).toEqual({ transactions: 2, batches: 4 });
-    expect((await store.loadLive()).map((s) => s.item.id)).toEqual(['a', 'b', 'd']);
-    // The rejected batch left no audit row; the chain verifies.
-    expect((await audit.list()).map((r) => r.itemId)).toEqual(['a', 'b', 'd']);
-    expect(await audit.verifyChain()).toMatchObject({ ok: true, entries: 3 });
-  });
-
-  it('one batch of several changes (an item created and stepped twice in it, hops written twice) leaves the rows that one change a commit leaves', async () => {
-    const a = created('a');
-    const hop1 = a.hops[0]!.hop;
-    const usage = { inputTokens: 10, outputTokens: 2, costUsd: 0.01, elapsedMs: 5 };
-    const hop2 = dispatchedHop({
-      ...hop1,
-      id: 'a-hop-2',
-      seq: 2,
-      hop: 2,
-      stage: 'build',
-      role: 'builder',
-      idempotencyKey: 'a/2/1',
-      dispatchedAt: 1001,
-      activeSince: 1001,
-    });
-    const stepped: ItemChanges = {
-      ...a,
-      item: { ...a.item, stage: 'build', hop: 2, hops: 2, usage, updatedAt: 1001 },
-      created: false,
-      run: { machineVersion: 1, snapshot: { value: 'build' } },
-      hops: [
-        { hop: { ...hop1, state: 'completed', usage, model: 'm', finishedAt: 1001 }, created: false },
-        { hop: hop2, created: true },
-      ],
-      usage: [{ hopId: hop1.id, itemId: 'a', agent: 'planner', model: 'm', ...usage, at: 1001 }],
-      outbox: [{ kind: 'start', body: { n: 'a2' } }],
-      audit: [{ kind: 'result', itemId: 'a', actor: 'coordinator', data: { n: 2 } }],
-    };
-    // No run snapshot: the one of `stepped` stays; hops 1 and 2 are written a second time.
-    const again: ItemChanges = {
-      ...stepped,
-      item: { ...stepped.item, state: 'completed', stage: null, updatedAt: 1002, finishedAt: 1002 },
-      run: undefined,
-      hops: [
-        { hop: { ...hop2, state: 'completed', model: 'm2', usage, finishedAt: 1002 }, created: false },
-        { hop: { ...hop1, state: 'completed', usage, model: 'm-again', finishedAt: 1002 }, created: false },
-      ],
-      usage: [{ hopId: hop2.id, itemId: 'a', agent: 'builder', model: 'm2', ...usage, at: 1002 }],
-      outbox: [
-        { kind: 'start', body: { n: 'a3' } },
-        { kind: 'start', body: { n: 'a4' } },
-      ],
-      audit: [{ kind: 'item-completed', itemId: 'a', actor: 'coordinator', data: { n: 3 } }],
-      ended: true,
-    };
-    const changes = [a, created('b'), stepped, again, created('c')];
-    const oneByOne = await open();
-    const outboxOneByOne: unknown[] = [];
-    for (const c of changes) {
-      outboxOneByOne.push(...(await oneByOne.store.commit({ changes: [c], deleteOutbox: [] })).outbox);
-    }
-    const together = await open();
-    const committed = await together.store.commit({ changes, deleteOutbox: [] });
-    expect(committed.outbox).toEqual(outboxOneByOne);
-    expect(committed.outbox.map((rows) => rows.length)).toEqual([1, 1, 1, 2, 1]);
-    const rowsOf = async ({ store, audit }: Awaited<ReturnType<typeof open>>) => ({
-      items: await store.readItems(),
-      stored: await store.loadItem('a'),
-      hops: [...(await store.readHops('a')), ...(await store.readHops('b'))],
-      usage: await store.readUsageRows(),
-      outbox: await store.loadOutbox(),
-      audit: (await audit.list()).map((r) => [r.kind, r.itemId]),
-    });
-    const expected = await rowsOf(oneByOne);
-    expect(expected.stored?.run).toEqual({ machineVersion: 1, snapshot: { value: 'build' } });
-    expect(expected.hops.find((h) => h.id === 'a-hop-2')).toMatchObject({ state: 'completed', model: 'm2' });
-    expect(expected.hops.find((h) => h.id === 'a-hop-1')).toMatchObject({ model: 'm-again', finishedAt: 1002 });
-    expect(await rowsOf(together)).toEqual(expected);
-    expect(await together.audit.verifyChain()).toMatchObject({ ok: true, entries: 5 });
-  });
-
-  it('without an audit key a commit appends its batch in one append (one head lock); with one, every ended item is signed', async () => {
-    const ended = (id: string): ItemChanges => ({ ...created(id), ended: true });
-    const batch = { changes: [ended('a'), ended('b'), created('c')], deleteOutbox: [] };
-    const counted = async (signing: boolean) => {
-      const { pool, audit } = await open();
-      const calls = { appends: 0, checkpoints: 0 };
+    async function open(fence?: (tx: PgQuery) => Promise<void>) {
+      const database = await createTestDatabase('sb_pgstore');
+      const pool = await openPgPool(database.url);
+      opened.push({ pool, drop: database.drop });
+      const audit = await PostgresAuditLog.open(pool);
       const store = await PostgresCoordinatorStore.open(pool, {
         audit: {
-          append: (tx, entries) => {
-            calls.appends += 1;
-            return audit.appendInTransaction(tx, entries);
-          },
-          ...(signing
-            ? {
-                checkpoint: async () => {
-                  calls.checkpoints += 1;
-                },
-              }
-            : {}),
+          append: (tx, entries) => audit.appendInTransaction(tx, entries),
+          ...(sink === 'append'
+            ? {}
+            : { chain: (head, entries) => audit.chainAfter(head, entries), head: (q) => audit.readHead(q) }),
         },
+        ...(fence === undefined ? {} : { fence }),
       });
-      await store.commit(batch);
-      expect(await audit.verifyChain()).toMatchObject({ ok: true, entries: 3 });
-      expect((await audit.list()).map((r) => r.itemId)).toEqual(['a', 'b', 'c']);
-      return calls;
-    };
-    expect(await counted(false)).toEqual({ appends: 1, checkpoints: 0 });
-    expect(await counted(true)).toEqual({ appends: 3, checkpoints: 2 });
-  });
-
-  it("the mirror's marks go together into a transaction of theirs, fenced, beside the commits; a bad one rejects with its transaction's marks only", async () => {
-    let transactions = 0;
-    let refuse = false;
-    const { store } = await open(async () => {
-      transactions++;
-      if (refuse) throw new Error('epoch moved on: not the leader');
-    });
-    await store.commit({ changes: [created('a')], deleteOutbox: [] });
-    await store.commit({ changes: [created('b')], deleteOutbox: [] });
-    expect(transactions).toBe(2);
-    // The first mark goes at once; those made while it is written share the next transaction, the last of an id winning.
-    await Promise.all([
-      store.recordMirrored('b'),
-      store.recordItemTask('a', 'task-a0'),
-      store.recordItemTask('a', 'task-a'),
-      store.recordHopTask('a-hop-1', 'task-a-hop-1'),
-      store.recordMirrored('a'),
-    ]);
-    expect(transactions).toBe(4);
-    expect((await store.readItem('a'))?.taskId).toBe('task-a');
-    expect((await store.readHops('a')).map((h) => h.taskId)).toEqual(['task-a-hop-1']);
-    expect(await store.readUnmirroredItems()).toEqual([]);
-    // A mark the server refuses (a NUL in text) rejects with the marks of its transaction; a commit beside it commits.
-    const first = store.recordHopTask('b-hop-1', 'task-b-hop-1');
-    const bad = store.recordItemTask('b', 'bad\u0000task');
-    const commit = store.commit({ changes: [created('c')], deleteOutbox: [] });
-    await first;
-    await expect(bad).rejects.toBeDefined();
-    await commit;
-    expect((await store.readItem('c'))?.id).toBe('c');
-    expect((await store.readItem('b'))?.taskId).toBeNull();
-    expect((await store.readHops('b')).map((h) => h.taskId)).toEqual(['task-b-hop-1']);
-    // Fenced: a mark of a store that lost the lease writes nothing.
-    refuse = true;
-    await expect(store.recordHopTask('c-hop-1', 'task-c-hop-1')).rejects.toThrow('not the leader');
-    refuse = false;
-    expect((await store.readHops('c')).map((h) => h.taskId)).toEqual([null]);
-  });
-
-  it('the fence runs first in every commit transaction; when it throws nothing is committed', async () => {
-    const seen: string[] = [];
-    let refuse = false;
-    const { store } = await open(async (tx) => {
-      const r = await tx.query('SELECT txid_current_if_assigned() AS t, now() = statement_timestamp() AS first');
-      seen.push(r.rows[0].t === null ? 'fresh' : 'written');
-      if (refuse) throw new Error('epoch moved on: not the leader');
-    });
-    await store.commit({ changes: [created('a')], deleteOutbox: [] });
-    expect(seen).toEqual(['fresh']);
-    refuse = true;
-    await expect(store.commit({ changes: [created('b')], deleteOutbox: [] })).rejects.toThrow('not the leader');
-    expect(await store.loadItem('b')).toBeUndefined();
-    expect((await store.loadOutbox()).map((r) => r.itemId)).toEqual(['a']);
-  });
-
-  it('a connection lost in the middle of a commit rejects it (PG_UNREACHABLE) and commits nothing; the store goes on', async () => {
-    let kill = true;
-    const { store, audit } = await open(async (tx) => {
-      if (!kill) return;
-      kill = false;
-      const pid = (await tx.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
-      const admin = new pg.Client({ connectionString: POSTGRES_URL });
-      await admin.connect();
-      await admin.query('SELECT pg_terminate_backend($1)', [pid]);
-      await admin.end();
-    });
-    const error = await store.commit({ changes: [created('a')], deleteOutbox: [] }).catch((e: unknown) => e);
-    expect(error).toMatchObject({ code: 'PG_UNREACHABLE' });
-    expect(await store.loadItem('a')).toBeUndefined();
-    expect(await audit.list()).toEqual([]);
-    // The broken connection was dropped from the pool: the next commit gets a new one.
-    await store.commit({ changes: [created('a')], deleteOutbox: [] });
-    expect((await store.loadLive()).map((s) => s.item.id)).toEqual(['a']);
-  });
-
-  it('a database of a newer schema is refused (SCHEMA_TOO_NEW); a reader refuses an older one (SCHEMA_TOO_OLD)', async () => {
-    const { pool } = await open();
-    await pool.query("UPDATE schema_version SET version = version + 1 WHERE component = 'coordinator'");
-    await expect(PostgresCoordinatorStore.open(pool)).rejects.toMatchObject({ code: 'SCHEMA_TOO_NEW' });
-    await pool.query("UPDATE schema_version SET version = version - 2 WHERE component = 'coordinator'");
-    await expect(PostgresCoordinatorStore.open(pool, { readOnly: true })).rejects.toMatchObject({
-      code: 'SCHEMA_TOO_OLD',
-    });
-  });
-
-  it('audit rows record the epoch whose fenced commit appended them; checkFence refuses once another lease took over', async () => {
-    let leading: PostgresLease | undefined;
-    const { store, audit, pool, url } = await open((tx) => leading!.fence(tx));
-    // A renews too seldom to notice the takeover: only the database can tell it.
-    const a = new PostgresLease({ url, leaseMs: 60_000, renewMs: 30_000 });
-    const b = new PostgresLease({ url, leaseMs: 60_000, renewMs: 30_000, alive: () => false });
-    try {
-      expect(await a.acquire()).toBe('leader');
-      leading = a;
-      await store.commit({ changes: [created('a')], deleteOutbox: [] });
-      await expect(store.checkFence()).resolves.toBeUndefined();
-      // An append outside a fenced transaction records no epoch.
-      await audit.appendMany([{ kind: 'dispatch', itemId: 'x', actor: 'coordinator', data: {} }]);
-      // B sees A's process as dead and takes over at once: A still believes it leads.
-      expect(await b.acquire()).toBe('leader');
-      expect(a.role).toBe('leader');
-      const refused = await store.checkFence().catch((error: unknown) => error);
-      expect(refused).toMatchObject({ code: 'COORD_FENCED', details: { epoch: a.epoch, currentEpoch: b.epoch } });
-      await expect(store.commit({ changes: [created('b')], deleteOutbox: [] })).rejects.toMatchObject({
-        code: 'COORD_FENCED',
-      });
-      leading = b;
-      await store.checkFence();
-      await store.commit({ changes: [created('c')], deleteOutbox: [] });
-      const rows = await pool.query('SELECT item_id, epoch FROM audit_log ORDER BY seq');
-      expect(rows.rows.map((r) => [r.item_id, r.epoch === null ? null : Number(r.epoch)])).toEqual([
-        ['a', a.epoch],
-        ['x', null],
-        ['c', b.epoch],
-      ]);
-      // The epoch is outside the hash: the chain verifies as SQLite's does.
-      expect(await audit.verifyChain()).toMatchObject({ ok: true, entries: 3 });
-    } finally {
-      await b.close();
-      await a.close();
+      return { pool, audit, store, url: database.url };
     }
-  });
 
-  it('the audit chain verifies with the same hashing as SQLite, signed checkpoints included, and catches an edited row', async () => {
-    const { store, audit, pool } = await open();
-    const keys = generateKeyPairSync('ed25519');
-    await store.commit({ changes: [created('a'), created('b')], deleteOutbox: [] });
-    expect(await audit.checkpoint(keys.privateKey)).toMatchObject({ seq: 2 });
-    expect(await audit.verifyChain({ publicKey: keys.publicKey, requireSignedHead: true })).toMatchObject({
-      ok: true,
-      entries: 2,
-      checkpoints: { verified: 1, signedSeq: 2, unsignedRows: 0 },
+    it('group commit: batches arriving while one commits share the next transaction; a bad one rejects alone', async () => {
+      const { store, audit } = await open();
+      const first = store.commit({ changes: [created('a')], deleteOutbox: [] });
+      // These arrive while `a` is in flight: one transaction for all three, each in its own savepoint.
+      const later = [
+        store.commit({ changes: [created('b')], deleteOutbox: [] }),
+        store.commit({ changes: [created('c', 'a/1/1')], deleteOutbox: [] }),
+        store.commit({ changes: [created('d')], deleteOutbox: [] }),
+      ];
+      await first;
+      const settled = await Promise.allSettled(later);
+      expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      expect((settled[1] as PromiseRejectedResult).reason).toMatchObject({ code: 'PG_QUERY_FAILED' });
+      expect(store.groups).toEqual({ transactions: 2, batches: 4 });
+      expect((await store.loadLive()).map((s) => s.item.id)).toEqual(['a', 'b', 'd']);
+      // The rejected batch left no audit row; the chain verifies.
+      expect((await audit.list()).map((r) => r.itemId)).toEqual(['a', 'b', 'd']);
+      expect(await audit.verifyChain()).toMatchObject({ ok: true, entries: 3 });
     });
-    // An append of more rows than one INSERT takes: several statements, the head moved with the last.
-    const many = Array.from({ length: 150 }, (_, i) => ({
-      kind: 'dispatch' as const,
-      itemId: 'c',
-      actor: 'coordinator',
-      data: { i },
-    }));
-    expect((await audit.appendMany(many)).at(-1)).toMatchObject({ seq: 152 });
-    expect(await audit.head()).toMatchObject({ seq: 152 });
-    expect(await audit.verifyChain()).toMatchObject({ ok: true, entries: 152 });
-    await pool.query(`UPDATE audit_log SET data = '{"n":2}' WHERE seq = 1`);
-    expect(await audit.verifyChain()).toMatchObject({ ok: false, seq: 1, reason: 'hash-mismatch' });
+
+    it('writes text and numbers as given: quotes, backslashes, new lines, non-ASCII text, costs of many digits', async () => {
+      const { store, audit } = await open();
+      const text = 'say "hi" \\ C:\\path\nnext line\ttab ✓ 🚀 ünïcode {"json": [1, 2]}';
+      const change = created('q');
+      change.item.input = [{ kind: 'text', text }];
+      change.item.usage = { inputTokens: 2 ** 40, outputTokens: 3, costUsd: 0.1 + 0.2, elapsedMs: 1.5 };
+      change.hops[0]!.hop.error = { type: 'Weird', message: text };
+      change.outbox = [{ kind: 'start', body: { text } }];
+      change.audit = [{ kind: 'item-created', itemId: 'q', actor: 'coordinator', data: { text } }];
+      const committed = await store.commit({ changes: [change], deleteOutbox: [] });
+      expect(committed.outbox[0]![0]!.body).toEqual({ text });
+      const [stored] = await store.loadLive();
+      expect(stored!.item.input).toEqual([{ kind: 'text', text }]);
+      expect(stored!.item.usage).toEqual({ inputTokens: 2 ** 40, outputTokens: 3, costUsd: 0.1 + 0.2, elapsedMs: 1.5 });
+      expect(stored!.hops[0]!.error).toEqual({ type: 'Weird', message: text });
+      expect(stored!.run?.snapshot).toEqual({ value: 'running' });
+      expect((await store.loadOutbox()).map((o) => o.body)).toEqual([{ text }]);
+      expect((await audit.list())[0]!.data).toEqual({ text });
+      expect(await audit.verifyChain()).toMatchObject({ ok: true, entries: 1 });
+    });
+
+    it('a lone surrogate in a text column is written as U+FFFD (as UTF-8 makes it); in a JSON column it round-trips', async () => {
+      const { store } = await open();
+      const change = created('s');
+      change.hops[0]!.hop.model = 'mod\ud800el';
+      change.hops[0]!.hop.error = { type: 'Odd', message: 'lone \udc00 here' };
+      await store.commit({ changes: [change], deleteOutbox: [] });
+      const [stored] = await store.loadLive();
+      expect(stored!.hops[0]!.model).toBe('mod\ufffdel');
+      expect(stored!.hops[0]!.error).toEqual({ type: 'Odd', message: 'lone \udc00 here' });
+    });
+
+    it('another appender moving the audit head between two commits: the next commit chains after it, and the chain verifies', async () => {
+      const { store, audit, pool } = await open();
+      await store.commit({ changes: [created('a')], deleteOutbox: [] });
+      // Appended beside the store (as a second writer would): the head the store last knew is behind.
+      await audit.appendMany([{ kind: 'dispatch', itemId: 'x', actor: 'someone else', data: { n: 1 } }]);
+      await audit.appendMany([{ kind: 'dispatch', itemId: 'x', actor: 'someone else', data: { n: 2 } }]);
+      const committed = await store.commit({ changes: [created('b')], deleteOutbox: [] });
+      expect(committed.outbox[0]).toHaveLength(1);
+      expect((await audit.list()).map((r) => `${r.seq}:${r.itemId}`)).toEqual(['1:a', '2:x', '3:x', '4:b']);
+      expect(await audit.verifyChain()).toMatchObject({ ok: true, entries: 4 });
+      expect((await store.loadLive()).map((s) => s.item.id)).toEqual(['a', 'b']);
+      expect((await pool.query('SELECT count(*)::int AS n FROM coord_outbox')).rows[0].n).toBe(2);
+    });
+
+    it('one batch of several changes (an item created and stepped twice in it, hops written twice) leaves the rows that one change a commit leaves', async () => {
+      const a = created('a');
+      const hop1 = a.hops[0]!.hop;
+      const usage = { inputTokens: 10, outputTokens: 2, costUsd: 0.01, elapsedMs: 5 };
+      const hop2 = dispatchedHop({
+        ...hop1,
+        id: 'a-hop-2',
+        seq: 2,
+        hop: 2,
+        stage: 'build',
+        role: 'builder',
+        idempotencyKey: 'a/2/1',
+        dispatchedAt: 1001,
+        activeSince: 1001,
+      });
+      const stepped: ItemChanges = {
+        ...a,
+        item: { ...a.item, stage: 'build', hop: 2, hops: 2, usage, updatedAt: 1001 },
+        created: false,
+        run: { machineVersion: 1, snapshot: { value: 'build' } },
+        hops: [
+          { hop: { ...hop1, state: 'completed', usage, model: 'm', finishedAt: 1001 }, created: false },
+          { hop: hop2, created: true },
+        ],
+        usage: [{ hopId: hop1.id, itemId: 'a', agent: 'planner', model: 'm', ...usage, at: 1001 }],
+        outbox: [{ kind: 'start', body: { n: 'a2' } }],
+        audit: [{ kind: 'result', itemId: 'a', actor: 'coordinator', data: { n: 2 } }],
+      };
+      // No run snapshot: the one of `stepped` stays; hops 1 and 2 are written a second time.
+      const again: ItemChanges = {
+        ...stepped,
+        item: { ...stepped.item, state: 'completed', stage: null, updatedAt: 1002, finishedAt: 1002 },
+        run: undefined,
+        hops: [
+          { hop: { ...hop2, state: 'completed', model: 'm2', usage, finishedAt: 1002 }, created: false },
+          { hop: { ...hop1, state: 'completed', usage, model: 'm-again', finishedAt: 1002 }, created: false },
+        ],
+        usage: [{ hopId: hop2.id, itemId: 'a', agent: 'builder', model: 'm2', ...usage, at: 1002 }],
+        outbox: [
+          { kind: 'start', body: { n: 'a3' } },
+          { kind: 'start', body: { n: 'a4' } },
+        ],
+        audit: [{ kind: 'item-completed', itemId: 'a', actor: 'coordinator', data: { n: 3 } }],
+        ended: true,
+      };
+      const changes = [a, created('b'), stepped, again, created('c')];
+      const oneByOne = await open();
+      const outboxOneByOne: unknown[] = [];
+      for (const c of changes) {
+        outboxOneByOne.push(...(await oneByOne.store.commit({ changes: [c], deleteOutbox: [] })).outbox);
+      }
+      const together = await open();
+      const committed = await together.store.commit({ changes, deleteOutbox: [] });
+      expect(committed.outbox).toEqual(outboxOneByOne);
+      expect(committed.outbox.map((rows) => rows.length)).toEqual([1, 1, 1, 2, 1]);
+      const rowsOf = async ({ store, audit }: Awaited<ReturnType<typeof open>>) => ({
+        items: await store.readItems(),
+        stored: await store.loadItem('a'),
+        hops: [...(await store.readHops('a')), ...(await store.readHops('b'))],
+        usage: await store.readUsageRows(),
+        outbox: await store.loadOutbox(),
+        audit: (await audit.list()).map((r) => [r.kind, r.itemId]),
+      });
+      const expected = await rowsOf(oneByOne);
+      expect(expected.stored?.run).toEqual({ machineVersion: 1, snapshot: { value: 'build' } });
+      expect(expected.hops.find((h) => h.id === 'a-hop-2')).toMatchObject({ state: 'completed', model: 'm2' });
+      expect(expected.hops.find((h) => h.id === 'a-hop-1')).toMatchObject({ model: 'm-again', finishedAt: 1002 });
+      expect(await rowsOf(together)).toEqual(expected);
+      expect(await together.audit.verifyChain()).toMatchObject({ ok: true, entries: 5 });
+    });
+
+    it('without an audit key a commit appends its batch in one append (one head lock); with one, every ended item is signed', async () => {
+      const ended = (id: string): ItemChanges => ({ ...created(id), ended: true });
+      const batch = { changes: [ended('a'), ended('b'), created('c')], deleteOutbox: [] };
+      const counted = async (signing: boolean) => {
+        const { pool, audit } = await open();
+        const calls = { appends: 0, checkpoints: 0 };
+        const store = await PostgresCoordinatorStore.open(pool, {
+          audit: {
+            append: (tx, entries) => {
+              calls.appends += 1;
+              return audit.appendInTransaction(tx, entries);
+            },
+            ...(signing
+              ? {
+                  checkpoint: async () => {
+                    calls.checkpoints += 1;
+                  },
+                }
+              : {}),
+          },
+        });
+        await store.commit(batch);
+        expect(await audit.verifyChain()).toMatchObject({ ok: true, entries: 3 });
+        expect((await audit.list()).map((r) => r.itemId)).toEqual(['a', 'b', 'c']);
+        return calls;
+      };
+      expect(await counted(false)).toEqual({ appends: 1, checkpoints: 0 });
+      expect(await counted(true)).toEqual({ appends: 3, checkpoints: 2 });
+    });
+
+    it("the mirror's marks go together into a transaction of theirs, fenced, beside the commits; a bad one rejects with its transaction's marks only", async () => {
+      let transactions = 0;
+      let refuse = false;
+      const { store } = await open(async () => {
+        transactions++;
+        if (refuse) throw new Error('epoch moved on: not the leader');
+      });
+      await store.commit({ changes: [created('a')], deleteOutbox: [] });
+      await store.commit({ changes: [created('b')], deleteOutbox: [] });
+      expect(transactions).toBe(2);
+      // The first mark goes at once; those made while it is written share the next transaction, the last of an id winning.
+      await Promise.all([
+        store.recordMirrored('b'),
+        store.recordItemTask('a', 'task-a0'),
+        store.recordItemTask('a', 'task-a'),
+        store.recordHopTask('a-hop-1', 'task-a-hop-1'),
+        store.recordMirrored('a'),
+      ]);
+      expect(transactions).toBe(4);
+      expect((await store.readItem('a'))?.taskId).toBe('task-a');
+      expect((await store.readHops('a')).map((h) => h.taskId)).toEqual(['task-a-hop-1']);
+      expect(await store.readUnmirroredItems()).toEqual([]);
+      // A mark the server refuses (a NUL in text) rejects with the marks of its transaction; a commit beside it commits.
+      const first = store.recordHopTask('b-hop-1', 'task-b-hop-1');
+      const bad = store.recordItemTask('b', 'bad\u0000task');
+      const commit = store.commit({ changes: [created('c')], deleteOutbox: [] });
+      await first;
+      await expect(bad).rejects.toBeDefined();
+      await commit;
+      expect((await store.readItem('c'))?.id).toBe('c');
+      expect((await store.readItem('b'))?.taskId).toBeNull();
+      expect((await store.readHops('b')).map((h) => h.taskId)).toEqual(['task-b-hop-1']);
+      // Fenced: a mark of a store that lost the lease writes nothing.
+      refuse = true;
+      await expect(store.recordHopTask('c-hop-1', 'task-c-hop-1')).rejects.toThrow('not the leader');
+      refuse = false;
+      expect((await store.readHops('c')).map((h) => h.taskId)).toEqual([null]);
+    });
+
+    it('the fence runs first in every commit transaction; when it throws nothing is committed', async () => {
+      const seen: string[] = [];
+      let refuse = false;
+      const { store } = await open(async (tx) => {
+        const r = await tx.query('SELECT txid_current_if_assigned() AS t, now() = statement_timestamp() AS first');
+        seen.push(r.rows[0].t === null ? 'fresh' : 'written');
+        if (refuse) throw new Error('epoch moved on: not the leader');
+      });
+      await store.commit({ changes: [created('a')], deleteOutbox: [] });
+      expect(seen).toEqual(['fresh']);
+      refuse = true;
+      await expect(store.commit({ changes: [created('b')], deleteOutbox: [] })).rejects.toThrow('not the leader');
+      expect(await store.loadItem('b')).toBeUndefined();
+      expect((await store.loadOutbox()).map((r) => r.itemId)).toEqual(['a']);
+    });
+
+    it('a connection lost in the middle of a commit rejects it (PG_UNREACHABLE) and commits nothing; the store goes on', async () => {
+      let kill = true;
+      const { store, audit } = await open(async (tx) => {
+        if (!kill) return;
+        kill = false;
+        const pid = (await tx.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
+        const admin = new pg.Client({ connectionString: POSTGRES_URL });
+        await admin.connect();
+        await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+        await admin.end();
+      });
+      const error = await store.commit({ changes: [created('a')], deleteOutbox: [] }).catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 'PG_UNREACHABLE' });
+      expect(await store.loadItem('a')).toBeUndefined();
+      expect(await audit.list()).toEqual([]);
+      // The broken connection was dropped from the pool: the next commit gets a new one.
+      await store.commit({ changes: [created('a')], deleteOutbox: [] });
+      expect((await store.loadLive()).map((s) => s.item.id)).toEqual(['a']);
+    });
+
+    it('a database of a newer schema is refused (SCHEMA_TOO_NEW); a reader refuses an older one (SCHEMA_TOO_OLD)', async () => {
+      const { pool } = await open();
+      await pool.query("UPDATE schema_version SET version = version + 1 WHERE component = 'coordinator'");
+      await expect(PostgresCoordinatorStore.open(pool)).rejects.toMatchObject({ code: 'SCHEMA_TOO_NEW' });
+      await pool.query("UPDATE schema_version SET version = version - 2 WHERE component = 'coordinator'");
+      await expect(PostgresCoordinatorStore.open(pool, { readOnly: true })).rejects.toMatchObject({
+        code: 'SCHEMA_TOO_OLD',
+      });
+    });
+
+    it('audit rows record the epoch whose fenced commit appended them; checkFence refuses once another lease took over', async () => {
+      let leading: PostgresLease | undefined;
+      const { store, audit, pool, url } = await open((tx) => leading!.fence(tx));
+      // A renews too seldom to notice the takeover: only the database can tell it.
+      const a = new PostgresLease({ url, leaseMs: 60_000, renewMs: 30_000 });
+      const b = new PostgresLease({ url, leaseMs: 60_000, renewMs: 30_000, alive: () => false });
+      try {
+        expect(await a.acquire()).toBe('leader');
+        leading = a;
+        await store.commit({ changes: [created('a')], deleteOutbox: [] });
+        await expect(store.checkFence()).resolves.toBeUndefined();
+        // An append outside a fenced transaction records no epoch.
+        await audit.appendMany([{ kind: 'dispatch', itemId: 'x', actor: 'coordinator', data: {} }]);
+        // B sees A's process as dead and takes over at once: A still believes it leads.
+        expect(await b.acquire()).toBe('leader');
+        expect(a.role).toBe('leader');
+        const refused = await store.checkFence().catch((error: unknown) => error);
+        expect(refused).toMatchObject({ code: 'COORD_FENCED', details: { epoch: a.epoch, currentEpoch: b.epoch } });
+        await expect(store.commit({ changes: [created('b')], deleteOutbox: [] })).rejects.toMatchObject({
+          code: 'COORD_FENCED',
+        });
+        leading = b;
+        await store.checkFence();
+        await store.commit({ changes: [created('c')], deleteOutbox: [] });
+        const rows = await pool.query('SELECT item_id, epoch FROM audit_log ORDER BY seq');
+        expect(rows.rows.map((r) => [r.item_id, r.epoch === null ? null : Number(r.epoch)])).toEqual([
+          ['a', a.epoch],
+          ['x', null],
+          ['c', b.epoch],
+        ]);
+        // The epoch is outside the hash: the chain verifies as SQLite's does.
+        expect(await audit.verifyChain()).toMatchObject({ ok: true, entries: 3 });
+      } finally {
+        await b.close();
+        await a.close();
+      }
+    });
+
+    it('the audit chain verifies with the same hashing as SQLite, signed checkpoints included, and catches an edited row', async () => {
+      const { store, audit, pool } = await open();
+      const keys = generateKeyPairSync('ed25519');
+      await store.commit({ changes: [created('a'), created('b')], deleteOutbox: [] });
+      expect(await audit.checkpoint(keys.privateKey)).toMatchObject({ seq: 2 });
+      expect(await audit.verifyChain({ publicKey: keys.publicKey, requireSignedHead: true })).toMatchObject({
+        ok: true,
+        entries: 2,
+        checkpoints: { verified: 1, signedSeq: 2, unsignedRows: 0 },
+      });
+      // An append of more rows than one INSERT takes: several statements, the head moved with the last.
+      const many = Array.from({ length: 150 }, (_, i) => ({
+        kind: 'dispatch' as const,
+        itemId: 'c',
+        actor: 'coordinator',
+        data: { i },
+      }));
+      expect((await audit.appendMany(many)).at(-1)).toMatchObject({ seq: 152 });
+      expect(await audit.head()).toMatchObject({ seq: 152 });
+      expect(await audit.verifyChain()).toMatchObject({ ok: true, entries: 152 });
+      await pool.query(`UPDATE audit_log SET data = '{"n":2}' WHERE seq = 1`);
+      expect(await audit.verifyChain()).toMatchObject({ ok: false, seq: 1, reason: 'hash-mismatch' });
+    });
   });
-});

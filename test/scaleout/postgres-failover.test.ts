@@ -41,6 +41,8 @@ const UNINTERRUPTED = [
 ].join(',');
 const LEASE_MS = 2_000;
 const RENEW_MS = 500;
+/** How long each hop of the run takes (the workers' handler waits so long). */
+const HOP_DELAY_MS = 500;
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -123,7 +125,9 @@ async function cluster(name: string) {
       startCli(
         `worker-${role}`,
         ['worker', ...bus, '--role', role, '--handler', HANDLER, '--concurrency', '4', '--log-level', 'warn'],
-        { SB_EFFECTS_DB: effectsDb },
+        // Each hop takes HOP_DELAY_MS: the run outlasts the takeovers (a leader that decides fast would
+        // otherwise finish it while the next standby starts, and a kill would find nothing left to take over).
+        { SB_EFFECTS_DB: effectsDb, SB_HOP_DELAY_MS: String(HOP_DELAY_MS) },
       ),
     );
     procs.push(...workers);
@@ -193,9 +197,10 @@ describe.runIf(runPostgres && runRedis)('Coordinators on PostgreSQL: a standby t
 
     const takeovers: { ready: number; firstEvent: number }[] = [];
     // Three random moments: after this many of the run's hops have ended (items advance together, so their
-    // completions bunch at the end; the hops spread over the whole run), in its first two thirds.
+    // completions bunch at the end; the hops spread over the whole run), in its first half: with each hop
+    // taking HOP_DELAY_MS, what is left outlasts a takeover and the next standby's start.
     const HOPS = ITEMS * UNINTERRUPTED.split(',').length;
-    const moments = Array.from({ length: KILLS }, () => 10 + Math.floor(Math.random() * ((HOPS * 2) / 3))).sort(
+    const moments = Array.from({ length: KILLS }, () => 10 + Math.floor(Math.random() * (HOPS / 2))).sort(
       (a, b) => a - b,
     );
     process.stderr.write(`kills after ${moments.join(', ')} of ${HOPS} hops ended\n`);

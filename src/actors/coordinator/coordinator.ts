@@ -109,8 +109,10 @@ export interface CoordinatorOptions {
    * Or the Coordinator's tables and the audit in PostgreSQL (instead of
    * `db`): give `bus` (a Redis bus: the Coordinator's whole state is then off
    * this machine) and `contextStore` (its Redis store); `broker` is
-   * optional (default: a broker in memory, rebuilt by the mirror from the
-   * tables on every start). `fence` runs first in every commit transaction
+   * optional: without one there is no broker, and the A2A view of the items
+   * and hops is derived from their rows (`taskViewsOfItem`, what `tasks`,
+   * `top` and the console show); with one, the mirror keeps its tasks in
+   * step (rebuilt from the tables on every start). `fence` runs first in every commit transaction
    * (a leader lease's `assertEpoch`). See docs/coordinator.md, "PostgreSQL".
    */
   postgres?: PostgresStorage;
@@ -256,14 +258,19 @@ export interface Coordinator {
   /** The PostgreSQL audit (undefined on SQLite). */
   readonly postgresAudit: PostgresAuditLog | undefined;
   readonly bus: WorkQueue;
-  readonly broker: Broker;
+  /**
+   * The broker the mirror keeps the A2A view in; undefined on PostgreSQL
+   * without a `broker` given (the view is then derived from the rows:
+   * `taskViewsOfItem(await getItem(id), await listHops(id))`).
+   */
+  readonly broker: Broker | undefined;
   readonly contextStore: ContextStore;
   readonly dispatcher: Dispatcher;
   /** What restoring found on open. */
   readonly restored: { items: string[]; refused: { itemId: string; reason: string }[]; republished: number };
   /** Coordinator CPU time inside its transactions (governance, audit, cost, routing, store). */
   readonly timing: { ns: bigint; count: number };
-  /** Resolves when the broker mirror has caught up. */
+  /** Resolves when the broker mirror has caught up (at once where there is no broker). */
   mirrored(): Promise<void>;
   /**
    * Forgets now the Context Engine's data of every run that has been over for
@@ -330,7 +337,7 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
   let db: SqliteDatabase | undefined;
   let bus: WorkQueue;
   let contextStore: ContextStore;
-  let broker: Broker;
+  let broker: Broker | undefined;
   const pg = options.postgres;
   if (pg !== undefined) {
     // Checked before anything is opened: a bad combination leaves nothing to close.
@@ -363,18 +370,8 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
     }
     bus = options.bus;
     contextStore = options.contextStore;
-    if (options.broker !== undefined) broker = options.broker;
-    else {
-      // The A2A view of the items and hops, rebuilt from the tables by the mirror on every start.
-      broker = createBroker({
-        path: ':memory:',
-        clock,
-        inspect: options.inspect,
-        ...(options.ids === undefined ? {} : { ids: options.ids }),
-        ...(options.logger === undefined ? {} : { logger: options.logger }),
-      });
-      owned.push(() => broker.close());
-    }
+    // Without a broker of the caller's, none: the A2A view is derived from the rows by whoever reads them.
+    broker = options.broker;
   } else if (options.path !== undefined) {
     const durability = options.durability ?? 'normal';
     const opened = openDatabase(options.path, { durability });
@@ -382,7 +379,7 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
     owned.push(() => {
       opened.close();
     });
-    broker = createBroker({
+    const embedded = createBroker({
       path: options.path,
       durability,
       clock,
@@ -390,7 +387,8 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
       ...(options.ids === undefined ? {} : { ids: options.ids }),
       ...(options.logger === undefined ? {} : { logger: options.logger }),
     });
-    owned.push(() => broker.close());
+    broker = embedded;
+    owned.push(() => embedded.close());
     bus = new SqliteQueue({ database: opened, clock, pollIntervalMs: { min: 2, max: 20 } });
     owned.push(() => bus.close());
     contextStore = new SqliteContextStore({
@@ -438,6 +436,9 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
         audit: {
           append: (tx, entries) => audit.appendInTransaction(tx, entries),
           ...(auditKey === undefined ? {} : { checkpoint: (tx) => audit.checkpointInTransaction(tx, auditKey) }),
+          // A commit in one statement: its audit rows hashed here, after the head the store last read.
+          chain: (head, entries) => audit.chainAfter(head, entries),
+          head: (q) => audit.readHead(q),
         },
         ...(pg.fence === undefined ? {} : { fence: pg.fence }),
       });
@@ -504,17 +505,19 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
       traces,
     });
     const dispatcher = createDispatcher({ bus });
-    const edge = new HumanEdge(broker);
-    const mirror = new BrokerMirror({
-      broker,
-      store: storage.tables,
-      edge,
-      logger: log,
-      onItemTask: (itemId, taskId) => engine.itemTask(itemId, taskId),
-      // On PostgreSQL the broker is this process's own: the task ids in the tables name another one's tasks.
-      storedTasks: storage.kind === 'sqlite',
-      traces,
-    });
+    const mirror =
+      broker === undefined
+        ? undefined
+        : new BrokerMirror({
+            broker,
+            store: storage.tables,
+            edge: new HumanEdge(broker),
+            logger: log,
+            onItemTask: (itemId, taskId) => engine.itemTask(itemId, taskId),
+            // On PostgreSQL the broker is this process's own: the task ids in the tables name another one's tasks.
+            storedTasks: storage.kind === 'sqlite',
+            traces,
+          });
     const coordinator = new RunningCoordinator({
       options,
       log,
@@ -526,7 +529,6 @@ export async function createCoordinator(options: CoordinatorOptions): Promise<Co
       bus,
       broker,
       contextStore,
-      edge,
       mirror,
       traces,
       metrics: switchboardMetrics(),
@@ -576,10 +578,10 @@ interface Parts {
   storage: Storage;
   dispatcher: Dispatcher;
   bus: WorkQueue;
-  broker: Broker;
+  broker: Broker | undefined;
   contextStore: ContextStore;
-  edge: HumanEdge;
-  mirror: BrokerMirror;
+  /** None where there is no broker (PostgreSQL without one): the rows are the A2A view. */
+  mirror: BrokerMirror | undefined;
   traces: ItemTraces;
   metrics: SwitchboardMetrics;
   ids: IdSource;
@@ -593,7 +595,7 @@ class RunningCoordinator implements Coordinator {
   readonly tables: CoordinatorTables;
   readonly postgresAudit: PostgresAuditLog | undefined;
   readonly bus: WorkQueue;
-  readonly broker: Broker;
+  readonly broker: Broker | undefined;
   readonly contextStore: ContextStore;
   readonly dispatcher: Dispatcher;
   readonly pools = new Map<string, Pool>();
@@ -674,8 +676,10 @@ class RunningCoordinator implements Coordinator {
     this.restored = { items: restored, refused, republished: outbox.length };
     for (const row of outbox) this.#unsent.set(row.id, row);
     await this.#send();
-    for (const role of [...this.#p.roles].sort()) await mirror.roleAgent(role);
-    await mirror.recover();
+    if (mirror !== undefined) {
+      for (const role of [...this.#p.roles].sort()) await mirror.roleAgent(role);
+      await mirror.recover();
+    }
     for (const [role, d] of Object.entries(options.deployments ?? {})) {
       this.pools.set(
         role,
@@ -760,6 +764,7 @@ class RunningCoordinator implements Coordinator {
     // The item's broker task is made by the mirror after this commit (a failed commit leaves no task);
     // the call returns once it is there, so that `get(id).taskId` is set (if the broker fails, later).
     // The item's statuses wait for it too, so that they carry its id (`null` only if the broker failed).
+    // Without a broker there is no task to wait for: the call returns once committed, `taskId` null.
     const { traces } = this.#p;
     const root = traces.begin(itemId, def);
     const trace = contextWith(ROOT_CONTEXT, root);
@@ -777,7 +782,7 @@ class RunningCoordinator implements Coordinator {
       }
       root.end();
       void this.#after(step);
-      taskId = await mirror.itemTask(itemId);
+      if (mirror !== undefined) taskId = await mirror.itemTask(itemId);
     } finally {
       this.#held.delete(itemId);
       for (const status of held)
@@ -953,7 +958,7 @@ class RunningCoordinator implements Coordinator {
   }
 
   mirrored(): Promise<void> {
-    return this.#p.mirror.idle();
+    return this.#p.mirror?.idle() ?? Promise.resolve();
   }
 
   async forgetEndedRuns(): Promise<number> {
@@ -971,7 +976,7 @@ class RunningCoordinator implements Coordinator {
       else held.push(status);
     }
     for (const rows of step.rows) {
-      this.#p.mirror.follow(rows.item, rows.hops, rows.created);
+      this.#p.mirror?.follow(rows.item, rows.hops, rows.created);
       if (rows.item.finishedAt !== null) this.#p.traces.ended(rows.item.id);
     }
     if (step.outbox.length === 0) return Promise.resolve();
@@ -1253,7 +1258,7 @@ class RunningCoordinator implements Coordinator {
     clearTimeout(this.#retryTimer);
     await this.#sending;
     await Promise.all([...this.#acks]);
-    await this.#p.mirror.close();
+    await this.#p.mirror?.close();
     try {
       await this.#p.engine.flushPublished();
     } catch (error) {

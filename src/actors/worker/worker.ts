@@ -465,6 +465,11 @@ class HarnessWorker implements Worker {
     const headers = envelope.headers;
     if (this.log.isLevelEnabled('debug'))
       this.hopLog(delivery).debug({ deliveries: delivery.deliveries }, 'hop received');
+    // The run's context is read while the completion is looked up (two reads, one round trip's wait). A hop
+    // that ends before it needs the context (already completed, or refused) leaves the read unused: its
+    // failure is not this hop's.
+    const hydrating = this.store.hydrate(headers.runId);
+    hydrating.catch(() => undefined);
     const done = await this.store.completion(headers.idempotencyKey);
     if (done !== undefined) {
       this.hopLog(delivery).info('hop already completed: re-publishing its results');
@@ -494,7 +499,7 @@ class HarnessWorker implements Worker {
       hopHeaders = checkpoint.headers;
     }
     const scope = hopHeaders.idempotencyKey;
-    const context = await this.store.hydrate(headers.runId);
+    const context = await hydrating;
     const handling = startSpan(SPAN.handle, hop.trace);
     if (handling.isRecording()) {
       handling.setAttribute(ATTR.role, this.role);

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { type CommandTimeouts, UNTIMED } from './command-timeouts.js';
 
 /** A Lua script as Redis runs it: the whole source and its SHA1 (for `EVALSHA`). */
 export interface LuaScript {
@@ -10,7 +11,7 @@ export interface LuaScript {
 
 /** The connection a script runs on: what `sendCommand` of a node-redis client offers. */
 export interface ScriptConnection {
-  sendCommand(args: string[]): Promise<unknown>;
+  sendCommand(args: string[], options?: { timeout?: number }): Promise<unknown>;
 }
 
 export function luaScript(name: string, source: string): LuaScript {
@@ -32,19 +33,26 @@ export function readLua(url: URL): string {
 /**
  * Runs a script with `EVALSHA`, sending the source (`EVAL`, which also caches
  * it) only when the server does not know it yet (`NOSCRIPT`: first call,
- * restart, `SCRIPT FLUSH`). The reply is Redis's, untransformed.
+ * restart, `SCRIPT FLUSH`). The reply is Redis's, untransformed. With
+ * `timeouts`, the call's answer is waited for under them instead of
+ * node-redis's per-command timeout.
  */
 export async function runScript(
   connection: ScriptConnection,
   script: LuaScript,
   keys: readonly string[],
   args: readonly string[],
+  timeouts?: CommandTimeouts,
 ): Promise<unknown> {
   const tail = [String(keys.length), ...keys, ...args];
+  const send = (command: string[]) =>
+    timeouts === undefined
+      ? connection.sendCommand(command)
+      : timeouts.watch(() => connection.sendCommand(command, UNTIMED));
   try {
-    return await connection.sendCommand(['EVALSHA', script.sha, ...tail]);
+    return await send(['EVALSHA', script.sha, ...tail]);
   } catch (error) {
     if (!String((error as Error)?.message).startsWith('NOSCRIPT')) throw error;
-    return connection.sendCommand(['EVAL', script.source, ...tail]);
+    return send(['EVAL', script.source, ...tail]);
   }
 }

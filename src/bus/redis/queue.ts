@@ -14,6 +14,8 @@ import {
   resolveRoleSettings,
 } from '../queue-arguments.js';
 import { REDIS_GROUP, RedisKeys } from './keys.js';
+import { CommandTimeouts } from './command-timeouts.js';
+import { TickBatch } from './tick-batch.js';
 import { type ScriptConnection, runScript } from './lua-script.js';
 import { type NodeRedisModule, loadNodeRedis } from './node-redis.js';
 import { type BusScripts, busScripts } from './scripts.js';
@@ -205,6 +207,28 @@ export class RedisQueue implements WorkQueue {
   private readonly orphanIdleMs: number;
   private readonly maxBlocking: number;
   private readonly maxBlockMs: number;
+  /** The scripts' answers are waited for under these (one timer), not node-redis's timer per command. */
+  private readonly timeouts = new CommandTimeouts();
+  /** A turn's `publish` calls, sent as one script call (`publishMany`'s). */
+  private readonly publishes = new TickBatch<CheckedPublish, PublishResult>((checked) => this.publishChecked(checked));
+  /**
+   * A turn's `ack` calls, sent as one script call (`ackMany`'s). The same
+   * lease twice in a turn: the first call acks it, the others find it gone,
+   * as calls one after another would.
+   */
+  private readonly acks = new TickBatch<RedisDelivery, boolean>(async (own) => {
+    const at = new Map<string, number>();
+    const unique: RedisDelivery[] = [];
+    const place = own.map((d) => {
+      const key = `${d.role}\u0000${d.leaseId}`;
+      if (at.has(key)) return -1;
+      at.set(key, unique.length);
+      unique.push(d);
+      return unique.length - 1;
+    });
+    const acked = await this.ackOwn(unique);
+    return place.map((i) => i >= 0 && acked[i] === true);
+  });
   private readonly publishBatch: number;
   private readonly onConnectionError: (error: Error) => void;
   private readonly connectTimeoutMs: number;
@@ -290,7 +314,7 @@ export class RedisQueue implements WorkQueue {
   }
 
   private run(script: keyof BusScripts, keys: readonly string[], args: readonly string[]): Promise<unknown> {
-    return runScript(this.command as unknown as ScriptConnection, this.scripts[script], keys, args);
+    return runScript(this.command as unknown as ScriptConnection, this.scripts[script], keys, args, this.timeouts);
   }
 
   /** Connects a client, or fails with BUS_BACKEND after the connect timeout (the client is destroyed). */
@@ -358,14 +382,18 @@ export class RedisQueue implements WorkQueue {
   // ---------------------------------------------------------------- publish
 
   async publish(role: string, envelope: BusEnvelope, options: PublishOptions): Promise<PublishResult> {
-    const [result] = await this.publishMany([{ ...(options ?? {}), role, envelope } as PublishRequest]);
-    return result!;
+    this.assertOpen();
+    // Checked alone (a bad one is refused alone), then published with the turn's other publishes.
+    return this.publishes.add(checkPublish({ ...(options ?? {}), role, envelope } as PublishRequest));
   }
 
   async publishMany(messages: readonly PublishRequest[]): Promise<PublishResult[]> {
     this.assertOpen();
     if (!Array.isArray(messages)) throw new BusError('BUS_INVALID_ARGUMENT', 'publishMany takes an array');
-    const checked = messages.map((m) => checkPublish(m));
+    return this.publishChecked(messages.map((m) => checkPublish(m)));
+  }
+
+  private async publishChecked(checked: readonly CheckedPublish[]): Promise<PublishResult[]> {
     const results: PublishResult[] = [];
     for (let i = 0; i < checked.length; i += this.publishBatch) {
       const batch = checked.slice(i, i + this.publishBatch);
@@ -600,14 +628,18 @@ export class RedisQueue implements WorkQueue {
   }
 
   async ack(delivery: Delivery): Promise<boolean> {
-    const [ok] = await this.ackMany([delivery]);
-    return ok!;
+    this.assertOpen();
+    // Checked alone, then acked with the turn's other acks.
+    return this.acks.add(this.own(delivery));
   }
 
   async ackMany(deliveries: readonly Delivery[]): Promise<boolean[]> {
     this.assertOpen();
     if (!Array.isArray(deliveries)) throw new BusError('BUS_INVALID_ARGUMENT', 'ackMany takes an array');
-    const own = deliveries.map((d) => this.own(d));
+    return this.ackOwn(deliveries.map((d) => this.own(d)));
+  }
+
+  private async ackOwn(own: readonly RedisDelivery[]): Promise<boolean[]> {
     if (own.length === 0) return [];
     const out: boolean[] = [];
     for (let i = 0; i < own.length; i += ACK_BATCH) {
@@ -799,6 +831,7 @@ export class RedisQueue implements WorkQueue {
       if (conn.client.isOpen) await conn.client.close().catch(() => undefined);
     }
     if (this.commandConnection?.isOpen) await this.commandConnection.close().catch(() => undefined);
+    this.timeouts.close();
   }
 }
 

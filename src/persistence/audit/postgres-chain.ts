@@ -13,6 +13,7 @@ import {
   type AuditListOptions,
   type AuditVerification,
   type AuditVerifyOptions,
+  type ChainedRow,
   type StoredAuditRow,
   auditKeyId,
   chainEntries,
@@ -166,6 +167,29 @@ export class PostgresAuditLog {
       }
     }
     return rows.map((r) => ({ seq: r.seq, hash: r.hash, at: r.entry.at, prevHash: r.prevHash }));
+  }
+
+  /**
+   * The rows that append `entries` after `head`, checked and hashed as
+   * `appendInTransaction` writes them, for a caller that writes them itself
+   * in a statement that moves the head only from `head` (the Coordinator's
+   * one-statement commit). Every entry is checked first: a bad one throws
+   * `AuditError`.
+   */
+  chainAfter(head: AuditHead, entries: readonly AuditEntryInput[]): ChainedRow[] {
+    return chainEntries(
+      head,
+      entries.map((e) => checkAuditEntry(e, this.#now)),
+    );
+  }
+
+  /** The head as it stands (not locked). */
+  async readHead(q: PgQuery): Promise<AuditHead> {
+    const row = (await q.query('SELECT seq, hash FROM audit_head WHERE id = 1')).rows[0] as
+      | { seq: string; hash: string }
+      | undefined;
+    if (row === undefined) throw new AuditError('AUDIT_HEAD_MISSING', 'the audit head row is missing');
+    return { seq: Number(row.seq), hash: row.hash };
   }
 
   async #lockHead(tx: PgQuery): Promise<AuditHead> {

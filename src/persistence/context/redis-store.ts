@@ -17,6 +17,7 @@ import { hashTag } from '../../bus/redis/keys.js';
 import { safeRedisUrl } from '../../bus/redis/url.js';
 import { type LuaScript, type ScriptConnection, luaScript, readLua, runScript } from '../../bus/redis/lua-script.js';
 import { type NodeRedisModule, loadNodeRedis } from '../../bus/redis/node-redis.js';
+import { CommandTimeouts, UNTIMED } from '../../bus/redis/command-timeouts.js';
 
 /**
  * The Context Engine on Redis: what workers on several machines share when
@@ -61,6 +62,7 @@ interface ContextScripts {
   readonly complete: LuaScript;
   readonly effect: LuaScript;
   readonly forget: LuaScript;
+  readonly hydrate: LuaScript;
   readonly memory: LuaScript;
 }
 
@@ -76,6 +78,7 @@ function contextScripts(): ContextScripts {
     complete: contextScript('complete.lua'),
     effect: contextScript('effect.lua'),
     forget: contextScript('forget.lua'),
+    hydrate: contextScript('hydrate.lua'),
     memory: contextScript('memory.lua'),
   };
   return scripts;
@@ -134,6 +137,8 @@ export class RedisContextStore implements ContextStore {
   readonly #tag: string;
   readonly #clock: Clock;
   readonly #scripts = contextScripts();
+  /** The hot paths' answers (scripts, the completion read) are waited for under these: one timer, not one a command. */
+  readonly #timeouts = new CommandTimeouts();
   #closed = false;
 
   constructor(client: Client, options: { prefix: string; clock?: Clock; retentionMs?: number }) {
@@ -149,7 +154,7 @@ export class RedisContextStore implements ContextStore {
   }
 
   #run(script: keyof ContextScripts, keys: readonly string[], args: readonly string[]): Promise<unknown> {
-    return runScript(this.#client as unknown as ScriptConnection, this.#scripts[script], keys, args);
+    return runScript(this.#client as unknown as ScriptConnection, this.#scripts[script], keys, args, this.#timeouts);
   }
 
   #assertOpen(): void {
@@ -159,11 +164,13 @@ export class RedisContextStore implements ContextStore {
   async hydrate(runId: string): Promise<WorkItemContext> {
     this.#assertOpen();
     const run = checkKey(runId, 'runId');
-    const [outputs, memory] = (await this.#client
-      .multi()
-      .lRange(this.#key('o', run), 0, -1)
-      .hGetAll(this.#key('m', run))
-      .exec()) as unknown as [string[], Record<string, string>];
+    // One script (one command, one round trip) reads both, atomically.
+    const [outputs, flat] = (await this.#run('hydrate', [this.#key('o', run), this.#key('m', run)], [])) as [
+      string[],
+      string[],
+    ];
+    const memory: [string, string][] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) memory.push([flat[i]!, flat[i + 1]!]);
     return {
       runId: run,
       outputs: outputs.map((text): HopOutput => {
@@ -181,9 +188,7 @@ export class RedisContextStore implements ContextStore {
         };
       }),
       memory: Object.fromEntries(
-        Object.entries(memory)
-          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-          .map(([k, v]) => [k, JSON.parse(v) as unknown]),
+        memory.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => [k, JSON.parse(v) as unknown]),
       ),
     };
   }
@@ -217,7 +222,8 @@ export class RedisContextStore implements ContextStore {
 
   async completion(idempotencyKey: string): Promise<HopCompletion | undefined> {
     this.#assertOpen();
-    const text = await this.#client.get(this.#key('d', checkKey(idempotencyKey, 'idempotencyKey')));
+    const key = this.#key('d', checkKey(idempotencyKey, 'idempotencyKey'));
+    const text = (await this.#timeouts.watch(() => this.#client.sendCommand(['GET', key], UNTIMED))) as string | null;
     return text === null ? undefined : (JSON.parse(text) as HopCompletion);
   }
 
@@ -322,6 +328,7 @@ export class RedisContextStore implements ContextStore {
     } catch {
       this.#client.destroy();
     }
+    this.#timeouts.close();
   }
 }
 

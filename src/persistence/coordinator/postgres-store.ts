@@ -1,5 +1,5 @@
 import type { ItemOutput } from '../../protocol/item-output.js';
-import type { AuditEntryInput } from '../../protocol/audit.js';
+import type { AuditEntryInput, AuditHead } from '../../protocol/audit.js';
 import type { Part } from '../../protocol/parts.js';
 import type { WorkMessage } from '../../protocol/work-envelope.js';
 import { SchemaVersionError } from '../kernel/migrations.js';
@@ -19,7 +19,26 @@ import {
   rolesOf,
 } from './item-reads.js';
 import type { PgFence } from './postgres-client.js';
-import { COORDINATOR_SCHEMA, itemUpdateValues } from './store.js';
+import {
+  type AuditChainRow,
+  COMMIT_STATEMENT,
+  type Column,
+  HOP_COLUMNS,
+  HOP_INSERT,
+  ITEM_COLUMNS,
+  ITEM_INSERT,
+  RUN_COLUMNS,
+  columnNames,
+  hopInsertValues,
+  itemInsertValues,
+  runValues,
+  COMMIT_STATEMENT_NAME,
+  commitParameters,
+  committedOutboxIds,
+  fitsOneStatement,
+  isStaleAuditHead,
+} from './postgres-commit.js';
+import { COORDINATOR_SCHEMA, hopUpdateValues, itemUpdateValues, usageValues } from './store.js';
 import type {
   CommitBatch,
   Committed,
@@ -62,6 +81,14 @@ export interface PgAuditSink {
   append(tx: PgQuery, entries: readonly AuditEntryInput[]): Promise<unknown>;
   /** Signs the head (in the transaction of a batch in which an item ended), when a key is configured. */
   checkpoint?(tx: PgQuery): Promise<unknown>;
+  /**
+   * With `head`: a commit goes in one statement (`COMMIT_STATEMENT`) with its
+   * audit rows, `chain` hashing them after the head the store last read
+   * (`head`); without them, every commit appends through `append`.
+   */
+  chain?(head: AuditHead, entries: readonly AuditEntryInput[]): readonly AuditChainRow[];
+  /** The audit head as it stands (read when the store does not know it: on open, after another append, after a failure). */
+  head?(q: PgQuery): Promise<AuditHead>;
 }
 
 export interface PostgresCoordinatorStoreOptions {
@@ -246,8 +273,6 @@ function hopFrom(r: Row): HopRecord {
   };
 }
 
-const json = (v: unknown): string | null => (v === null || v === undefined ? null : JSON.stringify(v));
-
 /** Parameters per statement at most (PostgreSQL takes 65,535): larger writes take several statements. */
 const MAX_PARAMETERS = 16_384;
 
@@ -311,8 +336,6 @@ async function writeMarks(tx: PgQuery, marks: PendingMarks): Promise<void> {
   }
 }
 
-type Column = readonly [name: string, type: string];
-
 /** Updates rows of `table` by id: each of `rows` holds the `columns`' new values, then the id. */
 async function updateRows(tx: PgQuery, table: string, columns: readonly Column[], rows: readonly unknown[][]) {
   if (rows.length === 0) return;
@@ -328,63 +351,6 @@ async function updateRows(tx: PgQuery, table: string, columns: readonly Column[]
       chunk.flat(),
     );
   }
-}
-
-/** The item's columns a commit writes (name, type), in the order of `itemUpdateValues`. */
-const ITEM_UPDATE_COLUMNS: readonly Column[] = [
-  ['state', 'text'],
-  ['stage', 'text'],
-  ['hop', 'integer'],
-  ['hops', 'integer'],
-  ['input_tokens', 'bigint'],
-  ['output_tokens', 'bigint'],
-  ['cost_usd', 'double precision'],
-  ['elapsed_ms', 'double precision'],
-  ['failure', 'text'],
-  ['approval', 'text'],
-  ['updated_at', 'bigint'],
-  ['finished_at', 'bigint'],
-  ['output', 'text'],
-];
-
-const RUN_COLUMNS: readonly Column[] = [
-  ['run_version', 'integer'],
-  ['run_snapshot', 'text'],
-];
-
-function runFields(run: ItemChanges['run']): unknown[] {
-  return run === undefined ? [null, null] : [run.machineVersion, JSON.stringify(run.snapshot)];
-}
-
-/** The hop's columns a commit writes (name, type), in the order of `hopFields`. */
-const HOP_UPDATE_COLUMNS: readonly Column[] = [
-  ['state', 'text'],
-  ['model', 'text'],
-  ['input_tokens', 'bigint'],
-  ['output_tokens', 'bigint'],
-  ['cost_usd', 'double precision'],
-  ['elapsed_ms', 'double precision'],
-  ['error', 'text'],
-  ['reply', 'text'],
-  ['active_since', 'bigint'],
-  ['finished_at', 'bigint'],
-  ['timeouts', 'integer'],
-];
-
-function hopFields(hop: HopRecord): unknown[] {
-  return [
-    hop.state,
-    hop.model,
-    hop.usage.inputTokens,
-    hop.usage.outputTokens,
-    hop.usage.costUsd,
-    hop.usage.elapsedMs,
-    json(hop.error),
-    json(hop.reply),
-    hop.activeSince,
-    hop.finishedAt,
-    hop.timeouts,
-  ];
 }
 
 const USAGE_COLUMNS: Record<UsageGrouping, string> = { agent: 'agent', model: 'model', task: 'item_id' };
@@ -421,6 +387,8 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
   #draining = false;
   #marks: PendingMarks = noMarks();
   #marking = false;
+  /** The audit head as this store's last commit left it (read again after any other append or a failure). */
+  #head: AuditHead | undefined;
   /** Group transactions committed, and batches in them (for tests and benchmarks). */
   readonly groups = { transactions: 0, batches: 0 };
 
@@ -475,6 +443,22 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
 
   /** One transaction for the group: each batch in its own savepoint when there are several. */
   async #commitGroup(group: Pending[]): Promise<void> {
+    if (group.length === 1 && this.#fitsOneStatement(group[0]!.batch)) {
+      const pending = group[0]!;
+      let committed: Committed;
+      try {
+        committed = await this.#commitOneStatement(pending.batch);
+      } catch (error) {
+        pending.reject(error);
+        return;
+      }
+      this.groups.transactions += 1;
+      this.groups.batches += 1;
+      pending.resolve(committed);
+      return;
+    }
+    // Appended through the sink (the head read under its lock): the head this store knew is no longer known.
+    this.#head = undefined;
     const outcomes: ({ ok: true; value: Committed } | { ok: false; error: unknown })[] = [];
     try {
       await inPgTransaction(this.#pool, async (tx) => {
@@ -507,6 +491,52 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
       const outcome = outcomes[i]!;
       if (outcome.ok) pending.resolve(outcome.value);
       else pending.reject(outcome.error);
+    }
+  }
+
+  /** Whether `batch` commits in one statement: the sink hashes for it, it keeps no definition, signs no end. */
+  #fitsOneStatement(batch: CommitBatch): boolean {
+    const audit = this.#audit;
+    if (audit?.chain === undefined || audit.head === undefined || !fitsOneStatement(batch)) return false;
+    return audit.checkpoint === undefined || !batch.changes.some((c) => c.ended);
+  }
+
+  /**
+   * A batch in one statement (`COMMIT_STATEMENT`): a transaction of its own,
+   * or after the fence in one with it. A head moved by another appender
+   * fails the statement whole: the head is read again and it runs once more.
+   */
+  async #commitOneStatement(batch: CommitBatch): Promise<Committed> {
+    const audit = this.#audit as Required<PgAuditSink>;
+    const entries = batch.changes.flatMap((c) => c.audit);
+    for (let attempt = 1; ; attempt++) {
+      this.#head ??= await audit.head(this.#pool);
+      const head = this.#head;
+      const { params, next } = commitParameters(batch, audit.chain(head, entries), head);
+      this.#head = undefined;
+      let row: { outbox: unknown } | undefined;
+      try {
+        const fence = this.#fence;
+        row = (
+          fence === undefined
+            ? await this.#pool.query(COMMIT_STATEMENT, params, COMMIT_STATEMENT_NAME)
+            : await inPgTransaction(this.#pool, async (tx) => {
+                await fence(tx);
+                return tx.query(COMMIT_STATEMENT, params, COMMIT_STATEMENT_NAME);
+              })
+        ).rows[0];
+      } catch (error) {
+        if (attempt === 1 && isStaleAuditHead(error)) continue;
+        throw error;
+      }
+      this.#head = next;
+      const ids = committedOutboxIds(row);
+      let at = 0;
+      return {
+        outbox: batch.changes.map((c) =>
+          c.outbox.map((o) => ({ id: ids[at++]!, itemId: c.itemId, kind: o.kind, body: o.body })),
+        ),
+      };
     }
   }
 
@@ -545,49 +575,13 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
     }
     await insertRows(
       tx,
-      `INSERT INTO coord_items (id, task_id, workflow_id, workflow_version, input, budget, attributes, created_at,
-         state, stage, hop, hops, input_tokens, output_tokens, cost_usd, elapsed_ms, failure, approval,
-         updated_at, finished_at, output, run_version, run_snapshot)`,
-      changes
-        .filter((c) => c.created)
-        .map((c) => [
-          c.item.id,
-          c.item.taskId,
-          c.item.workflow.id,
-          c.item.workflow.version,
-          JSON.stringify(c.item.input),
-          json(c.item.budget),
-          json(c.item.attributes),
-          c.item.createdAt,
-          ...itemUpdateValues(c.item),
-          ...runFields(c.run),
-        ]),
+      `INSERT INTO coord_items (${columnNames(ITEM_INSERT)})`,
+      changes.filter((c) => c.created).map((c) => itemInsertValues(c.item, c.run)),
     );
     await insertRows(
       tx,
-      `INSERT INTO coord_hops (id, item_id, seq, hop, attempt, kind, stage, role, idempotency_key, continuation,
-         asked_by, dispatched_at, state, model, input_tokens, output_tokens, cost_usd, elapsed_ms, error, reply,
-         active_since, finished_at, timeouts, question)`,
-      changes.flatMap((c) =>
-        c.hops
-          .filter((h) => h.created)
-          .map(({ hop }) => [
-            hop.id,
-            hop.itemId,
-            hop.seq,
-            hop.hop,
-            hop.attempt,
-            hop.kind,
-            hop.stage,
-            hop.role,
-            hop.idempotencyKey,
-            hop.continuation,
-            hop.askedBy,
-            hop.dispatchedAt,
-            ...hopFields(hop),
-            json(hop.question),
-          ]),
-      ),
+      `INSERT INTO coord_hops (${columnNames(HOP_INSERT)})`,
+      changes.flatMap((c) => c.hops.filter((h) => h.created).map(({ hop }) => hopInsertValues(hop))),
     );
     // Hops and items updated: the last write of each wins (a Map keeps one entry per id).
     const hopUpdates = new Map<string, HopRecord>();
@@ -595,8 +589,8 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
     await updateRows(
       tx,
       'coord_hops',
-      HOP_UPDATE_COLUMNS,
-      [...hopUpdates.values()].map((hop) => [...hopFields(hop), hop.id]),
+      HOP_COLUMNS,
+      [...hopUpdates.values()].map((hop) => [...hopUpdateValues(hop), hop.id]),
     );
     const itemUpdates = new Map<string, { item: ItemRecord; run: ItemChanges['run'] }>();
     for (const c of changes) {
@@ -608,33 +602,21 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
     await updateRows(
       tx,
       'coord_items',
-      [...ITEM_UPDATE_COLUMNS, ...RUN_COLUMNS],
+      [...ITEM_COLUMNS, ...RUN_COLUMNS],
       updates
         .filter((u) => u.run !== undefined)
-        .map((u) => [...itemUpdateValues(u.item), ...runFields(u.run), u.item.id]),
+        .map((u) => [...itemUpdateValues(u.item), ...runValues(u.run), u.item.id]),
     );
     await updateRows(
       tx,
       'coord_items',
-      ITEM_UPDATE_COLUMNS,
+      ITEM_COLUMNS,
       updates.filter((u) => u.run === undefined).map((u) => [...itemUpdateValues(u.item), u.item.id]),
     );
     await insertRows(
       tx,
       'INSERT INTO coord_usage (hop_id, item_id, agent, model, input_tokens, output_tokens, cost_usd, elapsed_ms, at)',
-      changes.flatMap((c) =>
-        c.usage.map((u) => [
-          u.hopId,
-          u.itemId,
-          u.agent,
-          u.model,
-          u.inputTokens,
-          u.outputTokens,
-          u.costUsd,
-          u.elapsedMs,
-          u.at,
-        ]),
-      ),
+      changes.flatMap((c) => c.usage.map(usageValues)),
     );
     const outboxRows = changes.flatMap((c) => c.outbox.map((o) => [c.itemId, o.kind, JSON.stringify(o.body)]));
     // Ids come back in the order of the VALUES rows (one sequence, the statements in order: ascending).

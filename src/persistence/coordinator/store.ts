@@ -686,20 +686,7 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
   }
 
   updateHop(hop: HopRecord): void {
-    this.#s.updateHop.run(
-      hop.state,
-      hop.model,
-      hop.usage.inputTokens,
-      hop.usage.outputTokens,
-      hop.usage.costUsd,
-      hop.usage.elapsedMs,
-      hop.error === null ? null : JSON.stringify(hop.error),
-      hop.reply === null || hop.reply === undefined ? null : JSON.stringify(hop.reply),
-      hop.activeSince,
-      hop.finishedAt,
-      hop.timeouts,
-      hop.id,
-    );
+    this.#s.updateHop.run(...hopUpdateValues(hop), hop.id);
   }
 
   setHopTask(hopId: string, taskId: string): void {
@@ -714,17 +701,7 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
   }
 
   addUsage(row: UsageRow): void {
-    this.#s.insertUsage.run(
-      row.hopId,
-      row.itemId,
-      row.agent,
-      row.model,
-      row.inputTokens,
-      row.outputTokens,
-      row.costUsd,
-      row.elapsedMs,
-      row.at,
-    );
+    this.#s.insertUsage.run(...usageValues(row));
   }
 
   /** A workflow definition a run follows, as it was when the first run started on it. */
@@ -953,6 +930,32 @@ function attempt<T>(run: () => T): Promise<T> {
  * output tokens, cost, elapsed), failure, approval (JSON), updated and
  * finished at, output (JSON).
  */
+/**
+ * The hop's columns a commit updates, in this order (both stores): state,
+ * model, input_tokens, output_tokens, cost_usd, elapsed_ms, error, reply,
+ * active_since, finished_at, timeouts.
+ */
+export function hopUpdateValues(hop: HopRecord): (string | number | null)[] {
+  return [
+    hop.state,
+    hop.model,
+    hop.usage.inputTokens,
+    hop.usage.outputTokens,
+    hop.usage.costUsd,
+    hop.usage.elapsedMs,
+    hop.error === null ? null : JSON.stringify(hop.error),
+    hop.reply === null || hop.reply === undefined ? null : JSON.stringify(hop.reply),
+    hop.activeSince,
+    hop.finishedAt,
+    hop.timeouts,
+  ];
+}
+
+/** A usage row's columns, in this order (both stores): hop_id, item_id, agent, model, input_tokens, output_tokens, cost_usd, elapsed_ms, at. */
+export function usageValues(u: UsageRow): (string | number)[] {
+  return [u.hopId, u.itemId, u.agent, u.model, u.inputTokens, u.outputTokens, u.costUsd, u.elapsedMs, u.at];
+}
+
 export function itemUpdateValues(item: ItemRecord): (string | number | null)[] {
   return [
     item.state,

@@ -9,10 +9,14 @@ import { type ErrorCodeOf, SwitchboardError } from '../../protocol/switchboard-e
  * password appears in no message and no log line).
  */
 
-/** One query on a connection or inside a transaction: text with `$1`-style parameters. */
+/**
+ * One query on a connection or inside a transaction: text with `$1`-style
+ * parameters; with `name`, a statement each connection prepares once and
+ * then only executes (one name, one text: the same text every time).
+ */
 export interface PgQuery {
   // biome-ignore lint/suspicious/noExplicitAny: rows are read by column name, each caller knows its columns (the shape the leader lease codes against)
-  query(text: string, params?: unknown[]): Promise<{ rows: any[] }>;
+  query(text: string, params?: unknown[], name?: string): Promise<{ rows: any[] }>;
 }
 
 /** A connection checked out of the pool (for a transaction); `release(error)` drops a broken one. */
@@ -201,9 +205,9 @@ export async function openPgPool(url: string, options: PgPoolOptions = {}): Prom
   pool.on('error', (error) => options.onError?.(postgresError(error, url, `${user}: a pooled connection failed`)));
   const wrapped: PgPool = {
     safeUrl: safePostgresUrl(url),
-    async query(text, params) {
+    async query(text, params, name) {
       try {
-        return await pool.query(text, params);
+        return await (name === undefined ? pool.query(text, params) : pool.query({ name, text, values: params }));
       } catch (error) {
         throw postgresError(error, url, `${user}: a statement failed`);
       }
@@ -220,9 +224,11 @@ export async function openPgPool(url: string, options: PgPoolOptions = {}): Prom
       const onError = () => undefined;
       client.on('error', onError);
       return {
-        async query(text, params) {
+        async query(text, params, name) {
           try {
-            return await client.query(text, params);
+            return await (name === undefined
+              ? client.query(text, params)
+              : client.query({ name, text, values: params }));
           } catch (error) {
             throw postgresError(error, url, `${user}: a statement failed`);
           }

@@ -1,0 +1,308 @@
+import type { AuditHead } from '../../protocol/audit.js';
+import type { CommitBatch, HopRecord, ItemChanges, ItemRecord, RunRecord } from '../../workflow/records.js';
+import { hopUpdateValues, itemUpdateValues, usageValues } from './store.js';
+
+/**
+ * A Coordinator commit as ONE PostgreSQL statement: every row of a batch
+ * (items and hops created and updated, usage, outbox rows in and out) and
+ * its audit rows with the audit head's move, as data-modifying CTEs over
+ * the rows of one JSON parameter (each table's rows an array of arrays, a
+ * column by its place; `JSON.stringify` writes it in one call, where array
+ * parameters are escaped element by element). The text is the same for
+ * every batch (an empty list where a batch writes none), so one round trip
+ * commits a batch, in a transaction of its own or after a fence.
+ *
+ * The sub-statements of one statement do not see each other's rows: a row
+ * several changes of the batch write is written once, as the last of them
+ * leaves it (an item or hop created in the batch is inserted with its final
+ * values), which is what applying the changes one by one leaves.
+ *
+ * The audit rows are hashed from the head the store last knew; the head
+ * moves only if it still is that one (`seq` and `hash`), and the statement
+ * fails otherwise (a division by zero, SQLSTATE 22012; or a duplicate row
+ * number, 23505, when another appender took it): nothing of it is written,
+ * and the store reads the head again and retries (`isStaleAuditHead`).
+ */
+
+/** A column a statement writes: its name and its PostgreSQL type. */
+export type Column = readonly [name: string, type: string];
+
+/**
+ * An audit row placed in the chain, as the audit sink hashes it (the audit's
+ * `ChainedRow`): its row number, its hash and the previous row's, and the
+ * entry's columns (`dataText` the canonical JSON of its data).
+ */
+export interface AuditChainRow {
+  seq: number;
+  prevHash: string;
+  hash: string;
+  entry: { at: string; kind: string; itemId: string; hop: number | null; actor: string; dataText: string };
+}
+
+/** The item's columns a commit writes, in the order of `itemUpdateValues`. */
+export const ITEM_COLUMNS: readonly Column[] = [
+  ['state', 'text'],
+  ['stage', 'text'],
+  ['hop', 'integer'],
+  ['hops', 'integer'],
+  ['input_tokens', 'bigint'],
+  ['output_tokens', 'bigint'],
+  ['cost_usd', 'double precision'],
+  ['elapsed_ms', 'double precision'],
+  ['failure', 'text'],
+  ['approval', 'text'],
+  ['updated_at', 'bigint'],
+  ['finished_at', 'bigint'],
+  ['output', 'text'],
+];
+/** The run's columns of an item row, in the order of `runValues`. */
+export const RUN_COLUMNS: readonly Column[] = [
+  ['run_version', 'integer'],
+  ['run_snapshot', 'text'],
+];
+/** An item row's columns as created, in the order of `itemInsertValues`. */
+export const ITEM_INSERT: readonly Column[] = [
+  ['id', 'text'],
+  ['task_id', 'text'],
+  ['workflow_id', 'text'],
+  ['workflow_version', 'integer'],
+  ['input', 'text'],
+  ['budget', 'text'],
+  ['attributes', 'text'],
+  ['created_at', 'bigint'],
+  ...ITEM_COLUMNS,
+  ...RUN_COLUMNS,
+];
+const ITEM_UPDATE: readonly Column[] = [...ITEM_COLUMNS, ...RUN_COLUMNS, ['id', 'text']];
+/** The hop's columns a commit writes, in the order of `hopUpdateValues`. */
+export const HOP_COLUMNS: readonly Column[] = [
+  ['state', 'text'],
+  ['model', 'text'],
+  ['input_tokens', 'bigint'],
+  ['output_tokens', 'bigint'],
+  ['cost_usd', 'double precision'],
+  ['elapsed_ms', 'double precision'],
+  ['error', 'text'],
+  ['reply', 'text'],
+  ['active_since', 'bigint'],
+  ['finished_at', 'bigint'],
+  ['timeouts', 'integer'],
+];
+/** A hop row's columns as created, in the order of `hopInsertValues`. */
+export const HOP_INSERT: readonly Column[] = [
+  ['id', 'text'],
+  ['item_id', 'text'],
+  ['seq', 'integer'],
+  ['hop', 'integer'],
+  ['attempt', 'integer'],
+  ['kind', 'text'],
+  ['stage', 'text'],
+  ['role', 'text'],
+  ['idempotency_key', 'text'],
+  ['continuation', 'text'],
+  ['asked_by', 'text'],
+  ['dispatched_at', 'bigint'],
+  ...HOP_COLUMNS,
+  ['question', 'text'],
+];
+const HOP_UPDATE: readonly Column[] = [...HOP_COLUMNS, ['id', 'text']];
+const USAGE_INSERT: readonly Column[] = [
+  ['hop_id', 'text'],
+  ['item_id', 'text'],
+  ['agent', 'text'],
+  ['model', 'text'],
+  ['input_tokens', 'bigint'],
+  ['output_tokens', 'bigint'],
+  ['cost_usd', 'double precision'],
+  ['elapsed_ms', 'double precision'],
+  ['at', 'bigint'],
+];
+const OUTBOX_INSERT: readonly Column[] = [
+  ['item_id', 'text'],
+  ['kind', 'text'],
+  ['body', 'text'],
+];
+const AUDIT_INSERT: readonly Column[] = [
+  ['seq', 'bigint'],
+  ['at', 'text'],
+  ['kind', 'text'],
+  ['item_id', 'text'],
+  ['hop', 'integer'],
+  ['actor', 'text'],
+  ['data', 'text'],
+  ['prev_hash', 'text'],
+  ['hash', 'text'],
+];
+
+/** A column list as SQL: `a, b, c`. */
+export function columnNames(columns: readonly Column[]): string {
+  return columns.map(([name]) => name).join(', ');
+}
+
+/** The name each connection prepares `COMMIT_STATEMENT` under (parsed and planned once per connection). */
+export const COMMIT_STATEMENT_NAME = 'switchboard_coordinator_commit_v2';
+
+/** The statement's text, built once: `$1` the batch's rows (JSON), `$2`..`$5` the audit head after and before. */
+export const COMMIT_STATEMENT: string = (() => {
+  const names = columnNames;
+  // A row's cells by place: `r->>i` is the text of cell i (JSON null: SQL NULL), cast to its column's type.
+  const cells = (columns: readonly Column[]) =>
+    columns.map(([, type], i) => (type === 'text' ? `r->>${i}` : `(r->>${i})::${type}`)).join(', ');
+  const rows = (key: string) => `json_array_elements((SELECT j FROM batch)->'${key}') AS r`;
+  const insert = (table: string, key: string, columns: readonly Column[], returning = '') =>
+    `INSERT INTO ${table} (${names(columns)}) SELECT ${cells(columns)} FROM ${rows(key)} ${returning}`;
+  const update = (table: string, key: string, columns: readonly Column[], sets: string) =>
+    `UPDATE ${table} AS t SET ${sets} FROM (SELECT ${cells(columns)} FROM ${rows(key)}) AS v(${names(columns)})
+       WHERE t.id = v.id`;
+  const assign = (columns: readonly Column[]) => columns.map(([name]) => `${name} = v.${name}`).join(', ');
+  const parts = [
+    'batch AS (SELECT $1::json AS j)',
+    `deleted AS (DELETE FROM coord_outbox
+       WHERE id IN (SELECT json_array_elements_text((SELECT j FROM batch)->'deleted')::bigint))`,
+    `items_in AS (${insert('coord_items', 'itemsIn', ITEM_INSERT)})`,
+    `hops_in AS (${insert('coord_hops', 'hopsIn', HOP_INSERT)})`,
+    `hops_up AS (${update('coord_hops', 'hopsUp', HOP_UPDATE, assign(HOP_COLUMNS))})`,
+    // A change without a run snapshot (null here) keeps the row's.
+    `items_up AS (${update(
+      'coord_items',
+      'itemsUp',
+      ITEM_UPDATE,
+      `${assign(ITEM_COLUMNS)}, ${RUN_COLUMNS.map(([name]) => `${name} = COALESCE(v.${name}, t.${name})`).join(', ')}`,
+    )})`,
+    `usage_in AS (${insert('coord_usage', 'usage', USAGE_INSERT)})`,
+    `outbox_in AS (${insert('coord_outbox', 'outbox', OUTBOX_INSERT, 'RETURNING id')})`,
+    `head AS (UPDATE audit_head SET seq = $2::bigint, hash = $3::text
+       WHERE id = 1 AND seq = $4::bigint AND hash = $5::text RETURNING 1)`,
+    `audit_in AS (${insert('audit_log', 'audit', AUDIT_INSERT)})`,
+  ];
+  return `WITH ${parts.join(',\n')}
+    SELECT (SELECT array_agg(id ORDER BY id) FROM outbox_in) AS outbox, 1 / (SELECT count(*)::int FROM head) AS head_moved`;
+})();
+
+const json = (v: unknown): string | null => (v === null || v === undefined ? null : JSON.stringify(v));
+
+/** A run's values of `RUN_COLUMNS` (nulls without one: the row's are kept). */
+export function runValues(run: RunRecord | undefined): unknown[] {
+  return run === undefined ? [null, null] : [run.machineVersion, JSON.stringify(run.snapshot)];
+}
+
+/** An item's values of `ITEM_INSERT`. */
+export function itemInsertValues(item: ItemRecord, run: RunRecord | undefined): unknown[] {
+  return [
+    item.id,
+    item.taskId,
+    item.workflow.id,
+    item.workflow.version,
+    JSON.stringify(item.input),
+    json(item.budget),
+    json(item.attributes),
+    item.createdAt,
+    ...itemUpdateValues(item),
+    ...runValues(run),
+  ];
+}
+
+/** A hop's values of `HOP_INSERT`. */
+export function hopInsertValues(hop: HopRecord): unknown[] {
+  const { id, itemId, seq, hop: n, attempt, kind, stage, role, idempotencyKey, continuation, askedBy } = hop;
+  const placed: unknown[] = [id, itemId, seq, n, attempt, kind, stage, role, idempotencyKey, continuation, askedBy];
+  return [...placed, hop.dispatchedAt, ...hopUpdateValues(hop), json(hop.question)];
+}
+
+/** Whether a batch can be committed by `COMMIT_STATEMENT` (a definition to keep takes a statement of its own). */
+export function fitsOneStatement(batch: CommitBatch): boolean {
+  return batch.changes.every((c) => c.definition === undefined);
+}
+
+/**
+ * The parameters of `COMMIT_STATEMENT` for `batch`, its audit rows `audit`
+ * (hashed after `head`), in the statement's order; `head` is where the
+ * chain stands before, `next` after.
+ */
+export function commitParameters(
+  batch: CommitBatch,
+  audit: readonly AuditChainRow[],
+  head: AuditHead,
+): { params: unknown[]; next: AuditHead } {
+  // Each row once, as the batch's last change leaves it (created rows inserted with their final values).
+  const created = new Map<string, { item: ItemRecord; run: RunRecord | undefined }>();
+  const updated = new Map<string, { item: ItemRecord; run: RunRecord | undefined }>();
+  const hopsCreated = new Map<string, HopRecord>();
+  const hopsUpdated = new Map<string, HopRecord>();
+  for (const c of batch.changes) {
+    const into = c.created ? created : created.has(c.itemId) ? created : updated;
+    into.set(c.itemId, { item: c.item, run: c.run ?? into.get(c.itemId)?.run });
+    for (const { hop, created: isNew } of c.hops) {
+      if (isNew || hopsCreated.has(hop.id)) hopsCreated.set(hop.id, hop);
+      else hopsUpdated.set(hop.id, hop);
+    }
+  }
+  const itemRows = [...created.values()].map(({ item, run }) => itemInsertValues(item, run));
+  const hopRows = [...hopsCreated.values()].map(hopInsertValues);
+  const hopUpdates = [...hopsUpdated.values()].map((hop) => [...hopUpdateValues(hop), hop.id]);
+  const itemUpdates = [...updated.values()].map(({ item, run }) => [
+    ...itemUpdateValues(item),
+    ...runValues(run),
+    item.id,
+  ]);
+  const usage = batch.changes.flatMap((c: ItemChanges) => c.usage.map(usageValues));
+  const outbox = batch.changes.flatMap((c) => c.outbox.map((o) => [c.itemId, o.kind, JSON.stringify(o.body)]));
+  const auditRows = audit.map(({ entry, seq, prevHash, hash }) => [
+    seq,
+    entry.at,
+    entry.kind,
+    entry.itemId,
+    entry.hop,
+    entry.actor,
+    entry.dataText,
+    prevHash,
+    hash,
+  ]);
+  const last = audit[audit.length - 1];
+  const next = last === undefined ? head : { seq: last.seq, hash: last.hash };
+  const rows = {
+    deleted: batch.deleteOutbox,
+    itemsIn: itemRows,
+    hopsIn: hopRows,
+    hopsUp: hopUpdates,
+    itemsUp: itemUpdates,
+    usage,
+    outbox,
+    audit: auditRows,
+  };
+  const params: unknown[] = [batchJson(rows), next.seq, next.hash, head.seq, head.hash];
+  return { params, next };
+}
+
+const LONE_SURROGATES = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/** A string's lone surrogates as U+FFFD (what a text parameter's UTF-8 made of them). */
+const wellFormed = (_key: string, value: unknown): unknown =>
+  typeof value === 'string' ? value.replace(LONE_SURROGATES, '\uFFFD') : value;
+
+/**
+ * The batch's rows as JSON. `JSON.stringify` writes a lone surrogate as an
+ * escape (`\udXXX`) that PostgreSQL's JSON refuses to read back as text:
+ * when one may be there, each string is made well-formed first, as a text
+ * parameter's UTF-8 encoding made it (U+FFFD) before rows went as JSON.
+ */
+function batchJson(rows: unknown): string {
+  const text = JSON.stringify(rows);
+  return /\\ud[89a-f]/i.test(text) ? JSON.stringify(rows, wellFormed) : text;
+}
+
+/** The outbox ids `COMMIT_STATEMENT` returned, ascending (the order of the batch's outbox rows). */
+export function committedOutboxIds(row: { outbox: unknown } | undefined): number[] {
+  const ids = row?.outbox;
+  return Array.isArray(ids) ? ids.map((id) => Number(id)) : [];
+}
+
+/**
+ * Whether a failed commit statement found the audit head moved (another
+ * appender since the store read it): the statement wrote nothing, and it
+ * can be built again on the head as it now is.
+ */
+export function isStaleAuditHead(error: unknown): boolean {
+  const state = (error as { details?: { sqlState?: unknown } } | null)?.details?.sqlState;
+  return state === '22012' || state === '23505';
+}
