@@ -5,7 +5,8 @@
  * four-stage dev SDLC workflow with no-op steps:
  *
  * - Coordinator: `createCoordinator({ postgres })` with the Redis bus and
- *   Context Engine, the role pools in process with no-op handlers, no
+ *   Context Engine, the role pools in process with no-op handlers (each
+ *   taking as many hops at once as there are items in flight), no
  *   broker (the way it is deployed: the A2A view is derived from the rows;
  *   an item's time runs from `createWorkItem` to `settled`);
  * - raw: a loop of plain transactions on a pool of 4 connections writing
@@ -117,7 +118,10 @@ async function coordinatorEngine(): Promise<Engine> {
     bus,
     contextStore,
     definitions: [definition],
-    deployments: noopDeployments(),
+    // Each role's pool takes as many hops at once as there are items in flight, as DBOS runs the
+    // step of every one of its workflows at once (16 at once, as this bench had it, queued the hops of
+    // items bunched in one stage).
+    deployments: noopDeployments(IN_FLIGHT),
     maxHops: 10,
   });
   const store = coordinator.tables as PostgresCoordinatorStore;

@@ -24,13 +24,16 @@ export const definition = parseWorkflowDefinition({
 /** The usage every no-op handler reports. */
 export const NOOP_USAGE = { inputTokens: 100, outputTokens: 20, costUsd: 0.0001, model: 'noop' } as const;
 
-/** One in-process pool per role (one replica, 16 hops at once) whose handler completes at once. */
-export function noopDeployments(): Record<string, RoleDeployment> {
+/**
+ * One in-process pool per role (one replica, `concurrency` hops at once,
+ * default 16) whose handler completes at once.
+ */
+export function noopDeployments(concurrency = 16): Record<string, RoleDeployment> {
   const deployments: Record<string, RoleDeployment> = {};
   for (const role of ROLES) {
     deployments[role] = {
       handler: () => complete({ usage: { ...NOOP_USAGE } }),
-      deployment: { minReplicas: 1, maxReplicas: 1, idleTimeoutMs: 60_000, concurrency: 16 },
+      deployment: { minReplicas: 1, maxReplicas: 1, idleTimeoutMs: 60_000, concurrency },
       pollWaitMs: 200,
       observeIntervalMs: 100,
     };
