@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { hostname } from 'node:os';
 import { ERROR_CODES, type ErrorCodeOf, SwitchboardError } from '../../protocol/switchboard-error.js';
-import type { SqliteDatabase } from '../kernel/database.js';
+import { type SqliteDatabase, openPlainDatabase } from '../kernel/database.js';
 import { processExists } from '../kernel/process-liveness.js';
 
 /**
@@ -82,26 +81,12 @@ export function ownerLockPath(path: string): string {
   return `${path}-owner`;
 }
 
-type LockDatabase = {
-  pragma(text: string): unknown;
-  exec(sql: string): unknown;
-  prepare(sql: string): { get(): unknown };
-  close(): void;
-};
-const openLockDatabase = (() => {
-  const require = createRequire(import.meta.url);
-  return (file: string, options: { readonly?: boolean; fileMustExist?: boolean } = {}): LockDatabase => {
-    const Database = require('better-sqlite3') as new (f: string, o: object) => LockDatabase;
-    return new Database(file, options);
-  };
-})();
-
 /**
  * Takes the owner's lock: an exclusive lock on the side file, kept until
  * `release` (or the process's death). Throws if another process holds it.
  */
 function takeOwnerLock(path: string): { release(): void } {
-  const db = openLockDatabase(ownerLockPath(path));
+  const db = openPlainDatabase(ownerLockPath(path));
   try {
     db.pragma('busy_timeout = 0');
     db.pragma('locking_mode = EXCLUSIVE');
@@ -123,9 +108,9 @@ function takeOwnerLock(path: string): { release(): void } {
 export function ownerLockHeld(path: string): boolean | undefined {
   const file = ownerLockPath(path);
   if (!existsSync(file)) return undefined;
-  let db: LockDatabase | undefined;
+  let db: SqliteDatabase | undefined;
   try {
-    db = openLockDatabase(file, { readonly: true, fileMustExist: true });
+    db = openPlainDatabase(file, { readonly: true, fileMustExist: true });
     db.pragma('busy_timeout = 0');
     db.prepare('SELECT count(*) FROM sqlite_master').get();
     return false;

@@ -185,18 +185,11 @@ export class PostgresAuditLog {
 
   /** The head as it stands (not locked). */
   async readHead(q: PgQuery): Promise<AuditHead> {
-    const row = (await q.query('SELECT seq, hash FROM audit_head WHERE id = 1')).rows[0] as
-      | { seq: string; hash: string }
-      | undefined;
-    if (row === undefined) throw new AuditError('AUDIT_HEAD_MISSING', 'the audit head row is missing');
-    return { seq: Number(row.seq), hash: row.hash };
+    return headOf(await q.query('SELECT seq, hash FROM audit_head WHERE id = 1'));
   }
 
   async #lockHead(tx: PgQuery): Promise<AuditHead> {
-    const head = await tx.query('SELECT seq, hash FROM audit_head WHERE id = 1 FOR UPDATE');
-    const row = head.rows[0] as { seq: string; hash: string } | undefined;
-    if (row === undefined) throw new AuditError('AUDIT_HEAD_MISSING', 'the audit head row is missing');
-    return { seq: Number(row.seq), hash: row.hash };
+    return headOf(await tx.query('SELECT seq, hash FROM audit_head WHERE id = 1 FOR UPDATE'));
   }
 
   /**
@@ -310,4 +303,11 @@ export class PostgresAuditLog {
       return walk.finish(head === undefined ? undefined : { seq: Number(head.seq), hash: head.hash });
     }, ' ISOLATION LEVEL REPEATABLE READ READ ONLY');
   }
+}
+
+/** The head from the answer of a read of `audit_head`. */
+function headOf(result: { rows: { seq: string; hash: string }[] }): AuditHead {
+  const row = result.rows[0];
+  if (row === undefined) throw new AuditError('AUDIT_HEAD_MISSING', 'the audit head row is missing');
+  return { seq: Number(row.seq), hash: row.hash };
 }

@@ -106,7 +106,8 @@ export const HOP_INSERT: readonly Column[] = [
   ['question', 'text'],
 ];
 const HOP_UPDATE: readonly Column[] = [...HOP_COLUMNS, ['id', 'text']];
-const USAGE_INSERT: readonly Column[] = [
+/** A usage row's columns, in the order of `usageValues`. */
+export const USAGE_INSERT: readonly Column[] = [
   ['hop_id', 'text'],
   ['item_id', 'text'],
   ['agent', 'text'],
@@ -282,7 +283,7 @@ const wellFormed = (_key: string, value: unknown): unknown =>
 
 /**
  * The batch's rows as JSON. `JSON.stringify` writes a lone surrogate as an
- * escape (`\udXXX`) that PostgreSQL's JSON refuses to read back as text:
+ * escape (such as `\ud800`) that PostgreSQL's JSON refuses to read back as text:
  * when one may be there, each string is made well-formed first, as a text
  * parameter's UTF-8 encoding made it (U+FFFD) before rows went as JSON.
  */

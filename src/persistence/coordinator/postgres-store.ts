@@ -28,6 +28,7 @@ import {
   ITEM_COLUMNS,
   ITEM_INSERT,
   RUN_COLUMNS,
+  USAGE_INSERT,
   columnNames,
   hopInsertValues,
   itemInsertValues,
@@ -615,7 +616,7 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
     );
     await insertRows(
       tx,
-      'INSERT INTO coord_usage (hop_id, item_id, agent, model, input_tokens, output_tokens, cost_usd, elapsed_ms, at)',
+      `INSERT INTO coord_usage (${columnNames(USAGE_INSERT)})`,
       changes.flatMap((c) => c.usage.map(usageValues)),
     );
     const outboxRows = changes.flatMap((c) => c.outbox.map((o) => [c.itemId, o.kind, JSON.stringify(o.body)]));

@@ -45,6 +45,17 @@ export function openDatabase(path: string, options: OpenDatabaseOptions = {}): S
   return db;
 }
 
+/**
+ * Opens a SQLite file as it is: no WAL, no pragmas (a side file that holds a
+ * lock rather than data; the caller sets what it needs).
+ */
+export function openPlainDatabase(
+  path: string,
+  options: { readonly?: boolean; fileMustExist?: boolean } = {},
+): SqliteDatabase {
+  return new Database(path, options);
+}
+
 /** How long opening a file keeps trying to turn it to WAL while another process holds it (as `busy_timeout`). */
 const WAL_SWITCH_TIMEOUT_MS = 5000;
 
