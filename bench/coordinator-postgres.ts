@@ -30,7 +30,9 @@
  *
  * PostgreSQL at PG_URL (default postgres://postgres@127.0.0.1:5432/postgres),
  * Redis at REDIS_URL (a key prefix of its own, deleted at the end).
- * BENCH_REPS, BENCH_ALONE_ITEMS, BENCH_SHARED_ITEMS change the sizes.
+ * BENCH_REPS, BENCH_ALONE_ITEMS, BENCH_SHARED_ITEMS change the sizes; BENCH_ELU=1
+ * prints each phase's event-loop utilization (how busy the bench process's
+ * main thread was) to stderr.
  * Progress to stderr, figures to stdout.
  */
 import { createHash, randomBytes } from 'node:crypto';
@@ -90,6 +92,7 @@ interface Phase {
 async function measure(engine: Engine, items: number, inFlight: number): Promise<Phase> {
   let next = 0;
   const cpu = process.cpuUsage();
+  const elu0 = performance.eventLoopUtilization();
   const started = performance.now();
   const lane = async () => {
     while (next < items) await engine.item(next++);
@@ -98,6 +101,10 @@ async function measure(engine: Engine, items: number, inFlight: number): Promise
   await engine.settle();
   const seconds = (performance.now() - started) / 1000;
   const used = process.cpuUsage(cpu);
+  if (process.env.BENCH_ELU === '1')
+    progress(
+      `${engine.name}, ${inFlight} in flight: event loop busy ${(100 * performance.eventLoopUtilization(elu0).utilization).toFixed(0)}%`,
+    );
   const hops = items * HOPS;
   return {
     hopsPerSecond: hops / seconds,

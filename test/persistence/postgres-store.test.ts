@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { PostgresAuditLog } from '../../src/persistence/audit/postgres-chain.js';
 import type { PgQuery } from '../../src/persistence/coordinator/postgres-client.js';
 import { PostgresLease } from '../../src/persistence/coordinator/postgres-lease.js';
+import { COMMIT_STATEMENT } from '../../src/persistence/coordinator/postgres-commit.js';
 import { PostgresCoordinatorStore } from '../../src/persistence/coordinator/postgres-store.js';
 import {
   type PgPool,
@@ -380,6 +381,54 @@ for (const sink of ['append', 'one statement'] as const)
       await store.commit({ changes: [created('a')], deleteOutbox: [] });
       expect((await store.loadLive()).map((s) => s.item.id)).toEqual(['a']);
     });
+
+    it.runIf(sink === 'one statement')(
+      'the one-statement commit reads the rows it updates by their keys, however many rows the tables hold (a version-1 database is migrated to it)',
+      async () => {
+        const { pool, url } = await open();
+        // A database made before version 2: the function goes, and opening the store brings it back.
+        await pool.query('DROP FUNCTION coord_batch_rows(jsonb)');
+        await pool.query("UPDATE schema_version SET version = 1 WHERE component = 'coordinator'");
+        const reopened = await PostgresCoordinatorStore.open(pool);
+        expect(reopened).toBeDefined();
+        expect(
+          (await pool.query("SELECT version FROM schema_version WHERE component = 'coordinator'")).rows[0].version,
+        ).toBe(2);
+        // Tables of some thousands of rows, as a Coordinator that ran a while has.
+        await pool.query(
+          `INSERT INTO coord_items (id, workflow_id, workflow_version, state, input, created_at, updated_at)
+             SELECT 'i' || n, 'wf', 1, 'completed', '[]', n, n FROM generate_series(1, 5000) AS n`,
+        );
+        await pool.query(
+          `INSERT INTO coord_hops (id, item_id, seq, hop, attempt, kind, stage, role, idempotency_key, state, dispatched_at)
+             SELECT 'h' || n, 'i' || n, 1, 1, 1, 'stage', 'plan', 'planner', 'k' || n, 'completed', n
+             FROM generate_series(1, 5000) AS n`,
+        );
+        await pool.query(
+          "INSERT INTO coord_outbox (item_id, kind, body) SELECT 'i' || n, 'start', '{}' FROM generate_series(1, 5000) AS n",
+        );
+        await pool.query('ANALYZE coord_items; ANALYZE coord_hops; ANALYZE coord_outbox');
+        const client = new pg.Client({ connectionString: url });
+        await client.connect();
+        try {
+          await client.query(`PREPARE commit_plan(jsonb, bigint, text, bigint, text) AS ${COMMIT_STATEMENT}`);
+          for (const mode of ['force_generic_plan', 'force_custom_plan']) {
+            await client.query(`SET plan_cache_mode = ${mode}`);
+            const batch = JSON.stringify({ deleted: [], hopsUp: [], itemsUp: [] });
+            const plan = await client.query(
+              `EXPLAIN EXECUTE commit_plan(${client.escapeLiteral(batch)}, 1, 'h', 0, 'h')`,
+            );
+            const text = plan.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n');
+            expect(text).toContain('Index Scan using coord_hops_pkey');
+            expect(text).toContain('Index Scan using coord_items_pkey');
+            expect(text).toContain('Index Scan using coord_outbox_pkey');
+            expect(text).not.toMatch(/Seq Scan on coord_(hops|items|outbox)/);
+          }
+        } finally {
+          await client.end();
+        }
+      },
+    );
 
     it('a database of a newer schema is refused (SCHEMA_TOO_NEW); a reader refuses an older one (SCHEMA_TOO_OLD)', async () => {
       const { pool } = await open();

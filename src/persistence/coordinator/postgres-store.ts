@@ -104,11 +104,12 @@ export interface PostgresCoordinatorStoreOptions {
 /**
  * The Coordinator's component in PostgreSQL, numbered on its own (a
  * PostgreSQL database is never a SQLite file): version 1 holds the tables as
- * SQLite's schema 8 has them; later versions add to it as SQLite's do.
+ * SQLite's schema 8 has them; version 2 adds the function a one-statement
+ * commit reads its rows through (`coord_batch_rows`).
  */
 export const COORDINATOR_PG_SCHEMA: PgMigrationSet = {
   component: COORDINATOR_SCHEMA.component,
-  current: 1,
+  current: 2,
   migrations: [
     {
       version: 1,
@@ -200,6 +201,17 @@ export const COORDINATOR_PG_SCHEMA: PgMigrationSet = {
           kind TEXT NOT NULL,
           body TEXT NOT NULL
         )`,
+      ],
+    },
+    {
+      version: 2,
+      // The rows of one table in a one-statement commit (see COMMIT_STATEMENT). STRICT keeps the planner
+      // from inlining it (it would see jsonb_array_elements' estimate of 100 rows again).
+      name: 'coord_batch_rows: the rows of a one-statement commit, with the row estimate of a batch',
+      sql: [
+        `CREATE FUNCTION coord_batch_rows(jsonb) RETURNS SETOF jsonb
+          LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE ROWS 4
+          AS 'SELECT jsonb_array_elements($1)'`,
       ],
     },
   ],
