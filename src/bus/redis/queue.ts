@@ -209,8 +209,10 @@ export class RedisQueue implements WorkQueue {
   private readonly maxBlockMs: number;
   /** The scripts' answers are waited for under these (one timer), not node-redis's timer per command. */
   private readonly timeouts = new CommandTimeouts();
-  /** A turn's `publish` calls, sent as one script call (`publishMany`'s). */
-  private readonly publishes = new TickBatch<CheckedPublish, PublishResult>((checked) => this.publishChecked(checked));
+  /** A turn's `publish` and `publishMany` calls, sent as one script call (see `publishCalls`). */
+  private readonly publishes = new TickBatch<readonly CheckedPublish[], PublishResult[]>((calls) =>
+    this.publishCalls(calls),
+  );
   /**
    * A turn's `ack` calls, sent as one script call (`ackMany`'s). The same
    * lease twice in a turn: the first call acks it, the others find it gone,
@@ -384,13 +386,46 @@ export class RedisQueue implements WorkQueue {
   async publish(role: string, envelope: BusEnvelope, options: PublishOptions): Promise<PublishResult> {
     this.assertOpen();
     // Checked alone (a bad one is refused alone), then published with the turn's other publishes.
-    return this.publishes.add(checkPublish({ ...(options ?? {}), role, envelope } as PublishRequest));
+    const [result] = await this.publishes.add([checkPublish({ ...(options ?? {}), role, envelope } as PublishRequest)]);
+    return result!;
   }
 
   async publishMany(messages: readonly PublishRequest[]): Promise<PublishResult[]> {
     this.assertOpen();
     if (!Array.isArray(messages)) throw new BusError('BUS_INVALID_ARGUMENT', 'publishMany takes an array');
-    return this.publishChecked(messages.map((m) => checkPublish(m)));
+    // All checked first (a bad one publishes nothing), then published with the turn's other publishes, in
+    // the same script call (atomic together) unless they are more than a batch.
+    const checked = messages.map((m) => checkPublish(m));
+    return checked.length === 0 ? [] : this.publishes.add(checked);
+  }
+
+  /**
+   * A turn's publish calls: as many whole calls per script call as fit in a
+   * batch (a call's messages are published together); a call of more than a
+   * batch goes alone, a batch at a time. One answer per call.
+   */
+  private async publishCalls(calls: readonly (readonly CheckedPublish[])[]): Promise<PublishResult[][]> {
+    const out: PublishResult[][] = [];
+    let together: (readonly CheckedPublish[])[] = [];
+    let size = 0;
+    const send = async () => {
+      if (together.length === 0) return;
+      const results = await this.publishChecked(together.flat());
+      let at = 0;
+      for (const call of together) {
+        out.push(results.slice(at, at + call.length));
+        at += call.length;
+      }
+      together = [];
+      size = 0;
+    };
+    for (const call of calls) {
+      if (size + call.length > this.publishBatch) await send();
+      together.push(call);
+      size += call.length;
+    }
+    await send();
+    return out;
   }
 
   private async publishChecked(checked: readonly CheckedPublish[]): Promise<PublishResult[]> {
