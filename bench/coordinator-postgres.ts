@@ -7,8 +7,10 @@
  * - Coordinator: `createCoordinator({ postgres })` with the Redis bus and
  *   Context Engine, the role pools in process with no-op handlers (each
  *   taking as many hops at once as there are items in flight), no
- *   broker (the way it is deployed: the A2A view is derived from the rows;
- *   an item's time runs from `createWorkItem` to `settled`);
+ *   broker, and the leader lease fencing every commit (the way
+ *   `switchboard coordinator --db postgres://...` runs it: the A2A view is
+ *   derived from the rows; an item's time runs from `createWorkItem` to
+ *   `settled`);
  * - raw: a loop of plain transactions on a pool of 4 connections writing
  *   the rows a Coordinator commit writes, into the Coordinator's own tables
  *   (one transaction for the item's creation, one per hop: the hop's row
@@ -43,6 +45,7 @@ import { createCoordinator } from '../src/actors/coordinator/coordinator.js';
 import { createRedisQueue } from '../src/bus/redis/queue.js';
 import { PostgresAuditLog } from '../src/persistence/audit/postgres-chain.js';
 import { createRedisContextStore } from '../src/persistence/context/redis-store.js';
+import { PostgresLease } from '../src/persistence/coordinator/postgres-lease.js';
 import { COORDINATOR_PG_SCHEMA, type PostgresCoordinatorStore } from '../src/persistence/coordinator/postgres-store.js';
 import { type PgQuery, inPgTransaction, openPgPool } from '../src/persistence/kernel/postgres.js';
 import type { CommitBatch } from '../src/workflow/records.js';
@@ -120,8 +123,11 @@ async function coordinatorEngine(): Promise<Engine> {
   const prefix = `bench-pg-${randomBytes(4).toString('hex')}`;
   const bus = await createRedisQueue({ url: REDIS_URL, prefix });
   const contextStore = await createRedisContextStore({ url: REDIS_URL, prefix });
+  // The lease `switchboard coordinator` takes (its default timing): every commit checks its epoch.
+  const lease = new PostgresLease({ url: database.url });
+  if ((await lease.acquire()) !== 'leader') throw new Error('the bench could not take the leader lease');
   const coordinator = await createCoordinator({
-    postgres: { url: database.url },
+    postgres: { url: database.url, fence: lease.fence },
     bus,
     contextStore,
     definitions: [definition],
@@ -156,6 +162,7 @@ async function coordinatorEngine(): Promise<Engine> {
       const verified = await coordinator.verifyAudit();
       if (!verified.ok) throw new Error('the Coordinator audit chain does not verify');
       await coordinator.close();
+      await lease.close();
       await bus.close();
       await contextStore.close();
       await deleteRedisPrefix(prefix, REDIS_URL);

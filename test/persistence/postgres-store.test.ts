@@ -387,7 +387,7 @@ for (const sink of ['append', 'one statement'] as const)
       async () => {
         const { pool, url } = await open();
         // A database made before version 2: the function goes, and opening the store brings it back.
-        await pool.query('DROP FUNCTION coord_batch_rows(jsonb)');
+        await pool.query('DROP FUNCTION coord_batch_rows(jsonb); DROP FUNCTION coord_not_leading()');
         await pool.query("UPDATE schema_version SET version = 1 WHERE component = 'coordinator'");
         const reopened = await PostgresCoordinatorStore.open(pool);
         expect(reopened).toBeDefined();
@@ -477,6 +477,61 @@ for (const sink of ['append', 'one statement'] as const)
         await a.close();
       }
     });
+
+    it.runIf(sink === 'one statement')(
+      "with the lease's fence a commit is one statement, no transaction: its audit rows record its epoch; once another lease took over it is refused whole (COORD_FENCED)",
+      async () => {
+        const database = await createTestDatabase('sb_pgstore');
+        const pool = await openPgPool(database.url);
+        opened.push({ pool, drop: database.drop });
+        const a = new PostgresLease({ url: database.url, leaseMs: 60_000, renewMs: 30_000 });
+        const b = new PostgresLease({ url: database.url, leaseMs: 60_000, renewMs: 30_000, alive: () => false });
+        try {
+          const audit = await PostgresAuditLog.open(pool);
+          const sink = {
+            append: (tx: PgQuery, entries: Parameters<typeof audit.appendInTransaction>[1]) =>
+              audit.appendInTransaction(tx, entries),
+            chain: audit.chainAfter.bind(audit),
+            head: audit.readHead.bind(audit),
+          };
+          const store = await PostgresCoordinatorStore.open(pool, { audit: sink, fence: a.fence });
+          // A standby's commit is refused before anything is sent.
+          await expect(store.commit({ changes: [created('s')], deleteOutbox: [] })).rejects.toMatchObject({
+            code: 'COORD_FENCED',
+          });
+          expect(await a.acquire()).toBe('leader');
+          let transactions = 0;
+          const connect = pool.connect.bind(pool);
+          pool.connect = () => {
+            transactions += 1;
+            return connect();
+          };
+          await store.commit({ changes: [created('a')], deleteOutbox: [] });
+          expect(transactions).toBe(0);
+          // B sees A's process as dead and takes over at once: A still believes it leads; the row says otherwise.
+          expect(await b.acquire()).toBe('leader');
+          expect(a.role).toBe('leader');
+          const refused = await store.commit({ changes: [created('b')], deleteOutbox: [] }).catch((e: unknown) => e);
+          expect(refused).toMatchObject({ code: 'COORD_FENCED', details: { epoch: a.epoch, currentEpoch: b.epoch } });
+          expect(transactions).toBe(0);
+          const next = await PostgresCoordinatorStore.open(pool, { audit: sink, fence: b.fence });
+          await next.commit({ changes: [created('c')], deleteOutbox: [] });
+          const rows = await pool.query('SELECT item_id, epoch FROM audit_log ORDER BY seq');
+          expect(rows.rows.map((r) => [r.item_id, Number(r.epoch)])).toEqual([
+            ['a', a.epoch],
+            ['c', b.epoch],
+          ]);
+          expect((await pool.query('SELECT id FROM coord_items ORDER BY id')).rows.map((r) => r.id)).toEqual([
+            'a',
+            'c',
+          ]);
+          expect(await audit.verifyChain()).toMatchObject({ ok: true, entries: 2 });
+        } finally {
+          await b.close();
+          await a.close();
+        }
+      },
+    );
 
     it('the audit chain verifies with the same hashing as SQLite, signed checkpoints included, and catches an edited row', async () => {
       const { store, audit, pool } = await open();

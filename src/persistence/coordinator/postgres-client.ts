@@ -13,4 +13,16 @@ export type { PgQuery } from '../kernel/postgres.js';
  * Run first inside every commit transaction of the PostgreSQL store (the leader lease's
  * `assertEpoch`): it throws to refuse the commit, and the transaction rolls back.
  */
-export type PgFence = (tx: PgQuery) => Promise<void>;
+export interface PgFence {
+  (tx: PgQuery): Promise<void>;
+  /**
+   * The same check inside a commit of one statement (no transaction around it, one round
+   * trip): the lease row the statement must find, locked for share until it commits
+   * (`expected` throws when this process does not lead now: nothing is sent), and the
+   * error of a statement that found another (`found`: the lease's epoch, when known).
+   */
+  readonly statement?: {
+    expected(): { epoch: number; holder: string };
+    refused(epoch: number, found: number | undefined): Error;
+  };
+}

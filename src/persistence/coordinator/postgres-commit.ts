@@ -140,19 +140,27 @@ export function columnNames(columns: readonly Column[]): string {
   return columns.map(([name]) => name).join(', ');
 }
 
-/** The name each connection prepares `COMMIT_STATEMENT` under (parsed and planned once per connection). */
+/** The names each connection prepares the commit statements under (parsed and planned once per connection). */
 export const COMMIT_STATEMENT_NAME = 'switchboard_coordinator_commit_v3';
+export const FENCED_COMMIT_STATEMENT_NAME = 'switchboard_coordinator_fenced_commit_v3';
+
+/** The SQLSTATE `coord_not_leading()` raises: the lease row was not the one a fenced statement expected. */
+export const NOT_LEADING_SQLSTATE = 'SBL01';
 
 /**
- * The statement's text, built once: `$1` the batch's rows (JSON), `$2`..`$5`
- * the audit head after and before. The rows are `jsonb`, parsed once (a
- * `json` value is parsed again by every `->`), and each table's rows come
- * from `coord_batch_rows`, whose row estimate is a batch's: with the 100
- * rows the planner assumes of `jsonb_array_elements`, an update of a few
- * thousand rows' table joined it by hash over a scan of the whole table, a
- * commit that grew slower with every hop kept.
+ * A commit statement's text: `$1` the batch's rows (JSON), `$2`..`$5` the
+ * audit head after and before; `fenced`, `$6` and `$7` the epoch and holder
+ * the leader lease's row must hold (locked for share until the statement
+ * commits, so a takeover waits for it; another row refuses the statement
+ * whole with `NOT_LEADING_SQLSTATE`), and the audit rows record `$6`. The
+ * rows are `jsonb`, parsed once (a `json` value is parsed again by every
+ * `->`), and each table's rows come from `coord_batch_rows`, whose row
+ * estimate is a batch's: with the 100 rows the planner assumes of
+ * `jsonb_array_elements`, an update of a few thousand rows' table joined it
+ * by hash over a scan of the whole table, a commit that grew slower with
+ * every hop kept.
  */
-export const COMMIT_STATEMENT: string = (() => {
+function commitStatement(fenced: boolean): string {
   const names = columnNames;
   // A row's cells by place: `r->>i` is the text of cell i (JSON null: SQL NULL), cast to its column's type.
   const cells = (columns: readonly Column[]) =>
@@ -166,6 +174,11 @@ export const COMMIT_STATEMENT: string = (() => {
   const assign = (columns: readonly Column[]) => columns.map(([name]) => `${name} = v.${name}`).join(', ');
   const parts = [
     'batch AS (SELECT $1::jsonb AS j)',
+    ...(fenced
+      ? [
+          'lease AS (SELECT 1 FROM coordinator_lease WHERE id = 1 AND epoch = $6::bigint AND holder = $7::text FOR SHARE)',
+        ]
+      : []),
     `deleted AS (DELETE FROM coord_outbox WHERE id IN (SELECT (r #>> '{}')::bigint FROM ${rows('deleted')}))`,
     `items_in AS (${insert('coord_items', 'itemsIn', ITEM_INSERT)})`,
     `hops_in AS (${insert('coord_hops', 'hopsIn', HOP_INSERT)})`,
@@ -181,11 +194,24 @@ export const COMMIT_STATEMENT: string = (() => {
     `outbox_in AS (${insert('coord_outbox', 'outbox', OUTBOX_INSERT, 'RETURNING id')})`,
     `head AS (UPDATE audit_head SET seq = $2::bigint, hash = $3::text
        WHERE id = 1 AND seq = $4::bigint AND hash = $5::text RETURNING 1)`,
-    `audit_in AS (${insert('audit_log', 'audit', AUDIT_INSERT)})`,
+    fenced
+      ? `audit_in AS (INSERT INTO audit_log (${names(AUDIT_INSERT)}, epoch)
+           SELECT ${cells(AUDIT_INSERT)}, $6::bigint FROM ${rows('audit')})`
+      : `audit_in AS (${insert('audit_log', 'audit', AUDIT_INSERT)})`,
   ];
+  // The lease is checked before the head: a replaced leader is told so, not sent to build its batch again.
+  const leading = fenced
+    ? 'CASE WHEN (SELECT count(*) FROM lease) = 1 THEN 1 ELSE coord_not_leading() END AS leading, '
+    : '';
   return `WITH ${parts.join(',\n')}
-    SELECT (SELECT array_agg(id ORDER BY id) FROM outbox_in) AS outbox, 1 / (SELECT count(*)::int FROM head) AS head_moved`;
-})();
+    SELECT ${leading}(SELECT array_agg(id ORDER BY id) FROM outbox_in) AS outbox,
+      1 / (SELECT count(*)::int FROM head) AS head_moved`;
+}
+
+/** The commit statement of a store without a fence (see `commitStatement`). */
+export const COMMIT_STATEMENT: string = commitStatement(false);
+/** The commit statement of a store fenced by the leader lease (see `commitStatement`). */
+export const FENCED_COMMIT_STATEMENT: string = commitStatement(true);
 
 const json = (v: unknown): string | null => (v === null || v === undefined ? null : JSON.stringify(v));
 
@@ -311,6 +337,11 @@ export function committedOutboxIds(row: { outbox: unknown } | undefined): number
  * can be built again on the head as it now is.
  */
 export function isStaleAuditHead(error: unknown): boolean {
-  const state = (error as { details?: { sqlState?: unknown } } | null)?.details?.sqlState;
+  const state = sqlStateOf(error);
   return state === '22012' || state === '23505';
+}
+
+/** The SQLSTATE of a failed statement's `PostgresError`, if it has one. */
+export function sqlStateOf(error: unknown): unknown {
+  return (error as { details?: { sqlState?: unknown } } | null)?.details?.sqlState;
 }

@@ -19,6 +19,7 @@ import {
   type SwitchboardErrorOptions,
 } from '../../protocol/switchboard-error.js';
 import { type PgConnection, type PgQuery, connectPostgres, redactPostgresUrl } from './postgres-connection.js';
+import type { PgFence } from './postgres-client.js';
 import { processExists } from '../kernel/process-liveness.js';
 import { SchemaVersionError } from '../kernel/migrations.js';
 import { PG_EPOCH_SETTING, type PgPool } from '../kernel/postgres.js';
@@ -381,8 +382,16 @@ export class PostgresLease {
     this.#leadingEpoch();
   }
 
-  /** `assertEpoch` bound to this lease, for a store that takes a fence function. */
-  readonly fence = (tx: PgQuery): Promise<void> => this.assertEpoch(tx);
+  /**
+   * `assertEpoch` bound to this lease, for a store that takes a fence; its
+   * `statement` form is the same check inside a commit of one statement.
+   */
+  readonly fence: PgFence = Object.assign((tx: PgQuery): Promise<void> => this.assertEpoch(tx), {
+    statement: {
+      expected: () => ({ epoch: this.#leadingEpoch(), holder: this.id }),
+      refused: (epoch: number, found: number | undefined) => this.#fenced(epoch, found),
+    },
+  });
 
   #leadingEpoch(): number {
     const state = this.#state;

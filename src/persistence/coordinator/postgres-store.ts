@@ -34,10 +34,14 @@ import {
   itemInsertValues,
   runValues,
   COMMIT_STATEMENT_NAME,
+  FENCED_COMMIT_STATEMENT,
+  FENCED_COMMIT_STATEMENT_NAME,
+  NOT_LEADING_SQLSTATE,
   commitParameters,
   committedOutboxIds,
   fitsOneStatement,
   isStaleAuditHead,
+  sqlStateOf,
 } from './postgres-commit.js';
 import { COORDINATOR_SCHEMA, hopUpdateValues, itemUpdateValues, usageValues } from './store.js';
 import type {
@@ -207,11 +211,19 @@ export const COORDINATOR_PG_SCHEMA: PgMigrationSet = {
       version: 2,
       // The rows of one table in a one-statement commit (see COMMIT_STATEMENT). STRICT keeps the planner
       // from inlining it (it would see jsonb_array_elements' estimate of 100 rows again).
-      name: 'coord_batch_rows: the rows of a one-statement commit, with the row estimate of a batch',
+      name: 'the functions of one-statement commits: coord_batch_rows (the rows of a batch, with its row estimate), coord_not_leading',
       sql: [
         `CREATE FUNCTION coord_batch_rows(jsonb) RETURNS SETOF jsonb
           LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE ROWS 4
           AS 'SELECT jsonb_array_elements($1)'`,
+        // What a fenced one-statement commit calls when the lease row is not the one it expected: its error
+        // refuses the statement whole, and says the lease's epoch now.
+        `CREATE FUNCTION coord_not_leading() RETURNS integer LANGUAGE plpgsql VOLATILE AS $$
+          BEGIN
+            RAISE EXCEPTION 'the leader lease is at epoch %',
+              coalesce((SELECT epoch::text FROM coordinator_lease WHERE id = 1), 'unknown')
+              USING ERRCODE = '${NOT_LEADING_SQLSTATE}';
+          END $$`,
       ],
     },
   ],
@@ -528,17 +540,28 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
       const { params, next } = commitParameters(batch, audit.chain(head, entries), head);
       this.#head = undefined;
       let row: { outbox: unknown } | undefined;
+      const fence = this.#fence;
+      const lease = fence?.statement?.expected();
       try {
-        const fence = this.#fence;
         row = (
           fence === undefined
             ? await this.#pool.query(COMMIT_STATEMENT, params, COMMIT_STATEMENT_NAME)
-            : await inPgTransaction(this.#pool, async (tx) => {
-                await fence(tx);
-                return tx.query(COMMIT_STATEMENT, params, COMMIT_STATEMENT_NAME);
-              })
+            : lease !== undefined
+              ? await this.#pool.query(
+                  FENCED_COMMIT_STATEMENT,
+                  [...params, lease.epoch, lease.holder],
+                  FENCED_COMMIT_STATEMENT_NAME,
+                )
+              : await inPgTransaction(this.#pool, async (tx) => {
+                  await fence(tx);
+                  return tx.query(COMMIT_STATEMENT, params, COMMIT_STATEMENT_NAME);
+                })
         ).rows[0];
       } catch (error) {
+        if (lease !== undefined && fence?.statement !== undefined && sqlStateOf(error) === NOT_LEADING_SQLSTATE) {
+          const found = /epoch (\d+)/.exec((error as Error).message)?.[1];
+          throw fence.statement.refused(lease.epoch, found === undefined ? undefined : Number(found));
+        }
         if (attempt === 1 && isStaleAuditHead(error)) continue;
         throw error;
       }
