@@ -11,6 +11,12 @@
  *   `switchboard coordinator --db postgres://...` runs it: the A2A view is
  *   derived from the rows; an item's time runs from `createWorkItem` to
  *   `settled`);
+ * - Coordinator (workers apart): the same Coordinator without pools, its
+ *   workers in a process of their own, as deployed
+ *   (`switchboard worker --role architect --role coding --role testing
+ *   --role devops --handler bench/noop-handler.mjs --concurrency 50` from
+ *   `dist`, so the npm script builds first); its CPU per hop adds the worker
+ *   process's (`/proc/PID/stat`);
  * - raw: a loop of plain transactions on a pool of 4 connections writing
  *   the rows a Coordinator commit writes, into the Coordinator's own tables
  *   (one transaction for the item's creation, one per hop: the hop's row
@@ -37,8 +43,11 @@
  * main thread was) to stderr.
  * Progress to stderr, figures to stdout.
  */
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { DBOS } from '@dbos-inc/dbos-sdk';
 import pg from 'pg';
 import { createCoordinator } from '../src/actors/coordinator/coordinator.js';
@@ -60,7 +69,9 @@ const REPS = Number(process.env.BENCH_REPS ?? 5);
 const ALONE_ITEMS = Number(process.env.BENCH_ALONE_ITEMS ?? 25);
 const SHARED_ITEMS = Number(process.env.BENCH_SHARED_ITEMS ?? 200);
 /** BENCH_ENGINES=Coordinator (comma-separated names) runs only those, e.g. under `node --cpu-prof`. */
-const ENGINES = (process.env.BENCH_ENGINES ?? 'Coordinator,raw,DBOS').split(',').map((e) => e.trim());
+const ENGINES = (process.env.BENCH_ENGINES ?? 'Coordinator,Coordinator (workers apart),raw,DBOS')
+  .split(',')
+  .map((e) => e.trim());
 const IN_FLIGHT = 50;
 const WARM_UP_ITEMS = 50;
 const HOPS = ROLES.length;
@@ -82,6 +93,8 @@ interface Engine {
   settle(): Promise<void>;
   /** A line about the engine's commits, for the figures. */
   note?(): string;
+  /** CPU µs used so far by the engine's processes other than this one (its worker process). */
+  otherCpuUs?(): number;
   close(): Promise<void>;
 }
 
@@ -94,6 +107,7 @@ interface Phase {
 /** `items` items through `run`, `inFlight` at a time (a new one starts when one ends). */
 async function measure(engine: Engine, items: number, inFlight: number): Promise<Phase> {
   let next = 0;
+  const otherCpu = engine.otherCpuUs?.() ?? 0;
   const cpu = process.cpuUsage();
   const elu0 = performance.eventLoopUtilization();
   const started = performance.now();
@@ -104,6 +118,7 @@ async function measure(engine: Engine, items: number, inFlight: number): Promise
   await engine.settle();
   const seconds = (performance.now() - started) / 1000;
   const used = process.cpuUsage(cpu);
+  used.user += (engine.otherCpuUs?.() ?? 0) - otherCpu;
   if (process.env.BENCH_ELU === '1')
     progress(
       `${engine.name}, ${inFlight} in flight: event loop busy ${(100 * performance.eventLoopUtilization(elu0).utilization).toFixed(0)}%`,
@@ -118,9 +133,43 @@ async function measure(engine: Engine, items: number, inFlight: number): Promise
 
 // ----------------------------------------------------------------- engines
 
-async function coordinatorEngine(): Promise<Engine> {
+/** CPU µs a process used so far, from /proc (Linux); its clock ticks at 100 Hz. */
+function procCpuUs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/** The roles' worker process, as `switchboard worker` runs it (from `dist`), on the bench's bus prefix. */
+function workerProcess(prefix: string): ChildProcess {
+  const child = spawn(
+    process.execPath,
+    [
+      fileURLToPath(new URL('../bin/switchboard.js', import.meta.url)),
+      'worker',
+      '--bus',
+      REDIS_URL,
+      '--bus-prefix',
+      prefix,
+      ...ROLES.flatMap((role) => ['--role', role]),
+      '--handler',
+      fileURLToPath(new URL('./noop-handler.mjs', import.meta.url)),
+      '--concurrency',
+      String(IN_FLIGHT),
+      '--log-level',
+      'warn',
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  child.on('exit', (code, signal) => {
+    if (code !== 0 && signal !== 'SIGTERM') progress(`the worker process ended: ${code ?? signal}`);
+  });
+  return child;
+}
+
+async function coordinatorEngine(workersApart = false): Promise<Engine> {
   const database = await createBenchDatabase('sb_bench_coord');
   const prefix = `bench-pg-${randomBytes(4).toString('hex')}`;
+  const worker = workersApart ? workerProcess(prefix) : undefined;
   const bus = await createRedisQueue({ url: REDIS_URL, prefix });
   const contextStore = await createRedisContextStore({ url: REDIS_URL, prefix });
   // The lease `switchboard coordinator` takes (its default timing): every commit checks its epoch.
@@ -134,7 +183,7 @@ async function coordinatorEngine(): Promise<Engine> {
     // Each role's pool takes as many hops at once as there are items in flight, as DBOS runs the
     // step of every one of its workflows at once (16 at once, as this bench had it, queued the hops of
     // items bunched in one stage).
-    deployments: noopDeployments(IN_FLIGHT),
+    ...(worker === undefined ? { deployments: noopDeployments(IN_FLIGHT) } : {}),
     maxHops: 10,
   });
   const store = coordinator.tables as PostgresCoordinatorStore;
@@ -147,8 +196,9 @@ async function coordinatorEngine(): Promise<Engine> {
     return commit(batch);
   };
   return {
-    name: 'Coordinator',
+    name: worker === undefined ? 'Coordinator' : 'Coordinator (workers apart)',
     database,
+    ...(worker?.pid === undefined ? {} : { otherCpuUs: () => procCpuUs(worker.pid!) }),
     async item(n) {
       const id = await coordinator.createWorkItem({ workflow: definition.id, input: `item ${n}` });
       const final = await coordinator.settled(id);
@@ -161,6 +211,11 @@ async function coordinatorEngine(): Promise<Engine> {
     async close() {
       const verified = await coordinator.verifyAudit();
       if (!verified.ok) throw new Error('the Coordinator audit chain does not verify');
+      if (worker !== undefined) {
+        const exited = new Promise((resolve) => worker.once('exit', resolve));
+        worker.kill('SIGTERM');
+        await exited;
+      }
       await coordinator.close();
       await lease.close();
       await bus.close();
@@ -342,7 +397,8 @@ async function run(): Promise<void> {
   const notes: string[] = [];
   try {
     const makers: Record<string, () => Promise<Engine>> = {
-      Coordinator: coordinatorEngine,
+      Coordinator: () => coordinatorEngine(),
+      'Coordinator (workers apart)': () => coordinatorEngine(true),
       raw: rawEngine,
       DBOS: dbosEngine,
     };
@@ -413,12 +469,16 @@ async function run(): Promise<void> {
     }
   }
   const rate = (name: string, mode: 'alone' | 'shared') => median(runs.get(name)![mode].map((p) => p.hopsPerSecond));
-  const ratio = (other: string, mode: 'alone' | 'shared') =>
-    runs.has('Coordinator') && runs.has(other) ? (rate('Coordinator', mode) / rate(other, mode)).toFixed(2) : '-';
+  const ratio = (ours: string, other: string, mode: 'alone' | 'shared') =>
+    runs.has(ours) && runs.has(other) ? (rate(ours, mode) / rate(other, mode)).toFixed(2) : '-';
+  const ratios = (ours: string, other: string, target: string) =>
+    `ratio of hops/s ${ours}/${other}: alone ${ratio(ours, other, 'alone')}, ${IN_FLIGHT} in flight ${ratio(ours, other, 'shared')} (${target})`;
   lines.push(
     '',
-    `ratio of hops/s Coordinator/raw: alone ${ratio('raw', 'alone')}, ${IN_FLIGHT} in flight ${ratio('raw', 'shared')} (target ≥ 0.50 in flight)`,
-    `ratio of hops/s Coordinator/DBOS: alone ${ratio('DBOS', 'alone')}, ${IN_FLIGHT} in flight ${ratio('DBOS', 'shared')} (target > 1)`,
+    ratios('Coordinator', 'raw', 'target ≥ 0.50 in flight'),
+    ratios('Coordinator', 'DBOS', 'target > 1'),
+    ratios('Coordinator (workers apart)', 'raw', 'target ≥ 0.50 in flight'),
+    ratios('Coordinator (workers apart)', 'DBOS', 'target > 1'),
     'writes:',
     ...notes,
     `load average (1, 5, 15 min): before ${loadBefore.map((l) => l.toFixed(2)).join(', ')}; after ${loadAfter

@@ -14,6 +14,7 @@ export type { PgQuery } from '../kernel/postgres.js';
  * `assertEpoch`): it throws to refuse the commit, and the transaction rolls back.
  */
 export interface PgFence {
+  /** The check inside a commit transaction, run first on its connection: throws to refuse the commit. */
   (tx: PgQuery): Promise<void>;
   /**
    * The same check inside a commit of one statement (no transaction around it, one round
