@@ -506,15 +506,30 @@ for (const sink of ['append', 'one statement'] as const)
             return connect();
           };
           await store.commit({ changes: [created('a')], deleteOutbox: [] });
+          await store.checkFence();
+          await pool.query("UPDATE coord_items SET finished_at = 2 WHERE id = 'a'");
+          await store.recordContextForgotten(['a'], 5);
           expect(transactions).toBe(0);
           // B sees A's process as dead and takes over at once: A still believes it leads; the row says otherwise.
           expect(await b.acquire()).toBe('leader');
           expect(a.role).toBe('leader');
           const refused = await store.commit({ changes: [created('b')], deleteOutbox: [] }).catch((e: unknown) => e);
           expect(refused).toMatchObject({ code: 'COORD_FENCED', details: { epoch: a.epoch, currentEpoch: b.epoch } });
+          await expect(store.checkFence()).rejects.toMatchObject({
+            code: 'COORD_FENCED',
+            details: { epoch: a.epoch, currentEpoch: b.epoch },
+          });
+          await expect(store.recordForgetAgain('a')).rejects.toMatchObject({ code: 'COORD_FENCED' });
           expect(transactions).toBe(0);
           const next = await PostgresCoordinatorStore.open(pool, { audit: sink, fence: b.fence });
+          await next.checkFence();
           await next.commit({ changes: [created('c')], deleteOutbox: [] });
+          // The forgetter's marks: A's while it led was written; A's after the takeover was not, B's is.
+          const forgotten = async () =>
+            (await pool.query("SELECT context_forgotten_at AS at FROM coord_items WHERE id = 'a'")).rows[0].at;
+          expect(Number(await forgotten())).toBe(5);
+          await next.recordForgetAgain('a');
+          expect(await forgotten()).toBeNull();
           const rows = await pool.query('SELECT item_id, epoch FROM audit_log ORDER BY seq');
           expect(rows.rows.map((r) => [r.item_id, Number(r.epoch)])).toEqual([
             ['a', a.epoch],

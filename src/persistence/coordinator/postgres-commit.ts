@@ -147,6 +147,24 @@ export const FENCED_COMMIT_STATEMENT_NAME = 'switchboard_coordinator_fenced_comm
 /** The SQLSTATE `coord_not_leading()` raises: the lease row was not the one a fenced statement expected. */
 export const NOT_LEADING_SQLSTATE = 'SBL01';
 
+/** The lease row a fenced statement expects, at the places of its epoch and holder parameters. */
+const leaseRow = (epoch: string, holder: string) =>
+  `SELECT 1 FROM coordinator_lease WHERE id = 1 AND epoch = ${epoch}::bigint AND holder = ${holder}::text`;
+
+/** Whether the leader lease is `$1` (epoch) and `$2` (holder) now: refused with `NOT_LEADING_SQLSTATE` when not. */
+export const LEASE_CHECK_STATEMENT = `SELECT CASE WHEN EXISTS (${leaseRow('$1', '$2')}) THEN 1 ELSE coord_not_leading() END AS leading`;
+
+/**
+ * A write of one data-modifying statement (`text`, taking `params` parameters)
+ * fenced like a commit in one statement: written only while the lease row
+ * (locked for share until it commits) holds the epoch and holder of
+ * parameters `params + 1` and `params + 2`.
+ */
+export function fencedWrite(text: string, params: number): string {
+  return `WITH lease AS (${leaseRow(`$${params + 1}`, `$${params + 2}`)} FOR SHARE), written AS (${text})
+    SELECT CASE WHEN (SELECT count(*) FROM lease) = 1 THEN 1 ELSE coord_not_leading() END AS leading`;
+}
+
 /**
  * A commit statement's text: `$1` the batch's rows (JSON), `$2`..`$5` the
  * audit head after and before; `fenced`, `$6` and `$7` the epoch and holder
@@ -174,11 +192,7 @@ function commitStatement(fenced: boolean): string {
   const assign = (columns: readonly Column[]) => columns.map(([name]) => `${name} = v.${name}`).join(', ');
   const parts = [
     'batch AS (SELECT $1::jsonb AS j)',
-    ...(fenced
-      ? [
-          'lease AS (SELECT 1 FROM coordinator_lease WHERE id = 1 AND epoch = $6::bigint AND holder = $7::text FOR SHARE)',
-        ]
-      : []),
+    ...(fenced ? [`lease AS (${leaseRow('$6', '$7')} FOR SHARE)`] : []),
     `deleted AS (DELETE FROM coord_outbox WHERE id IN (SELECT (r #>> '{}')::bigint FROM ${rows('deleted')}))`,
     `items_in AS (${insert('coord_items', 'itemsIn', ITEM_INSERT)})`,
     `hops_in AS (${insert('coord_hops', 'hopsIn', HOP_INSERT)})`,

@@ -36,7 +36,9 @@ import {
   COMMIT_STATEMENT_NAME,
   FENCED_COMMIT_STATEMENT,
   FENCED_COMMIT_STATEMENT_NAME,
+  LEASE_CHECK_STATEMENT,
   NOT_LEADING_SQLSTATE,
+  fencedWrite,
   commitParameters,
   committedOutboxIds,
   fitsOneStatement,
@@ -558,10 +560,8 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
                 })
         ).rows[0];
       } catch (error) {
-        if (lease !== undefined && fence?.statement !== undefined && sqlStateOf(error) === NOT_LEADING_SQLSTATE) {
-          const found = /epoch (\d+)/.exec((error as Error).message)?.[1];
-          throw fence.statement.refused(lease.epoch, found === undefined ? undefined : Number(found));
-        }
+        const refused = lease === undefined ? undefined : this.#notLeading(error, lease.epoch);
+        if (refused !== undefined) throw refused;
         if (attempt === 1 && isStaleAuditHead(error)) continue;
         throw error;
       }
@@ -867,27 +867,61 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
     return rows.rows.map((r) => r.id as string);
   }
 
-  /** The fence alone, in a transaction of its own (nothing written): whether this store may still commit. */
+  /**
+   * The fence alone (nothing written): whether this store may still commit.
+   * One statement with the fence's statement form, else a transaction of its own.
+   */
   async checkFence(): Promise<void> {
     const fence = this.#fence;
     if (fence === undefined) return;
-    await inPgTransaction(this.#pool, (tx) => fence(tx));
+    const lease = fence.statement?.expected();
+    if (lease === undefined) {
+      await inPgTransaction(this.#pool, (tx) => fence(tx));
+      return;
+    }
+    await this.#pool.query(LEASE_CHECK_STATEMENT, [lease.epoch, lease.holder]).catch((error: unknown) => {
+      throw this.#notLeading(error, lease.epoch) ?? error;
+    });
   }
 
-  /** One statement outside a commit (the mirror's and the forgetter's marks), fenced like a commit. */
+  /**
+   * The fence's error for a statement refused by `coord_not_leading()` (the
+   * lease row was not the one it expected), with the lease's epoch it named.
+   */
+  #notLeading(error: unknown, epoch: number): Error | undefined {
+    const statement = this.#fence?.statement;
+    if (statement === undefined || sqlStateOf(error) !== NOT_LEADING_SQLSTATE) return undefined;
+    const found = /epoch (\d+)/.exec((error as Error).message)?.[1];
+    return statement.refused(epoch, found === undefined ? undefined : Number(found));
+  }
+
+  /**
+   * One statement outside a commit (the forgetter's marks), fenced like a
+   * commit: in one statement with the fence's statement form, else in a
+   * transaction after the fence.
+   */
   async #write(text: string, params: unknown[]): Promise<void> {
     if (this.#readOnly) {
       throw new PostgresError('PG_QUERY_FAILED', 'this PostgreSQL store was opened read-only: it writes nothing');
     }
-    if (this.#fence === undefined) {
+    const fence = this.#fence;
+    if (fence === undefined) {
       await this.#pool.query(text, params);
       return;
     }
-    const fence = this.#fence;
-    await inPgTransaction(this.#pool, async (tx) => {
-      await fence(tx);
-      await tx.query(text, params);
-    });
+    const lease = fence.statement?.expected();
+    if (lease === undefined) {
+      await inPgTransaction(this.#pool, async (tx) => {
+        await fence(tx);
+        await tx.query(text, params);
+      });
+      return;
+    }
+    await this.#pool
+      .query(fencedWrite(text, params.length), [...params, lease.epoch, lease.holder])
+      .catch((error: unknown) => {
+        throw this.#notLeading(error, lease.epoch) ?? error;
+      });
   }
 
   /** A mark of the mirror: written with the others pending, in a transaction of theirs (fenced like a commit). */
