@@ -110,8 +110,9 @@ export interface PostgresCoordinatorStoreOptions {
 /**
  * The Coordinator's component in PostgreSQL, numbered on its own (a
  * PostgreSQL database is never a SQLite file): version 1 holds the tables as
- * SQLite's schema 8 has them; version 2 adds the function a one-statement
- * commit reads its rows through (`coord_batch_rows`).
+ * SQLite's schema 8 has them; version 2 adds the functions of one-statement
+ * commits (`coord_batch_rows`, the rows of a batch; `coord_not_leading`, the
+ * refusal of a fenced statement).
  */
 export const COORDINATOR_PG_SCHEMA: PgMigrationSet = {
   component: COORDINATOR_SCHEMA.component,
