@@ -57,6 +57,31 @@ const suiteName = runRedis
   ? 'Redis work queue'
   : `Redis work queue (not run: no Redis answers at ${REDIS_URL}; with CI=true this fails instead)`;
 
+/**
+ * A queue of a prefix of its own, and the script calls (`EVALSHA`/`EVAL`, as
+ * Redis's MONITOR prints them) it makes while `body` runs.
+ */
+async function withScriptCalls(
+  options: { publishBatch?: number },
+  body: (queue: RedisQueue, scripts: string[]) => Promise<void>,
+): Promise<void> {
+  const prefix = testPrefix();
+  const queue = await createRedisQueue({ url: REDIS_URL, prefix, ...options });
+  const monitor = createClient({ url: REDIS_URL });
+  await monitor.connect();
+  const scripts: string[] = [];
+  try {
+    await monitor.monitor((line) => {
+      if (line.includes(prefix) && /"evalsha"|"eval"/i.test(line)) scripts.push(line);
+    });
+    await body(queue, scripts);
+  } finally {
+    await monitor.close().catch(() => undefined);
+    await queue.close();
+    await dropPrefix(prefix);
+  }
+}
+
 describe.runIf(runRedis)(suiteName, () => {
   beforeAll(() => {
     if (!redisUp) {
@@ -93,15 +118,7 @@ describe.runIf(runRedis)(suiteName, () => {
   });
 
   it('publishes and acks made in one turn go as one script call each, and each caller gets its own answer (a duplicate key too)', async () => {
-    const prefix = testPrefix();
-    const queue = await createRedisQueue({ url: REDIS_URL, prefix });
-    const monitor = createClient({ url: REDIS_URL });
-    await monitor.connect();
-    const scripts: string[] = [];
-    try {
-      await monitor.monitor((line) => {
-        if (line.includes(prefix) && /"evalsha"|"eval"/i.test(line)) scripts.push(line);
-      });
+    await withScriptCalls({}, async (queue, scripts) => {
       const published = await Promise.all([
         queue.publish('turn', workEnvelope(1), { idempotencyKey: 'one' }),
         queue.publish('turn', workEnvelope(2), { idempotencyKey: 'two' }),
@@ -121,11 +138,41 @@ describe.runIf(runRedis)(suiteName, () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
       // One publish call, two lease calls, one ack call.
       expect(scripts).toHaveLength(4);
-    } finally {
-      await monitor.close().catch(() => undefined);
-      await queue.close();
-      await dropPrefix(prefix);
-    }
+    });
+  });
+
+  it("publishMany calls made in one turn go with the turn's publishes, whole calls packed up to the batch size (a call is never split between script calls)", async () => {
+    await withScriptCalls({ publishBatch: 3 }, async (queue, scripts) => {
+      const request = (key: string, n: number) => ({
+        role: 'turn',
+        envelope: workEnvelope(n),
+        idempotencyKey: key,
+      });
+      const [a, b, c] = await Promise.all([
+        queue.publishMany([request('call-a-1', 1), request('call-a-2', 2)]),
+        queue.publishMany([request('call-b-1', 3), request('call-b-2', 4)]),
+        queue.publish('turn', workEnvelope(5), { idempotencyKey: 'call-c-1' }),
+      ]);
+      expect([...a, ...b, c].every((r) => r.duplicate === false)).toBe(true);
+      expect(new Set([...a, ...b, c].map((r) => r.id)).size).toBe(5);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      // A's two messages fill a script call of 3 as far as whole calls go; B's two and C's one make the next.
+      expect(scripts).toHaveLength(2);
+      expect(scripts[0]).toContain('call-a-1');
+      expect(scripts[0]).toContain('call-a-2');
+      expect(scripts[0]).not.toContain('call-b-');
+      expect(scripts[1]).toContain('call-b-1');
+      expect(scripts[1]).toContain('call-b-2');
+      expect(scripts[1]).toContain('call-c-1');
+      const got = await queue.consume('turn', { consumer: 'c', visibilityTimeoutMs: 10_000, max: 10 });
+      expect(got.map((d) => d.idempotencyKey).sort()).toEqual([
+        'call-a-1',
+        'call-a-2',
+        'call-b-1',
+        'call-b-2',
+        'call-c-1',
+      ]);
+    });
   });
 
   it('a publish that Redis does not answer (a partition: the connection open, nothing flows) fails with BUS_BACKEND after the command timeout, and the queue works again once traffic flows', async () => {

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { PostgresAuditLog } from '../../src/persistence/audit/postgres-chain.js';
 import type { PgQuery } from '../../src/persistence/coordinator/postgres-client.js';
 import { PostgresLease } from '../../src/persistence/coordinator/postgres-lease.js';
-import { COMMIT_STATEMENT } from '../../src/persistence/coordinator/postgres-commit.js';
+import { COMMIT_STATEMENT, FENCED_COMMIT_STATEMENT } from '../../src/persistence/coordinator/postgres-commit.js';
 import { PostgresCoordinatorStore } from '../../src/persistence/coordinator/postgres-store.js';
 import {
   type PgPool,
@@ -408,16 +408,23 @@ for (const sink of ['append', 'one statement'] as const)
           "INSERT INTO coord_outbox (item_id, kind, body) SELECT 'i' || n, 'start', '{}' FROM generate_series(1, 5000) AS n",
         );
         await pool.query('ANALYZE coord_items; ANALYZE coord_hops; ANALYZE coord_outbox');
+        // The lease's table, which the fenced statement reads.
+        const lease = new PostgresLease({ url });
+        expect(await lease.acquire()).toBe('leader');
         const client = new pg.Client({ connectionString: url });
         await client.connect();
         try {
           await client.query(`PREPARE commit_plan(jsonb, bigint, text, bigint, text) AS ${COMMIT_STATEMENT}`);
-          for (const mode of ['force_generic_plan', 'force_custom_plan']) {
+          await client.query(
+            `PREPARE fenced_plan(jsonb, bigint, text, bigint, text, bigint, text) AS ${FENCED_COMMIT_STATEMENT}`,
+          );
+          const batch = client.escapeLiteral(JSON.stringify({ deleted: [], hopsUp: [], itemsUp: [] }));
+          for (const [statement, mode] of ['commit_plan', 'fenced_plan'].flatMap((name) =>
+            ['force_generic_plan', 'force_custom_plan'].map((m) => [name, m] as const),
+          )) {
             await client.query(`SET plan_cache_mode = ${mode}`);
-            const batch = JSON.stringify({ deleted: [], hopsUp: [], itemsUp: [] });
-            const plan = await client.query(
-              `EXPLAIN EXECUTE commit_plan(${client.escapeLiteral(batch)}, 1, 'h', 0, 'h')`,
-            );
+            const fenced = statement === 'fenced_plan' ? ", 1, 'holder'" : '';
+            const plan = await client.query(`EXPLAIN EXECUTE ${statement}(${batch}, 1, 'h', 0, 'h'${fenced})`);
             const text = plan.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n');
             expect(text).toContain('Index Scan using coord_hops_pkey');
             expect(text).toContain('Index Scan using coord_items_pkey');
@@ -426,6 +433,7 @@ for (const sink of ['append', 'one statement'] as const)
           }
         } finally {
           await client.end();
+          await lease.close();
         }
       });
 

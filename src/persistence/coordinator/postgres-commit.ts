@@ -151,6 +151,9 @@ export const NOT_LEADING_SQLSTATE = 'SBL01';
 const leaseRow = (epoch: string, holder: string) =>
   `SELECT 1 FROM coordinator_lease WHERE id = 1 AND epoch = ${epoch}::bigint AND holder = ${holder}::text`;
 
+/** The select item of a statement with a `lease` CTE: 1, or the statement refused whole when the CTE found no row. */
+const LEADING = 'CASE WHEN (SELECT count(*) FROM lease) = 1 THEN 1 ELSE coord_not_leading() END AS leading';
+
 /** Whether the leader lease is `$1` (epoch) and `$2` (holder) now: refused with `NOT_LEADING_SQLSTATE` when not. */
 export const LEASE_CHECK_STATEMENT = `SELECT CASE WHEN EXISTS (${leaseRow('$1', '$2')}) THEN 1 ELSE coord_not_leading() END AS leading`;
 
@@ -162,7 +165,7 @@ export const LEASE_CHECK_STATEMENT = `SELECT CASE WHEN EXISTS (${leaseRow('$1', 
  */
 export function fencedWrite(text: string, params: number): string {
   return `WITH lease AS (${leaseRow(`$${params + 1}`, `$${params + 2}`)} FOR SHARE), written AS (${text})
-    SELECT CASE WHEN (SELECT count(*) FROM lease) = 1 THEN 1 ELSE coord_not_leading() END AS leading`;
+    SELECT ${LEADING}`;
 }
 
 /**
@@ -184,8 +187,10 @@ function commitStatement(fenced: boolean): string {
   const cells = (columns: readonly Column[]) =>
     columns.map(([, type], i) => (type === 'text' ? `r->>${i}` : `(r->>${i})::${type}`)).join(', ');
   const rows = (key: string) => `coord_batch_rows((SELECT j FROM batch)->'${key}') AS r`;
-  const insert = (table: string, key: string, columns: readonly Column[], returning = '') =>
-    `INSERT INTO ${table} (${names(columns)}) SELECT ${cells(columns)} FROM ${rows(key)} ${returning}`;
+  // `also`: one more column, the same value on every row.
+  const insert = (table: string, key: string, columns: readonly Column[], returning = '', also?: [string, string]) =>
+    `INSERT INTO ${table} (${names(columns)}${also === undefined ? '' : `, ${also[0]}`})
+       SELECT ${cells(columns)}${also === undefined ? '' : `, ${also[1]}`} FROM ${rows(key)} ${returning}`;
   const update = (table: string, key: string, columns: readonly Column[], sets: string) =>
     `UPDATE ${table} AS t SET ${sets} FROM (SELECT ${cells(columns)} FROM ${rows(key)}) AS v(${names(columns)})
        WHERE t.id = v.id`;
@@ -208,15 +213,10 @@ function commitStatement(fenced: boolean): string {
     `outbox_in AS (${insert('coord_outbox', 'outbox', OUTBOX_INSERT, 'RETURNING id')})`,
     `head AS (UPDATE audit_head SET seq = $2::bigint, hash = $3::text
        WHERE id = 1 AND seq = $4::bigint AND hash = $5::text RETURNING 1)`,
-    fenced
-      ? `audit_in AS (INSERT INTO audit_log (${names(AUDIT_INSERT)}, epoch)
-           SELECT ${cells(AUDIT_INSERT)}, $6::bigint FROM ${rows('audit')})`
-      : `audit_in AS (${insert('audit_log', 'audit', AUDIT_INSERT)})`,
+    `audit_in AS (${insert('audit_log', 'audit', AUDIT_INSERT, '', fenced ? ['epoch', '$6::bigint'] : undefined)})`,
   ];
   // The lease is checked before the head: a replaced leader is told so, not sent to build its batch again.
-  const leading = fenced
-    ? 'CASE WHEN (SELECT count(*) FROM lease) = 1 THEN 1 ELSE coord_not_leading() END AS leading, '
-    : '';
+  const leading = fenced ? `${LEADING}, ` : '';
   return `WITH ${parts.join(',\n')}
     SELECT ${leading}(SELECT array_agg(id ORDER BY id) FROM outbox_in) AS outbox,
       1 / (SELECT count(*)::int FROM head) AS head_moved`;
