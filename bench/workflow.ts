@@ -23,7 +23,7 @@ import { DEV_SDLC_WORKFLOW_PATH, loadWorkflowFile } from '../src/actors/coordina
 import { budgetPolicy, maxHopsPolicy, roleAllowListPolicy, runGovernance } from '../src/workflow/governance.js';
 import { taskMachine } from '../src/machines/task-machine.js';
 import { workflowRunMachine } from '../src/machines/workflow-run-machine.js';
-import { AuditLog } from '../src/persistence/audit/chain.js';
+import { AuditLog } from '../src/persistence/audit/sqlite-chain.js';
 import { openDatabase } from '../src/persistence/kernel/database.js';
 import type { AuditEntryInput } from '../src/protocol/audit.js';
 

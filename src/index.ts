@@ -296,8 +296,8 @@ export { WorkflowError, WORKFLOW_ERROR_CODES } from './protocol/workflow-error.j
 export type { WorkflowErrorCode } from './protocol/workflow-error.js';
 export { WORKFLOW_PROBLEM_CODES } from './workflow/definition.js';
 export type { WorkflowProblem, WorkflowProblemCode } from './workflow/definition.js';
-export { AuditError, AUDIT_ERROR_CODES } from './persistence/audit/chain.js';
-export type { AuditErrorCode } from './persistence/audit/chain.js';
+export { AuditError, AUDIT_ERROR_CODES } from './persistence/audit/audit-error.js';
+export type { AuditErrorCode } from './persistence/audit/audit-error.js';
 export { SchemaVersionError } from './persistence/kernel/migrations.js';
 export { PostgresError } from './persistence/kernel/postgres.js';
 export { BrokerOwnershipError, BROKER_OWNERSHIP_ERROR_CODES } from './persistence/a2a/owner.js';

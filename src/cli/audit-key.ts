@@ -1,6 +1,6 @@
 import { type KeyObject, createPrivateKey, createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
-import { auditKeyId } from '../persistence/audit/chain.js';
+import { auditKeyId } from '../persistence/audit/checkpoints.js';
 import { CliUsageError } from './command-args.js';
 
 /**

@@ -1,5 +1,7 @@
 import type { KeyObject } from 'node:crypto';
-import { AuditLog, type AuditVerification } from '../persistence/audit/chain.js';
+import type { AuditChain } from '../persistence/audit/audit-chain.js';
+import type { AuditVerification, AuditVerifyOptions } from '../persistence/audit/chain-walk.js';
+import { SqliteAuditLog } from '../persistence/audit/sqlite-chain.js';
 import { SchemaVersionError } from '../persistence/kernel/migrations.js';
 import type { AuditHead, AuditRow } from '../protocol/audit.js';
 import type { CliCommand } from './command.js';
@@ -14,7 +16,6 @@ import {
 import { loadAuditPublicKey, writeAuditKeyPair } from './audit-key.js';
 import { hasTable, openExistingDatabase, requireComponent } from './read-database.js';
 import { auditOf, isPostgresUrl, openPostgresForReading } from './read-postgres.js';
-import type { PostgresAuditLog } from '../persistence/audit/postgres-chain.js';
 
 export const AUDIT_USAGE = `Usage: switchboard audit verify --db PATH|URL [--expect-head SEQ:HASH]
                               [--public-key FILE [--require-signed-head]] [--json]
@@ -80,13 +81,23 @@ function parseHead(text: string | undefined): AuditHead | undefined {
   return { seq: Number(match[1]), hash: match[2]! };
 }
 
-/** The row a break names, when it can be read (for context; the verdict does not depend on it). */
-function rowAt(audit: AuditLog, seq: number): AuditRow | undefined {
-  try {
-    return audit.list({ afterSeq: seq - 1, limit: 1 }).find((r) => r.seq === seq);
-  } catch {
-    return undefined;
+/**
+ * Walks the chain; on a break, also the row it names when that row can be read
+ * (for context; the verdict does not depend on it).
+ */
+async function verifyWithRow(
+  audit: AuditChain,
+  options: AuditVerifyOptions,
+): Promise<{ verification: AuditVerification; row: AuditRow | undefined }> {
+  const verification = await audit.verifyChain(options);
+  let row: AuditRow | undefined;
+  if (!verification.ok) {
+    row = await audit
+      .list({ afterSeq: verification.seq - 1, limit: 1 })
+      .then((rows) => rows.find((r) => r.seq === verification.seq))
+      .catch(() => undefined);
   }
+  return { verification, row };
 }
 
 function describeRow(row: AuditRow): string {
@@ -140,9 +151,9 @@ async function runAudit(argv: string[]): Promise<number> {
       // The schema says there is an audit, but its table was dropped.
       verification = { ok: false, seq: 1, reason: 'malformed-row', detail: 'the audit tables are missing' };
     } else {
-      let audit: AuditLog;
+      let audit: SqliteAuditLog;
       try {
-        audit = new AuditLog(opened.db, { readOnly: true });
+        audit = new SqliteAuditLog(opened.db, { readOnly: true });
       } catch (error) {
         if (error instanceof SchemaVersionError) {
           process.stderr.write(`switchboard audit: ${error.message}\n`);
@@ -150,16 +161,11 @@ async function runAudit(argv: string[]): Promise<number> {
         }
         throw error;
       }
-      // One read transaction: rows and head from the same snapshot, even while a Coordinator appends.
-      verification = opened.db
-        .transaction(() =>
-          audit.verifyChain({
-            ...(expectedHead === undefined ? {} : { expectedHead }),
-            ...(publicKey === undefined ? {} : { publicKey, requireSignedHead }),
-          }),
-        )
-        .deferred();
-      if (!verification.ok) row = rowAt(audit, verification.seq);
+      // verifyChain reads rows and head in one read transaction: the same snapshot, even while a Coordinator appends.
+      ({ verification, row } = await verifyWithRow(audit.chain, {
+        ...(expectedHead === undefined ? {} : { expectedHead }),
+        ...(publicKey === undefined ? {} : { publicKey, requireSignedHead }),
+      }));
     }
     return printVerification(verification, row, json);
   } finally {
@@ -168,11 +174,7 @@ async function runAudit(argv: string[]): Promise<number> {
 }
 
 /** `--db postgres://...`: the same walk of the chain kept in PostgreSQL. */
-async function verifyOnPostgres(
-  url: string,
-  json: boolean,
-  options: Parameters<PostgresAuditLog['verifyChain']>[0],
-): Promise<number> {
+async function verifyOnPostgres(url: string, json: boolean, options: AuditVerifyOptions): Promise<number> {
   let opened: Awaited<ReturnType<typeof openPostgresForReading>>;
   try {
     opened = await openPostgresForReading(url, 'audit');
@@ -181,21 +183,14 @@ async function verifyOnPostgres(
     return 1;
   }
   try {
-    let audit: PostgresAuditLog;
+    let audit: AuditChain;
     try {
       audit = await auditOf(opened);
     } catch (error) {
       process.stderr.write(`switchboard audit: ${opened.where}: ${(error as Error).message}\n`);
       return error instanceof SchemaVersionError ? 2 : 1;
     }
-    const verification = await audit.verifyChain(options);
-    let row: AuditRow | undefined;
-    if (!verification.ok) {
-      row = await audit
-        .list({ afterSeq: verification.seq - 1, limit: 1 })
-        .then((rows) => rows.find((r) => r.seq === verification.seq))
-        .catch(() => undefined);
-    }
+    const { verification, row } = await verifyWithRow(audit, options);
     return printVerification(verification, row, json);
   } catch (error) {
     process.stderr.write(`switchboard audit: ${opened.where}: ${(error as Error).message}\n`);

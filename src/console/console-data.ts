@@ -9,7 +9,7 @@ import {
 } from '../inspect/system-snapshot.js';
 import { TASK_TRANSITIONS } from '../machines/task-transitions.js';
 import { WORKFLOW_RUN_TRANSITIONS } from '../machines/workflow-run-transitions.js';
-import { AuditLog, type AuditVerification } from '../persistence/audit/chain.js';
+import { AuditLog, type AuditVerification } from '../persistence/audit/sqlite-chain.js';
 import type { CoordinatorTables } from '../persistence/coordinator/coordinator-store.js';
 import type { ItemPageFilter } from '../persistence/coordinator/item-reads.js';
 import { SqliteCoordinatorStore } from '../persistence/coordinator/store.js';

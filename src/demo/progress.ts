@@ -1,7 +1,7 @@
 import { outputSummary } from '../workflow/item-output.js';
 import type { HopRecord, ItemRecord } from '../workflow/records.js';
 import type { ItemStatus } from '../actors/coordinator/types.js';
-import type { AuditVerification } from '../persistence/audit/chain.js';
+import type { AuditVerification } from '../persistence/audit/chain-walk.js';
 
 /**
  * The demo's output: one readable line per event as it happens, then a

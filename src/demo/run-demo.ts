@@ -4,7 +4,7 @@ import type { ItemStatus } from '../actors/coordinator/types.js';
 import { DEV_SDLC_WORKFLOW_PATH, loadWorkflowFile } from '../actors/coordinator/workflow-loader.js';
 import type { Logger } from '../log/logger.js';
 import type { PoolDeployment } from '../machines/pool-machine.js';
-import type { AuditVerification } from '../persistence/audit/chain.js';
+import type { AuditVerification } from '../persistence/audit/chain-walk.js';
 import { auditLine, itemTable, progressLine } from './progress.js';
 import { DEMO_HANDLERS } from './roles.js';
 

@@ -19,7 +19,7 @@ export {
   AuditLog,
   auditRowHash,
   canonicalAuditRow,
-} from '../persistence/audit/chain.js';
+} from '../persistence/audit/sqlite-chain.js';
 export type {
   AuditErrorCode,
   AuditBreak,
@@ -28,4 +28,4 @@ export type {
   AuditLogOptions,
   AuditListOptions,
   AuditAppended,
-} from '../persistence/audit/chain.js';
+} from '../persistence/audit/sqlite-chain.js';

@@ -1,7 +1,7 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import canonicalize from 'canonicalize';
-import { AuditError, checkAuditEntry } from '../../src/persistence/audit/chain.js';
+import { AuditError, checkAuditEntry } from '../../src/persistence/audit/sqlite-chain.js';
 import { AUDIT_KINDS, AuditEntryInputSchema, jsonProblem } from '../../src/protocol/audit.js';
 
 /**

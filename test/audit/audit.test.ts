@@ -13,7 +13,7 @@ import {
   AuditLog,
   auditRowHash,
   canonicalAuditRow,
-} from '../../src/persistence/audit/chain.js';
+} from '../../src/persistence/audit/sqlite-chain.js';
 import { type SqliteDatabase, openDatabase } from '../../src/persistence/kernel/database.js';
 import { SchemaVersionError, schemaVersion } from '../../src/persistence/kernel/migrations.js';
 import type { AuditEntryInput } from '../../src/protocol/audit.js';

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { createPrivateKey } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuditLog } from '../../src/persistence/audit/chain.js';
+import { AuditLog } from '../../src/persistence/audit/sqlite-chain.js';
 import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { buildCoordinatorDb } from './coordinator-db.js';
 import { type TempDir, runCli, runJson, tempDir } from './helpers.js';

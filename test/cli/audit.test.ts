@@ -1,7 +1,7 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteQueue } from '../../src/bus/sqlite/queue.js';
-import { AuditLog } from '../../src/persistence/audit/chain.js';
+import { AuditLog } from '../../src/persistence/audit/sqlite-chain.js';
 import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { type CoordinatorDb, buildCoordinatorDb } from './coordinator-db.js';
 import { type TempDir, fingerprint, runCli, runJson, tempDir } from './helpers.js';

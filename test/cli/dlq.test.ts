@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SqliteQueue } from '../../src/bus/sqlite/queue.js';
-import { AuditLog } from '../../src/persistence/audit/chain.js';
+import { AuditLog } from '../../src/persistence/audit/sqlite-chain.js';
 import { openDatabase } from '../../src/persistence/kernel/database.js';
 import type { WorkEnvelope } from '../../src/protocol/work-envelope.js';
 import { type TempDir, fingerprint, runCli, runJson, tempDir } from './helpers.js';

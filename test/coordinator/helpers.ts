@@ -15,7 +15,7 @@ import type { PoolDeployment } from '../../src/machines/pool-machine.js';
 import type { WorkflowDefinition } from '../../src/protocol/workflow.js';
 import { createClient } from 'redis';
 import { createRedisQueue } from '../../src/bus/redis/queue.js';
-import type { AuditListOptions } from '../../src/persistence/audit/chain.js';
+import type { AuditListOptions } from '../../src/persistence/audit/audit-rows.js';
 import type { AuditHead, AuditRow } from '../../src/protocol/audit.js';
 import { createRedisContextStore } from '../../src/persistence/context/redis-store.js';
 import pg from 'pg';

@@ -12,7 +12,7 @@ import {
 } from '../../src/decisions/coordinator-decisions.js';
 import { restoreRun } from '../../src/machines/workflow-run-machine.js';
 import { isFinalRunState } from '../../src/machines/workflow-run-transitions.js';
-import { AuditLog } from '../../src/persistence/audit/chain.js';
+import { AuditLog } from '../../src/persistence/audit/sqlite-chain.js';
 import { SqliteCoordinatorStore } from '../../src/persistence/coordinator/store.js';
 import { openDatabase } from '../../src/persistence/kernel/database.js';
 import type { ResultEnvelope } from '../../src/protocol/work-envelope.js';

@@ -16,7 +16,7 @@ import {
   restoreWorkflowRun,
   workflowRunMachine,
 } from '../../src/machines/workflow-run-machine.js';
-import { AuditLog } from '../../src/persistence/audit/chain.js';
+import { AuditLog } from '../../src/persistence/audit/sqlite-chain.js';
 import { type SqliteDatabase, openDatabase } from '../../src/persistence/kernel/database.js';
 import type { AuditEntryInput } from '../../src/protocol/audit.js';
 import type { WorkflowRunEvent } from '../../src/protocol/workflow.js';

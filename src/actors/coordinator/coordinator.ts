@@ -11,7 +11,7 @@ import type { PolicyEntry } from '../../workflow/governance.js';
 import type { PoolDeployment } from '../../machines/pool-machine.js';
 import { WorkflowRegistry } from '../../workflow/definition.js';
 import { isFinalRunState } from '../../machines/workflow-run-transitions.js';
-import { AuditLog, type AuditVerification, type AuditVerifyOptions } from '../../persistence/audit/chain.js';
+import { AuditLog, type AuditVerification, type AuditVerifyOptions } from '../../persistence/audit/sqlite-chain.js';
 import { type Clock, systemClock } from '../../persistence/kernel/clock.js';
 import {
   type ContextStore,

@@ -1,31 +1,28 @@
-import * as crypto from 'node:crypto';
+import type * as crypto from 'node:crypto';
 import type { AuditEntryInput, AuditHead, AuditRow } from '../../protocol/audit.js';
 import { type Clock, systemClock } from '../kernel/clock.js';
 import { SchemaVersionError } from '../kernel/migrations.js';
 import { PG_EPOCH_SETTING, type PgPool, type PgQuery, inPgTransaction } from '../kernel/postgres.js';
 import { type PgMigrationSet, migratePg, pgSchemaVersion } from '../kernel/postgres-migrations.js';
+import type { AuditChain } from './audit-chain.js';
+import { AuditError } from './audit-error.js';
 import {
-  AUDIT_GENESIS_HASH,
   type AuditAppended,
-  type AuditCheckpoint,
-  AuditChainWalk,
-  AuditError,
   type AuditListOptions,
-  type AuditVerification,
-  type AuditVerifyOptions,
-  type ChainedRow,
   type StoredAuditRow,
-  auditKeyId,
-  chainEntries,
   checkAuditEntry,
-  checkpointMessage,
-  readAuditRow,
-} from './chain.js';
+  isoNow,
+  listLimit,
+  listedAuditRow,
+} from './audit-rows.js';
+import { AUDIT_GENESIS_HASH, type ChainedRow, chainEntries } from './chain-hash.js';
+import { AuditChainWalk, type AuditVerification, type AuditVerifyOptions } from './chain-walk.js';
+import { type AuditCheckpoint, checkpointSignerId, signCheckpoint, signsHead } from './checkpoints.js';
 
 /**
  * The hash-chained audit in PostgreSQL: the same rows, the same hashing
  * (`chainEntries`) and the same verification (`AuditChainWalk`) as SQLite's
- * `AuditLog`, so one verifier reads both. Appends run inside the caller's
+ * `SqliteAuditLog`, so one verifier reads both. Appends run inside the caller's
  * transaction (the Coordinator's commit): the head row is locked
  * (`FOR UPDATE`) for the rest of it, so appenders take turns.
  */
@@ -102,15 +99,14 @@ function storedFrom(r: Record<string, unknown>): StoredAuditRow {
   };
 }
 
-export class PostgresAuditLog {
+export class PostgresAuditLog implements AuditChain {
   readonly #pool: PgPool;
-  readonly #clock: Clock;
-  #lastMs = Number.NaN;
-  #lastIso = '';
+  /** The clock's time in ISO 8601 (formatted once per millisecond). */
+  readonly #now: () => string;
 
   private constructor(pool: PgPool, clock: Clock) {
     this.#pool = pool;
-    this.#clock = clock;
+    this.#now = isoNow(clock);
   }
 
   /**
@@ -126,15 +122,6 @@ export class PostgresAuditLog {
     } else await migratePg(pool, AUDIT_PG_MIGRATIONS);
     return new PostgresAuditLog(pool, options.clock ?? systemClock);
   }
-
-  readonly #now = (): string => {
-    const ms = this.#clock.now();
-    if (ms !== this.#lastMs) {
-      this.#lastMs = ms;
-      this.#lastIso = new Date(ms).toISOString();
-    }
-    return this.#lastIso;
-  };
 
   /**
    * Appends rows in order inside the caller's open transaction `tx` (all or
@@ -198,10 +185,7 @@ export class PostgresAuditLog {
    * signed by this key is not signed again.
    */
   async checkpointInTransaction(tx: PgQuery, privateKey: crypto.KeyObject): Promise<AuditCheckpoint | null> {
-    if (privateKey.type !== 'private' || privateKey.asymmetricKeyType !== 'ed25519') {
-      throw new AuditError('AUDIT_BAD_KEY', 'an audit checkpoint needs an Ed25519 private key');
-    }
-    const keyId = auditKeyId(privateKey);
+    const keyId = checkpointSignerId(privateKey);
     const head = await this.#lockHead(tx);
     if (head.seq === 0) return null;
     const existing = await tx.query(
@@ -209,19 +193,15 @@ export class PostgresAuditLog {
       [head.seq],
     );
     const found = existing.rows[0] as AuditCheckpoint | undefined;
-    if (found !== undefined && found.keyId === keyId && found.hash === head.hash) {
-      return { ...found, seq: Number(found.seq) };
-    }
-    const at = this.#now();
-    const c = { seq: head.seq, hash: head.hash, at };
-    const signature = crypto.sign(null, checkpointMessage(c), privateKey).toString('base64');
+    if (signsHead(found, keyId, head)) return { ...found, seq: Number(found.seq) };
+    const c = signCheckpoint(head, this.#now(), privateKey, keyId);
     await tx.query(
       `INSERT INTO audit_checkpoints (seq, hash, at, key_id, signature) VALUES ($1, $2, $3, $4, $5)
        ON CONFLICT (seq) DO UPDATE SET hash = excluded.hash, at = excluded.at, key_id = excluded.key_id,
          signature = excluded.signature`,
-      [c.seq, c.hash, c.at, keyId, signature],
+      [c.seq, c.hash, c.at, c.keyId, c.signature],
     );
-    return { ...c, keyId, signature };
+    return c;
   }
 
   /** Signs the head in a transaction of its own (the periodic checkpoint). */
@@ -255,14 +235,11 @@ export class PostgresAuditLog {
       params.push(options.itemId);
       where += ' AND item_id = $2';
     }
-    const limit = Math.max(0, Math.min(options.limit ?? 10_000, 100_000));
-    const rows = await this.#pool.query(`SELECT * FROM audit_log WHERE ${where} ORDER BY seq LIMIT ${limit}`, params);
-    return rows.rows.map((r) => {
-      const stored = storedFrom(r);
-      const row = readAuditRow(stored);
-      if (typeof row === 'string') throw new AuditError('AUDIT_INVALID_ENTRY', `row ${stored.seq}: ${row}`);
-      return row;
-    });
+    const rows = await this.#pool.query(
+      `SELECT * FROM audit_log WHERE ${where} ORDER BY seq LIMIT ${listLimit(options)}`,
+      params,
+    );
+    return rows.rows.map((r) => listedAuditRow(storedFrom(r)));
   }
 
   /** Every stored checkpoint, by row. */
@@ -275,7 +252,7 @@ export class PostgresAuditLog {
 
   /**
    * Walks the whole chain from the first row (`AuditChainWalk`: the checks of
-   * `AuditLog.verifyChain`), rows and head read from one snapshot
+   * `SqliteAuditLog.verifyChain`), rows and head read from one snapshot
    * (a REPEATABLE READ transaction), a page at a time.
    */
   async verifyChain(options: AuditVerifyOptions = {}): Promise<AuditVerification> {
