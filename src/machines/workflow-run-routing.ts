@@ -11,10 +11,6 @@ import type { RunFailureCode, WorkflowRunContext } from './workflow-run-context.
  * the run. Pure.
  */
 
-export function ruleKey(stage: string, index: number): string {
-  return `${stage}.next[${index}]`;
-}
-
 /** Where a hop's outcome leads. */
 export type Route =
   | { kind: 'retry'; attempt: number; delayMs: number }
@@ -25,6 +21,10 @@ export type RouteKind = 'retry' | 'enter' | 'enter-gated' | 'complete' | 'fail';
 
 export function routeKind(route: Route): RouteKind {
   return route.kind === 'enter' ? (route.gated ? 'enter-gated' : 'enter') : route.kind;
+}
+
+export function ruleKey(stage: string, index: number): string {
+  return `${stage}.next[${index}]`;
 }
 
 function canEnter(def: WorkflowDefinition, visits: Record<string, number>, stage: string): boolean {

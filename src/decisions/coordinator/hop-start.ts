@@ -15,6 +15,7 @@ import { COORDINATOR_ACTOR, type Work, json } from './work.js';
 /** Resolved retry policies per definition object and stage (resolving parses): a cache of a pure function. */
 const retryPolicies = new WeakMap<WorkflowDefinition, Map<string, RetryPolicy>>();
 
+/** A stage's retry policy, resolved once per definition object. */
 export function retryPolicyOf(def: WorkflowDefinition, stage: string): RetryPolicy {
   let byStage = retryPolicies.get(def);
   if (byStage === undefined) {
@@ -29,6 +30,11 @@ export function retryPolicyOf(def: WorkflowDefinition, stage: string): RetryPoli
   return policy;
 }
 
+/**
+ * Runs the governance cascade over a hop (or over the query a suspended hop
+ * asks): audited (`governance`, with every policy's verdict) and kept in the
+ * decision (`governed`) for the caller to trace.
+ */
 export function govern(
   work: Work,
   hop: { stage: string; role: string; hop: number; attempt: number; approvedBy: string | null; query: boolean },

@@ -9,6 +9,7 @@ import { COORDINATOR_ACTOR, type Work, json } from './work.js';
  * cost row, an overrun of the item's budget, a result after the item ended.
  */
 
+/** A result after the item ended: its cost is written down, nothing else changes. */
 export function late(work: Work, hop: HopRecord): Decision {
   work.event('late-result', hop.hop, `a result after the item ended (${work.item.state}): cost accrued`, {
     stage: hop.stage,
@@ -17,6 +18,7 @@ export function late(work: Work, hop: HopRecord): Decision {
   return work.finish('late', false);
 }
 
+/** The audit row of what a hop (or query) cost. */
 export function costRow(hop: HopRecord, added: HopRecord['usage'], model: string): AuditEntryInput {
   return {
     kind: 'cost',
