@@ -122,8 +122,6 @@ export class CoordinatorEngine {
   readonly #log: Logger;
   readonly #inspect: ActorInspector | undefined;
   readonly #traces: { of(itemId: string): Context } | undefined;
-  /** The governance the decisions are given: the Coordinator's, with a span per policy when tracing. */
-  readonly #governed: DecisionEnv['governance'];
   /** The decision being made now: its span (started on demand for a timer) and what it continues. */
   #deciding: { span: Span; parent: Context; startedAt: number } = {
     span: OFF_SPAN,
@@ -167,13 +165,6 @@ export class CoordinatorEngine {
     this.#log = options.logger;
     this.#inspect = options.inspect;
     this.#traces = options.traces;
-    this.#governed = {
-      decide: (budget, ctx) => {
-        const decision = this.#governance.decide(budget, ctx);
-        if (tracingOn()) this.#traceGovernance(ctx, decision);
-        return decision;
-      },
-    };
   }
 
   get liveRuns(): number {
@@ -259,7 +250,7 @@ export class CoordinatorEngine {
     return {
       now: this.#clock.now(),
       nextId: () => this.#ids.next(),
-      governance: this.#governed,
+      governance: this.#governance,
     };
   }
 
@@ -469,6 +460,8 @@ export class CoordinatorEngine {
         throw error;
       }
       if (spans !== undefined && contexts !== undefined) {
+        // One span per policy of each cascade the decision ran, under its span.
+        for (const g of decision.governed) this.#traceGovernance(g.ctx, g.decision);
         const parent = this.#deciding.parent;
         const span = this.#endDecision(input, id, decision);
         spans.push(span);

@@ -1,62 +1,27 @@
 import {
-  type GovernanceDecision,
-  type HopContext,
-  type PolicyEntry,
-  budgetPolicy,
-  maxHopsPolicy,
-  roleAllowListPolicy,
-  runGovernance,
-} from '../../workflow/governance.js';
-import type { ItemBudget } from '../../workflow/records.js';
+  type GovernanceCascade,
+  type GovernanceOptions,
+  governanceCascade,
+} from '../../workflow/governance-cascade.js';
 
 /**
  * The governance cascade the Coordinator runs before every hop (and every
- * query a suspended hop asks): the built-ins first (the work item's budget,
- * the role allow-list, the maximum hop count), then the user's policies, in
- * order. The cascade itself is `runGovernance` (first deny wins; fails
- * closed).
+ * query a suspended hop asks): `governanceCascade` of the workflow room,
+ * built from the Coordinator's options. The decisions are handed it as a
+ * value (`DecisionEnv.governance`) and report each check they made; the
+ * engine traces those checks.
  */
 
-export const DEFAULT_MAX_HOPS = 50;
+export { DEFAULT_MAX_HOPS, type GovernanceOptions } from '../../workflow/governance-cascade.js';
 
-export interface GovernanceOptions {
-  /** Roles a hop may go to (default: every role of the known definitions). */
-  allowedRoles?: Iterable<string>;
-  /** Hops a work item may take (default 50). */
-  maxHops?: number;
-  /** User policies, after the built-ins. */
-  policies?: readonly PolicyEntry[];
-}
-
-export class CoordinatorGovernance {
-  readonly #fixed: PolicyEntry[];
-  readonly #user: readonly PolicyEntry[];
-  /** Budget policies by their JSON: items with the same budget share one. */
-  readonly #budgets = new Map<string, PolicyEntry>();
+/** Builds the Coordinator's cascade (`governanceCascade`); an instance is that cascade's pure functions. */
+export class CoordinatorGovernance implements GovernanceCascade {
+  readonly decide: GovernanceCascade['decide'];
+  readonly budgetEntry: GovernanceCascade['budgetEntry'];
 
   constructor(options: GovernanceOptions & { knownRoles: Iterable<string> }) {
-    this.#fixed = [
-      roleAllowListPolicy(options.allowedRoles ?? options.knownRoles),
-      maxHopsPolicy(options.maxHops ?? DEFAULT_MAX_HOPS),
-    ];
-    this.#user = [...(options.policies ?? [])];
-  }
-
-  /** Checks a budget now (a bad one is refused when the item is created, not at its first hop). */
-  budgetEntry(budget: ItemBudget): PolicyEntry {
-    const key = JSON.stringify([budget.maxTokens ?? null, budget.maxCostUsd ?? null]);
-    let entry = this.#budgets.get(key);
-    if (entry === undefined) {
-      entry = budgetPolicy(budget);
-      this.#budgets.set(key, entry);
-    }
-    return entry;
-  }
-
-  /** The cascade for one hop of an item with this budget. */
-  decide(budget: ItemBudget | null, ctx: HopContext): GovernanceDecision {
-    const policies =
-      budget === null ? [...this.#fixed, ...this.#user] : [this.budgetEntry(budget), ...this.#fixed, ...this.#user];
-    return runGovernance(policies, ctx);
+    const cascade = governanceCascade(options);
+    this.decide = cascade.decide;
+    this.budgetEntry = cascade.budgetEntry;
   }
 }

@@ -1,0 +1,74 @@
+import { isFinalRunState } from '../../machines/workflow-run-transitions.js';
+import type { ItemState } from '../../workflow/records.js';
+import { dispatch, dispatched, govern, resume } from './hop-start.js';
+import { end } from './item-end.js';
+import { COORDINATOR_ACTOR, type Work, json } from './work.js';
+
+/** Follows the run's directive until it waits (a hop out, an approval, a reply) or ends. */
+export function drive(work: Work): void {
+  for (let guard = 0; guard < 32; guard++) {
+    const run = work.run;
+    if (run === null) return;
+    const ctx = run.context;
+    const state = run.value as ItemState;
+    const d = ctx.directive;
+    if (d.kind === 'start') {
+      work.send({ type: 'START' });
+      continue;
+    }
+    if (d.kind === 'dispatch') {
+      if (dispatched(work, d.hop, d.attempt, d.resume)) return;
+      const decision = govern(work, {
+        stage: d.stage,
+        role: d.role,
+        hop: d.hop,
+        attempt: d.attempt,
+        approvedBy: d.approvedBy,
+        query: false,
+      });
+      if (decision.decision === 'deny') {
+        work.send({ type: 'GOVERNANCE_DENIED', hop: d.hop, reason: decision.reason, policy: decision.policy });
+        work.event('denied', d.hop, `${decision.policy}: ${decision.reason}`, { stage: d.stage, role: d.role });
+        continue;
+      }
+      if (decision.decision === 'require-approval') {
+        work.send({
+          type: 'APPROVAL_REQUIRED',
+          hop: d.hop,
+          reason: decision.reason.slice(0, 2000),
+          ...(decision.approvers === null ? {} : { approvers: decision.approvers }),
+        });
+        continue;
+      }
+      if (d.resume !== null) resume(work, d.resume);
+      else dispatch(work, d.stage, d.role, d.hop, d.attempt, d.delayMs);
+      return;
+    }
+    if (d.kind === 'await-approval') {
+      if (work.item.approval === null) {
+        work.item = {
+          ...work.item,
+          approval: { stage: d.stage, hop: d.hop, source: d.source, approvers: d.approvers, reason: d.reason },
+        };
+        work.audit.push({
+          kind: 'approval-requested',
+          itemId: work.item.id,
+          hop: d.hop,
+          actor: COORDINATOR_ACTOR,
+          data: json({ stage: d.stage, source: d.source, approvers: d.approvers, reason: d.reason }),
+        });
+        work.event(
+          'approval-requested',
+          d.hop,
+          `waits for ${d.approvers === null ? 'an approver' : d.approvers.join(' or ')}: ${d.reason}`,
+          { stage: d.stage, role: ctx.definition.stages[d.stage]?.role ?? null },
+        );
+      }
+      return;
+    }
+    if (d.kind === 'await-reply') return;
+    if (isFinalRunState(state)) end(work, state);
+    return;
+  }
+  throw new Error(`the run of ${work.item.id} did not settle`);
+}

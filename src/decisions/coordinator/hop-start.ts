@@ -1,0 +1,180 @@
+import type { RetryPolicy, WorkMessage } from '../../protocol/work-envelope.js';
+import type { WorkflowDefinition } from '../../protocol/workflow.js';
+import { stageRetryPolicy } from '../../workflow/definition.js';
+import type { GovernanceDecision, HopContext } from '../../workflow/governance.js';
+import { type HopRecord, dispatchedHop } from '../../workflow/records.js';
+import { SWITCHBOARD_METADATA_KEY, type StartBody, hopKey } from './types.js';
+import { COORDINATOR_ACTOR, type Work, json } from './work.js';
+
+/**
+ * Starting a hop: the governance cascade before it (and before a suspended
+ * hop's query), its dispatch or its resume, and the publishes that start it
+ * (a stage hop's, a query's: the same body each time it is published).
+ */
+
+/** Resolved retry policies per definition object and stage (resolving parses): a cache of a pure function. */
+const retryPolicies = new WeakMap<WorkflowDefinition, Map<string, RetryPolicy>>();
+
+/** A stage's retry policy, resolved once per definition object. */
+export function retryPolicyOf(def: WorkflowDefinition, stage: string): RetryPolicy {
+  let byStage = retryPolicies.get(def);
+  if (byStage === undefined) {
+    byStage = new Map();
+    retryPolicies.set(def, byStage);
+  }
+  let policy = byStage.get(stage);
+  if (policy === undefined) {
+    policy = stageRetryPolicy(def, stage);
+    byStage.set(stage, policy);
+  }
+  return policy;
+}
+
+/**
+ * Runs the governance cascade over a hop (or over the query a suspended hop
+ * asks): audited (`governance`, with every policy's verdict) and kept in the
+ * decision (`governed`) for the caller to trace.
+ */
+export function govern(
+  work: Work,
+  hop: { stage: string; role: string; hop: number; attempt: number; approvedBy: string | null; query: boolean },
+): GovernanceDecision {
+  const ctx: HopContext = {
+    itemId: work.item.id,
+    workflow: work.item.workflow,
+    stage: hop.stage,
+    role: hop.role,
+    hop: hop.hop,
+    attempt: hop.attempt,
+    usage: work.item.usage,
+    approvedBy: hop.approvedBy,
+    ...(work.item.attributes === null ? {} : { attributes: work.item.attributes }),
+  };
+  const decision = work.env.governance.decide(work.item.budget, ctx);
+  work.governed.push({ ctx, decision });
+  work.audit.push({
+    kind: 'governance',
+    itemId: work.item.id,
+    hop: hop.hop,
+    actor: COORDINATOR_ACTOR,
+    data: json({
+      stage: hop.stage,
+      role: hop.role,
+      attempt: hop.attempt,
+      query: hop.query,
+      decision: decision.decision,
+      reason: decision.decision === 'allow' ? undefined : decision.reason,
+      approvedBy: hop.approvedBy,
+      verdicts: decision.verdicts,
+    }),
+  });
+  return decision;
+}
+
+/** Whether the directive's hop is already out (after a restart, a directive may be acted on already). */
+export function dispatched(work: Work, hop: number, attempt: number, resume: string | null): boolean {
+  if (resume === null) return work.hopByKey(hopKey(work.item.id, hop, attempt)) !== undefined;
+  const query = work.hopByContinuation(resume);
+  if (query?.askedBy === null || query?.askedBy === undefined) return false;
+  return work.hops.get(query.askedBy)?.state === 'dispatched';
+}
+
+export function dispatch(work: Work, stage: string, role: string, hop: number, attempt: number, delayMs: number): void {
+  const now = work.env.now;
+  const item = work.item;
+  const record = dispatchedHop({
+    id: work.env.nextId(),
+    itemId: item.id,
+    seq: item.hops + 1,
+    hop,
+    attempt,
+    kind: 'stage',
+    stage,
+    role,
+    idempotencyKey: hopKey(item.id, hop, attempt),
+    continuation: null,
+    askedBy: null,
+    dispatchedAt: now,
+    activeSince: now + delayMs,
+  });
+  work.insertHop(record);
+  work.item = { ...item, hops: item.hops + 1 };
+  work.outbox.push({ kind: 'start', body: startBody(work, record, delayMs) });
+  work.audit.push({
+    kind: attempt > 1 ? 'retry' : 'dispatch',
+    itemId: item.id,
+    hop,
+    actor: COORDINATOR_ACTOR,
+    data: json({ hopId: record.id, stage, role, attempt, idempotencyKey: record.idempotencyKey, delayMs }),
+  });
+  work.event('dispatched', hop, attempt > 1 ? `dispatched (attempt ${attempt})` : 'dispatched', { stage, role });
+}
+
+/** The publish of a stage hop: the same body (and idempotency key) each time it is published. */
+export function startBody(work: Work, record: HopRecord, delayMs: number): StartBody {
+  const item = work.item;
+  const ctx = work.run!.context;
+  const { stage, hop, attempt } = record;
+  return {
+    role: record.role,
+    taskId: record.id,
+    runId: item.id,
+    hop,
+    attempt,
+    idempotencyKey: record.idempotencyKey,
+    taskKey: item.id,
+    retryPolicy: retryPolicyOf(ctx.definition, stage),
+    message: {
+      role: 'user',
+      parts: item.input,
+      metadata: {
+        [SWITCHBOARD_METADATA_KEY]: {
+          itemId: item.id,
+          hopId: record.id,
+          workflow: `${ctx.workflow.id}@${ctx.workflow.version}`,
+          stage,
+          hop,
+          attempt,
+        },
+      },
+    },
+    ...(delayMs > 0 ? { delayMs } : {}),
+  };
+}
+
+/** The publish of a query: the same body (and idempotency key) each time it is published. */
+export function queryBody(work: Work, query: HopRecord, asking: HopRecord, question: WorkMessage): StartBody {
+  const continuationToken = query.continuation!;
+  return {
+    role: query.role,
+    taskId: asking.id,
+    runId: work.item.id,
+    hop: asking.hop,
+    attempt: 1,
+    idempotencyKey: query.idempotencyKey,
+    askedBy: { role: asking.role, continuationToken, taskId: asking.id, hop: asking.hop },
+    message: question,
+  };
+}
+
+export function resume(work: Work, continuation: string): void {
+  const query = work.hopByContinuation(continuation);
+  const asking = query?.askedBy === null || query === undefined ? undefined : work.hops.get(query.askedBy);
+  if (query === undefined || asking === undefined || query.reply === null) {
+    throw new Error(`no answer recorded for continuation ${continuation}`);
+  }
+  const now = work.env.now;
+  work.updateHop({ ...asking, state: 'dispatched', activeSince: now });
+  work.outbox.push({ kind: 'signal', body: query.reply });
+  work.audit.push({
+    kind: 'resume',
+    itemId: work.item.id,
+    hop: asking.hop,
+    actor: COORDINATOR_ACTOR,
+    data: json({ hopId: asking.id, answeredBy: query.role, queryId: query.id, continuation }),
+  });
+  work.event('resumed', asking.hop, `resumed with ${query.role}'s answer`, {
+    stage: asking.stage,
+    role: asking.role,
+  });
+}

@@ -1,0 +1,114 @@
+import type { ResultEnvelope } from '../../protocol/work-envelope.js';
+import { accrue } from '../../workflow/cost-ledger.js';
+import type { HopRecord } from '../../workflow/records.js';
+import { drive } from './drive.js';
+import { answer, suspend } from './suspension.js';
+import type { Decision, DecisionEnv, ItemView } from './types.js';
+import { costRow, late, sendUsage } from './usage.js';
+import { Work, json, unchanged } from './work.js';
+
+/**
+ * A result is applied once, keyed by its hop (one row per hop attempt): only
+ * a hop that is out (`dispatched`) takes a result, and a suspension only
+ * once per continuation. A redelivered result finds its hop moved on and
+ * changes nothing.
+ */
+export function result(view: ItemView | undefined, result: ResultEnvelope, env: DecisionEnv): Decision {
+  if (view === undefined) return unchanged(view, 'unknown');
+  const now = env.now;
+  const askedBy = result.headers.askedBy;
+  if (askedBy !== undefined) {
+    const work = new Work(view, env);
+    const query = work.hopByContinuation(askedBy.continuationToken);
+    // A question is published only after its suspension commits, so an answer always finds its query.
+    if (query === undefined || query.kind !== 'query') return unchanged(view, 'unknown');
+    if (query.state !== 'dispatched') return unchanged(view, 'duplicate');
+    return answer(work, result, query, now);
+  }
+  const hop = view.hops.get(result.headers.taskId);
+  if (hop === undefined || hop.kind !== 'stage' || hop.itemId !== result.headers.runId) {
+    return unchanged(view, 'unknown');
+  }
+  if (hop.state !== 'dispatched') return unchanged(view, 'duplicate');
+  const work = new Work(view, env);
+  work.result = result;
+  if (result.ask !== undefined && work.hopByContinuation(result.ask.continuationToken) !== undefined) {
+    return unchanged(view, 'duplicate');
+  }
+  const accrual = accrue(hop, work.item, result.usage, now);
+  work.item = accrual.item;
+  work.usage.push(accrual.row);
+  let next: HopRecord = accrual.hop;
+  const cost = costRow(next, accrual.added, accrual.model);
+  const live = work.run !== null && work.item.finishedAt === null;
+
+  if (result.outcome === 'suspended' && result.ask !== undefined) {
+    return suspend(work, hop, result.ask, accrual, cost, live);
+  }
+  if (result.outcome === 'completed') {
+    next = { ...next, state: 'completed', finishedAt: now };
+    work.updateHop(next);
+    work.audit.push(
+      {
+        kind: 'result',
+        itemId: work.item.id,
+        hop: hop.hop,
+        actor: hop.role,
+        data: json({
+          hopId: hop.id,
+          outcome: 'completed',
+          parts: result.parts.length,
+          artifacts: result.artifacts.length,
+        }),
+      },
+      cost,
+    );
+    work.event('hop-completed', hop.hop, 'completed', {
+      stage: hop.stage,
+      role: hop.role,
+      usage: accrual.added,
+      model: accrual.model,
+    });
+    if (!live) return late(work, hop);
+    sendUsage(work, { type: 'HOP_SUCCEEDED', hop: hop.hop, attempt: hop.attempt, usage: accrual.added });
+  } else {
+    const error = result.error ?? { type: 'InvalidResult', message: `a ${result.outcome} result without its fields` };
+    next = { ...next, state: 'failed', finishedAt: now, error };
+    work.updateHop(next);
+    work.audit.push(
+      {
+        kind: 'failure',
+        itemId: work.item.id,
+        hop: hop.hop,
+        actor: hop.role,
+        data: json({
+          hopId: hop.id,
+          errorType: error.type,
+          message: error.message.slice(0, 500),
+          // How many deliveries the hop took (not how often its result was delivered).
+          deliveries: result.deliveries ?? 1,
+        }),
+      },
+      cost,
+    );
+    work.event('hop-failed', hop.hop, `failed: ${error.type}: ${error.message.slice(0, 200)}`, {
+      stage: hop.stage,
+      role: hop.role,
+      usage: accrual.added,
+      model: accrual.model,
+    });
+    if (!live) return late(work, hop);
+    // The worker's bus already retried the hop: the run decides whether its retries were spent.
+    sendUsage(work, {
+      type: 'HOP_FAILED',
+      hop: hop.hop,
+      attempt: hop.attempt,
+      errorType: error.type.slice(0, 128),
+      message: error.message.slice(0, 2000),
+      deliveries: result.deliveries ?? 1,
+      usage: accrual.added,
+    });
+  }
+  drive(work);
+  return work.finish('applied', false);
+}

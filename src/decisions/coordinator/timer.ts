@@ -1,0 +1,214 @@
+import { timeoutMessage } from '../../machines/workflow-run-transitions.js';
+import type { ResultEnvelope } from '../../protocol/work-envelope.js';
+import type { WorkflowDefinition, WorkflowRunEvent } from '../../protocol/workflow.js';
+import { accrue } from '../../workflow/cost-ledger.js';
+import type { HopRecord } from '../../workflow/records.js';
+import { drive } from './drive.js';
+import { queryBody, startBody } from './hop-start.js';
+import { recordAnswer } from './suspension.js';
+import type { Decision, DecisionEnv, ItemView } from './types.js';
+import { costRow, noteOverrun } from './usage.js';
+import { COORDINATOR_ACTOR, Work, json, unchanged } from './work.js';
+
+/** Whether a definition sets any time bound (a deadline, a stage timeout): only then do timers look at its items. */
+export function hasTimeBounds(def: WorkflowDefinition): boolean {
+  return def.deadline !== undefined || Object.values(def.stages).some((s) => s.timeout !== undefined);
+}
+
+/**
+ * Time passed. The run decides: a `TICK` at `now` fails an item past its
+ * deadline (`DEADLINE_EXCEEDED`). A stage hop out longer than its stage's
+ * `timeout` (from when it became active: its dispatch, or its resume) is
+ * told to the run (`HOP_TIMED_OUT`), once per timeout; while its retry
+ * policy's `maximumAttempts` allows, the run has it re-published under the
+ * same idempotency key (a lost message is found again; one still queued is a
+ * duplicate the bus ignores); then it fails (`HopTimedOut`, exhausted) and
+ * the run routes the failure. Each is audited (`timeout`).
+ */
+export function timer(view: ItemView | undefined, env: DecisionEnv): Decision {
+  if (view === undefined || view.run === null || view.item.finishedAt !== null) return unchanged(view, 'applied');
+  const def = view.run.context.definition;
+  const now = env.now;
+  const work = new Work(view, env);
+  if ((view.run.context.deadline ?? null) !== null) {
+    work.send({ type: 'TICK', now });
+    const failure = work.ctx?.failure ?? null;
+    if (work.run !== null && work.run.value === 'failed' && failure?.code === 'DEADLINE_EXCEEDED') {
+      const deadline = view.run.context.deadline!;
+      const ageMs = now - view.item.createdAt;
+      work.audit.push({
+        kind: 'timeout',
+        itemId: work.item.id,
+        hop: work.item.hop,
+        actor: COORDINATOR_ACTOR,
+        data: json({ what: 'deadline', deadlineMs: deadline.ms, ageMs }),
+      });
+      work.event('timed-out', work.item.hop, failure.reason);
+      drive(work);
+      return work.finish('applied', false);
+    }
+  }
+  let changed = false;
+  for (const hop of [...work.hops.values()]) {
+    if (hop.state !== 'dispatched' || hop.activeSince === null) continue;
+    if (hop.kind === 'query') {
+      if (queryTimedOut(work, hop)) changed = true;
+      continue;
+    }
+    const timeout = def.stages[hop.stage]?.timeout;
+    if (timeout === undefined || now < hop.activeSince + timeout * (hop.timeouts + 1)) continue;
+    const timeouts = hop.timeouts + 1;
+    // What the hop cost, should the run fail it.
+    const accrual = accrue(hop, work.item, undefined, now);
+    const before = work.run?.value;
+    const event: WorkflowRunEvent = {
+      type: 'HOP_TIMED_OUT',
+      hop: hop.hop,
+      attempt: hop.attempt,
+      timeouts,
+      usage: accrual.added,
+    };
+    if (!work.send(event)) continue;
+    changed = true;
+    const base = { hopId: hop.id, stage: hop.stage, role: hop.role, timeoutMs: timeout, timeouts };
+    if ((work.ctx?.republish ?? null) !== null) {
+      // Re-published as it went out: its start (same key), or the reply that resumed it.
+      const answered = [...work.hops.values()]
+        .filter((q) => q.kind === 'query' && q.askedBy === hop.id && q.reply !== null)
+        .at(-1);
+      work.updateHop({ ...hop, timeouts });
+      work.outbox.push(
+        answered === undefined
+          ? { kind: 'start', body: startBody(work, hop, 0) }
+          : { kind: 'signal', body: answered.reply },
+      );
+      work.audit.push({
+        kind: 'timeout',
+        itemId: work.item.id,
+        hop: hop.hop,
+        actor: COORDINATOR_ACTOR,
+        data: json({ what: 'hop', ...base, action: 'republished', idempotencyKey: hop.idempotencyKey }),
+      });
+      work.event('timed-out', hop.hop, `out longer than ${timeout} ms: re-published (${timeouts})`, {
+        stage: hop.stage,
+        role: hop.role,
+      });
+      continue;
+    }
+    work.item = accrual.item;
+    work.usage.push(accrual.row);
+    const message = timeoutMessage(def, hop.stage, timeouts, 'hop');
+    const error = { type: 'HopTimedOut', message };
+    const failed: HopRecord = { ...accrual.hop, timeouts, state: 'failed', finishedAt: now, error };
+    work.updateHop(failed);
+    work.audit.push(
+      {
+        kind: 'timeout',
+        itemId: work.item.id,
+        hop: hop.hop,
+        actor: COORDINATOR_ACTOR,
+        data: json({ what: 'hop', ...base, action: 'failed' }),
+      },
+      costRow(failed, accrual.added, accrual.model),
+    );
+    work.event('hop-failed', hop.hop, `failed: HopTimedOut: ${message}`, { stage: hop.stage, role: hop.role });
+    noteOverrun(work, before);
+  }
+  if (!changed) return unchanged(view, 'applied');
+  drive(work);
+  return work.finish('applied', false);
+}
+
+/**
+ * A query out longer than the asking stage's `timeout`, told to the run
+ * (`HOP_TIMED_OUT` with the query's continuation): while the asking stage's
+ * retry policy's `maximumAttempts` allows (and its question was kept), the
+ * run has it re-published under the same idempotency key; then it fails
+ * (`HopTimedOut`) and the hop that asked resumes with that failure as its
+ * answer. Audited (`timeout`, `what: "query"`). True when the run took it.
+ */
+function queryTimedOut(work: Work, query: HopRecord): boolean {
+  const def = work.run!.context.definition;
+  const now = work.env.now;
+  const timeout = def.stages[query.stage]?.timeout;
+  if (timeout === undefined || query.activeSince === null) return false;
+  if (now < query.activeSince + timeout * (query.timeouts + 1)) return false;
+  const asking = query.askedBy === null ? undefined : work.hops.get(query.askedBy);
+  if (asking === undefined || query.continuation === null) return false;
+  const timeouts = query.timeouts + 1;
+  const questionKept = query.question !== null;
+  // What the query cost, should the run fail it (as an answer would accrue it).
+  const added = accrue(query, work.item, undefined, now).added;
+  const before = work.run?.value;
+  const event: WorkflowRunEvent = {
+    type: 'HOP_TIMED_OUT',
+    hop: asking.hop,
+    attempt: asking.attempt,
+    timeouts,
+    continuation: query.continuation,
+    ...(questionKept ? {} : { questionKept }),
+    usage: added,
+  };
+  if (!work.send(event)) return false;
+  const base = {
+    hopId: query.id,
+    askedBy: asking.id,
+    stage: query.stage,
+    role: query.role,
+    timeoutMs: timeout,
+    timeouts,
+  };
+  if ((work.ctx?.republish ?? null) !== null && query.question !== null) {
+    work.updateHop({ ...query, timeouts });
+    work.outbox.push({ kind: 'start', body: queryBody(work, query, asking, query.question) });
+    work.audit.push({
+      kind: 'timeout',
+      itemId: work.item.id,
+      hop: query.hop,
+      actor: COORDINATOR_ACTOR,
+      data: json({ what: 'query', ...base, action: 'republished', idempotencyKey: query.idempotencyKey }),
+    });
+    work.event(
+      'timed-out',
+      query.hop,
+      `query to ${query.role} out longer than ${timeout} ms: re-published (${timeouts})`,
+      {
+        stage: query.stage,
+        role: query.role,
+      },
+    );
+    return true;
+  }
+  const message = timeoutMessage(def, query.stage, timeouts, 'query', questionKept);
+  work.audit.push({
+    kind: 'timeout',
+    itemId: work.item.id,
+    hop: query.hop,
+    actor: COORDINATOR_ACTOR,
+    data: json({ what: 'query', ...base, action: 'failed' }),
+  });
+  work.event('timed-out', query.hop, `query to ${query.role} failed: HopTimedOut: ${message}`, {
+    stage: query.stage,
+    role: query.role,
+  });
+  // The hop that asked resumes (the run took the timeout as its answer) with the failure, as with a query that failed.
+  const failure: ResultEnvelope = {
+    kind: 'result',
+    headers: {
+      taskId: asking.id,
+      runId: work.item.id,
+      hop: asking.hop,
+      attempt: 1,
+      idempotencyKey: query.idempotencyKey,
+      askedBy: { role: asking.role, continuationToken: query.continuation, taskId: asking.id, hop: asking.hop },
+    },
+    role: query.role,
+    outcome: 'failed',
+    parts: [],
+    artifacts: [],
+    error: { type: 'HopTimedOut', message },
+  };
+  recordAnswer(work, failure, { ...query, timeouts }, now);
+  noteOverrun(work, before);
+  return true;
+}

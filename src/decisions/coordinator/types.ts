@@ -1,0 +1,102 @@
+import type { RunState } from '../../machines/workflow-run-machine.js';
+import type { Part } from '../../protocol/parts.js';
+import type { AskedBy, ResultEnvelope, RetryPolicy, WorkMessage } from '../../protocol/work-envelope.js';
+import type { WorkflowDefinition, WorkflowRunEvent } from '../../protocol/workflow.js';
+import type { GovernanceCascade } from '../../workflow/governance-cascade.js';
+import type { GovernanceDecision, HopContext } from '../../workflow/governance.js';
+import type { HopRecord, ItemBudget, ItemChanges, ItemEvent, ItemRecord } from '../../workflow/records.js';
+
+/**
+ * What the Coordinator's decisions take and give: a work item's state, one
+ * input, the env (the time, ids, the governance cascade) and the decision.
+ */
+
+/** The metadata key under which switchboard links tasks to work items and hops. */
+export const SWITCHBOARD_METADATA_KEY = 'switchboard';
+
+/** The bus idempotency key of a stage hop attempt: `<item>/<hop>/<attempt>`. */
+export function hopKey(itemId: string, hop: number, attempt: number): string {
+  return `${itemId}/${hop}/${attempt}`;
+}
+
+/** A work item as the decisions see it: its row, its hops (by id, in order) and its run (none once ended). */
+export interface ItemView {
+  item: ItemRecord;
+  hops: ReadonlyMap<string, HopRecord>;
+  run: RunState | null;
+}
+
+/** A hop as the dispatcher starts it (the outbox body of a `start`). */
+export interface StartBody {
+  role: string;
+  taskId: string;
+  runId: string;
+  hop: number;
+  attempt: number;
+  message: WorkMessage;
+  idempotencyKey: string;
+  taskKey?: string;
+  retryPolicy?: Partial<RetryPolicy>;
+  delayMs?: number;
+  askedBy?: AskedBy;
+}
+
+/** One input to the Coordinator's decisions. */
+export type CoordinatorInput =
+  | {
+      kind: 'create';
+      itemId: string;
+      taskId: string | null;
+      definition: WorkflowDefinition;
+      /** Whether the definition is not kept yet (its first item keeps it). */
+      keepDefinition: boolean;
+      input: Part[];
+      budget: ItemBudget | null;
+      attributes: Record<string, string | number | boolean> | null;
+    }
+  | { kind: 'result'; result: ResultEnvelope }
+  | { kind: 'approve'; approver: string }
+  | { kind: 'deny'; approver: string; reason?: string }
+  | { kind: 'cancel'; by: string | null; reason: string | null }
+  /** Time passed (`env.now`): hops past their stage's timeout, an item past its deadline. */
+  | { kind: 'timer' };
+
+/** What the decisions are given besides the state and the input: the time, ids and the governance cascade. */
+export interface DecisionEnv {
+  now: number;
+  nextId(): string;
+  /** The cascade run before every hop and query: a value of the workflow room (`governanceCascade`). */
+  governance: GovernanceCascade;
+}
+
+/** How a result was handled. */
+export type ResultHandling = 'applied' | 'duplicate' | 'late' | 'unknown';
+
+/** A refused input: nothing changes (the Coordinator raises it as its error). */
+export interface DecisionRefusal {
+  code: 'COORD_UNKNOWN_ITEM' | 'COORD_ITEM_FINAL' | 'COORD_APPROVAL_REFUSED' | 'COORD_UNKNOWN_WORKFLOW';
+  message: string;
+}
+
+/** One governance cascade a decision ran: the hop it checked and what the cascade decided. */
+export interface GovernanceCheck {
+  ctx: HopContext;
+  decision: GovernanceDecision;
+}
+
+/** What `decide` returns: the item's next state, the changes and events, or a refusal (nothing changes). */
+export interface Decision {
+  handling: ResultHandling;
+  /** The item's state after the decision (the input state when nothing changed). */
+  view: ItemView | undefined;
+  /** What to commit (`null` when nothing changes). */
+  changes: ItemChanges | null;
+  events: ItemEvent[];
+  /** The events the run took, in order (for an inspector's live actor). */
+  runEvents: WorkflowRunEvent[];
+  refusal?: DecisionRefusal;
+  /** The governance cascades it ran, in order (the caller traces them). */
+  governed: GovernanceCheck[];
+  /** Events the run refused (logged by the caller). */
+  refused: { event: string; state: string; reason: unknown }[];
+}

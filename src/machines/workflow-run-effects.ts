@@ -1,0 +1,201 @@
+import type { WorkflowRunEvent } from '../protocol/workflow.js';
+import {
+  type RunDirective,
+  type RunFailureCode,
+  type WorkflowRunContext,
+  accrue,
+  budgetOverrun,
+} from './workflow-run-context.js';
+import { type Route, routeOf, ruleKey } from './workflow-run-routing.js';
+
+/**
+ * What an accepted WorkflowRun transition does to the run's context, by the
+ * effect its row names: enter a stage, retry, suspend, resume, wait for an
+ * approval, fail, and so on. Pure.
+ */
+
+/** What an accepted transition does to the context. */
+export type RunEffect =
+  | 'enter-start'
+  | 'follow-route'
+  | 'suspend'
+  | 'resume'
+  | 'require-approval'
+  | 'approve'
+  | 'deny'
+  | 'governance-deny'
+  | 'budget-exceeded'
+  | 'deadline-exceeded'
+  | 'republish'
+  /** Accepted, nothing changes (a `TICK` before the deadline). */
+  | 'none'
+  | 'cancel';
+
+function dispatchDirective(
+  ctx: WorkflowRunContext,
+  stage: string,
+  fields: { hop: number; attempt: number; delayMs?: number; resume?: string | null; approvedBy?: string | null },
+): RunDirective {
+  return {
+    kind: 'dispatch',
+    stage,
+    role: ctx.definition.stages[stage]?.role ?? '',
+    hop: fields.hop,
+    attempt: fields.attempt,
+    delayMs: fields.delayMs ?? 0,
+    resume: fields.resume ?? null,
+    approvedBy: fields.approvedBy ?? null,
+  };
+}
+
+function enter(ctx: WorkflowRunContext, route: Extract<Route, { kind: 'enter' }>): Partial<WorkflowRunContext> {
+  const stage = route.stage;
+  const hop = ctx.hop + 1;
+  const gate = ctx.definition.stages[stage]?.approval;
+  const traversals =
+    route.via === null
+      ? ctx.traversals
+      : {
+          ...ctx.traversals,
+          [ruleKey(route.via.from, route.via.index)]:
+            (ctx.traversals[ruleKey(route.via.from, route.via.index)] ?? 0) + 1,
+        };
+  return {
+    stage,
+    hop,
+    attempt: 1,
+    visits: { ...ctx.visits, [stage]: (ctx.visits[stage] ?? 0) + 1 },
+    approvedBy: null,
+    traversals,
+    directive: gate
+      ? {
+          kind: 'await-approval',
+          stage,
+          hop,
+          source: 'gate',
+          approvers: [...gate.approvers],
+          reason: gate.reason ?? `stage ${stage} has an approval gate`,
+        }
+      : dispatchDirective(ctx, stage, { hop, attempt: 1 }),
+  };
+}
+
+function fail(ctx: WorkflowRunContext, code: RunFailureCode, reason: string): Partial<WorkflowRunContext> {
+  return { failure: { code, reason, stage: ctx.stage, hop: ctx.hop }, directive: { kind: 'none' } };
+}
+
+/**
+ * The context after an accepted transition (the caller has checked the row's
+ * condition). Pure: the same context and event always give the same result.
+ */
+export function applyEffect(ctx: WorkflowRunContext, event: WorkflowRunEvent, effect: RunEffect): WorkflowRunContext {
+  // A hop published again has cost nothing yet: its usage is taken when it ends.
+  const usage = effect === 'republish' ? ctx.usage : accrue(ctx, event);
+  const base: WorkflowRunContext = { ...ctx, usage, refusal: null, republish: null };
+  return { ...base, ...effectChanges(base, event, effect) };
+}
+
+function effectChanges(
+  ctx: WorkflowRunContext,
+  event: WorkflowRunEvent,
+  effect: RunEffect,
+): Partial<WorkflowRunContext> {
+  switch (effect) {
+    case 'enter-start':
+    case 'follow-route': {
+      const route = routeOf(ctx, event);
+      if (route === null) return {};
+      switch (route.kind) {
+        case 'enter':
+          return enter(ctx, route);
+        case 'retry':
+          return {
+            attempt: route.attempt,
+            directive: dispatchDirective(ctx, ctx.stage!, {
+              hop: ctx.hop,
+              attempt: route.attempt,
+              delayMs: route.delayMs,
+              approvedBy: ctx.approvedBy,
+            }),
+          };
+        case 'complete':
+          return { directive: { kind: 'none' } };
+        case 'fail':
+          return fail(ctx, route.code, route.reason);
+      }
+      return {};
+    }
+    case 'suspend':
+      if (event.type !== 'HOP_SUSPENDED') return {};
+      return {
+        directive: {
+          kind: 'await-reply',
+          stage: ctx.stage!,
+          hop: ctx.hop,
+          continuation: event.continuation,
+          askedRole: event.askedRole ?? null,
+        },
+      };
+    case 'resume':
+      // A query's answer, or its timeout (the hop resumes with that failure as its answer).
+      if (event.type !== 'HOP_RESUMED' && (event.type !== 'HOP_TIMED_OUT' || event.continuation === undefined)) {
+        return {};
+      }
+      return {
+        directive: dispatchDirective(ctx, ctx.stage!, {
+          hop: ctx.hop,
+          attempt: ctx.attempt,
+          resume: event.continuation!,
+          approvedBy: ctx.approvedBy,
+        }),
+      };
+    case 'require-approval':
+      if (event.type !== 'APPROVAL_REQUIRED') return {};
+      return {
+        directive: {
+          kind: 'await-approval',
+          stage: ctx.stage!,
+          hop: ctx.hop,
+          source: 'governance',
+          approvers: event.approvers ? [...event.approvers] : null,
+          reason: event.reason,
+        },
+      };
+    case 'approve':
+      if (event.type !== 'APPROVED') return {};
+      return {
+        approvedBy: event.by,
+        directive: dispatchDirective(ctx, ctx.stage!, { hop: ctx.hop, attempt: ctx.attempt, approvedBy: event.by }),
+      };
+    case 'deny':
+      if (event.type !== 'DENIED') return {};
+      return fail(ctx, 'APPROVAL_DENIED', `approval denied by ${event.by}${event.reason ? `: ${event.reason}` : ''}`);
+    case 'governance-deny':
+      if (event.type !== 'GOVERNANCE_DENIED') return {};
+      return fail(ctx, 'GOVERNANCE_DENIED', event.policy ? `${event.policy}: ${event.reason}` : event.reason);
+    case 'budget-exceeded':
+      // The context's usage has the event's usage in it already.
+      return fail(ctx, 'BUDGET_EXCEEDED', budgetOverrun(ctx.budget ?? null, ctx.usage) ?? 'budget exceeded');
+    case 'deadline-exceeded': {
+      const deadline = ctx.deadline ?? null;
+      if (event.type !== 'TICK' || deadline === null) return {};
+      const ageMs = event.now - (deadline.at - deadline.ms);
+      return fail(ctx, 'DEADLINE_EXCEEDED', `the work item ran past its deadline of ${deadline.ms} ms (${ageMs} ms)`);
+    }
+    case 'republish':
+      if (event.type !== 'HOP_TIMED_OUT') return {};
+      return {
+        republish: {
+          hop: event.hop,
+          attempt: event.attempt,
+          timeouts: event.timeouts,
+          continuation: event.continuation ?? null,
+        },
+      };
+    case 'none':
+      return {};
+    case 'cancel':
+      if (event.type !== 'CANCEL') return {};
+      return { cancellation: { by: event.by ?? null, reason: event.reason ?? null }, directive: { kind: 'none' } };
+  }
+}
