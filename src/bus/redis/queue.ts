@@ -14,10 +14,16 @@ import {
   resolveRoleSettings,
 } from '../queue-arguments.js';
 import { REDIS_GROUP, RedisKeys } from './keys.js';
-import { CommandTimeouts } from './command-timeouts.js';
+import { CommandTimeouts } from '../../persistence/kernel/redis/command-timeouts.js';
 import { TickBatch } from './tick-batch.js';
-import { type ScriptConnection, runScript } from './lua-script.js';
-import { type NodeRedisModule, loadNodeRedis } from './node-redis.js';
+import { type ScriptConnection, runScript } from '../../persistence/kernel/redis/lua-script.js';
+import {
+  type NodeRedisModule,
+  type RedisClient,
+  connectWithin,
+  createRedisClient,
+  loadNodeRedis,
+} from '../../persistence/kernel/redis/node-redis.js';
 import { type BusScripts, busScripts } from './scripts.js';
 import {
   BusError,
@@ -36,7 +42,7 @@ import {
   type RoleSettings,
   type WorkQueue,
 } from '../work-queue.js';
-import { safeRedisUrl } from './url.js';
+import { safeRedisUrl } from '../../persistence/kernel/redis/url.js';
 
 /** Options of `createRedisQueue`: the server URL, key prefix, per-role settings, clock and timings. */
 export interface RedisQueueOptions {
@@ -78,23 +84,8 @@ export interface RedisQueueOptions {
   connectTimeoutMs?: number;
 }
 
-function connectClient(redis: NodeRedisModule, url: string, name: string, connectTimeout: number) {
-  return redis.createClient({
-    url,
-    name,
-    RESP: 2,
-    // While the connection is down, calls fail at once (BUS_BACKEND) instead of
-    // queueing without bound: a consume retries within its wait, a caller of
-    // publish/ack retries or lets the lease expire. node-redis reconnects by itself.
-    disableOfflineQueue: true,
-    socket: { connectTimeout, reconnectStrategy: (retries: number) => Math.min(20 * 2 ** retries, 1000) },
-  });
-}
-
-type RedisConnection = ReturnType<typeof connectClient>;
-
 interface BlockingConnection {
-  client: RedisConnection;
+  client: RedisClient;
   /** `CLIENT ID` of the current socket (changes on reconnect), for `CLIENT UNBLOCK`. */
   id: number | undefined;
 }
@@ -238,7 +229,7 @@ export class RedisQueue implements WorkQueue {
   private readonly roleSettings = new Map<string, ResolvedRoleSettings>();
   /** node-redis, the command connection and the scripts: set by `connect`. */
   private redis: NodeRedisModule | undefined;
-  private commandConnection: RedisConnection | undefined;
+  private commandConnection: RedisClient | undefined;
   private scripts!: BusScripts;
   private readonly idle: BlockingConnection[] = [];
   private readonly busy = new Set<BlockingConnection>();
@@ -305,7 +296,7 @@ export class RedisQueue implements WorkQueue {
   }
 
   /** The command connection; calls before `connect` fail with BUS_BACKEND. */
-  private get command(): RedisConnection {
+  private get command(): RedisClient {
     if (this.commandConnection === undefined) {
       throw new BusError(
         'BUS_BACKEND',
@@ -320,39 +311,32 @@ export class RedisQueue implements WorkQueue {
   }
 
   /** Connects a client, or fails with BUS_BACKEND after the connect timeout (the client is destroyed). */
-  private async open(client: RedisConnection): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            new BusError(
-              'BUS_BACKEND',
-              `no answer from Redis at ${safeRedisUrl(this.url)} within ${this.connectTimeoutMs} ms`,
-            ),
-          ),
-        this.connectTimeoutMs,
-      );
-    });
+  private async open(client: RedisClient): Promise<void> {
     try {
-      await Promise.race([client.connect(), timeout]);
+      await connectWithin(
+        client,
+        this.connectTimeoutMs,
+        () =>
+          new BusError(
+            'BUS_BACKEND',
+            `no answer from Redis at ${safeRedisUrl(this.url)} within ${this.connectTimeoutMs} ms`,
+          ),
+      );
     } catch (error) {
-      client.destroy();
       throw this.backendError(error);
-    } finally {
-      clearTimeout(timer);
     }
   }
 
-  private newClient(kind: string): RedisConnection {
+  private newClient(kind: string): RedisClient {
     if (this.redis === undefined)
       throw new BusError('BUS_BACKEND', 'the Redis work queue is not connected: call connect() first');
-    const client = connectClient(
-      this.redis,
-      this.url,
-      `${this.clientName}:${kind}:${this.nonce}`,
-      this.connectTimeoutMs,
-    );
+    // With no offline queue, a call made while the connection is down fails at once (BUS_BACKEND): a
+    // consume retries within its wait, a caller of publish/ack retries or lets the lease expire.
+    const client = createRedisClient(this.redis, {
+      url: this.url,
+      name: `${this.clientName}:${kind}:${this.nonce}`,
+      connectTimeoutMs: this.connectTimeoutMs,
+    });
     client.on('error', (error: Error) => this.onConnectionError(error));
     return client;
   }
