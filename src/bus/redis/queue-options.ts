@@ -1,10 +1,9 @@
-import { type Clock, systemClock } from '../../persistence/kernel/clock.js';
-import { BASE_ROLE_SETTINGS, type ResolvedRoleSettings, checkRole, resolveRoleSettings } from '../queue-arguments.js';
-import { BusError, DEFAULT_IDEMPOTENCY_RETENTION_MS, DEFAULT_JITTER_RATIO, type RoleSettings } from '../work-queue.js';
+import { type CompiledQueueOptions, type QueueOptions, compileQueueOptions } from '../queue-options.js';
+import { BusError, DEFAULT_IDEMPOTENCY_RETENTION_MS } from '../work-queue.js';
 import { RedisKeys } from './keys.js';
 
 /** Options of `createRedisQueue`: the server URL, key prefix, per-role settings, clock and timings. */
-export interface RedisQueueOptions {
+export interface RedisQueueOptions extends QueueOptions {
   /**
    * `redis://host:port[/db]`.
    * @defaultValue `'redis://127.0.0.1:6379'`
@@ -15,30 +14,6 @@ export interface RedisQueueOptions {
    * @defaultValue `'switchboard'`
    */
   prefix?: string;
-  /**
-   * Settings of every role, then per role overrides.
-   * @defaultValue the bus's defaults (`DEFAULT_RETRY_POLICY`, `DEFAULT_MAX_DELIVERIES`)
-   */
-  defaults?: RoleSettings;
-  /** @defaultValue none: every role has `defaults` */
-  roles?: Record<string, RoleSettings>;
-  /**
-   * Lease deadlines, delays and retry times (client-side; the server's clock is not used for them).
-   * @defaultValue the system clock
-   */
-  clock?: Clock;
-  /**
-   * Returns [0, 1): the jitter source.
-   * @defaultValue `Math.random`
-   */
-  random?: () => number;
-  /** @defaultValue `DEFAULT_JITTER_RATIO` (0.2) */
-  jitterRatio?: number;
-  /**
-   * How long an acked message's idempotency key keeps refusing a duplicate publish (server time).
-   * @defaultValue `DEFAULT_IDEMPOTENCY_RETENTION_MS` (1 h)
-   */
-  idempotencyRetentionMs?: number;
   /**
    * Entries a consumer read with a blocking `XREADGROUP` but never leased (its
    * process died in between) are claimed with `XAUTOCLAIM` once idle this long.
@@ -80,24 +55,16 @@ export interface RedisQueueOptions {
 }
 
 /** `RedisQueueOptions` checked, every default filled in, the prefix compiled into the key layout. */
-export interface CompiledRedisQueueOptions {
+export interface CompiledRedisQueueOptions extends CompiledQueueOptions {
   readonly url: string;
   readonly keys: RedisKeys;
   readonly clientName: string;
-  readonly clock: Clock;
-  readonly random: () => number;
-  readonly jitterRatio: number;
-  readonly idempotencyRetentionMs: number;
   readonly orphanIdleMs: number;
   readonly maxBlockingConnections: number;
   readonly maxBlockMs: number;
   readonly publishBatch: number;
   readonly onConnectionError: (error: Error) => void;
   readonly connectTimeoutMs: number;
-  /** The settings of a role without settings of its own. */
-  readonly defaults: ResolvedRoleSettings;
-  /** The roles with settings of their own. */
-  readonly roles: ReadonlyMap<string, ResolvedRoleSettings>;
 }
 
 /**
@@ -120,21 +87,12 @@ export function compileRedisQueueOptions(options: RedisQueueOptions): CompiledRe
       throw new BusError('BUS_INVALID_ARGUMENT', `${name} must be an integer >= 1`);
     }
   }
-  const defaults = resolveRoleSettings(BASE_ROLE_SETTINGS, options.defaults);
-  const roles = new Map<string, ResolvedRoleSettings>();
-  for (const [role, settings] of Object.entries(options.roles ?? {})) {
-    roles.set(checkRole(role), resolveRoleSettings(defaults, settings));
-  }
   return {
+    ...compileQueueOptions(options),
     url: options.url ?? 'redis://127.0.0.1:6379',
     keys,
     clientName: options.clientName ?? 'switchboard',
-    clock: options.clock ?? systemClock,
-    random: options.random ?? Math.random,
-    jitterRatio: options.jitterRatio ?? DEFAULT_JITTER_RATIO,
     onConnectionError: options.onConnectionError ?? (() => undefined),
     ...numbers,
-    defaults,
-    roles,
   };
 }
