@@ -38,7 +38,10 @@ const CLEAN_TREE: Record<string, string> = {
   'workflow/governance.ts': "import { records } from './records.js';\nexport const governed = records;\n",
   'machines/x.ts': "import { governed } from '../workflow/governance.js';\nexport const machine = governed;\n",
   'persistence/kernel/database.ts': "import { machine } from '../../machines/x.js';\nexport const db = machine;\n",
+  'persistence/kernel/redis/hash-tag.ts': "import { db } from '../database.js';\nexport const hashTag = db;\n",
   'persistence/a2a/store.ts': "import { db } from '../kernel/database.js';\nexport const store = db;\n",
+  'persistence/context/redis-store.ts':
+    "import { hashTag } from '../kernel/redis/hash-tag.js';\nexport const contextStore = hashTag;\n",
   'bus/work-queue.ts': "import { store } from '../persistence/a2a/store.js';\nexport const queue = store;\n",
   'bus/sqlite/queue.ts': "import { queue } from '../work-queue.js';\nexport const sqlite = queue;\n",
   'bus/redis/queue.ts': "import { queue } from '../work-queue.js';\nexport const redis = queue;\n",
@@ -50,14 +53,22 @@ const CLEAN_TREE: Record<string, string> = {
     "export * from './machines/x.js';",
     "export * from './bus/sqlite/queue.js';",
     "export * from './bus/redis/queue.js';",
+    "export * from './persistence/context/redis-store.js';",
     "export * from './actors/broker/broker.js';",
     '',
   ].join('\n'),
 };
 
-/** The clean tree with an upward import, a sibling import, I/O in a pure room, a leaf importing up, and a cycle. */
+/**
+ * The clean tree with upward imports (a machine importing the broker; the
+ * Context Engine importing the bus, which sits above the stores), sibling
+ * imports (between the bus backends; between the Context Engine and another
+ * store), I/O in a pure room, a leaf importing up, and a cycle.
+ */
 const PLANTED_TREE: Record<string, string> = {
   ...CLEAN_TREE,
+  'persistence/context/redis-store.ts':
+    "import { hashTag } from '../kernel/redis/hash-tag.js';\nimport { redis } from '../../bus/redis/queue.js';\nimport { store } from '../a2a/store.js';\nexport const contextStore = [hashTag, redis, store];\n",
   'machines/x.ts':
     "import { governed } from '../workflow/governance.js';\nimport { broker } from '../actors/broker/broker.js';\nexport const machine = [governed, broker];\n",
   'bus/sqlite/queue.ts':
@@ -116,6 +127,15 @@ describe('the layer rule (.dependency-cruiser.cjs)', () => {
   it('fails on a (type-only) import between sibling rooms', () => {
     expect(planted.output).toMatch(
       /error siblings-bus-backends: src\/bus\/sqlite\/queue\.ts → src\/bus\/redis\/queue\.ts/,
+    );
+  });
+
+  it('keeps the Context Engine with the stores: below the bus, a sibling of the other stores', () => {
+    expect(planted.output).toMatch(
+      /error layer-persistence-stores: src\/persistence\/context\/redis-store\.ts → src\/bus\/redis\/queue\.ts/,
+    );
+    expect(planted.output).toMatch(
+      /error siblings-persistence-stores: src\/persistence\/context\/redis-store\.ts → src\/persistence\/a2a\/store\.ts/,
     );
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CommandTimeouts, RedisCommandTimeoutError } from '../../src/bus/redis/command-timeouts.js';
+import { CommandTimeouts, RedisCommandTimeoutError } from '../../src/persistence/kernel/redis/command-timeouts.js';
 
 /**
  * The Redis clients' command timeout kept by one sweep: a call unanswered

@@ -290,6 +290,9 @@ describe.runIf(runRedis)(suiteName, () => {
     it('refuses a prefix that would break the hash tag', async () => {
       expect(() => new RedisQueue({ url: REDIS_URL, prefix: 'a{b}' })).toThrow(/prefix/);
       expect(() => new RedisQueue({ url: REDIS_URL, prefix: '' })).toThrow(/prefix/);
+      expect(() => new RedisQueue({ url: REDIS_URL, prefix: 'a b' })).toThrow(
+        expect.objectContaining({ name: 'BusError', code: 'BUS_INVALID_ARGUMENT' }),
+      );
     });
 
     it('uses one stream and one consumer group per role, and XACKs what is settled', async () => {

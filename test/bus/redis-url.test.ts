@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { safeRedisUrl } from '../../src/bus/redis/url.js';
+import { safeRedisUrl } from '../../src/persistence/kernel/redis/url.js';
 
 describe('safeRedisUrl', () => {
   it('keeps scheme, host, port and database, and drops credentials', () => {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createClient } from 'redis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRedisContextStore } from '../../src/persistence/context/redis-store.js';
-import { SqliteContextStore } from '../../src/persistence/context/sqlite-store.js';
+import { ContextStoreError, SqliteContextStore } from '../../src/persistence/context/sqlite-store.js';
 import { runContextStoreContract } from './context-contract.js';
 import { IN_CI, REDIS_URL, redisGate } from '../redis-availability.js';
 
@@ -32,6 +32,19 @@ runContextStoreContract('SQLite', () => {
   dirs.push(dir);
   const path = join(dir, 'ctx.db');
   return { open: async () => new SqliteContextStore({ database: path }) };
+});
+
+describe('the Context Engine on Redis, before it connects', () => {
+  it("refuses a prefix that would break the hash tag with the Context Engine's own code, not the bus's", async () => {
+    for (const prefix of ['a{b}', '']) {
+      const error = await createRedisContextStore({ url: 'redis://127.0.0.1:1', prefix }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ContextStoreError);
+      expect(error).toMatchObject({
+        code: 'CONTEXT_INVALID_ARGUMENT',
+        message: 'prefix must be 1-64 letters, digits, . _ : or -',
+      });
+    }
+  });
 });
 
 // Skipped (with this reason in its name) only outside CI when no Redis answers; in CI a missing Redis fails.

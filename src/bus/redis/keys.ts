@@ -1,13 +1,15 @@
+import { hashTag } from '../../persistence/kernel/redis/hash-tag.js';
 import { BusError } from '../work-queue.js';
 
 /**
  * Key names of the Redis Streams work bus. Every key of one deployment starts
- * with the hash tag `{prefix}`, so all of them hash to one Redis Cluster slot:
- * the Lua scripts move messages between a role's stream, its delayed set, its
- * lease set, its dead-letter stream and the per-task locks of any role in one
- * atomic step (per-task serialization holds across roles), which a cluster
- * only allows within one slot. Several deployments (prefixes) share a Redis or
- * spread over a cluster's slots. The scripts (`bus/redis/scripts/*.lua`) take
+ * with the hash tag `{prefix}` (`persistence/kernel/redis/hash-tag.ts`), so
+ * all of them hash to one Redis Cluster slot: the Lua scripts move messages
+ * between a role's stream, its delayed set, its lease set, its dead-letter
+ * stream and the per-task locks of any role in one atomic step (per-task
+ * serialization holds across roles), which a cluster only allows within one
+ * slot. Several deployments (prefixes) share a Redis or spread over a
+ * cluster's slots. The scripts (`bus/redis/scripts/*.lua`) take
  * these names as KEYS, built here, the one place the layout is written down
  * on the TypeScript side; they derive at run time only the keys they discover
  * from data (task locks, roles named by a lock, a waiting list or an envelope:
@@ -29,16 +31,6 @@ import { BusError } from '../work-queue.js';
 /** The consumer group every role stream has. */
 export const REDIS_GROUP = 'g';
 
-const PREFIX_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
-
-/** Checks a deployment prefix and returns its hash-tagged form `{prefix}`. */
-export function hashTag(prefix: unknown): string {
-  if (typeof prefix !== 'string' || !PREFIX_PATTERN.test(prefix)) {
-    throw new BusError('BUS_INVALID_ARGUMENT', 'prefix must be 1-64 letters, digits, . _ : or -');
-  }
-  return `{${prefix}}`;
-}
-
 /**
  * A role's keys in the order the scripts take them as a group
  * (`ROLE_KEYS` in `scripts/library.lua`).
@@ -51,8 +43,9 @@ export class RedisKeys {
   readonly #groups = new Map<string, readonly string[]>();
   readonly #scriptKeys = new Map<string, readonly string[]>();
 
+  /** A bad prefix is refused with `BUS_INVALID_ARGUMENT`. */
   constructor(prefix: string) {
-    this.tag = hashTag(prefix);
+    this.tag = hashTag(prefix, (message) => new BusError('BUS_INVALID_ARGUMENT', message));
   }
 
   /** The group of a role's keys (`{p}:r:<role>:s`, `:z`, `:L`, ... in the scripts' order). */

@@ -1,9 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { LEASE_EXPIRED_ERROR, decideNack } from '../../machines/delivery-machine.js';
 import type { BusEnvelope, RetryPolicy, WorkError } from '../../protocol/work-envelope.js';
-import { type Clock, systemClock } from '../../persistence/kernel/clock.js';
+import { CommandTimeouts } from '../../persistence/kernel/redis/command-timeouts.js';
+import { type ScriptConnection, runScript } from '../../persistence/kernel/redis/lua-script.js';
 import {
-  BASE_ROLE_SETTINGS,
+  type NodeRedisModule,
+  type RedisClient,
+  connectWithin,
+  createRedisClient,
+  loadNodeRedis,
+} from '../../persistence/kernel/redis/node-redis.js';
+import { safeRedisUrl } from '../../persistence/kernel/redis/url.js';
+import {
   type CheckedPublish,
   type ResolvedRoleSettings,
   checkConsume,
@@ -11,18 +19,9 @@ import {
   checkNack,
   checkPublish,
   checkRole,
-  resolveRoleSettings,
 } from '../queue-arguments.js';
-import { REDIS_GROUP, RedisKeys } from './keys.js';
-import { CommandTimeouts } from './command-timeouts.js';
-import { TickBatch } from './tick-batch.js';
-import { type ScriptConnection, runScript } from './lua-script.js';
-import { type NodeRedisModule, loadNodeRedis } from './node-redis.js';
-import { type BusScripts, busScripts } from './scripts.js';
 import {
   BusError,
-  DEFAULT_IDEMPOTENCY_RETENTION_MS,
-  DEFAULT_JITTER_RATIO,
   type ConsumeOptions,
   type DeadLetter,
   type DeadLetterQueue,
@@ -33,82 +32,26 @@ import {
   type PublishRequest,
   type PublishResult,
   type QueueStats,
-  type RoleSettings,
   type WorkQueue,
 } from '../work-queue.js';
-import { safeRedisUrl } from './url.js';
+import { BlockingReads, sleep } from './blocking-reads.js';
+import type { RedisKeys } from './keys.js';
+import { type CompiledRedisQueueOptions, type RedisQueueOptions, compileRedisQueueOptions } from './queue-options.js';
+import { type BusScripts, busScripts } from './scripts.js';
+import {
+  type EntryFields,
+  type ReadEntry,
+  type RedisDelivery,
+  deliveryOf,
+  entryFields,
+  parseJson,
+} from './stream-entries.js';
+import { TickBatch } from './tick-batch.js';
 
-/** Options of `createRedisQueue`: the server URL, key prefix, per-role settings, clock and timings. */
-export interface RedisQueueOptions {
-  /** `redis://host:port[/db]` (default `redis://127.0.0.1:6379`). */
-  url?: string;
-  /** The deployment's key prefix: every key is `{prefix}:...` (one hash slot). Default `switchboard`. */
-  prefix?: string;
-  /** Settings of every role, then per role overrides. */
-  defaults?: RoleSettings;
-  roles?: Record<string, RoleSettings>;
-  /** Lease deadlines, delays and retry times (client-side; the server's clock is not used for them). */
-  clock?: Clock;
-  /** Returns [0, 1): the jitter source. */
-  random?: () => number;
-  jitterRatio?: number;
-  /** How long an acked message's idempotency key keeps refusing a duplicate publish (server time). */
-  idempotencyRetentionMs?: number;
-  /**
-   * Entries a consumer read with a blocking `XREADGROUP` but never leased (its
-   * process died in between) are claimed with `XAUTOCLAIM` once idle this long
-   * (default 30 s).
-   */
-  orphanIdleMs?: number;
-  /** Blocking connections for concurrent waiting consumes (default 16); more waiters poll. */
-  maxBlockingConnections?: number;
-  /**
-   * Longest single `XREADGROUP ... BLOCK` (default 1000 ms); a consume waits
-   * longer in several. Also bounds how late a waiting consumer notices a
-   * delayed message or an expired lease that another process created.
-   */
-  maxBlockMs?: number;
-  /** Messages per publish script call in `publishMany` (default 500): each call is atomic. */
-  publishBatch?: number;
-  /** Connection errors (node-redis reconnects by itself); default: ignored. */
-  onConnectionError?: (error: Error) => void;
-  /** Client name prefix shown by `CLIENT LIST` (default `switchboard`). */
-  clientName?: string;
-  /** How long connecting may take before `createRedisQueue` (or a consume's first wait) fails (default 5000 ms). */
-  connectTimeoutMs?: number;
-}
-
-function connectClient(redis: NodeRedisModule, url: string, name: string, connectTimeout: number) {
-  return redis.createClient({
-    url,
-    name,
-    RESP: 2,
-    // While the connection is down, calls fail at once (BUS_BACKEND) instead of
-    // queueing without bound: a consume retries within its wait, a caller of
-    // publish/ack retries or lets the lease expire. node-redis reconnects by itself.
-    disableOfflineQueue: true,
-    socket: { connectTimeout, reconnectStrategy: (retries: number) => Math.min(20 * 2 ** retries, 1000) },
-  });
-}
-
-type RedisConnection = ReturnType<typeof connectClient>;
-
-interface BlockingConnection {
-  client: RedisConnection;
-  /** `CLIENT ID` of the current socket (changes on reconnect), for `CLIENT UNBLOCK`. */
-  id: number | undefined;
-}
-
-/** A delivery as this backend hands it out: `retryPolicy` is the message's own override. */
-interface RedisDelivery extends Delivery {
-  readonly retryPolicy: Partial<RetryPolicy> | undefined;
-}
+export type { RedisQueueOptions } from './queue-options.js';
 
 /** A lease as the lease script returns it: entry id, lease token, the entry's fields (unless the caller sent them). */
 type LeaseRow = [string, string, string[]?];
-
-/** A stream entry as XREADGROUP returns it: id and flat field list. */
-type ReadEntry = readonly [string, readonly string[]];
 
 const EXPIRED_ERROR = JSON.stringify({
   type: LEASE_EXPIRED_ERROR,
@@ -118,70 +61,6 @@ const EXPIRED_ERROR = JSON.stringify({
 const DEAD_BATCH = 500;
 /** Deliveries per ack script call (each is atomic). */
 const ACK_BATCH = 500;
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) {
-      resolve();
-      return;
-    }
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, Math.max(0, ms));
-    signal?.addEventListener('abort', done, { once: true });
-  });
-}
-
-function parseJson<T>(text: string): T | undefined {
-  return text === '' ? undefined : (JSON.parse(text) as T);
-}
-
-/** The entries of an XREADGROUP reply of one stream (entries deleted meanwhile left out). */
-function readEntries(reply: unknown): ReadEntry[] {
-  const out: ReadEntry[] = [];
-  const entries = (reply as [string, [string, string[] | null][]][] | null)?.[0]?.[1] ?? [];
-  for (const [entry, fields] of entries) {
-    if (fields !== null) out.push([entry, fields]);
-  }
-  return out;
-}
-
-/** The fields of a message's stream entry (see `bus/redis/scripts.ts`), `''` when absent. */
-interface EntryFields {
-  m: string;
-  k: string;
-  env: string;
-  d: string;
-  pa: string;
-  t: string;
-  err: string;
-  rp: string;
-}
-
-function entryFields(flat: readonly string[]): EntryFields {
-  const f: EntryFields = { m: '', k: '', env: '', d: '0', pa: '0', t: '', err: '', rp: '' };
-  for (let i = 0; i + 1 < flat.length; i += 2) {
-    const name = flat[i]!;
-    const value = flat[i + 1]!;
-    if (name === 'x') {
-      // '<id>|<deliveries>|<published at>|<ready since>'
-      const a = value.indexOf('|');
-      const b = value.indexOf('|', a + 1);
-      const c = value.indexOf('|', b + 1);
-      if (a > 0 && b > a && c > b) {
-        f.m = value.slice(0, a);
-        f.d = value.slice(a + 1, b);
-        f.pa = value.slice(b + 1, c);
-      }
-    } else if (Object.hasOwn(f, name)) {
-      f[name as keyof EntryFields] = value;
-    }
-  }
-  return f;
-}
 
 /**
  * The work bus on Redis Streams (Redis 7.0+, node-redis). One stream and one
@@ -198,15 +77,8 @@ export class RedisQueue implements WorkQueue {
   readonly deadLetters: DeadLetterQueue;
   readonly keys: RedisKeys;
 
-  private readonly url: string;
-  private readonly clientName: string;
-  private readonly clock: Clock;
-  private readonly random: () => number;
-  private readonly jitterRatio: number;
-  private readonly retentionMs: number;
-  private readonly orphanIdleMs: number;
-  private readonly maxBlocking: number;
-  private readonly maxBlockMs: number;
+  /** The options checked, with their defaults. */
+  private readonly options: CompiledRedisQueueOptions;
   /** The scripts' answers are waited for under these (one timer), not node-redis's timer per command. */
   private readonly timeouts = new CommandTimeouts();
   /** A turn's `publish` and `publishMany` calls, sent as one script call (see `publishCalls`). */
@@ -231,18 +103,12 @@ export class RedisQueue implements WorkQueue {
     const acked = await this.ackOwn(unique);
     return place.map((i) => i >= 0 && acked[i] === true);
   });
-  private readonly publishBatch: number;
-  private readonly onConnectionError: (error: Error) => void;
-  private readonly connectTimeoutMs: number;
-  private readonly defaults: ResolvedRoleSettings;
-  private readonly roleSettings = new Map<string, ResolvedRoleSettings>();
   /** node-redis, the command connection and the scripts: set by `connect`. */
   private redis: NodeRedisModule | undefined;
-  private commandConnection: RedisConnection | undefined;
+  private commandConnection: RedisClient | undefined;
   private scripts!: BusScripts;
-  private readonly idle: BlockingConnection[] = [];
-  private readonly busy = new Set<BlockingConnection>();
-  private blockingCount = 0;
+  /** The consumers' blocking reads, on connections of their own. */
+  private readonly blocking: BlockingReads;
   private readonly nonce = randomBytes(6).toString('hex');
   private closed = false;
   /** Roles of deliveries already checked (settling skips the schema check for them). */
@@ -251,35 +117,15 @@ export class RedisQueue implements WorkQueue {
   private readonly recover = new Set<string>();
 
   constructor(options: RedisQueueOptions = {}) {
-    this.url = options.url ?? 'redis://127.0.0.1:6379';
-    this.keys = new RedisKeys(options.prefix ?? 'switchboard');
-    this.clientName = options.clientName ?? 'switchboard';
-    this.clock = options.clock ?? systemClock;
-    this.random = options.random ?? Math.random;
-    this.jitterRatio = options.jitterRatio ?? DEFAULT_JITTER_RATIO;
-    this.retentionMs = options.idempotencyRetentionMs ?? DEFAULT_IDEMPOTENCY_RETENTION_MS;
-    this.orphanIdleMs = options.orphanIdleMs ?? 30_000;
-    this.maxBlocking = options.maxBlockingConnections ?? 16;
-    this.maxBlockMs = options.maxBlockMs ?? 1000;
-    this.publishBatch = options.publishBatch ?? 500;
-    this.onConnectionError = options.onConnectionError ?? (() => undefined);
-    this.connectTimeoutMs = options.connectTimeoutMs ?? 5000;
-    for (const [name, value] of [
-      ['connectTimeoutMs', this.connectTimeoutMs],
-      ['orphanIdleMs', this.orphanIdleMs],
-      ['maxBlockMs', this.maxBlockMs],
-      ['maxBlockingConnections', this.maxBlocking],
-      ['publishBatch', this.publishBatch],
-      ['idempotencyRetentionMs', this.retentionMs],
-    ] as const) {
-      if (!Number.isInteger(value) || value < 1) {
-        throw new BusError('BUS_INVALID_ARGUMENT', `${name} must be an integer >= 1`);
-      }
-    }
-    this.defaults = resolveRoleSettings(BASE_ROLE_SETTINGS, options.defaults);
-    for (const [role, settings] of Object.entries(options.roles ?? {})) {
-      this.roleSettings.set(checkRole(role), resolveRoleSettings(this.defaults, settings));
-    }
+    this.options = compileRedisQueueOptions(options);
+    this.keys = this.options.keys;
+    this.blocking = new BlockingReads({
+      maxConnections: this.options.maxBlockingConnections,
+      newClient: (kind) => this.newClient(kind),
+      open: (client) => this.open(client),
+      command: () => this.commandConnection,
+      readFailed: (consumer) => this.recover.add(consumer),
+    });
     this.deadLetters = {
       list: (role, opts) => this.listDead(role, opts),
       replay: (role, opts) => this.moveDead('replay', role, opts),
@@ -305,7 +151,7 @@ export class RedisQueue implements WorkQueue {
   }
 
   /** The command connection; calls before `connect` fail with BUS_BACKEND. */
-  private get command(): RedisConnection {
+  private get command(): RedisClient {
     if (this.commandConnection === undefined) {
       throw new BusError(
         'BUS_BACKEND',
@@ -320,45 +166,38 @@ export class RedisQueue implements WorkQueue {
   }
 
   /** Connects a client, or fails with BUS_BACKEND after the connect timeout (the client is destroyed). */
-  private async open(client: RedisConnection): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            new BusError(
-              'BUS_BACKEND',
-              `no answer from Redis at ${safeRedisUrl(this.url)} within ${this.connectTimeoutMs} ms`,
-            ),
-          ),
-        this.connectTimeoutMs,
-      );
-    });
+  private async open(client: RedisClient): Promise<void> {
     try {
-      await Promise.race([client.connect(), timeout]);
+      await connectWithin(
+        client,
+        this.options.connectTimeoutMs,
+        () =>
+          new BusError(
+            'BUS_BACKEND',
+            `no answer from Redis at ${safeRedisUrl(this.options.url)} within ${this.options.connectTimeoutMs} ms`,
+          ),
+      );
     } catch (error) {
-      client.destroy();
       throw this.backendError(error);
-    } finally {
-      clearTimeout(timer);
     }
   }
 
-  private newClient(kind: string): RedisConnection {
+  private newClient(kind: string): RedisClient {
     if (this.redis === undefined)
       throw new BusError('BUS_BACKEND', 'the Redis work queue is not connected: call connect() first');
-    const client = connectClient(
-      this.redis,
-      this.url,
-      `${this.clientName}:${kind}:${this.nonce}`,
-      this.connectTimeoutMs,
-    );
-    client.on('error', (error: Error) => this.onConnectionError(error));
+    // With no offline queue, a call made while the connection is down fails at once (BUS_BACKEND): a
+    // consume retries within its wait, a caller of publish/ack retries or lets the lease expire.
+    const client = createRedisClient(this.redis, {
+      url: this.options.url,
+      name: `${this.options.clientName}:${kind}:${this.nonce}`,
+      connectTimeoutMs: this.options.connectTimeoutMs,
+    });
+    client.on('error', (error: Error) => this.options.onConnectionError(error));
     return client;
   }
 
   private settings(role: string): ResolvedRoleSettings {
-    return this.roleSettings.get(role) ?? this.defaults;
+    return this.options.roles.get(role) ?? this.options.defaults;
   }
 
   private assertOpen(): void {
@@ -420,7 +259,7 @@ export class RedisQueue implements WorkQueue {
       size = 0;
     };
     for (const call of calls) {
-      if (size + call.length > this.publishBatch) await send();
+      if (size + call.length > this.options.publishBatch) await send();
       together.push(call);
       size += call.length;
     }
@@ -430,9 +269,9 @@ export class RedisQueue implements WorkQueue {
 
   private async publishChecked(checked: readonly CheckedPublish[]): Promise<PublishResult[]> {
     const results: PublishResult[] = [];
-    for (let i = 0; i < checked.length; i += this.publishBatch) {
-      const batch = checked.slice(i, i + this.publishBatch);
-      const now = String(this.clock.now());
+    for (let i = 0; i < checked.length; i += this.options.publishBatch) {
+      const batch = checked.slice(i, i + this.options.publishBatch);
+      const now = String(this.options.clock.now());
       const args: string[] = [];
       for (const p of batch) this.pushPublishArgs(args, p, now);
       const keys = this.keys.scriptKeysOf(batch.map((p) => p.role));
@@ -472,7 +311,7 @@ export class RedisQueue implements WorkQueue {
     const mode = entries.length === 0 && this.recover.has(consumer) ? 'recover' : 'ids';
     const args: string[] = [
       role,
-      String(this.clock.now()),
+      String(this.options.clock.now()),
       consumer,
       String(max),
       String(visibilityTimeoutMs),
@@ -480,7 +319,7 @@ export class RedisQueue implements WorkQueue {
       String(settings.retryPolicy.maximumAttempts),
       EXPIRED_ERROR,
       mode,
-      String(this.orphanIdleMs),
+      String(this.options.orphanIdleMs),
     ];
     // Entries read by a blocking read: the script needs their ids, message id,
     // key and task key; their fields stay here.
@@ -497,21 +336,7 @@ export class RedisQueue implements WorkQueue {
     const deliveries: RedisDelivery[] = [];
     for (const [entry, leaseId, flat] of rows) {
       const f = flat === undefined ? read.get(entry) : entryFields(flat);
-      if (f === undefined) continue;
-      deliveries.push({
-        id: f.m,
-        role,
-        envelope: JSON.parse(f.env) as BusEnvelope,
-        idempotencyKey: f.k,
-        taskKey: f.t === '' ? undefined : f.t,
-        leaseId,
-        consumer,
-        deliveries: Number(f.d) + 1,
-        visibilityTimeoutMs,
-        publishedAt: Number(f.pa),
-        lastError: parseJson<WorkError>(f.err),
-        retryPolicy: parseJson<Partial<RetryPolicy>>(f.rp),
-      });
+      if (f !== undefined) deliveries.push(deliveryOf(f, { role, leaseId, consumer, visibilityTimeoutMs }));
     }
     return { deliveries, next: Number(next) };
   }
@@ -534,8 +359,14 @@ export class RedisQueue implements WorkQueue {
       if (got.deliveries.length > 0 || this.closed || c.signal?.aborted) return got.deliveries;
       let wait = deadline - Date.now();
       if (wait <= 0) return [];
-      if (got.next >= 0) wait = Math.min(wait, Math.max(1, got.next - this.clock.now()));
-      const entries = await this.blockingRead(c.role, c.consumer, c.max, Math.min(wait, this.maxBlockMs), c.signal);
+      if (got.next >= 0) wait = Math.min(wait, Math.max(1, got.next - this.options.clock.now()));
+      const entries = await this.blocking.read(
+        this.keys.stream(c.role),
+        c.consumer,
+        c.max,
+        Math.min(wait, this.options.maxBlockMs),
+        c.signal,
+      );
       if (this.closed) return [];
       if (entries.length > 0) {
         try {
@@ -550,97 +381,6 @@ export class RedisQueue implements WorkQueue {
       }
       if (c.signal?.aborted || Date.now() >= deadline) return [];
     }
-  }
-
-  private acquireBlocking(): BlockingConnection | undefined {
-    const conn = this.idle.pop();
-    if (conn !== undefined) return conn;
-    if (this.blockingCount >= this.maxBlocking) return undefined;
-    this.blockingCount++;
-    const client = this.newClient('block');
-    const created: BlockingConnection = { client, id: undefined };
-    client.on('ready', () => {
-      created.id = undefined;
-      client.clientId().then(
-        (id) => {
-          created.id = Number(id);
-        },
-        () => undefined,
-      );
-    });
-    return created;
-  }
-
-  /**
-   * Waits in `XREADGROUP ... BLOCK` on a connection of its own (never the
-   * command connection) and returns the entries read: they are pending for
-   * `consumer` until the lease script takes them. A failed read (the
-   * connection dropped) returns nothing and marks the consumer for recovery:
-   * its next lease re-reads its pending entries with id 0.
-   */
-  private async blockingRead(
-    role: string,
-    consumer: string,
-    count: number,
-    blockMs: number,
-    signal: AbortSignal | undefined,
-  ): Promise<ReadEntry[]> {
-    const conn = this.acquireBlocking();
-    if (conn === undefined) {
-      await sleep(Math.min(blockMs, 20), signal);
-      return [];
-    }
-    if (!conn.client.isOpen) {
-      try {
-        await this.open(conn.client);
-      } catch {
-        this.blockingCount--;
-        await sleep(Math.min(blockMs, 50), signal);
-        return [];
-      }
-      if (this.closed) {
-        conn.client.destroy();
-        return [];
-      }
-    }
-    this.busy.add(conn);
-    const onAbort = () => {
-      this.unblock(conn);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-    try {
-      if (signal?.aborted || this.closed) return [];
-      const reply = await conn.client.sendCommand([
-        'XREADGROUP',
-        'GROUP',
-        REDIS_GROUP,
-        consumer,
-        'COUNT',
-        String(count),
-        'BLOCK',
-        String(Math.max(1, Math.round(blockMs))),
-        'STREAMS',
-        this.keys.stream(role),
-        '>',
-      ]);
-      return readEntries(reply);
-    } catch (error) {
-      if (!this.closed) {
-        this.recover.add(consumer);
-        if (!String((error as Error)?.message).startsWith('NOGROUP')) await sleep(20, signal);
-      }
-      return [];
-    } finally {
-      signal?.removeEventListener('abort', onAbort);
-      this.busy.delete(conn);
-      if (this.closed) conn.client.destroy();
-      else this.idle.push(conn);
-    }
-  }
-
-  private unblock(conn: BlockingConnection): void {
-    if (conn.id === undefined || this.commandConnection?.isReady !== true) return;
-    this.commandConnection.sendCommand(['CLIENT', 'UNBLOCK', String(conn.id)]).catch(() => undefined);
   }
 
   // ---------------------------------------------------------------- settle
@@ -679,7 +419,7 @@ export class RedisQueue implements WorkQueue {
     const out: boolean[] = [];
     for (let i = 0; i < own.length; i += ACK_BATCH) {
       const chunk = own.slice(i, i + ACK_BATCH);
-      const args: string[] = [String(this.retentionMs), String(this.clock.now())];
+      const args: string[] = [String(this.options.idempotencyRetentionMs), String(this.options.clock.now())];
       for (const d of chunk) args.push(d.role, d.leaseId);
       const keys = this.keys.scriptKeysOf(chunk.map((d) => d.role));
       const res = await this.call<number[]>(() => this.run('ack', keys, args));
@@ -692,7 +432,7 @@ export class RedisQueue implements WorkQueue {
     this.assertOpen();
     const d = this.own(delivery);
     const extend = checkExtend(extendMs, d.visibilityTimeoutMs);
-    const until = this.clock.now() + extend;
+    const until = this.options.clock.now() + extend;
     const ok = await this.call<number>(() =>
       this.run('heartbeat', [this.keys.leaseDeadlines(d.role)], [d.leaseId, String(until)]),
     );
@@ -711,10 +451,10 @@ export class RedisQueue implements WorkQueue {
       error: opts.error,
       retryable: opts.retryable,
       ...(opts.delayMs === undefined ? {} : { delayMs: opts.delayMs }),
-      jitterRatio: this.jitterRatio,
-      random: this.random,
+      jitterRatio: this.options.jitterRatio,
+      random: this.options.random,
     });
-    const now = this.clock.now();
+    const now = this.options.clock.now();
     const at = decision.to === 'dead' ? now : now + decision.delayMs;
     const ok = await this.call<number>(() =>
       this.run('settle', this.keys.scriptKeys(d.role), [
@@ -734,7 +474,7 @@ export class RedisQueue implements WorkQueue {
   async release(delivery: Delivery): Promise<boolean> {
     this.assertOpen();
     const d = this.own(delivery);
-    const now = String(this.clock.now());
+    const now = String(this.options.clock.now());
     const ok = await this.call<number>(() =>
       this.run('settle', this.keys.scriptKeys(d.role), [d.role, d.leaseId, now, 'release', now, '']),
     );
@@ -785,7 +525,13 @@ export class RedisQueue implements WorkQueue {
     const ids = this.checkIds(options.ids);
     const run = (chunk: readonly string[]) =>
       this.call<number>(() =>
-        this.run('dead', this.keys.scriptKeys(r), [r, String(this.clock.now()), action, String(DEAD_BATCH), ...chunk]),
+        this.run('dead', this.keys.scriptKeys(r), [
+          r,
+          String(this.options.clock.now()),
+          action,
+          String(DEAD_BATCH),
+          ...chunk,
+        ]),
       );
     let total = 0;
     if (ids !== undefined) {
@@ -809,7 +555,7 @@ export class RedisQueue implements WorkQueue {
   async stats(role: string): Promise<QueueStats> {
     this.assertOpen();
     const r = checkRole(role);
-    const now = this.clock.now();
+    const now = this.options.clock.now();
     const [depth, delayed, inFlight, deadLetters, oldest] = await this.call<[number, number, number, number, string]>(
       () =>
         this.run(
@@ -861,10 +607,7 @@ export class RedisQueue implements WorkQueue {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const conn of this.busy) conn.client.destroy();
-    for (const conn of this.idle.splice(0)) {
-      if (conn.client.isOpen) await conn.client.close().catch(() => undefined);
-    }
+    await this.blocking.close();
     if (this.commandConnection?.isOpen) await this.commandConnection.close().catch(() => undefined);
     this.timeouts.close();
   }

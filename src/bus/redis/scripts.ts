@@ -1,5 +1,5 @@
 import { RESULTS_ROLE } from '../../protocol/work-envelope.js';
-import { type LuaScript, luaScript, readLua } from './lua-script.js';
+import { type LuaScript, luaScript, readLua } from '../../persistence/kernel/redis/lua-script.js';
 
 /**
  * The Lua scripts of the Redis Streams work bus, in `./scripts/*.lua`: each

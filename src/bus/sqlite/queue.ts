@@ -1,12 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import type Database from 'better-sqlite3';
 import { LEASE_EXPIRED_ERROR, decideExpiry, decideNack } from '../../machines/delivery-machine.js';
 import type { BusEnvelope, RetryPolicy, WorkError } from '../../protocol/work-envelope.js';
-import { type Clock, systemClock } from '../../persistence/kernel/clock.js';
-import { type SqliteDatabase, openDatabase, type Durability } from '../../persistence/kernel/database.js';
+import { type SqliteDatabase, openDatabase } from '../../persistence/kernel/database.js';
 import { CommitBatcher } from '../../persistence/kernel/commit-batcher.js';
 import {
-  BASE_ROLE_SETTINGS,
   type CheckedPublish,
   type ResolvedRoleSettings,
   checkConsume,
@@ -14,15 +11,18 @@ import {
   checkNack,
   checkPublish,
   checkRole,
-  resolveRoleSettings,
 } from '../queue-arguments.js';
 import { deadLetterNotice } from '../dead-letter-notice.js';
+import {
+  type CompiledSqliteQueueOptions,
+  type SqliteQueueOptions,
+  compileSqliteQueueOptions,
+} from './queue-options.js';
 import { migrateBus } from './schema.js';
+import { type JobRow, type LeaseRow, type QueueStatements, prepareQueueStatements } from './statements.js';
 import { WakeSignal } from './wake-signal.js';
 import {
   BusError,
-  DEFAULT_IDEMPOTENCY_RETENTION_MS,
-  DEFAULT_JITTER_RATIO,
   type ConsumeOptions,
   type DeadLetter,
   type DeadLetterQueue,
@@ -33,52 +33,10 @@ import {
   type PublishRequest,
   type PublishResult,
   type QueueStats,
-  type RoleSettings,
   type WorkQueue,
 } from '../work-queue.js';
 
-/** Options of `createSqliteQueue`: the database (open or a path), per-role settings, clock and polling. */
-export interface SqliteQueueOptions {
-  /** An open database (the caller closes it), or a path to open (closed by `close()`). */
-  database: SqliteDatabase | string;
-  /** When `database` is a path. */
-  durability?: Durability;
-  /** Settings of every role, then per role overrides. */
-  defaults?: RoleSettings;
-  roles?: Record<string, RoleSettings>;
-  clock?: Clock;
-  /** Returns [0, 1): the jitter source. */
-  random?: () => number;
-  jitterRatio?: number;
-  idempotencyRetentionMs?: number;
-  /**
-   * How a waiting consumer polls for work published by other processes: it
-   * starts at `min` ms and doubles up to `max` while nothing comes. A publish
-   * in this process wakes it at once.
-   */
-  pollIntervalMs?: { min: number; max: number };
-}
-
-interface JobRow {
-  seq: number;
-  role: string;
-  idempotency_key: string;
-  task_key: string | null;
-  envelope: string | null;
-  deliveries: number;
-  published_at: number;
-  last_error: string | null;
-  retry_policy: string | null;
-  available_at: number;
-  finished_at: number | null;
-}
-
-interface LeaseRow {
-  seq: number;
-  deliveries: number;
-  retry_policy: string | null;
-  last_error: string | null;
-}
+export type { SqliteQueueOptions } from './queue-options.js';
 
 interface LeaseRequest {
   consumer: string;
@@ -95,12 +53,6 @@ interface SqliteDelivery extends Delivery {
 
 /** Done rows past their retention are pruned every this many acks. */
 const PRUNE_EVERY_ACKS = 500;
-/** At most this many rows per prune: twice the acks between prunes, so pruning keeps up. */
-const PRUNE_BATCH = 1000;
-
-function prepare(db: SqliteDatabase, sql: string): Database.Statement {
-  return db.prepare(sql);
-}
 
 function parseError(text: string | null): WorkError | undefined {
   if (text === null) return undefined;
@@ -119,13 +71,8 @@ export class SqliteQueue implements WorkQueue {
 
   private readonly db: SqliteDatabase;
   private readonly ownsDb: boolean;
-  private readonly clock: Clock;
-  private readonly random: () => number;
-  private readonly jitterRatio: number;
-  private readonly retentionMs: number;
-  private readonly poll: { min: number; max: number };
-  private readonly defaults: ResolvedRoleSettings;
-  private readonly roleSettings = new Map<string, ResolvedRoleSettings>();
+  /** The options checked, with their defaults. */
+  private readonly options: CompiledSqliteQueueOptions;
   private readonly batcher: CommitBatcher;
   private readonly wake = new WakeSignal();
   private readonly leaseNonce = randomBytes(6).toString('hex');
@@ -134,162 +81,16 @@ export class SqliteQueue implements WorkQueue {
   private acksSincePrune = 0;
   private readonly leaseRequests = new Map<string, LeaseRequest[]>();
 
-  private readonly s: Record<
-    | 'insert'
-    | 'byKey'
-    | 'expired'
-    | 'expireReady'
-    | 'expireDead'
-    | 'candidates'
-    | 'lease'
-    | 'ack'
-    | 'heartbeat'
-    | 'retry'
-    | 'dead'
-    | 'leaseOf'
-    | 'envelopeOf'
-    | 'release'
-    | 'listDead'
-    | 'replayAll'
-    | 'replayOne'
-    | 'purgeAll'
-    | 'purgeOne'
-    | 'statReady'
-    | 'statDelayed'
-    | 'statLeased'
-    | 'statExpired'
-    | 'statDead'
-    | 'prune',
-    Database.Statement
-  >;
+  private readonly s: QueueStatements;
 
   constructor(options: SqliteQueueOptions) {
-    if (typeof options.database === 'string') {
-      this.db = openDatabase(options.database, { durability: options.durability ?? 'normal' });
-      this.ownsDb = true;
-    } else {
-      this.db = options.database;
-      this.ownsDb = false;
-    }
-    this.clock = options.clock ?? systemClock;
-    this.random = options.random ?? Math.random;
-    this.jitterRatio = options.jitterRatio ?? DEFAULT_JITTER_RATIO;
-    this.retentionMs = options.idempotencyRetentionMs ?? DEFAULT_IDEMPOTENCY_RETENTION_MS;
-    this.poll = options.pollIntervalMs ?? { min: 2, max: 50 };
-    this.defaults = resolveRoleSettings(BASE_ROLE_SETTINGS, options.defaults);
-    for (const [role, settings] of Object.entries(options.roles ?? {})) {
-      this.roleSettings.set(checkRole(role), resolveRoleSettings(this.defaults, settings));
-    }
+    this.options = compileSqliteQueueOptions(options);
+    const { database, durability } = this.options;
+    this.ownsDb = typeof database === 'string';
+    this.db = typeof database === 'string' ? openDatabase(database, { durability }) : database;
     migrateBus(this.db);
-    const db = this.db;
-    const cols =
-      'seq, role, idempotency_key, task_key, envelope, deliveries, published_at, last_error, retry_policy, available_at, finished_at';
-    this.s = {
-      insert: prepare(
-        db,
-        `INSERT INTO bus_jobs (role, idempotency_key, task_key, envelope, state, available_at, published_at, retry_policy)
-         VALUES (?, ?, ?, ?, 'ready', ?, ?, ?) ON CONFLICT (role, idempotency_key) DO NOTHING`,
-      ),
-      byKey: prepare(db, 'SELECT seq FROM bus_jobs WHERE role = ? AND idempotency_key = ?'),
-      expired: prepare(
-        db,
-        `SELECT seq, deliveries, retry_policy, last_error FROM bus_jobs
-         WHERE role = ? AND state = 'leased' AND leased_until <= ? LIMIT 1000`,
-      ),
-      expireReady: prepare(
-        db,
-        `UPDATE bus_jobs SET state = 'ready', available_at = leased_until, lease_id = NULL, lease_owner = NULL,
-           leased_until = NULL, last_error = ? WHERE seq = ?`,
-      ),
-      expireDead: prepare(
-        db,
-        `UPDATE bus_jobs SET state = 'dead', finished_at = ?, lease_id = NULL, lease_owner = NULL,
-           leased_until = NULL, last_error = ? WHERE seq = ?`,
-      ),
-      candidates: prepare(
-        db,
-        `SELECT ${cols} FROM bus_jobs AS c
-         WHERE c.role = ? AND c.state = 'ready' AND c.available_at <= ?
-           AND (c.task_key IS NULL OR NOT EXISTS (
-             SELECT 1 FROM bus_jobs AS l WHERE l.task_key = c.task_key AND l.state = 'leased' AND l.leased_until > ?))
-         ORDER BY c.available_at, c.seq LIMIT ?`,
-      ),
-      lease: prepare(
-        db,
-        `UPDATE bus_jobs SET state = 'leased', lease_id = ?, lease_owner = ?, leased_until = ?, visibility_ms = ?,
-           deliveries = deliveries + 1 WHERE seq = ?`,
-      ),
-      ack: prepare(
-        db,
-        `UPDATE bus_jobs SET state = 'done', envelope = NULL, lease_id = NULL, lease_owner = NULL, leased_until = NULL,
-           finished_at = ? WHERE seq = ? AND lease_id = ? AND state = 'leased'`,
-      ),
-      heartbeat: prepare(
-        db,
-        `UPDATE bus_jobs SET leased_until = ? WHERE seq = ? AND lease_id = ? AND state = 'leased'`,
-      ),
-      retry: prepare(
-        db,
-        `UPDATE bus_jobs SET state = 'ready', available_at = ?, lease_id = NULL, lease_owner = NULL, leased_until = NULL,
-           last_error = ? WHERE seq = ?`,
-      ),
-      dead: prepare(
-        db,
-        `UPDATE bus_jobs SET state = 'dead', finished_at = ?, lease_id = NULL, lease_owner = NULL, leased_until = NULL,
-           last_error = ? WHERE seq = ?`,
-      ),
-      envelopeOf: prepare(db, 'SELECT envelope FROM bus_jobs WHERE seq = ?'),
-      leaseOf: prepare(
-        db,
-        `SELECT seq, deliveries, retry_policy, last_error FROM bus_jobs WHERE seq = ? AND lease_id = ? AND state = 'leased'`,
-      ),
-      release: prepare(
-        db,
-        `UPDATE bus_jobs SET state = 'ready', available_at = ?, lease_id = NULL, lease_owner = NULL, leased_until = NULL
-         WHERE seq = ? AND lease_id = ? AND state = 'leased'`,
-      ),
-      listDead: prepare(
-        db,
-        `SELECT ${cols} FROM bus_jobs WHERE role = ? AND state = 'dead' ORDER BY finished_at, seq LIMIT ? OFFSET ?`,
-      ),
-      replayAll: prepare(
-        db,
-        `UPDATE bus_jobs SET state = 'ready', available_at = ?, deliveries = 0, finished_at = NULL
-         WHERE role = ? AND state = 'dead'`,
-      ),
-      replayOne: prepare(
-        db,
-        `UPDATE bus_jobs SET state = 'ready', available_at = ?, deliveries = 0, finished_at = NULL
-         WHERE role = ? AND state = 'dead' AND seq = ?`,
-      ),
-      purgeAll: prepare(db, `DELETE FROM bus_jobs WHERE role = ? AND state = 'dead'`),
-      purgeOne: prepare(db, `DELETE FROM bus_jobs WHERE role = ? AND state = 'dead' AND seq = ?`),
-      statReady: prepare(
-        db,
-        `SELECT count(*) AS n, min(available_at) AS oldest FROM bus_jobs
-         WHERE role = ? AND state = 'ready' AND available_at <= ?`,
-      ),
-      statDelayed: prepare(
-        db,
-        `SELECT count(*) AS n FROM bus_jobs WHERE role = ? AND state = 'ready' AND available_at > ?`,
-      ),
-      statLeased: prepare(
-        db,
-        `SELECT count(*) AS n FROM bus_jobs WHERE role = ? AND state = 'leased' AND leased_until > ?`,
-      ),
-      statExpired: prepare(
-        db,
-        `SELECT count(*) AS n, min(leased_until) AS oldest FROM bus_jobs
-         WHERE role = ? AND state = 'leased' AND leased_until <= ?`,
-      ),
-      statDead: prepare(db, `SELECT count(*) AS n FROM bus_jobs WHERE role = ? AND state = 'dead'`),
-      prune: prepare(
-        db,
-        `DELETE FROM bus_jobs WHERE seq IN (
-           SELECT seq FROM bus_jobs WHERE state = 'done' AND finished_at < ? ORDER BY finished_at LIMIT ${PRUNE_BATCH})`,
-      ),
-    };
-    this.batcher = new CommitBatcher(db);
+    this.s = prepareQueueStatements(this.db);
+    this.batcher = new CommitBatcher(this.db);
     this.deadLetters = {
       list: (role, opts) => this.listDead(role, opts),
       replay: (role, opts) => this.replayDead(role, opts),
@@ -298,7 +99,7 @@ export class SqliteQueue implements WorkQueue {
   }
 
   private settings(role: string): ResolvedRoleSettings {
-    return this.roleSettings.get(role) ?? this.defaults;
+    return this.options.roles.get(role) ?? this.options.defaults;
   }
 
   private policyOf(role: string, stored: string | null): RetryPolicy {
@@ -348,7 +149,7 @@ export class SqliteQueue implements WorkQueue {
     const checked = messages.map((m) => checkPublish(m));
     if (checked.length === 0) return [];
     const results = await this.run(() => {
-      const now = this.clock.now();
+      const now = this.options.clock.now();
       return checked.map((p) => this.insertOne(p, now));
     });
     const woken = new Map<string, number>();
@@ -405,7 +206,7 @@ export class SqliteQueue implements WorkQueue {
    * index seek, not 32. Requests are served in arrival order.
    */
   private leaseFor(role: string, requests: readonly LeaseRequest[]): SqliteDelivery[][] {
-    const now = this.clock.now();
+    const now = this.options.clock.now();
     this.reclaimExpired(role, now);
     let total = 0;
     for (const r of requests) total += r.max;
@@ -477,14 +278,14 @@ export class SqliteQueue implements WorkQueue {
     const c = checkConsume(role, options);
     if (c.signal?.aborted) return [];
     const deadline = Date.now() + c.waitMs;
-    let interval = this.poll.min;
+    let interval = this.options.pollIntervalMs.min;
     for (;;) {
       const got = await this.requestLease(c.role, c.consumer, c.visibilityTimeoutMs, c.max);
       if (got.length > 0 || this.closed || c.signal?.aborted) return got;
       const remaining = deadline - Date.now();
       if (remaining <= 0) return got;
       await this.wake.wait(c.role, Math.min(interval, remaining), c.signal);
-      interval = Math.min(interval * 2, this.poll.max);
+      interval = Math.min(interval * 2, this.options.pollIntervalMs.max);
       if (this.closed) return [];
     }
   }
@@ -513,7 +314,7 @@ export class SqliteQueue implements WorkQueue {
     this.acksSincePrune += acked;
     if (this.acksSincePrune < PRUNE_EVERY_ACKS) return;
     this.acksSincePrune = 0;
-    this.s.prune.run(now - this.retentionMs);
+    this.s.prune.run(now - this.options.idempotencyRetentionMs);
   }
 
   async ack(delivery: Delivery): Promise<boolean> {
@@ -528,7 +329,7 @@ export class SqliteQueue implements WorkQueue {
     if (own.length === 0) return [];
     return this.run(
       () => {
-        const now = this.clock.now();
+        const now = this.options.clock.now();
         const out = own.map((d) => this.ackOne(d, now));
         this.maybePrune(now, own.length);
         return out;
@@ -542,7 +343,7 @@ export class SqliteQueue implements WorkQueue {
     const d = this.own(delivery);
     const extend = checkExtend(extendMs, d.visibilityTimeoutMs);
     return this.run(() => {
-      const until = this.clock.now() + extend;
+      const until = this.options.clock.now() + extend;
       return this.s.heartbeat.run(until, d.seq, d.leaseId).changes === 1 ? until : null;
     }, false);
   }
@@ -554,7 +355,7 @@ export class SqliteQueue implements WorkQueue {
     const result = await this.run((): NackResult => {
       const row = this.s.leaseOf.get(d.seq, d.leaseId) as LeaseRow | undefined;
       if (row === undefined) return { outcome: 'lease-lost' };
-      const now = this.clock.now();
+      const now = this.options.clock.now();
       const decision = decideNack({
         policy: this.policyOf(d.role, row.retry_policy),
         deliveries: row.deliveries,
@@ -562,8 +363,8 @@ export class SqliteQueue implements WorkQueue {
         error: opts.error,
         retryable: opts.retryable,
         ...(opts.delayMs === undefined ? {} : { delayMs: opts.delayMs }),
-        jitterRatio: this.jitterRatio,
-        random: this.random,
+        jitterRatio: this.options.jitterRatio,
+        random: this.options.random,
       });
       const error = JSON.stringify(opts.error);
       if (decision.to === 'dead') {
@@ -581,7 +382,10 @@ export class SqliteQueue implements WorkQueue {
   async release(delivery: Delivery): Promise<boolean> {
     this.assertOpen();
     const d = this.own(delivery);
-    const ok = await this.run(() => this.s.release.run(this.clock.now(), d.seq, d.leaseId).changes === 1, false);
+    const ok = await this.run(
+      () => this.s.release.run(this.options.clock.now(), d.seq, d.leaseId).changes === 1,
+      false,
+    );
     if (ok) this.wake.notify(d.role, 1);
     return ok;
   }
@@ -623,7 +427,7 @@ export class SqliteQueue implements WorkQueue {
     const r = checkRole(role);
     const ids = this.checkIds(options.ids);
     const n = await this.run(() => {
-      const now = this.clock.now();
+      const now = this.options.clock.now();
       if (ids === undefined) return this.s.replayAll.run(now, r).changes;
       let count = 0;
       for (const seq of ids) count += this.s.replayOne.run(now, r, seq).changes;
@@ -650,7 +454,7 @@ export class SqliteQueue implements WorkQueue {
   async stats(role: string): Promise<QueueStats> {
     this.assertOpen();
     const r = checkRole(role);
-    const now = this.clock.now();
+    const now = this.options.clock.now();
     const read = this.db.transaction(() => {
       const ready = this.s.statReady.get(r, now) as { n: number; oldest: number | null };
       const expired = this.s.statExpired.get(r, now) as { n: number; oldest: number | null };

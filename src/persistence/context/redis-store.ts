@@ -13,11 +13,11 @@ import type { Part } from '../../protocol/parts.js';
 import type { Usage, WorkHeaders } from '../../protocol/work-envelope.js';
 import { checkKey, checkPatch, toJson } from './arguments.js';
 import { type ContextRetentionOptions, checkRetentionMs } from './retention.js';
-import { hashTag } from '../../bus/redis/keys.js';
-import { safeRedisUrl } from '../../bus/redis/url.js';
-import { type LuaScript, type ScriptConnection, luaScript, readLua, runScript } from '../../bus/redis/lua-script.js';
-import { type NodeRedisModule, loadNodeRedis } from '../../bus/redis/node-redis.js';
-import { CommandTimeouts, UNTIMED } from '../../bus/redis/command-timeouts.js';
+import { hashTag } from '../kernel/redis/hash-tag.js';
+import { safeRedisUrl } from '../kernel/redis/url.js';
+import { type LuaScript, type ScriptConnection, luaScript, readLua, runScript } from '../kernel/redis/lua-script.js';
+import { type RedisClient, connectWithin, createRedisClient, loadNodeRedis } from '../kernel/redis/node-redis.js';
+import { CommandTimeouts, UNTIMED } from '../kernel/redis/command-timeouts.js';
 
 /**
  * The Context Engine on Redis: what workers on several machines share when
@@ -105,7 +105,10 @@ function memoryArgs(patch: Record<string, unknown>): string[] {
   return args;
 }
 
-type Client = ReturnType<NodeRedisModule['createClient']>;
+/** A bad deployment prefix: refused as the Context Engine refuses any bad argument. */
+function invalidPrefix(message: string): ContextStoreError {
+  return new ContextStoreError('CONTEXT_INVALID_ARGUMENT', message);
+}
 
 interface StoredOutput {
   hop: number;
@@ -133,7 +136,7 @@ export class RedisContextStore implements ContextStore {
   readonly prefix: string;
   /** How long completion records, effect markers and resumed checkpoints live (their TTL). */
   readonly retentionMs: number;
-  readonly #client: Client;
+  readonly #client: RedisClient;
   readonly #tag: string;
   readonly #clock: Clock;
   readonly #scripts = contextScripts();
@@ -141,11 +144,11 @@ export class RedisContextStore implements ContextStore {
   readonly #timeouts = new CommandTimeouts();
   #closed = false;
 
-  constructor(client: Client, options: { prefix: string; clock?: Clock; retentionMs?: number }) {
+  constructor(client: RedisClient, options: { prefix: string; clock?: Clock; retentionMs?: number }) {
     this.retentionMs = checkRetentionMs(options.retentionMs);
     this.#client = client;
     this.prefix = options.prefix;
-    this.#tag = hashTag(options.prefix);
+    this.#tag = hashTag(options.prefix, invalidPrefix);
     this.#clock = options.clock ?? systemClock;
   }
 
@@ -336,42 +339,24 @@ export class RedisContextStore implements ContextStore {
 export async function createRedisContextStore(options: RedisContextStoreOptions = {}): Promise<RedisContextStore> {
   const url = options.url ?? 'redis://127.0.0.1:6379';
   const prefix = options.prefix ?? 'switchboard';
-  hashTag(prefix);
+  hashTag(prefix, invalidPrefix);
   const retentionMs = checkRetentionMs(options.retentionMs);
   const timeout = options.connectTimeoutMs ?? 5000;
   const redis = await loadNodeRedis(
     'the Redis Context Engine store',
     (message, cause) => new ContextStoreError('CONTEXT_BACKEND', message, { cause }),
   );
-  const client = redis.createClient({
-    url,
-    name: 'switchboard-context',
-    RESP: 2,
-    disableOfflineQueue: true,
-    socket: { connectTimeout: timeout, reconnectStrategy: (retries: number) => Math.min(20 * 2 ** retries, 1000) },
-  });
+  const client = createRedisClient(redis, { url, name: 'switchboard-context', connectTimeoutMs: timeout });
   client.on('error', () => {
     // node-redis reconnects by itself; calls made meanwhile fail at once.
   });
-  let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([
-      client.connect(),
-      new Promise((_, reject) => {
-        timer = setTimeout(
-          () =>
-            reject(
-              new ContextStoreError(
-                'CONTEXT_BACKEND',
-                `could not connect to ${safeRedisUrl(url)} within ${timeout} ms`,
-              ),
-            ),
-          timeout,
-        );
-      }),
-    ]);
+    await connectWithin(
+      client,
+      timeout,
+      () => new ContextStoreError('CONTEXT_BACKEND', `could not connect to ${safeRedisUrl(url)} within ${timeout} ms`),
+    );
   } catch (error) {
-    client.destroy();
     if (error instanceof ContextStoreError) throw error;
     throw new ContextStoreError(
       'CONTEXT_BACKEND',
@@ -380,10 +365,8 @@ export async function createRedisContextStore(options: RedisContextStoreOptions 
         cause: error,
       },
     );
-  } finally {
-    clearTimeout(timer);
   }
-  return new RedisContextStore(client as unknown as Client, {
+  return new RedisContextStore(client, {
     prefix,
     retentionMs,
     ...(options.clock === undefined ? {} : { clock: options.clock }),
