@@ -135,7 +135,7 @@ async function run(): Promise<void> {
 
     // Reference: bare transactions writing the same number of rows of the same size on the same file.
     const hopsPerItem = ROLES.length;
-    const auditRows = coordinator.audit.list().length;
+    const auditRows = (await coordinator.audit.list()).length;
     const rowsPerResult = Math.round(auditRows / ((ITEMS + WAVE) * hopsPerItem)) + 5;
     progress(`reference: bare transactions of ${rowsPerResult} row writes`);
     const db = openDatabase(path);
@@ -174,7 +174,7 @@ async function run(): Promise<void> {
       `  reference, bare transaction of ${rowsPerResult} row writes on the same file: median ${us(quantile(ref, 0.5))} µs, p99 ${us(quantile(ref, 0.99))} µs`,
       `  ratio Coordinator / bare writes (median): ${(median / quantile(ref, 0.5)).toFixed(2)}`,
       `  throughput: ${(ITEMS / seconds).toFixed(1)} work items/s, ${(hops / seconds).toFixed(0)} hops/s end to end (bus, workers, broker mirror included)`,
-      `  audit: ${auditRows} rows, chain ${coordinator.audit.verifyChain().ok ? 'verified' : 'BROKEN'}`,
+      `  audit: ${auditRows} rows, chain ${(await coordinator.audit.verifyChain()).ok ? 'verified' : 'BROKEN'}`,
       OTEL
         ? `  telemetry: OpenTelemetry SDK registered (BENCH_OTEL=1), ${spansExported} spans exported so far (every span of the run: the queue drops none)`
         : '  telemetry: no SDK registered (the API is a no-op)',

@@ -1,4 +1,4 @@
-import { SqliteCoordinatorStore } from '../persistence/coordinator/store.js';
+import { SqliteCoordinatorStore } from '../persistence/coordinator/sqlite-store.js';
 import { WORKFLOW_RUN_STATES } from '../protocol/workflow.js';
 import type { ItemOutput } from '../protocol/item-output.js';
 import type { Part } from '../protocol/parts.js';

@@ -1,4 +1,4 @@
-import { SqliteCoordinatorStore } from '../persistence/coordinator/store.js';
+import { SqliteCoordinatorStore } from '../persistence/coordinator/sqlite-store.js';
 import type { HopRecord, ItemRecord } from '../workflow/records.js';
 import { countTasks, listTaskIds } from '../persistence/a2a/task-list.js';
 import { A2AStore, type TaskHead } from '../persistence/a2a/store.js';

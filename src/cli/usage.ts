@@ -1,4 +1,4 @@
-import { SqliteCoordinatorStore } from '../persistence/coordinator/store.js';
+import { SqliteCoordinatorStore } from '../persistence/coordinator/sqlite-store.js';
 import type { UsageGroup, UsageGrouping } from '../workflow/records.js';
 import { SchemaVersionError } from '../persistence/kernel/migrations.js';
 import type { CliCommand } from './command.js';

@@ -12,7 +12,7 @@ import { WORKFLOW_RUN_TRANSITIONS } from '../machines/workflow-run-transitions.j
 import { AuditLog, type AuditVerification } from '../persistence/audit/sqlite-chain.js';
 import type { CoordinatorTables } from '../persistence/coordinator/coordinator-store.js';
 import type { ItemPageFilter } from '../persistence/coordinator/item-reads.js';
-import { SqliteCoordinatorStore } from '../persistence/coordinator/store.js';
+import { SqliteCoordinatorStore } from '../persistence/coordinator/sqlite-store.js';
 import type { SqliteDatabase } from '../persistence/kernel/database.js';
 import type { AuditHead, AuditRow } from '../protocol/audit.js';
 import type { Part } from '../protocol/parts.js';

@@ -115,12 +115,12 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     await Promise.all(decisions);
     subscription.unsubscribe();
     await coordinator.mirrored();
-    const verification = coordinator.audit.verifyChain({ expectedHead: coordinator.audit.head() });
+    const verification = await coordinator.audit.verifyChain({ expectedHead: await coordinator.audit.head() });
     const report: string[] = [];
     const items: DemoItemSummary[] = [];
     for (const id of ids) {
-      const item = coordinator.get(id)!;
-      const hops = coordinator.hops(id);
+      const item = (await coordinator.getItem(id))!;
+      const hops = await coordinator.listHops(id);
       const { label, title } = labels.get(id)!;
       report.push('', ...itemTable(item, hops, label.replace('item ', ''), title));
       items.push({

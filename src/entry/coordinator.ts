@@ -30,7 +30,7 @@ export type {
 } from '../persistence/coordinator/postgres-lease.js';
 export type { LeaseTiming } from '../decisions/lease-decision.js';
 // Reading the Coordinator's tables.
-export { SqliteCoordinatorStore } from '../persistence/coordinator/store.js';
+export { SqliteCoordinatorStore } from '../persistence/coordinator/sqlite-store.js';
 // On PostgreSQL: the store, its audit chain, the pool they share, the fence seam of a leader lease.
 export {
   COORDINATOR_PG_SCHEMA,

@@ -54,14 +54,14 @@ export async function buildCoordinatorDb(dir: string, auditKey?: KeyObject): Pro
     await coordinator.mirrored();
     return {
       path,
-      items: ids.map((id) => coordinator.get(id)!),
-      hops: new Map(ids.map((id) => [id, coordinator.hops(id)])),
+      items: await Promise.all(ids.map(async (id) => (await coordinator.getItem(id))!)),
+      hops: new Map(await Promise.all(ids.map(async (id) => [id, await coordinator.listHops(id)] as const))),
       usage: {
-        agent: coordinator.store.usageBy('agent'),
-        model: coordinator.store.usageBy('model'),
-        task: coordinator.store.usageBy('task'),
+        agent: await coordinator.tables.readUsageBy('agent'),
+        model: await coordinator.tables.readUsageBy('model'),
+        task: await coordinator.tables.readUsageBy('task'),
       },
-      auditEntries: coordinator.audit.head().seq,
+      auditEntries: (await coordinator.audit.head()).seq,
     };
   } finally {
     await coordinator.close();

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Coordinator, createCoordinator } from '../../src/actors/coordinator/coordinator.js';
 import { NonRetryableError, type WorkHandler, complete, suspend } from '../../src/actors/worker/worker.js';
 import { SqliteQueue } from '../../src/bus/sqlite/queue.js';
-import { COORDINATOR_SCHEMA } from '../../src/persistence/coordinator/store.js';
+import { COORDINATOR_SCHEMA } from '../../src/persistence/coordinator/sqlite-store.js';
 import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { migrate } from '../../src/persistence/kernel/migrations.js';
 import type { ItemOutput } from '../../src/protocol/item-output.js';
@@ -94,10 +94,10 @@ describe('switchboard items', () => {
     await coordinator.settled(ids.done, { timeoutMs: 20_000 });
     await coordinator.settled(ids.failed, { timeoutMs: 20_000 });
     const deadline = Date.now() + 10_000;
-    while (coordinator.get(ids.waiting)?.state !== 'suspended' && Date.now() < deadline) {
+    while ((await coordinator.getItem(ids.waiting))?.state !== 'suspended' && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 10));
     }
-    expect(coordinator.get(ids.waiting)?.state).toBe('suspended');
+    expect((await coordinator.getItem(ids.waiting))?.state).toBe('suspended');
   }, 30_000);
   afterAll(async () => {
     await coordinator?.close();
@@ -114,7 +114,7 @@ describe('switchboard items', () => {
       [ids.waiting, 'suspended'],
     ]);
     for (const item of json.items) {
-      const live = coordinator!.get(item.id)!;
+      const live = (await coordinator!.getItem(item.id))!;
       const { elapsedMs, ...record } = item;
       expect(record).toEqual(live);
       if (live.finishedAt !== null) expect(elapsedMs).toBe(live.finishedAt - live.createdAt);
@@ -173,8 +173,8 @@ describe('switchboard items', () => {
     ]);
     expect(code).toBe(0);
     const { elapsedMs, ...record } = json.item;
-    expect(record).toEqual(coordinator!.get(ids.done));
-    expect(json.hops).toEqual(coordinator!.hops(ids.done));
+    expect(record).toEqual(await coordinator!.getItem(ids.done));
+    expect(json.hops).toEqual(await coordinator!.listHops(ids.done));
 
     const shown = await runCli(['items', 'show', ids.done, '--db', path]);
     expect(shown.code).toBe(0);

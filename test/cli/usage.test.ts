@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { UsageGroup } from '../../src/workflow/records.js';
 import { SqliteQueue } from '../../src/bus/sqlite/queue.js';
-import { COORDINATOR_SCHEMA } from '../../src/persistence/coordinator/store.js';
+import { COORDINATOR_SCHEMA } from '../../src/persistence/coordinator/sqlite-store.js';
 import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { migrate } from '../../src/persistence/kernel/migrations.js';
 import { type CoordinatorDb, buildCoordinatorDb } from './coordinator-db.js';

@@ -105,7 +105,11 @@ describe('the Coordinator prunes its Context Engine', () => {
     const done = await coordinator.createWorkItem({ workflow: 'plan-build', input: 'quick' });
     const waiting = await coordinator.createWorkItem({ workflow: 'plan-build', input: 'ask the oracle' });
     expect((await coordinator.settled(done)).state).toBe('completed');
-    await until(() => coordinator.get(waiting)?.state === 'suspended', 10_000, 'the second item to suspend');
+    await until(
+      async () => (await coordinator.getItem(waiting))?.state === 'suspended',
+      10_000,
+      'the second item to suspend',
+    );
     await until(async () => (await coordinator.bus.stats('oracle')).depth === 1, 10_000, 'the question to wait');
 
     // plan + build of the first item, plan + the suspension of the second.
@@ -132,7 +136,7 @@ describe('the Coordinator prunes its Context Engine', () => {
     cleanups.push(() => oracle.stop({ graceMs: 100 }));
     const final = await coordinator.settled(waiting);
     expect(final.state).toBe('completed');
-    const hops = coordinator.hops(waiting);
+    const hops = await coordinator.listHops(waiting);
     expect(hops.find((h) => h.kind === 'stage' && h.stage === 'build')?.state).toBe('completed');
     // The resume's records are new: kept, as the resumed checkpoint (resumed now).
     expect(count('SELECT count(*) AS n FROM context_checkpoints WHERE resumed_at IS NOT NULL')).toBe(1);
@@ -236,7 +240,7 @@ describe("the Coordinator forgets an ended run's context after the retention", (
     const canceled = await coordinator.createWorkItem({ workflow: 'plan-build', input: 'ask, then be canceled' });
     expect((await coordinator.settled(done)).state).toBe('completed');
     for (const id of [waiting, canceled]) {
-      await until(() => coordinator.get(id)?.state === 'suspended', 10_000, `${id} to suspend`);
+      await until(async () => (await coordinator.getItem(id))?.state === 'suspended', 10_000, `${id} to suspend`);
     }
     await coordinator.cancel(canceled, { by: 'test', reason: 'no longer needed' });
     expect((await coordinator.settled(canceled)).state).toBe('canceled');
@@ -252,13 +256,14 @@ describe("the Coordinator forgets an ended run's context after the retention", (
     expect(await coordinator.forgetEndedRuns()).toBe(0);
     expect(rowsOf(store, done)).toEqual({ outputs: 2, memory: 1, checkpoints: 0 });
     expect((await store.hydrate(done)).memory).toEqual({ plan: done });
-    expect(coordinator.store.contextForgottenAt(done)).toBeNull();
+    expect(await coordinator.tables.readContextForgottenAt(done)).toBeNull();
 
     // Past it: the periodic sweep forgets both ended runs, by itself.
     offset += 2 * 60 * 1000;
     await until(
-      () =>
-        coordinator.store.contextForgottenAt(done) !== null && coordinator.store.contextForgottenAt(canceled) !== null,
+      async () =>
+        (await coordinator.tables.readContextForgottenAt(done)) !== null &&
+        (await coordinator.tables.readContextForgottenAt(canceled)) !== null,
       5000,
       'the ended runs to be forgotten',
     );
@@ -270,7 +275,7 @@ describe("the Coordinator forgets an ended run's context after the retention", (
     // it runs again and writes its output anew; its result reaches the Coordinator as a duplicate,
     // and the run is forgotten again.
     await store.pruneExpired();
-    const first = coordinator.hops(done)[0]!;
+    const first = (await coordinator.listHops(done))[0]!;
     const headers = {
       taskId: first.id,
       runId: done,
@@ -303,18 +308,22 @@ describe("the Coordinator forgets an ended run's context after the retention", (
       { idempotencyKey: 'ran-again:result' },
     );
     await until(() => rowsOf(store, done).outputs === 0, 5000, 'the run to be forgotten again');
-    await until(() => coordinator.store.contextForgottenAt(done) !== null, 5000, 'the run to be marked again');
-    expect(coordinator.get(done)).toMatchObject({ state: 'completed' });
+    await until(
+      async () => (await coordinator.tables.readContextForgottenAt(done)) !== null,
+      5000,
+      'the run to be marked again',
+    );
+    expect(await coordinator.getItem(done)).toMatchObject({ state: 'completed' });
 
     // A live run is never forgotten, however old: a year on, its context and checkpoint are all there.
     offset += 365 * 24 * HOUR;
     expect(await coordinator.forgetEndedRuns()).toBe(0);
     await sleep(60);
     expect(rowsOf(store, waiting)).toEqual(live);
-    expect(coordinator.store.contextForgottenAt(waiting)).toBeNull();
+    expect(await coordinator.tables.readContextForgottenAt(waiting)).toBeNull();
     // What the Coordinator's own tables say of the ended items stays (tasks, usage, audit read them).
-    expect(coordinator.get(done)).toMatchObject({ state: 'completed', hops: 2 });
-    expect(coordinator.hops(done)).toHaveLength(2);
+    expect(await coordinator.getItem(done)).toMatchObject({ state: 'completed', hops: 2 });
+    expect(await coordinator.listHops(done)).toHaveLength(2);
   });
 
   it('finds the schedule again after a restart on the same file (the item ended under the first Coordinator)', async () => {
@@ -345,7 +354,11 @@ describe("the Coordinator forgets an ended run's context after the retention", (
     expect(rowsOf(store, done)).toEqual({ outputs: 2, memory: 1, checkpoints: 0 });
 
     offset += 31 * 60 * 1000;
-    await until(() => second.store.contextForgottenAt(done) !== null, 5000, 'the restarted Coordinator to forget');
+    await until(
+      async () => (await second.tables.readContextForgottenAt(done)) !== null,
+      5000,
+      'the restarted Coordinator to forget',
+    );
     expect(rowsOf(store, done)).toEqual({ outputs: 0, memory: 0, checkpoints: 0 });
   });
 
@@ -405,7 +418,11 @@ describe("the Coordinator forgets an ended run's context after the retention", (
         const done = await coordinator.createWorkItem({ workflow: 'plan-build', input: 'quick' });
         const waiting = await coordinator.createWorkItem({ workflow: 'plan-build', input: 'ask the oracle' });
         expect((await coordinator.settled(done)).state).toBe('completed');
-        await until(() => coordinator.get(waiting)?.state === 'suspended', 10_000, 'the second item to suspend');
+        await until(
+          async () => (await coordinator.getItem(waiting))?.state === 'suspended',
+          10_000,
+          'the second item to suspend',
+        );
         expect(await client.lLen(key('o', done))).toBe(2);
         expect(await client.hGetAll(key('m', done))).toEqual({ plan: JSON.stringify(done) });
         const [token] = await client.sMembers(key('k', waiting));
@@ -416,13 +433,17 @@ describe("the Coordinator forgets an ended run's context after the retention", (
         expect(await client.exists([key('o', done), key('m', done)])).toBe(2);
 
         offset += 2 * 60 * 1000;
-        await until(() => coordinator.store.contextForgottenAt(done) !== null, 5000, 'the ended run to be forgotten');
+        await until(
+          async () => (await coordinator.tables.readContextForgottenAt(done)) !== null,
+          5000,
+          'the ended run to be forgotten',
+        );
         expect(await client.exists([key('o', done), key('q', done), key('m', done), key('k', done)])).toBe(0);
         expect((await contextStore.hydrate(done)).outputs).toEqual([]);
         // The live (suspended) run keeps its outputs, memory and checkpoint.
         expect(await client.lLen(key('o', waiting))).toBe(1);
         expect(await client.exists([key('m', waiting), key('k', waiting), token!])).toBe(3);
-        expect(coordinator.store.contextForgottenAt(waiting)).toBeNull();
+        expect(await coordinator.tables.readContextForgottenAt(waiting)).toBeNull();
       });
     },
   );

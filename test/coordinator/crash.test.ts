@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SqliteCoordinatorStore } from '../../src/persistence/coordinator/store.js';
+import { SqliteCoordinatorStore } from '../../src/persistence/coordinator/sqlite-store.js';
 import { AuditLog } from '../../src/persistence/audit/sqlite-chain.js';
 import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { tempDir, until } from './helpers.js';

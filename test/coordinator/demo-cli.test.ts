@@ -1,7 +1,7 @@
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SqliteCoordinatorStore } from '../../src/persistence/coordinator/store.js';
+import { SqliteCoordinatorStore } from '../../src/persistence/coordinator/sqlite-store.js';
 import { AuditLog } from '../../src/persistence/audit/sqlite-chain.js';
 import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { tempDir } from './helpers.js';

@@ -211,9 +211,7 @@ export async function openFixture(options: Partial<CoordinatorOptions> = {}, dir
 
 /** An item's audit rows on either store. */
 export async function auditRows(coordinator: Coordinator, options: AuditListOptions = {}): Promise<AuditRow[]> {
-  return coordinator.postgresAudit !== undefined
-    ? coordinator.postgresAudit.list(options)
-    : coordinator.audit.list(options);
+  return coordinator.audit.list(options);
 }
 
 /** Approves every item that reaches an approval gate, as `approver`. */
@@ -240,5 +238,5 @@ export async function until(
 
 /** The audit chain's head on either store. */
 export async function auditHead(coordinator: Coordinator): Promise<AuditHead> {
-  return coordinator.postgresAudit !== undefined ? coordinator.postgresAudit.head() : coordinator.audit.head();
+  return coordinator.audit.head();
 }

@@ -161,7 +161,7 @@ describe("a work item's output", () => {
       offset += 2 * HOUR;
       expect(await coordinator.forgetEndedRuns()).toBe(1);
       expect(outputs()).toBe(0);
-      expect(coordinator.store.contextForgottenAt(id)).not.toBeNull();
+      expect(await coordinator.tables.readContextForgottenAt(id)).not.toBeNull();
       expect((await coordinator.getItem(id))?.output).toEqual(final.output);
 
       // And across a reopen.

@@ -52,13 +52,13 @@ describe('the Coordinator that owns a file', () => {
       message: expect.stringContaining(`pid ${process.pid}`),
     });
     const id = await first.createWorkItem({ workflow: 'dev-sdlc', input: 'still mine' });
-    expect(first.get(id)?.state).toBe('running');
+    expect((await first.getItem(id))?.state).toBe('running');
     // Closing gives the file up: the next one opens it.
     await first.close();
     open.splice(open.indexOf(first), 1);
     expect(owner(path)).toEqual([]);
     const second = await coordinator(path);
-    expect(second.get(id)?.state).toBe('running');
+    expect((await second.getItem(id))?.state).toBe('running');
     expect(owner(path)).toEqual([{ pid: process.pid, host: expect.any(String) }]);
   });
 

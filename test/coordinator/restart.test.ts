@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Coordinator, createCoordinator } from '../../src/actors/coordinator/coordinator.js';
-import { COORDINATOR_SCHEMA, SqliteCoordinatorStore } from '../../src/persistence/coordinator/store.js';
+import { COORDINATOR_SCHEMA, SqliteCoordinatorStore } from '../../src/persistence/coordinator/sqlite-store.js';
 import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { migrate, schemaVersion } from '../../src/persistence/kernel/migrations.js';
 import { deployments, devSdlc, tempDir, until } from './helpers.js';
@@ -30,9 +30,16 @@ describe('restoring work items on open', () => {
       await first.createWorkItem({ workflow: 'dev-sdlc', input: 'One' }),
       await first.createWorkItem({ workflow: 'dev-sdlc', input: 'Two' }),
     ];
-    await until(() => ids.every((id) => first.get(id)?.state === 'awaiting-approval'), 10_000, 'both gates');
+    await until(
+      async () =>
+        (await Promise.all(ids.map((id) => first.getItem(id)))).every((i) => i?.state === 'awaiting-approval'),
+      10_000,
+      'both gates',
+    );
     await first.mirrored();
-    const before = ids.map((id) => ({ usage: first.get(id)!.usage, hops: first.hops(id).length }));
+    const before = await Promise.all(
+      ids.map(async (id) => ({ usage: (await first.getItem(id))!.usage, hops: (await first.listHops(id)).length })),
+    );
     await first.close();
     open.splice(0);
 
@@ -40,7 +47,7 @@ describe('restoring work items on open', () => {
     expect([...second.restored.items].sort()).toEqual([...ids].sort());
     expect(second.restored.refused).toEqual([]);
     for (const [i, id] of ids.entries()) {
-      const item = second.get(id)!;
+      const item = (await second.getItem(id))!;
       expect(item.state).toBe('awaiting-approval');
       expect(item.usage).toEqual(before[i]!.usage);
       expect(item.approval).toMatchObject({ stage: 'devops', source: 'gate', approvers: ['release-manager'] });
@@ -50,10 +57,10 @@ describe('restoring work items on open', () => {
     for (const id of ids) await second.approve(id, 'release-manager');
     const finals = await Promise.all(ids.map((id) => second.settled(id)));
     expect(finals.map((f) => f.state)).toEqual(['completed', 'completed']);
-    for (const [i, id] of ids.entries()) expect(second.hops(id)).toHaveLength(before[i]!.hops + 1);
+    for (const [i, id] of ids.entries()) expect(await second.listHops(id)).toHaveLength(before[i]!.hops + 1);
     await second.mirrored();
-    expect(second.get(ids[0]!)?.mirrored).toBe(true);
-    expect(second.audit.verifyChain().ok).toBe(true);
+    expect((await second.getItem(ids[0]!))?.mirrored).toBe(true);
+    expect((await second.audit.verifyChain()).ok).toBe(true);
   });
 
   it("a run snapshot persisted before runs held their budget gets the item's budget back: the run still decides overruns", async () => {
@@ -61,9 +68,9 @@ describe('restoring work items on open', () => {
     const path = join(dir, 'switchboard.db');
     const first = await start(path);
     const id = await first.createWorkItem({ workflow: 'dev-sdlc', input: 'One', budget: { maxTokens: 1_000_000 } });
-    await until(() => first.get(id)?.state === 'awaiting-approval', 10_000, 'the gate');
+    await until(async () => (await first.getItem(id))?.state === 'awaiting-approval', 10_000, 'the gate');
     await first.mirrored();
-    const spent = first.get(id)!.usage;
+    const spent = (await first.getItem(id))!.usage;
     await first.close();
     open.splice(0);
     // As an earlier Coordinator wrote it: no budget in the run's context. The item's budget: one token left.

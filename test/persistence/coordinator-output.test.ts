@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteContextStore } from '../../src/persistence/context/sqlite-store.js';
-import { COORDINATOR_SCHEMA, SqliteCoordinatorStore } from '../../src/persistence/coordinator/store.js';
+import { COORDINATOR_SCHEMA, SqliteCoordinatorStore } from '../../src/persistence/coordinator/sqlite-store.js';
 import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { SchemaVersionError, migrate, schemaVersion } from '../../src/persistence/kernel/migrations.js';
 import type { ItemOutput } from '../../src/protocol/item-output.js';

@@ -26,7 +26,7 @@ export type CoordinatorStoreFactory = () => Promise<ContractStore>;
 
 const ZERO = { inputTokens: 0, outputTokens: 0, costUsd: 0, elapsedMs: 0 };
 
-function item(id: string, extra: Partial<ItemRecord> = {}): ItemRecord {
+export function item(id: string, extra: Partial<ItemRecord> = {}): ItemRecord {
   return {
     id,
     taskId: `task-${id}`,
@@ -75,7 +75,7 @@ function audit(kind: AuditEntryInput['kind'], itemId: string): AuditEntryInput {
   return { kind, itemId, actor: 'coordinator', data: { n: 1 } };
 }
 
-function created(id: string): ItemChanges {
+export function created(id: string): ItemChanges {
   const h = hop(id, 1);
   return {
     itemId: id,

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AuditLog } from '../../src/persistence/audit/sqlite-chain.js';
-import { SqliteCoordinatorStore } from '../../src/persistence/coordinator/store.js';
+import { SqliteCoordinatorStore } from '../../src/persistence/coordinator/sqlite-store.js';
 import { type SqliteDatabase, openDatabase } from '../../src/persistence/kernel/database.js';
 import { runCoordinatorStoreContract } from './coordinator-store-contract.js';
 

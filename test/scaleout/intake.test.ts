@@ -88,9 +88,13 @@ describe('the Coordinator intake ($items, $approvals)', () => {
     );
     const [dead] = await coordinator.bus.deadLetters.list(ITEMS_ROLE);
     expect(dead!.lastError.type).toBe('COORD_UNKNOWN_WORKFLOW');
-    const items = coordinator.list();
+    const items = await coordinator.listItems();
     expect(items.map((i) => i.attributes?.[REQUEST_ATTRIBUTE]).sort()).toEqual(['r-1', 'r-2']);
-    await until(() => coordinator.list().every((i) => i.state === 'completed'), 30_000, 'items completed');
+    await until(
+      async () => (await coordinator.listItems()).every((i) => i.state === 'completed'),
+      30_000,
+      'items completed',
+    );
 
     // Restarted: a request id seen before (here under yet another key) creates nothing.
     await first.intake.close();
@@ -109,15 +113,15 @@ describe('the Coordinator intake ($items, $approvals)', () => {
       10_000,
       '$items drained after the restart',
     );
-    expect(second.fixture.coordinator.list()).toHaveLength(2);
+    expect(await second.fixture.coordinator.listItems()).toHaveLength(2);
   }, 60_000);
 
   it('applies an approval at the gate; dead-letters one by a non-approver or for an unknown item', async () => {
     const { fixture } = await start();
     const { coordinator } = fixture;
     await submitItems(coordinator.bus, [{ requestId: 'a-1', workflow: 'dev-sdlc', input: 'Add rate limiting' }]);
-    await until(() => coordinator.list()[0]?.state === 'awaiting-approval', 30_000, 'the gate');
-    const itemId = coordinator.list()[0]!.id;
+    await until(async () => (await coordinator.listItems())[0]?.state === 'awaiting-approval', 30_000, 'the gate');
+    const itemId = (await coordinator.listItems())[0]!.id;
     await submitApproval(coordinator.bus, { itemId, approver: 'mallory', decision: 'approve' });
     await submitApproval(coordinator.bus, { itemId: 'no-such-item', approver: 'release-manager', decision: 'approve' });
     await until(
@@ -127,7 +131,7 @@ describe('the Coordinator intake ($items, $approvals)', () => {
     );
     const reasons = (await coordinator.bus.deadLetters.list(APPROVALS_ROLE)).map((d) => d.lastError.type).sort();
     expect(reasons).toEqual(['COORD_APPROVAL_REFUSED', 'COORD_UNKNOWN_ITEM']);
-    expect(coordinator.get(itemId)!.state).toBe('awaiting-approval');
+    expect((await coordinator.getItem(itemId))!.state).toBe('awaiting-approval');
     await submitApproval(coordinator.bus, { itemId, approver: 'release-manager', decision: 'approve' });
     expect((await coordinator.settled(itemId)).state).toBe('completed');
   }, 60_000);

@@ -85,7 +85,7 @@ describe('telemetry of a Coordinator with its pools in process', () => {
     ];
     for (const id of ids) expect((await coordinator.settled(id, { timeoutMs: 30_000 })).state).toBe('completed');
     stop();
-    const hops = ids.flatMap((id) => coordinator.hops(id));
+    const hops = (await Promise.all(ids.map((id) => coordinator.listHops(id)))).flat();
     const got = await collected();
 
     // Hop latency: one observation per result applied, by role and outcome.
@@ -139,7 +139,7 @@ describe('telemetry of a Coordinator with its pools in process', () => {
     f = await openFixture({}, dir);
     const first = f.coordinator;
     const itemId = await first.createWorkItem({ workflow: 'dev-sdlc', input: 'Add rate limiting to the public API' });
-    await until(() => first.get(itemId)?.state === 'awaiting-approval', 30_000, 'the approval gate');
+    await until(async () => (await first.getItem(itemId))?.state === 'awaiting-approval', 30_000, 'the approval gate');
     await first.mirrored();
     await first.close();
     f = undefined;

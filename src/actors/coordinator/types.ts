@@ -46,3 +46,8 @@ export class CoordinatorError extends SwitchboardError {
     super(code, message, options);
   }
 }
+
+/** A refusal of a bad argument or option (`COORD_INVALID_ARGUMENT`), with what caused it. */
+export function invalid(message: string, cause?: unknown): CoordinatorError {
+  return new CoordinatorError('COORD_INVALID_ARGUMENT', message, cause === undefined ? {} : { cause });
+}

@@ -1,6 +1,6 @@
 import type { AuditHead } from '../../protocol/audit.js';
 import type { CommitBatch, HopRecord, ItemChanges, ItemRecord, RunRecord } from '../../workflow/records.js';
-import { hopUpdateValues, itemUpdateValues, usageValues } from './store.js';
+import { hopUpdateValues, itemUpdateValues, usageValues } from './row-values.js';
 
 /**
  * A Coordinator commit as ONE PostgreSQL statement: every row of a batch

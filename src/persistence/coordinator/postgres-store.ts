@@ -1,10 +1,7 @@
-import type { ItemOutput } from '../../protocol/item-output.js';
 import type { AuditEntryInput, AuditHead } from '../../protocol/audit.js';
-import type { Part } from '../../protocol/parts.js';
-import type { WorkMessage } from '../../protocol/work-envelope.js';
 import { SchemaVersionError } from '../kernel/migrations.js';
 import { type PgPool, type PgQuery, PostgresError, inPgTransaction } from '../kernel/postgres.js';
-import { type PgMigrationSet, migratePg, pgSchemaVersion } from '../kernel/postgres-migrations.js';
+import { migratePg, pgSchemaVersion } from '../kernel/postgres-migrations.js';
 import type { CoordinatorStore, CoordinatorTables, StoredItem } from './coordinator-store.js';
 import {
   DEFINITION_BODIES_SQL,
@@ -22,7 +19,6 @@ import type { PgFence } from './postgres-client.js';
 import {
   type AuditChainRow,
   COMMIT_STATEMENT,
-  type Column,
   HOP_COLUMNS,
   HOP_INSERT,
   ITEM_COLUMNS,
@@ -45,17 +41,27 @@ import {
   isStaleAuditHead,
   sqlStateOf,
 } from './postgres-commit.js';
-import { COORDINATOR_SCHEMA, hopUpdateValues, itemUpdateValues, usageValues } from './store.js';
+import { hopUpdateValues, itemUpdateValues, usageValues } from './row-values.js';
+import { COORDINATOR_PG_SCHEMA } from './postgres-schema.js';
+import {
+  type PendingMarks,
+  type Row,
+  hopFrom,
+  insertRows,
+  itemFrom,
+  noMarks,
+  num,
+  numOrNull,
+  readUsageGroups,
+  readUsageRowsOf,
+  updateRows,
+  writeMarks,
+} from './postgres-rows.js';
 import type {
   CommitBatch,
   Committed,
-  HopKind,
   HopRecord,
-  HopState,
-  ItemApproval,
-  ItemBudget,
   ItemChanges,
-  ItemFailure,
   ItemRecord,
   ItemState,
   OutboxKind,
@@ -107,302 +113,12 @@ export interface PostgresCoordinatorStoreOptions {
   maxGroup?: number;
 }
 
-/**
- * The Coordinator's component in PostgreSQL, numbered on its own (a
- * PostgreSQL database is never a SQLite file): version 1 holds the tables as
- * SQLite's schema 8 has them; version 2 adds the functions of one-statement
- * commits (`coord_batch_rows`, the rows of a batch; `coord_not_leading`, the
- * refusal of a fenced statement).
- */
-export const COORDINATOR_PG_SCHEMA: PgMigrationSet = {
-  component: COORDINATOR_SCHEMA.component,
-  current: 2,
-  migrations: [
-    {
-      version: 1,
-      name: "the Coordinator's tables (as SQLite's schema 8 has them)",
-      sql: [
-        `CREATE TABLE coord_items (
-          id TEXT PRIMARY KEY,
-          task_id TEXT,
-          workflow_id TEXT NOT NULL,
-          workflow_version INTEGER NOT NULL,
-          state TEXT NOT NULL,
-          stage TEXT,
-          hop INTEGER NOT NULL DEFAULT 0,
-          hops INTEGER NOT NULL DEFAULT 0,
-          input TEXT NOT NULL,
-          budget TEXT,
-          attributes TEXT,
-          input_tokens BIGINT NOT NULL DEFAULT 0,
-          output_tokens BIGINT NOT NULL DEFAULT 0,
-          cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0,
-          elapsed_ms DOUBLE PRECISION NOT NULL DEFAULT 0,
-          failure TEXT,
-          approval TEXT,
-          created_at BIGINT NOT NULL,
-          updated_at BIGINT NOT NULL,
-          finished_at BIGINT,
-          mirrored BOOLEAN NOT NULL DEFAULT false,
-          run_version INTEGER,
-          run_snapshot TEXT,
-          context_forgotten_at BIGINT,
-          output TEXT
-        )`,
-        'CREATE INDEX coord_items_live ON coord_items (created_at, id) WHERE finished_at IS NULL',
-        'CREATE INDEX coord_items_unmirrored ON coord_items (created_at, id) WHERE NOT mirrored',
-        `CREATE INDEX coord_items_unforgotten ON coord_items (finished_at)
-          WHERE finished_at IS NOT NULL AND context_forgotten_at IS NULL`,
-        'CREATE INDEX coord_items_order ON coord_items (created_at, id)',
-        `CREATE TABLE coord_definitions (
-          id TEXT NOT NULL,
-          version INTEGER NOT NULL,
-          body TEXT NOT NULL,
-          PRIMARY KEY (id, version)
-        )`,
-        `CREATE TABLE coord_hops (
-          id TEXT PRIMARY KEY,
-          item_id TEXT NOT NULL,
-          seq INTEGER NOT NULL,
-          hop INTEGER NOT NULL,
-          attempt INTEGER NOT NULL,
-          kind TEXT NOT NULL,
-          stage TEXT NOT NULL,
-          role TEXT NOT NULL,
-          idempotency_key TEXT NOT NULL UNIQUE,
-          continuation TEXT,
-          asked_by TEXT,
-          state TEXT NOT NULL,
-          task_id TEXT,
-          model TEXT,
-          input_tokens BIGINT NOT NULL DEFAULT 0,
-          output_tokens BIGINT NOT NULL DEFAULT 0,
-          cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0,
-          elapsed_ms DOUBLE PRECISION NOT NULL DEFAULT 0,
-          error TEXT,
-          reply TEXT,
-          dispatched_at BIGINT NOT NULL,
-          active_since BIGINT,
-          finished_at BIGINT,
-          timeouts INTEGER NOT NULL DEFAULT 0,
-          question TEXT,
-          UNIQUE (item_id, seq)
-        )`,
-        'CREATE UNIQUE INDEX coord_hops_continuation ON coord_hops (continuation) WHERE continuation IS NOT NULL',
-        `CREATE TABLE coord_usage (
-          seq BIGSERIAL PRIMARY KEY,
-          hop_id TEXT NOT NULL,
-          item_id TEXT NOT NULL,
-          agent TEXT NOT NULL,
-          model TEXT NOT NULL,
-          input_tokens BIGINT NOT NULL,
-          output_tokens BIGINT NOT NULL,
-          cost_usd DOUBLE PRECISION NOT NULL,
-          elapsed_ms DOUBLE PRECISION NOT NULL,
-          at BIGINT NOT NULL
-        )`,
-        'CREATE INDEX coord_usage_item ON coord_usage (item_id)',
-        `CREATE TABLE coord_outbox (
-          id BIGSERIAL PRIMARY KEY,
-          item_id TEXT NOT NULL,
-          kind TEXT NOT NULL,
-          body TEXT NOT NULL
-        )`,
-      ],
-    },
-    {
-      version: 2,
-      // The rows of one table in a one-statement commit (see COMMIT_STATEMENT). STRICT keeps the planner
-      // from inlining it (it would see jsonb_array_elements' estimate of 100 rows again).
-      name: 'the functions of one-statement commits: coord_batch_rows (the rows of a batch, with its row estimate), coord_not_leading',
-      sql: [
-        `CREATE FUNCTION coord_batch_rows(jsonb) RETURNS SETOF jsonb
-          LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE ROWS 4
-          AS 'SELECT jsonb_array_elements($1)'`,
-        // What a fenced one-statement commit calls when the lease row is not the one it expected: its error
-        // refuses the statement whole, and says the lease's epoch now.
-        `CREATE FUNCTION coord_not_leading() RETURNS integer LANGUAGE plpgsql VOLATILE AS $$
-          BEGIN
-            RAISE EXCEPTION 'the leader lease is at epoch %',
-              coalesce((SELECT epoch::text FROM coordinator_lease WHERE id = 1), 'unknown')
-              USING ERRCODE = '${NOT_LEADING_SQLSTATE}';
-          END $$`,
-      ],
-    },
-  ],
-};
-
-type Row = Record<string, unknown>;
-
-const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v));
-const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : num(v));
-
-function parseJson<T>(text: unknown): T | null {
-  return text === null || text === undefined ? null : (JSON.parse(text as string) as T);
-}
-
-function itemFrom(r: Row): ItemRecord {
-  return {
-    id: r.id as string,
-    taskId: (r.task_id as string | null) ?? null,
-    workflow: { id: r.workflow_id as string, version: num(r.workflow_version) },
-    state: r.state as ItemState,
-    stage: (r.stage as string | null) ?? null,
-    hop: num(r.hop),
-    hops: num(r.hops),
-    input: JSON.parse(r.input as string) as Part[],
-    budget: parseJson<ItemBudget>(r.budget),
-    attributes: parseJson<Record<string, string | number | boolean>>(r.attributes),
-    usage: {
-      inputTokens: num(r.input_tokens),
-      outputTokens: num(r.output_tokens),
-      costUsd: num(r.cost_usd),
-      elapsedMs: num(r.elapsed_ms),
-    },
-    failure: parseJson<ItemFailure>(r.failure),
-    approval: parseJson<ItemApproval>(r.approval),
-    createdAt: num(r.created_at),
-    updatedAt: num(r.updated_at),
-    finishedAt: numOrNull(r.finished_at),
-    output: parseJson<ItemOutput>(r.output),
-    mirrored: r.mirrored === true,
-  };
-}
-
-function hopFrom(r: Row): HopRecord {
-  return {
-    id: r.id as string,
-    itemId: r.item_id as string,
-    seq: num(r.seq),
-    hop: num(r.hop),
-    attempt: num(r.attempt),
-    kind: r.kind as HopKind,
-    stage: r.stage as string,
-    role: r.role as string,
-    idempotencyKey: r.idempotency_key as string,
-    continuation: (r.continuation as string | null) ?? null,
-    askedBy: (r.asked_by as string | null) ?? null,
-    state: r.state as HopState,
-    taskId: (r.task_id as string | null) ?? null,
-    model: (r.model as string | null) ?? null,
-    usage: {
-      inputTokens: num(r.input_tokens),
-      outputTokens: num(r.output_tokens),
-      costUsd: num(r.cost_usd),
-      elapsedMs: num(r.elapsed_ms),
-    },
-    error: parseJson<{ type: string; message: string }>(r.error),
-    reply: parseJson<unknown>(r.reply),
-    dispatchedAt: num(r.dispatched_at),
-    activeSince: numOrNull(r.active_since),
-    finishedAt: numOrNull(r.finished_at),
-    timeouts: num(r.timeouts),
-    question: parseJson<WorkMessage>(r.question),
-  };
-}
-
-/** Parameters per statement at most (PostgreSQL takes 65,535): larger writes take several statements. */
-const MAX_PARAMETERS = 16_384;
-
-/** `($1, $2, ...), (...)` for `rows` rows of `width` parameters, with a cast per column when `types` are given. */
-/** Built `VALUES` lists by shape (rows, width, types): a commit's statements repeat a few shapes. */
-const VALUES_LISTS = new Map<string, string>();
-const MAX_VALUES_LISTS = 512;
-
-function valuesList(rows: number, width: number, types?: readonly string[]): string {
-  const key = `${rows}:${width}:${types === undefined ? '' : types.join(',')}`;
-  const known = VALUES_LISTS.get(key);
-  if (known !== undefined) return known;
-  const built = buildValuesList(rows, width, types);
-  if (VALUES_LISTS.size >= MAX_VALUES_LISTS) VALUES_LISTS.clear();
-  VALUES_LISTS.set(key, built);
-  return built;
-}
-
-function buildValuesList(rows: number, width: number, types?: readonly string[]): string {
-  const out: string[] = [];
-  for (let r = 0; r < rows; r++) {
-    const cells: string[] = [];
-    for (let c = 1; c <= width; c++) cells.push(`$${r * width + c}${types === undefined ? '' : `::${types[c - 1]}`}`);
-    out.push(`(${cells.join(', ')})`);
-  }
-  return out.join(', ');
-}
-
-/** `rows` (each of as many values as `head` names columns) in as few `head VALUES ...` statements as fit. */
-async function insertRows(tx: PgQuery, head: string, rows: readonly unknown[][], returning = ''): Promise<Row[]> {
-  const out: Row[] = [];
-  if (rows.length === 0) return out;
-  const width = rows[0]!.length;
-  const per = Math.floor(MAX_PARAMETERS / width);
-  for (let i = 0; i < rows.length; i += per) {
-    const chunk = rows.slice(i, i + per);
-    const result = await tx.query(`${head} VALUES ${valuesList(chunk.length, width)} ${returning}`, chunk.flat());
-    out.push(...(result.rows as Row[]));
-  }
-  return out;
-}
-
-/** The mirror's pending marks, a statement per kind. */
-async function writeMarks(tx: PgQuery, marks: PendingMarks): Promise<void> {
-  if (marks.itemTasks.size > 0) {
-    await tx.query(
-      `UPDATE coord_items AS t SET task_id = v.task_id
-         FROM unnest($1::text[], $2::text[]) AS v(id, task_id) WHERE t.id = v.id`,
-      [[...marks.itemTasks.keys()], [...marks.itemTasks.values()]],
-    );
-  }
-  if (marks.hopTasks.size > 0) {
-    await tx.query(
-      `UPDATE coord_hops AS t SET task_id = v.task_id
-         FROM unnest($1::text[], $2::text[]) AS v(id, task_id) WHERE t.id = v.id`,
-      [[...marks.hopTasks.keys()], [...marks.hopTasks.values()]],
-    );
-  }
-  if (marks.mirrored.size > 0) {
-    await tx.query('UPDATE coord_items SET mirrored = true WHERE id = ANY($1::text[])', [[...marks.mirrored]]);
-  }
-}
-
-/** Updates rows of `table` by id: each of `rows` holds the `columns`' new values, then the id. */
-async function updateRows(tx: PgQuery, table: string, columns: readonly Column[], rows: readonly unknown[][]) {
-  if (rows.length === 0) return;
-  const all = [...columns, ['id', 'text'] as const];
-  const sets = columns.map(([name]) => `${name} = v.${name}`).join(', ');
-  const types = all.map(([, type]) => type);
-  const per = Math.floor(MAX_PARAMETERS / all.length);
-  for (let i = 0; i < rows.length; i += per) {
-    const chunk = rows.slice(i, i + per);
-    await tx.query(
-      `UPDATE ${table} AS t SET ${sets} FROM (VALUES ${valuesList(chunk.length, all.length, types)})
-         AS v(${all.map(([name]) => name).join(', ')}) WHERE t.id = v.id`,
-      chunk.flat(),
-    );
-  }
-}
-
-const USAGE_COLUMNS: Record<UsageGrouping, string> = { agent: 'agent', model: 'model', task: 'item_id' };
+export { COORDINATOR_PG_SCHEMA } from './postgres-schema.js';
 
 interface Pending {
   batch: CommitBatch;
   resolve: (committed: Committed) => void;
   reject: (error: unknown) => void;
-}
-
-/**
- * The mirror's marks (task ids, items mirrored) not yet written: they go
- * together, in the next marks transaction, the last mark of an id winning
- * as written one by one.
- */
-interface PendingMarks {
-  itemTasks: Map<string, string>;
-  hopTasks: Map<string, string>;
-  mirrored: Set<string>;
-  waiters: { resolve: () => void; reject: (error: unknown) => void }[];
-}
-
-function noMarks(): PendingMarks {
-  return { itemTasks: new Map(), hopTasks: new Map(), mirrored: new Set(), waiters: [] };
 }
 
 export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTables {
@@ -809,43 +525,12 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
     return rows.rows.map(itemFrom);
   }
 
-  async readUsageBy(grouping: UsageGrouping, options: { itemId?: string } = {}): Promise<UsageGroup[]> {
-    const column = USAGE_COLUMNS[grouping];
-    const where = options.itemId === undefined ? '' : 'WHERE item_id = $1';
-    const rows = await this.#pool.query(
-      `SELECT ${column} AS key, COUNT(DISTINCT hop_id) AS hops, SUM(input_tokens) AS "inputTokens",
-         SUM(output_tokens) AS "outputTokens", SUM(cost_usd) AS "costUsd", SUM(elapsed_ms) AS "elapsedMs"
-       FROM coord_usage ${where} GROUP BY ${column} ORDER BY "costUsd" DESC, key`,
-      options.itemId === undefined ? [] : [options.itemId],
-    );
-    return rows.rows.map((r) => ({
-      key: r.key as string,
-      hops: num(r.hops),
-      inputTokens: num(r.inputTokens),
-      outputTokens: num(r.outputTokens),
-      costUsd: Math.round(num(r.costUsd) * 1e9) / 1e9,
-      elapsedMs: num(r.elapsedMs),
-    }));
+  readUsageBy(grouping: UsageGrouping, options: { itemId?: string } = {}): Promise<UsageGroup[]> {
+    return readUsageGroups(this.#pool, grouping, options.itemId);
   }
 
-  async readUsageRows(options: { itemId?: string } = {}): Promise<UsageRow[]> {
-    const where = options.itemId === undefined ? '' : 'WHERE item_id = $1';
-    const rows = await this.#pool.query(
-      `SELECT hop_id, item_id, agent, model, input_tokens, output_tokens, cost_usd, elapsed_ms, at
-       FROM coord_usage ${where} ORDER BY seq`,
-      options.itemId === undefined ? [] : [options.itemId],
-    );
-    return rows.rows.map((r) => ({
-      hopId: r.hop_id as string,
-      itemId: r.item_id as string,
-      agent: r.agent as string,
-      model: r.model as string,
-      inputTokens: num(r.input_tokens),
-      outputTokens: num(r.output_tokens),
-      costUsd: num(r.cost_usd),
-      elapsedMs: num(r.elapsed_ms),
-      at: num(r.at),
-    }));
+  readUsageRows(options: { itemId?: string } = {}): Promise<UsageRow[]> {
+    return readUsageRowsOf(this.#pool, options.itemId);
   }
 
   async readContextForgottenAt(itemId: string): Promise<number | null> {
