@@ -1,0 +1,21 @@
+import { defineConfig } from 'vitest/config';
+
+/**
+ * The tests a mutation run (`npm run mutate`) runs against each mutant: the
+ * fast unit and property tests of the pure rooms only (no process, socket,
+ * database or service), so that every mutant of `src/machines`,
+ * `src/decisions` and `src/workflow` is judged in milliseconds.
+ */
+export default defineConfig({
+  test: {
+    include: [
+      'test/machines/**/*.test.ts',
+      'test/decisions/**/*.test.ts',
+      'test/governance/**/*.test.ts',
+      'test/workflow/**/*.test.ts',
+      'test/coordinator/cost-ledger.test.ts',
+    ],
+    setupFiles: ['test/mutation-seed.ts'],
+    testTimeout: 60_000,
+  },
+});
