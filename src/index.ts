@@ -13,6 +13,7 @@ export { VERSION } from './version.js';
 // them. Every schema, bound and constant of the wire, with the helpers around
 // them, is in `a2a-switchboard/protocol`.
 export { A2A_MAX_TEXT_CHARS, A2A_MAX_FILE_BYTES } from './protocol/bounds.js';
+export type { WireSchema } from './protocol/wire-schema.js';
 export { TextPartSchema, FilePartSchema, DataPartSchema, PartSchema } from './protocol/parts.js';
 export type { Metadata, TextPart, FileContent, FilePart, DataPart, Part } from './protocol/parts.js';
 export { MessageSendSchema, MessageSchema, ArtifactSchema, TaskSchema } from './protocol/task.js';
