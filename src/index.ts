@@ -41,6 +41,7 @@ export type {
 } from './protocol/events.js';
 export { METHODS } from './protocol/methods.js';
 export type {
+  MethodSchemas,
   MethodName,
   MethodParams,
   MethodParamsInput,

@@ -20,7 +20,7 @@ import {
   type TaskState,
   TaskStateSchema,
 } from './task.js';
-import { named } from './wire-schema.js';
+import { type WireSchema, named } from './wire-schema.js';
 
 /** `PartSchema` named by the parts it parses. */
 const PartRef = named<TextPart | FilePart | DataPart>(PartSchema);
@@ -199,61 +199,45 @@ export interface EventsSinceParams extends z.infer<typeof EventsSinceParamsSchem
 /** Result of `a2a.events.since` as on the wire (inferred from `EventsSinceResultSchema`). */
 export interface EventsSinceResult extends z.infer<typeof EventsSinceResultSchema> {}
 
+/** The params and result schemas of one method of the wire, named by the types they parse. */
+export interface MethodSchemas<Params, Result> {
+  readonly params: WireSchema<Params>;
+  readonly result: WireSchema<Result>;
+}
+
+/** One row of `METHODS`: its two schemas, named by `Params` and `Result`. */
+function method<Params, Result>(
+  params: z.ZodType<Params, Params>,
+  result: z.ZodType<Result, Result>,
+): MethodSchemas<Params, Result> {
+  return { params, result };
+}
+
 /**
  * Every method of the wire, with its params and result schemas: the one place
  * server and client are typed from.
  */
 export const METHODS = {
-  'app.handshake': {
-    params: named<HandshakeParams>(HandshakeParamsSchema),
-    result: named<HandshakeResult>(HandshakeResultSchema),
-  },
-  'a2a.agents.register': {
-    params: named<RegisterParams>(RegisterParamsSchema),
-    result: named<RegisterResult>(RegisterResultSchema),
-  },
-  'a2a.agents.deregister': {
-    params: named<TokenOnlyParams>(TokenOnlyParamsSchema),
-    result: named<DeregisterResult>(DeregisterResultSchema),
-  },
-  'a2a.agents.list': {
-    params: named<TokenOnlyParams>(TokenOnlyParamsSchema),
-    result: named<ListAgentsResult>(ListAgentsResultSchema),
-  },
-  'a2a.message.send': { params: named<SendParams>(SendParamsSchema), result: named<TaskResult>(TaskResultSchema) },
-  'a2a.tasks.get': { params: named<GetTaskParams>(GetTaskParamsSchema), result: named<TaskResult>(TaskResultSchema) },
-  'a2a.tasks.list': {
-    params: named<ListTasksParams>(ListTasksParamsSchema),
-    result: named<ListTasksResult>(ListTasksResultSchema),
-  },
-  'a2a.tasks.status': {
-    params: named<SetStatusParams>(SetStatusParamsSchema),
-    result: named<TaskResult>(TaskResultSchema),
-  },
-  'a2a.tasks.artifact': {
-    params: named<AddArtifactParams>(AddArtifactParamsSchema),
-    result: named<TaskResult>(TaskResultSchema),
-  },
-  'a2a.tasks.cancel': {
-    params: named<TaskRefParams>(TaskRefParamsSchema),
-    result: named<TaskResult>(TaskResultSchema),
-  },
-  'a2a.tasks.resubscribe': {
-    params: named<TaskRefParams>(TaskRefParamsSchema),
-    result: named<TaskResult>(TaskResultSchema),
-  },
-  'a2a.tasks.pushNotificationConfig.set': {
-    params: named<SetPushConfigParams>(SetPushConfigParamsSchema),
-    result: named<SetPushConfigResult>(SetPushConfigResultSchema),
-  },
-  'a2a.tasks.pushNotificationConfig.get': {
-    params: named<TaskRefParams>(TaskRefParamsSchema),
-    result: named<GetPushConfigResult>(GetPushConfigResultSchema),
-  },
-  'a2a.events.since': {
-    params: named<EventsSinceParams>(EventsSinceParamsSchema),
-    result: named<EventsSinceResult>(EventsSinceResultSchema),
-  },
+  'app.handshake': method<HandshakeParams, HandshakeResult>(HandshakeParamsSchema, HandshakeResultSchema),
+  'a2a.agents.register': method<RegisterParams, RegisterResult>(RegisterParamsSchema, RegisterResultSchema),
+  'a2a.agents.deregister': method<TokenOnlyParams, DeregisterResult>(TokenOnlyParamsSchema, DeregisterResultSchema),
+  'a2a.agents.list': method<TokenOnlyParams, ListAgentsResult>(TokenOnlyParamsSchema, ListAgentsResultSchema),
+  'a2a.message.send': method<SendParams, TaskResult>(SendParamsSchema, TaskResultSchema),
+  'a2a.tasks.get': method<GetTaskParams, TaskResult>(GetTaskParamsSchema, TaskResultSchema),
+  'a2a.tasks.list': method<ListTasksParams, ListTasksResult>(ListTasksParamsSchema, ListTasksResultSchema),
+  'a2a.tasks.status': method<SetStatusParams, TaskResult>(SetStatusParamsSchema, TaskResultSchema),
+  'a2a.tasks.artifact': method<AddArtifactParams, TaskResult>(AddArtifactParamsSchema, TaskResultSchema),
+  'a2a.tasks.cancel': method<TaskRefParams, TaskResult>(TaskRefParamsSchema, TaskResultSchema),
+  'a2a.tasks.resubscribe': method<TaskRefParams, TaskResult>(TaskRefParamsSchema, TaskResultSchema),
+  'a2a.tasks.pushNotificationConfig.set': method<SetPushConfigParams, SetPushConfigResult>(
+    SetPushConfigParamsSchema,
+    SetPushConfigResultSchema,
+  ),
+  'a2a.tasks.pushNotificationConfig.get': method<TaskRefParams, GetPushConfigResult>(
+    TaskRefParamsSchema,
+    GetPushConfigResultSchema,
+  ),
+  'a2a.events.since': method<EventsSinceParams, EventsSinceResult>(EventsSinceParamsSchema, EventsSinceResultSchema),
 } as const;
 
 /** The name of one method of the wire (a key of `METHODS`). */
