@@ -9,40 +9,75 @@
 // The package.
 export { VERSION } from './version.js';
 
-// The wire: schemas and the types inferred from them (every schema, with the
-// helpers around them, is in `a2a-switchboard/protocol`).
-export * from './protocol/bounds.js';
-export {
-  MetadataSchema,
-  TextPartSchema,
-  FileContentSchema,
-  FilePartSchema,
-  DataPartSchema,
-  PartSchema,
-} from './protocol/parts.js';
+// The wire: the schemas a caller validates with and the types inferred from
+// them. Every schema, bound and constant of the wire, with the helpers around
+// them, is in `a2a-switchboard/protocol`.
+export { A2A_MAX_TEXT_CHARS, A2A_MAX_FILE_BYTES } from './protocol/bounds.js';
+export type { WireSchema } from './protocol/wire-schema.js';
+export { TextPartSchema, FilePartSchema, DataPartSchema, PartSchema } from './protocol/parts.js';
 export type { Metadata, TextPart, FileContent, FilePart, DataPart, Part } from './protocol/parts.js';
-export * from './protocol/task.js';
-export * from './protocol/agent.js';
-export * from './protocol/events.js';
-export * from './protocol/methods.js';
-export * from './protocol/jsonrpc.js';
-export * from './protocol/work-envelope.js';
-export {
-  WorkflowIdSchema,
-  StageNameSchema,
-  RoleNameSchema,
-  ApproverNameSchema,
-  NEXT_RULE_OUTCOMES,
-  NextRuleOutcomeSchema,
-  RUN_ENDINGS,
-  RunEndingSchema,
-  NextRuleSchema,
-  ApprovalGateSchema,
-  StageSchema,
-  WorkflowDefinitionSchema,
-  WorkflowRefSchema,
-  RunUsageSchema,
-} from './protocol/workflow.js';
+export { MessageSendSchema, MessageSchema, ArtifactSchema, TaskSchema } from './protocol/task.js';
+export type {
+  TaskState,
+  TerminalState,
+  MessageSend,
+  MessageRole,
+  Message,
+  TaskStatus,
+  Artifact,
+  Task,
+} from './protocol/task.js';
+export { AgentCardSchema } from './protocol/agent.js';
+export type { AgentKind, Skill, AgentCard } from './protocol/agent.js';
+export { TaskStatusUpdateEventSchema, TaskArtifactUpdateEventSchema, PushConfigSchema } from './protocol/events.js';
+export type {
+  TaskStatusUpdateEvent,
+  TaskArtifactUpdateEvent,
+  TaskEvent,
+  TaskEventNotification,
+  PushNotification,
+  DurableEvent,
+  PushConfig,
+} from './protocol/events.js';
+export { METHODS } from './protocol/methods.js';
+export type {
+  MethodSchemas,
+  MethodName,
+  MethodParams,
+  MethodParamsInput,
+  MethodResult,
+  RegisterParams,
+  RegisterResult,
+  SendParams,
+  GetTaskParams,
+  ListTasksParams,
+  SetStatusParams,
+  AddArtifactParams,
+  ArtifactSend,
+  TaskRefParams,
+  SetPushConfigParams,
+  EventsSinceParams,
+} from './protocol/methods.js';
+export { JsonRpcRequestSchema, JsonRpcResponseSchema } from './protocol/jsonrpc.js';
+export type {
+  JsonRpcId,
+  JsonRpcRequest,
+  JsonRpcSuccess,
+  JsonRpcFailure,
+  JsonRpcResponse,
+  JsonRpcNotification,
+} from './protocol/jsonrpc.js';
+export { WorkEnvelopeSchema } from './protocol/work-envelope.js';
+export type {
+  Role,
+  WorkMessage,
+  WorkEnvelope,
+  WorkHeaders,
+  Usage,
+  WorkError,
+  RetryPolicy,
+} from './protocol/work-envelope.js';
+export { WorkflowDefinitionSchema } from './protocol/workflow.js';
 export type {
   NextRuleOutcome,
   RunEnding,
@@ -69,7 +104,7 @@ export type { Broker, BrokerOptions, BrokerOpenReport } from './actors/broker/br
 export type { BrokerApi, BrokerMethod } from './actors/broker/api.js';
 
 // The client: over stdio (`switchboard serve`) or in process.
-export { connect, CLIENT_METHODS } from './transport/client.js';
+export { connect } from './transport/client.js';
 export type {
   SwitchboardClient,
   ClientBase,
@@ -82,13 +117,10 @@ export type {
 export { connectInProcess } from './transport/in-process.js';
 export type { InProcessConnection } from './transport/in-process.js';
 export { ServeProcess, SWITCHBOARD_BIN, serveArguments } from './transport/serve-process.js';
-export { DEFAULT_BROKER_IDLE_SECONDS } from './transport/host-broker.js';
-export { defaultSocketPath } from './transport/host-paths.js';
-export { SocketError, SOCKET_ERROR_CODES } from './transport/socket-server.js';
 export type { SpawnServeOptions } from './transport/serve-process.js';
 
 // The model-facing `A2A` tool and `delegate()`.
-export * from './protocol/a2a-tool.js';
+export type { A2AToolAction, A2AToolInput, A2AToolStrictInput } from './protocol/a2a-tool.js';
 export { createA2ATool, A2A_TOOL_DESCRIPTION } from './transport/a2a-tool.js';
 export type {
   A2ATool,
@@ -125,22 +157,17 @@ export type {
   AnthropicToolResultBlock,
   AnthropicToolUseBlock,
 } from './transport/a2a-tool-anthropic.js';
-export {
-  MCP_DEFAULT_MAX_WAIT_SECONDS,
-  MCP_PROGRESS_INTERVAL_MS,
-  createA2AMcpServer,
-} from './transport/a2a-tool-mcp.js';
+export { MCP_DEFAULT_MAX_WAIT_SECONDS, createA2AMcpServer } from './transport/a2a-tool-mcp.js';
 export type { A2AMcpServerOptions } from './transport/a2a-tool-mcp.js';
 export { delegate } from './transport/delegate.js';
 export type { Delegation, DelegateOptions } from './transport/delegate.js';
 
-// Work queues: the SQLite and Redis Streams buses (the classes and the bus
-// internals are in `a2a-switchboard/bus`).
+// Work queues: the SQLite and Redis Streams buses (the classes, the defaults and
+// the bus internals are in `a2a-switchboard/bus`).
 export { createSqliteQueue } from './bus/sqlite/queue.js';
 export type { SqliteQueue, SqliteQueueOptions } from './bus/sqlite/queue.js';
 export { createRedisQueue } from './bus/redis/queue.js';
 export type { RedisQueue, RedisQueueOptions } from './bus/redis/queue.js';
-export { DEFAULT_MAX_DELIVERIES, DEFAULT_JITTER_RATIO, DEFAULT_IDEMPOTENCY_RETENTION_MS } from './bus/work-queue.js';
 export type {
   WorkQueue,
   PublishOptions,
@@ -156,7 +183,8 @@ export type {
   RoleSettings,
 } from './bus/work-queue.js';
 
-// Context stores: the Context Engine on SQLite and on Redis.
+// Context stores: the Context Engine on SQLite and on Redis (the retention
+// defaults are in `a2a-switchboard/bus`).
 export { createSqliteContextStore } from './persistence/context/sqlite-store.js';
 export type {
   ContextStore,
@@ -171,12 +199,6 @@ export type {
 } from './persistence/context/sqlite-store.js';
 export { createRedisContextStore } from './persistence/context/redis-store.js';
 export type { RedisContextStore, RedisContextStoreOptions } from './persistence/context/redis-store.js';
-export {
-  DEFAULT_CONTEXT_RETENTION_MS,
-  DEFAULT_CONTEXT_PRUNE_INTERVAL_MS,
-  DEFAULT_CONTEXT_PRUNE_BATCH,
-  MAX_CONTEXT_RETENTION_MS,
-} from './persistence/context/retention.js';
 export type { ContextRetentionOptions, PruneCounts, PruneOutcome } from './persistence/context/retention.js';
 
 // Workers and pools.
@@ -208,9 +230,7 @@ export type {
   SettleOptions,
 } from './actors/coordinator/coordinator.js';
 export type { ForgetRunsOptions } from './actors/coordinator/forget.js';
-export { ITEM_EVENT_KINDS } from './actors/coordinator/types.js';
 export type { ItemEvent, ItemEventKind, ItemStatus } from './actors/coordinator/types.js';
-export { DEFAULT_MAX_HOPS } from './actors/coordinator/policies.js';
 export {
   SHIPPED_WORKFLOWS_DIR,
   DEV_SDLC_WORKFLOW_PATH,
@@ -227,7 +247,6 @@ export {
 export type { WorkflowCheck, WorkflowCheckOptions } from './workflow/definition.js';
 export { budgetPolicy, roleAllowListPolicy, maxHopsPolicy } from './workflow/governance.js';
 export type { HopContext, Policy, PolicyVerdict, NamedPolicy, PolicyEntry, Budget } from './workflow/governance.js';
-export { WORKFLOW_RUN_STATES } from './protocol/workflow.js';
 export type { WorkflowRunState } from './protocol/workflow.js';
 export type {
   ItemState,
@@ -239,12 +258,7 @@ export type {
   HopKind,
   HopState,
 } from './workflow/records.js';
-export {
-  ItemOutputSchema,
-  CompletedItemOutputSchema,
-  FailedItemOutputSchema,
-  CanceledItemOutputSchema,
-} from './protocol/item-output.js';
+export { ItemOutputSchema } from './protocol/item-output.js';
 export type {
   ItemOutput,
   CompletedItemOutput,
@@ -253,7 +267,9 @@ export type {
 } from './protocol/item-output.js';
 
 // Errors: one base (`SwitchboardError`: a string `code`, a message that says
-// what to do, `details`), one subclass per subsystem, and the code lists.
+// what to do, `details`), one subclass per subsystem, and the code lists
+// (`ERROR_CODES` maps each class to its codes; each class's own list and the
+// JSON-RPC codes are in `a2a-switchboard/protocol`).
 export {
   SwitchboardError,
   isSwitchboardError,
@@ -266,39 +282,29 @@ export type {
   ErrorClassName,
   ErrorCodeOf,
 } from './protocol/switchboard-error.js';
-export { BrokerError, isBrokerError, BROKER_ERROR_CODES, A2A_ERROR_CODES } from './protocol/broker-error.js';
+export { BrokerError, isBrokerError } from './protocol/broker-error.js';
 export type { BrokerErrorCode, A2AErrorCode, SchemaIssue } from './protocol/broker-error.js';
-export {
-  toJsonRpcError,
-  fromJsonRpcError,
-  JSONRPC_CODE_OF,
-  A2A_ERROR,
-  JSONRPC_PARSE_ERROR,
-  JSONRPC_INVALID_REQUEST,
-  JSONRPC_METHOD_NOT_FOUND,
-  JSONRPC_INVALID_PARAMS,
-  JSONRPC_INTERNAL_ERROR,
-} from './transport/jsonrpc-errors.js';
+export { toJsonRpcError, fromJsonRpcError } from './transport/jsonrpc-errors.js';
 export type { JsonRpcErrorObject } from './transport/jsonrpc-errors.js';
-export { TransportError, TRANSPORT_ERROR_CODES, isTransportError } from './transport/transport-error.js';
+export { BrokerOwnershipError } from './persistence/a2a/owner.js';
+export type { BrokerOwner } from './persistence/a2a/owner.js';
+export { SocketError } from './transport/socket-server.js';
+export { TransportError, isTransportError } from './transport/transport-error.js';
 export type { TransportErrorCode } from './transport/transport-error.js';
-export { BusError, BUS_ERROR_CODES } from './bus/work-queue.js';
+export { BusError } from './bus/work-queue.js';
 export type { BusErrorCode } from './bus/work-queue.js';
-export { ContextStoreError, CONTEXT_STORE_ERROR_CODES } from './persistence/context/arguments.js';
+export { ContextStoreError } from './persistence/context/arguments.js';
 export type { ContextStoreErrorCode } from './persistence/context/arguments.js';
-export { WorkerError, NonRetryableError, WORKER_ERROR_CODES } from './actors/worker/worker.js';
+export { WorkerError, NonRetryableError } from './actors/worker/worker.js';
 export type { WorkerErrorCode } from './actors/worker/worker.js';
-export { CoordinatorError, COORDINATOR_ERROR_CODES } from './actors/coordinator/types.js';
+export { CoordinatorError } from './actors/coordinator/types.js';
 export type { CoordinatorErrorCode } from './actors/coordinator/types.js';
-export { CoordinatorLeaseError, COORDINATOR_LEASE_ERROR_CODES } from './persistence/coordinator/postgres-lease.js';
+export { CoordinatorLeaseError } from './persistence/coordinator/postgres-lease.js';
 export type { CoordinatorLeaseErrorCode } from './persistence/coordinator/postgres-lease.js';
-export { WorkflowError, WORKFLOW_ERROR_CODES } from './protocol/workflow-error.js';
+export { WorkflowError } from './protocol/workflow-error.js';
 export type { WorkflowErrorCode } from './protocol/workflow-error.js';
-export { WORKFLOW_PROBLEM_CODES } from './workflow/definition.js';
 export type { WorkflowProblem, WorkflowProblemCode } from './workflow/definition.js';
-export { AuditError, AUDIT_ERROR_CODES } from './persistence/audit/audit-error.js';
+export { AuditError } from './persistence/audit/audit-error.js';
 export type { AuditErrorCode } from './persistence/audit/audit-error.js';
 export { SchemaVersionError } from './persistence/kernel/migrations.js';
 export { PostgresError } from './persistence/kernel/postgres.js';
-export { BrokerOwnershipError, BROKER_OWNERSHIP_ERROR_CODES } from './persistence/a2a/owner.js';
-export type { BrokerOwner } from './persistence/a2a/owner.js';

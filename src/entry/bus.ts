@@ -1,6 +1,7 @@
 /**
  * `a2a-switchboard/bus`: the work bus beyond its create functions: the queue
- * classes, the dispatcher, reply routing and the Redis key layout.
+ * classes, the dispatcher, reply routing, the Redis key layout, the queues'
+ * and context stores' defaults, and the workers' error codes.
  *
  * @packageDocumentation
  */
@@ -19,3 +20,13 @@ export { createDispatcher } from '../bus/dispatcher.js';
 export type { Dispatcher, StartHop, Started, RoleQuery, ResultDelivery } from '../bus/dispatcher.js';
 export { replyDispatch, replyInfo, resumeKey, REPLY_METADATA_KEY } from '../bus/reply-routing.js';
 export type { ReplyInfo } from '../bus/reply-routing.js';
+// The context stores' retention defaults, and the code lists of the context
+// stores' and the workers' errors (the classes are at the package root).
+export {
+  DEFAULT_CONTEXT_RETENTION_MS,
+  DEFAULT_CONTEXT_PRUNE_INTERVAL_MS,
+  DEFAULT_CONTEXT_PRUNE_BATCH,
+  MAX_CONTEXT_RETENTION_MS,
+} from '../persistence/context/retention.js';
+export { CONTEXT_STORE_ERROR_CODES } from '../persistence/context/arguments.js';
+export { WORKER_ERROR_CODES } from '../actors/worker/worker.js';

@@ -19,7 +19,11 @@ export {
 export type { ApprovalRequest, IntakeOptions, ItemRequest } from '../actors/coordinator/intake.js';
 // The leader lease of Coordinators sharing a PostgreSQL database, and its fence.
 // (Its error, `CoordinatorLeaseError`, is exported from the package root with the others.)
-export { PostgresLease, readLeaseStatus } from '../persistence/coordinator/postgres-lease.js';
+export {
+  COORDINATOR_LEASE_ERROR_CODES,
+  PostgresLease,
+  readLeaseStatus,
+} from '../persistence/coordinator/postgres-lease.js';
 export type {
   LeaseHolderStatus,
   LeaseMemberStatus,
@@ -64,7 +68,8 @@ export type {
   ItemChanges,
   RunRecord,
 } from '../workflow/records.js';
-export { statusOf } from '../actors/coordinator/types.js';
+export { COORDINATOR_ERROR_CODES, statusOf } from '../actors/coordinator/types.js';
+export { DEFAULT_MAX_HOPS } from '../actors/coordinator/policies.js';
 // The names the Coordinator gives its agents, hops and metadata.
 export { COORDINATOR_AGENT_NAME, EDGE_AGENT_NAME, SWITCHBOARD_METADATA_KEY } from '../actors/coordinator/human-edge.js';
 export { ROLE_AGENTS_CONTEXT } from '../actors/coordinator/mirror.js';

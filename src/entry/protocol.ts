@@ -1,12 +1,25 @@
 /**
  * `a2a-switchboard/protocol`: every zod schema of the wire, the bounds, the
- * error constructors and the parsing helpers around them.
+ * error constructors, the JSON-RPC codes and the parsing helpers around them.
  *
  * @packageDocumentation
  */
 
 // The broker's wire: parts, tasks, cards, events, methods, JSON-RPC, errors.
 export * from '../protocol/index.js';
+// JSON-RPC: its error codes, and the mapping of a `BrokerError` onto them and back.
+export {
+  A2A_ERROR,
+  JSONRPC_CODE_OF,
+  JSONRPC_INTERNAL_ERROR,
+  JSONRPC_INVALID_PARAMS,
+  JSONRPC_INVALID_REQUEST,
+  JSONRPC_METHOD_NOT_FOUND,
+  JSONRPC_PARSE_ERROR,
+  fromJsonRpcError,
+  toJsonRpcError,
+} from '../transport/jsonrpc-errors.js';
+export type { JsonRpcErrorObject } from '../transport/jsonrpc-errors.js';
 // The model-facing `A2A` tool's input.
 export * from '../protocol/a2a-tool.js';
 // The work bus: envelopes and retry policies.

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { MAX_ID_CHARS, MAX_NAME_CHARS } from './bounds.js';
 import { IdSchema, NameSchema } from './task.js';
+import { named } from './wire-schema.js';
 
 /** An agent's kind on the wire: `subagent` (a worker) or `parent` (the agent that delegates). */
 export const AgentKindSchema = z.enum(['subagent', 'parent']);
@@ -95,7 +96,7 @@ export const SkillSchema = z.object({
   examples: z.array(z.string().max(4000)).max(64).optional(),
 });
 /** One skill of an agent card as on the wire (inferred from `SkillSchema`). */
-export type Skill = z.infer<typeof SkillSchema>;
+export interface Skill extends z.infer<typeof SkillSchema> {}
 
 /** A skill as given at registration: its id and name are visible text, its name NFKC-normalized. */
 export const RegisterSkillSchema = SkillSchema.extend({
@@ -115,9 +116,9 @@ export const AgentCardSchema = z.object({
   agentId: IdSchema,
   name: NameSchema,
   contextId: IdSchema,
-  kind: AgentKindSchema,
+  kind: named<AgentKind>(AgentKindSchema),
   description: z.string(),
-  skills: z.array(SkillSchema),
+  skills: z.array(named<Skill>(SkillSchema)),
 });
 /** An agent card as on the wire (inferred from `AgentCardSchema`). */
-export type AgentCard = z.infer<typeof AgentCardSchema>;
+export interface AgentCard extends z.infer<typeof AgentCardSchema> {}

@@ -1,28 +1,29 @@
 import { z } from 'zod';
-import { IdSchema, NameSchema, ArtifactSchema, TaskStatusSchema } from './task.js';
+import { type Artifact, ArtifactSchema, IdSchema, NameSchema, type TaskStatus, TaskStatusSchema } from './task.js';
+import { named } from './wire-schema.js';
 
 /** A status-update event on the wire: a task's new status, `final` when it is terminal. */
 export const TaskStatusUpdateEventSchema = z.object({
   kind: z.literal('status-update'),
   taskId: IdSchema,
   contextId: IdSchema,
-  status: TaskStatusSchema,
+  status: named<TaskStatus>(TaskStatusSchema),
   final: z.boolean(),
 });
 /** A status-update event as on the wire (inferred from `TaskStatusUpdateEventSchema`). */
-export type TaskStatusUpdateEvent = z.infer<typeof TaskStatusUpdateEventSchema>;
+export interface TaskStatusUpdateEvent extends z.infer<typeof TaskStatusUpdateEventSchema> {}
 
 /** An artifact-update event on the wire: an artifact added to a task, whole or as a chunk. */
 export const TaskArtifactUpdateEventSchema = z.object({
   kind: z.literal('artifact-update'),
   taskId: IdSchema,
   contextId: IdSchema,
-  artifact: ArtifactSchema,
+  artifact: named<Artifact>(ArtifactSchema),
   append: z.boolean(),
   lastChunk: z.boolean(),
 });
 /** An artifact-update event as on the wire (inferred from `TaskArtifactUpdateEventSchema`). */
-export type TaskArtifactUpdateEvent = z.infer<typeof TaskArtifactUpdateEventSchema>;
+export interface TaskArtifactUpdateEvent extends z.infer<typeof TaskArtifactUpdateEventSchema> {}
 
 /** A task event on the wire: a status update or an artifact update, told apart by `kind`. */
 export const TaskEventSchema = z.discriminatedUnion('kind', [
@@ -41,10 +42,10 @@ export const TaskEventNotificationSchema = z.object({
   recipientName: NameSchema,
   contextId: IdSchema,
   seq: SeqSchema,
-  event: TaskEventSchema,
+  event: named<TaskStatusUpdateEvent | TaskArtifactUpdateEvent>(TaskEventSchema),
 });
 /** Params of the `a2a.task.event` notification as on the wire (inferred from `TaskEventNotificationSchema`). */
-export type TaskEventNotification = z.infer<typeof TaskEventNotificationSchema>;
+export interface TaskEventNotification extends z.infer<typeof TaskEventNotificationSchema> {}
 
 /**
  * Params of the `a2a.push` notification. `seq` is an addition of this project
@@ -56,11 +57,11 @@ export const PushNotificationSchema = z.object({
   contextId: IdSchema,
   taskId: IdSchema,
   token: z.string().optional(),
-  status: TaskStatusSchema,
+  status: named<TaskStatus>(TaskStatusSchema),
   seq: SeqSchema,
 });
 /** Params of the `a2a.push` notification as on the wire (inferred from `PushNotificationSchema`). */
-export type PushNotification = z.infer<typeof PushNotificationSchema>;
+export interface PushNotification extends z.infer<typeof PushNotificationSchema> {}
 
 /** The notifications the broker sends a client: task events and pushes. */
 export const NOTIFICATION_METHODS = ['a2a.task.event', 'a2a.push'] as const;
@@ -69,8 +70,12 @@ export type NotificationMethod = (typeof NOTIFICATION_METHODS)[number];
 
 /** One entry of the durable per-recipient event log. */
 export const DurableEventSchema = z.discriminatedUnion('method', [
-  z.object({ seq: SeqSchema, method: z.literal('a2a.task.event'), params: TaskEventNotificationSchema }),
-  z.object({ seq: SeqSchema, method: z.literal('a2a.push'), params: PushNotificationSchema }),
+  z.object({
+    seq: SeqSchema,
+    method: z.literal('a2a.task.event'),
+    params: named<TaskEventNotification>(TaskEventNotificationSchema),
+  }),
+  z.object({ seq: SeqSchema, method: z.literal('a2a.push'), params: named<PushNotification>(PushNotificationSchema) }),
 ]);
 /** One entry of the durable per-recipient event log (inferred from `DurableEventSchema`). */
 export type DurableEvent = z.infer<typeof DurableEventSchema>;
@@ -80,4 +85,4 @@ export const PushConfigSchema = z.object({
   token: z.string().max(4096).optional(),
 });
 /** A push notification config as on the wire (inferred from `PushConfigSchema`). */
-export type PushConfig = z.infer<typeof PushConfigSchema>;
+export interface PushConfig extends z.infer<typeof PushConfigSchema> {}

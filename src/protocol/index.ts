@@ -10,3 +10,4 @@ export * from './methods.js';
 export * from './jsonrpc.js';
 export * from './parse.js';
 export * from './handshake.js';
+export type { WireSchema } from './wire-schema.js';

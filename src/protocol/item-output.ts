@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { MAX_NAME_CHARS } from './bounds.js';
-import { PartSchema } from './parts.js';
-import { ArtifactSchema } from './task.js';
-import { RoleSchema, WorkErrorSchema } from './work-envelope.js';
+import { type DataPart, type FilePart, PartSchema, type TextPart } from './parts.js';
+import { type Artifact, ArtifactSchema } from './task.js';
+import { RoleSchema, type WorkError, WorkErrorSchema } from './work-envelope.js';
+import { named } from './wire-schema.js';
 
 /**
  * What a work item ended with, kept with the item for good (not subject to
@@ -26,11 +27,11 @@ export const CompletedItemOutputSchema = z.object({
   hop: OutputHopSchema,
   /** The role that ran that hop (null when no hop result ended the run). */
   role: RoleSchema.nullable(),
-  parts: z.array(PartSchema),
-  artifacts: z.array(ArtifactSchema),
+  parts: z.array(named<TextPart | FilePart | DataPart>(PartSchema)),
+  artifacts: z.array(named<Artifact>(ArtifactSchema)),
 });
 /** A completed item's output (inferred from `CompletedItemOutputSchema`). */
-export type CompletedItemOutput = z.infer<typeof CompletedItemOutputSchema>;
+export interface CompletedItemOutput extends z.infer<typeof CompletedItemOutputSchema> {}
 
 /** A failed item's output: why it failed, and the stage and hop it failed at. */
 export const FailedItemOutputSchema = z.object({
@@ -42,10 +43,10 @@ export const FailedItemOutputSchema = z.object({
   code: z.string().min(1).max(MAX_NAME_CHARS),
   message: z.string().max(16_000),
   /** The failing hop's own error, when a hop's failure ended the run. */
-  error: WorkErrorSchema.nullable(),
+  error: named<WorkError>(WorkErrorSchema).nullable(),
 });
 /** A failed item's output (inferred from `FailedItemOutputSchema`). */
-export type FailedItemOutput = z.infer<typeof FailedItemOutputSchema>;
+export interface FailedItemOutput extends z.infer<typeof FailedItemOutputSchema> {}
 
 /** A canceled item's output: who canceled it, why, and where the run stood. */
 export const CanceledItemOutputSchema = z.object({
@@ -56,7 +57,7 @@ export const CanceledItemOutputSchema = z.object({
   reason: z.string().max(2000).nullable(),
 });
 /** A canceled item's output (inferred from `CanceledItemOutputSchema`). */
-export type CanceledItemOutput = z.infer<typeof CanceledItemOutputSchema>;
+export interface CanceledItemOutput extends z.infer<typeof CanceledItemOutputSchema> {}
 
 /** What a work item ended with, told apart by `state` (the item's final state). */
 export const ItemOutputSchema = z.discriminatedUnion('state', [

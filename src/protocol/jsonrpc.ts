@@ -13,7 +13,7 @@ export const JsonRpcRequestSchema = z.object({
   params: z.union([z.record(z.string(), z.unknown()), z.array(z.unknown())]).optional(),
 });
 /** A JSON-RPC 2.0 request or notification as on the wire (inferred from `JsonRpcRequestSchema`). */
-export type JsonRpcRequest = z.infer<typeof JsonRpcRequestSchema>;
+export interface JsonRpcRequest extends z.infer<typeof JsonRpcRequestSchema> {}
 
 /** The `error` member of a JSON-RPC 2.0 failure on the wire: code, message and optional data. */
 export const JsonRpcErrorObjectSchema = z.object({
@@ -37,9 +37,9 @@ export const JsonRpcFailureSchema = z.object({
 /** A JSON-RPC 2.0 response on the wire: a success or a failure. */
 export const JsonRpcResponseSchema = z.union([JsonRpcSuccessSchema, JsonRpcFailureSchema]);
 /** A JSON-RPC 2.0 success response as on the wire (inferred from `JsonRpcSuccessSchema`). */
-export type JsonRpcSuccess = z.infer<typeof JsonRpcSuccessSchema>;
+export interface JsonRpcSuccess extends z.infer<typeof JsonRpcSuccessSchema> {}
 /** A JSON-RPC 2.0 failure response as on the wire (inferred from `JsonRpcFailureSchema`). */
-export type JsonRpcFailure = z.infer<typeof JsonRpcFailureSchema>;
+export interface JsonRpcFailure extends z.infer<typeof JsonRpcFailureSchema> {}
 /** A JSON-RPC 2.0 response as on the wire (inferred from `JsonRpcResponseSchema`). */
 export type JsonRpcResponse = z.infer<typeof JsonRpcResponseSchema>;
 
@@ -50,4 +50,4 @@ export const JsonRpcNotificationSchema = z.object({
   params: z.record(z.string(), z.unknown()).optional(),
 });
 /** A JSON-RPC 2.0 notification as on the wire (inferred from `JsonRpcNotificationSchema`). */
-export type JsonRpcNotification = z.infer<typeof JsonRpcNotificationSchema>;
+export interface JsonRpcNotification extends z.infer<typeof JsonRpcNotificationSchema> {}

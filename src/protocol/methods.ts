@@ -1,15 +1,29 @@
 import { z } from 'zod';
 import {
+  type AgentCard,
   AgentCardSchema,
+  type AgentKind,
   AgentKindSchema,
   AgentNameSchema,
   RegisterContextIdSchema,
   RegisterSkillSchema,
 } from './agent.js';
 import { DEFAULT_EVENTS_LIMIT, MAX_EVENTS_LIMIT } from './bounds.js';
-import { DurableEventSchema, PushConfigSchema } from './events.js';
-import { MetadataSchema, PartSchema } from './parts.js';
-import { IdSchema, MessageSendSchema, TaskSchema, TaskStateSchema } from './task.js';
+import { type DurableEvent, DurableEventSchema, type PushConfig, PushConfigSchema } from './events.js';
+import { type DataPart, type FilePart, MetadataSchema, PartSchema, type TextPart } from './parts.js';
+import {
+  IdSchema,
+  type MessageSend,
+  MessageSendSchema,
+  type Task,
+  TaskSchema,
+  type TaskState,
+  TaskStateSchema,
+} from './task.js';
+import { type WireSchema, named } from './wire-schema.js';
+
+/** `PartSchema` named by the parts it parses. */
+const PartRef = named<TextPart | FilePart | DataPart>(PartSchema);
 
 /** A capability token as it travels in params. Never logged, never stored. */
 export const TokenSchema = z.string().min(1).max(256);
@@ -31,7 +45,7 @@ export const HandshakeResultSchema = z.object({
 export const RegisterParamsSchema = z.object({
   name: AgentNameSchema,
   contextId: RegisterContextIdSchema,
-  kind: AgentKindSchema.optional(),
+  kind: named<AgentKind>(AgentKindSchema).optional(),
   description: z.string().max(16_000).optional(),
   skills: z.array(RegisterSkillSchema).max(256).optional(),
 });
@@ -39,7 +53,7 @@ export const RegisterParamsSchema = z.object({
 export const RegisterResultSchema = z.object({
   agentId: IdSchema,
   token: TokenSchema,
-  card: AgentCardSchema,
+  card: named<AgentCard>(AgentCardSchema),
 });
 
 /** Params of the methods that take only the caller's token (`a2a.agents.deregister`, `a2a.agents.list`). */
@@ -47,7 +61,7 @@ export const TokenOnlyParamsSchema = z.object({ token: TokenSchema });
 /** Result of `a2a.agents.deregister`: `{deregistered: true}`. */
 export const DeregisterResultSchema = z.object({ deregistered: z.literal(true) });
 /** Result of `a2a.agents.list`: the cards of the addressable peers, not the caller's. */
-export const ListAgentsResultSchema = z.object({ agents: z.array(AgentCardSchema) });
+export const ListAgentsResultSchema = z.object({ agents: z.array(named<AgentCard>(AgentCardSchema)) });
 
 /**
  * How many of the newest history messages an answer's task carries (all when
@@ -59,7 +73,7 @@ export const HistoryLengthSchema = z.number().int().min(0).optional();
 export const SendParamsSchema = z
   .object({
     token: TokenSchema,
-    message: MessageSendSchema,
+    message: named<MessageSend>(MessageSendSchema),
     to: z.string().min(1).max(256).optional(),
     taskId: IdSchema.optional(),
     historyLength: HistoryLengthSchema,
@@ -76,7 +90,7 @@ export const SendParamsSchema = z
     }
   });
 /** Result of the methods that answer one task (`a2a.message.send`, `a2a.tasks.get`, status, artifact, cancel, resubscribe). */
-export const TaskResultSchema = z.object({ task: TaskSchema });
+export const TaskResultSchema = z.object({ task: named<Task>(TaskSchema) });
 
 /** Params of `a2a.tasks.get`: the task's id and how many history messages to return. */
 export const GetTaskParamsSchema = z.object({
@@ -89,17 +103,17 @@ export const GetTaskParamsSchema = z.object({
 export const ListTasksParamsSchema = z.object({
   token: TokenSchema,
   role: z.enum(['requester', 'worker']).optional(),
-  states: z.array(TaskStateSchema).optional(),
+  states: z.array(named<TaskState>(TaskStateSchema)).optional(),
 });
 /** Result of `a2a.tasks.list`: the matching tasks. */
-export const ListTasksResultSchema = z.object({ tasks: z.array(TaskSchema) });
+export const ListTasksResultSchema = z.object({ tasks: z.array(named<Task>(TaskSchema)) });
 
 /** Params of `a2a.tasks.status` (worker only): the task's new state and an optional message. */
 export const SetStatusParamsSchema = z.object({
   token: TokenSchema,
   id: IdSchema,
-  state: TaskStateSchema,
-  message: MessageSendSchema.optional(),
+  state: named<TaskState>(TaskStateSchema),
+  message: named<MessageSend>(MessageSendSchema).optional(),
   historyLength: HistoryLengthSchema,
 });
 
@@ -108,14 +122,14 @@ export const ArtifactSendSchema = z.object({
   artifactId: IdSchema.optional(),
   name: z.string().max(1024).optional(),
   description: z.string().max(16_000).optional(),
-  parts: z.array(PartSchema).min(1),
+  parts: z.array(PartRef).min(1),
   metadata: MetadataSchema.optional(),
 });
 /** Params of `a2a.tasks.artifact` (worker only): an artifact for the task, whole or as a chunk. */
 export const AddArtifactParamsSchema = z.object({
   token: TokenSchema,
   id: IdSchema,
-  artifact: ArtifactSendSchema,
+  artifact: named<ArtifactSend>(ArtifactSendSchema),
   append: z.boolean().optional(),
   lastChunk: z.boolean().optional(),
 });
@@ -127,12 +141,12 @@ export const TaskRefParamsSchema = z.object({ token: TokenSchema, id: IdSchema }
 export const SetPushConfigParamsSchema = z.object({
   token: TokenSchema,
   id: IdSchema,
-  config: PushConfigSchema,
+  config: named<PushConfig>(PushConfigSchema),
 });
 /** Result of `a2a.tasks.pushNotificationConfig.set`: the config now in force. */
-export const SetPushConfigResultSchema = z.object({ config: PushConfigSchema });
+export const SetPushConfigResultSchema = z.object({ config: named<PushConfig>(PushConfigSchema) });
 /** Result of `a2a.tasks.pushNotificationConfig.get`: the task's push config, or null when none is set. */
-export const GetPushConfigResultSchema = z.object({ config: PushConfigSchema.nullable() });
+export const GetPushConfigResultSchema = z.object({ config: named<PushConfig>(PushConfigSchema).nullable() });
 
 /** Params of `a2a.events.since`: the durable events after a seq, at most `limit` of them. */
 export const EventsSinceParamsSchema = z.object({
@@ -141,28 +155,89 @@ export const EventsSinceParamsSchema = z.object({
   limit: z.number().int().min(1).max(MAX_EVENTS_LIMIT).optional(),
 });
 /** Result of `a2a.events.since`: one page of the caller's durable events, in seq order. */
-export const EventsSinceResultSchema = z.object({ events: z.array(DurableEventSchema) });
+export const EventsSinceResultSchema = z.object({ events: z.array(named<DurableEvent>(DurableEventSchema)) });
 export { DEFAULT_EVENTS_LIMIT };
+
+/** Params of `app.handshake` as on the wire (inferred from `HandshakeParamsSchema`). */
+export interface HandshakeParams extends z.infer<typeof HandshakeParamsSchema> {}
+/** Result of `app.handshake` as on the wire (inferred from `HandshakeResultSchema`). */
+export interface HandshakeResult extends z.infer<typeof HandshakeResultSchema> {}
+/** Params of `a2a.agents.register` as on the wire (inferred from `RegisterParamsSchema`). */
+export interface RegisterParams extends z.infer<typeof RegisterParamsSchema> {}
+/** Result of `a2a.agents.register` as on the wire (inferred from `RegisterResultSchema`). */
+export interface RegisterResult extends z.infer<typeof RegisterResultSchema> {}
+/** Params that carry only the caller's token (`a2a.agents.deregister`, `a2a.agents.list`) as on the wire (inferred from `TokenOnlyParamsSchema`). */
+export interface TokenOnlyParams extends z.infer<typeof TokenOnlyParamsSchema> {}
+/** Result of `a2a.agents.deregister` as on the wire (inferred from `DeregisterResultSchema`). */
+export interface DeregisterResult extends z.infer<typeof DeregisterResultSchema> {}
+/** Result of `a2a.agents.list` as on the wire (inferred from `ListAgentsResultSchema`). */
+export interface ListAgentsResult extends z.infer<typeof ListAgentsResultSchema> {}
+/** Params of `a2a.message.send` as on the wire (inferred from `SendParamsSchema`). */
+export interface SendParams extends z.infer<typeof SendParamsSchema> {}
+/** Result of the methods that answer one task as on the wire (inferred from `TaskResultSchema`). */
+export interface TaskResult extends z.infer<typeof TaskResultSchema> {}
+/** Params of `a2a.tasks.get` as on the wire (inferred from `GetTaskParamsSchema`). */
+export interface GetTaskParams extends z.infer<typeof GetTaskParamsSchema> {}
+/** Params of `a2a.tasks.list` as on the wire (inferred from `ListTasksParamsSchema`). */
+export interface ListTasksParams extends z.infer<typeof ListTasksParamsSchema> {}
+/** Result of `a2a.tasks.list` as on the wire (inferred from `ListTasksResultSchema`). */
+export interface ListTasksResult extends z.infer<typeof ListTasksResultSchema> {}
+/** Params of `a2a.tasks.status` as on the wire (inferred from `SetStatusParamsSchema`). */
+export interface SetStatusParams extends z.infer<typeof SetStatusParamsSchema> {}
+/** Params of `a2a.tasks.artifact` as on the wire (inferred from `AddArtifactParamsSchema`). */
+export interface AddArtifactParams extends z.infer<typeof AddArtifactParamsSchema> {}
+/** Params that name one task as on the wire (inferred from `TaskRefParamsSchema`). */
+export interface TaskRefParams extends z.infer<typeof TaskRefParamsSchema> {}
+/** Params of `a2a.tasks.pushNotificationConfig.set` as on the wire (inferred from `SetPushConfigParamsSchema`). */
+export interface SetPushConfigParams extends z.infer<typeof SetPushConfigParamsSchema> {}
+/** Result of `a2a.tasks.pushNotificationConfig.set` as on the wire (inferred from `SetPushConfigResultSchema`). */
+export interface SetPushConfigResult extends z.infer<typeof SetPushConfigResultSchema> {}
+/** Result of `a2a.tasks.pushNotificationConfig.get` as on the wire (inferred from `GetPushConfigResultSchema`). */
+export interface GetPushConfigResult extends z.infer<typeof GetPushConfigResultSchema> {}
+/** Params of `a2a.events.since` as on the wire (inferred from `EventsSinceParamsSchema`). */
+export interface EventsSinceParams extends z.infer<typeof EventsSinceParamsSchema> {}
+/** Result of `a2a.events.since` as on the wire (inferred from `EventsSinceResultSchema`). */
+export interface EventsSinceResult extends z.infer<typeof EventsSinceResultSchema> {}
+
+/** The params and result schemas of one method of the wire, named by the types they parse. */
+export interface MethodSchemas<Params, Result> {
+  readonly params: WireSchema<Params>;
+  readonly result: WireSchema<Result>;
+}
+
+/** One row of `METHODS`: its two schemas, named by `Params` and `Result`. */
+function method<Params, Result>(
+  params: z.ZodType<Params, Params>,
+  result: z.ZodType<Result, Result>,
+): MethodSchemas<Params, Result> {
+  return { params, result };
+}
 
 /**
  * Every method of the wire, with its params and result schemas: the one place
  * server and client are typed from.
  */
 export const METHODS = {
-  'app.handshake': { params: HandshakeParamsSchema, result: HandshakeResultSchema },
-  'a2a.agents.register': { params: RegisterParamsSchema, result: RegisterResultSchema },
-  'a2a.agents.deregister': { params: TokenOnlyParamsSchema, result: DeregisterResultSchema },
-  'a2a.agents.list': { params: TokenOnlyParamsSchema, result: ListAgentsResultSchema },
-  'a2a.message.send': { params: SendParamsSchema, result: TaskResultSchema },
-  'a2a.tasks.get': { params: GetTaskParamsSchema, result: TaskResultSchema },
-  'a2a.tasks.list': { params: ListTasksParamsSchema, result: ListTasksResultSchema },
-  'a2a.tasks.status': { params: SetStatusParamsSchema, result: TaskResultSchema },
-  'a2a.tasks.artifact': { params: AddArtifactParamsSchema, result: TaskResultSchema },
-  'a2a.tasks.cancel': { params: TaskRefParamsSchema, result: TaskResultSchema },
-  'a2a.tasks.resubscribe': { params: TaskRefParamsSchema, result: TaskResultSchema },
-  'a2a.tasks.pushNotificationConfig.set': { params: SetPushConfigParamsSchema, result: SetPushConfigResultSchema },
-  'a2a.tasks.pushNotificationConfig.get': { params: TaskRefParamsSchema, result: GetPushConfigResultSchema },
-  'a2a.events.since': { params: EventsSinceParamsSchema, result: EventsSinceResultSchema },
+  'app.handshake': method<HandshakeParams, HandshakeResult>(HandshakeParamsSchema, HandshakeResultSchema),
+  'a2a.agents.register': method<RegisterParams, RegisterResult>(RegisterParamsSchema, RegisterResultSchema),
+  'a2a.agents.deregister': method<TokenOnlyParams, DeregisterResult>(TokenOnlyParamsSchema, DeregisterResultSchema),
+  'a2a.agents.list': method<TokenOnlyParams, ListAgentsResult>(TokenOnlyParamsSchema, ListAgentsResultSchema),
+  'a2a.message.send': method<SendParams, TaskResult>(SendParamsSchema, TaskResultSchema),
+  'a2a.tasks.get': method<GetTaskParams, TaskResult>(GetTaskParamsSchema, TaskResultSchema),
+  'a2a.tasks.list': method<ListTasksParams, ListTasksResult>(ListTasksParamsSchema, ListTasksResultSchema),
+  'a2a.tasks.status': method<SetStatusParams, TaskResult>(SetStatusParamsSchema, TaskResultSchema),
+  'a2a.tasks.artifact': method<AddArtifactParams, TaskResult>(AddArtifactParamsSchema, TaskResultSchema),
+  'a2a.tasks.cancel': method<TaskRefParams, TaskResult>(TaskRefParamsSchema, TaskResultSchema),
+  'a2a.tasks.resubscribe': method<TaskRefParams, TaskResult>(TaskRefParamsSchema, TaskResultSchema),
+  'a2a.tasks.pushNotificationConfig.set': method<SetPushConfigParams, SetPushConfigResult>(
+    SetPushConfigParamsSchema,
+    SetPushConfigResultSchema,
+  ),
+  'a2a.tasks.pushNotificationConfig.get': method<TaskRefParams, GetPushConfigResult>(
+    TaskRefParamsSchema,
+    GetPushConfigResultSchema,
+  ),
+  'a2a.events.since': method<EventsSinceParams, EventsSinceResult>(EventsSinceParamsSchema, EventsSinceResultSchema),
 } as const;
 
 /** The name of one method of the wire (a key of `METHODS`). */
@@ -181,29 +256,5 @@ export function isMethodName(name: string): name is MethodName {
   return Object.hasOwn(METHODS, name);
 }
 
-/** Params of `app.handshake` as on the wire (inferred from `HandshakeParamsSchema`). */
-export type HandshakeParams = MethodParams<'app.handshake'>;
-/** Result of `app.handshake` as on the wire (inferred from `HandshakeResultSchema`). */
-export type HandshakeResult = MethodResult<'app.handshake'>;
-/** Params of `a2a.agents.register` as on the wire (inferred from `RegisterParamsSchema`). */
-export type RegisterParams = MethodParams<'a2a.agents.register'>;
-/** Result of `a2a.agents.register` as on the wire (inferred from `RegisterResultSchema`). */
-export type RegisterResult = MethodResult<'a2a.agents.register'>;
-/** Params of `a2a.message.send` as on the wire (inferred from `SendParamsSchema`). */
-export type SendParams = MethodParams<'a2a.message.send'>;
-/** Params of `a2a.tasks.get` as on the wire (inferred from `GetTaskParamsSchema`). */
-export type GetTaskParams = MethodParams<'a2a.tasks.get'>;
-/** Params of `a2a.tasks.list` as on the wire (inferred from `ListTasksParamsSchema`). */
-export type ListTasksParams = MethodParams<'a2a.tasks.list'>;
-/** Params of `a2a.tasks.status` as on the wire (inferred from `SetStatusParamsSchema`). */
-export type SetStatusParams = MethodParams<'a2a.tasks.status'>;
-/** Params of `a2a.tasks.artifact` as on the wire (inferred from `AddArtifactParamsSchema`). */
-export type AddArtifactParams = MethodParams<'a2a.tasks.artifact'>;
 /** An artifact as the worker sends it (inferred from `ArtifactSendSchema`). */
-export type ArtifactSend = z.infer<typeof ArtifactSendSchema>;
-/** Params that name one task as on the wire (inferred from `TaskRefParamsSchema`). */
-export type TaskRefParams = MethodParams<'a2a.tasks.cancel'>;
-/** Params of `a2a.tasks.pushNotificationConfig.set` as on the wire (inferred from `SetPushConfigParamsSchema`). */
-export type SetPushConfigParams = MethodParams<'a2a.tasks.pushNotificationConfig.set'>;
-/** Params of `a2a.events.since` as on the wire (inferred from `EventsSinceParamsSchema`). */
-export type EventsSinceParams = MethodParams<'a2a.events.since'>;
+export interface ArtifactSend extends z.infer<typeof ArtifactSendSchema> {}

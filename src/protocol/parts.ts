@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { named } from './wire-schema.js';
 import {
   A2A_MAX_DATA_BYTES,
   A2A_MAX_FILE_BYTES,
@@ -136,7 +137,7 @@ export const TextPartSchema = z.object({
   metadata: MetadataSchema.optional(),
 });
 /** A text part as on the wire (inferred from `TextPartSchema`). */
-export type TextPart = z.infer<typeof TextPartSchema>;
+export interface TextPart extends z.infer<typeof TextPartSchema> {}
 
 /** A file part's content on the wire: exactly one of `uri` and base64 `bytes`, with optional name and MIME type. */
 export const FileContentSchema = z
@@ -160,16 +161,16 @@ export const FileContentSchema = z
     }
   });
 /** A file part's content as on the wire (inferred from `FileContentSchema`). */
-export type FileContent = z.infer<typeof FileContentSchema>;
+export interface FileContent extends z.infer<typeof FileContentSchema> {}
 
 /** A file part on the wire: one file, by URI or inline bytes. */
 export const FilePartSchema = z.object({
   kind: z.literal('file'),
-  file: FileContentSchema,
+  file: named<FileContent>(FileContentSchema),
   metadata: MetadataSchema.optional(),
 });
 /** A file part as on the wire (inferred from `FilePartSchema`). */
-export type FilePart = z.infer<typeof FilePartSchema>;
+export interface FilePart extends z.infer<typeof FilePartSchema> {}
 
 /** A data part on the wire: one JSON object. */
 export const DataPartSchema = z.object({
@@ -178,7 +179,7 @@ export const DataPartSchema = z.object({
   metadata: MetadataSchema.optional(),
 });
 /** A data part as on the wire (inferred from `DataPartSchema`). */
-export type DataPart = z.infer<typeof DataPartSchema>;
+export interface DataPart extends z.infer<typeof DataPartSchema> {}
 
 /** A part of a message or artifact on the wire: text, file or data, told apart by `kind`. */
 export const PartSchema = z.discriminatedUnion('kind', [TextPartSchema, FilePartSchema, DataPartSchema]);

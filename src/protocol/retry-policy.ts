@@ -44,9 +44,9 @@ export const RetryPolicyFieldsSchema = z.strictObject({
   maximumAttempts: z.number().int().min(0).max(1_000).optional(),
   nonRetryableErrorTypes: z.array(z.string().min(1).max(128)).max(64).optional(),
 });
-export type RetryPolicyFields = z.output<typeof RetryPolicyFieldsSchema>;
+export interface RetryPolicyFields extends z.output<typeof RetryPolicyFieldsSchema> {}
 /** Retry policy fields as written (durations may be strings). */
-export type RetryPolicyFieldsInput = z.input<typeof RetryPolicyFieldsSchema>;
+export interface RetryPolicyFieldsInput extends z.input<typeof RetryPolicyFieldsSchema> {}
 
 export type RetryPolicyCheck = { ok: true; policy: RetryPolicy } | { ok: false; path: string[]; message: string };
 

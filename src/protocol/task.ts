@@ -1,6 +1,10 @@
 import { z } from 'zod';
 import { MAX_ID_CHARS, MAX_NAME_CHARS } from './bounds.js';
-import { MetadataSchema, PartSchema } from './parts.js';
+import { type DataPart, type FilePart, MetadataSchema, PartSchema, type TextPart } from './parts.js';
+import { named } from './wire-schema.js';
+
+/** `PartSchema` named by the parts it parses. */
+const PartRef = named<TextPart | FilePart | DataPart>(PartSchema);
 
 /** An identifier on the wire: a non-empty string of at most `MAX_ID_CHARS` characters. */
 export const IdSchema = z.string().min(1).max(MAX_ID_CHARS);
@@ -37,11 +41,11 @@ export function isTerminalState(state: TaskState): state is TerminalState {
 /** A message as a caller sends it: the broker stamps everything else. */
 export const MessageSendSchema = z.object({
   messageId: IdSchema.optional(),
-  parts: z.array(PartSchema).min(1),
+  parts: z.array(PartRef).min(1),
   metadata: MetadataSchema.optional(),
 });
 /** A message as a caller sends it (inferred from `MessageSendSchema`). */
-export type MessageSend = z.infer<typeof MessageSendSchema>;
+export interface MessageSend extends z.infer<typeof MessageSendSchema> {}
 
 /** A message's role on the wire: `user` from the requester, `agent` from the worker. */
 export const MessageRoleSchema = z.enum(['user', 'agent']);
@@ -52,25 +56,25 @@ export type MessageRole = z.infer<typeof MessageRoleSchema>;
 export const MessageSchema = z.object({
   kind: z.literal('message'),
   messageId: IdSchema,
-  role: MessageRoleSchema,
+  role: named<MessageRole>(MessageRoleSchema),
   from: NameSchema,
   taskId: IdSchema,
   contextId: IdSchema,
   timestamp: TimestampSchema,
-  parts: z.array(PartSchema).min(1),
+  parts: z.array(PartRef).min(1),
   metadata: MetadataSchema.optional(),
 });
 /** A message as stored and delivered (inferred from `MessageSchema`). */
-export type Message = z.infer<typeof MessageSchema>;
+export interface Message extends z.infer<typeof MessageSchema> {}
 
 /** A task's status on the wire: its state, when it got there, and the message that moved it, if any. */
 export const TaskStatusSchema = z.object({
-  state: TaskStateSchema,
-  message: MessageSchema.optional(),
+  state: named<TaskState>(TaskStateSchema),
+  message: named<Message>(MessageSchema).optional(),
   timestamp: TimestampSchema,
 });
 /** A task's status as on the wire (inferred from `TaskStatusSchema`). */
-export type TaskStatus = z.infer<typeof TaskStatusSchema>;
+export interface TaskStatus extends z.infer<typeof TaskStatusSchema> {}
 
 /** An artifact on the wire: a named output of a task, made of parts. */
 export const ArtifactSchema = z.object({
@@ -80,11 +84,11 @@ export const ArtifactSchema = z.object({
     .max(MAX_NAME_CHARS * 8)
     .optional(),
   description: z.string().max(16_000).optional(),
-  parts: z.array(PartSchema).min(1),
+  parts: z.array(PartRef).min(1),
   metadata: MetadataSchema.optional(),
 });
 /** An artifact as on the wire (inferred from `ArtifactSchema`). */
-export type Artifact = z.infer<typeof ArtifactSchema>;
+export interface Artifact extends z.infer<typeof ArtifactSchema> {}
 
 /** A task on the wire: its ids, parties, status, history and artifacts. */
 export const TaskSchema = z.object({
@@ -94,12 +98,12 @@ export const TaskSchema = z.object({
   agentName: NameSchema,
   agentContextId: IdSchema,
   requesterName: NameSchema,
-  status: TaskStatusSchema,
-  history: z.array(MessageSchema),
-  artifacts: z.array(ArtifactSchema),
+  status: named<TaskStatus>(TaskStatusSchema),
+  history: z.array(named<Message>(MessageSchema)),
+  artifacts: z.array(named<Artifact>(ArtifactSchema)),
   createdAt: TimestampSchema,
   updatedAt: TimestampSchema,
   metadata: MetadataSchema.optional(),
 });
 /** A task as on the wire (inferred from `TaskSchema`). */
-export type Task = z.infer<typeof TaskSchema>;
+export interface Task extends z.infer<typeof TaskSchema> {}

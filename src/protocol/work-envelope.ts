@@ -1,7 +1,11 @@
 import { z } from 'zod';
 import { MAX_NAME_CHARS } from './bounds.js';
-import { MetadataSchema, PartSchema } from './parts.js';
-import { ArtifactSchema, IdSchema, MessageRoleSchema } from './task.js';
+import { type DataPart, type FilePart, MetadataSchema, PartSchema, type TextPart } from './parts.js';
+import { type Artifact, ArtifactSchema, IdSchema, type MessageRole, MessageRoleSchema } from './task.js';
+import { named } from './wire-schema.js';
+
+/** `PartSchema` named by the parts it parses. */
+const PartRef = named<TextPart | FilePart | DataPart>(PartSchema);
 
 /**
  * What travels on the work bus between processes (the Coordinator, workers,
@@ -29,7 +33,7 @@ export const AskedBySchema = z.object({
   hop: z.number().int().nonnegative(),
 });
 /** Where a query's reply must be re-dispatched, as on the bus (inferred from `AskedBySchema`). */
-export type AskedBy = z.infer<typeof AskedBySchema>;
+export interface AskedBy extends z.infer<typeof AskedBySchema> {}
 
 /**
  * The trace fields a message carries across processes: what the registered
@@ -57,7 +61,7 @@ export const WorkHeadersSchema = z.object({
   /** Present when this delivery resumes a suspended hop: the key of its checkpoint. */
   continuationToken: IdSchema.optional(),
   /** Present on a query: the suspended hop its result answers. */
-  askedBy: AskedBySchema.optional(),
+  askedBy: named<AskedBy>(AskedBySchema).optional(),
   /** Where the worker publishes this hop's result (default `$results`). */
   resultRole: RoleSchema.optional(),
   /**
@@ -68,27 +72,27 @@ export const WorkHeadersSchema = z.object({
   trace: TraceFieldsSchema.optional(),
 });
 /** A work envelope's headers as on the bus (inferred from `WorkHeadersSchema`). */
-export type WorkHeaders = z.infer<typeof WorkHeadersSchema>;
+export interface WorkHeaders extends z.infer<typeof WorkHeadersSchema> {}
 
 /** An A2A-message-like body: the broker's stamping (from, timestamp) is not needed on the bus. */
 export const WorkMessageSchema = z.object({
   messageId: IdSchema.optional(),
-  role: MessageRoleSchema.optional(),
-  parts: z.array(PartSchema).min(1),
+  role: named<MessageRole>(MessageRoleSchema).optional(),
+  parts: z.array(PartRef).min(1),
   metadata: MetadataSchema.optional(),
 });
 /** The message body of a work envelope as on the bus (inferred from `WorkMessageSchema`). */
-export type WorkMessage = z.infer<typeof WorkMessageSchema>;
+export interface WorkMessage extends z.infer<typeof WorkMessageSchema> {}
 
 /** Work for a role: a hop, a query from a suspended hop, or a reply resuming one. */
 export const WorkEnvelopeSchema = z.object({
   kind: z.literal('work'),
-  headers: WorkHeadersSchema,
-  message: WorkMessageSchema,
+  headers: named<WorkHeaders>(WorkHeadersSchema),
+  message: named<WorkMessage>(WorkMessageSchema),
   metadata: MetadataSchema.optional(),
 });
 /** Work for a role as on the bus (inferred from `WorkEnvelopeSchema`). */
-export type WorkEnvelope = z.infer<typeof WorkEnvelopeSchema>;
+export interface WorkEnvelope extends z.infer<typeof WorkEnvelopeSchema> {}
 
 /** What one hop cost. */
 export const UsageSchema = z.object({
@@ -98,7 +102,7 @@ export const UsageSchema = z.object({
   model: z.string().min(1).max(MAX_NAME_CHARS),
 });
 /** What one hop cost, as a worker reports it on the bus (inferred from `UsageSchema`). */
-export type Usage = z.infer<typeof UsageSchema>;
+export interface Usage extends z.infer<typeof UsageSchema> {}
 
 /** A hop's failure as it travels: the error's type name (matched against `nonRetryableErrorTypes`) and message. */
 export const WorkErrorSchema = z.object({
@@ -106,7 +110,7 @@ export const WorkErrorSchema = z.object({
   message: z.string().max(16_000),
 });
 /** A hop's failure as on the bus (inferred from `WorkErrorSchema`). */
-export type WorkError = z.infer<typeof WorkErrorSchema>;
+export interface WorkError extends z.infer<typeof WorkErrorSchema> {}
 
 /** How one hop can end: completed, suspended (waiting on a reply) or failed. */
 export const HOP_OUTCOMES = ['completed', 'suspended', 'failed'] as const;
@@ -125,22 +129,24 @@ export type HopOutcome = z.infer<typeof HopOutcomeSchema>;
 export const ResultEnvelopeSchema = z.object({
   kind: z.literal('result'),
   /** The headers of the hop this result is for. */
-  headers: WorkHeadersSchema,
+  headers: named<WorkHeaders>(WorkHeadersSchema),
   /** The role that ran the hop. */
   role: RoleSchema,
-  outcome: HopOutcomeSchema,
-  parts: z.array(PartSchema),
-  artifacts: z.array(ArtifactSchema),
-  usage: UsageSchema.optional(),
-  error: WorkErrorSchema.optional(),
+  outcome: named<HopOutcome>(HopOutcomeSchema),
+  parts: z.array(PartRef),
+  artifacts: z.array(named<Artifact>(ArtifactSchema)),
+  usage: named<Usage>(UsageSchema).optional(),
+  error: named<WorkError>(WorkErrorSchema).optional(),
   /** Deliveries the hop took (set on `failed`). */
   deliveries: z.number().int().min(1).optional(),
   /** On `suspended`: the question, for the Coordinator to publish (a worker never publishes a hop itself). */
-  ask: z.object({ role: RoleSchema, continuationToken: IdSchema, message: WorkMessageSchema }).optional(),
+  ask: z
+    .object({ role: RoleSchema, continuationToken: IdSchema, message: named<WorkMessage>(WorkMessageSchema) })
+    .optional(),
   metadata: MetadataSchema.optional(),
 });
 /** A hop's result as on the bus (inferred from `ResultEnvelopeSchema`). */
-export type ResultEnvelope = z.infer<typeof ResultEnvelopeSchema>;
+export interface ResultEnvelope extends z.infer<typeof ResultEnvelopeSchema> {}
 
 /** Anything the work bus carries: a work envelope or a result envelope, told apart by `kind`. */
 export const BusEnvelopeSchema = z.discriminatedUnion('kind', [WorkEnvelopeSchema, ResultEnvelopeSchema]);
@@ -163,7 +169,7 @@ export const RetryPolicySchema = z.object({
   nonRetryableErrorTypes: z.array(z.string().min(1).max(MAX_NAME_CHARS)),
 });
 /** An activity retry policy as a hop carries it (inferred from `RetryPolicySchema`). */
-export type RetryPolicy = z.infer<typeof RetryPolicySchema>;
+export interface RetryPolicy extends z.infer<typeof RetryPolicySchema> {}
 
 /** The retry policy of a hop that names none: 1 s doubling up to 60 s, at most 5 attempts. */
 export const DEFAULT_RETRY_POLICY: RetryPolicy = Object.freeze({

@@ -1,5 +1,16 @@
 import { z } from 'zod';
-import { DurationSchema, RetryPolicyFieldsSchema } from './retry-policy.js';
+import {
+  DurationSchema,
+  type RetryPolicyFields,
+  type RetryPolicyFieldsInput,
+  RetryPolicyFieldsSchema,
+} from './retry-policy.js';
+import { named } from './wire-schema.js';
+
+/** `DurationSchema` named by what it parses (milliseconds) and accepts (milliseconds or a duration string). */
+const Duration = named<number, number | string>(DurationSchema);
+/** `RetryPolicyFieldsSchema` named by the fields it parses and accepts. */
+const RetryPolicyFieldsRef = named<RetryPolicyFields, RetryPolicyFieldsInput>(RetryPolicyFieldsSchema);
 
 /**
  * Workflow definitions: the versioned, declarative shape of a work item's
@@ -45,11 +56,11 @@ export type RunEnding = z.infer<typeof RunEndingSchema>;
  */
 export const NextRuleSchema = z
   .strictObject({
-    on: NextRuleOutcomeSchema,
+    on: named<NextRuleOutcome>(NextRuleOutcomeSchema),
     /** Only for `on: 'failed'`: the rule matches this error type only. */
     errorType: z.string().min(1).max(128).optional(),
     goto: StageNameSchema.optional(),
-    end: RunEndingSchema.optional(),
+    end: named<RunEnding>(RunEndingSchema).optional(),
     /** Only with `goto`: how many times this rule may be taken in one run. */
     maxTraversals: z.number().int().min(1).max(1_000).optional(),
     /** Only with `end: 'failed'`: the reason the run fails with. */
@@ -70,7 +81,7 @@ export const NextRuleSchema = z
     }
   });
 /** One branch of a stage's `next` list, as written (inferred from `NextRuleSchema`). */
-export type NextRule = z.infer<typeof NextRuleSchema>;
+export interface NextRule extends z.infer<typeof NextRuleSchema> {}
 
 /** A gate before a stage's hop: the run waits for one of `approvers` to approve. */
 export const ApprovalGateSchema = z.strictObject({
@@ -82,15 +93,15 @@ export const ApprovalGateSchema = z.strictObject({
   reason: z.string().min(1).max(500).optional(),
 });
 /** A gate before a stage's hop, as written (inferred from `ApprovalGateSchema`). */
-export type ApprovalGate = z.infer<typeof ApprovalGateSchema>;
+export interface ApprovalGate extends z.infer<typeof ApprovalGateSchema> {}
 
 /** One stage of a workflow definition: the role that runs it, its gate, retry, visit bound and `next` rules. */
 export const StageSchema = z.strictObject({
   role: RoleNameSchema,
   description: z.string().max(1_000).optional(),
-  approval: ApprovalGateSchema.optional(),
+  approval: named<ApprovalGate>(ApprovalGateSchema).optional(),
   /** Overrides `defaults.retry` field by field. */
-  retry: RetryPolicyFieldsSchema.optional(),
+  retry: RetryPolicyFieldsRef.optional(),
   /** How many times a run may enter this stage. */
   maxVisits: z.number().int().min(1).max(1_000).optional(),
   /**
@@ -99,15 +110,17 @@ export const StageSchema = z.strictObject({
    * (found again when its message was lost), once per timeout, until its retry
    * policy's `maximumAttempts` is spent: then the hop fails (`HopTimedOut`).
    */
-  timeout: DurationSchema.pipe(z.number().int().min(1)).optional(),
+  timeout: Duration.pipe(z.number().int().min(1)).optional(),
   /**
    * Where the run goes after this stage's hop. With no matching rule, a
    * success completes the run and a failure fails it.
    */
-  next: z.array(NextRuleSchema).max(32).default([]),
+  next: z.array(named<NextRule>(NextRuleSchema)).max(32).default([]),
 });
 /** One stage of a workflow definition, after parsing (inferred from `StageSchema`). */
-export type Stage = z.infer<typeof StageSchema>;
+export interface Stage extends z.infer<typeof StageSchema> {}
+/** A stage as written, before its defaults (inferred from `StageSchema`). */
+export interface StageInput extends z.input<typeof StageSchema> {}
 
 /** A workflow definition's shape (JSON): its id, version, start stage, defaults and stages, checked field by field. */
 export const WorkflowDefinitionSchema = z.strictObject({
@@ -116,23 +129,23 @@ export const WorkflowDefinitionSchema = z.strictObject({
   title: z.string().max(200).optional(),
   description: z.string().max(2_000).optional(),
   start: StageNameSchema,
-  defaults: z.strictObject({ retry: RetryPolicyFieldsSchema.optional() }).optional(),
+  defaults: z.strictObject({ retry: RetryPolicyFieldsRef.optional() }).optional(),
   /** How long a work item may run, from its creation: past it, it fails (`DEADLINE_EXCEEDED`). */
-  deadline: DurationSchema.pipe(z.number().int().min(1)).optional(),
+  deadline: Duration.pipe(z.number().int().min(1)).optional(),
   stages: z
-    .record(StageNameSchema, StageSchema)
+    .record(StageNameSchema, named<Stage, StageInput>(StageSchema))
     .refine((s) => Object.keys(s).length > 0, 'a workflow has at least one stage')
     .refine((s) => Object.keys(s).length <= 64, 'a workflow has at most 64 stages'),
 });
 /** A definition as written (durations may be strings, `next` may be left out). */
-export type WorkflowDefinitionInput = z.input<typeof WorkflowDefinitionSchema>;
+export interface WorkflowDefinitionInput extends z.input<typeof WorkflowDefinitionSchema> {}
 /** A definition after parsing (durations in milliseconds, `next` filled in). */
-export type WorkflowDefinition = z.output<typeof WorkflowDefinitionSchema>;
+export interface WorkflowDefinition extends z.output<typeof WorkflowDefinitionSchema> {}
 
 /** Which definition a run follows. */
 export const WorkflowRefSchema = z.strictObject({ id: WorkflowIdSchema, version: z.number().int().min(1) });
 /** Which definition a run follows, by id and version (inferred from `WorkflowRefSchema`). */
-export type WorkflowRef = z.infer<typeof WorkflowRefSchema>;
+export interface WorkflowRef extends z.infer<typeof WorkflowRefSchema> {}
 
 /**
  * What a run has cost so far, or what one of its hops added: tokens, dollars
@@ -147,7 +160,7 @@ export const RunUsageSchema = z.strictObject({
   elapsedMs: z.number().nonnegative().finite(),
 });
 /** What a run or one of its hops has cost (inferred from `RunUsageSchema`). */
-export type RunUsage = z.infer<typeof RunUsageSchema>;
+export interface RunUsage extends z.infer<typeof RunUsageSchema> {}
 
 export const ZERO_RUN_USAGE: Readonly<RunUsage> = Object.freeze({
   inputTokens: 0,
@@ -195,7 +208,7 @@ export const WorkflowRunEventSchema = z.discriminatedUnion('type', [
     type: z.literal('HOP_SUCCEEDED'),
     hop: HopNumberSchema,
     attempt: AttemptSchema,
-    usage: RunUsageSchema.optional(),
+    usage: named<RunUsage>(RunUsageSchema).optional(),
   }),
   z.strictObject({
     type: z.literal('HOP_FAILED'),
@@ -217,7 +230,7 @@ export const WorkflowRunEventSchema = z.discriminatedUnion('type', [
      * `non-retryable` otherwise. `final`, when also set, wins.
      */
     deliveries: z.number().int().min(1).optional(),
-    usage: RunUsageSchema.optional(),
+    usage: named<RunUsage>(RunUsageSchema).optional(),
   }),
   z.strictObject({
     type: z.literal('HOP_SUSPENDED'),
@@ -227,14 +240,14 @@ export const WorkflowRunEventSchema = z.discriminatedUnion('type', [
     continuation: ContinuationSchema,
     /** The role the worker asked. */
     askedRole: RoleNameSchema.optional(),
-    usage: RunUsageSchema.optional(),
+    usage: named<RunUsage>(RunUsageSchema).optional(),
   }),
   z.strictObject({
     type: z.literal('HOP_RESUMED'),
     hop: HopNumberSchema,
     continuation: ContinuationSchema,
     /** What answering the worker's question cost. */
-    usage: RunUsageSchema.optional(),
+    usage: named<RunUsage>(RunUsageSchema).optional(),
   }),
   z.strictObject({
     type: z.literal('APPROVAL_REQUIRED'),
@@ -267,7 +280,7 @@ export const WorkflowRunEventSchema = z.discriminatedUnion('type', [
     continuation: ContinuationSchema.optional(),
     /** `false` when the query's question was not kept: it cannot be published again. */
     questionKept: z.boolean().optional(),
-    usage: RunUsageSchema.optional(),
+    usage: named<RunUsage>(RunUsageSchema).optional(),
   }),
   /** Time passed: `now` (ms since the epoch) at or past the run's deadline fails it (`DEADLINE_EXCEEDED`). */
   z.strictObject({ type: z.literal('TICK'), now: z.number().int().min(0) }),
