@@ -1,9 +1,9 @@
 import type { DurableEvent, PushNotification, TaskEvent } from '../../protocol/events.js';
 import type { Message, TaskStatus } from '../../protocol/task.js';
-import type { A2AStore, Party, TaskHead } from '../../persistence/a2a/store.js';
+import type { Party, TaskHead } from '../../persistence/a2a/store.js';
 import type { BrokerState } from './broker-state.js';
 import type { CallScope } from './commit-queue.js';
-import { type Registration, type Registry, partyKey } from './registry.js';
+import { type Registration, partyKey } from './registry.js';
 
 /**
  * The events a call commits for the parties of a task (task events and
@@ -11,38 +11,32 @@ import { type Registration, type Registry, partyKey } from './registry.js';
  * and handed to the party's live registration once the call commits.
  */
 export class EventRouter {
-  private readonly store: A2AStore;
-  private readonly registry: Registry;
-
-  constructor(private readonly state: BrokerState) {
-    this.store = state.store;
-    this.registry = state.registry;
-  }
+  constructor(private readonly state: BrokerState) {}
 
   /** Commits a task event (and the push that may follow it) for one party. */
   notify(scope: CallScope, party: Party, head: TaskHead, event: TaskEvent): void {
     const live = this.liveRegistrationOf(party);
-    const recipient = live?.agentId ?? this.store.latestAgentIdOfParty(party) ?? party.name;
+    const recipient = live?.agentId ?? this.state.store.latestAgentIdOfParty(party) ?? party.name;
     const seq = this.nextSeq(scope, party, live);
     const durable: DurableEvent = {
       seq,
       method: 'a2a.task.event',
       params: { recipient, recipientName: party.name, contextId: head.contextId, seq, event },
     };
-    this.store.appendEvent(party, durable, head.taskId, this.state.now());
+    this.state.store.appendEvent(party, durable, head.taskId, this.state.now());
     if (live !== undefined) scope.afterCommit(() => live.outbox.deliver(durable));
   }
 
   push(scope: CallScope, party: Party, head: TaskHead, status: TaskStatus): void {
-    const config = this.store.pushConfig(head.taskId);
+    const config = this.state.store.pushConfig(head.taskId);
     if (config === null) return;
     const live = this.liveRegistrationOf(party);
-    const recipient = live?.agentId ?? this.store.latestAgentIdOfParty(party) ?? party.name;
+    const recipient = live?.agentId ?? this.state.store.latestAgentIdOfParty(party) ?? party.name;
     const seq = this.nextSeq(scope, party, live);
     const params: PushNotification = { recipient, contextId: head.contextId, taskId: head.taskId, status, seq };
     if (config.token !== undefined) params.token = config.token;
     const durable: DurableEvent = { seq, method: 'a2a.push', params };
-    this.store.appendEvent(party, durable, head.taskId, this.state.now());
+    this.state.store.appendEvent(party, durable, head.taskId, this.state.now());
     if (live !== undefined) scope.afterCommit(() => live.outbox.deliver(durable));
   }
 
@@ -52,9 +46,9 @@ export class EventRouter {
    * here, so nothing else moves it); a refused call puts it back.
    */
   private nextSeq(scope: CallScope, party: Party, live: Registration | undefined): number {
-    if (live === undefined) return this.store.nextSeq(party);
+    if (live === undefined) return this.state.store.nextSeq(party);
     const last = live.lastSeq;
-    const seq = last === undefined ? this.store.nextSeq(party) : last + 1;
+    const seq = last === undefined ? this.state.store.nextSeq(party) : last + 1;
     live.lastSeq = seq;
     scope.onUndo(() => {
       live.lastSeq = last;
@@ -63,7 +57,7 @@ export class EventRouter {
   }
 
   private liveRegistrationOf(party: Party): Registration | undefined {
-    const { byParty, byId } = this.registry.getSnapshot().context;
+    const { byParty, byId } = this.state.registry.getSnapshot().context;
     const agentId = byParty.get(partyKey(party));
     return agentId === undefined ? undefined : byId.get(agentId);
   }

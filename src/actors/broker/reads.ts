@@ -2,12 +2,10 @@ import { DEFAULT_EVENTS_LIMIT, MAX_LINE_BYTES } from '../../protocol/bounds.js';
 import { a2aError, answerTooLarge } from '../../protocol/broker-error.js';
 import type { MethodParams, MethodResult } from '../../protocol/methods.js';
 import type { TaskState } from '../../protocol/task.js';
-import type { A2AStore } from '../../persistence/a2a/store.js';
 import { addressable } from './addressing.js';
 import type { BrokerMethod } from './api.js';
 import type { BrokerState } from './broker-state.js';
 import type { CallScope } from './commit-queue.js';
-import type { Registry } from './registry.js';
 
 /** Methods that write nothing: answered without the commit queue when it is quiet. */
 export const READS: ReadonlySet<BrokerMethod> = new Set<BrokerMethod>([
@@ -24,17 +22,11 @@ export const READS: ReadonlySet<BrokerMethod> = new Set<BrokerMethod>([
  * state, without the commit queue when it is quiet.
  */
 export class Reads {
-  private readonly store: A2AStore;
-  private readonly registry: Registry;
-
-  constructor(private readonly state: BrokerState) {
-    this.store = state.store;
-    this.registry = state.registry;
-  }
+  constructor(private readonly state: BrokerState) {}
 
   listAgents(p: MethodParams<'a2a.agents.list'>): MethodResult<'a2a.agents.list'> {
     const caller = this.state.caller(p.token);
-    const agents = addressable(this.registry, caller).map((r) => r.card);
+    const agents = addressable(this.state.registry, caller).map((r) => r.card);
     if (agents.length === 0) throw a2aError('A2A_NO_PEERS', 'no addressable peers');
     return { agents };
   }
@@ -48,17 +40,17 @@ export class Reads {
   listTasks(p: MethodParams<'a2a.tasks.list'>, scope: CallScope): MethodResult<'a2a.tasks.list'> {
     const caller = this.state.caller(p.token);
     const states = p.states === undefined ? undefined : new Set<TaskState>(p.states);
-    const heads = this.store
+    const heads = this.state.store
       .tasksOfParty(caller.party, p.role)
       .filter((head) => states === undefined || states.has(head.state));
     let bytes = 0;
-    for (const head of heads) bytes += this.store.taskBytes(head);
+    for (const head of heads) bytes += this.state.store.taskBytes(head);
     // A read: refused before anything is loaded.
     if (bytes > MAX_LINE_BYTES) {
       scope.answerWith(answerTooLarge(bytes));
       return { tasks: [] };
     }
-    return { tasks: heads.map((head) => this.store.loadTask(head)) };
+    return { tasks: heads.map((head) => this.state.store.loadTask(head)) };
   }
 
   getPushConfig(
@@ -66,11 +58,11 @@ export class Reads {
   ): MethodResult<'a2a.tasks.pushNotificationConfig.get'> {
     const caller = this.state.caller(p.token);
     const { head } = this.state.partyTask(caller, p.id);
-    return { config: this.store.pushConfig(head.taskId) };
+    return { config: this.state.store.pushConfig(head.taskId) };
   }
 
   eventsSince(p: MethodParams<'a2a.events.since'>): MethodResult<'a2a.events.since'> {
     const caller = this.state.caller(p.token);
-    return { events: this.store.eventsSince(caller.party, p.after, p.limit ?? DEFAULT_EVENTS_LIMIT) };
+    return { events: this.state.store.eventsSince(caller.party, p.after, p.limit ?? DEFAULT_EVENTS_LIMIT) };
   }
 }

@@ -5,16 +5,13 @@ import { type BrokerError, a2aError, boundError } from '../../protocol/broker-er
 import type { ArtifactSend, MethodParams, MethodResult } from '../../protocol/methods.js';
 import type { Artifact, Message, MessageSend, TaskState, TaskStatus } from '../../protocol/task.js';
 import { isTerminalState } from '../../protocol/task.js';
-import type { A2AStore, TaskHead } from '../../persistence/a2a/store.js';
-import type { IdSource } from '../../persistence/kernel/ids.js';
-import type { ActorInspector } from '../inspection.js';
+import type { TaskHead } from '../../persistence/a2a/store.js';
 import { startAgentActor } from './agents.js';
 import { type BrokerState, type Role, counterpart } from './broker-state.js';
 import type { CallScope } from './commit-queue.js';
 import { type EventRouter, statusEvent } from './event-routing.js';
 import { resolveTo } from './addressing.js';
-import type { Registration, Registry } from './registry.js';
-import type { TaskActors } from './task-actors.js';
+import type { Registration } from './registry.js';
 
 /** Contexts whose task count the broker keeps in memory (`A2A_MAX_TASKS_PER_CONTEXT` checks). */
 const TASK_COUNTS_KEPT = 4096;
@@ -26,24 +23,13 @@ const TASK_COUNTS_KEPT = 4096;
  * actor and commits the events of its parties.
  */
 export class TaskCalls {
-  private readonly store: A2AStore;
-  private readonly registry: Registry;
-  private readonly tasks: TaskActors;
-  private readonly ids: IdSource;
-  private readonly inspect: ActorInspector | undefined;
   /** Tasks created per contextId, for the contexts seen lately (see `countTask`). */
   private readonly taskCounts = new Map<string, number>();
 
   constructor(
     private readonly state: BrokerState,
     private readonly events: EventRouter,
-  ) {
-    this.store = state.store;
-    this.registry = state.registry;
-    this.tasks = state.tasks;
-    this.ids = state.ids;
-    this.inspect = state.inspect;
-  }
+  ) {}
 
   send(p: MethodParams<'a2a.message.send'>, scope: CallScope): MethodResult<'a2a.message.send'> {
     const caller = this.state.caller(p.token);
@@ -58,18 +44,18 @@ export class TaskCalls {
   ): MethodResult<'a2a.message.send'> {
     // A creation retried with the same messageId returns the task it created.
     if (p.message.messageId !== undefined) {
-      const existing = this.store.createdTaskId(caller.party, p.message.messageId);
-      const head = existing === undefined ? undefined : this.store.taskHead(existing);
+      const existing = this.state.store.createdTaskId(caller.party, p.message.messageId);
+      const head = existing === undefined ? undefined : this.state.store.taskHead(existing);
       if (head !== undefined) return { task: this.state.answer(scope, head, p.historyLength) };
     }
-    const worker = resolveTo(this.registry, caller, p.to ?? '');
+    const worker = resolveTo(this.state.registry, caller, p.to ?? '');
     const contextId = caller.party.contextId;
-    const tasksInContext = this.taskCounts.get(contextId) ?? this.store.countTasksInContext(contextId);
+    const tasksInContext = this.taskCounts.get(contextId) ?? this.state.store.countTasksInContext(contextId);
     if (tasksInContext >= A2A_MAX_TASKS_PER_CONTEXT) {
       throw boundError('A2A_SEND_CAP', 'A2A_MAX_TASKS_PER_CONTEXT');
     }
     this.checkSendCap(caller);
-    const taskId = this.ids.next();
+    const taskId = this.state.ids.next();
     const at = this.state.now();
     const message = this.stamp(caller, 'requester', { taskId, contextId: caller.party.contextId }, p.message);
     const status: TaskStatus = { state: 'submitted', timestamp: at };
@@ -85,12 +71,12 @@ export class TaskCalls {
       createdAt: at,
       updatedAt: at,
     };
-    this.store.insertTask(head, message.messageId);
+    this.state.store.insertTask(head, message.messageId);
     this.countTask(scope, contextId, tasksInContext);
-    this.store.appendMessage(message, 1);
-    const created = this.tasks.create(taskId);
+    this.state.store.appendMessage(message, 1);
+    const created = this.state.tasks.create(taskId);
     scope.onUndo(created.undo);
-    this.store.putActorSnapshot(taskId, TASK_MACHINE_VERSION, created.snapshot);
+    this.state.store.putActorSnapshot(taskId, TASK_MACHINE_VERSION, created.snapshot);
     this.countSend(scope, caller);
     // Task creation addresses the worker; the event carries the first message.
     this.events.notify(scope, worker.party, head, statusEvent(head, false, message));
@@ -121,7 +107,7 @@ export class TaskCalls {
   ): MethodResult<'a2a.message.send'> {
     const { head, role } = this.state.partyTask(caller, taskId);
     // A retry is recognised before any other check.
-    if (m.messageId !== undefined && this.store.hasMessage(taskId, m.messageId)) {
+    if (m.messageId !== undefined && this.state.store.hasMessage(taskId, m.messageId)) {
       return { task: this.state.answer(scope, head, historyLength) };
     }
     if (isTerminalState(head.state)) {
@@ -130,14 +116,14 @@ export class TaskCalls {
     if (head.historyCount >= A2A_MAX_TASK_HISTORY) throw boundError('A2A_SEND_CAP', 'A2A_MAX_TASK_HISTORY');
     this.checkSendCap(caller);
     const message = this.stamp(caller, role, head, m);
-    this.store.appendMessage(message, head.historyCount + 1);
+    this.state.store.appendMessage(message, head.historyCount + 1);
     this.countSend(scope, caller);
     let current: TaskHead = { ...head, historyCount: head.historyCount + 1, updatedAt: message.timestamp };
     if (role === 'requester' && (head.state === 'input-required' || head.state === 'auth-required')) {
       const status: TaskStatus = { state: 'working', message, timestamp: message.timestamp };
       current = this.state.moveTask(scope, current, { to: 'working', by: 'broker', via: 'follow-up' }, status);
     }
-    this.store.writeHead(current);
+    this.state.store.writeHead(current);
     this.events.notify(scope, counterpart(current, role), current, statusEvent(current, false, message));
     return { task: this.state.answer(scope, current, historyLength) };
   }
@@ -145,7 +131,7 @@ export class TaskCalls {
   setStatus(p: MethodParams<'a2a.tasks.status'>, scope: CallScope): MethodResult<'a2a.tasks.status'> {
     const caller = this.state.caller(p.token);
     const { head, role } = this.state.partyTask(caller, p.id);
-    if (p.message?.messageId !== undefined && this.store.hasMessage(head.taskId, p.message.messageId)) {
+    if (p.message?.messageId !== undefined && this.state.store.hasMessage(head.taskId, p.message.messageId)) {
       return { task: this.state.answer(scope, head, p.historyLength) };
     }
     const check = checkTaskMove(head.state, { to: p.state, by: role as TaskMover, via: 'status' });
@@ -155,13 +141,13 @@ export class TaskCalls {
     if (p.message !== undefined) {
       if (head.historyCount >= A2A_MAX_TASK_HISTORY) throw boundError('A2A_SEND_CAP', 'A2A_MAX_TASK_HISTORY');
       message = this.stamp(caller, role, head, p.message);
-      this.store.appendMessage(message, head.historyCount + 1);
+      this.state.store.appendMessage(message, head.historyCount + 1);
       current = { ...current, historyCount: current.historyCount + 1 };
     }
     const status: TaskStatus = { state: p.state, timestamp: message?.timestamp ?? this.state.now() };
     if (message !== undefined) status.message = message;
     current = this.state.moveTask(scope, current, { to: p.state, by: 'worker', via: 'status' }, status);
-    this.store.writeHead(current);
+    this.state.store.writeHead(current);
     const final = isTerminalState(p.state);
     const requester = counterpart(current, role);
     this.events.notify(scope, requester, current, statusEvent(current, final));
@@ -183,13 +169,13 @@ export class TaskCalls {
       });
     }
     const at = this.state.now();
-    const chunk = artifactOf(p.artifact, p.artifact.artifactId ?? this.ids.next());
+    const chunk = artifactOf(p.artifact, p.artifact.artifactId ?? this.state.ids.next());
     const append = p.append ?? false;
-    const existing = this.store.artifact(head.taskId, chunk.artifactId);
+    const existing = this.state.store.artifact(head.taskId, chunk.artifactId);
     const stored = append && existing !== undefined ? appended(existing, chunk) : chunk;
-    this.store.putArtifact(head.taskId, stored, existing !== undefined, at);
+    this.state.store.putArtifact(head.taskId, stored, existing !== undefined, at);
     const current: TaskHead = { ...head, updatedAt: at };
-    this.store.writeHead(current);
+    this.state.store.writeHead(current);
     this.events.notify(scope, counterpart(current, role), current, {
       kind: 'artifact-update',
       taskId: head.taskId,
@@ -209,7 +195,7 @@ export class TaskCalls {
     if (!check.ok) throw moveRefusal(check);
     const status: TaskStatus = { state: 'canceled', timestamp: this.state.now() };
     const current = this.state.moveTask(scope, head, move, status);
-    this.store.writeHead(current);
+    this.state.store.writeHead(current);
     const other = counterpart(current, role);
     this.events.notify(scope, other, current, statusEvent(current, true));
     this.events.push(scope, other, current, status);
@@ -228,7 +214,7 @@ export class TaskCalls {
   ): MethodResult<'a2a.tasks.pushNotificationConfig.set'> {
     const caller = this.state.caller(p.token);
     const { head } = this.state.partyTask(caller, p.id);
-    this.store.setPushConfig(head.taskId, p.config, caller.party, this.state.now());
+    this.state.store.setPushConfig(head.taskId, p.config, caller.party, this.state.now());
     return { config: p.config };
   }
 
@@ -240,7 +226,7 @@ export class TaskCalls {
   ): Message {
     const message: Message = {
       kind: 'message',
-      messageId: m.messageId ?? this.ids.next(),
+      messageId: m.messageId ?? this.state.ids.next(),
       role: role === 'requester' ? 'user' : 'agent',
       from: caller.party.name,
       taskId: head.taskId,
@@ -258,11 +244,14 @@ export class TaskCalls {
     caller.actor.send({ type: 'SEND' });
     // The row is written once per transaction, with the count memory holds at its end.
     scope.beforeCommit(caller, () =>
-      this.store.setAgentSends(caller.agentId, caller.actor.getSnapshot().context.sends),
+      this.state.store.setAgentSends(caller.agentId, caller.actor.getSnapshot().context.sends),
     );
     scope.onUndo(() => {
       caller.actor.stop();
-      caller.actor = startAgentActor({ input: { agentId: caller.agentId, sends: before }, inspect: this.inspect });
+      caller.actor = startAgentActor({
+        input: { agentId: caller.agentId, sends: before },
+        inspect: this.state.inspect,
+      });
     });
   }
 
