@@ -1,6 +1,7 @@
 import {
   type Context,
   OFF_SPAN,
+  ROOT_CONTEXT,
   type Span,
   SpanKind,
   contextWith,
@@ -15,7 +16,7 @@ import {
  * work returns. The code inside reads the same with tracing on or off: with
  * no tracer provider registered nothing is made (the span is `OFF_SPAN`, the
  * context is the parent, no attribute object is built when the attributes
- * are given as a function).
+ * are given as a function, and the work's promise is handed back untouched).
  *
  * Nothing but this module (and `tracing.ts` beneath it) sets an attribute on
  * a span.
@@ -108,16 +109,38 @@ class Untraced implements TracedSpan {
   endWithError(): void {}
 }
 
+/** The untraced span under the root context: the one every span of the off path is (nothing is made). */
+const UNTRACED_ROOT: TracedSpan = new Untraced(ROOT_CONTEXT);
+
 /**
  * Starts a span under `parent` for work whose end is not one call's (a span
  * ended by another callback): the caller ends it with `end` or `endWithError`.
  */
 export function openSpan(name: string, parent: Context, start: SpanStart = {}): TracedSpan {
   const span = startSpan(name, parent, start.kind ?? SpanKind.INTERNAL);
-  if (span === OFF_SPAN) return new Untraced(parent);
+  if (span === OFF_SPAN) return parent === ROOT_CONTEXT ? UNTRACED_ROOT : new Untraced(parent);
   const traced = new Traced(span, parent);
   if (start.attributes !== undefined) traced.annotate(start.attributes);
   return traced;
+}
+
+/**
+ * Starts a span under `parent` with its attributes and hands back the span
+ * itself, for a caller that keeps it as a `Span` (`OFF_SPAN` while tracing is
+ * off: nothing is made, the attribute function is not called).
+ */
+export function startSpanWith(name: string, parent: Context, start: SpanStart = {}): Span {
+  const span = startSpan(name, parent, start.kind ?? SpanKind.INTERNAL);
+  if (start.attributes !== undefined) annotateSpan(span, start.attributes);
+  return span;
+}
+
+/**
+ * Whether a traced span is one of the off path's (no span behind it): work
+ * under it needs no settling, its promise is handed back as it is.
+ */
+function untraced(span: TracedSpan): boolean {
+  return span instanceof Untraced;
 }
 
 function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
@@ -131,6 +154,7 @@ function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
  */
 export function withSpan<T>(name: string, parent: Context, start: SpanStart, work: (span: TracedSpan) => T): T {
   const span = openSpan(name, parent, start);
+  if (untraced(span)) return work(span);
   let result: T;
   try {
     result = work(span);

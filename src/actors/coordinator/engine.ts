@@ -25,23 +25,10 @@ import type { ResultEnvelope } from '../../protocol/work-envelope.js';
 import type { WorkflowDefinition } from '../../protocol/workflow.js';
 import type { WorkflowRegistry } from '../../workflow/definition.js';
 import type { HopRecord, ItemBudget, ItemChanges, ItemRecord, OutboxRow } from '../../workflow/records.js';
-import type { GovernanceDecision, HopContext } from '../../workflow/governance.js';
-import {
-  ATTR,
-  type Context,
-  OFF_SPAN,
-  ROOT_CONTEXT,
-  SPAN,
-  type Span,
-  SpanKind,
-  contextWith,
-  endSpanWithError,
-  startSpan,
-  tracer,
-  tracingOn,
-} from '../../telemetry/tracing.js';
+import type { Context } from '../../telemetry/tracing.js';
 import type { ActorInspector } from '../inspection.js';
 import { runDeadline } from '../../machines/workflow-run-transitions.js';
+import { DecisionSpans } from './decision-spans.js';
 import type { CoordinatorGovernance } from './policies.js';
 import { CoordinatorError, type ItemEvent, type ItemStatus, statusOf } from './types.js';
 
@@ -71,16 +58,6 @@ export interface Step {
   /** The context of the decision's span: what the step's publishes continue (the root context when tracing is off). */
   trace: Context;
 }
-
-/** The span names of the decisions' inputs. */
-const INPUT_NAMES: Record<CoordinatorInput['kind'], string> = {
-  create: 'create',
-  result: 'result',
-  approve: 'approval',
-  deny: 'denial',
-  cancel: 'cancel',
-  timer: 'timer',
-};
 
 /** What a timed commit did. */
 export type TimedStep = 'create' | 'result' | 'decision';
@@ -121,13 +98,8 @@ export class CoordinatorEngine {
   readonly #ids: IdSource;
   readonly #log: Logger;
   readonly #inspect: ActorInspector | undefined;
-  readonly #traces: { of(itemId: string): Context } | undefined;
-  /** The decision being made now: its span (started on demand for a timer) and what it continues. */
-  #deciding: { span: Span; parent: Context; startedAt: number } = {
-    span: OFF_SPAN,
-    parent: ROOT_CONTEXT,
-    startedAt: 0,
-  };
+  /** The decisions' spans, told what decide-and-commit does. */
+  readonly #spans: DecisionSpans;
   /** The live items: what the decisions start from. */
   readonly #live = new Map<string, ItemView>();
   /** With an inspector: one live actor per run, fed the events the run took once committed. */
@@ -164,7 +136,7 @@ export class CoordinatorEngine {
     this.#ids = options.ids;
     this.#log = options.logger;
     this.#inspect = options.inspect;
-    this.#traces = options.traces;
+    this.#spans = new DecisionSpans(options.traces);
   }
 
   get liveRuns(): number {
@@ -444,32 +416,26 @@ export class CoordinatorEngine {
     const start = process.hrtime.bigint();
     const overlay = new Map<string, ItemView | undefined>();
     const decisions: Decision[] = [];
-    const tracing = tracingOn();
-    const spans: Span[] | undefined = tracing ? [] : undefined;
-    const contexts: Context[] | undefined = tracing ? [] : undefined;
+    const spans = this.#spans;
+    spans.begin();
     for (const { view, input, trace } of inputs) {
       const id = idOf(view, input);
       const current = id !== undefined && overlay.has(id) ? overlay.get(id) : view;
-      if (spans !== undefined)
-        this.#beginDecision(input, trace ?? (id === undefined ? ROOT_CONTEXT : this.#traceOf(id)));
+      spans.deciding(input, id, trace);
       let decision: Decision;
       try {
         decision = decide(current, input, this.#env());
       } catch (error) {
-        if (spans !== undefined) this.#failDecisions(spans, error);
+        spans.failed(error);
         throw error;
       }
-      if (spans !== undefined && contexts !== undefined) {
-        // One span per policy of each cascade the decision ran, under its span.
-        for (const g of decision.governed) this.#traceGovernance(g.ctx, g.decision);
-        const parent = this.#deciding.parent;
-        const span = this.#endDecision(input, id, decision);
-        spans.push(span);
-        contexts.push(contextWith(parent, span));
-      }
+      // One span per policy of each cascade the decision ran, under the decision's span.
+      for (const g of decision.governed) spans.governed(g.ctx, g.decision);
+      spans.decided(input, id, decision);
       if (decision.refusal !== undefined) {
-        if (spans !== undefined) this.#failDecisions(spans, new CoordinatorError(decision.refusal.code, ''));
-        throw new CoordinatorError(decision.refusal.code, decision.refusal.message);
+        const refusal = new CoordinatorError(decision.refusal.code, decision.refusal.message);
+        spans.failed(refusal);
+        throw refusal;
       }
       for (const r of decision.refused) {
         this.#log.warn({ itemId: id, event: r.event, refusal: r }, 'the run refused an event');
@@ -496,7 +462,7 @@ export class CoordinatorEngine {
         committed = (await pending).outbox;
       } catch (error) {
         this.#published.unshift(...deleting);
-        if (spans !== undefined) this.#failDecisions(spans, error);
+        spans.failed(error);
         throw error;
       }
     } else if (what === 'result') {
@@ -505,7 +471,7 @@ export class CoordinatorEngine {
       try {
         await this.#store.checkFence?.();
       } catch (error) {
-        if (spans !== undefined) this.#failDecisions(spans, error);
+        spans.failed(error);
         throw error;
       }
     }
@@ -513,15 +479,7 @@ export class CoordinatorEngine {
     // Committed: memory takes the new states.
     let c = 0;
     const out = decisions.map((d, i) => {
-      const span = spans?.[i] ?? OFF_SPAN;
-      span.end();
-      const step: Step = {
-        events: d.events,
-        items: new Map(),
-        outbox: [],
-        rows: [],
-        trace: contexts?.[i] ?? ROOT_CONTEXT,
-      };
+      const step: Step = { events: d.events, items: new Map(), outbox: [], rows: [], trace: spans.committed(i) };
       if (d.changes !== null) {
         step.outbox = committed[c++] ?? [];
         const taken = this.#withItemTask(d);
@@ -556,76 +514,6 @@ export class CoordinatorEngine {
     const taskId = this.#live.get(view.item.id)?.item.taskId ?? null;
     if (taskId === null) return d;
     return { ...d, view: { ...view, item: { ...view.item, taskId } } };
-  }
-
-  #traceOf(itemId: string): Context {
-    return this.#traces === undefined ? ROOT_CONTEXT : this.#traces.of(itemId);
-  }
-
-  /** Starts the span of the decision about to be made (a timer's only once it changes something). */
-  #beginDecision(input: CoordinatorInput, parent: Context): void {
-    const span = input.kind === 'timer' ? OFF_SPAN : startSpan(SPAN.decision, parent);
-    this.#deciding = { span, parent, startedAt: Date.now() };
-  }
-
-  /** The decision's span, started now if it was deferred (a timer's) and `needed`. */
-  #decisionSpan(needed: boolean): Span {
-    const d = this.#deciding;
-    if (d.span === OFF_SPAN && needed) {
-      d.span = tracer.startSpan(SPAN.decision, { kind: SpanKind.INTERNAL, startTime: d.startedAt }, d.parent);
-    }
-    return d.span;
-  }
-
-  /** Sets the decision's attributes; its span ends after the commit. */
-  #endDecision(input: CoordinatorInput, itemId: string | undefined, decision: Decision): Span {
-    const changed = decision.changes !== null || decision.events.length > 0;
-    const span = this.#decisionSpan(input.kind !== 'timer' || changed);
-    this.#deciding = { span: OFF_SPAN, parent: ROOT_CONTEXT, startedAt: 0 };
-    if (span.isRecording()) {
-      span.setAttribute(ATTR.decisionInput, INPUT_NAMES[input.kind]);
-      if (itemId !== undefined) span.setAttribute(ATTR.itemId, itemId);
-      const item = decision.view?.item;
-      if (item !== undefined) {
-        if (item.stage !== null) span.setAttribute(ATTR.stage, item.stage);
-        span.setAttribute(ATTR.itemState, item.state);
-      }
-      if (input.kind === 'result') {
-        span.setAttribute(ATTR.resultHandling, decision.handling);
-        span.setAttribute(ATTR.role, input.result.role);
-        span.setAttribute(ATTR.hop, input.result.headers.hop);
-      }
-      if (decision.refusal !== undefined) span.setAttribute(ATTR.errorCode, decision.refusal.code);
-    }
-    return span;
-  }
-
-  #failDecisions(spans: Span[], error: unknown): void {
-    const open = this.#deciding.span;
-    this.#deciding = { span: OFF_SPAN, parent: ROOT_CONTEXT, startedAt: 0 };
-    if (open !== OFF_SPAN && !spans.includes(open)) spans.push(open);
-    for (const span of spans.splice(0)) endSpanWithError(span, error);
-  }
-
-  /** One span per policy of a governance cascade, under the decision's span. */
-  #traceGovernance(ctx: HopContext, decision: GovernanceDecision): void {
-    const parentSpan = this.#decisionSpan(true);
-    if (parentSpan === OFF_SPAN) return;
-    if (parentSpan.isRecording()) parentSpan.setAttribute(ATTR.governanceDecision, decision.decision);
-    const parent = contextWith(this.#deciding.parent, parentSpan);
-    for (const verdict of decision.verdicts) {
-      const span = startSpan(SPAN.governance, parent);
-      if (span.isRecording()) {
-        span.setAttribute(ATTR.policy, verdict.policy);
-        span.setAttribute(ATTR.verdict, verdict.decision);
-        span.setAttribute(ATTR.itemId, ctx.itemId);
-        span.setAttribute(ATTR.stage, ctx.stage);
-        span.setAttribute(ATTR.role, ctx.role);
-        span.setAttribute(ATTR.hop, ctx.hop);
-        span.setAttribute(ATTR.attempt, ctx.attempt);
-      }
-      span.end();
-    }
   }
 
   /** Takes a committed decision's state into memory (an ended item leaves it) and shows it to the inspector. */

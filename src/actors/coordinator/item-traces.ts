@@ -1,14 +1,6 @@
 import type { TraceFields } from '../../protocol/work-envelope.js';
-import {
-  ATTR,
-  type Context,
-  ROOT_CONTEXT,
-  SPAN,
-  type Span,
-  contextOf,
-  startSpan,
-  tracingOn,
-} from '../../telemetry/tracing.js';
+import { ATTR, type Context, ROOT_CONTEXT, SPAN, type Span, contextOf, tracingOn } from '../../telemetry/tracing.js';
+import { startSpanWith } from '../../telemetry/with-span.js';
 
 /**
  * Each work item's trace: its root span is started at `createWorkItem`, and
@@ -53,13 +45,13 @@ export class ItemTraces {
 
   /** Starts an item's root span (ended by the caller once the item is created). */
   begin(itemId: string, workflow: { id: string; version: number }): Span {
-    const span = startSpan(SPAN.item, ROOT_CONTEXT);
-    if (span.isRecording()) {
-      span.setAttribute(ATTR.itemId, itemId);
-      span.setAttribute(ATTR.workflowId, workflow.id);
-      span.setAttribute(ATTR.workflowVersion, workflow.version);
-    }
-    return span;
+    return startSpanWith(SPAN.item, ROOT_CONTEXT, {
+      attributes: () => ({
+        [ATTR.itemId]: itemId,
+        [ATTR.workflowId]: workflow.id,
+        [ATTR.workflowVersion]: workflow.version,
+      }),
+    });
   }
 
   /** Holds the item's context (its root span's) and keeps its trace fields in the item's row. */

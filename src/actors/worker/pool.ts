@@ -1,50 +1,15 @@
 import { BehaviorSubject, type Observable, distinctUntilChanged } from 'rxjs';
 import { type Actor, createActor, fromCallback } from 'xstate';
-import type { WorkQueue } from '../../bus/work-queue.js';
-import { type Logger, silentLogger } from '../../log/logger.js';
 import {
   type PoolDeployment,
   type PoolMachine,
   type PoolWorkerInput,
-  checkDeployment,
   createPoolMachine,
 } from '../../machines/pool-machine.js';
-import type { ContextStore } from '../../persistence/context/sqlite-store.js';
-import type { ActorInspector } from '../inspection.js';
-import { type WorkHandler, type Worker, WorkerError, createWorker } from './worker.js';
+import { type PoolOptions, checkedDeployment, poolSettings } from './pool-options.js';
+import { type Worker, createWorker } from './worker.js';
 
-/**
- * A role's pool: a supervisor actor (the pool machine) that watches the
- * role's queue and starts worker actors when it has work, and stops them
- * after `idleTimeoutMs` of idleness down to `minReplicas`. `minReplicas: 0`
- * is scale-to-zero; any other value keeps a warm pool. The code path is the
- * same either way, and `configure` flips it at run time.
- */
-export interface PoolOptions {
-  role: string;
-  handler: WorkHandler;
-  bus: WorkQueue;
-  contextStore: ContextStore;
-  deployment: PoolDeployment;
-  /** How often the supervisor looks at the queue and its workers (default 50 ms). */
-  observeIntervalMs?: number;
-  visibilityTimeoutMs?: number;
-  heartbeatIntervalMs?: number;
-  /** How long a worker's consume waits before it loops (default 200 ms). */
-  pollWaitMs?: number;
-  resultsRole?: string;
-  /** Grace given to a stopping worker's in-flight hops (default: its visibility timeout). */
-  stopGraceMs?: number;
-  logger?: Logger;
-  /** An inspector (`--inspect`) for the supervisor actor (a root actor); none by default. */
-  inspect?: ActorInspector;
-  /**
-   * The bus consumer name of a worker the pool starts, from its id in the pool
-   * (`<role>#<n>`; the default name). Processes sharing a bus give their
-   * workers names no other process uses (`switchboard worker` adds its pid).
-   */
-  consumerName?: (workerId: string) => string;
-}
+export type { PoolOptions } from './pool-options.js';
 
 /** A running pool of one role: its replica count and deployment, which `configure` changes at run time. */
 export interface Pool {
@@ -67,33 +32,25 @@ export interface Pool {
   stop(): Promise<void>;
 }
 
-/** A deployment that makes no pool: `WorkerError` `POOL_INVALID_DEPLOYMENT`, `details.problems`. */
-function invalidDeployment(problems: { field: string; message: string }[]): WorkerError {
-  return new WorkerError(
-    'POOL_INVALID_DEPLOYMENT',
-    `invalid pool deployment: ${problems.map((p) => p.message).join('; ')}`,
-    { details: { problems } },
-  );
-}
-
-function checked(deployment: PoolDeployment): PoolDeployment {
-  const problems = checkDeployment(deployment);
-  if (problems.length > 0) throw invalidDeployment(problems);
-  return { ...deployment };
-}
-
-/** Starts the pool of one role: a supervisor that scales its workers between the deployment's bounds. */
-export function createPool(options: PoolOptions): Pool {
-  const deployment = checked(options.deployment);
+/**
+ * Starts the pool of one role: a supervisor actor (the pool machine) that
+ * watches the role's queue and starts worker actors when it has work, and
+ * stops them after `idleTimeoutMs` of idleness down to `minReplicas`.
+ * `minReplicas: 0` is scale-to-zero; any other value keeps a warm pool. The
+ * code path is the same either way, and `configure` flips it at run time.
+ */
+export function createPool(poolOptions: PoolOptions): Pool {
+  const options = poolSettings(poolOptions);
+  const deployment = options.deployment;
   // Every line of the pool carries the role, as its workers' lines do; `pool` marks the supervisor's own.
-  const log = (options.logger ?? silentLogger()).child({ role: options.role, pool: options.role });
+  const log = options.log.child({ role: options.role, pool: options.role });
   const workers = new Map<string, Worker>();
   const stopping = new Set<Promise<void>>();
   /** Workers told to stop whose hops may still settle; then their count moves to `settledByStopped`. */
   const draining = new Set<Worker>();
   let settledByStopped = 0;
   const workerLogic = fromCallback<{ type: string }, PoolWorkerInput>(({ input }) => {
-    const consumer = options.consumerName?.(input.workerId) ?? input.workerId;
+    const consumer = options.consumerName(input.workerId);
     const worker = createWorker({
       role: input.role,
       handler: options.handler,
@@ -101,7 +58,7 @@ export function createPool(options: PoolOptions): Pool {
       contextStore: options.contextStore,
       concurrency: input.concurrency,
       consumer,
-      pollWaitMs: options.pollWaitMs ?? 200,
+      pollWaitMs: options.pollWaitMs,
       ...(options.visibilityTimeoutMs === undefined ? {} : { visibilityTimeoutMs: options.visibilityTimeoutMs }),
       ...(options.heartbeatIntervalMs === undefined ? {} : { heartbeatIntervalMs: options.heartbeatIntervalMs }),
       ...(options.resultsRole === undefined ? {} : { resultsRole: options.resultsRole }),
@@ -152,7 +109,7 @@ export function createPool(options: PoolOptions): Pool {
       observing = false;
     }
   };
-  const timer = setInterval(() => void observe(), options.observeIntervalMs ?? 50);
+  const timer = setInterval(() => void observe(), options.observeIntervalMs);
   void observe();
 
   return {
@@ -178,7 +135,7 @@ export function createPool(options: PoolOptions): Pool {
     },
     actor,
     configure(next: PoolDeployment) {
-      actor.send({ type: 'CONFIGURE', deployment: checked(next) });
+      actor.send({ type: 'CONFIGURE', deployment: checkedDeployment(next) });
       void observe();
     },
     async stop() {

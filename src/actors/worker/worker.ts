@@ -1,54 +1,46 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { type ReplyInfo, replyInfo } from '../../bus/reply-routing.js';
+import { replyInfo } from '../../bus/reply-routing.js';
 import { BusError, type Delivery, type WorkQueue } from '../../bus/work-queue.js';
 import { hopLogFields } from '../../log/log-fields.js';
-import { type Logger, silentLogger } from '../../log/logger.js';
+import type { Logger } from '../../log/logger.js';
 import {
-  type Checkpoint,
   type CompletionRecord,
   type ContextStore,
   ContextStoreError,
   type PendingPublish,
-  type WorkItemContext,
 } from '../../persistence/context/sqlite-store.js';
 import type { SqliteDatabase } from '../../persistence/kernel/database.js';
 import { MAX_ID_CHARS } from '../../protocol/bounds.js';
-import {
-  ERROR_CODES,
-  type ErrorCodeOf,
-  SwitchboardError,
-  type SwitchboardErrorOptions,
-} from '../../protocol/switchboard-error.js';
 import type { Part } from '../../protocol/parts.js';
 import type { Artifact } from '../../protocol/task.js';
 import {
   BusEnvelopeSchema,
-  RESULTS_ROLE,
   RoleSchema,
   type ResultEnvelope,
   type Usage,
-  type WorkEnvelope,
   type WorkError,
   type TraceFields,
   type WorkHeaders,
-  type WorkMessage,
 } from '../../protocol/work-envelope.js';
 import { type SwitchboardMetrics, switchboardMetrics } from '../../telemetry/metrics.js';
-import {
-  ATTR,
-  type Context,
-  OFF_SPAN,
-  ROOT_CONTEXT,
-  SPAN,
-  type Span,
-  SpanKind,
-  contextOf,
-  contextWith,
-  endSpanWithError,
-  markSpanFailed,
-  startSpan,
-  traceFieldsOf,
-} from '../../telemetry/tracing.js';
+import { NonRetryableError, WorkerError } from './errors.js';
+import type { Effects, HandlerResult, HopResume, Suspension, WorkHandler } from './handler.js';
+import { HopSpans } from './hop-spans.js';
+import { type WorkerOptions, type WorkerSettings, workerSettings } from './worker-options.js';
+
+export { NonRetryableError, WORKER_ERROR_CODES, WorkerError, type WorkerErrorCode } from './errors.js';
+export {
+  type Completion,
+  type Effects,
+  type HandlerResult,
+  type HopInput,
+  type HopResume,
+  type Suspension,
+  type WorkHandler,
+  complete,
+  suspend,
+} from './handler.js';
+export type { WorkerOptions } from './worker-options.js';
 
 /**
  * The worker harness: a stateless consumer of one role's queue. For each
@@ -66,132 +58,6 @@ import {
  * through `effects`, keyed by the hop, so a re-run hop does not apply them
  * twice.
  */
-
-export interface Completion {
-  kind: 'complete';
-  parts?: Part[];
-  artifacts?: Artifact[];
-  usage?: Usage;
-  /** Updates of the work item's memory: a key set to `null` is deleted. */
-  memory?: Record<string, unknown>;
-  metadata?: Record<string, unknown>;
-}
-
-/** A handler's suspension: the question to ask another role and the state to resume with when its reply comes. */
-export interface Suspension {
-  kind: 'suspend';
-  ask: { role: string; message: WorkMessage };
-  /** What the handler needs back when the reply comes: JSON. */
-  state: unknown;
-  usage?: Usage;
-  memory?: Record<string, unknown>;
-}
-
-/** What a handler returns: a completion (with or without `kind`) or a suspension. */
-export type HandlerResult = Completion | Suspension | Omit<Completion, 'kind'>;
-
-/** Builds a handler's completion (`kind: 'complete'`) from its output, usage and memory updates. */
-export function complete(result: Omit<Completion, 'kind'> = {}): Completion {
-  return { kind: 'complete', ...result };
-}
-
-/** Builds a handler's suspension (`kind: 'suspend'`): the question to ask and the state to resume with. */
-export function suspend(suspension: Omit<Suspension, 'kind'>): Suspension {
-  return { kind: 'suspend', ...suspension };
-}
-
-/** Thrown by a handler (or any error with `retryable: false`): the hop is dead-lettered without retries. */
-export class NonRetryableError extends SwitchboardError {
-  declare readonly code: ErrorCodeOf<'NonRetryableError'>;
-  readonly retryable = false as const;
-  readonly type: string;
-  constructor(message: string, options: { type?: string; details?: Record<string, unknown>; cause?: unknown } = {}) {
-    super('WORKER_NON_RETRYABLE', message, options);
-    this.type = options.type ?? 'NonRetryableError';
-  }
-}
-
-/** Every code a `WorkerError` carries. */
-export const WORKER_ERROR_CODES = ERROR_CODES.WorkerError;
-/** One code a `WorkerError` carries (one of `WORKER_ERROR_CODES`). */
-export type WorkerErrorCode = ErrorCodeOf<'WorkerError'>;
-
-/** A refused worker or pool call, a hop's lost lease or stop, or a handler that cannot be loaded. */
-export class WorkerError extends SwitchboardError {
-  declare readonly code: WorkerErrorCode;
-  constructor(code: WorkerErrorCode, message: string, options: SwitchboardErrorOptions = {}) {
-    super(code, message, options);
-  }
-}
-
-/** Side effects applied once per hop, whatever the redeliveries. */
-export interface Effects {
-  /**
-   * Runs `fn` unless an effect of this key already completed for this hop, in
-   * which case its recorded value is returned. A crash between `fn` and its
-   * record re-runs it: give external systems `effects.key(key)` as their own
-   * idempotency key.
-   */
-  once<T>(key: string, fn: () => T | Promise<T>): Promise<T>;
-  /**
-   * Exactly once: `fn` writes to the Context Engine's own database, inside the
-   * transaction that records the effect. Needs a store with `applyOnce`.
-   */
-  atomic<T>(key: string, fn: (db: SqliteDatabase) => T): T;
-  /** A stable key for this hop's effect `key`: pass it to external services. */
-  key(key: string): string;
-}
-
-/** What a resumed hop's handler gets back: its saved state, the reply, who answered, and its checkpoint. */
-export interface HopResume {
-  state: unknown;
-  reply: WorkMessage;
-  /** Who answered and how (`failed` when the query was dead-lettered). */
-  from: ReplyInfo | undefined;
-  checkpoint: Checkpoint;
-}
-
-/** What a handler receives for one hop: the role, the envelope, the item's context, effects and an abort signal. */
-export interface HopInput {
-  role: string;
-  envelope: WorkEnvelope;
-  /** The hop's headers (on a resume: the headers of the hop that suspended). */
-  headers: WorkHeaders;
-  message: WorkMessage;
-  context: WorkItemContext;
-  /** Present when this call resumes a suspended hop. */
-  resume: HopResume | undefined;
-  effects: Effects;
-  delivery: { id: string; deliveries: number };
-  /** Aborted when the lease is lost or the worker stops without waiting. */
-  signal: AbortSignal;
-}
-
-/** A role's handler: runs one hop and completes or suspends it; a throw fails the attempt (retried per the retry policy). */
-export type WorkHandler = (hop: HopInput) => HandlerResult | Promise<HandlerResult>;
-
-/** Options of `createWorker`: the role, its handler, the bus and Context Engine, concurrency and lease timings. */
-export interface WorkerOptions {
-  role: string;
-  handler: WorkHandler;
-  bus: WorkQueue;
-  contextStore: ContextStore;
-  /** Hops run at once (default 1). */
-  concurrency?: number;
-  /** Lease per delivery (default 30 s), renewed by heartbeats while the handler runs. */
-  visibilityTimeoutMs?: number;
-  /** Default a third of the visibility timeout. */
-  heartbeatIntervalMs?: number;
-  /** The consumer name on the bus (default `<role>-<random>`). */
-  consumer?: string;
-  /** Where results go unless a hop names another (default `$results`). */
-  resultsRole?: string;
-  /** How long one consume waits for work before looping (default 1000 ms). */
-  pollWaitMs?: number;
-  logger?: Logger;
-  /** Starts consuming at once (default true). */
-  autoStart?: boolean;
-}
 
 /** Options of `Worker.stop`: how long in-flight hops may still run. */
 export interface StopOptions {
@@ -249,9 +115,8 @@ function isSuspension(result: HandlerResult): result is Suspension {
 class InFlightHop {
   readonly controller = new AbortController();
   released = false;
-  /** The hop's consume span, and the context its handle and result spans continue. */
-  span: Span = OFF_SPAN;
-  trace: Context = ROOT_CONTEXT;
+  /** The hop's spans (begun when its processing starts). */
+  spans: HopSpans = HopSpans.OFF;
   constructor(readonly delivery: Delivery) {}
 }
 
@@ -277,29 +142,18 @@ class HarnessWorker implements Worker {
   private settledCount = 0;
   private slotFreed: (() => void) | undefined;
 
-  constructor(options: WorkerOptions) {
-    const invalid = (message: string) => new WorkerError('WORKER_INVALID_OPTIONS', message);
-    if (!RoleSchema.safeParse(options.role).success) throw invalid(`invalid role: ${String(options.role)}`);
-    if (typeof options.handler !== 'function') throw invalid('handler must be a function');
-    this.role = options.role;
-    this.bus = options.bus;
-    this.store = options.contextStore;
-    this.handler = options.handler;
-    this.concurrency = options.concurrency ?? 1;
-    if (!Number.isInteger(this.concurrency) || this.concurrency < 1)
-      throw invalid('concurrency must be an integer >= 1');
-    this.visibilityTimeoutMs = options.visibilityTimeoutMs ?? 30_000;
-    if (!Number.isInteger(this.visibilityTimeoutMs) || this.visibilityTimeoutMs < 1) {
-      throw invalid('visibilityTimeoutMs must be an integer >= 1');
-    }
-    this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? Math.max(10, Math.floor(this.visibilityTimeoutMs / 3));
-    if (!(this.heartbeatIntervalMs > 0)) throw invalid('heartbeatIntervalMs must be > 0');
-    this.resultsRole = options.resultsRole ?? RESULTS_ROLE;
-    if (!RoleSchema.safeParse(this.resultsRole).success) throw invalid(`invalid resultsRole: ${this.resultsRole}`);
-    this.pollWaitMs = options.pollWaitMs ?? 1000;
-    if (!(this.pollWaitMs >= 0)) throw invalid('pollWaitMs must be >= 0');
-    this.id = options.consumer ?? `${options.role}-${randomUUID().slice(0, 8)}`;
-    this.log = (options.logger ?? silentLogger()).child({ worker: this.id, role: this.role });
+  constructor(settings: WorkerSettings) {
+    this.role = settings.role;
+    this.bus = settings.bus;
+    this.store = settings.contextStore;
+    this.handler = settings.handler;
+    this.concurrency = settings.concurrency;
+    this.visibilityTimeoutMs = settings.visibilityTimeoutMs;
+    this.heartbeatIntervalMs = settings.heartbeatIntervalMs;
+    this.resultsRole = settings.resultsRole;
+    this.pollWaitMs = settings.pollWaitMs;
+    this.id = settings.consumer;
+    this.log = settings.logger.child({ worker: this.id, role: this.role });
   }
 
   get inFlight(): number {
@@ -421,39 +275,18 @@ class HarnessWorker implements Worker {
 
   private async process(hop: InFlightHop): Promise<void> {
     this.metrics.deliveries.add(1, this.metrics.role(this.role));
-    this.beginConsume(hop);
+    hop.spans = HopSpans.consume(this.role, hop.delivery);
     const stopHeartbeat = this.startHeartbeat(hop);
     try {
       await this.run(hop);
     } catch (error) {
       if (hop.released) return;
-      if (hop.span.isRecording()) hop.span.setAttribute(ATTR.outcome, 'failed');
-      markSpanFailed(hop.span, error);
+      hop.spans.failed(error);
       await this.fail(hop, error);
     } finally {
       stopHeartbeat();
-      hop.span.end();
+      hop.spans.end();
     }
-  }
-
-  /** The hop's consume span: it continues the trace its envelope carries (the Coordinator's publish span). */
-  private beginConsume(hop: InFlightHop): void {
-    const { envelope } = hop.delivery;
-    const headers = envelope.kind === 'work' ? envelope.headers : undefined;
-    const parent = contextOf(headers?.trace);
-    const span = startSpan(SPAN.consume, parent, SpanKind.CONSUMER);
-    if (span.isRecording()) {
-      span.setAttribute(ATTR.role, this.role);
-      span.setAttribute(ATTR.deliveries, hop.delivery.deliveries);
-      if (headers !== undefined) {
-        span.setAttribute(ATTR.itemId, headers.runId);
-        span.setAttribute(ATTR.taskId, headers.taskId);
-        span.setAttribute(ATTR.hop, headers.hop);
-        span.setAttribute(ATTR.attempt, headers.attempt);
-      }
-    }
-    hop.span = span;
-    hop.trace = contextWith(parent, span);
   }
 
   private async run(hop: InFlightHop): Promise<void> {
@@ -473,7 +306,7 @@ class HarnessWorker implements Worker {
     const done = await this.store.completion(headers.idempotencyKey);
     if (done !== undefined) {
       this.hopLog(delivery).info('hop already completed: re-publishing its results');
-      if (hop.span.isRecording()) hop.span.setAttribute(ATTR.outcome, 'replayed');
+      hop.spans.outcome('replayed');
       await this.publishAll(done.publishes);
       await this.settle(hop);
       return;
@@ -500,14 +333,8 @@ class HarnessWorker implements Worker {
     }
     const scope = hopHeaders.idempotencyKey;
     const context = await hydrating;
-    const handling = startSpan(SPAN.handle, hop.trace);
-    if (handling.isRecording()) {
-      handling.setAttribute(ATTR.role, this.role);
-      handling.setAttribute(ATTR.hop, hopHeaders.hop);
-    }
-    let result: HandlerResult;
-    try {
-      result = await this.handler({
+    const result = await hop.spans.handling(hopHeaders.hop, async () =>
+      this.handler({
         role: this.role,
         envelope,
         headers: hopHeaders,
@@ -517,28 +344,14 @@ class HarnessWorker implements Worker {
         effects: this.effectsFor(scope),
         delivery: { id: delivery.id, deliveries: delivery.deliveries },
         signal: hop.controller.signal,
-      });
-    } catch (error) {
-      endSpanWithError(handling, error);
-      throw error;
-    }
-    handling.end();
-    const publishing = startSpan(SPAN.result, hop.trace, SpanKind.PRODUCER);
-    try {
-      const trace = traceFieldsOf(contextWith(hop.trace, publishing));
-      const record = this.completionRecord(headers, hopHeaders, result, resume, trace);
-      if (publishing.isRecording()) {
-        publishing.setAttribute(ATTR.role, this.role);
-        publishing.setAttribute(ATTR.outcome, record.outcome);
-      }
-      if (hop.span.isRecording()) hop.span.setAttribute(ATTR.outcome, record.outcome);
+      }),
+    );
+    await hop.spans.publishing(async (published) => {
+      const record = this.completionRecord(headers, hopHeaders, result, resume, published.fields);
+      published.outcome(record.outcome);
       const { completion } = await this.store.complete(record);
       await this.publishAll(completion.publishes);
-    } catch (error) {
-      endSpanWithError(publishing, error);
-      throw error;
-    }
-    publishing.end();
+    });
     await this.settle(hop);
   }
 
@@ -684,7 +497,8 @@ class HarnessWorker implements Worker {
 
 /** Creates a worker for one role; it starts consuming at once unless `autoStart: false`. */
 export function createWorker(options: WorkerOptions): Worker {
-  const worker = new HarnessWorker(options);
-  if (options.autoStart !== false) worker.start();
+  const settings = workerSettings(options);
+  const worker = new HarnessWorker(settings);
+  if (settings.autoStart) worker.start();
   return worker;
 }

@@ -1,0 +1,129 @@
+import type { AgentCard } from '../../protocol/agent.js';
+import { invalidParams } from '../../protocol/broker-error.js';
+import type { MethodParams, MethodResult } from '../../protocol/methods.js';
+import type { TaskStatus } from '../../protocol/task.js';
+import { type Party, agentCard } from '../../persistence/a2a/store.js';
+import { AgentOutbox } from './agent-outbox.js';
+import { startAgentActor } from './agents.js';
+import type { BrokerState } from './broker-state.js';
+import type { CallScope } from './commit-queue.js';
+import { type EventRouter, statusEvent } from './event-routing.js';
+import { type Registration, foldedPartyKey } from './registry.js';
+
+/**
+ * The registration calls: an agent registers (a token, its card and actor),
+ * deregisters (its open tasks end: the worker's fail, the requester's are
+ * canceled) or its connection ends (its tasks kept). Each change is undone
+ * when its call is refused.
+ */
+export class AgentCalls {
+  constructor(
+    private readonly state: BrokerState,
+    private readonly events: EventRouter,
+  ) {}
+
+  register(p: MethodParams<'a2a.agents.register'>, scope: CallScope): MethodResult<'a2a.agents.register'> {
+    // `p.name` is NFKC-normalized and checked by the schema; names that fold alike are one name.
+    const party: Party = { contextId: p.contextId, name: p.name };
+    if (this.state.registry.getSnapshot().context.byFoldedParty.has(foldedPartyKey(party))) {
+      throw invalidParams(
+        'an agent with this name (compared case-insensitively after NFKC) is already live in this context',
+        [{ path: ['name'], message: 'duplicate live name in this context', code: 'custom' }],
+      );
+    }
+    const agentId = this.state.ids.next();
+    const row = {
+      agentId,
+      contextId: p.contextId,
+      name: p.name,
+      kind: p.kind ?? 'subagent',
+      description: p.description ?? '',
+      skills: p.skills ?? [],
+      sends: 0,
+      registeredAt: this.state.now(),
+    };
+    this.state.store.insertAgent(row);
+    const card: AgentCard = agentCard(row);
+    const { token, entry } = this.state.tokens.mint(agentId);
+    const actor = startAgentActor({ input: { agentId }, inspect: this.state.inspect });
+    const registration: Registration = {
+      agentId,
+      party,
+      kind: row.kind,
+      card,
+      token: entry,
+      actor,
+      outbox: new AgentOutbox(),
+      lastSeq: undefined,
+    };
+    this.state.registry.trigger.added({ registration });
+    scope.onUndo(() => {
+      this.state.tokens.revoke(entry);
+      actor.stop();
+      this.state.registry.trigger.removed({ agentId });
+    });
+    this.state.logger.info({ agentId, contextId: p.contextId, name: p.name, kind: row.kind }, 'a2a agent registered');
+    return { agentId, token, card };
+  }
+
+  deregister(p: MethodParams<'a2a.agents.deregister'>, scope: CallScope): { deregistered: true } {
+    const caller = this.state.caller(p.token);
+    const at = this.state.now();
+    // The broker's own moves: the worker's open tasks fail, the requester's are canceled.
+    for (const head of this.state.store.openTasksOfParty(caller.party, 'worker')) {
+      const status: TaskStatus = { state: 'failed', timestamp: at };
+      const moved = this.state.moveTask(scope, head, { to: 'failed', by: 'broker', via: 'deregistration' }, status);
+      this.state.store.writeHead(moved);
+      const requester = { contextId: head.contextId, name: head.requesterName };
+      this.events.notify(scope, requester, moved, statusEvent(moved, true));
+      this.events.push(scope, requester, moved, status);
+    }
+    for (const head of this.state.store.openTasksOfParty(caller.party, 'requester')) {
+      const status: TaskStatus = { state: 'canceled', timestamp: at };
+      const moved = this.state.moveTask(scope, head, { to: 'canceled', by: 'broker', via: 'deregistration' }, status);
+      this.state.store.writeHead(moved);
+      const worker = { contextId: head.agentContextId, name: head.agentName };
+      this.events.notify(scope, worker, moved, statusEvent(moved, true));
+      this.events.push(scope, worker, moved, status);
+    }
+    this.end(caller, scope, at, 'deregistered');
+    this.state.logger.info({ agentId: caller.agentId }, 'a2a agent deregistered');
+    return { deregistered: true };
+  }
+
+  /** Ends one registration, its tasks untouched (`endRegistrations`); false for an unknown token. */
+  endRegistration(token: string, scope: CallScope): boolean {
+    const agentId = this.state.tokens.resolve(token);
+    const registration =
+      agentId === undefined ? undefined : this.state.registry.getSnapshot().context.byId.get(agentId);
+    if (registration === undefined) return false;
+    this.end(registration, scope, this.state.now(), 'disconnected');
+    this.state.logger.info({ agentId: registration.agentId }, 'a2a agent disconnected: registration ended, tasks kept');
+    return true;
+  }
+
+  /**
+   * Ends a registration (its row, its actor, its token, its place in the
+   * registry), all put back if the call is refused; its outbox completes once
+   * the call commits.
+   */
+  private end(registration: Registration, scope: CallScope, at: string, how: 'deregistered' | 'disconnected'): void {
+    this.state.store.endAgent(registration.agentId, at, how);
+    const order = this.state.registry.getSnapshot().context.order.get(registration.agentId);
+    const actorBefore = registration.actor.getPersistedSnapshot();
+    if (how === 'deregistered') registration.actor.send({ type: 'DEREGISTER' });
+    registration.actor.stop();
+    this.state.tokens.revoke(registration.token);
+    this.state.registry.trigger.removed({ agentId: registration.agentId });
+    scope.onUndo(() => {
+      registration.actor = startAgentActor({
+        snapshot: actorBefore,
+        input: { agentId: registration.agentId },
+        inspect: this.state.inspect,
+      });
+      this.state.tokens.reinstate(registration.token);
+      this.state.registry.trigger.added({ registration, ...(order === undefined ? {} : { order }) });
+    });
+    scope.afterCommit(() => registration.outbox.complete());
+  }
+}

@@ -1,0 +1,69 @@
+import { type Logger, silentLogger } from '../../log/logger.js';
+import { type Clock, systemClock } from '../../persistence/kernel/clock.js';
+import { DEFAULT_DURABILITY, type Durability } from '../../persistence/kernel/database.js';
+import { type IdSource, createUuidV7Source } from '../../persistence/kernel/ids.js';
+import type { ActorInspector } from '../inspection.js';
+
+/** Options of `createBroker`: the SQLite file, its durability, and the clock, ids and logger it uses. */
+export interface BrokerOptions {
+  /** The SQLite file (created if missing). */
+  path: string;
+  /**
+   * `normal` (survives a killed process) or `full` (survives power loss).
+   * @defaultValue `normal`
+   */
+  durability?: Durability;
+  /**
+   * The clock of every timestamp the broker writes.
+   * @defaultValue the system clock
+   */
+  clock?: Clock;
+  /**
+   * The source of agent, task, message and artifact ids.
+   * @defaultValue UUIDv7 from the clock
+   */
+  ids?: IdSource;
+  /**
+   * Where the broker's lines go.
+   * @defaultValue a silent logger
+   */
+  logger?: Logger;
+  /**
+   * An inspector (`--inspect`) given to every root actor the broker creates:
+   * its registry (shown as `broker`), each agent actor and each task actor.
+   * @defaultValue none: nothing is inspected
+   */
+  inspect?: ActorInspector;
+  /**
+   * The local socket this broker listens on (`serve --listen`), recorded
+   * with its ownership of the file so that a broker refused the file can
+   * name where to reach the owner.
+   * @defaultValue none
+   */
+  socket?: string;
+}
+
+/** A broker's options with every default filled in: what the running broker reads. */
+export interface BrokerSettings {
+  readonly path: string;
+  readonly durability: Durability;
+  readonly clock: Clock;
+  readonly ids: IdSource;
+  readonly logger: Logger;
+  readonly inspect: ActorInspector | undefined;
+  readonly socket: string | null;
+}
+
+/** Fills in a broker's defaults (no option of the broker is refused: the file itself is checked when opened). */
+export function brokerSettings(options: BrokerOptions): BrokerSettings {
+  const clock = options.clock ?? systemClock;
+  return {
+    path: options.path,
+    durability: options.durability ?? DEFAULT_DURABILITY,
+    clock,
+    ids: options.ids ?? createUuidV7Source(() => clock.now()),
+    logger: options.logger ?? silentLogger(),
+    inspect: options.inspect,
+    socket: options.socket ?? null,
+  };
+}

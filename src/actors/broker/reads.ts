@@ -1,0 +1,68 @@
+import { DEFAULT_EVENTS_LIMIT, MAX_LINE_BYTES } from '../../protocol/bounds.js';
+import { a2aError, answerTooLarge } from '../../protocol/broker-error.js';
+import type { MethodParams, MethodResult } from '../../protocol/methods.js';
+import type { TaskState } from '../../protocol/task.js';
+import { addressable } from './addressing.js';
+import type { BrokerMethod } from './api.js';
+import type { BrokerState } from './broker-state.js';
+import type { CallScope } from './commit-queue.js';
+
+/** Methods that write nothing: answered without the commit queue when it is quiet. */
+export const READS: ReadonlySet<BrokerMethod> = new Set<BrokerMethod>([
+  'a2a.agents.list',
+  'a2a.tasks.get',
+  'a2a.tasks.list',
+  'a2a.tasks.pushNotificationConfig.get',
+  'a2a.events.since',
+]);
+
+/**
+ * The calls that write nothing (the agents the caller may address, its
+ * tasks, a push config, its events since a seq): answered from committed
+ * state, without the commit queue when it is quiet.
+ */
+export class Reads {
+  constructor(private readonly state: BrokerState) {}
+
+  listAgents(p: MethodParams<'a2a.agents.list'>): MethodResult<'a2a.agents.list'> {
+    const caller = this.state.caller(p.token);
+    const agents = addressable(this.state.registry, caller).map((r) => r.card);
+    if (agents.length === 0) throw a2aError('A2A_NO_PEERS', 'no addressable peers');
+    return { agents };
+  }
+
+  getTask(p: MethodParams<'a2a.tasks.get'>, scope: CallScope): MethodResult<'a2a.tasks.get'> {
+    const caller = this.state.caller(p.token);
+    const { head } = this.state.partyTask(caller, p.id);
+    return { task: this.state.answer(scope, head, p.historyLength) };
+  }
+
+  listTasks(p: MethodParams<'a2a.tasks.list'>, scope: CallScope): MethodResult<'a2a.tasks.list'> {
+    const caller = this.state.caller(p.token);
+    const states = p.states === undefined ? undefined : new Set<TaskState>(p.states);
+    const heads = this.state.store
+      .tasksOfParty(caller.party, p.role)
+      .filter((head) => states === undefined || states.has(head.state));
+    let bytes = 0;
+    for (const head of heads) bytes += this.state.store.taskBytes(head);
+    // A read: refused before anything is loaded.
+    if (bytes > MAX_LINE_BYTES) {
+      scope.answerWith(answerTooLarge(bytes));
+      return { tasks: [] };
+    }
+    return { tasks: heads.map((head) => this.state.store.loadTask(head)) };
+  }
+
+  getPushConfig(
+    p: MethodParams<'a2a.tasks.pushNotificationConfig.get'>,
+  ): MethodResult<'a2a.tasks.pushNotificationConfig.get'> {
+    const caller = this.state.caller(p.token);
+    const { head } = this.state.partyTask(caller, p.id);
+    return { config: this.state.store.pushConfig(head.taskId) };
+  }
+
+  eventsSince(p: MethodParams<'a2a.events.since'>): MethodResult<'a2a.events.since'> {
+    const caller = this.state.caller(p.token);
+    return { events: this.state.store.eventsSince(caller.party, p.after, p.limit ?? DEFAULT_EVENTS_LIMIT) };
+  }
+}

@@ -1,0 +1,90 @@
+import type { ReplyInfo } from '../../bus/reply-routing.js';
+import type { Checkpoint, WorkItemContext } from '../../persistence/context/sqlite-store.js';
+import type { SqliteDatabase } from '../../persistence/kernel/database.js';
+import type { Part } from '../../protocol/parts.js';
+import type { Artifact } from '../../protocol/task.js';
+import type { Usage, WorkEnvelope, WorkHeaders, WorkMessage } from '../../protocol/work-envelope.js';
+
+/**
+ * A role's handler as the worker harness calls it: what it is given for one
+ * hop (`HopInput`) and what it hands back (a completion or a suspension).
+ */
+
+export interface Completion {
+  kind: 'complete';
+  parts?: Part[];
+  artifacts?: Artifact[];
+  usage?: Usage;
+  /** Updates of the work item's memory: a key set to `null` is deleted. */
+  memory?: Record<string, unknown>;
+  metadata?: Record<string, unknown>;
+}
+
+/** A handler's suspension: the question to ask another role and the state to resume with when its reply comes. */
+export interface Suspension {
+  kind: 'suspend';
+  ask: { role: string; message: WorkMessage };
+  /** What the handler needs back when the reply comes: JSON. */
+  state: unknown;
+  usage?: Usage;
+  memory?: Record<string, unknown>;
+}
+
+/** What a handler returns: a completion (with or without `kind`) or a suspension. */
+export type HandlerResult = Completion | Suspension | Omit<Completion, 'kind'>;
+
+/** Builds a handler's completion (`kind: 'complete'`) from its output, usage and memory updates. */
+export function complete(result: Omit<Completion, 'kind'> = {}): Completion {
+  return { kind: 'complete', ...result };
+}
+
+/** Builds a handler's suspension (`kind: 'suspend'`): the question to ask and the state to resume with. */
+export function suspend(suspension: Omit<Suspension, 'kind'>): Suspension {
+  return { kind: 'suspend', ...suspension };
+}
+
+/** Side effects applied once per hop, whatever the redeliveries. */
+export interface Effects {
+  /**
+   * Runs `fn` unless an effect of this key already completed for this hop, in
+   * which case its recorded value is returned. A crash between `fn` and its
+   * record re-runs it: give external systems `effects.key(key)` as their own
+   * idempotency key.
+   */
+  once<T>(key: string, fn: () => T | Promise<T>): Promise<T>;
+  /**
+   * Exactly once: `fn` writes to the Context Engine's own database, inside the
+   * transaction that records the effect. Needs a store with `applyOnce`.
+   */
+  atomic<T>(key: string, fn: (db: SqliteDatabase) => T): T;
+  /** A stable key for this hop's effect `key`: pass it to external services. */
+  key(key: string): string;
+}
+
+/** What a resumed hop's handler gets back: its saved state, the reply, who answered, and its checkpoint. */
+export interface HopResume {
+  state: unknown;
+  reply: WorkMessage;
+  /** Who answered and how (`failed` when the query was dead-lettered). */
+  from: ReplyInfo | undefined;
+  checkpoint: Checkpoint;
+}
+
+/** What a handler receives for one hop: the role, the envelope, the item's context, effects and an abort signal. */
+export interface HopInput {
+  role: string;
+  envelope: WorkEnvelope;
+  /** The hop's headers (on a resume: the headers of the hop that suspended). */
+  headers: WorkHeaders;
+  message: WorkMessage;
+  context: WorkItemContext;
+  /** Present when this call resumes a suspended hop. */
+  resume: HopResume | undefined;
+  effects: Effects;
+  delivery: { id: string; deliveries: number };
+  /** Aborted when the lease is lost or the worker stops without waiting. */
+  signal: AbortSignal;
+}
+
+/** A role's handler: runs one hop and completes or suspends it; a throw fails the attempt (retried per the retry policy). */
+export type WorkHandler = (hop: HopInput) => HandlerResult | Promise<HandlerResult>;
