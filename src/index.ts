@@ -149,6 +149,9 @@ export type {
   SettleOptions,
 } from './actors/coordinator/coordinator.js';
 export type { ForgetRunsOptions } from './actors/coordinator/forget.js';
+// `coordinator.audit`, on either backend (its rows and checkpoints are typed
+// in `a2a-switchboard/workflow` and `a2a-switchboard/protocol`).
+export type { AuditChain } from './persistence/audit/audit-chain.js';
 export type { ItemEvent, ItemEventKind, ItemStatus } from './actors/coordinator/types.js';
 export {
   SHIPPED_WORKFLOWS_DIR,

@@ -36,3 +36,4 @@ export type {
 // The audit chain as the Coordinator (`coordinator.audit`) and a user see it,
 // on either backend (`SqliteAuditLog.chain`, `PostgresAuditLog`).
 export type { AuditChain } from '../persistence/audit/audit-chain.js';
+export type { SqliteAuditChain } from '../persistence/audit/sqlite-chain.js';
