@@ -30,43 +30,12 @@ export type {
 export { AgentCardSchema } from './protocol/agent.js';
 export type { AgentKind, Skill, AgentCard } from './protocol/agent.js';
 export { TaskStatusUpdateEventSchema, TaskArtifactUpdateEventSchema, PushConfigSchema } from './protocol/events.js';
-export type {
-  TaskStatusUpdateEvent,
-  TaskArtifactUpdateEvent,
-  TaskEvent,
-  TaskEventNotification,
-  PushNotification,
-  DurableEvent,
-  PushConfig,
-} from './protocol/events.js';
+export type { TaskStatusUpdateEvent, TaskArtifactUpdateEvent, TaskEvent, PushConfig } from './protocol/events.js';
+// The broker's methods: their names, params and results (`MethodName`,
+// `MethodParams`, `SendParams`, ...), the JSON-RPC frames (`JsonRpcRequest`,
+// ...) and the durable events are typed in `a2a-switchboard/protocol`.
 export { METHODS } from './protocol/methods.js';
-export type {
-  MethodSchemas,
-  MethodName,
-  MethodParams,
-  MethodParamsInput,
-  MethodResult,
-  RegisterParams,
-  RegisterResult,
-  SendParams,
-  GetTaskParams,
-  ListTasksParams,
-  SetStatusParams,
-  AddArtifactParams,
-  ArtifactSend,
-  TaskRefParams,
-  SetPushConfigParams,
-  EventsSinceParams,
-} from './protocol/methods.js';
 export { JsonRpcRequestSchema, JsonRpcResponseSchema } from './protocol/jsonrpc.js';
-export type {
-  JsonRpcId,
-  JsonRpcRequest,
-  JsonRpcSuccess,
-  JsonRpcFailure,
-  JsonRpcResponse,
-  JsonRpcNotification,
-} from './protocol/jsonrpc.js';
 export { WorkEnvelopeSchema } from './protocol/work-envelope.js';
 export type {
   Role,
@@ -78,17 +47,7 @@ export type {
   RetryPolicy,
 } from './protocol/work-envelope.js';
 export { WorkflowDefinitionSchema } from './protocol/workflow.js';
-export type {
-  NextRuleOutcome,
-  RunEnding,
-  NextRule,
-  ApprovalGate,
-  Stage,
-  WorkflowDefinitionInput,
-  WorkflowDefinition,
-  WorkflowRef,
-  RunUsage,
-} from './protocol/workflow.js';
+export type { WorkflowDefinitionInput, WorkflowDefinition, WorkflowRef, RunUsage } from './protocol/workflow.js';
 
 // Types the options below share: a database handle, a clock, id sources, a
 // logger, an XState inspector.
@@ -107,8 +66,6 @@ export type { BrokerApi, BrokerMethod } from './actors/broker/api.js';
 export { connect } from './transport/client.js';
 export type {
   SwitchboardClient,
-  ClientBase,
-  ClientMethods,
   ConnectOptions,
   RegisterOptions,
   StreamPair,
@@ -119,87 +76,49 @@ export type { InProcessConnection } from './transport/in-process.js';
 export { ServeProcess, SWITCHBOARD_BIN, serveArguments } from './transport/serve-process.js';
 export type { SpawnServeOptions } from './transport/serve-process.js';
 
-// The model-facing `A2A` tool and `delegate()`.
-export type { A2AToolAction, A2AToolInput, A2AToolStrictInput } from './protocol/a2a-tool.js';
+// The model-facing `A2A` tool and `delegate()` (the two arms of a tool result
+// with the views inside them, and the adapters' tool and message shapes, are
+// in `a2a-switchboard/transport`; the tool's input schemas in
+// `a2a-switchboard/protocol`).
+export type { A2AToolInput } from './protocol/a2a-tool.js';
 export { createA2ATool, A2A_TOOL_DESCRIPTION } from './transport/a2a-tool.js';
 export type {
   A2ATool,
   A2AToolClient,
   A2AToolResult,
-  A2AToolSuccess,
-  A2AToolFailure,
   A2AToolOptions,
-  CandidateView,
-  TaskView,
-  MessageView,
-  PartView,
-  ArtifactView,
-  EventView,
-  AgentView,
 } from './transport/a2a-tool.js';
 // Adapters of the `A2A` tool for the common LLM SDKs (no runtime dependency on them).
 export { toAISDKTool } from './transport/a2a-tool-ai-sdk.js';
-export type { AISDKA2ATool } from './transport/a2a-tool-ai-sdk.js';
 export { a2aToolStrictJsonSchema, toOpenAITool } from './transport/a2a-tool-openai.js';
-export type {
-  OpenAIA2ATool,
-  OpenAIChatTool,
-  OpenAIChatToolCall,
-  OpenAIChatToolMessage,
-  OpenAIFunctionCall,
-  OpenAIFunctionCallOutput,
-  OpenAIResponsesTool,
-} from './transport/a2a-tool-openai.js';
 export { toAnthropicTool } from './transport/a2a-tool-anthropic.js';
-export type {
-  AnthropicA2ATool,
-  AnthropicTool,
-  AnthropicToolResultBlock,
-  AnthropicToolUseBlock,
-} from './transport/a2a-tool-anthropic.js';
 export { MCP_DEFAULT_MAX_WAIT_SECONDS, createA2AMcpServer } from './transport/a2a-tool-mcp.js';
 export type { A2AMcpServerOptions } from './transport/a2a-tool-mcp.js';
 export { delegate } from './transport/delegate.js';
 export type { Delegation, DelegateOptions } from './transport/delegate.js';
 
-// Work queues: the SQLite and Redis Streams buses (the classes, the defaults and
-// the bus internals are in `a2a-switchboard/bus`).
+// Work queues: the SQLite and Redis Streams buses, held as a `WorkQueue` (the
+// classes, deliveries, dead letters, stats, the defaults and the bus internals
+// are in `a2a-switchboard/bus`).
 export { createSqliteQueue } from './bus/sqlite/queue.js';
-export type { SqliteQueue, SqliteQueueOptions } from './bus/sqlite/queue.js';
+export type { SqliteQueueOptions } from './bus/sqlite/queue.js';
 export { createRedisQueue } from './bus/redis/queue.js';
-export type { RedisQueue, RedisQueueOptions } from './bus/redis/queue.js';
-export type {
-  WorkQueue,
-  PublishOptions,
-  PublishRequest,
-  PublishResult,
-  ConsumeOptions,
-  Delivery,
-  NackOptions,
-  NackResult,
-  DeadLetter,
-  DeadLetterQueue,
-  QueueStats,
-  RoleSettings,
-} from './bus/work-queue.js';
+export type { RedisQueueOptions } from './bus/redis/queue.js';
+export type { QueueOptions } from './bus/queue-options.js';
+export type { WorkQueue, PublishOptions, PublishRequest, PublishResult } from './bus/work-queue.js';
 
-// Context stores: the Context Engine on SQLite and on Redis (the retention
-// defaults are in `a2a-switchboard/bus`).
+// Context stores: the Context Engine on SQLite and on Redis, held as a
+// `ContextStore` (the classes, the records they keep and the retention defaults
+// are in `a2a-switchboard/bus`).
 export { createSqliteContextStore } from './persistence/context/sqlite-store.js';
 export type {
   ContextStore,
-  SqliteContextStore,
   SqliteContextStoreOptions,
-  HopOutput,
   WorkItemContext,
-  Checkpoint,
-  PendingPublish,
-  HopCompletion,
-  CompletionRecord,
 } from './persistence/context/sqlite-store.js';
 export { createRedisContextStore } from './persistence/context/redis-store.js';
-export type { RedisContextStore, RedisContextStoreOptions } from './persistence/context/redis-store.js';
-export type { ContextRetentionOptions, PruneCounts, PruneOutcome } from './persistence/context/retention.js';
+export type { RedisContextStoreOptions } from './persistence/context/redis-store.js';
+export type { ContextRetentionOptions } from './persistence/context/retention.js';
 
 // Workers and pools.
 export { createWorker, complete, suspend, derivedKey } from './actors/worker/worker.js';
@@ -230,6 +149,9 @@ export type {
   SettleOptions,
 } from './actors/coordinator/coordinator.js';
 export type { ForgetRunsOptions } from './actors/coordinator/forget.js';
+// `coordinator.audit`, on either backend (its rows and checkpoints are typed
+// in `a2a-switchboard/workflow` and `a2a-switchboard/protocol`).
+export type { AuditChain } from './persistence/audit/audit-chain.js';
 export type { ItemEvent, ItemEventKind, ItemStatus } from './actors/coordinator/types.js';
 export {
   SHIPPED_WORKFLOWS_DIR,
@@ -248,16 +170,9 @@ export type { WorkflowCheck, WorkflowCheckOptions } from './workflow/definition.
 export { budgetPolicy, roleAllowListPolicy, maxHopsPolicy } from './workflow/governance.js';
 export type { HopContext, Policy, PolicyVerdict, NamedPolicy, PolicyEntry, Budget } from './workflow/governance.js';
 export type { WorkflowRunState } from './protocol/workflow.js';
-export type {
-  ItemState,
-  ItemRecord,
-  ItemFailure,
-  ItemApproval,
-  ItemBudget,
-  HopRecord,
-  HopKind,
-  HopState,
-} from './workflow/records.js';
+// The item and hop records behind `getItem`, `listItems` and `listHops` are in
+// `a2a-switchboard/workflow`.
+export type { ItemState, ItemBudget } from './workflow/records.js';
 export { ItemOutputSchema } from './protocol/item-output.js';
 export type {
   ItemOutput,
@@ -283,7 +198,7 @@ export type {
   ErrorCodeOf,
 } from './protocol/switchboard-error.js';
 export { BrokerError, isBrokerError } from './protocol/broker-error.js';
-export type { BrokerErrorCode, A2AErrorCode, SchemaIssue } from './protocol/broker-error.js';
+export type { BrokerErrorCode, A2AErrorCode } from './protocol/broker-error.js';
 export { toJsonRpcError, fromJsonRpcError } from './transport/jsonrpc-errors.js';
 export type { JsonRpcErrorObject } from './transport/jsonrpc-errors.js';
 export { BrokerOwnershipError } from './persistence/a2a/owner.js';

@@ -44,6 +44,14 @@ export {
 } from '../persistence/coordinator/postgres-store.js';
 export type { PgFence, PgQuery } from '../persistence/coordinator/postgres-client.js';
 export { AUDIT_PG_MIGRATIONS, PostgresAuditLog } from '../persistence/audit/postgres-chain.js';
+export type { AuditChain } from '../persistence/audit/audit-chain.js';
+export type {
+  AuditAppended,
+  AuditCheckpoint,
+  AuditListOptions,
+  AuditVerification,
+  AuditVerifyOptions,
+} from '../persistence/audit/sqlite-chain.js';
 export {
   type PgConnection,
   type PgPool,

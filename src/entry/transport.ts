@@ -16,7 +16,41 @@ export type { SocketServerOptions } from '../transport/socket-server.js';
 export type { BrokerSessionOptions } from '../transport/broker-session.js';
 export { AgentInbox, MAX_BUFFERED_EVENTS } from '../transport/agent-inbox.js';
 export type { FetchEventsSince } from '../transport/agent-inbox.js';
+// A client is a `ClientBase` (handshake, inboxes, reconnect) with one call per
+// method (`ClientMethods`): together the root's `SwitchboardClient`.
 export { ClientBase, CLIENT_METHODS } from '../transport/client.js';
+export type { ClientMethods } from '../transport/client.js';
+// What the model-facing `A2A` tool answers with (its two arms and the views of
+// tasks, messages, parts, artifacts, events and agents), and its adapters for
+// the AI SDK, OpenAI and Anthropic: the tools they return and the message
+// shapes they read and write.
+export type {
+  A2AToolSuccess,
+  A2AToolFailure,
+  CandidateView,
+  TaskView,
+  MessageView,
+  PartView,
+  ArtifactView,
+  EventView,
+  AgentView,
+} from '../transport/a2a-tool.js';
+export type { AISDKA2ATool } from '../transport/a2a-tool-ai-sdk.js';
+export type {
+  OpenAIA2ATool,
+  OpenAIChatTool,
+  OpenAIChatToolCall,
+  OpenAIChatToolMessage,
+  OpenAIFunctionCall,
+  OpenAIFunctionCallOutput,
+  OpenAIResponsesTool,
+} from '../transport/a2a-tool-openai.js';
+export type {
+  AnthropicA2ATool,
+  AnthropicTool,
+  AnthropicToolResultBlock,
+  AnthropicToolUseBlock,
+} from '../transport/a2a-tool-anthropic.js';
 // Where `connect({ db })` finds or starts the host's broker, and how long that broker idles.
 export { defaultSocketPath } from '../transport/host-paths.js';
 export { DEFAULT_BROKER_IDLE_SECONDS } from '../transport/host-broker.js';

@@ -17,15 +17,23 @@ export {
   AUDIT_ERROR_CODES,
   AuditError,
   AuditLog,
+  SqliteAuditLog,
   auditRowHash,
   canonicalAuditRow,
 } from '../persistence/audit/sqlite-chain.js';
 export type {
   AuditErrorCode,
   AuditBreak,
+  AuditCheckpoint,
+  AuditCheckpointReport,
+  AuditVerifyOptions,
   AuditVerification,
   AuditHashedRow,
   AuditLogOptions,
   AuditListOptions,
   AuditAppended,
 } from '../persistence/audit/sqlite-chain.js';
+// The audit chain as the Coordinator (`coordinator.audit`) and a user see it,
+// on either backend (`SqliteAuditLog.chain`, `PostgresAuditLog`).
+export type { AuditChain } from '../persistence/audit/audit-chain.js';
+export type { SqliteAuditChain } from '../persistence/audit/sqlite-chain.js';

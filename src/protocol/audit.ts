@@ -2,8 +2,9 @@ import { z } from 'zod';
 import { IdSchema } from './task.js';
 
 /**
- * The rows of the hash-chained audit (`src/persistence/audit/chain.ts`): one per
- * thing that happened to a work item, in the order it happened.
+ * The rows of the hash-chained audit (`src/persistence/audit/sqlite-chain.ts`,
+ * `postgres-chain.ts`): one per thing that happened to a work item, in the
+ * order it happened.
  */
 
 export const AUDIT_KINDS = [
