@@ -40,6 +40,14 @@ function leaderAt(epoch: number, now: number, left: number, failed = 0): LeaseSt
   return { role: 'leader', epoch, deadline: now + left, failures: failed };
 }
 
+/** Leadership of `epoch` ends: the loss, then standby, announced in that order. */
+function lost(epoch: number, reason: 'replaced' | 'expired'): LeaseAction[] {
+  return [
+    { kind: 'announce', change: { role: 'lost', epoch, reason } },
+    { kind: 'announce', change: { role: 'standby' } },
+  ];
+}
+
 function attemptsOf(actions: readonly LeaseAction[]) {
   return actions.filter((a): a is Extract<LeaseAction, { kind: 'attempt' }> => a.kind === 'attempt');
 }
@@ -231,11 +239,7 @@ describe('losing the lease', () => {
       });
       expect(decision).toEqual({
         state: { role: 'standby', failures: 0 },
-        actions: [
-          { kind: 'announce', change: { role: 'lost', epoch, reason: 'replaced' } },
-          { kind: 'announce', change: { role: 'standby' } },
-          { kind: 'attempt', what: 'acquire', inMs: time.renewMs },
-        ],
+        actions: [...lost(epoch, 'replaced'), { kind: 'attempt', what: 'acquire', inMs: time.renewMs }],
       });
     },
   );
@@ -250,11 +254,7 @@ describe('losing the lease', () => {
     const decision = decideLease(time, leaderAt(epoch, now, left, 1), { kind, now });
     expect(decision).toEqual({
       state: { role: 'standby', failures: 0 },
-      actions: [
-        { kind: 'announce', change: { role: 'lost', epoch, reason: 'replaced' } },
-        { kind: 'announce', change: { role: 'standby' } },
-        { kind: 'attempt', what: 'acquire', inMs: time.renewMs },
-      ],
+      actions: [...lost(epoch, 'replaced'), { kind: 'attempt', what: 'acquire', inMs: time.renewMs }],
     });
   });
 
@@ -275,11 +275,7 @@ describe('losing the lease', () => {
       const decision = decideLease(time, { role: 'leader', epoch, deadline, failures: 4 }, observation);
       expect(decision).toEqual({
         state: { role: 'standby', failures: 0 },
-        actions: [
-          { kind: 'announce', change: { role: 'lost', epoch, reason: 'expired' } },
-          { kind: 'announce', change: { role: 'standby' } },
-          { kind: 'attempt', what: 'acquire', inMs: time.renewMs },
-        ],
+        actions: [...lost(epoch, 'expired'), { kind: 'attempt', what: 'acquire', inMs: time.renewMs }],
       });
     },
   );
@@ -296,8 +292,7 @@ describe('losing the lease', () => {
       expect(decision).toEqual({
         state: { role: 'standby', failures: failed + 1 },
         actions: [
-          { kind: 'announce', change: { role: 'lost', epoch, reason: 'expired' } },
-          { kind: 'announce', change: { role: 'standby' } },
+          ...lost(epoch, 'expired'),
           { kind: 'reset-connection' },
           { kind: 'attempt', what: 'acquire', inMs: leaseBackoff(time, failed + 1) },
         ],
@@ -314,10 +309,7 @@ describe('losing the lease', () => {
       expect(decideLease(time, state, { kind: 'tick', now: now + left - 1 })).toEqual({ state, actions: [] });
       expect(decideLease(time, state, { kind: 'tick', now: now + left + late })).toEqual({
         state: { role: 'standby', failures: 0 },
-        actions: [
-          { kind: 'announce', change: { role: 'lost', epoch, reason: 'expired' } },
-          { kind: 'announce', change: { role: 'standby' } },
-        ],
+        actions: [...lost(epoch, 'expired')],
       });
       const standby = { role: 'standby', failures: 2 } as const;
       expect(decideLease(time, standby, { kind: 'tick', now })).toEqual({ state: standby, actions: [] });
