@@ -32,10 +32,10 @@ export type { AgentKind, Skill, AgentCard } from './protocol/agent.js';
 export { TaskStatusUpdateEventSchema, TaskArtifactUpdateEventSchema, PushConfigSchema } from './protocol/events.js';
 export type { TaskStatusUpdateEvent, TaskArtifactUpdateEvent, TaskEvent, PushConfig } from './protocol/events.js';
 // The broker's methods: their names, params and results (`MethodName`,
-// `MethodParams`, `SendParams`, ...), the JSON-RPC frames (`JsonRpcRequest`,
-// ...) and the durable events are typed in `a2a-switchboard/protocol`.
+// `MethodParams`, `SendParams`, ...), the JSON-RPC frames (their schemas
+// `JsonRpcRequestSchema`, `JsonRpcResponseSchema`, ..., for a transport of one's
+// own) and the durable events are in `a2a-switchboard/protocol`.
 export { METHODS } from './protocol/methods.js';
-export { JsonRpcRequestSchema, JsonRpcResponseSchema } from './protocol/jsonrpc.js';
 export { WorkEnvelopeSchema } from './protocol/work-envelope.js';
 export type {
   Role,

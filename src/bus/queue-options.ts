@@ -9,7 +9,10 @@ export interface QueueOptions {
    * @defaultValue the bus's defaults (`DEFAULT_RETRY_POLICY`, `DEFAULT_MAX_DELIVERIES`)
    */
   defaults?: RoleSettings;
-  /** @defaultValue none: every role has `defaults` */
+  /**
+   * Settings of single roles, by role, over `defaults`.
+   * @defaultValue none: every role has `defaults`
+   */
   roles?: Record<string, RoleSettings>;
   /**
    * Lease deadlines, delays and retry times (on Redis too: the client's clock, never the server's).
@@ -21,7 +24,10 @@ export interface QueueOptions {
    * @defaultValue `Math.random`
    */
   random?: () => number;
-  /** @defaultValue `DEFAULT_JITTER_RATIO` (0.2) */
+  /**
+   * How much a retry's backoff varies at random, as a fraction of it.
+   * @defaultValue `DEFAULT_JITTER_RATIO` (0.2)
+   */
   jitterRatio?: number;
   /**
    * How long an acked message's idempotency key keeps refusing a duplicate

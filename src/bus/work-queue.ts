@@ -34,6 +34,7 @@ export interface WorkQueue {
   /** The backend's name (`sqlite`, `redis`): for logs and benchmarks. */
   readonly backend: string;
 
+  /** Publishes an envelope to a role's queue (once per idempotency key). */
   publish(role: string, envelope: BusEnvelope, options: PublishOptions): Promise<PublishResult>;
   /** Publishes several messages; atomically where the backend can. Same semantics, one result per message. */
   publishMany(messages: readonly PublishRequest[]): Promise<PublishResult[]>;
@@ -56,7 +57,9 @@ export interface WorkQueue {
   /** Gives a lease back without failing it: the message is ready again at once (the delivery still counts). */
   release(delivery: Delivery): Promise<boolean>;
 
+  /** The dead letters: listed, replayed, purged. */
   readonly deadLetters: DeadLetterQueue;
+  /** A role's queue now: ready, delayed, in flight, the oldest ready message's age, dead letters. */
   stats(role: string): Promise<QueueStats>;
 
   /** Stops waits in progress and refuses further calls with `BUS_CLOSED`. Leases held stay until they expire. */
@@ -77,12 +80,15 @@ export interface PublishOptions {
 
 /** One message of `WorkQueue.publishMany`: the role, the envelope and its publish options. */
 export interface PublishRequest extends PublishOptions {
+  /** The role's queue to publish to. */
   role: string;
+  /** The envelope to publish. */
   envelope: BusEnvelope;
 }
 
 /** What a publish stored: the message id, and whether the idempotency key made it a duplicate. */
 export interface PublishResult {
+  /** The message's id on the bus. */
   id: string;
   /** True when the idempotency key was already used: nothing was stored, `id` is the first message's. */
   duplicate: boolean;
@@ -200,6 +206,7 @@ export type BusErrorCode = ErrorCodeOf<'BusError'>;
 
 /** An error of the bus layer: a refused call changes nothing. */
 export class BusError extends SwitchboardError {
+  /** The error's code: a string a caller can branch on (listed in `ERROR_CODES`). */
   declare readonly code: BusErrorCode;
   constructor(code: BusErrorCode, message: string, options: SwitchboardErrorOptions = {}) {
     super(code, message, options);

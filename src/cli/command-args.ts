@@ -10,6 +10,7 @@ import { type ErrorCodeOf, SwitchboardError, type SwitchboardErrorOptions } from
 
 /** A bad command line: nothing ran; the message names the flag and what it takes. */
 export class CliUsageError extends SwitchboardError {
+  /** The error's code: a string a caller can branch on (listed in `ERROR_CODES`). */
   declare readonly code: ErrorCodeOf<'CliUsageError'>;
   constructor(message: string, options: SwitchboardErrorOptions = {}) {
     super('CLI_USAGE', message, options);

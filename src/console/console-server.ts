@@ -22,6 +22,7 @@ export const CONSOLE_POLL_MS = 250;
 
 /** The console could not start (`CONSOLE_LISTEN_FAILED`: `details.host`, `port`, `reason`). */
 export class ConsoleError extends SwitchboardError {
+  /** The error's code: a string a caller can branch on (listed in `ERROR_CODES`). */
   declare readonly code: ErrorCodeOf<'ConsoleError'>;
   constructor(host: string, port: number, reason: string) {
     super(

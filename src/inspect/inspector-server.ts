@@ -13,6 +13,7 @@ export const DEFAULT_REPLAY_FRAMES = 200;
 
 /** The inspector could not start (`INSPECTOR_LISTEN_FAILED`: `details.host`, `port`, `reason`). */
 export class InspectorError extends SwitchboardError {
+  /** The error's code: a string a caller can branch on (listed in `ERROR_CODES`). */
   declare readonly code: ErrorCodeOf<'InspectorError'>;
   constructor(host: string, port: number, reason: string) {
     super(

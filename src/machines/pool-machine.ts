@@ -6,7 +6,9 @@ import { type AnyActorLogic, assign, enqueueActions, setup } from 'xstate';
  * scale-to-zero (`minReplicas: 0`) are the same machine with another number.
  */
 export interface PoolDeployment {
+  /** Workers kept running when idle (0 scales to zero). */
   minReplicas: number;
+  /** Workers at most, however deep the queue. */
   maxReplicas: number;
   /** A worker idle this long is stopped, down to `minReplicas`. */
   idleTimeoutMs: number;

@@ -30,6 +30,7 @@ export interface SchemaIssue {
  * `BrokerError` in process (`createBroker`, `connectInProcess`) and over stdio.
  */
 export class BrokerError extends SwitchboardError {
+  /** The error's code: a string a caller can branch on (listed in `ERROR_CODES`). */
   declare readonly code: BrokerErrorCode;
 
   constructor(code: BrokerErrorCode, message: string, options: SwitchboardErrorOptions = {}) {

@@ -82,13 +82,17 @@ export const SWITCHBOARD_ERROR_CODES: readonly SwitchboardErrorCode[] = Object.v
 
 /** Options of a `SwitchboardError`: the facts in `details` and the error it wraps in `cause`. */
 export interface SwitchboardErrorOptions {
+  /** What the error names, as JSON. */
   details?: Record<string, unknown>;
+  /** The error this one wraps. */
   cause?: unknown;
 }
 
 /** The one error base of switchboard: a stable string `code`, a message that says what to do, and `details`. */
 export class SwitchboardError extends Error {
+  /** The error's code: a string a caller can branch on (listed in `ERROR_CODES`). */
   readonly code: SwitchboardErrorCode;
+  /** What the error names (ids, limits, the path of a bad field), as JSON. */
   readonly details: Record<string, unknown> | undefined;
 
   constructor(code: SwitchboardErrorCode, message: string, options: SwitchboardErrorOptions = {}) {

@@ -11,6 +11,7 @@ export type WorkflowErrorCode = ErrorCodeOf<'WorkflowError'>;
  * (`details.path`), or a persisted run snapshot that cannot be restored.
  */
 export class WorkflowError extends SwitchboardError {
+  /** The error's code: a string a caller can branch on (listed in `ERROR_CODES`). */
   declare readonly code: WorkflowErrorCode;
 
   constructor(code: WorkflowErrorCode, message: string, options: SwitchboardErrorOptions = {}) {

@@ -111,8 +111,11 @@ export type A2AToolResult = A2AToolSuccess | A2AToolFailure;
 
 /** The model-facing `A2A` tool: its name, description, input schema (zod and JSON Schema) and `execute`. */
 export interface A2ATool {
+  /** The tool's name as the model sees it. */
   name: 'A2A';
+  /** The tool's description for the model (`A2A_TOOL_DESCRIPTION`). */
   description: string;
+  /** The zod schema of the tool's input (one action per call). */
   inputSchema: typeof A2AToolInputSchema;
   /** The input schema as JSON Schema, for LLM tool calling. */
   jsonSchema: Record<string, unknown>;
@@ -125,6 +128,7 @@ export interface A2ATool {
 
 /** Options of `createA2ATool`: the client, the agent's token, and the longest one `wait` may last. */
 export interface A2AToolOptions {
+  /** The broker connection the tool calls through, registered as the calling agent. */
   client: A2AToolClient;
   /** The token of the agent the tool acts as: in no schema, result or error text. */
   token: string;

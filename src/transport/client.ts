@@ -52,7 +52,9 @@ export type ClientMethods = {
 
 /** A pair of streams to a broker: `readable` carries its output, `writable` its input. */
 export interface StreamPair {
+  /** Where the peer's lines are read from. */
   readable: Readable;
+  /** Where this side's lines are written. */
   writable: Writable;
 }
 

@@ -8,7 +8,9 @@ import { TransportError } from './transport-error.js';
 export interface Delegation {
   /** The `A2A` tool, closed over the delegate's token (give it to the model). */
   tool: A2ATool;
+  /** The id of the agent registered for the delegation. */
   agentId: string;
+  /** That agent's card. */
   card: RegisterResult['card'];
   /** Aborted when the delegation is aborted from outside. */
   signal: AbortSignal;
@@ -16,6 +18,7 @@ export interface Delegation {
 
 /** Options of `delegate`: the client, the delegate's registration, an abort signal, and the run to settle on. */
 export interface DelegateOptions<T> {
+  /** The connection of the agent that delegates. */
   client: SwitchboardClient;
   /** The delegate's registration: its name, the session (`contextId`), its card. */
   agent: MethodParamsInput<'a2a.agents.register'>;

@@ -6,6 +6,7 @@ import { type ConnectOptions, type SwitchboardClient, connect } from './client.j
 
 /** What `connectInProcess` returns: the client and the broker session serving it. */
 export interface InProcessConnection {
+  /** The client, speaking to the broker in this process. */
   client: SwitchboardClient;
   /** The session serving the client (its relays, its backlog). */
   session: BrokerSession;

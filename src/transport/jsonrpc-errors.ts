@@ -45,8 +45,11 @@ const CODE_OF_JSONRPC: ReadonlyMap<number, BrokerErrorCode> = new Map([
 
 /** A JSON-RPC 2.0 error object as `toJsonRpcError` builds it: code, message and optional data. */
 export interface JsonRpcErrorObject {
+  /** The JSON-RPC error code (A2A errors have codes of their own). */
   code: number;
+  /** What went wrong and what to do. */
   message: string;
+  /** Details: the switchboard error code and what it names. */
   data?: unknown;
 }
 

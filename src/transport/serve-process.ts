@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 export interface SpawnServeOptions {
   /** The SQLite file (`--db`); the CLI's default when absent. */
   db?: string;
+  /** How commits reach the disk (`--durability`). */
   durability?: 'normal' | 'full';
   /** `--log-level` of the child (its logs go to its stderr). */
   logLevel?: string;
@@ -14,7 +15,9 @@ export interface SpawnServeOptions {
   command?: string;
   /** The script given to `command` (default: this package's `bin/switchboard.js`). */
   script?: string;
+  /** The child's environment. */
   env?: NodeJS.ProcessEnv;
+  /** The child's working directory. */
   cwd?: string;
   /** The child's stderr: copied to ours (default) or kept only, its last 16 KiB read for error messages; or ignored. */
   stderr?: 'inherit' | 'ignore' | 'pipe';
@@ -37,6 +40,7 @@ export function serveArguments(options: SpawnServeOptions): string[] {
 
 /** A running `switchboard serve` child. */
 export class ServeProcess {
+  /** The child process running `switchboard serve`. */
   readonly child: ChildProcess;
   private stderrTail = '';
   private readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
@@ -66,10 +70,12 @@ export class ServeProcess {
     });
   }
 
+  /** The child's process id (undefined when it could not be spawned). */
   get pid(): number | undefined {
     return this.child.pid;
   }
 
+  /** Whether the child was spawned and has not exited. */
   get running(): boolean {
     return this.child.exitCode === null && this.child.signalCode === null && this.spawnError === undefined;
   }
@@ -109,6 +115,7 @@ export class ServeProcess {
     return this.stderrTail;
   }
 
+  /** Resolves with the child's exit code or signal once it has exited (both null when it never started). */
   whenExited(): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
     return this.exited;
   }
@@ -130,6 +137,7 @@ export class ServeProcess {
     await this.exited;
   }
 
+  /** Sends the child a signal (SIGKILL unless given). */
   kill(signal: NodeJS.Signals = 'SIGKILL'): void {
     this.child.kill(signal);
   }

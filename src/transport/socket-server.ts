@@ -19,6 +19,7 @@ export const SOCKET_ERROR_CODES = ERROR_CODES.SocketError;
  * it (`SOCKET_IN_USE`). `details.path` names it, `details.reason` says why.
  */
 export class SocketError extends SwitchboardError {
+  /** The error's code: a string a caller can branch on (listed in `ERROR_CODES`). */
   declare readonly code: ErrorCodeOf<'SocketError'>;
 
   constructor(code: ErrorCodeOf<'SocketError'>, message: string, details: Record<string, unknown>) {

@@ -19,6 +19,7 @@ export type TransportErrorCode = ErrorCodeOf<'TransportError'>;
 
 /** A client-side connection that failed (closed, incompatible host, spawn failure, protocol violation). */
 export class TransportError extends SwitchboardError {
+  /** The error's code: a string a caller can branch on (listed in `ERROR_CODES`). */
   declare readonly code: TransportErrorCode;
 
   constructor(code: TransportErrorCode, message: string, options: SwitchboardErrorOptions = {}) {

@@ -44,9 +44,11 @@ export type WorkflowProblemCode = (typeof WORKFLOW_PROBLEM_CODES)[number];
 
 /** One problem of a refused workflow definition: its code, its path into the definition, and a message. */
 export interface WorkflowProblem {
+  /** What is wrong, as a code (`WORKFLOW_PROBLEM_CODES`). */
   code: WorkflowProblemCode;
   /** Where, as a path into the definition (`['stages', 'testing', 'next', 0, 'goto']`). */
   path: (string | number)[];
+  /** What is wrong and where, and what to do. */
   message: string;
 }
 
@@ -395,10 +397,12 @@ export class WorkflowRegistry {
     this.#byKey.set(key, checked);
   }
 
+  /** A definition by exact reference (id and version). */
   get(ref: WorkflowRef): WorkflowDefinition | undefined {
     return this.#byKey.get(workflowKey(ref));
   }
 
+  /** The latest version of a workflow. */
   latest(id: string): WorkflowDefinition | undefined {
     let best: WorkflowDefinition | undefined;
     for (const def of this.#byKey.values()) {
@@ -407,6 +411,7 @@ export class WorkflowRegistry {
     return best;
   }
 
+  /** Every definition held. */
   list(): WorkflowDefinition[] {
     return [...this.#byKey.values()].sort((a, b) => a.id.localeCompare(b.id) || a.version - b.version);
   }

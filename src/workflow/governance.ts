@@ -13,11 +13,15 @@ import type { RunUsage, WorkflowRef } from '../protocol/workflow.js';
 export interface HopContext {
   /** The work item (top-level task). */
   itemId: string;
+  /** The workflow the item runs on (id and version). */
   workflow: WorkflowRef;
+  /** The stage the hop is for. */
   stage: string;
+  /** The role the hop goes to. */
   role: string;
   /** The hop's number in its run (1-based). */
   hop: number;
+  /** The hop's attempt (1 the first time; retries count up). */
   attempt: number;
   /** What the work item has cost so far (before this hop). */
   usage: RunUsage;
@@ -38,7 +42,9 @@ export type Policy = (ctx: Readonly<HopContext>) => PolicyVerdict;
 
 /** A policy with the name its verdicts are recorded under. */
 export interface NamedPolicy {
+  /** The policy's name, as audited and traced. */
   name: string;
+  /** The policy: a verdict on each hop. */
   check: Policy;
 }
 
@@ -180,6 +186,7 @@ export function runGovernance(policies: readonly PolicyEntry[], ctx: HopContext)
 export interface Budget {
   /** Input plus output tokens the work item may spend. */
   maxTokens?: number;
+  /** The most the item may cost, in US dollars. */
   maxCostUsd?: number;
 }
 

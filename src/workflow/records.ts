@@ -31,7 +31,9 @@ export interface ItemApproval {
 
 /** What a work item may spend: tokens (input plus output), dollars, or both. */
 export interface ItemBudget {
+  /** The most tokens the item may use, all hops together. */
   maxTokens?: number;
+  /** The most the item may cost, in US dollars. */
   maxCostUsd?: number;
 }
 
@@ -216,17 +218,23 @@ export type ItemEventKind = (typeof ITEM_EVENT_KINDS)[number];
 
 /** One thing that happened to a work item: which hop, stage and role, a readable line, and what it cost. */
 export interface ItemEvent {
+  /** What happened (one of `ITEM_EVENT_KINDS`). */
   kind: ItemEventKind;
+  /** The work item it happened to. */
   itemId: string;
   /** The run's hop number, for hop events. */
   hop: number | null;
+  /** The stage it happened at, or null for an event of the item as a whole. */
   stage: string | null;
+  /** The role of that stage's hop, or null where no hop is concerned. */
   role: string | null;
   /** One readable line: what happened and why. */
   detail: string;
   /** What this event accrued (results only). */
   usage?: RunUsage;
+  /** The model the hop's agent reported using (results only, when it said). */
   model?: string;
+  /** When it happened, in milliseconds since the epoch (the Coordinator's clock). */
   at: number;
 }
 

@@ -13,22 +13,35 @@ export type BrokerMethod = Exclude<MethodName, 'app.handshake'>;
  * commit) but each is atomic on its own: a refused call changes nothing.
  */
 export interface BrokerApi {
+  /** Registers an agent (name, context, optional kind, description and skills): resolves with its id, its capability token and its card. */
   register(params: MethodParams<'a2a.agents.register'>): Promise<MethodResult<'a2a.agents.register'>>;
+  /** Ends the caller's registration (`{deregistered: true}`): its token stops working and its event stream completes. */
   deregister(params: MethodParams<'a2a.agents.deregister'>): Promise<MethodResult<'a2a.agents.deregister'>>;
+  /** The cards of the peers the caller may address (not its own). */
   listAgents(params: MethodParams<'a2a.agents.list'>): Promise<MethodResult<'a2a.agents.list'>>;
+  /** Sends a message to a named agent (a new task) or into an existing task, never both; resolves with the task. */
   send(params: MethodParams<'a2a.message.send'>): Promise<MethodResult<'a2a.message.send'>>;
+  /** A task of the caller's, with at most `historyLength` of its newest history messages. */
   getTask(params: MethodParams<'a2a.tasks.get'>): Promise<MethodResult<'a2a.tasks.get'>>;
+  /** The caller's tasks, filtered by its role in them and by state. */
   listTasks(params: MethodParams<'a2a.tasks.list'>): Promise<MethodResult<'a2a.tasks.list'>>;
+  /** Moves a task through the task state machine (its worker only; an illegal move is refused and changes nothing). */
   setStatus(params: MethodParams<'a2a.tasks.status'>): Promise<MethodResult<'a2a.tasks.status'>>;
+  /** Adds an artifact to a task, whole or as a chunk (its worker only; the broker assigns `artifactId` when absent). */
   addArtifact(params: MethodParams<'a2a.tasks.artifact'>): Promise<MethodResult<'a2a.tasks.artifact'>>;
+  /** Cancels a task of the caller's; resolves with the task. */
   cancel(params: MethodParams<'a2a.tasks.cancel'>): Promise<MethodResult<'a2a.tasks.cancel'>>;
+  /** Re-emits the task's current status to the caller as an event, and resolves with the task. */
   resubscribe(params: MethodParams<'a2a.tasks.resubscribe'>): Promise<MethodResult<'a2a.tasks.resubscribe'>>;
+  /** Sets the push config of one task; resolves with the config now in force. */
   setPushConfig(
     params: MethodParams<'a2a.tasks.pushNotificationConfig.set'>,
   ): Promise<MethodResult<'a2a.tasks.pushNotificationConfig.set'>>;
+  /** The task's push config, or null when none is set. */
   getPushConfig(
     params: MethodParams<'a2a.tasks.pushNotificationConfig.get'>,
   ): Promise<MethodResult<'a2a.tasks.pushNotificationConfig.get'>>;
+  /** One page of the caller's durable events after a seq (at most `limit`), in seq order: how a restarted runtime catches up. */
   eventsSince(params: MethodParams<'a2a.events.since'>): Promise<MethodResult<'a2a.events.since'>>;
 
   /**

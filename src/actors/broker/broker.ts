@@ -44,6 +44,7 @@ export type { BrokerOptions } from './broker-options.js';
 
 /** What `createBroker` found and did when it opened the database. */
 export interface BrokerOpenReport {
+  /** The schema version the file had (`from`) and has now (`to`). */
   schema: { from: number; to: number };
   /** Live task actors restored from their snapshots. */
   restoredTasks: number;
@@ -57,8 +58,11 @@ export interface BrokerOpenReport {
 
 /** The embedded broker: `BrokerApi` plus what an embedding runtime inspects. */
 export interface Broker extends BrokerApi {
+  /** The database file the broker keeps its tables in (`:memory:` for none). */
   readonly path: string;
+  /** How commits reach the disk (`normal` or `full`). */
   readonly durability: Durability;
+  /** What opening the database found and did. */
   readonly opened: BrokerOpenReport;
   /** Non-terminal tasks (each an actor of the task machine; one restored on open starts it on first move). */
   liveTaskCount(): number;

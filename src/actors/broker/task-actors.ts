@@ -11,6 +11,7 @@ type PersistedTaskSnapshot = ReturnType<TaskActor['getPersistedSnapshot']>;
 
 /** A task actor refused a move the broker had already checked: a defect, never a user error. */
 export class TaskActorError extends SwitchboardError {
+  /** The error's code: a string a caller can branch on (listed in `ERROR_CODES`). */
   declare readonly code: ErrorCodeOf<'TaskActorError'>;
   constructor(
     readonly taskId: string,

@@ -15,6 +15,7 @@ import type { ItemStatus } from './types.js';
 
 /** A running Coordinator: creates work items, streams their statuses, decides their approvals and cancels them. */
 export interface Coordinator {
+  /** Starts a work item on a workflow: resolves with the item's id once its creation is committed. */
   createWorkItem(request: CreateWorkItem): Promise<string>;
   /** The item's status now, then on every change; completes after its final status. */
   watch(itemId: string): Observable<ItemStatus>;
@@ -31,8 +32,11 @@ export interface Coordinator {
    * when the Coordinator closes first.
    */
   settled(itemId: string, options?: SettleOptions): Promise<ItemStatus>;
+  /** Approves an item waiting at an approval gate, as `approver` (who is recorded in the audit). */
   approve(itemId: string, approver: string): Promise<void>;
+  /** Denies an item waiting at an approval gate, as `approver`, with an optional reason (at most 2000 characters). */
   deny(itemId: string, approver: string, reason?: string): Promise<void>;
+  /** Cancels an item that has not ended, naming who cancels and why (both optional, both audited). */
   cancel(itemId: string, options?: { by?: string; reason?: string }): Promise<void>;
   /** An item as stored, on either store. */
   getItem(itemId: string): Promise<ItemRecord | undefined>;
@@ -48,6 +52,7 @@ export interface Coordinator {
   readonly tables: CoordinatorTables;
   /** Changes a role's pool deployment (warm ↔ scale-to-zero), nothing else. */
   configureRole(role: string, deployment: PoolDeployment): void;
+  /** The pools of the roles run in this process, by role. */
   readonly pools: ReadonlyMap<string, Pool>;
   /**
    * The hash-chained audit, on either store: its head, rows, signed
@@ -55,6 +60,7 @@ export interface Coordinator {
    * embedded file, open `SqliteCoordinatorStore` and `AuditLog` on it.
    */
   readonly audit: AuditChain;
+  /** The work bus the hops and results travel on. */
   readonly bus: WorkQueue;
   /**
    * The broker the mirror keeps the A2A view in; undefined on PostgreSQL
@@ -62,7 +68,9 @@ export interface Coordinator {
    * `taskViewsOfItem(await getItem(id), await listHops(id))`).
    */
   readonly broker: Broker | undefined;
+  /** The Context Engine the workers read a run's outputs and checkpoints from. */
   readonly contextStore: ContextStore;
+  /** The dispatcher that publishes hops to the roles' queues. */
   readonly dispatcher: Dispatcher;
   /** What restoring found on open. */
   readonly restored: { items: string[]; refused: { itemId: string; reason: string }[]; republished: number };
@@ -75,5 +83,6 @@ export interface Coordinator {
    * its retention (what the periodic sweep does); resolves with how many.
    */
   forgetEndedRuns(): Promise<number>;
+  /** Stops: the pools finish the hops they hold, the results loop stops, then what the Coordinator opened is closed. A second call does nothing. */
   close(): Promise<void>;
 }

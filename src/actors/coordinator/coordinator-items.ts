@@ -19,6 +19,7 @@ export interface CreateWorkItem {
   workflow: string | WorkflowRef;
   /** The request: text, or A2A parts. */
   input: string | Part[];
+  /** Limits of the item's cost and tokens, checked before every hop. */
   budget?: ItemBudget;
   /** Passed to user policies (`HopContext.attributes`). */
   attributes?: Record<string, string | number | boolean>;

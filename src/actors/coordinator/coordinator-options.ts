@@ -20,7 +20,9 @@ import { CoordinatorError, invalid } from './types.js';
 
 /** A role's workers, run in this process by a pool. */
 export interface RoleDeployment {
+  /** The handler the role's pool runs. */
   handler: WorkHandler;
+  /** The pool's deployment. */
   deployment: PoolDeployment;
   /**
    * Lease per hop delivery.
@@ -50,6 +52,7 @@ export interface CoordinatorOptions {
   durability?: Durability;
   /** Or bring the parts (all of them; the caller closes them). */
   broker?: Broker;
+  /** The work bus, when not embedded (with `broker`, `db` and `contextStore`, or with `postgres`). */
   bus?: WorkQueue;
   /** The database the Coordinator's tables and the audit live in. */
   db?: SqliteDatabase;
@@ -64,6 +67,7 @@ export interface CoordinatorOptions {
    * (a leader lease's `assertEpoch`). See docs/coordinator.md, "PostgreSQL".
    */
   postgres?: PostgresStorage;
+  /** The Context Engine, when not embedded. */
   contextStore?: ContextStore;
   /**
    * With `path`: how long the embedded Context Engine keeps completion
@@ -128,11 +132,20 @@ export interface CoordinatorOptions {
    * @defaultValue `coordinator-<pid>`
    */
   consumer?: string;
-  /** @defaultValue the system clock */
+  /**
+   * The clock of the decisions, timers and audit (tests pass a fake one).
+   * @defaultValue the system clock
+   */
   clock?: Clock;
-  /** @defaultValue UUIDv7 ids on the clock */
+  /**
+   * Where item, hop and task ids come from.
+   * @defaultValue UUIDv7 ids on the clock
+   */
   ids?: IdSource;
-  /** @defaultValue a silent logger */
+  /**
+   * Where the Coordinator logs.
+   * @defaultValue a silent logger
+   */
   logger?: Logger;
   /**
    * One Coordinator per file: it owns the file while it runs (a heartbeat every

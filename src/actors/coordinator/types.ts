@@ -41,6 +41,7 @@ export type CoordinatorErrorCode = ErrorCodeOf<'CoordinatorError'>;
 
 /** A refused Coordinator call: nothing changed. */
 export class CoordinatorError extends SwitchboardError {
+  /** The error's code: a string a caller can branch on (listed in `ERROR_CODES`). */
   declare readonly code: CoordinatorErrorCode;
   constructor(code: CoordinatorErrorCode, message: string, options: SwitchboardErrorOptions = {}) {
     super(code, message, options);

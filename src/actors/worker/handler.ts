@@ -11,22 +11,31 @@ import type { Usage, WorkEnvelope, WorkHeaders, WorkMessage } from '../../protoc
  */
 
 export interface Completion {
+  /** Marks a completion (optional in a handler's result: `complete()` sets it). */
   kind: 'complete';
+  /** The hop's output: its parts, kept in the Context Engine for the stages after it. */
   parts?: Part[];
+  /** Artifacts the hop produced, kept with its output. */
   artifacts?: Artifact[];
+  /** What the hop cost (tokens, money), accrued to the work item. */
   usage?: Usage;
   /** Updates of the work item's memory: a key set to `null` is deleted. */
   memory?: Record<string, unknown>;
+  /** Carried with the result as it is (JSON). */
   metadata?: Record<string, unknown>;
 }
 
 /** A handler's suspension: the question to ask another role and the state to resume with when its reply comes. */
 export interface Suspension {
+  /** Marks a suspension. */
   kind: 'suspend';
+  /** The role to ask and the question; its reply resumes this hop. */
   ask: { role: string; message: WorkMessage };
   /** What the handler needs back when the reply comes: JSON. */
   state: unknown;
+  /** What the hop cost up to the suspension. */
   usage?: Usage;
+  /** Updates of the work item's memory: a key set to `null` is deleted. */
   memory?: Record<string, unknown>;
 }
 
@@ -63,24 +72,33 @@ export interface Effects {
 
 /** What a resumed hop's handler gets back: its saved state, the reply, who answered, and its checkpoint. */
 export interface HopResume {
+  /** The state the handler suspended with. */
   state: unknown;
+  /** The answer to its question. */
   reply: WorkMessage;
   /** Who answered and how (`failed` when the query was dead-lettered). */
   from: ReplyInfo | undefined;
+  /** The checkpoint kept while the hop waited. */
   checkpoint: Checkpoint;
 }
 
 /** What a handler receives for one hop: the role, the envelope, the item's context, effects and an abort signal. */
 export interface HopInput {
+  /** The role this hop is for (the queue it came from). */
   role: string;
+  /** The hop's envelope as it came off the bus: headers and message. */
   envelope: WorkEnvelope;
   /** The hop's headers (on a resume: the headers of the hop that suspended). */
   headers: WorkHeaders;
+  /** The hop's message (its input). */
   message: WorkMessage;
+  /** The work item's context from the Context Engine: earlier hops' outputs and its memory. */
   context: WorkItemContext;
   /** Present when this call resumes a suspended hop. */
   resume: HopResume | undefined;
+  /** Side effects applied once per hop, whatever the redeliveries. */
   effects: Effects;
+  /** The bus delivery: its id and how many times it has been delivered (1 the first time). */
   delivery: { id: string; deliveries: number };
   /** Aborted when the lease is lost or the worker stops without waiting. */
   signal: AbortSignal;

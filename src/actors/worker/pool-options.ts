@@ -8,10 +8,15 @@ import type { WorkHandler } from './handler.js';
 
 /** Options of `createPool`: the role, its handler, the bus and Context Engine, the deployment and its workers' timings. */
 export interface PoolOptions {
+  /** The role the pool's workers consume. */
   role: string;
+  /** The handler each worker runs on a hop. */
   handler: WorkHandler;
+  /** The work bus the role's hops come from. */
   bus: WorkQueue;
+  /** The Context Engine the workers read and record in. */
   contextStore: ContextStore;
+  /** How many workers, when they stop, and how many hops each runs at once. */
   deployment: PoolDeployment;
   /**
    * How often the supervisor looks at the queue and its workers.

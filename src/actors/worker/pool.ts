@@ -13,6 +13,7 @@ export type { PoolOptions } from './pool-options.js';
 
 /** A running pool of one role: its replica count and deployment, which `configure` changes at run time. */
 export interface Pool {
+  /** The role the pool's workers run. */
   readonly role: string;
   /** Workers running now. */
   readonly replicas: number;
@@ -20,9 +21,11 @@ export interface Pool {
   readonly replicas$: Observable<number>;
   /** Workers started / stopped since the pool started. */
   readonly starts: number;
+  /** Workers stopped since the pool started. */
   readonly stops: number;
   /** Hops settled (completed, suspended, failed or released) by the pool's workers, stopped ones included. */
   readonly settled: number;
+  /** The deployment in force (replicas, idle timeout, concurrency). */
   readonly deployment: PoolDeployment;
   /** The supervisor actor (for inspection). */
   readonly actor: Actor<PoolMachine>;

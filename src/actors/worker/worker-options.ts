@@ -8,9 +8,13 @@ import type { WorkHandler } from './handler.js';
 
 /** Options of `createWorker`: the role, its handler, the bus and Context Engine, concurrency and lease timings. */
 export interface WorkerOptions {
+  /** The role whose queue the worker consumes. */
   role: string;
+  /** The handler it runs on each hop. */
   handler: WorkHandler;
+  /** The work bus the role's hops come from. */
   bus: WorkQueue;
+  /** The Context Engine it reads a run's context from and records completions in. */
   contextStore: ContextStore;
   /**
    * Hops run at once: an integer >= 1.

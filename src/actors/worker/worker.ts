@@ -67,8 +67,11 @@ export interface StopOptions {
 
 /** A running worker of one role: its hops in flight, idle time and settled count; `stop` drains it. */
 export interface Worker {
+  /** The worker's id: its consumer name on the bus, and in its logs. */
   readonly id: string;
+  /** The role it consumes. */
   readonly role: string;
+  /** Starts consuming its role's queue. */
   start(): void;
   /** Stops consuming, lets in-flight hops finish within the grace period, then releases what is left. */
   stop(options?: StopOptions): Promise<void>;
@@ -78,6 +81,7 @@ export interface Worker {
   readonly idleSince: number | null;
   /** Hops settled (completed, suspended, failed or released) so far. */
   readonly settled: number;
+  /** Whether it is consuming. */
   readonly running: boolean;
 }
 

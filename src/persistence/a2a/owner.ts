@@ -36,6 +36,7 @@ export const BROKER_OWNERSHIP_ERROR_CODES = ERROR_CODES.BrokerOwnershipError;
 
 /** A broker's file is owned by another live broker (`details`: its pid, host, since, socket). */
 export class BrokerOwnershipError extends SwitchboardError {
+  /** The error's code: a string a caller can branch on (listed in `ERROR_CODES`). */
   declare readonly code: ErrorCodeOf<'BrokerOwnershipError'>;
 
   constructor(path: string, owner: BrokerOwner) {

@@ -18,6 +18,7 @@ export type ContextStoreErrorCode = ErrorCodeOf<'ContextStoreError'>;
 
 /** A refused Context Engine call (nothing changed), or a backend it cannot reach (`CONTEXT_BACKEND`). */
 export class ContextStoreError extends SwitchboardError {
+  /** The error's code: a string a caller can branch on (listed in `ERROR_CODES`). */
   declare readonly code: ContextStoreErrorCode;
   constructor(code: ContextStoreErrorCode, message: string, options: SwitchboardErrorOptions = {}) {
     super(code, message, options);

@@ -90,6 +90,7 @@ export interface RedisContextStoreOptions extends ContextRetentionOptions {
   url?: string;
   /** The deployment's key prefix, the bus's (default `switchboard`). */
   prefix?: string;
+  /** The clock of retention (tests pass a fake one). */
   clock?: Clock;
   /** How long connecting may take before `createRedisContextStore` fails (default 5000 ms). */
   connectTimeoutMs?: number;

@@ -57,9 +57,11 @@ export interface HopOutput {
 
 /** What a hop sees of its work item: the run's completed hop outputs, oldest first, and its memory. */
 export interface WorkItemContext {
+  /** The run (work item) the context is of. */
   runId: string;
   /** The run's completed hops, oldest first. */
   outputs: HopOutput[];
+  /** The run's memory: what its hops' handlers kept. */
   memory: Record<string, unknown>;
 }
 
@@ -116,10 +118,13 @@ export interface CompletionRecord {
 
 /** The Context Engine's contract; `SqliteContextStore` is the embedded implementation. */
 export interface ContextStore {
+  /** A run's context: its hops' outputs and its memory. */
   hydrate(runId: string): Promise<WorkItemContext>;
   /** Updates a run's memory outside a hop (the Coordinator seeding a run): `null` deletes a key. */
   updateMemory(runId: string, patch: Record<string, unknown>): Promise<void>;
+  /** The checkpoint a suspended hop kept under its continuation token, if any. */
   checkpoint(token: string): Promise<Checkpoint | undefined>;
+  /** The recorded completion of a hop by its idempotency key, if it completed. */
   completion(idempotencyKey: string): Promise<HopCompletion | undefined>;
   /**
    * Records a hop's completion and everything it implies, atomically. When the
@@ -146,6 +151,7 @@ export interface ContextStore {
   forgetRun(runId: string): Promise<void>;
   /** How long the store keeps idempotency records (and the Coordinator a finished run's context), in ms. */
   readonly retentionMs: number;
+  /** Closes the store (what it opened itself). */
   close(): Promise<void>;
 }
 

@@ -35,6 +35,7 @@ export type CoordinatorLeaseErrorCode = ErrorCodeOf<'CoordinatorLeaseError'>;
 
 /** The leader lease refused: a fenced commit, bad options, or a database it cannot use. */
 export class CoordinatorLeaseError extends SwitchboardError {
+  /** The error's code: a string a caller can branch on (listed in `ERROR_CODES`). */
   declare readonly code: CoordinatorLeaseErrorCode;
   constructor(code: CoordinatorLeaseErrorCode, message: string, options: SwitchboardErrorOptions = {}) {
     super(code, message, options);

@@ -2,6 +2,7 @@ import { randomFillSync } from 'node:crypto';
 
 /** Makes ids. Injectable so that tests can make them predictable. */
 export interface IdSource {
+  /** The next id. */
   next(): string;
 }
 

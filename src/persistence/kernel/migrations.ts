@@ -26,10 +26,14 @@ export interface MigrationSet {
  * nothing was changed.
  */
 export class SchemaVersionError extends SwitchboardError {
+  /** The error's code: a string a caller can branch on (listed in `ERROR_CODES`). */
   declare readonly code: ErrorCodeOf<'SchemaVersionError'>;
   constructor(
+    /** The component whose tables are at the wrong version (such as `coordinator`, `audit` or `context`). */
     readonly component: string,
+    /** The version the database has. */
     readonly found: number,
+    /** The version this switchboard reads and writes. */
     readonly supported: number,
   ) {
     super(

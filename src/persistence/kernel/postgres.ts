@@ -45,6 +45,7 @@ export const PG_RANGE = '^8.23.1';
 
 /** A refused or failed PostgreSQL connection or statement; the message never holds the URL's password. */
 export class PostgresError extends SwitchboardError {
+  /** The error's code: a string a caller can branch on (listed in `ERROR_CODES`). */
   declare readonly code: ErrorCodeOf<'PostgresError'>;
 }
 
