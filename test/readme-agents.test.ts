@@ -46,8 +46,14 @@ describe('README: Use it from an MCP host', () => {
     const clients: Record<string, Client> = {};
     try {
       for (const [name, server] of Object.entries(config.mcpServers)) {
-        expect([server.command, server.args[0]]).toEqual(['npx', 'switchboard']);
-        const args = server.args.slice(1).map((a) => (a === '/home/me/agents.db' ? db : a));
+        // npx names this package: a bare `npx switchboard` would fetch another one.
+        expect([server.command, ...server.args.slice(0, 3)]).toEqual([
+          'npx',
+          '-y',
+          '--package=a2a-switchboard',
+          'switchboard',
+        ]);
+        const args = server.args.slice(3).map((a) => (a === '/home/me/agents.db' ? db : a));
         const client = new Client({ name: 'readme-host', version: '1.0.0' });
         await client.connect(
           new StdioClientTransport({ command: process.execPath, args: [SWITCHBOARD_BIN, ...args], stderr: 'ignore' }),
