@@ -30,7 +30,14 @@ export type {
 export { AgentCardSchema } from './protocol/agent.js';
 export type { AgentKind, Skill, AgentCard } from './protocol/agent.js';
 export { TaskStatusUpdateEventSchema, TaskArtifactUpdateEventSchema, PushConfigSchema } from './protocol/events.js';
-export type { TaskStatusUpdateEvent, TaskArtifactUpdateEvent, TaskEvent, PushConfig } from './protocol/events.js';
+export type {
+  TaskStatusUpdateEvent,
+  TaskArtifactUpdateEvent,
+  TaskAgentUpdateEvent,
+  AgentPresence,
+  TaskEvent,
+  PushConfig,
+} from './protocol/events.js';
 // The broker's methods: their names, params and results (`MethodName`,
 // `MethodParams`, `SendParams`, ...), the JSON-RPC frames (their schemas
 // `JsonRpcRequestSchema`, `JsonRpcResponseSchema`, ..., for a transport of one's

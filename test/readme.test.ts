@@ -11,7 +11,7 @@ const dir = mkdtempSync(join(tmpdir(), 'sb-readme-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('README', () => {
-  it('its embedding example runs as written and wakes the requester', async () => {
+  it('its embedding example runs as written (twice, on the same file) and wakes the requester', async () => {
     const readme = readFileSync(join(root, 'README.md'), 'utf8');
     const block = /```ts\n([\s\S]*?)```/.exec(readme)?.[1];
     expect(block, 'a ```ts block in README.md').toBeDefined();
@@ -24,9 +24,12 @@ await broker.close();
 `;
     const file = join(dir, 'example.mts');
     writeFileSync(file, script);
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', file], { cwd: root });
-    expect(stdout).toContain('a2a.task.event');
-    expect(stdout).toContain('LEAD status-update completed');
+    // Twice on the same file: an example runs any number of times.
+    for (const pass of [1, 2]) {
+      const { stdout } = await run(process.execPath, ['--import', 'tsx', file], { cwd: root });
+      expect(stdout, `run ${pass}`).toContain('a2a.task.event');
+      expect(stdout, `run ${pass}`).toContain('LEAD status-update completed');
+    }
   });
 
   it('names the two commands a new user runs', () => {

@@ -15,7 +15,7 @@ export { BrokerSocketServer, prepareSocketPath } from '../transport/socket-serve
 export type { SocketServerOptions } from '../transport/socket-server.js';
 export type { BrokerSessionOptions } from '../transport/broker-session.js';
 export { AgentInbox, MAX_BUFFERED_EVENTS } from '../transport/agent-inbox.js';
-export type { FetchEventsSince } from '../transport/agent-inbox.js';
+export type { FetchEventsSince, ScreenEvents } from '../transport/agent-inbox.js';
 // A client is a `ClientBase` (handshake, inboxes, reconnect) with one call per
 // method (`ClientMethods`): together the root's `SwitchboardClient`.
 export { ClientBase, CLIENT_METHODS } from '../transport/client.js';

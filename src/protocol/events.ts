@@ -25,10 +25,33 @@ export const TaskArtifactUpdateEventSchema = z.object({
 /** An artifact-update event as on the wire (inferred from `TaskArtifactUpdateEventSchema`). */
 export interface TaskArtifactUpdateEvent extends z.infer<typeof TaskArtifactUpdateEventSchema> {}
 
-/** A task event on the wire: a status update or an artifact update, told apart by `kind`. */
+/** Where the agent serving a task is: `left` (its connection to the broker closed) or `back` (it registered again). */
+export const AgentPresenceSchema = z.enum(['left', 'back']);
+/** Where the agent serving a task is, as on the wire (inferred from `AgentPresenceSchema`). */
+export type AgentPresence = z.infer<typeof AgentPresenceSchema>;
+
+/**
+ * An agent-update event on the wire, to the requester of an open task: the
+ * agent serving it left the broker (its connection closed, crash included;
+ * the task is kept and waits for it) or is back (it registered again under
+ * the same `(agentContextId, agentName)`). Tells a dead worker from a slow one.
+ */
+export const TaskAgentUpdateEventSchema = z.object({
+  kind: z.literal('agent-update'),
+  taskId: IdSchema,
+  contextId: IdSchema,
+  agentName: NameSchema,
+  agentContextId: IdSchema,
+  presence: named<AgentPresence>(AgentPresenceSchema),
+});
+/** An agent-update event as on the wire (inferred from `TaskAgentUpdateEventSchema`). */
+export interface TaskAgentUpdateEvent extends z.infer<typeof TaskAgentUpdateEventSchema> {}
+
+/** A task event on the wire: a status update, an artifact update or an agent update, told apart by `kind`. */
 export const TaskEventSchema = z.discriminatedUnion('kind', [
   TaskStatusUpdateEventSchema,
   TaskArtifactUpdateEventSchema,
+  TaskAgentUpdateEventSchema,
 ]);
 /** A task event as on the wire (inferred from `TaskEventSchema`). */
 export type TaskEvent = z.infer<typeof TaskEventSchema>;
@@ -42,7 +65,7 @@ export const TaskEventNotificationSchema = z.object({
   recipientName: NameSchema,
   contextId: IdSchema,
   seq: SeqSchema,
-  event: named<TaskStatusUpdateEvent | TaskArtifactUpdateEvent>(TaskEventSchema),
+  event: named<TaskStatusUpdateEvent | TaskArtifactUpdateEvent | TaskAgentUpdateEvent>(TaskEventSchema),
 });
 /** Params of the `a2a.task.event` notification as on the wire (inferred from `TaskEventNotificationSchema`). */
 export interface TaskEventNotification extends z.infer<typeof TaskEventNotificationSchema> {}

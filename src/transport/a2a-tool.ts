@@ -8,7 +8,7 @@ import {
 } from '../protocol/a2a-tool.js';
 import { A2A_DEFAULT_STREAM_WAIT_SECONDS, A2A_MAX_STREAM_WAIT_SECONDS } from '../protocol/bounds.js';
 import { BrokerError } from '../protocol/broker-error.js';
-import type { DurableEvent } from '../protocol/events.js';
+import type { AgentPresence, DurableEvent } from '../protocol/events.js';
 import type { Part } from '../protocol/parts.js';
 import type { Artifact, Message, Task } from '../protocol/task.js';
 import { type AgentCard, foldAgentName } from '../protocol/agent.js';
@@ -59,13 +59,17 @@ export interface TaskView {
 
 /**
  * An event on the caller's tasks as the model reads it from `wait`: status,
- * artifact or push. An artifact event is one chunk: `append` when it adds to
- * the artifact of that id, `lastChunk` when the artifact is whole.
+ * artifact, push or agent. An artifact event is one chunk: `append` when it
+ * adds to the artifact of that id, `lastChunk` when the artifact is whole. An
+ * agent event says the agent serving the task (`agent`) left the broker or is
+ * back (`presence`): the task waits for it meanwhile.
  */
 export interface EventView {
   seq: number;
   taskId: string;
-  type: 'status' | 'artifact' | 'push';
+  type: 'status' | 'artifact' | 'push' | 'agent';
+  agent?: string;
+  presence?: AgentPresence;
   state?: Task['status']['state'];
   final?: boolean;
   message?: MessageView;
@@ -457,6 +461,9 @@ function eventView(event: DurableEvent): EventView {
     };
     if (inner.status.message !== undefined) view.message = messageView(inner.status.message);
     return view;
+  }
+  if (inner.kind === 'agent-update') {
+    return { seq: event.seq, taskId: inner.taskId, type: 'agent', agent: inner.agentName, presence: inner.presence };
   }
   return {
     seq: event.seq,

@@ -7,6 +7,12 @@ export const MAX_BUFFERED_EVENTS = 10_000;
 /** Reads a page of the agent's durable log: events with `seq > after`, ascending. */
 export type FetchEventsSince = (after: number, limit: number) => Promise<DurableEvent[]>;
 
+/**
+ * Picks, from a page read from the log, the events to keep; the others are
+ * passed over (their seqs count as received, so they are never read again).
+ */
+export type ScreenEvents = (events: DurableEvent[]) => Promise<DurableEvent[]>;
+
 interface Waiter {
   taskId: string | undefined;
   resolve(events: DurableEvent[]): void;
@@ -73,11 +79,14 @@ export class AgentInbox {
    * Reads the durable log after the last seq held, then the live events that
    * came meanwhile. Concurrent calls share one pass. A failed read (the
    * connection went away) keeps the last seq where it was: the next catch-up
-   * (after a reconnect) starts from there.
+   * (after a reconnect) starts from there. With `screen`, each page read
+   * from the log keeps only the events `screen` returns (a registration's
+   * replay passes over the events of tasks that have ended); live events
+   * are never screened.
    */
-  catchUp(): Promise<void> {
+  catchUp(screen?: ScreenEvents): Promise<void> {
     if (this.syncing) return this.syncing;
-    const pass = this.readLog().finally(() => {
+    const pass = this.readLog(screen).finally(() => {
       this.syncing = undefined;
     });
     this.syncing = pass;
@@ -115,12 +124,19 @@ export class AgentInbox {
     this.held = [];
   }
 
-  private async readLog(): Promise<void> {
+  private async readLog(screen: ScreenEvents | undefined): Promise<void> {
     try {
       for (;;) {
         const events = await this.fetchSince(this.seq, MAX_EVENTS_LIMIT);
+        const kept = screen === undefined ? undefined : new Set(await screen(events));
         for (const event of events) {
-          if (event.seq > this.seq && !this.deliver(event)) break;
+          if (event.seq <= this.seq) continue;
+          if (kept !== undefined && !kept.has(event)) {
+            if (this.closed) break;
+            this.seq = event.seq;
+            continue;
+          }
+          if (!this.deliver(event)) break;
         }
         if (this.behind || events.length < MAX_EVENTS_LIMIT || this.closed) break;
       }

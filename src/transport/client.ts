@@ -10,8 +10,9 @@ import {
   type MethodResult,
   type RegisterResult,
 } from '../protocol/methods.js';
+import { isTerminalState } from '../protocol/task.js';
 import { VERSION } from '../version.js';
-import { AgentInbox } from './agent-inbox.js';
+import { AgentInbox, eventTaskId } from './agent-inbox.js';
 import { RpcConnection } from './rpc-connection.js';
 import { ServeProcess, type SpawnServeOptions } from './serve-process.js';
 import { connectSocket, joinHostBroker } from './host-broker.js';
@@ -86,10 +87,11 @@ export interface ConnectOptions {
 /** Options of the client's `register`: the seq after which the agent's durable events are replayed. */
 export interface RegisterOptions {
   /**
-   * Replay the party's durable events after this seq into the inbox (default:
-   * the last seq this client saw for the party, else 0: every event waiting
-   * in the log for it). A runtime that kept `lastSeq()` across its own
-   * restart passes it here.
+   * Replay every durable event of the party after this seq into the inbox,
+   * exactly. A runtime that kept `lastSeq()` across its own restart passes
+   * it here. Without it the replay starts after the last seq this client saw
+   * for the party, else at the start of the log, and passes over the events
+   * of tasks that have already ended (see `openTasksOnly`).
    */
   after?: number;
 }
@@ -259,8 +261,40 @@ export class ClientBase {
     this.registrations.add(registration);
     this.byToken.set(result.token, registration);
     this.byAgentId.set(result.agentId, registration);
-    await registration.inbox.catchUp();
+    await registration.inbox.catchUp(
+      options.after === undefined ? (events) => this.openTasksOnly(registration, events) : undefined,
+    );
     return result;
+  }
+
+  /**
+   * What a registration replays from the log when it does not say where to
+   * start: the events of tasks still open, and the final event (`final:
+   * true`, or a push) of a task that has ended, the one word on it that may
+   * still be news. A task's other events are passed over once it has ended:
+   * nothing can be done on it any more (a worker that took the task in an
+   * earlier run does not get it again). A task the broker no longer has
+   * counts as ended; a task whose state cannot be read now is kept.
+   */
+  private async openTasksOnly(registration: Registration, events: DurableEvent[]): Promise<DurableEvent[]> {
+    const asked = new Set<string>();
+    for (const event of events) if (!isFinalEvent(event)) asked.add(eventTaskId(event));
+    const ended = new Set<string>();
+    await Promise.all(
+      [...asked].map(async (id) => {
+        try {
+          const { task } = (await this.connection.call('a2a.tasks.get', {
+            token: registration.token,
+            id,
+            historyLength: 0,
+          })) as MethodResult<'a2a.tasks.get'>;
+          if (isTerminalState(task.status.state)) ended.add(id);
+        } catch (error) {
+          if (error instanceof BrokerError && error.code === 'A2A_UNKNOWN_TASK') ended.add(id);
+        }
+      }),
+    );
+    return events.filter((event) => isFinalEvent(event) || !ended.has(eventTaskId(event)));
   }
 
   /**
@@ -466,6 +500,11 @@ function checkHost(raw: unknown): HandshakeResult {
 
 function partyKey(contextId: string, name: string): string {
   return `${contextId.length}:${contextId}${name}`;
+}
+
+/** A task's last word: a status-update that ends it, or a push (sent when a task ends). */
+function isFinalEvent(event: DurableEvent): boolean {
+  return event.method === 'a2a.push' || (event.params.event.kind === 'status-update' && event.params.event.final);
 }
 
 function isStreamPair(value: StreamPair | Duplex): value is StreamPair {

@@ -35,7 +35,7 @@ const N = PARTIES.length;
 interface MEvent {
   method: 'a2a.task.event' | 'a2a.push';
   taskId: string;
-  kind: 'status-update' | 'artifact-update' | 'push';
+  kind: 'status-update' | 'artifact-update' | 'agent-update' | 'push';
   state: TaskState | null;
   final: boolean | null;
 }

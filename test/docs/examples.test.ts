@@ -15,7 +15,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 //   (none)               a whole program: type-checked, strict, as a user's .mts (.mjs for js) file;
 //   <!-- fragment -->    a piece of a program (names it does not define), or a program written against an
 //                        SDK that is not installed here: only its imports of the package are checked;
-//   <!-- run -->         a whole program that is also run (with tsx, in a scratch directory) and must exit 0.
+//   <!-- run -->         a whole program that is also run (with tsx, twice in one scratch directory, so on the
+//                        same database files) and must exit 0 both times.
 // Modules an example imports that are not installed here (an LLM vendor's SDK)
 // are declared as untyped modules. README.md's first block and
 // docs/getting-started.md are also run by their own tests.
@@ -188,7 +189,7 @@ describe('the examples of README.md and docs/*.md', () => {
   }
 
   for (const example of examples.filter((e) => e.kind === 'run')) {
-    it(`${example.name}: runs to its end`, async () => {
+    it(`${example.name}: runs to its end, twice on the same files`, async () => {
       const dir = mkdtempSync(join(tmpdir(), 'sb-doc-example-'));
       try {
         const script = example.code.replace(
@@ -199,8 +200,11 @@ describe('the examples of README.md and docs/*.md', () => {
         const file = join(dir, `example.${example.lang === 'js' ? 'mjs' : 'mts'}`);
         writeFileSync(file, script);
         const tsx = pathToFileURL(join(root, 'node_modules/tsx/dist/loader.mjs')).href;
-        const result = await run(process.execPath, ['--import', tsx, file], { cwd: dir, timeout: 60_000 });
-        expect(result.stderr).toBe('');
+        // Twice in the same directory (so on the same database files): an example runs any number of times.
+        for (const pass of [1, 2]) {
+          const result = await run(process.execPath, ['--import', tsx, file], { cwd: dir, timeout: 60_000 });
+          expect(result.stderr, `run ${pass}`).toBe('');
+        }
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

@@ -16,7 +16,7 @@ function blocks(lang: string): string[] {
 }
 
 describe('docs/getting-started.md', () => {
-  it('its ts blocks, run in order as one script, delegate a review, run a work item and print both answers', async () => {
+  it('its ts blocks, run in order as one script (twice, on the same files), delegate a review, run a work item and print both answers', async () => {
     const code = blocks('ts');
     expect(code.length, 'the embedding, the delegation and the workflow blocks').toBeGreaterThanOrEqual(3);
     const script = code
@@ -26,9 +26,12 @@ describe('docs/getting-started.md', () => {
       .replace("'work.db'", JSON.stringify(join(dir, 'work.db')));
     const file = join(dir, 'getting-started.mts');
     writeFileSync(file, script);
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', file], { cwd: root, timeout: 60_000 });
-    expect(stdout).toContain('reviewer answered: Looks good to me.');
-    expect(stdout).toContain('the writer answered: summary of 1 part(s): all good');
+    // Twice on the same files: a second run must not take the first run's tasks for new ones.
+    for (const pass of [1, 2]) {
+      const { stdout } = await run(process.execPath, ['--import', 'tsx', file], { cwd: root, timeout: 60_000 });
+      expect(stdout, `run ${pass}`).toContain('reviewer answered: Looks good to me.');
+      expect(stdout, `run ${pass}`).toContain('the writer answered: summary of 1 part(s): all good');
+    }
     // The shell line after it reads the item back from the file the script left.
     expect(blocks('sh').join('\n')).toContain('npx switchboard items list --db work.db');
     const listed = await run(process.execPath, [
@@ -38,8 +41,11 @@ describe('docs/getting-started.md', () => {
       '--db',
       join(dir, 'work.db'),
     ]);
-    expect(listed.stdout).toMatch(/completed\s+summarize@1\s+summarize\s+1\s.*summary of 1 part\(s\): all good/);
-  });
+    const rows = listed.stdout.split('\n').filter((line) => /completed\s+summarize@1/.test(line));
+    expect(rows, 'one completed item per run').toHaveLength(2);
+    for (const row of rows)
+      expect(row).toMatch(/completed\s+summarize@1\s+summarize\s+1\s.*summary of 1 part\(s\): all good/);
+  }, 150_000);
 
   it('names the install and the demo it says to run, and the demo command exists', async () => {
     const shell = blocks('sh').join('\n');

@@ -65,6 +65,9 @@ describe('the packed package', () => {
       expect(shipped, file).toContain(file);
     }
     expect(shipped).toContain('docs/getting-started.md');
+    // docs/handlers.md's module and workflow, which the page links to.
+    expect(shipped).toContain('examples/handlers/review-handler.mjs');
+    expect(shipped).toContain('examples/handlers/review.json');
     expect(readFileSync(join(installed, 'LICENSE'), 'utf8')).toContain('Apache License');
     expect(shipped.filter((file) => file.startsWith('test/') || file.startsWith('bench/'))).toEqual([]);
     // Every dist file comes from a source that exists (a compiled module, or an asset copied as it is): a clean

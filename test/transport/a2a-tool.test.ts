@@ -3,6 +3,8 @@ import { A2A_TOOL_ACTIONS, A2AToolInputSchema } from '../../src/protocol/a2a-too
 import { type A2ATool, type A2AToolResult, createA2ATool } from '../../src/transport/a2a-tool.js';
 import { type SwitchboardClient, connect } from '../../src/transport/client.js';
 import { delegate } from '../../src/transport/delegate.js';
+import { createBroker } from '../../src/actors/broker/broker.js';
+import { connectInProcess } from '../../src/transport/in-process.js';
 import { tempDir, text } from './helpers.js';
 
 let cleanups: (() => Promise<void> | void)[] = [];
@@ -274,6 +276,31 @@ describe('the A2A tool, serving a task', () => {
     ]);
     const done = ok(await worker.execute({ action: 'complete', taskId, text: 'About 520,000.' }));
     expect(done.action === 'complete' && done.task.state).toBe('completed');
+  });
+
+  it('wait shows the requester that the agent serving its task left (its connection closed) and is back', async () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.cleanup);
+    const broker = createBroker({ path: tmp.db });
+    cleanups.push(() => broker.close());
+    const { client } = await connectInProcess(broker);
+    cleanups.push(() => client.close());
+    const { token } = await client.register({ name: 'lead', contextId: 'session' });
+    const researcher = await client.register({ name: 'researcher', contextId: 'session' });
+    const asker = createA2ATool({ client, token });
+    const sent = ok(await asker.execute({ action: 'send', to: 'researcher', text: 'population of Lyon?' }));
+    if (sent.action !== 'send') throw new Error('unexpected');
+    // What a socket or stdio session does when the researcher's connection closes, however it closes.
+    expect(await broker.endRegistrations([researcher.token])).toBe(1);
+    const left = ok(await asker.execute({ action: 'wait', taskId: sent.task.taskId, timeoutSeconds: 10 }));
+    expect(left.action === 'wait' && left.events).toEqual([
+      { seq: expect.any(Number), taskId: sent.task.taskId, type: 'agent', agent: 'researcher', presence: 'left' },
+    ]);
+    await client.register({ name: 'researcher', contextId: 'session' });
+    const back = ok(await asker.execute({ action: 'wait', taskId: sent.task.taskId, timeoutSeconds: 10 }));
+    expect(back.action === 'wait' && back.events).toEqual([
+      { seq: expect.any(Number), taskId: sent.task.taskId, type: 'agent', agent: 'researcher', presence: 'back' },
+    ]);
   });
 
   it('stream sends chunks the requester waits for as they come; complete ends the same artifact', async () => {

@@ -45,6 +45,26 @@ describe('AgentInbox', () => {
     expect(source.reads).toEqual([]);
   });
 
+  it('a screened catch-up keeps what the screen keeps, counts the rest as received and never screens live events', async () => {
+    // More than one page, so the screen sees every page and the paging goes on past a page it thinned.
+    const all = Array.from({ length: 1500 }, (_, i) => event(i + 1, i % 2 === 0 ? 'ended' : 'open'));
+    const source = log(all);
+    const inbox = new AgentInbox(source.fetch);
+    const screened: number[] = [];
+    await inbox.catchUp(async (page) => {
+      screened.push(page.length);
+      return page.filter((e) => e.method === 'a2a.task.event' && e.params.event.taskId === 'open');
+    });
+    expect(screened).toEqual([1000, 500]);
+    const kept = await inbox.wait(undefined, 0);
+    expect(kept).toHaveLength(750);
+    expect(kept.every((e) => e.seq % 2 === 0)).toBe(true);
+    expect(inbox.lastSeq).toBe(1500);
+    inbox.accept(event(1501, 'ended'));
+    expect(seqs(await inbox.wait(undefined, 0))).toEqual([1501]);
+    expect(source.reads).toEqual([0, 1000]);
+  });
+
   it('fills a gap from the log before delivering what came live, each event once and in order', async () => {
     const all = [1, 2, 3, 4, 5].map((s) => event(s));
     const source = log(all);

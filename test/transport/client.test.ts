@@ -7,6 +7,7 @@ import { type SwitchboardClient, connect } from '../../src/transport/client.js';
 import { JsonRpcServer } from '../../src/transport/jsonrpc-server.js';
 import { connectInProcess } from '../../src/transport/in-process.js';
 import { TransportError } from '../../src/transport/transport-error.js';
+import { eventTaskId as eventTask } from '../../src/transport/agent-inbox.js';
 import { RawServe, tempDir, text } from './helpers.js';
 
 let cleanups: (() => Promise<void> | void)[] = [];
@@ -301,6 +302,46 @@ describe('the client', () => {
     const events = await client.wait({ token: worker.token, timeoutSeconds: 0 });
     expect(events.map((e) => e.seq)).toEqual([1]);
     expect(client.lastSeq(worker.token)).toBe(1);
+  });
+
+  it('a party registering again in a new client is not handed the tasks that ended meanwhile (unless it asks with after)', async () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.cleanup);
+    const first = await connect({ spawn: { db: tmp.db, stderr: 'pipe' } });
+    const oldWorker = await first.register({ name: 'worker', contextId: 's' });
+    const requester = await first.register({ name: 'requester', contextId: 's' });
+    const done = await first.send({ token: requester.token, to: 'worker', message: text('done already') });
+    const open = await first.send({ token: requester.token, to: 'worker', message: text('still open') });
+    const canceled = await first.send({ token: requester.token, to: 'worker', message: text('called off') });
+    await first.setStatus({ token: oldWorker.token, id: done.task.id, state: 'completed' });
+    await first.cancel({ token: requester.token, id: canceled.task.id });
+    await first.close();
+
+    const { client } = await spawnClient(tmp.db);
+    const worker = await client.register({ name: 'worker', contextId: 's' });
+    const events = await client.wait({ token: worker.token, timeoutSeconds: 0 });
+    // The open task's submission, and the cancel (final) of the called-off one; nothing of the completed one.
+    expect(
+      events.map((e) => [
+        eventTask(e),
+        e.method === 'a2a.task.event' && e.params.event.kind === 'status-update' && e.params.event.final,
+      ]),
+    ).toEqual([
+      [open.task.id, false],
+      [canceled.task.id, true],
+    ]);
+    // Every event was logged before this registration: its recipient is the earlier registration's id.
+    expect(events.every((e) => e.params.recipient === oldWorker.agentId && e.params.recipient !== worker.agentId)).toBe(
+      true,
+    );
+    // The ones passed over count as received: the inbox is at the end of the log.
+    expect(client.lastSeq(worker.token)).toBe(4);
+    await client.deregister({ token: worker.token });
+
+    // A runtime that says where to start gets every event after it, exactly.
+    const again = await client.register({ name: 'worker', contextId: 's' }, { after: 0 });
+    const all = await client.wait({ token: again.token, timeoutSeconds: 0 });
+    expect(all.map(eventTask)).toContain(done.task.id);
   });
 
   it('close() lets the broker answer every call already sent, then waits for it to exit', async () => {

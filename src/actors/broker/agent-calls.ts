@@ -1,4 +1,5 @@
 import type { AgentCard } from '../../protocol/agent.js';
+import type { AgentPresence } from '../../protocol/events.js';
 import { invalidParams } from '../../protocol/broker-error.js';
 import type { MethodParams, MethodResult } from '../../protocol/methods.js';
 import type { TaskStatus } from '../../protocol/task.js';
@@ -8,15 +9,23 @@ import { startAgentActor } from './agents.js';
 import type { BrokerState } from './broker-state.js';
 import type { CallScope } from './commit-queue.js';
 import { type EventRouter, statusEvent } from './event-routing.js';
-import { type Registration, foldedPartyKey } from './registry.js';
+import { type Registration, foldedPartyKey, partyKey } from './registry.js';
 
 /**
  * The registration calls: an agent registers (a token, its card and actor),
  * deregisters (its open tasks end: the worker's fail, the requester's are
- * canceled) or its connection ends (its tasks kept). Each change is undone
- * when its call is refused.
+ * canceled) or its connection ends (its tasks kept; the requesters of those
+ * it serves are told it left, and told again when it is back). Each change
+ * is undone when its call is refused.
  */
 export class AgentCalls {
+  /**
+   * Parties whose connection closed while they served open tasks (their
+   * requesters were told `left`): their next registration tells them `back`.
+   * Kept while this broker runs; after a restart every party registers anew.
+   */
+  private readonly leftParties = new Set<string>();
+
   constructor(
     private readonly state: BrokerState,
     private readonly events: EventRouter,
@@ -62,6 +71,12 @@ export class AgentCalls {
       actor.stop();
       this.state.registry.trigger.removed({ agentId });
     });
+    // Back after it left: the requesters of the tasks it serves learn it.
+    const key = partyKey(party);
+    if (this.leftParties.delete(key)) {
+      scope.onUndo(() => this.leftParties.add(key));
+      this.tellRequesters(scope, party, 'back');
+    }
     this.state.logger.info({ agentId, contextId: p.contextId, name: p.name, kind: row.kind }, 'a2a agent registered');
     return { agentId, token, card };
   }
@@ -98,8 +113,32 @@ export class AgentCalls {
       agentId === undefined ? undefined : this.state.registry.getSnapshot().context.byId.get(agentId);
     if (registration === undefined) return false;
     this.end(registration, scope, this.state.now(), 'disconnected');
+    // Its tasks wait for it: their requesters learn that it left (a dead worker, not a slow one).
+    if (this.tellRequesters(scope, registration.party, 'left') > 0) {
+      const key = partyKey(registration.party);
+      if (!this.leftParties.has(key)) {
+        this.leftParties.add(key);
+        scope.onUndo(() => this.leftParties.delete(key));
+      }
+    }
     this.state.logger.info({ agentId: registration.agentId }, 'a2a agent disconnected: registration ended, tasks kept');
     return true;
+  }
+
+  /** An `agent-update` event to the requester of each open task the party serves; how many were told. */
+  private tellRequesters(scope: CallScope, worker: Party, presence: AgentPresence): number {
+    const heads = this.state.store.openTasksOfParty(worker, 'worker');
+    for (const head of heads) {
+      this.events.notify(scope, { contextId: head.contextId, name: head.requesterName }, head, {
+        kind: 'agent-update',
+        taskId: head.taskId,
+        contextId: head.contextId,
+        agentName: head.agentName,
+        agentContextId: head.agentContextId,
+        presence,
+      });
+    }
+    return heads.length;
   }
 
   /**
