@@ -34,6 +34,8 @@ export interface RunJoin {
   kind: JoinKind;
   /** Successes that decide the join (`all`: every branch; `any`: one; `atLeast`: n). */
   need: number;
+  /** Whether the join waits for every branch (`all`, a map, a workflow stage), not a count of successes. */
+  all: boolean;
   /** Whether a branch's failure is kept in the output instead of failing the join. */
   collect: boolean;
   /** Children running at once. */
@@ -140,6 +142,7 @@ export function openJoin(
         hop,
         kind: 'map',
         need: n,
+        all: true,
         collect: false,
         maxConcurrency: stage.maxConcurrency ?? DEFAULT_MAP_CONCURRENCY,
         branches,
@@ -158,6 +161,7 @@ export function openJoin(
         hop,
         kind: 'parallel',
         need,
+        all: mode === 'all',
         collect: stage.parallel.onBranchFailure === 'collect',
         maxConcurrency: n,
         branches: names.map((name) => branch(name, stage.parallel!.branches[name]!.budget ?? stage.budget, n)),
@@ -171,6 +175,7 @@ export function openJoin(
       hop,
       kind: 'workflow',
       need: 1,
+      all: true,
       collect: false,
       maxConcurrency: 1,
       branches: [branch('child', stage.budget, 1)],
@@ -258,11 +263,11 @@ export function joinOutcome(join: RunJoin): JoinOutcome {
             .map((b) => `${b.key}: ${b.error?.type ?? b.state}`)
             .join(', ')}${failed.length > 5 ? ', ...' : ''}), ${succeeded} succeeded, ${join.need} needed`,
   });
-  if (join.collect && join.need === n) {
+  if (join.collect && join.all) {
     return pending === 0 ? { status: 'succeeded', output: joinOutput(join) } : { status: 'open' };
   }
   if (succeeded >= join.need) return { status: 'succeeded', output: joinOutput(join) };
-  if (!join.collect && join.need === n && failed.length > 0) return failure();
+  if (!join.collect && join.all && failed.length > 0) return failure();
   if (succeeded + pending < join.need) return failure();
   return { status: 'open' };
 }
