@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
-import { type ApprovalMode, DEMO_APPROVER, runDemo } from '../demo/run-demo.js';
+import { type ApprovalMode, DEMO_APPROVER, DEMO_WORKFLOWS, type DemoWorkflow, runDemo } from '../demo/run-demo.js';
 import { LOG_LEVELS, type LogLevel, createLogger } from '../log/logger.js';
 import type { CliCommand } from './command.js';
 import {
@@ -21,8 +21,8 @@ import {
   databaseFileFlag,
 } from './command-args.js';
 
-export const DEMO_USAGE = `Usage: switchboard demo [--db PATH] [--approve|--deny] [--json] [--log-level LEVEL]
-                        [--inspect[=[HOST:]PORT]]
+export const DEMO_USAGE = `Usage: switchboard demo [--workflow dev-sdlc|review-fanout] [--db PATH] [--approve|--deny]
+                        [--json] [--log-level LEVEL] [--inspect[=[HOST:]PORT]]
 
 Runs the dev SDLC workflow (architect, coding, testing, devops, with an
 approval gate before devops) end to end on the embedded default: one SQLite
@@ -41,7 +41,15 @@ Progress is printed as it happens, then a table of each item's hops (cost,
 tokens, time) with what the item ended with (its output), and the audit
 verification.
 
+With --workflow review-fanout it runs the second shipped workflow: the
+architect splits each request into tasks, coding runs one child work item per
+task (three at a time), security and QA review in parallel as child items,
+QA's first verdict sends the work to a fix and back to review, and the
+release waits for the release manager. Each child's budget is carved from
+its parent's, and its cost rolls up into it.
+
 Options:
+  --workflow NAME    dev-sdlc (default) or review-fanout
   --db PATH          the SQLite file (default: a new file in a temporary
                      folder, printed at the start)
   --approve          approve the gate without asking
@@ -60,6 +68,7 @@ approved; failed with APPROVAL_DENIED when denied) and the audit verified;
 1 otherwise; 2 for a usage error.`;
 
 interface DemoFlags {
+  workflow: DemoWorkflow;
   db: string | undefined;
   approval: 'approve' | 'deny' | undefined;
   json: boolean;
@@ -73,6 +82,7 @@ function parseFlags(all: string[]): DemoFlags {
     argv,
     {
       db: { type: 'string' },
+      workflow: { type: 'string' },
       approve: { type: 'boolean' },
       deny: { type: 'boolean' },
       json: { type: 'boolean' },
@@ -84,6 +94,7 @@ function parseFlags(all: string[]): DemoFlags {
   const deny = booleanFlag(args, 'deny');
   if (approve && deny) throw new CliUsageError('give --approve or --deny, not both');
   return {
+    workflow: choiceFlag(args, 'workflow', DEMO_WORKFLOWS, 'dev-sdlc'),
     db: databaseFileFlag(args),
     approval: approve ? 'approve' : deny ? 'deny' : undefined,
     json: booleanFlag(args, 'json'),
@@ -154,7 +165,14 @@ export const demoCommand: CliCommand = {
     }
     let summary: Awaited<ReturnType<typeof runDemo>>;
     try {
-      summary = await runDemo({ path, approval, onLine: out, logger, inspect: inspection?.inspect });
+      summary = await runDemo({
+        path,
+        workflow: flags.workflow,
+        approval,
+        onLine: out,
+        logger,
+        inspect: inspection?.inspect,
+      });
     } catch (error) {
       process.stderr.write(`switchboard demo: ${(error as Error)?.message ?? String(error)}\n`);
       return 1;

@@ -5,6 +5,7 @@ import type { Part } from '../protocol/parts.js';
 import { outputSummary } from '../workflow/item-output.js';
 import type { HopRecord, ItemRecord, ItemState } from '../workflow/records.js';
 import type { CliCommand } from './command.js';
+import { branchOf, ownUsage, parentOf, treeOrder } from './item-tree.js';
 import {
   CliUsageError,
   type FlagSpec,
@@ -22,7 +23,7 @@ import { formatDuration, formatEpoch, formatUsd, renderTable } from './table.js'
 
 const MAX_LIMIT = 100_000;
 
-export const ITEMS_USAGE = `Usage: switchboard items list --db PATH|URL [--state S] [--limit N] [--json]
+export const ITEMS_USAGE = `Usage: switchboard items list --db PATH|URL [--state S] [--limit N] [--tree] [--json]
        switchboard items show ID --db PATH|URL [--json]
 
 The Coordinator's work items: state, workflow, stage, hops, cost, elapsed
@@ -35,8 +36,10 @@ Coordinator.
   list   every work item, oldest first: id, state, workflow, stage, hops,
          tokens, cost, elapsed time, and its output in a line
   show   one work item: state, workflow, stage, usage, times, failure or
-         approval, its hops (state, model, tokens, cost, time) and its
-         whole output
+         approval, its hops (state, model, tokens, cost, time), its child
+         work items (parallel branches, map elements, workflow stages) and
+         its whole output. An item's usage is its rollup: its own hops'
+         and its children's; show also prints its own.
 
 Options:
   --db PATH      the SQLite file the Coordinator wrote (required; never
@@ -45,6 +48,8 @@ Options:
   --state S      list: only items in this state: pending, running,
                  awaiting-approval, suspended, completed, failed, canceled
   --limit N      list: at most N items (default 1000)
+  --tree         list: each child work item under its parent, indented
+                 (in JSON each item gets "parentId" and "depth")
   --json         list: {"total","items":[item]}; show: {"item","hops"};
                  an item is the Coordinator's record ("id","taskId",
                  "workflow","state","stage","hop","hops","usage","failure",
@@ -63,6 +68,7 @@ interface ItemsFlags {
   db: string | undefined;
   state: ItemState | undefined;
   limit: number;
+  tree: boolean;
   json: boolean;
 }
 
@@ -71,14 +77,15 @@ export const ITEMS_FLAGS: FlagSpec = {
   db: { type: 'string' },
   state: { type: 'string' },
   limit: { type: 'string' },
+  tree: { type: 'boolean' },
   json: { type: 'boolean' },
 };
 
 function parseFlags(argv: string[]): ItemsFlags {
   const args = parseCommandArgs(argv, ITEMS_FLAGS, 2);
   const { sub, id } = listOrShow(args, 'a work item id', 'items');
-  if (sub === 'show' && (args.values.state !== undefined || args.values.limit !== undefined)) {
-    throw new CliUsageError('--state and --limit are for list');
+  if (sub === 'show' && (args.values.state !== undefined || args.values.limit !== undefined || args.values.tree)) {
+    throw new CliUsageError('--state, --limit and --tree are for list');
   }
   const state = args.values.state === undefined ? undefined : choiceFlag(args, 'state', WORKFLOW_RUN_STATES, 'running');
   return {
@@ -87,6 +94,7 @@ function parseFlags(argv: string[]): ItemsFlags {
     db: stringFlag(args, 'db'),
     state,
     limit: countFlag(args, 'limit', 1000, MAX_LIMIT),
+    tree: booleanFlag(args, 'tree'),
     json: booleanFlag(args, 'json'),
   };
 }
@@ -188,10 +196,16 @@ function listItems(opened: OpenedDatabase, store: SqliteCoordinatorStore, flags:
   return printList(items, total, flags);
 }
 
-function printList(items: readonly ItemRecord[], total: number, flags: ItemsFlags): number {
+function printList(listed: readonly ItemRecord[], total: number, flags: ItemsFlags): number {
   const now = Date.now();
+  const rows = flags.tree ? treeOrder(listed) : listed.map((item) => ({ item, depth: 0 }));
+  const items = rows.map((r) => r.item);
   if (flags.json) {
-    const out = items.map((item) => ({ ...item, elapsedMs: elapsedMs(item, now) }));
+    const out = rows.map(({ item, depth }) => ({
+      ...item,
+      elapsedMs: elapsedMs(item, now),
+      ...(flags.tree ? { parentId: parentOf(item), depth } : {}),
+    }));
     process.stdout.write(`${JSON.stringify({ total, items: out })}\n`);
     return 0;
   }
@@ -211,8 +225,8 @@ function printList(items: readonly ItemRecord[], total: number, flags: ItemsFlag
       { header: 'elapsed', align: 'right' },
       { header: 'output', maxWidth: 60 },
     ],
-    items.map((item) => [
-      item.id,
+    rows.map(({ item, depth }) => [
+      depth === 0 ? item.id : `${'  '.repeat(depth - 1)}└ ${branchOf(item) ?? ''} ${item.id}`,
       item.state,
       `${item.workflow.id}@${item.workflow.version}`,
       item.stage ?? '-',
@@ -264,14 +278,16 @@ function showItem(opened: OpenedDatabase, store: SqliteCoordinatorStore, flags: 
   const found = opened.db
     .transaction(() => {
       const item = store.getItem(id);
-      return item === undefined ? undefined : { item, hops: store.listHops(id) };
+      if (item === undefined) return undefined;
+      const children = store.listItems({ limit: MAX_LIMIT }).filter((c) => parentOf(c) === id);
+      return { item, hops: store.listHops(id), children };
     })
     .deferred();
   return printItem(found, opened.path, flags);
 }
 
 function printItem(
-  found: { item: ItemRecord; hops: HopRecord[] } | undefined,
+  found: { item: ItemRecord; hops: HopRecord[]; children: ItemRecord[] } | undefined,
   where: string,
   flags: ItemsFlags,
 ): number {
@@ -282,10 +298,13 @@ function printItem(
     );
     return 1;
   }
-  const { item, hops } = found;
+  const { item, hops, children } = found;
   const elapsed = elapsedMs(item, Date.now());
+  const own = ownUsage(hops);
   if (flags.json) {
-    process.stdout.write(`${JSON.stringify({ item: { ...item, elapsedMs: elapsed }, hops })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ item: { ...item, elapsedMs: elapsed }, hops, ownUsage: own, children: children.map((c) => ({ id: c.id, branch: branchOf(c), state: c.state, workflow: c.workflow, usage: c.usage })) })}\n`,
+    );
     return 0;
   }
   const out = [
@@ -308,7 +327,37 @@ function printItem(
       `  approval:   ${item.approval.source} at ${item.approval.stage}, waits for ${who}: ${item.approval.reason}`,
     );
   }
+  if (children.length > 0) {
+    out.push(
+      `  own usage:  ${own.inputTokens} in / ${own.outputTokens} out tokens, ${formatUsd(own.costUsd)} (its hops; the usage above adds its ${children.length} children's)`,
+    );
+  }
   if (hops.length > 0) out.push('', `Hops (${hops.length}):`, ...hopTable(hops).map((l) => `  ${l}`));
+  if (children.length > 0) {
+    const rows = renderTable(
+      [
+        { header: 'branch' },
+        { header: 'work item' },
+        { header: 'state' },
+        { header: 'workflow' },
+        { header: 'tokens', align: 'right' },
+        { header: 'cost', align: 'right' },
+      ],
+      treeOrder(children).map(({ item: c }) => [
+        branchOf(c) ?? '-',
+        c.id,
+        c.state,
+        `${c.workflow.id}@${c.workflow.version}`,
+        tokens(c),
+        formatUsd(c.usage.costUsd),
+      ]),
+    );
+    out.push(
+      '',
+      `Child work items (${children.length}; show each with: switchboard items show ID):`,
+      ...rows.map((l) => `  ${l}`),
+    );
+  }
   out.push('', ...outputLines(item.output));
   process.stdout.write(`${out.join('\n')}\n`);
   return 0;
@@ -323,8 +372,10 @@ async function runItemsOnPostgres(url: string, flags: ItemsFlags): Promise<numbe
       return printList(items, await store.countItems(filter), flags);
     }
     const item = await store.readItem(flags.id!);
+    const children =
+      item === undefined ? [] : (await store.readItems({ limit: MAX_LIMIT })).filter((c) => parentOf(c) === item.id);
     return printItem(
-      item === undefined ? undefined : { item, hops: await store.readHops(item.id) },
+      item === undefined ? undefined : { item, hops: await store.readHops(item.id), children },
       opened.where,
       flags,
     );

@@ -19,3 +19,11 @@ export {
   type ResultHandling,
   type StartBody,
 } from './coordinator/types.js';
+export {
+  BRANCH_ATTRIBUTE,
+  PARENT_ATTRIBUTE,
+  type CancelChildBody,
+  type SettleBody,
+  type SpawnBody,
+  childItemId,
+} from './coordinator/child-rows.js';

@@ -37,24 +37,55 @@ export function progressLine(status: ItemStatus, label: string, startedAt: numbe
 }
 
 /** The per-item table of hops. */
-export function itemTable(item: ItemRecord, hops: readonly HopRecord[], label: string, title: string): string[] {
+export function itemTable(
+  item: ItemRecord,
+  hops: readonly HopRecord[],
+  label: string,
+  title: string,
+  children: readonly ItemRecord[] = [],
+): string[] {
   const header = ['#', 'hop', 'stage', 'role', 'kind', 'state', 'model', 'in tok', 'out tok', 'cost', 'ms'];
-  const rows = hops.map((h) => [
-    String(h.seq),
-    String(h.hop),
-    h.stage,
-    h.role,
-    h.kind,
-    h.state,
-    h.model ?? '-',
-    String(h.usage.inputTokens),
-    String(h.usage.outputTokens),
-    usd(h.usage.costUsd),
-    String(Math.round(h.usage.elapsedMs)),
-  ]);
+  // A child work item's row: its branch, its workflow, and its rolled-up cost (its own children's in it).
+  const childRows = children.map((c) => {
+    const at = String(c.attributes?.['switchboard.branch'] ?? '');
+    const split = at.indexOf(':');
+    return {
+      hop: Number(at.slice(0, split)),
+      cells: [
+        '',
+        at.slice(0, split),
+        at.slice(split + 1),
+        c.workflow.id.split('--').slice(1).join('/') || c.workflow.id,
+        'child',
+        c.state,
+        '-',
+        String(c.usage.inputTokens),
+        String(c.usage.outputTokens),
+        usd(c.usage.costUsd),
+        String(Math.round(c.usage.elapsedMs)),
+      ],
+    };
+  });
+  const hopRows = hops.map((h) => ({
+    hop: h.hop,
+    cells: [
+      String(h.seq),
+      String(h.hop),
+      h.stage,
+      h.role,
+      h.kind,
+      h.state,
+      h.model ?? '-',
+      String(h.usage.inputTokens),
+      String(h.usage.outputTokens),
+      usd(h.usage.costUsd),
+      String(Math.round(h.usage.elapsedMs)),
+    ],
+  }));
+  const rows = [...hopRows, ...childRows].sort((a, b) => a.hop - b.hop).map((r) => r.cells);
   const u = item.usage;
   const total = [
-    'total',
+    children.length === 0 ? 'total' : 'total with children',
     '',
     '',
     '',
@@ -76,7 +107,7 @@ export function itemTable(item: ItemRecord, hops: readonly HopRecord[], label: s
     item.failure === null ? item.state : `${item.state} (${item.failure.code}: ${item.failure.reason.slice(0, 120)})`;
   return [
     `Item ${label}: ${title}`,
-    `  ${item.id}: ${outcome}, ${item.hops} hops${wall}`,
+    `  ${item.id}: ${outcome}, ${item.hops} hops${children.length === 0 ? '' : `, ${children.length} child work items`}${wall}`,
     line(header),
     rule,
     ...rows.map(line),

@@ -1,7 +1,13 @@
 import { type Coordinator, type RoleDeployment, createCoordinator } from '../actors/coordinator/coordinator.js';
 import type { ActorInspector } from '../actors/inspection.js';
 import type { ItemStatus } from '../actors/coordinator/types.js';
-import { DEV_SDLC_WORKFLOW_PATH, loadWorkflowFile } from '../actors/coordinator/workflow-loader.js';
+import {
+  DEV_SDLC_WORKFLOW_PATH,
+  SHIPPED_WORKFLOWS_DIR,
+  loadWorkflowFile,
+} from '../actors/coordinator/workflow-loader.js';
+import { join } from 'node:path';
+import { FANOUT_HANDLERS } from './fanout-roles.js';
 import type { Logger } from '../log/logger.js';
 import type { PoolDeployment } from '../machines/pool-machine.js';
 import type { AuditVerification } from '../persistence/audit/chain-walk.js';
@@ -30,6 +36,19 @@ export const DEMO_DEPLOYMENTS: Record<string, PoolDeployment> = {
   devops: { minReplicas: 1, maxReplicas: 1, idleTimeoutMs: 1_000, concurrency: 2 },
 };
 
+/** The shipped workflows the demo runs. */
+export const DEMO_WORKFLOWS = ['dev-sdlc', 'review-fanout'] as const;
+export type DemoWorkflow = (typeof DEMO_WORKFLOWS)[number];
+
+/** The review fan-out's pools: warm coding (three tasks at once), the rest small. */
+const FANOUT_DEPLOYMENTS: Record<string, PoolDeployment> = {
+  architect: { minReplicas: 0, maxReplicas: 1, idleTimeoutMs: 150, concurrency: 2 },
+  coding: { minReplicas: 1, maxReplicas: 2, idleTimeoutMs: 1_000, concurrency: 3 },
+  security: { minReplicas: 1, maxReplicas: 1, idleTimeoutMs: 1_000, concurrency: 2 },
+  qa: { minReplicas: 1, maxReplicas: 1, idleTimeoutMs: 1_000, concurrency: 2 },
+  devops: { minReplicas: 1, maxReplicas: 1, idleTimeoutMs: 1_000, concurrency: 2 },
+};
+
 /** How the approval gate is answered. */
 export type ApprovalMode =
   | 'approve'
@@ -38,6 +57,8 @@ export type ApprovalMode =
 
 export interface DemoOptions {
   path: string;
+  /** The shipped workflow to run (default `dev-sdlc`). */
+  workflow?: DemoWorkflow;
   approval: ApprovalMode;
   /** Each progress line, as it happens. */
   onLine?: (line: string) => void;
@@ -66,10 +87,14 @@ export interface DemoSummary {
 }
 
 export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
-  const definition = loadWorkflowFile(DEV_SDLC_WORKFLOW_PATH);
+  const fanout = options.workflow === 'review-fanout';
+  const definition = loadWorkflowFile(
+    fanout ? join(SHIPPED_WORKFLOWS_DIR, 'review-fanout.json') : DEV_SDLC_WORKFLOW_PATH,
+  );
+  const handlers = fanout ? FANOUT_HANDLERS : DEMO_HANDLERS;
   const deployments: Record<string, RoleDeployment> = {};
-  for (const [role, deployment] of Object.entries(DEMO_DEPLOYMENTS)) {
-    deployments[role] = { handler: DEMO_HANDLERS[role]!, deployment, observeIntervalMs: 20, pollWaitMs: 50 };
+  for (const [role, deployment] of Object.entries(fanout ? FANOUT_DEPLOYMENTS : DEMO_DEPLOYMENTS)) {
+    deployments[role] = { handler: handlers[role]!, deployment, observeIntervalMs: 20, pollWaitMs: 50 };
   }
   const coordinator: Coordinator = await createCoordinator({
     path: options.path,
@@ -89,8 +114,15 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     const subscription = coordinator.statuses$.subscribe((status) => {
       let known = labels.get(status.id);
       if (known === undefined) {
-        const i = labels.size;
-        known = { label: `item ${String.fromCharCode(65 + i)}`, title: DEMO_REQUESTS[i] ?? '' };
+        // A child work item is named after its parent and its branch (`item A/security`, `item A/0`).
+        const parent = [...labels.entries()].find(([id]) => status.id.startsWith(`${id}.`));
+        if (parent !== undefined) {
+          const [, , ...branch] = status.id.slice(parent[0].length).split('.');
+          known = { label: `${parent[1].label}/${branch.join('.')}`, title: parent[1].title };
+        } else {
+          const i = [...labels.values()].filter((l) => !l.label.includes('/')).length;
+          known = { label: `item ${String.fromCharCode(65 + i)}`, title: DEMO_REQUESTS[i] ?? '' };
+        }
         labels.set(status.id, known);
       }
       emit(progressLine(status, known.label, startedAt));
@@ -118,11 +150,13 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     const verification = await coordinator.audit.verifyChain({ expectedHead: await coordinator.audit.head() });
     const report: string[] = [];
     const items: DemoItemSummary[] = [];
+    const all = await coordinator.listItems();
     for (const id of ids) {
       const item = (await coordinator.getItem(id))!;
       const hops = await coordinator.listHops(id);
       const { label, title } = labels.get(id)!;
-      report.push('', ...itemTable(item, hops, label.replace('item ', ''), title));
+      const children = all.filter((c) => c.attributes?.['switchboard.parent'] === id);
+      report.push('', ...itemTable(item, hops, label.replace('item ', ''), title, children));
       items.push({
         id,
         state: item.state,

@@ -8,6 +8,8 @@ import type {
 import { addRunUsage } from '../protocol/workflow.js';
 import { budgetStatus } from '../workflow/governance.js';
 import type { ItemBudget } from '../workflow/records.js';
+import type { JsonValue } from '../protocol/audit.js';
+import type { RunJoin } from './workflow-run-join.js';
 
 /**
  * A WorkflowRun's context: what a run knows (its stage, hop, attempt,
@@ -36,6 +38,8 @@ export type RunFailureCode =
   | 'GOVERNANCE_DENIED'
   | 'APPROVAL_DENIED'
   | 'BUDGET_EXCEEDED'
+  /** A parallel, map or workflow stage's join failed, and no rule routes it. */
+  | 'JOIN_FAILED'
   /** The work item was still running past its definition's `deadline`. */
   | 'DEADLINE_EXCEEDED';
 
@@ -72,6 +76,24 @@ export type RunDirective =
       reason: string;
     }
   | { kind: 'await-reply'; stage: string; hop: number; continuation: string; askedRole: string | null }
+  /**
+   * Start the children of a fan-out stage (`branches`, by key); the driver
+   * answers `CHILDREN_SPAWNED` once it has written them. `immediate` is set
+   * when there is nothing to start: the stage's outcome to report at once
+   * (an empty map succeeds, a map over something not a list fails).
+   */
+  | {
+      kind: 'spawn';
+      stage: string;
+      hop: number;
+      branches: string[];
+      immediate:
+        | { outcome: 'succeeded'; output: JsonValue }
+        | { outcome: 'failed'; errorType: string; message: string }
+        | null;
+    }
+  /** The stage's children run: wait for them (`CHILD_SETTLED`). */
+  | { kind: 'await-children'; stage: string; hop: number }
   | { kind: 'none' };
 
 export type RefusalReason =
@@ -149,6 +171,20 @@ export interface WorkflowRunContext {
    * the hop (or query) to publish again. Cleared by the next accepted event.
    */
   republish: RunRepublish | null;
+  /**
+   * The last stage's output (a hop's data part, or a join's outputs): what
+   * the `next` conditions and a `forEach` read. Absent in a snapshot from
+   * before outputs were kept (read as `null`).
+   */
+  output?: JsonValue | null;
+  /** The open join of a parallel, map or workflow stage (absent or `null`: none). */
+  join?: RunJoin | null;
+  /**
+   * Set by an accepted event that left a join with children still running
+   * (decided, canceled, failed): their keys at that hop, to cancel. Cleared
+   * by the next accepted event.
+   */
+  cancelChildren?: { hop: number; branches: string[] } | null;
   directive: RunDirective;
   failure: RunFailure | null;
   cancellation: { by: string | null; reason: string | null } | null;
@@ -189,6 +225,9 @@ export function initialRunContext(
     budget,
     deadline,
     republish: null,
+    output: null,
+    join: null,
+    cancelChildren: null,
     directive: { kind: 'start' },
     failure: null,
     cancellation: null,

@@ -6,7 +6,8 @@ import {
   accrue,
   budgetOverrun,
 } from './workflow-run-context.js';
-import { type Route, routeOf, ruleKey } from './workflow-run-routing.js';
+import { isFanOutStage, openJoin, runningBranches, settleBranch, startBranches } from './workflow-run-join.js';
+import { type Route, routeOf, ruleKey, settledOf } from './workflow-run-routing.js';
 
 /**
  * What an accepted WorkflowRun transition does to the run's context, by the
@@ -27,6 +28,10 @@ export type RunEffect =
   | 'budget-exceeded'
   | 'deadline-exceeded'
   | 'republish'
+  /** A child of the open join settled; the join is not decided yet (more children may start). */
+  | 'settle-branch'
+  /** The driver wrote the children: the run waits for them. */
+  | 'spawned'
   /** Accepted, nothing changes (a `TICK` before the deadline). */
   | 'none'
   | 'cancel';
@@ -48,6 +53,34 @@ function dispatchDirective(
   };
 }
 
+/**
+ * How a stage's work starts at `hop`: a hop dispatched to its role, or (a
+ * parallel, map or workflow stage) its join opened and its first children
+ * asked for.
+ */
+function startStage(
+  ctx: WorkflowRunContext,
+  stage: string,
+  fields: { hop: number; attempt: number; approvedBy?: string | null },
+): Partial<WorkflowRunContext> {
+  const def = ctx.definition;
+  if (!isFanOutStage(def.stages[stage])) return { join: null, directive: dispatchDirective(ctx, stage, fields) };
+  const opening = openJoin(def, stage, fields.hop, ctx.output ?? null, ctx.budget ?? null, ctx.usage);
+  const spawn = (branches: string[], immediate: Extract<RunDirective, { kind: 'spawn' }>['immediate']) =>
+    ({ kind: 'spawn', stage, hop: fields.hop, branches, immediate }) as const;
+  if (opening.kind === 'empty') {
+    return { join: null, directive: spawn([], { outcome: 'succeeded', output: opening.output }) };
+  }
+  if (opening.kind === 'invalid') {
+    return {
+      join: null,
+      directive: spawn([], { outcome: 'failed', errorType: opening.errorType, message: opening.message }),
+    };
+  }
+  const { join, started } = startBranches(opening.join);
+  return { join, directive: spawn(started, null) };
+}
+
 function enter(ctx: WorkflowRunContext, route: Extract<Route, { kind: 'enter' }>): Partial<WorkflowRunContext> {
   const stage = route.stage;
   const hop = ctx.hop + 1;
@@ -60,6 +93,8 @@ function enter(ctx: WorkflowRunContext, route: Extract<Route, { kind: 'enter' }>
           [ruleKey(route.via.from, route.via.index)]:
             (ctx.traversals[ruleKey(route.via.from, route.via.index)] ?? 0) + 1,
         };
+  const output = route.output === undefined ? (ctx.output ?? null) : route.output;
+  const entered = { ...ctx, output };
   return {
     stage,
     hop,
@@ -67,21 +102,25 @@ function enter(ctx: WorkflowRunContext, route: Extract<Route, { kind: 'enter' }>
     visits: { ...ctx.visits, [stage]: (ctx.visits[stage] ?? 0) + 1 },
     approvedBy: null,
     traversals,
-    directive: gate
+    output,
+    ...(gate
       ? {
-          kind: 'await-approval',
-          stage,
-          hop,
-          source: 'gate',
-          approvers: [...gate.approvers],
-          reason: gate.reason ?? `stage ${stage} has an approval gate`,
+          join: null,
+          directive: {
+            kind: 'await-approval',
+            stage,
+            hop,
+            source: 'gate',
+            approvers: [...gate.approvers],
+            reason: gate.reason ?? `stage ${stage} has an approval gate`,
+          },
         }
-      : dispatchDirective(ctx, stage, { hop, attempt: 1 }),
+      : startStage(entered, stage, { hop, attempt: 1 })),
   };
 }
 
 function fail(ctx: WorkflowRunContext, code: RunFailureCode, reason: string): Partial<WorkflowRunContext> {
-  return { failure: { code, reason, stage: ctx.stage, hop: ctx.hop }, directive: { kind: 'none' } };
+  return { failure: { code, reason, stage: ctx.stage, hop: ctx.hop }, join: null, directive: { kind: 'none' } };
 }
 
 /**
@@ -91,8 +130,16 @@ function fail(ctx: WorkflowRunContext, code: RunFailureCode, reason: string): Pa
 export function applyEffect(ctx: WorkflowRunContext, event: WorkflowRunEvent, effect: RunEffect): WorkflowRunContext {
   // A hop published again has cost nothing yet: its usage is taken when it ends.
   const usage = effect === 'republish' ? ctx.usage : accrue(ctx, event);
-  const base: WorkflowRunContext = { ...ctx, usage, refusal: null, republish: null };
-  return { ...base, ...effectChanges(base, event, effect) };
+  const base: WorkflowRunContext = { ...ctx, usage, refusal: null, republish: null, cancelChildren: null };
+  const next: WorkflowRunContext = { ...base, ...effectChanges(base, event, effect) };
+  // Children still running when the run leaves their join (decided, canceled, failed) are canceled.
+  const before = ctx.join ?? null;
+  if (before === null) return next;
+  const after = next.join ?? null;
+  const still = new Set(after !== null && after.hop === before.hop ? runningBranches(after) : []);
+  const settled = event.type === 'CHILD_SETTLED' ? event.branch : null;
+  const abandoned = runningBranches(before).filter((key) => !still.has(key) && key !== settled);
+  return abandoned.length === 0 ? next : { ...next, cancelChildren: { hop: before.hop, branches: abandoned } };
 }
 
 function effectChanges(
@@ -119,7 +166,11 @@ function effectChanges(
             }),
           };
         case 'complete':
-          return { directive: { kind: 'none' } };
+          return {
+            output: route.output === undefined ? (ctx.output ?? null) : route.output,
+            join: null,
+            directive: { kind: 'none' },
+          };
         case 'fail':
           return fail(ctx, route.code, route.reason);
       }
@@ -165,8 +216,23 @@ function effectChanges(
       if (event.type !== 'APPROVED') return {};
       return {
         approvedBy: event.by,
-        directive: dispatchDirective(ctx, ctx.stage!, { hop: ctx.hop, attempt: ctx.attempt, approvedBy: event.by }),
+        ...startStage(ctx, ctx.stage!, { hop: ctx.hop, attempt: ctx.attempt, approvedBy: event.by }),
       };
+    case 'settle-branch': {
+      const join = ctx.join ?? null;
+      if (event.type !== 'CHILD_SETTLED' || join === null) return {};
+      const started = startBranches(settleBranch(join, event.branch, settledOf(event)));
+      return {
+        join: started.join,
+        directive:
+          started.started.length === 0
+            ? ctx.directive
+            : { kind: 'spawn', stage: join.stage, hop: join.hop, branches: started.started, immediate: null },
+      };
+    }
+    case 'spawned':
+      if (event.type !== 'CHILDREN_SPAWNED' || ctx.directive.kind !== 'spawn') return {};
+      return { directive: { kind: 'await-children', stage: ctx.directive.stage, hop: ctx.directive.hop } };
     case 'deny':
       if (event.type !== 'DENIED') return {};
       return fail(ctx, 'APPROVAL_DENIED', `approval denied by ${event.by}${event.reason ? `: ${event.reason}` : ''}`);
@@ -196,6 +262,10 @@ function effectChanges(
       return {};
     case 'cancel':
       if (event.type !== 'CANCEL') return {};
-      return { cancellation: { by: event.by ?? null, reason: event.reason ?? null }, directive: { kind: 'none' } };
+      return {
+        cancellation: { by: event.by ?? null, reason: event.reason ?? null },
+        join: null,
+        directive: { kind: 'none' },
+      };
   }
 }

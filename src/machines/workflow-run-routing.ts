@@ -1,8 +1,11 @@
 import { type NoRetryReason, decideRetry } from '../protocol/retry-policy.js';
 import type { RetryPolicy } from '../protocol/work-envelope.js';
 import type { NextRule, WorkflowDefinition, WorkflowRunEvent } from '../protocol/workflow.js';
+import type { JsonValue } from '../protocol/audit.js';
+import { checkCondition } from '../workflow/conditions.js';
 import { stageRetryPolicy } from '../workflow/definition.js';
 import type { RunFailureCode, WorkflowRunContext } from './workflow-run-context.js';
+import { branchRunning, joinOutcome, settleBranch } from './workflow-run-join.js';
 
 /**
  * Where a run goes next, decided from its definition alone: a hop's outcome
@@ -14,8 +17,21 @@ import type { RunFailureCode, WorkflowRunContext } from './workflow-run-context.
 /** Where a hop's outcome leads. */
 export type Route =
   | { kind: 'retry'; attempt: number; delayMs: number }
-  | { kind: 'enter'; stage: string; gated: boolean; via: { from: string; index: number } | null }
-  | { kind: 'complete' }
+  | {
+      kind: 'enter';
+      stage: string;
+      gated: boolean;
+      via: { from: string; index: number } | null;
+      /** The success's output the stage was left with (kept for the next conditions and maps). */
+      output?: JsonValue | undefined;
+      /** The condition of the rule taken, and the value it read. */
+      condition?: { pointer: string; read: JsonValue | null } | undefined;
+    }
+  | {
+      kind: 'complete';
+      output?: JsonValue | undefined;
+      condition?: { pointer: string; read: JsonValue | null } | undefined;
+    }
   | { kind: 'fail'; code: RunFailureCode; reason: string };
 export type RouteKind = 'retry' | 'enter' | 'enter-gated' | 'complete' | 'fail';
 
@@ -46,7 +62,7 @@ export function routeStart(def: WorkflowDefinition): Route {
 }
 
 export type HopOutcomeReport =
-  | { outcome: 'succeeded' }
+  | { outcome: 'succeeded'; output?: JsonValue | undefined }
   | {
       outcome: 'failed';
       errorType: string;
@@ -54,6 +70,8 @@ export type HopOutcomeReport =
       final?: NoRetryReason | undefined;
       /** Deliveries the worker's bus already made of the hop: the failure is final (see `finalAfterDeliveries`). */
       deliveries?: number | undefined;
+      /** A fan-out stage's join failed (not a hop). */
+      join?: boolean | undefined;
     };
 
 /**
@@ -93,12 +111,19 @@ export function routeOutcome(ctx: WorkflowRunContext, report: HopOutcomeReport):
     retryWhy = retry.why;
   }
   let matched = 0;
+  const output = report.outcome === 'succeeded' ? report.output : undefined;
   for (const [index, rule] of stage.next.entries()) {
     if (rule.on !== report.outcome) continue;
     if (rule.errorType !== undefined && (report.outcome !== 'failed' || rule.errorType !== report.errorType)) continue;
+    let condition: { pointer: string; read: JsonValue | null } | undefined;
+    if (rule.when !== undefined) {
+      const check = checkCondition(rule.when, output);
+      if (!check.holds) continue;
+      condition = { pointer: rule.when.pointer, read: (check.read ?? null) as JsonValue | null };
+    }
     matched++;
     if (!ruleUsable(def, ctx, stageName, index, rule)) continue;
-    if (rule.end === 'completed') return { kind: 'complete' };
+    if (rule.end === 'completed') return { kind: 'complete', output, condition };
     if (rule.end === 'failed') {
       return {
         kind: 'fail',
@@ -112,6 +137,8 @@ export function routeOutcome(ctx: WorkflowRunContext, report: HopOutcomeReport):
       stage: target,
       gated: def.stages[target]?.approval !== undefined,
       via: { from: stageName, index },
+      output,
+      condition,
     };
   }
   if (matched > 0) {
@@ -121,7 +148,8 @@ export function routeOutcome(ctx: WorkflowRunContext, report: HopOutcomeReport):
       reason: `stage ${stageName}: every rule for ${describeOutcome(report)} is used up (maxTraversals or maxVisits reached)`,
     };
   }
-  if (report.outcome === 'succeeded') return { kind: 'complete' };
+  if (report.outcome === 'succeeded') return { kind: 'complete', output };
+  if (report.join === true) return { kind: 'fail', code: 'JOIN_FAILED', reason: describeOutcome(report) };
   return {
     kind: 'fail',
     code: retryWhy === 'exhausted' ? 'RETRIES_EXHAUSTED' : 'NON_RETRYABLE',
@@ -137,7 +165,21 @@ function describeOutcome(report: HopOutcomeReport): string {
 }
 
 function outcomeOf(ctx: WorkflowRunContext, event: WorkflowRunEvent): HopOutcomeReport | null {
-  if (event.type === 'HOP_SUCCEEDED') return { outcome: 'succeeded' };
+  if (event.type === 'HOP_SUCCEEDED') return { outcome: 'succeeded', output: event.output as JsonValue | undefined };
+  if (event.type === 'CHILD_SETTLED') {
+    const join = ctx.join ?? null;
+    if (join === null || !branchRunning(join, event.hop, event.branch)) return null;
+    const decided = joinOutcome(settleBranch(join, event.branch, settledOf(event)));
+    if (decided.status === 'open') return null;
+    if (decided.status === 'succeeded') return { outcome: 'succeeded', output: decided.output };
+    return {
+      outcome: 'failed',
+      errorType: decided.errorType,
+      message: decided.message,
+      final: 'non-retryable',
+      join: true,
+    };
+  }
   if (event.type === 'HOP_TIMED_OUT') {
     if (event.continuation !== undefined || ctx.stage === null) return null;
     return {
@@ -182,4 +224,13 @@ export function routeOf(ctx: WorkflowRunContext, event: WorkflowRunEvent): Route
   if (event.type === 'START') return routeStart(ctx.definition);
   const report = outcomeOf(ctx, event);
   return report === null ? null : routeOutcome(ctx, report);
+}
+
+/** What a `CHILD_SETTLED` says of its branch. */
+export function settledOf(event: Extract<WorkflowRunEvent, { type: 'CHILD_SETTLED' }>) {
+  return {
+    outcome: event.outcome,
+    ...(event.output === undefined ? {} : { output: event.output as JsonValue }),
+    ...(event.error === undefined ? {} : { error: event.error }),
+  };
 }

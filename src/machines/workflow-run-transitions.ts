@@ -13,6 +13,7 @@ import {
   budgetOverrun,
 } from './workflow-run-context.js';
 import type { RunEffect } from './workflow-run-effects.js';
+import { branchRunning } from './workflow-run-join.js';
 import { type RouteKind, routeKind, routeOf } from './workflow-run-routing.js';
 
 /**
@@ -74,6 +75,10 @@ export type RunCondition =
   | 'timeout-republish'
   /** A `HOP_TIMED_OUT` of the current hop, or of the query the suspended hop waits on. */
   | 'current-timeout'
+  /** A `CHILD_SETTLED` of a running branch of the open join that does not decide it. */
+  | 'join-open'
+  /** A `CHILDREN_SPAWNED` of the hop whose children the run asked for. */
+  | 'current-spawn'
   | `route:${RouteKind}`;
 
 export interface WorkflowRunTransition {
@@ -86,7 +91,7 @@ export interface WorkflowRunTransition {
 
 const routed = (
   from: LiveRunState,
-  event: 'START' | 'HOP_SUCCEEDED' | 'HOP_FAILED' | 'HOP_TIMED_OUT',
+  event: 'START' | 'HOP_SUCCEEDED' | 'HOP_FAILED' | 'HOP_TIMED_OUT' | 'CHILD_SETTLED',
 ): WorkflowRunTransition[] => {
   const effect: RunEffect = event === 'START' ? 'enter-start' : 'follow-route';
   const kinds: [RouteKind, WorkflowRunState][] =
@@ -126,6 +131,11 @@ export const WORKFLOW_RUN_TRANSITIONS: readonly WorkflowRunTransition[] = Object
   ...routed('running', 'HOP_SUCCEEDED'),
   { from: 'running', event: 'HOP_FAILED', when: 'over-budget', to: 'failed', effect: 'budget-exceeded' },
   ...routed('running', 'HOP_FAILED'),
+  // A fan-out stage's children: written by the driver, then settled one by one until the join is decided.
+  { from: 'running', event: 'CHILDREN_SPAWNED', when: 'current-spawn', to: 'running', effect: 'spawned' },
+  { from: 'running', event: 'CHILD_SETTLED', when: 'over-budget', to: 'failed', effect: 'budget-exceeded' },
+  { from: 'running', event: 'CHILD_SETTLED', when: 'join-open', to: 'running', effect: 'settle-branch' },
+  ...routed('running', 'CHILD_SETTLED'),
   { from: 'running', event: 'HOP_SUSPENDED', when: 'over-budget', to: 'failed', effect: 'budget-exceeded' },
   { from: 'running', event: 'HOP_SUSPENDED', when: 'current-hop', to: 'suspended', effect: 'suspend' },
   {
@@ -162,6 +172,8 @@ export const WORKFLOW_RUN_TRANSITIONS: readonly WorkflowRunTransition[] = Object
 
 function isCurrentHop(ctx: WorkflowRunContext, event: WorkflowRunEvent): boolean {
   if (!('hop' in event) || event.hop !== ctx.hop) return false;
+  if (event.type === 'CHILD_SETTLED') return branchRunning(ctx.join ?? null, event.hop, event.branch);
+  if (event.type === 'CHILDREN_SPAWNED') return ctx.directive.kind === 'spawn' && ctx.directive.hop === event.hop;
   return !('attempt' in event) || event.attempt === ctx.attempt;
 }
 
@@ -208,6 +220,10 @@ export function conditionHolds(ctx: WorkflowRunContext, event: WorkflowRunEvent,
     }
     case 'timeout-republish':
       return mayRepublish(ctx, event);
+    case 'join-open':
+      return event.type === 'CHILD_SETTLED' && isCurrentHop(ctx, event) && routeOf(ctx, event) === null;
+    case 'current-spawn':
+      return event.type === 'CHILDREN_SPAWNED' && isCurrentHop(ctx, event);
     case 'current-timeout':
       return isCurrentTimeout(ctx, event);
     case 'over-budget': {

@@ -32,6 +32,12 @@ export const AUDIT_KINDS = [
   'failure',
   /** Time ran out: a hop past its stage's timeout (re-published or failed) or an item past its deadline. */
   'timeout',
+  /** A `next` rule's condition decided where the run went (the pointer and the value it read in `data`). */
+  'route',
+  /** A parallel, map or workflow stage started child work items (their ids and budgets in `data`). */
+  'spawn',
+  /** A child work item ended and its parent took its outcome (its usage rolls up). */
+  'child-settled',
   'item-completed',
   'item-failed',
   'item-canceled',

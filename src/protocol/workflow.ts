@@ -48,10 +48,54 @@ export const RunEndingSchema = z.enum(RUN_ENDINGS);
 /** How an `end` rule ends the run (inferred from `RunEndingSchema`). */
 export type RunEnding = z.infer<typeof RunEndingSchema>;
 
+/** A JSON pointer (RFC 6901): empty (the whole value) or `/`-separated tokens, `~0` for `~` and `~1` for `/`. */
+export const JsonPointerSchema = z
+  .string()
+  .max(512)
+  .regex(
+    /^(\/([^~/]|~[01])*)*$/,
+    'expected a JSON pointer: "" or "/" followed by names, with "~0" for "~" and "~1" for "/" (say "/verdict")',
+  );
+
+/** The operators a rule's condition compares with. */
+export const CONDITION_OPERATORS = ['equals', 'in', 'exists', 'gt', 'gte', 'lt', 'lte'] as const;
+
+/**
+ * A condition over a stage's output (its result's `data` part, or a parallel
+ * or map stage's joined outputs): the value at `pointer` compared with
+ * exactly one operator.
+ */
+export const RuleConditionSchema = z
+  .strictObject({
+    pointer: JsonPointerSchema,
+    /** Equal to this JSON value (deep equality, key order ignored). */
+    equals: z.json().optional(),
+    /** Equal to one of these JSON values. */
+    in: z.array(z.json()).min(1).max(64).optional(),
+    /** Present (`true`) or absent (`false`). */
+    exists: z.boolean().optional(),
+    gt: z.number().finite().optional(),
+    gte: z.number().finite().optional(),
+    lt: z.number().finite().optional(),
+    lte: z.number().finite().optional(),
+  })
+  .superRefine((when, ctx) => {
+    const used = CONDITION_OPERATORS.filter((op) => when[op] !== undefined);
+    if (used.length !== 1) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [],
+        message: `a condition has exactly one operator of ${CONDITION_OPERATORS.join(', ')} (found ${used.length === 0 ? 'none' : used.join(', ')})`,
+      });
+    }
+  });
+/** A condition of a `next` rule (inferred from `RuleConditionSchema`). */
+export interface RuleCondition extends z.infer<typeof RuleConditionSchema> {}
+
 /**
  * One branch of a stage's `next` list. Rules are tried in order; the first
- * that matches the hop's outcome (and `errorType`, for a failure) and is not
- * exhausted decides. A `goto` rule moves to another stage (at most
+ * that matches the hop's outcome (and `errorType`, for a failure, and `when`,
+ * a condition over a success's output) and is not exhausted decides. A `goto` rule moves to another stage (at most
  * `maxTraversals` times per run); an `end` rule ends the run.
  */
 export const NextRuleSchema = z
@@ -59,6 +103,8 @@ export const NextRuleSchema = z
     on: named<NextRuleOutcome>(NextRuleOutcomeSchema),
     /** Only for `on: 'failed'`: the rule matches this error type only. */
     errorType: z.string().min(1).max(128).optional(),
+    /** Only for `on: 'succeeded'`: the rule matches when the stage's output meets this condition. */
+    when: named<RuleCondition>(RuleConditionSchema).optional(),
     goto: StageNameSchema.optional(),
     end: named<RunEnding>(RunEndingSchema).optional(),
     /** Only with `goto`: how many times this rule may be taken in one run. */
@@ -72,6 +118,9 @@ export const NextRuleSchema = z
     }
     if (rule.errorType !== undefined && rule.on !== 'failed') {
       ctx.addIssue({ code: 'custom', path: ['errorType'], message: '"errorType" applies only to on: "failed"' });
+    }
+    if (rule.when !== undefined && rule.on !== 'succeeded') {
+      ctx.addIssue({ code: 'custom', path: ['when'], message: '"when" applies only to on: "succeeded"' });
     }
     if (rule.maxTraversals !== undefined && rule.goto === undefined) {
       ctx.addIssue({ code: 'custom', path: ['maxTraversals'], message: '"maxTraversals" applies only to a goto rule' });
@@ -95,9 +144,95 @@ export const ApprovalGateSchema = z.strictObject({
 /** A gate before a stage's hop, as written (inferred from `ApprovalGateSchema`). */
 export interface ApprovalGate extends z.infer<typeof ApprovalGateSchema> {}
 
-/** One stage of a workflow definition: the role that runs it, its gate, retry, visit bound and `next` rules. */
+/** A reference to a workflow definition by id and version, as `"id@version"`. */
+export const WorkflowRefTextSchema = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9._-]{0,127}@[1-9][0-9]{0,6}$/, 'expected "id@version", say "code-review@1"');
+
+/** What a child work item may spend, carved from its parent's budget: tokens, dollars, or both. */
+export const BudgetCarveSchema = z
+  .strictObject({
+    maxTokens: z.number().int().min(1).optional(),
+    maxCostUsd: z.number().positive().finite().optional(),
+  })
+  .refine(
+    (b) => b.maxTokens !== undefined || b.maxCostUsd !== undefined,
+    'a budget sets maxTokens, maxCostUsd or both',
+  );
+/** What a child may spend (inferred from `BudgetCarveSchema`). */
+export interface BudgetCarve extends z.infer<typeof BudgetCarveSchema> {}
+
+/**
+ * One branch of a parallel stage: a role's hop, a sequence of roles run one
+ * after another, or another workflow; each runs as a child work item.
+ */
+export const BranchSchema = z
+  .strictObject({
+    role: RoleNameSchema.optional(),
+    /** Roles run one after another (each hop's success leads to the next). */
+    sequence: z.array(RoleNameSchema).min(1).max(32).optional(),
+    workflow: WorkflowRefTextSchema.optional(),
+    /** What this branch may spend (default: an equal share of what the parent has left). */
+    budget: named<BudgetCarve>(BudgetCarveSchema).optional(),
+  })
+  .superRefine((b, ctx) => {
+    const kinds = [b.role, b.sequence, b.workflow].filter((k) => k !== undefined).length;
+    if (kinds !== 1) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [],
+        message: 'a branch has exactly one of "role", "sequence" or "workflow"',
+      });
+    }
+  });
+/** One branch of a parallel stage (inferred from `BranchSchema`). */
+export interface Branch extends z.infer<typeof BranchSchema> {}
+
+/** How a parallel stage's branches are joined: every one, the first success, or at least `n` successes. */
+export const JoinModeSchema = z.union([
+  z.literal('all'),
+  z.literal('any'),
+  z.strictObject({ atLeast: z.number().int().min(1).max(64) }),
+]);
+/** How branches are joined (inferred from `JoinModeSchema`). */
+export type JoinMode = z.infer<typeof JoinModeSchema>;
+
+/** A parallel stage's branches, by name (run in definition order), and how they are joined. */
+export const ParallelSchema = z.strictObject({
+  branches: z
+    .record(StageNameSchema, named<Branch>(BranchSchema))
+    .refine((b) => Object.keys(b).length > 0, 'a parallel stage has at least one branch')
+    .refine((b) => Object.keys(b).length <= 64, 'a parallel stage has at most 64 branches'),
+  /** `all` (default), `any` (the first success wins, the rest are canceled), or `{ atLeast: n }`. */
+  join: JoinModeSchema.default('all'),
+  /** `fail` (default): a branch's failure fails the join and cancels the rest; `collect`: failures are kept in the output. */
+  onBranchFailure: z.enum(['fail', 'collect']).default('fail'),
+});
+/** A parallel stage's fields, after parsing (inferred from `ParallelSchema`). */
+export interface Parallel extends z.output<typeof ParallelSchema> {}
+/** A parallel stage's fields, as written (inferred from `ParallelSchema`). */
+export interface ParallelInput extends z.input<typeof ParallelSchema> {}
+
+/**
+ * One stage of a workflow definition: what runs it (a role's hop, parallel
+ * branches, a map over a list, or another workflow), its gate, retry, visit
+ * bound and `next` rules.
+ */
 export const StageSchema = z.strictObject({
-  role: RoleNameSchema,
+  /** The role whose queue the stage's hop goes to (with `forEach`: each element's hop). */
+  role: RoleNameSchema.optional(),
+  /** Branches run at once as child work items, then joined. */
+  parallel: named<Parallel, ParallelInput>(ParallelSchema).optional(),
+  /** Another workflow run as a child work item (with `forEach`: one child per element). */
+  workflow: WorkflowRefTextSchema.optional(),
+  /** A JSON pointer to a list in the previous stage's output: one child work item per element, gathered in order. */
+  forEach: JsonPointerSchema.optional(),
+  /** With `forEach`: how many elements run at once (default 8). */
+  maxConcurrency: z.number().int().min(1).max(1_000).optional(),
+  /** With `forEach`: the longest list taken (default 1,000); a longer one fails the stage (`MapTooLarge`). */
+  maxItems: z.number().int().min(1).max(100_000).optional(),
+  /** For a child work item this stage makes (each branch, element or workflow): what it may spend. */
+  budget: named<BudgetCarve>(BudgetCarveSchema).optional(),
   description: z.string().max(1_000).optional(),
   approval: named<ApprovalGate>(ApprovalGateSchema).optional(),
   /** Overrides `defaults.retry` field by field. */
@@ -209,6 +344,24 @@ export const WorkflowRunEventSchema = z.discriminatedUnion('type', [
     hop: HopNumberSchema,
     attempt: AttemptSchema,
     usage: named<RunUsage>(RunUsageSchema).optional(),
+    /** The hop's output (its result's first `data` part): what the stage's `next` conditions and a `forEach` read. */
+    output: z.json().optional(),
+  }),
+  z.strictObject({
+    /**
+     * A child work item of the current parallel, map or workflow stage ended:
+     * `branch` names it (a branch's name, or an element's index). `usage` is
+     * what the child and its own children spent: it rolls up into the run.
+     */
+    type: z.literal('CHILD_SETTLED'),
+    hop: HopNumberSchema,
+    branch: z.string().min(1).max(64),
+    outcome: z.enum(['completed', 'failed', 'canceled']),
+    /** A completed child's output (its first `data` part, else its text). */
+    output: z.json().optional(),
+    /** A failed child's failure: its code and message. */
+    error: z.strictObject({ type: z.string().min(1).max(128), message: z.string().max(2_000) }).optional(),
+    usage: named<RunUsage>(RunUsageSchema).optional(),
   }),
   z.strictObject({
     type: z.literal('HOP_FAILED'),
@@ -232,6 +385,8 @@ export const WorkflowRunEventSchema = z.discriminatedUnion('type', [
     deliveries: z.number().int().min(1).optional(),
     usage: named<RunUsage>(RunUsageSchema).optional(),
   }),
+  /** The driver wrote the children a `spawn` directive asked for: the run waits for them. */
+  z.strictObject({ type: z.literal('CHILDREN_SPAWNED'), hop: HopNumberSchema }),
   z.strictObject({
     type: z.literal('HOP_SUSPENDED'),
     hop: HopNumberSchema,

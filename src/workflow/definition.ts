@@ -1,7 +1,15 @@
 import type { z } from 'zod';
 import { checkRetryPolicy, resolveRetryPolicy } from '../protocol/retry-policy.js';
 import { WorkflowError } from '../protocol/workflow-error.js';
+import type { WorkflowProblem } from './workflow-problems.js';
 import type { RetryPolicy } from '../protocol/work-envelope.js';
+import {
+  DERIVED_ID_SEPARATOR,
+  conditionProblems,
+  derivedIdProblems,
+  stageKindProblems,
+  stageRolePaths,
+} from './stage-checks.js';
 import {
   type NextRule,
   type Stage,
@@ -10,47 +18,16 @@ import {
   type WorkflowRef,
 } from '../protocol/workflow.js';
 
+export {
+  WORKFLOW_PROBLEM_CODES,
+  type WorkflowProblemCode,
+  type WorkflowProblem,
+} from './workflow-problems.js';
+
 /**
  * Parsing and checking workflow definitions. Pure: the caller reads the file
  * (see `src/actors/coordinator/workflow-loader.ts`) and passes text or a value.
  */
-
-export const WORKFLOW_PROBLEM_CODES = [
-  /** The text is not JSON. */
-  'INVALID_JSON',
-  /** A field has the wrong shape (from the zod schema). */
-  'SCHEMA',
-  /** `start` names no stage. */
-  'MISSING_START',
-  /** A stage's role is not among the known roles. */
-  'UNKNOWN_ROLE',
-  /** A rule's `goto` names no stage. */
-  'UNKNOWN_TARGET',
-  /** No path of rules leads from `start` to the stage. */
-  'UNREACHABLE_STAGE',
-  /** A loop of stages where neither a stage's `maxVisits` nor a rule's `maxTraversals` bounds it. */
-  'UNBOUNDED_CYCLE',
-  /** An earlier rule that can never be exhausted always matches first. */
-  'UNREACHABLE_RULE',
-  /** The retry policy of a stage (defaults merged) is inconsistent. */
-  'INVALID_RETRY_POLICY',
-  /** Two different definitions share one id and version. */
-  'DUPLICATE_VERSION',
-  /** A file could not be read, or is not in a supported format. */
-  'UNREADABLE',
-] as const;
-/** What is wrong with a workflow definition, as a problem names it (one of `WORKFLOW_PROBLEM_CODES`). */
-export type WorkflowProblemCode = (typeof WORKFLOW_PROBLEM_CODES)[number];
-
-/** One problem of a refused workflow definition: its code, its path into the definition, and a message. */
-export interface WorkflowProblem {
-  /** What is wrong, as a code (`WORKFLOW_PROBLEM_CODES`). */
-  code: WorkflowProblemCode;
-  /** Where, as a path into the definition (`['stages', 'testing', 'next', 0, 'goto']`). */
-  path: (string | number)[];
-  /** What is wrong and where, and what to do. */
-  message: string;
-}
 
 /**
  * A definition refused at load time: a `WorkflowError` (`WORKFLOW_INVALID`)
@@ -154,13 +131,16 @@ function graphProblems(def: WorkflowDefinition, options: WorkflowCheckOptions): 
   const known = options.knownRoles === undefined ? undefined : new Set(options.knownRoles);
   for (const name of names) {
     const stage = def.stages[name]!;
-    if (known && !known.has(stage.role)) {
-      problems.push({
-        code: 'UNKNOWN_ROLE',
-        path: ['stages', name, 'role'],
-        message: `unknown role "${stage.role}" (known: ${[...known].sort().join(', ') || 'none'})`,
-      });
+    for (const { role, path } of stageRolePaths(name, stage)) {
+      if (known && !known.has(role)) {
+        problems.push({
+          code: 'UNKNOWN_ROLE',
+          path,
+          message: `unknown role "${role}" (known: ${[...known].sort().join(', ') || 'none'})`,
+        });
+      }
     }
+    problems.push(...stageKindProblems(name, stage), ...conditionProblems(name, stage));
     for (const { index, rule } of gotoRules(stage)) {
       if (!has(rule.goto)) {
         problems.push({
@@ -204,6 +184,7 @@ function graphProblems(def: WorkflowDefinition, options: WorkflowCheckOptions): 
     }
   }
 
+  problems.push(...derivedIdProblems(def));
   for (const cycle of unboundedCycles(def)) {
     problems.push({
       code: 'UNBOUNDED_CYCLE',
@@ -221,7 +202,10 @@ function shadowedRules(def: WorkflowDefinition, name: string): WorkflowProblem[]
   stage.next.forEach((rule, index) => {
     for (let earlier = 0; earlier < index; earlier++) {
       const first = stage.next[earlier]!;
-      const covers = first.on === rule.on && (first.errorType === undefined || first.errorType === rule.errorType);
+      const covers =
+        first.on === rule.on &&
+        first.when === undefined &&
+        (first.errorType === undefined || first.errorType === rule.errorType);
       if (covers && !canBeExhausted(def, first)) {
         problems.push({
           code: 'UNREACHABLE_RULE',
@@ -379,6 +363,18 @@ export class WorkflowRegistry {
    */
   add(def: WorkflowDefinition): void {
     const checked = isChecked(def) ? def : parseWorkflowDefinition(def);
+    if (checked.id.includes(DERIVED_ID_SEPARATOR)) {
+      throw invalidWorkflow(
+        [
+          {
+            code: 'RESERVED_ID',
+            path: ['id'],
+            message: `"${DERIVED_ID_SEPARATOR}" in an id is kept for the child workflows of a stage's branches: use "-" or "." instead`,
+          },
+        ],
+        checked.id,
+      );
+    }
     const key = workflowKey(checked);
     const existing = this.#byKey.get(key);
     if (existing !== undefined) {

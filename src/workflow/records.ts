@@ -181,7 +181,13 @@ export interface UsageGroup {
   elapsedMs: number;
 }
 
-export type OutboxKind = 'start' | 'signal';
+/**
+ * What an outbox row asks for after its commit: a hop published (`start`), a
+ * reply to a waiting worker (`signal`), and the Coordinator's own work on
+ * child items: create one (`spawn`), tell a parent a child ended (`settle`),
+ * cancel a child its parent no longer waits for (`cancel-child`).
+ */
+export type OutboxKind = 'start' | 'signal' | 'spawn' | 'settle' | 'cancel-child';
 export interface OutboxRow {
   id: number;
   itemId: string;
@@ -203,6 +209,10 @@ export const ITEM_EVENT_KINDS = [
   'approved',
   'approval-denied',
   'budget-exceeded',
+  /** A parallel, map or workflow stage started child work items. */
+  'spawned',
+  /** A child work item ended, and its parent took its outcome. */
+  'child-settled',
   /** Time ran out: a hop past its stage's timeout (re-published or failed), or the item past its deadline. */
   'timed-out',
   'completed',

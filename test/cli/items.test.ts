@@ -240,7 +240,7 @@ describe('switchboard items', () => {
       [['items', 'list'], '--db PATH is required'],
       [['items', 'show', '--db', path], 'show needs a work item id'],
       [['items', 'list', '--db', path, '--state', 'done'], '--state must be one of pending, running'],
-      [['items', 'show', ids.done, '--db', path, '--limit', '2'], '--state and --limit are for list'],
+      [['items', 'show', ids.done, '--db', path, '--limit', '2'], '--state, --limit and --tree are for list'],
       [['items', 'drop', '--db', path], "unknown subcommand 'drop'"],
     ] as [string[], string][]) {
       const r = await runCli(args);

@@ -98,6 +98,6 @@ describe('switchboard demo', () => {
     expect(unknown.code).toBe(2);
     const help = await run(['demo', '--help']);
     expect(help.code).toBe(0);
-    expect(help.stdout).toContain('switchboard demo [--db PATH]');
+    expect(help.stdout).toContain('switchboard demo [--workflow dev-sdlc|review-fanout]');
   }, 60_000);
 });

@@ -56,6 +56,33 @@ const TIMED = parseWorkflowDefinition({
   },
 });
 
+/** A parallel stage (any of two branches) whose joined output is routed on: to a gate, to an ungated stage, or to the end. */
+const FANOUT = parseWorkflowDefinition({
+  id: 'fanout',
+  version: 1,
+  start: 'split',
+  stages: {
+    split: {
+      parallel: { branches: { x: { role: 'rx' }, y: { role: 'ry' } }, join: 'any' },
+      next: [
+        { on: 'succeeded', when: { pointer: '/x/ok', exists: true }, goto: 'gate' },
+        { on: 'succeeded', end: 'completed' },
+        { on: 'failed', errorType: 'BranchFailed', goto: 'after' },
+      ],
+    },
+    gate: { role: 'g', approval: { approvers: ['chief'] } },
+    after: { role: 'a' },
+  },
+});
+
+/** A stage that runs another workflow: its child's failure, unrouted, fails the run. */
+const CHILD_WORKFLOW = parseWorkflowDefinition({
+  id: 'child-workflow',
+  version: 1,
+  start: 'sub',
+  stages: { sub: { workflow: 'other@1' } },
+});
+
 function ctx(actor: RunActor): WorkflowRunContext {
   return actor.getSnapshot().context;
 }
@@ -793,6 +820,14 @@ function graphEvents(snap: { context: WorkflowRunContext }): WorkflowRunEvent[] 
     { type: 'HOP_TIMED_OUT', hop: h, attempt: a, timeouts: 99, continuation: 'k' },
     { type: 'HOP_TIMED_OUT', hop: h, attempt: a, timeouts: 99, continuation: 'k', usage: OVER },
     { type: 'CANCEL' },
+    // A fan-out stage's children: written, then settled (the graph's fixtures name branches x, y and child).
+    { type: 'CHILDREN_SPAWNED', hop: h },
+    { type: 'CHILD_SETTLED', hop: h, branch: 'x', outcome: 'completed', output: { ok: true } },
+    { type: 'CHILD_SETTLED', hop: h, branch: 'y', outcome: 'completed', output: {} },
+    { type: 'CHILD_SETTLED', hop: h, branch: 'x', outcome: 'failed', error: { type: 'X', message: 'x' } },
+    { type: 'CHILD_SETTLED', hop: h, branch: 'y', outcome: 'canceled' },
+    { type: 'CHILD_SETTLED', hop: h, branch: 'child', outcome: 'failed', error: { type: 'X', message: 'x' } },
+    { type: 'CHILD_SETTLED', hop: h, branch: 'x', outcome: 'completed', output: { ok: true }, usage: OVER },
   ];
 }
 
@@ -817,13 +852,13 @@ describe('xstate/graph', () => {
 
   it('takes every row of the transition table on some edge of the state graph', () => {
     const taken = new Set<string>();
-    for (const definition of [...ALL_FIXTURES, TIMED]) {
+    for (const definition of [...ALL_FIXTURES, TIMED, FANOUT, CHILD_WORKFLOW]) {
       const edges = adjacencyMapToArray(
         getAdjacencyMap(workflowRunMachine, {
           input: { runId: 'graph', definition, budget: GRAPH_BUDGET, deadline: GRAPH_DEADLINE },
           events: graphEvents,
           serializeState: (s) =>
-            `${String(s.value)}|${s.context.stage}|${s.context.attempt}|${JSON.stringify(s.context.visits)}|${s.context.directive.kind}`,
+            `${String(s.value)}|${s.context.stage}|${s.context.attempt}|${JSON.stringify(s.context.visits)}|${s.context.directive.kind}|${JSON.stringify(s.context.join?.branches.map((b) => b.state) ?? null)}`,
         }),
       );
       for (const { state, event, nextState } of edges) {

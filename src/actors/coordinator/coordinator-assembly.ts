@@ -19,10 +19,13 @@ import { RunningCoordinator } from './running-coordinator.js';
 import type { CoordinatorStorage } from './storage/coordinator-storage.js';
 import { openPostgresStorage } from './storage/postgres-storage.js';
 import { openSqliteStorage } from './storage/sqlite-storage.js';
+import { stageRoles } from '../../workflow/stage-checks.js';
 
 function rolesOf(registry: WorkflowRegistry): Set<string> {
   const roles = new Set<string>();
-  for (const def of registry.list()) for (const stage of Object.values(def.stages)) roles.add(stage.role);
+  for (const def of registry.list()) {
+    for (const stage of Object.values(def.stages)) for (const role of stageRoles(stage)) roles.add(role);
+  }
   return roles;
 }
 

@@ -6,6 +6,7 @@ import {
   type ItemView,
   type ResultHandling,
   decide,
+  type SettleBody,
   hasTimeBounds,
 } from '../../decisions/coordinator-decisions.js';
 import type { Logger } from '../../log/logger.js';
@@ -25,7 +26,9 @@ import type { ResultEnvelope } from '../../protocol/work-envelope.js';
 import type { WorkflowDefinition } from '../../protocol/workflow.js';
 import type { WorkflowRegistry } from '../../workflow/definition.js';
 import type { HopRecord, ItemBudget, ItemChanges, ItemRecord, OutboxRow } from '../../workflow/records.js';
-import type { Context } from '../../telemetry/tracing.js';
+import { type Context, ROOT_CONTEXT } from '../../telemetry/tracing.js';
+import { branchRunning } from '../../machines/workflow-run-join.js';
+import type { RunDeadline } from '../../machines/workflow-run-context.js';
 import type { ActorInspector } from '../inspection.js';
 import { runDeadline } from '../../machines/workflow-run-transitions.js';
 import { DecisionSpans } from './decision-spans.js';
@@ -218,6 +221,11 @@ export class CoordinatorEngine {
     return { ...snap, context: { ...snap.context, definition } };
   }
 
+  /** The Coordinator's clock now (ms since the epoch). */
+  now(): number {
+    return this.#clock.now();
+  }
+
   #env(): DecisionEnv {
     return {
       now: this.#clock.now(),
@@ -364,13 +372,70 @@ export class CoordinatorEngine {
     return this.#exclusive(async () => {
       const inputs: Input[] = [];
       for (const view of this.#live.values()) {
-        if (view.run !== null && hasTimeBounds(view.run.context.definition))
+        // A child's deadline may be its parent's, inherited: its own definition need set none.
+        if (
+          view.run !== null &&
+          (hasTimeBounds(view.run.context.definition) || (view.run.context.deadline ?? null) !== null)
+        )
           inputs.push({ view, input: { kind: 'timer' } });
       }
       if (inputs.length === 0) return [];
       const done = await this.#decideAndCommit('decision', inputs);
       return done.map((d) => d.step).filter((s) => s.events.length > 0 || s.outbox.length > 0);
     });
+  }
+
+  /**
+   * Creates a child work item a parent's stage asked for (a `spawn` outbox
+   * row), once: a child that exists already, or one its parent no longer
+   * waits for (the join decided, the parent ended), is not created, and the
+   * answer is `undefined`. Checked and created in one turn, so that a parent's
+   * decision that abandons the branch comes before or after it, never between.
+   */
+  createChild(params: {
+    itemId: string;
+    parentId: string;
+    hop: number;
+    branch: string;
+    definition: WorkflowDefinition;
+    input: Part[];
+    budget: ItemBudget | null;
+    attributes: Record<string, string | number | boolean>;
+    deadline: RunDeadline | null;
+    trace?: Context;
+  }): Promise<Step | undefined> {
+    const { definition, trace, parentId, hop, branch, ...rest } = params;
+    const defKey = `${definition.id}@${definition.version}`;
+    return this.#exclusive(async () => {
+      if ((await this.#view(rest.itemId)) !== undefined) return undefined;
+      const parent = this.#live.get(parentId);
+      if (!branchRunning(parent?.run?.context.join ?? null, hop, branch)) return undefined;
+      const input: CoordinatorInput = {
+        kind: 'create',
+        definition,
+        ...rest,
+        taskId: null,
+        keepDefinition: !this.#kept.has(defKey),
+      };
+      const [done] = await this.#decideAndCommit('create', [{ view: undefined, input, trace }]);
+      this.#kept.add(defKey);
+      return done!.step;
+    });
+  }
+
+  /** A child's end, told to its parent (a `settle` outbox row): applied once; a parent that ended takes nothing. */
+  settleChild(settle: SettleBody): Promise<Step> {
+    return this.#exclusive(async () => {
+      const view = await this.#view(settle.parentId);
+      if (view === undefined) return { events: [], items: new Map(), outbox: [], rows: [], trace: ROOT_CONTEXT };
+      const [done] = await this.#decideAndCommit('decision', [{ view, input: { kind: 'child', settle } }]);
+      return done!.step;
+    });
+  }
+
+  /** Whether a work item exists (live, or ended and stored). */
+  async hasItem(itemId: string): Promise<boolean> {
+    return (await this.#view(itemId)) !== undefined;
   }
 
   approve(itemId: string, approver: string): Promise<Step> {

@@ -49,6 +49,7 @@ export class OutboxPublisher {
   readonly #traces: ItemTraces;
   readonly #log: Logger;
   readonly #closed: () => boolean;
+  readonly #local: ((row: OutboxRow) => Promise<void>) | undefined;
 
   constructor(options: {
     dispatcher: Dispatcher;
@@ -56,13 +57,21 @@ export class OutboxPublisher {
     traces: ItemTraces;
     log: Logger;
     closed: () => boolean;
+    /** Carries out the rows that are the Coordinator's own work (child items), not publishes on the bus. */
+    local?: { handles(row: OutboxRow): boolean; carryOut(row: OutboxRow): Promise<void> };
   }) {
     this.#dispatcher = options.dispatcher;
     this.#engine = options.engine;
     this.#traces = options.traces;
     this.#log = options.log;
     this.#closed = options.closed;
+    const local = options.local;
+    this.#local =
+      local === undefined ? undefined : async (row) => (local.handles(row) ? local.carryOut(row) : undefined);
+    this.#isLocal = local === undefined ? () => false : (row) => local.handles(row);
   }
+
+  readonly #isLocal: (row: OutboxRow) => boolean;
 
   /** Publishes the outbox rows a committed step added; resolves once they are published (or left for a retry). */
   publishStep(step: Step): Promise<void> {
@@ -82,6 +91,10 @@ export class OutboxPublisher {
 
   /** Publishes one outbox row under a publish span; the trace fields of the span travel in the envelope. */
   async #publish(row: OutboxRow): Promise<number> {
+    if (this.#isLocal(row)) {
+      await this.#local!(row);
+      return row.id;
+    }
     const parent = this.#unsentTrace.get(row.id) ?? this.#traces.of(row.itemId);
     await withSpan(
       SPAN.publish,

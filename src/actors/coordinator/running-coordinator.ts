@@ -21,6 +21,7 @@ import type { CoordinatorEngine, Step } from './engine.js';
 import type { EndedRunForgetter } from './forget.js';
 import type { ItemTraces } from './item-traces.js';
 import type { BrokerMirror } from './mirror.js';
+import { ChildItems } from './child-items.js';
 import { OutboxPublisher } from './outbox-publisher.js';
 import type { CoordinatorGovernance } from './policies.js';
 import type { CoordinatorStorage } from './storage/coordinator-storage.js';
@@ -92,6 +93,7 @@ export class RunningCoordinator implements Coordinator {
       traces: parts.traces,
       log: compiled.log,
       closed,
+      local: new ChildItems({ engine, registry: parts.registry, traces: parts.traces, log: compiled.log, after }),
     });
     this.#loop = new CoordinatorLoop({
       dispatcher: parts.dispatcher,

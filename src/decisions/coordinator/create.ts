@@ -1,5 +1,5 @@
 import { initialRun } from '../../machines/workflow-run-machine.js';
-import { runDeadline } from '../../machines/workflow-run-transitions.js';
+import { type RunDeadline, runDeadline } from '../../machines/workflow-run-transitions.js';
 import type { ItemRecord } from '../../workflow/records.js';
 import { drive } from './drive.js';
 import type { CoordinatorInput, Decision, DecisionEnv } from './types.js';
@@ -34,7 +34,12 @@ export function create(input: Extract<CoordinatorInput, { kind: 'create' }>, env
     {
       item,
       hops: new Map(),
-      run: initialRun({ runId: itemId, definition, budget: input.budget, deadline: runDeadline(definition, now) }),
+      run: initialRun({
+        runId: itemId,
+        definition,
+        budget: input.budget,
+        deadline: earliest(runDeadline(definition, now), input.deadline ?? null),
+      }),
     },
     env,
   );
@@ -49,4 +54,11 @@ export function create(input: Extract<CoordinatorInput, { kind: 'create' }>, env
   work.send({ type: 'START' });
   drive(work);
   return work.finish('applied', true, input.keepDefinition ? { definition: { ref: workflow, body: definition } } : {});
+}
+
+/** The earlier of two deadlines (a child's own, and the one it inherits from its parent). */
+function earliest(a: RunDeadline | null, b: RunDeadline | null): RunDeadline | null {
+  if (a === null) return b;
+  if (b === null) return a;
+  return a.at <= b.at ? a : b;
 }

@@ -1,5 +1,6 @@
 import { approval } from './approval.js';
 import { cancel } from './cancel.js';
+import { childSettled } from './child-settled.js';
 import { create } from './create.js';
 import { result } from './result.js';
 import { timer } from './timer.js';
@@ -38,5 +39,7 @@ export function decide(view: ItemView | undefined, input: CoordinatorInput, env:
       return approval(view, input, env);
     case 'cancel':
       return cancel(view, input, env);
+    case 'child':
+      return childSettled(view, input, env);
   }
 }

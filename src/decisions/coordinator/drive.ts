@@ -1,5 +1,6 @@
 import { isFinalRunState } from '../../machines/workflow-run-transitions.js';
 import type { ItemState } from '../../workflow/records.js';
+import { spawn } from './child-spawn.js';
 import { dispatch, dispatched, govern, resume } from './hop-start.js';
 import { end } from './item-end.js';
 import { COORDINATOR_ACTOR, type Work, json } from './work.js';
@@ -66,7 +67,29 @@ export function drive(work: Work): void {
       }
       return;
     }
-    if (d.kind === 'await-reply') return;
+    if (d.kind === 'spawn') {
+      const im = d.immediate;
+      if (im === null) {
+        spawn(work, d);
+        return;
+      }
+      // Nothing to start: the stage's outcome at once (an empty map, or a map over something not a list).
+      if (im.outcome === 'succeeded') {
+        work.send({ type: 'HOP_SUCCEEDED', hop: d.hop, attempt: ctx.attempt, output: im.output });
+      } else {
+        work.event('hop-failed', d.hop, `failed: ${im.errorType}: ${im.message.slice(0, 200)}`, { stage: d.stage });
+        work.send({
+          type: 'HOP_FAILED',
+          hop: d.hop,
+          attempt: ctx.attempt,
+          errorType: im.errorType,
+          message: im.message.slice(0, 2000),
+          final: 'non-retryable',
+        });
+      }
+      continue;
+    }
+    if (d.kind === 'await-reply' || d.kind === 'await-children') return;
     if (isFinalRunState(state)) end(work, state);
     return;
   }

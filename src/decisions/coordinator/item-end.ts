@@ -1,13 +1,19 @@
 import type { FinalRunState } from '../../machines/workflow-run-transitions.js';
 import { itemOutput } from '../../workflow/item-output.js';
 import type { ItemEventKind } from '../../workflow/records.js';
+import { dataPart, settleParent } from './child-spawn.js';
 import { COORDINATOR_ACTOR, type Work, json } from './work.js';
 
 /** The item ends: the one place an item's end is written (its row, its audit entry, its event). */
 export function end(work: Work, state: FinalRunState): void {
   if (work.item.finishedAt !== null) return;
   const ctx = work.run!.context;
-  work.item = { ...work.item, finishedAt: work.env.now, approval: null, output: itemOutput(state, ctx, work.result) };
+  // A run completed by a join (no hop result ends it) keeps the joined output as its data part.
+  const last =
+    work.result === undefined && state === 'completed' && ctx.output !== undefined && ctx.output !== null
+      ? { role: ctx.stage ?? '', outcome: 'completed' as const, parts: [dataPart(ctx.output)], artifacts: [] }
+      : work.result;
+  work.item = { ...work.item, finishedAt: work.env.now, approval: null, output: itemOutput(state, ctx, last) };
   const failure = ctx.failure;
   const kind = state === 'completed' ? 'item-completed' : state === 'failed' ? 'item-failed' : 'item-canceled';
   work.audit.push({
@@ -24,4 +30,5 @@ export function end(work: Work, state: FinalRunState): void {
         ? `work item failed: ${failure?.code ?? 'FAILED'}: ${failure?.reason ?? ''}`
         : `work item canceled${ctx.cancellation?.by ? ` by ${ctx.cancellation.by}` : ''}`;
   work.event(state as ItemEventKind, ctx.hop, detail);
+  settleParent(work, state);
 }

@@ -1,4 +1,7 @@
+import type { JsonValue } from '../../protocol/audit.js';
 import type { ResultEnvelope } from '../../protocol/work-envelope.js';
+import type { WorkflowRunEvent } from '../../protocol/workflow.js';
+import { auditRoute } from './route-audit.js';
 import { accrue } from '../../workflow/cost-ledger.js';
 import type { HopRecord } from '../../workflow/records.js';
 import { drive } from './drive.js';
@@ -70,7 +73,18 @@ export function result(view: ItemView | undefined, result: ResultEnvelope, env: 
       model: accrual.model,
     });
     if (!live) return late(work, hop);
-    sendUsage(work, { type: 'HOP_SUCCEEDED', hop: hop.hop, attempt: hop.attempt, usage: accrual.added });
+    const data = result.parts.find((p) => p.kind === 'data');
+    const output = data?.kind === 'data' ? (data.data as JsonValue) : undefined;
+    const event: WorkflowRunEvent = {
+      type: 'HOP_SUCCEEDED',
+      hop: hop.hop,
+      attempt: hop.attempt,
+      usage: accrual.added,
+      ...(output === undefined ? {} : { output }),
+    };
+    const routed = auditRoute(work, event);
+    sendUsage(work, event);
+    routed();
   } else {
     const error = result.error ?? { type: 'InvalidResult', message: `a ${result.outcome} result without its fields` };
     next = { ...next, state: 'failed', finishedAt: now, error };

@@ -1,4 +1,6 @@
 import type { RunState } from '../../machines/workflow-run-machine.js';
+import type { RunDeadline } from '../../machines/workflow-run-context.js';
+import type { SettleBody } from './child-rows.js';
 import type { Part } from '../../protocol/parts.js';
 import type { AskedBy, ResultEnvelope, RetryPolicy, WorkMessage } from '../../protocol/work-envelope.js';
 import type { WorkflowDefinition, WorkflowRunEvent } from '../../protocol/workflow.js';
@@ -53,13 +55,17 @@ export type CoordinatorInput =
       input: Part[];
       budget: ItemBudget | null;
       attributes: Record<string, string | number | boolean> | null;
+      /** A child's deadline, inherited from its parent (default: its definition's, from now). */
+      deadline?: RunDeadline | null;
     }
   | { kind: 'result'; result: ResultEnvelope }
   | { kind: 'approve'; approver: string }
   | { kind: 'deny'; approver: string; reason?: string }
   | { kind: 'cancel'; by: string | null; reason: string | null }
   /** Time passed (`env.now`): hops past their stage's timeout, an item past its deadline. */
-  | { kind: 'timer' };
+  | { kind: 'timer' }
+  /** A child work item ended: its parent's join takes its outcome. */
+  | { kind: 'child'; settle: SettleBody };
 
 /** What the decisions are given besides the state and the input: the time, ids and the governance cascade. */
 export interface DecisionEnv {

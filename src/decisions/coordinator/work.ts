@@ -16,6 +16,7 @@ import type {
   ItemRecord,
   ItemState,
 } from '../../workflow/records.js';
+import { type CancelChildBody, childItemId } from './child-rows.js';
 import type { Decision, DecisionEnv, DecisionRefusal, GovernanceCheck, ItemView, ResultHandling } from './types.js';
 
 /**
@@ -93,9 +94,26 @@ export class Work {
     this.runEvents.push(event);
     this.run = stepRun(this.run, event);
     const refusal = this.run.context.refusal;
-    if (refusal === null) return true;
+    if (refusal === null) {
+      this.#cancelAbandoned();
+      return true;
+    }
     this.refused.push({ event: event.type, state: refusal.state, reason: refusal.reason });
     return false;
+  }
+
+  /** A `cancel-child` row for each child the last event left running (its join decided or abandoned). */
+  #cancelAbandoned(): void {
+    const cancel = this.run?.context.cancelChildren ?? null;
+    if (cancel === null) return;
+    for (const branch of cancel.branches) {
+      const body: CancelChildBody = {
+        parentId: this.item.id,
+        childId: childItemId(this.item.id, cancel.hop, branch),
+        reason: `its parent ${this.item.id} no longer waits for it (${this.run!.value})`,
+      };
+      this.outbox.push({ kind: 'cancel-child', body });
+    }
   }
 
   event(

@@ -1,0 +1,130 @@
+import {
+  BRANCH_ATTRIBUTE,
+  type CancelChildBody,
+  PARENT_ATTRIBUTE,
+  type SettleBody,
+  type SpawnBody,
+} from '../../decisions/coordinator-decisions.js';
+import type { Logger } from '../../log/logger.js';
+import type { WorkflowDefinition } from '../../protocol/workflow.js';
+import { traceFieldsOf } from '../../telemetry/tracing.js';
+import { type WorkflowRegistry, checkWorkflowDefinition } from '../../workflow/definition.js';
+import { ZERO_RUN_USAGE } from '../../protocol/workflow.js';
+import type { OutboxRow } from '../../workflow/records.js';
+import type { CoordinatorEngine, Step } from './engine.js';
+import type { ItemTraces } from './item-traces.js';
+import { CoordinatorError } from './types.js';
+
+/**
+ * The Coordinator's own outbox rows for child work items, carried out after
+ * the commit that wrote them: a child created (`spawn`), a parent told that
+ * a child ended (`settle`), a child canceled (`cancel-child`). Each is
+ * idempotent (a child's id is fixed by its parent, hop and branch; a parent
+ * takes a branch's end once), so a row carried out again after a crash or a
+ * takeover changes nothing the first did.
+ */
+export class ChildItems {
+  readonly #engine: CoordinatorEngine;
+  readonly #registry: WorkflowRegistry;
+  readonly #traces: ItemTraces;
+  readonly #log: Logger;
+  readonly #after: (step: Step) => Promise<void>;
+
+  constructor(options: {
+    engine: CoordinatorEngine;
+    registry: WorkflowRegistry;
+    traces: ItemTraces;
+    log: Logger;
+    after: (step: Step) => Promise<void>;
+  }) {
+    this.#engine = options.engine;
+    this.#registry = options.registry;
+    this.#traces = options.traces;
+    this.#log = options.log.child({ component: 'children' });
+    this.#after = options.after;
+  }
+
+  /** Whether a row is one of these (not a publish on the bus). */
+  handles(row: OutboxRow): boolean {
+    return row.kind === 'spawn' || row.kind === 'settle' || row.kind === 'cancel-child';
+  }
+
+  /** Carries out one row; what its commit leads to follows without being waited for (it may publish rows itself). */
+  async carryOut(row: OutboxRow): Promise<void> {
+    if (row.kind === 'spawn') return this.#spawn(row.body as SpawnBody);
+    if (row.kind === 'settle') return this.#settle(row.body as SettleBody);
+    if (row.kind === 'cancel-child') return this.#cancel(row.body as CancelChildBody);
+  }
+
+  async #spawn(body: SpawnBody): Promise<void> {
+    const definition = this.#definitionOf(body);
+    if (typeof definition === 'string') {
+      // A child that cannot run is a failed branch: its parent's join decides what follows.
+      this.#log.error({ parentId: body.parentId, branch: body.branch, reason: definition }, 'a child cannot start');
+      await this.#settle({
+        parentId: body.parentId,
+        childId: body.childId,
+        hop: body.hop,
+        branch: body.branch,
+        outcome: 'failed',
+        output: null,
+        error: { type: 'UnknownWorkflow', message: definition },
+        usage: { ...ZERO_RUN_USAGE },
+      });
+      return;
+    }
+    const trace = this.#traces.of(body.parentId);
+    const step = await this.#engine.createChild({
+      itemId: body.childId,
+      parentId: body.parentId,
+      hop: body.hop,
+      branch: body.branch,
+      definition,
+      input: body.input,
+      budget: body.budget,
+      attributes: { [PARENT_ATTRIBUTE]: body.parentId, [BRANCH_ATTRIBUTE]: `${body.hop}:${body.branch}` },
+      deadline:
+        body.deadlineAt === null
+          ? null
+          : { at: body.deadlineAt, ms: Math.max(1, body.deadlineAt - this.#engine.now()) },
+      trace,
+    });
+    if (step === undefined) return;
+    this.#traces.keep(body.childId, trace, traceFieldsOf(trace));
+    void this.#after(step);
+  }
+
+  #definitionOf(body: SpawnBody): WorkflowDefinition | string {
+    if (body.definition !== null) {
+      const check = checkWorkflowDefinition(body.definition);
+      if (check.ok) return check.definition;
+      return `the branch's workflow is invalid: ${check.problems[0]?.message ?? 'unknown problem'}`;
+    }
+    const at = body.workflow?.lastIndexOf('@') ?? -1;
+    const def =
+      body.workflow === null || at < 0
+        ? undefined
+        : this.#registry.get({ id: body.workflow.slice(0, at), version: Number(body.workflow.slice(at + 1)) });
+    return def ?? `no workflow ${body.workflow} is loaded: load it (--workflows) before the one that runs it`;
+  }
+
+  async #settle(body: SettleBody): Promise<void> {
+    const step = await this.#engine.settleChild(body);
+    void this.#after(step);
+  }
+
+  async #cancel(body: CancelChildBody): Promise<void> {
+    try {
+      void this.#after(await this.#engine.cancel(body.childId, body.parentId, body.reason));
+    } catch (error) {
+      // Ended already, or never made (its parent let it go before it was): nothing to cancel.
+      if (
+        error instanceof CoordinatorError &&
+        (error.code === 'COORD_ITEM_FINAL' || error.code === 'COORD_UNKNOWN_ITEM')
+      ) {
+        return;
+      }
+      throw error;
+    }
+  }
+}

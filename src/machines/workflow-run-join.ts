@@ -1,0 +1,287 @@
+import type { JsonValue } from '../protocol/audit.js';
+import type { BudgetCarve, Stage, WorkflowDefinition } from '../protocol/workflow.js';
+import { readPointer } from '../workflow/conditions.js';
+import type { ItemBudget } from '../workflow/records.js';
+
+/**
+ * The children of a parallel, map or workflow stage, as the run keeps them:
+ * which branch runs, waits or settled, what each may spend, and when the
+ * join is decided (`all`, `any`, `atLeast`). Pure: the run machine opens a
+ * join when it enters such a stage, settles a branch per `CHILD_SETTLED`,
+ * and routes the stage's outcome once `joinOutcome` says it is decided.
+ */
+
+/** Where a branch stands: not started yet (a map's elements past `maxConcurrency`), running, or settled. */
+export type BranchState = 'waiting' | 'running' | 'succeeded' | 'failed' | 'canceled';
+
+/** One child of a join: its key (a branch's name, an element's index, or `child`), its state, output and budget. */
+export interface JoinBranch {
+  key: string;
+  state: BranchState;
+  output: JsonValue | null;
+  error: { type: string; message: string } | null;
+  /** What the child may spend (its carve of the parent's budget); `null`: no bound. */
+  budget: ItemBudget | null;
+}
+
+/** What kind of stage a join belongs to. */
+export type JoinKind = 'parallel' | 'map' | 'workflow';
+
+/** A stage's open join. */
+export interface RunJoin {
+  stage: string;
+  hop: number;
+  kind: JoinKind;
+  /** Successes that decide the join (`all`: every branch; `any`: one; `atLeast`: n). */
+  need: number;
+  /** Whether the join waits for every branch (`all`, a map, a workflow stage), not a count of successes. */
+  all: boolean;
+  /** Whether a branch's failure is kept in the output instead of failing the join. */
+  collect: boolean;
+  /** Children running at once. */
+  maxConcurrency: number;
+  branches: JoinBranch[];
+}
+
+/** How a decided join ends the stage: its output, or why it failed. */
+export type JoinOutcome =
+  | { status: 'open' }
+  | { status: 'succeeded'; output: JsonValue }
+  | { status: 'failed'; errorType: string; message: string };
+
+/** The default of a map stage's `maxConcurrency`. */
+export const DEFAULT_MAP_CONCURRENCY = 8;
+/** The default of a map stage's `maxItems`. */
+export const DEFAULT_MAP_MAX_ITEMS = 1_000;
+
+/** Whether a stage runs children (parallel branches, a map, another workflow) instead of one hop. */
+export function isFanOutStage(stage: Stage | undefined): boolean {
+  return (
+    stage !== undefined && (stage.parallel !== undefined || stage.forEach !== undefined || stage.role === undefined)
+  );
+}
+
+/** What opening a join gives: the join, or a failure of the stage at once (a map over something not a list). */
+export type JoinOpening =
+  | { kind: 'open'; join: RunJoin }
+  | { kind: 'empty'; output: JsonValue }
+  | { kind: 'invalid'; errorType: string; message: string };
+
+/** The remaining budget of a parent: what its budget allows past what it used (`null`: no bound). */
+function remaining(budget: ItemBudget | null, used: { inputTokens: number; outputTokens: number; costUsd: number }) {
+  if (budget === null) return null;
+  const out: ItemBudget = {};
+  if (budget.maxTokens !== undefined) out.maxTokens = budget.maxTokens - used.inputTokens - used.outputTokens;
+  if (budget.maxCostUsd !== undefined) out.maxCostUsd = Math.round((budget.maxCostUsd - used.costUsd) * 1e9) / 1e9;
+  return out;
+}
+
+/**
+ * A child's budget: its explicit carve (capped at what the parent has left),
+ * or an equal share of what the parent has left among `n` children; no
+ * bound when the parent has none and no carve is given.
+ */
+export function carve(explicit: BudgetCarve | undefined, left: ItemBudget | null, n: number): ItemBudget | null {
+  if (explicit === undefined && left === null) return null;
+  const out: ItemBudget = {};
+  const tokens = explicit?.maxTokens ?? (left?.maxTokens === undefined ? undefined : Math.floor(left.maxTokens / n));
+  const cost =
+    explicit?.maxCostUsd ??
+    (left?.maxCostUsd === undefined ? undefined : Math.floor((left.maxCostUsd / n) * 1e9) / 1e9);
+  if (tokens !== undefined) out.maxTokens = Math.max(1, Math.min(tokens, left?.maxTokens ?? tokens));
+  if (cost !== undefined) out.maxCostUsd = Math.max(1e-9, Math.min(cost, left?.maxCostUsd ?? cost));
+  return out;
+}
+
+/**
+ * The join a run opens on entering a fan-out stage at `hop`, from the
+ * previous stage's `output` (a map reads its list there), the parent's
+ * budget and what it has used so far.
+ */
+export function openJoin(
+  def: WorkflowDefinition,
+  stageName: string,
+  hop: number,
+  output: unknown,
+  budget: ItemBudget | null,
+  used: { inputTokens: number; outputTokens: number; costUsd: number },
+): JoinOpening {
+  const stage = def.stages[stageName]!;
+  const left = remaining(budget, used);
+  const branch = (key: string, explicit: BudgetCarve | undefined, n: number): JoinBranch => ({
+    key,
+    state: 'waiting',
+    output: null,
+    error: null,
+    budget: carve(explicit, left, n),
+  });
+  if (stage.forEach !== undefined) {
+    const list = readPointer(output ?? null, stage.forEach);
+    if (!list.found || !Array.isArray(list.value)) {
+      return {
+        kind: 'invalid',
+        errorType: 'MapInputInvalid',
+        message: `stage ${stageName}: forEach "${stage.forEach}" ${list.found ? 'is not a list' : 'is not in the previous output'}: the previous stage's data part must hold a list there`,
+      };
+    }
+    const max = stage.maxItems ?? DEFAULT_MAP_MAX_ITEMS;
+    if (list.value.length > max) {
+      return {
+        kind: 'invalid',
+        errorType: 'MapTooLarge',
+        message: `stage ${stageName}: forEach "${stage.forEach}" has ${list.value.length} elements, over its maxItems of ${max}: raise maxItems or split the list`,
+      };
+    }
+    const n = list.value.length;
+    if (n === 0) return { kind: 'empty', output: [] };
+    const branches = list.value.map((_, i) => branch(String(i), stage.budget, n));
+    return {
+      kind: 'open',
+      join: {
+        stage: stageName,
+        hop,
+        kind: 'map',
+        need: n,
+        all: true,
+        collect: false,
+        maxConcurrency: stage.maxConcurrency ?? DEFAULT_MAP_CONCURRENCY,
+        branches,
+      },
+    };
+  }
+  if (stage.parallel !== undefined) {
+    const names = Object.keys(stage.parallel.branches);
+    const n = names.length;
+    const mode = stage.parallel.join;
+    const need = mode === 'all' ? n : mode === 'any' ? 1 : Math.min(mode.atLeast, n);
+    return {
+      kind: 'open',
+      join: {
+        stage: stageName,
+        hop,
+        kind: 'parallel',
+        need,
+        all: mode === 'all',
+        collect: stage.parallel.onBranchFailure === 'collect',
+        maxConcurrency: n,
+        branches: names.map((name) => branch(name, stage.parallel!.branches[name]!.budget ?? stage.budget, n)),
+      },
+    };
+  }
+  return {
+    kind: 'open',
+    join: {
+      stage: stageName,
+      hop,
+      kind: 'workflow',
+      need: 1,
+      all: true,
+      collect: false,
+      maxConcurrency: 1,
+      branches: [branch('child', stage.budget, 1)],
+    },
+  };
+}
+
+/** The join with its next waiting branches started, up to `maxConcurrency` running; and the keys it started. */
+export function startBranches(join: RunJoin): { join: RunJoin; started: string[] } {
+  let running = join.branches.filter((b) => b.state === 'running').length;
+  const started: string[] = [];
+  const branches = join.branches.map((b) => {
+    if (b.state !== 'waiting' || running >= join.maxConcurrency) return b;
+    running++;
+    started.push(b.key);
+    return { ...b, state: 'running' as const };
+  });
+  return started.length === 0 ? { join, started } : { join: { ...join, branches }, started };
+}
+
+/** Whether `key` names a running branch of the join. */
+export function branchRunning(join: RunJoin | null, hop: number, key: string): boolean {
+  return join !== null && join.hop === hop && join.branches.some((b) => b.key === key && b.state === 'running');
+}
+
+/** The join with branch `key` settled. */
+export function settleBranch(
+  join: RunJoin,
+  key: string,
+  settled: {
+    outcome: 'completed' | 'failed' | 'canceled';
+    output?: JsonValue;
+    error?: { type: string; message: string };
+  },
+): RunJoin {
+  const state: BranchState =
+    settled.outcome === 'completed' ? 'succeeded' : settled.outcome === 'failed' ? 'failed' : 'canceled';
+  return {
+    ...join,
+    branches: join.branches.map((b) =>
+      b.key === key
+        ? {
+            ...b,
+            state,
+            output: settled.output ?? null,
+            error:
+              state === 'succeeded'
+                ? null
+                : (settled.error ?? { type: 'ChildCanceled', message: `branch ${key} was canceled` }),
+          }
+        : b,
+    ),
+  };
+}
+
+/** The joined output: a map's outputs in the list's order, a parallel stage's by branch name, a workflow's child's output. */
+export function joinOutput(join: RunJoin): JsonValue {
+  const branchValue = (b: JoinBranch): JsonValue =>
+    b.state === 'succeeded'
+      ? b.output
+      : b.error === null
+        ? null
+        : { error: { type: b.error.type, message: b.error.message } };
+  if (join.kind === 'map') return join.branches.map(branchValue);
+  if (join.kind === 'workflow') return branchValue(join.branches[0]!);
+  const out: Record<string, JsonValue> = {};
+  for (const b of join.branches) out[b.key] = branchValue(b);
+  return out;
+}
+
+/** Whether the join is decided, and how. */
+export function joinOutcome(join: RunJoin): JoinOutcome {
+  const n = join.branches.length;
+  const succeeded = join.branches.filter((b) => b.state === 'succeeded').length;
+  const failed = join.branches.filter((b) => b.state === 'failed' || b.state === 'canceled');
+  const pending = n - succeeded - failed.length;
+  const failure = (): JoinOutcome => ({
+    status: 'failed',
+    errorType: join.kind === 'workflow' ? (failed[0]?.error?.type ?? 'ChildFailed') : 'BranchFailed',
+    message:
+      join.kind === 'workflow'
+        ? `the child work item of stage ${join.stage} ${failed[0]?.state === 'canceled' ? 'was canceled' : `failed: ${failed[0]?.error?.message ?? ''}`}`
+        : `stage ${join.stage}: ${failed.length} of ${n} branch${n === 1 ? '' : 'es'} failed (${failed
+            .slice(0, 5)
+            .map((b) => `${b.key}: ${b.error?.type ?? b.state}`)
+            .join(', ')}${failed.length > 5 ? ', ...' : ''}), ${succeeded} succeeded, ${join.need} needed`,
+  });
+  if (join.collect && join.all) {
+    return pending === 0 ? { status: 'succeeded', output: joinOutput(join) } : { status: 'open' };
+  }
+  if (succeeded >= join.need) return { status: 'succeeded', output: joinOutput(join) };
+  if (!join.collect && join.all && failed.length > 0) return failure();
+  if (succeeded + pending < join.need) return failure();
+  return { status: 'open' };
+}
+
+/** The branches still running (to cancel when the join is decided or abandoned). */
+export function runningBranches(join: RunJoin | null): string[] {
+  return join === null ? [] : join.branches.filter((b) => b.state === 'running').map((b) => b.key);
+}
+
+/** What a child of the join is given as input: its list element (a map), else the previous stage's output. */
+export function branchInput(join: RunJoin, def: WorkflowDefinition, key: string, output: unknown): JsonValue | null {
+  if (join.kind === 'map') {
+    const list = readPointer(output ?? null, def.stages[join.stage]!.forEach!);
+    return list.found && Array.isArray(list.value) ? ((list.value[Number(key)] ?? null) as JsonValue) : null;
+  }
+  return output === undefined ? null : (output as JsonValue);
+}

@@ -1,0 +1,282 @@
+import { fc, test } from '@fast-check/vitest';
+import { describe, expect, it } from 'vitest';
+import { type RunState, initialRun, persistRun, restoreRun, stepRun } from '../../src/machines/workflow-run-machine.js';
+import type { RunUsage, WorkflowDefinition, WorkflowRunEvent } from '../../src/protocol/workflow.js';
+import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
+
+/**
+ * The run machine's joins against a reference model: parallel stages
+ * (all, any, atLeast; failures failing or collected), maps with a bound on
+ * concurrency, a workflow stage, conditions on the joined output; random
+ * child outcomes, duplicates, late and stale results, cancels, ticks past a
+ * deadline, budgets, and snapshot, restore, continue.
+ */
+
+const USE = (tokens: number): RunUsage => ({ inputTokens: tokens, outputTokens: 0, costUsd: 0, elapsedMs: 1 });
+
+type Mode = 'all' | 'any' | { atLeast: number };
+
+function fanOut(mode: Mode, collect: boolean, n: number, maxConcurrency: number, map: boolean): WorkflowDefinition {
+  const branches: Record<string, { role: string }> = {};
+  for (let i = 0; i < n; i++) branches[`b${i}`] = { role: `r${i}` };
+  return parseWorkflowDefinition({
+    id: 'fan',
+    version: 1,
+    start: 'first',
+    deadline: 10_000,
+    stages: {
+      first: { role: 'lead', next: [{ on: 'succeeded', goto: 'fan' }] },
+      fan: map
+        ? { role: 'worker', forEach: '/list', maxConcurrency, next: [{ on: 'succeeded', goto: 'last' }] }
+        : {
+            parallel: {
+              branches,
+              join: typeof mode === 'object' ? { atLeast: Math.min(mode.atLeast, n) } : mode,
+              onBranchFailure: collect ? 'collect' : 'fail',
+            },
+            next: [
+              { on: 'succeeded', when: { pointer: '/b0', exists: true }, goto: 'last' },
+              { on: 'succeeded', end: 'completed' },
+              { on: 'failed', errorType: 'BranchFailed', goto: 'last' },
+            ],
+          },
+      last: { role: 'lead', maxVisits: 1 },
+    },
+  });
+}
+
+/** One step of a scenario: a child's end (by index into the branches), a stale or duplicate one, a cancel, a tick. */
+type Act =
+  | { kind: 'settle'; branch: number; outcome: 'completed' | 'failed' | 'canceled'; tokens: number; staleHop: boolean }
+  | { kind: 'cancel' }
+  | { kind: 'tick'; late: boolean }
+  | { kind: 'restore' };
+
+const actArb: fc.Arbitrary<Act> = fc.oneof(
+  {
+    weight: 12,
+    arbitrary: fc.record({
+      kind: fc.constant('settle' as const),
+      branch: fc.nat({ max: 7 }),
+      outcome: fc.constantFrom('completed', 'completed', 'failed', 'canceled') as fc.Arbitrary<
+        'completed' | 'failed' | 'canceled'
+      >,
+      tokens: fc.nat({ max: 300 }),
+      staleHop: fc.boolean().map((b) => b && Math.random() < 0.2),
+    }),
+  },
+  { weight: 1, arbitrary: fc.constant({ kind: 'cancel' as const }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('tick' as const), late: fc.boolean() }) },
+  { weight: 2, arbitrary: fc.constant({ kind: 'restore' as const }) },
+);
+
+const scenarioArb = fc.record({
+  mode: fc.oneof(
+    fc.constant('all' as Mode),
+    fc.constant('any' as Mode),
+    fc.integer({ min: 1, max: 4 }).map((k) => ({ atLeast: k }) as Mode),
+  ),
+  collect: fc.boolean(),
+  n: fc.integer({ min: 1, max: 6 }),
+  map: fc.boolean(),
+  maxConcurrency: fc.integer({ min: 1, max: 4 }),
+  budget: fc.option(fc.integer({ min: 100, max: 2_000 }), { nil: null }),
+  acts: fc.array(actArb, { maxLength: 40 }),
+});
+
+/** The reference: what a join of `n` branches needing `need` decides from the outcomes so far. */
+function referenceOutcome(
+  outcomes: Map<number, 'completed' | 'failed' | 'canceled'>,
+  n: number,
+  need: number,
+  collect: boolean,
+  all: boolean,
+): 'open' | 'succeeded' | 'failed' {
+  const ok = [...outcomes.values()].filter((o) => o === 'completed').length;
+  const bad = outcomes.size - ok;
+  const pending = n - outcomes.size;
+  if (collect && all) return pending === 0 ? 'succeeded' : 'open';
+  if (ok >= need) return 'succeeded';
+  if (!collect && all && bad > 0) return 'failed';
+  if (ok + pending < need) return 'failed';
+  return 'open';
+}
+
+function start(def: WorkflowDefinition, budget: number | null, list: { i: number }[]): RunState {
+  let run = initialRun({
+    runId: 'item',
+    definition: def,
+    budget: budget === null ? null : { maxTokens: budget },
+    deadline: { at: 10_000, ms: 10_000 },
+  });
+  run = stepRun(run, { type: 'START' });
+  run = stepRun(run, { type: 'HOP_SUCCEEDED', hop: 1, attempt: 1, usage: USE(10), output: { list } });
+  return run;
+}
+
+describe('joins of the run machine against a reference model', () => {
+  test.prop([scenarioArb], { numRuns: 400 })('every join decides once, as the reference says', (s) => {
+    const n = s.map ? s.n : s.n;
+    const def = fanOut(s.mode, s.collect, s.n, s.maxConcurrency, s.map);
+    const list = Array.from({ length: n }, (_, i) => ({ i }));
+    let run = start(def, s.budget, list);
+    expect(run.value).toBe('running');
+    const join = run.context.join!;
+    expect(join).not.toBeNull();
+    const keys = join.branches.map((b) => b.key);
+    const all = s.map || s.mode === 'all';
+    const need = s.map ? n : s.mode === 'all' ? n : s.mode === 'any' ? 1 : Math.min(s.mode.atLeast, n);
+    const collect = s.map ? false : s.collect;
+    const maxRunning = s.map ? s.maxConcurrency : n;
+
+    // What the driver does: answers every spawn at once.
+    const spawnedKeys: string[] = [];
+    const drive = () => {
+      const d = run.context.directive;
+      if (d.kind === 'spawn' && d.immediate === null) {
+        spawnedKeys.push(...d.branches);
+        run = stepRun(run, { type: 'CHILDREN_SPAWNED', hop: d.hop });
+        expect(run.context.refusal).toBeNull();
+      }
+    };
+    drive();
+
+    const outcomes = new Map<number, 'completed' | 'failed' | 'canceled'>();
+    let accepted = 0;
+    let usage = 10;
+    let decided: 'succeeded' | 'failed' | null = null;
+    let ended = false;
+    const canceled = new Set<string>();
+
+    for (const act of s.acts) {
+      const before = run;
+      if (act.kind === 'restore') {
+        run = restoreRun(JSON.parse(JSON.stringify(persistRun(run))));
+        expect(run).toEqual(before);
+        continue;
+      }
+      if (act.kind === 'cancel') {
+        run = stepRun(run, { type: 'CANCEL', by: 'op' });
+      } else if (act.kind === 'tick') {
+        run = stepRun(run, { type: 'TICK', now: act.late ? 10_000 : 5_000 });
+      } else {
+        const index = act.branch % n;
+        const key = keys[index]!;
+        const event: WorkflowRunEvent = {
+          type: 'CHILD_SETTLED',
+          hop: act.staleHop ? 1 : 2,
+          branch: key,
+          outcome: act.outcome,
+          ...(act.outcome === 'completed' ? { output: { from: key } } : {}),
+          ...(act.outcome === 'failed' ? { error: { type: 'X', message: 'x' } } : {}),
+          usage: USE(act.tokens),
+        };
+        run = stepRun(run, event);
+        const wasRunning = before.context.join?.branches.find((b) => b.key === key)?.state === 'running';
+        const shouldTake = !ended && decided === null && !act.staleHop && wasRunning;
+        if (!shouldTake) {
+          // A stale, duplicate, late or never-started branch's result changes nothing but the refusal.
+          if (before.value === 'running' || before.value === 'suspended' || before.value === 'awaiting-approval') {
+            expect(run.context.refusal).not.toBeNull();
+          }
+          expect({ ...run.context, refusal: null }).toEqual({ ...before.context, refusal: null });
+          expect(run.value).toBe(before.value);
+          if (canceled.has(key)) expect(run.context.usage).toEqual(before.context.usage);
+          continue;
+        }
+        accepted++;
+        usage += act.tokens;
+        outcomes.set(index, act.outcome);
+        expect(run.context.usage.inputTokens).toBe(usage);
+        if (s.budget !== null && usage > s.budget) {
+          expect(run.value).toBe('failed');
+          expect(run.context.failure?.code).toBe('BUDGET_EXCEEDED');
+          ended = true;
+        } else {
+          const expected = referenceOutcome(outcomes, n, need, collect, all);
+          if (expected !== 'open') {
+            decided = expected;
+            // Decided once: the run left the join.
+            expect(run.context.join ?? null).toBeNull();
+            expect(run.context.hop === 3 || run.value === 'completed' || run.value === 'failed').toBe(true);
+            if (expected === 'succeeded' && !s.map) {
+              // The joined output holds each branch under its name, in definition order.
+              const out = run.context.output as Record<string, unknown>;
+              expect(Object.keys(out)).toEqual(keys);
+            }
+            if (expected === 'succeeded' && s.map) {
+              expect((run.context.output as unknown[]).length).toBe(n);
+            }
+          } else {
+            expect(run.context.join).not.toBeNull();
+          }
+        }
+      }
+      // Children still running when the run left the join are canceled, once.
+      const took = run !== before && run.context.refusal === null;
+      for (const key of took ? (run.context.cancelChildren?.branches ?? []) : []) {
+        expect(canceled.has(key)).toBe(false);
+        canceled.add(key);
+      }
+      if (run.value !== 'running' || run.context.join === null || run.context.join === undefined) {
+        if (run.value === 'failed' || run.value === 'canceled' || run.value === 'completed') ended = true;
+      }
+      if (before.value === 'completed' || before.value === 'failed' || before.value === 'canceled') {
+        // A final run never moves.
+        expect(run).toBe(before);
+      }
+      drive();
+      const j = run.context.join ?? null;
+      if (j !== null) {
+        expect(j.branches.filter((b) => b.state === 'running').length).toBeLessThanOrEqual(maxRunning);
+      }
+    }
+    // No branch was asked for twice.
+    expect(new Set(spawnedKeys).size).toBe(spawnedKeys.length);
+    // The rollup is the sum of what was taken.
+    expect(run.context.usage.inputTokens).toBe(usage);
+    expect(accepted).toBeLessThanOrEqual(n);
+  });
+
+  it('an empty map succeeds at once with an empty list; a map over no list fails the stage', () => {
+    const def = fanOut('all', false, 1, 2, true);
+    let run = initialRun({ runId: 'x', definition: def });
+    run = stepRun(run, { type: 'START' });
+    run = stepRun(run, { type: 'HOP_SUCCEEDED', hop: 1, attempt: 1, output: { list: [] } });
+    expect(run.context.directive).toMatchObject({ kind: 'spawn', immediate: { outcome: 'succeeded', output: [] } });
+    let bad = initialRun({ runId: 'y', definition: def });
+    bad = stepRun(bad, { type: 'START' });
+    bad = stepRun(bad, { type: 'HOP_SUCCEEDED', hop: 1, attempt: 1, output: { list: 'nope' } });
+    expect(bad.context.directive).toMatchObject({
+      kind: 'spawn',
+      immediate: { outcome: 'failed', errorType: 'MapInputInvalid' },
+    });
+  });
+
+  it('a map longer than maxItems fails the stage with MapTooLarge', () => {
+    const def = parseWorkflowDefinition({
+      id: 'm',
+      version: 1,
+      start: 'a',
+      stages: {
+        a: { role: 'lead', next: [{ on: 'succeeded', goto: 'b' }] },
+        b: { role: 'w', forEach: '/xs', maxItems: 3 },
+      },
+    });
+    let run = initialRun({ runId: 'x', definition: def });
+    run = stepRun(run, { type: 'START' });
+    run = stepRun(run, { type: 'HOP_SUCCEEDED', hop: 1, attempt: 1, output: { xs: [1, 2, 3, 4] } });
+    expect(run.context.directive).toMatchObject({ kind: 'spawn', immediate: { errorType: 'MapTooLarge' } });
+  });
+
+  it('carves an equal share of what is left for each child, and an explicit carve no larger than what is left', () => {
+    const def = fanOut('all', false, 4, 4, false);
+    const run = start(def, 410, []);
+    expect(run.context.join!.branches.map((b) => b.budget)).toEqual([
+      { maxTokens: 100 },
+      { maxTokens: 100 },
+      { maxTokens: 100 },
+      { maxTokens: 100 },
+    ]);
+  });
+});
