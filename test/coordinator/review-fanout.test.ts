@@ -115,6 +115,18 @@ describe('review-fanout', () => {
     expect(rows.filter((r) => r.kind === 'child-settled')).toHaveLength(children.length);
     const verification = await coordinator.audit.verifyChain({ expectedHead: await coordinator.audit.head() });
     expect(verification.ok).toBe(true);
+    // Each child's A2A task names its parent's task: the parent's task has the children's as child tasks.
+    await coordinator.mirrored();
+    const parent = (await coordinator.getItem(id))!;
+    if (coordinator.broker !== undefined && parent.taskId !== null) {
+      for (const c of children) {
+        const me = await coordinator.broker.register({ name: 'edge', contextId: c.id, kind: 'parent' });
+        const { task } = await coordinator.broker.getTask({ token: me.token, id: c.taskId! });
+        const meta = task.history[0]?.metadata?.switchboard as Record<string, unknown>;
+        expect(meta).toMatchObject({ itemId: c.id, parentItemId: id, parentTaskId: parent.taskId });
+        await coordinator.broker.deregister({ token: me.token });
+      }
+    }
   }, 60_000);
 
   it('canceling a parent cancels its running children', async () => {

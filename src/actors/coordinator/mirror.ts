@@ -300,6 +300,19 @@ export class BrokerMirror {
     }
   }
 
+  /**
+   * A child work item's link to its parent (its task's metadata): the
+   * parent item, its task (the parent's task has the child's as a child
+   * task) and the branch.
+   */
+  async #parentLink(item: ItemRecord): Promise<Record<string, unknown>> {
+    const parentItemId = item.attributes?.['switchboard.parent'];
+    if (typeof parentItemId !== 'string') return {};
+    const parentTaskId =
+      this.#taskOf.get(parentItemId) ?? (await this.#view(parentItemId))?.item.taskId ?? null;
+    return { parentItemId, parentTaskId, branch: item.attributes?.['switchboard.branch'] ?? null };
+  }
+
   async #sync(itemId: string): Promise<void> {
     const view = await this.#view(itemId);
     if (view === undefined || view.item.mirrored) return;
@@ -309,7 +322,11 @@ export class BrokerMirror {
     if (itemTask === null) {
       itemTask = this.#madeHere.has(itemId) ? null : ((await this.#edge.findItemTask(itemId)) ?? null);
       if (itemTask === null) {
-        itemTask = await this.#edge.createItemTask(itemId, item.input, { itemId, workflow: item.workflow });
+        itemTask = await this.#edge.createItemTask(itemId, item.input, {
+          itemId,
+          workflow: item.workflow,
+          ...(await this.#parentLink(item)),
+        });
       }
       await this.#store.recordItemTask(itemId, itemTask);
       this.#taskOf.set(itemId, itemTask);

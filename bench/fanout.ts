@@ -1,0 +1,158 @@
+/**
+ * bench:fanout: what work that branches costs the Coordinator, per hop,
+ * against the same number of hops in a chain, in the same run, on the
+ * embedded default (one SQLite file; pools in process; handlers that
+ * complete at once).
+ *
+ * - map: one work item whose plan lists 1,000 elements, mapped over by a
+ *   role (50 at once): 1,001 hops, 1,000 child work items.
+ * - parallel: 20 work items of a 50-branch parallel stage: 1,000 hops,
+ *   1,000 child work items.
+ * - chain (the reference): 250 work items of a 4-stage linear workflow,
+ *   50 in flight: 1,000 hops.
+ *
+ * For each: the Coordinator's CPU per hop (the CPU time of its decisions
+ * and commits, measured inside the engine: governance, the run machine,
+ * audit, cost, rows, the commit; a child's creation and its settling are
+ * commits of their own and are counted), the whole process's CPU per hop
+ * (workers, bus, broker mirror included) and the wall time. Rounds are
+ * repeated; medians are printed with the ratio to the chain's.
+ *
+ * Not measured here: DBOS running the same fan-out as child workflows (the
+ * comparison the fan-out work aims at) is not installed in this repository.
+ *
+ * Progress goes to stderr; the figures to stdout.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type RoleDeployment, createCoordinator } from '../src/actors/coordinator/coordinator.js';
+import { observeCommits } from '../src/actors/coordinator/commit-timing.js';
+import { complete } from '../src/actors/worker/worker.js';
+import type { WorkflowDefinition } from '../src/protocol/workflow.js';
+import { parseWorkflowDefinition } from '../src/workflow/definition.js';
+import { NOOP_USAGE, definition as chain, progress } from './four-stage-workflow.js';
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const MAP_SIZE = 1_000;
+const BRANCHES = 50;
+
+const mapFlow = parseWorkflowDefinition({
+  id: 'bench-map',
+  version: 1,
+  start: 'plan',
+  stages: {
+    plan: { role: 'planner', next: [{ on: 'succeeded', goto: 'work' }] },
+    work: { role: 'worker', forEach: '/list', maxConcurrency: 50, maxItems: MAP_SIZE },
+  },
+});
+
+const branches: Record<string, { role: string }> = {};
+for (let i = 0; i < BRANCHES; i++) branches[`b${i}`] = { role: 'worker' };
+const parallelFlow = parseWorkflowDefinition({
+  id: 'bench-parallel',
+  version: 1,
+  start: 'fan',
+  stages: { fan: { parallel: { branches } } },
+});
+
+function deployments(): Record<string, RoleDeployment> {
+  const list = Array.from({ length: MAP_SIZE }, (_, i) => i);
+  const out: Record<string, RoleDeployment> = {};
+  const pool = { minReplicas: 1, maxReplicas: 1, idleTimeoutMs: 60_000, concurrency: 64 };
+  const done = () => complete({ usage: { ...NOOP_USAGE } });
+  for (const role of ['architect', 'coding', 'testing', 'devops', 'worker']) {
+    out[role] = { handler: done, deployment: pool, pollWaitMs: 200, observeIntervalMs: 100 };
+  }
+  out.planner = {
+    handler: () => complete({ parts: [{ kind: 'data', data: { list } }], usage: { ...NOOP_USAGE } }),
+    deployment: pool,
+    pollWaitMs: 200,
+    observeIntervalMs: 100,
+  };
+  return out;
+}
+
+interface Figures {
+  coordinatorUsPerHop: number;
+  processUsPerHop: number;
+  wallMs: number;
+}
+
+async function scenario(
+  coordinator: Awaited<ReturnType<typeof createCoordinator>>,
+  items: { workflow: WorkflowDefinition; count: number; inFlight: number },
+  hops: number,
+): Promise<Figures> {
+  let cpuUs = 0;
+  const stop = observeCommits(coordinator, (_ns, _what, _inner, us) => {
+    cpuUs += us;
+  });
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  let next = 0;
+  const lane = async () => {
+    while (next < items.count) {
+      next++;
+      const id = await coordinator.createWorkItem({ workflow: items.workflow.id, input: 'bench' });
+      const done = await coordinator.settled(id);
+      if (done.state !== 'completed') throw new Error(`an item ended ${done.state}: ${done.failure?.reason}`);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(items.inFlight, items.count) }, lane));
+  const wallMs = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  stop();
+  return { coordinatorUsPerHop: cpuUs / hops, processUsPerHop: (cpu.user + cpu.system) / hops, wallMs };
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'sb-bench-fanout-'));
+try {
+  const results: Record<'chain' | 'map' | 'parallel', Figures[]> = { chain: [], map: [], parallel: [] };
+  for (let round = 1; round <= ROUNDS; round++) {
+    const coordinator = await createCoordinator({
+      path: join(dir, `round-${round}.db`),
+      definitions: [chain, mapFlow, parallelFlow],
+      deployments: deployments(),
+    });
+    try {
+      // Warm-up: one of each.
+      await scenario(coordinator, { workflow: chain, count: 5, inFlight: 5 }, 20);
+      const order = (['chain', 'map', 'parallel'] as const).slice();
+      if (round % 2 === 0) order.reverse();
+      for (const which of order) {
+        progress(`round ${round}: ${which}`);
+        const figures =
+          which === 'chain'
+            ? await scenario(coordinator, { workflow: chain, count: 250, inFlight: 50 }, 1_000)
+            : which === 'map'
+              ? await scenario(coordinator, { workflow: mapFlow, count: 1, inFlight: 1 }, MAP_SIZE + 1)
+              : await scenario(coordinator, { workflow: parallelFlow, count: 20, inFlight: 20 }, 20 * BRANCHES);
+        results[which].push(figures);
+        progress(
+          `  ${which}: ${figures.coordinatorUsPerHop.toFixed(0)} µs Coordinator CPU per hop, ${figures.processUsPerHop.toFixed(0)} µs process CPU per hop, ${figures.wallMs.toFixed(0)} ms`,
+        );
+      }
+    } finally {
+      await coordinator.close();
+    }
+  }
+  const base = median(results.chain.map((f) => f.coordinatorUsPerHop));
+  const baseProcess = median(results.chain.map((f) => f.processUsPerHop));
+  process.stdout.write(`bench:fanout, ${ROUNDS} rounds, medians (ratio to the chain's in the same run)\n`);
+  for (const which of ['chain', 'map', 'parallel'] as const) {
+    const c = median(results[which].map((f) => f.coordinatorUsPerHop));
+    const p = median(results[which].map((f) => f.processUsPerHop));
+    const w = median(results[which].map((f) => f.wallMs));
+    process.stdout.write(
+      `  ${which.padEnd(8)} Coordinator CPU/hop ${c.toFixed(0).padStart(6)} µs (${(c / base).toFixed(2)}x)  process CPU/hop ${p.toFixed(0).padStart(6)} µs (${(p / baseProcess).toFixed(2)}x)  wall ${w.toFixed(0)} ms\n`,
+    );
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
