@@ -2,6 +2,7 @@ import { SqliteCoordinatorStore } from '../persistence/coordinator/sqlite-store.
 import type { UsageGroup, UsageGrouping } from '../workflow/records.js';
 import { SchemaVersionError } from '../persistence/kernel/migrations.js';
 import type { CliCommand } from './command.js';
+import { branchOf, parentOf } from './item-tree.js';
 import {
   CliUsageError,
   type FlagSpec,
@@ -23,7 +24,9 @@ export const USAGE_USAGE = `Usage: switchboard usage --db PATH|URL [--by agent|m
 What the Coordinator's work cost: hops, input and output tokens, cost in
 US dollars and hop time (the time workers spent running hops, summed),
 grouped by agent (the role that ran the hop), model, or task (work item),
-largest cost first, with the total. Read from the Coordinator's usage
+largest cost first, with the total. By task, each group is the item's own
+hops; a child work item (a parallel branch, a map element, a workflow
+stage) names its parent, and "with children" is the item's rolled-up cost. Read from the Coordinator's usage
 records (one per accrual; a hop that suspended and resumed accrues twice
 and counts once). The database is opened read-only.
 
@@ -35,7 +38,9 @@ Options:
   --item ID          only this work item
   --json             print {"by","groups":[{"key","hops","inputTokens",
                      "outputTokens","costUsd","elapsedMs"}],"total":{...}} on
-                     stdout (--by task adds "state" and "workflow" per group)
+                     stdout (--by task adds "state", "workflow", "parentId"
+                     and "rolledUp": the item's usage with its child
+                     work items', beside its own hops' in the group)
   -h, --help         show this help
 
 Exit status: 0 on success; 1 when --item names no work item or a PostgreSQL
@@ -114,7 +119,13 @@ function print(
     const out = groups.map((g) => {
       if (flags.by !== 'task') return g;
       const item = items.get(g.key);
-      return { ...g, state: item?.state ?? null, workflow: item?.workflow ?? null };
+      return {
+        ...g,
+        state: item?.state ?? null,
+        workflow: item?.workflow ?? null,
+        parentId: item === undefined ? null : parentOf(item),
+        rolledUp: item?.usage ?? null,
+      };
     });
     process.stdout.write(`${JSON.stringify({ by: flags.by, groups: out, total })}\n`);
     return 0;
@@ -131,7 +142,15 @@ function print(
     formatUsd(g.costUsd),
     formatDuration(g.elapsedMs),
   ];
-  const extra = flags.by === 'task' ? [{ header: 'state' }, { header: 'workflow' }] : [];
+  const extra =
+    flags.by === 'task'
+      ? [
+          { header: 'state' },
+          { header: 'workflow' },
+          { header: 'parent' },
+          { header: 'with children', align: 'right' as const },
+        ]
+      : [];
   const lines = renderTable(
     [
       { header: flags.by === 'task' ? 'work item' : flags.by },
@@ -147,7 +166,12 @@ function print(
       const item = items.get(g.key);
       const cells =
         flags.by === 'task'
-          ? [item?.state ?? '?', item === undefined ? '?' : `${item.workflow.id}@${item.workflow.version}`]
+          ? [
+              item?.state ?? '?',
+              item === undefined ? '?' : `${item.workflow.id}@${item.workflow.version}`,
+              item === undefined ? '?' : parentOf(item) === null ? '-' : `${branchOf(item)} of ${parentOf(item)}`,
+              item === undefined ? '?' : formatUsd(item.usage.costUsd),
+            ]
           : [];
       return [g.key, ...cells, ...numbers(g)];
     }),

@@ -71,4 +71,18 @@ describe('items and their children', () => {
     const refused = await runNode([bin, 'items', 'show', root.id, '--db', db, '--tree']);
     expect(refused.code).toBe(2);
   }, 60_000);
+
+  it("usage --by task gives each item its own hops and its rollup, and names a child's parent", async () => {
+    const usage = await runNode([bin, 'usage', '--db', db, '--by', 'task', '--json']);
+    expect(usage.code, usage.stderr).toBe(0);
+    const { groups } = JSON.parse(usage.stdout) as {
+      groups: { key: string; inputTokens: number; parentId: string | null; rolledUp: { inputTokens: number } }[];
+    };
+    expect(groups).toHaveLength(16);
+    for (const g of groups.filter((x) => x.parentId === null)) {
+      const children = groups.filter((c) => c.parentId === g.key);
+      expect(children).toHaveLength(7);
+      expect(g.rolledUp.inputTokens).toBe(g.inputTokens + children.reduce((s, c) => s + c.rolledUp.inputTokens, 0));
+    }
+  }, 60_000);
 });

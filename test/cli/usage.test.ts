@@ -9,7 +9,12 @@ import { type TempDir, fingerprint, runCli, runJson, tempDir } from './helpers.j
 
 interface UsageJson {
   by: string;
-  groups: (UsageGroup & { state?: string; workflow?: { id: string; version: number } })[];
+  groups: (UsageGroup & {
+    state?: string;
+    workflow?: { id: string; version: number };
+    parentId?: string | null;
+    rolledUp?: { costUsd: number } | null;
+  })[];
   total: Omit<UsageGroup, 'key'>;
 }
 
@@ -31,7 +36,7 @@ describe('switchboard usage', () => {
       const { code, json } = await runJson<UsageJson>(['usage', '--db', coord.path, '--by', by]);
       expect(code).toBe(0);
       expect(json.by).toBe(by);
-      expect(json.groups.map(({ state, workflow, ...g }) => g)).toEqual(coord.usage[by]);
+      expect(json.groups.map(({ state, workflow, parentId, rolledUp, ...g }) => g)).toEqual(coord.usage[by]);
       expect(json.total.hops).toBe(hops);
       expect(json.total.costUsd).toBeCloseTo(cost, 9);
       expect(json.total.inputTokens + json.total.outputTokens).toBe(tokens);
@@ -39,7 +44,9 @@ describe('switchboard usage', () => {
     const byTask = await runJson<UsageJson>(['usage', '--db', coord.path, '--by', 'task']);
     for (const item of coord.items) {
       const group = byTask.json.groups.find((g) => g.key === item.id)!;
-      expect(group).toMatchObject({ hops: item.hops, state: 'completed', workflow: item.workflow });
+      expect(group).toMatchObject({ hops: item.hops, state: 'completed', workflow: item.workflow, parentId: null });
+      // Without children, the item's rollup is its own hops'.
+      expect(group.rolledUp?.costUsd).toBeCloseTo(group.costUsd, 9);
       expect(group.costUsd).toBeCloseTo(item.usage.costUsd, 9);
     }
     expect(new Set(coord.usage.agent.map((g) => g.key))).toEqual(new Set(['architect', 'coding', 'testing', 'devops']));
