@@ -128,7 +128,7 @@ export type { RedisContextStoreOptions } from './persistence/context/redis-store
 export type { ContextRetentionOptions } from './persistence/context/retention.js';
 
 // Workers and pools.
-export { createWorker, complete, suspend, derivedKey } from './actors/worker/worker.js';
+export { createWorker, complete, spawn, suspend, derivedKey } from './actors/worker/worker.js';
 export type {
   Worker,
   WorkerOptions,
@@ -138,6 +138,7 @@ export type {
   HandlerResult,
   Completion,
   Suspension,
+  ChildSpawn,
   Effects,
   StopOptions,
 } from './actors/worker/worker.js';

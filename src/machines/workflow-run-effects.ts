@@ -6,7 +6,14 @@ import {
   accrue,
   budgetOverrun,
 } from './workflow-run-context.js';
-import { isFanOutStage, openJoin, runningBranches, settleBranch, startBranches } from './workflow-run-join.js';
+import {
+  isFanOutStage,
+  openJoin,
+  runningBranches,
+  settleBranch,
+  spawnJoin,
+  startBranches,
+} from './workflow-run-join.js';
 import { type Route, routeOf, ruleKey, settledOf } from './workflow-run-routing.js';
 
 /**
@@ -32,6 +39,8 @@ export type RunEffect =
   | 'settle-branch'
   /** The driver wrote the children: the run waits for them. */
   | 'spawned'
+  /** The last child a suspended hop started ended: the hop resumes with their outcomes. */
+  | 'resume-children'
   /** Accepted, nothing changes (a `TICK` before the deadline). */
   | 'none'
   | 'cancel';
@@ -179,6 +188,9 @@ function effectChanges(
     case 'suspend':
       if (event.type !== 'HOP_SUSPENDED') return {};
       return {
+        ...(event.children === undefined
+          ? {}
+          : { join: spawnJoin(ctx.stage!, ctx.hop, event.children, ctx.budget ?? null, ctx.usage) }),
         directive: {
           kind: 'await-reply',
           stage: ctx.stage!,
@@ -230,6 +242,17 @@ function effectChanges(
             : { kind: 'spawn', stage: join.stage, hop: join.hop, branches: started.started, immediate: null },
       };
     }
+    case 'resume-children':
+      if (event.type !== 'CHILD_SETTLED' || ctx.directive.kind !== 'await-reply') return {};
+      return {
+        join: null,
+        directive: dispatchDirective(ctx, ctx.stage!, {
+          hop: ctx.hop,
+          attempt: ctx.attempt,
+          resume: ctx.directive.continuation,
+          approvedBy: ctx.approvedBy,
+        }),
+      };
     case 'spawned':
       if (event.type !== 'CHILDREN_SPAWNED' || ctx.directive.kind !== 'spawn') return {};
       return { directive: { kind: 'await-children', stage: ctx.directive.stage, hop: ctx.directive.hop } };

@@ -24,8 +24,8 @@ export interface JoinBranch {
   budget: ItemBudget | null;
 }
 
-/** What kind of stage a join belongs to. */
-export type JoinKind = 'parallel' | 'map' | 'workflow';
+/** What a join belongs to: a parallel, map or workflow stage, or a hop that started children itself (`spawn`). */
+export type JoinKind = 'parallel' | 'map' | 'workflow' | 'spawn';
 
 /** A stage's open join. */
 export interface RunJoin {
@@ -183,6 +183,37 @@ export function openJoin(
   };
 }
 
+/**
+ * The join of a hop that started `children` itself (a handler's `spawn`): all
+ * running at once, every outcome kept (the handler decides what a failure
+ * means), each budget its explicit carve or an equal share of what is left.
+ */
+export function spawnJoin(
+  stage: string,
+  hop: number,
+  children: readonly { key: string; budget?: BudgetCarve | undefined }[],
+  budget: ItemBudget | null,
+  used: { inputTokens: number; outputTokens: number; costUsd: number },
+): RunJoin {
+  const left = remaining(budget, used);
+  return {
+    stage,
+    hop,
+    kind: 'spawn',
+    need: children.length,
+    all: true,
+    collect: true,
+    maxConcurrency: children.length,
+    branches: children.map((c) => ({
+      key: c.key,
+      state: 'running',
+      output: null,
+      error: null,
+      budget: carve(c.budget, left, children.length),
+    })),
+  };
+}
+
 /** The join with its next waiting branches started, up to `maxConcurrency` running; and the keys it started. */
 export function startBranches(join: RunJoin): { join: RunJoin; started: string[] } {
   let running = join.branches.filter((b) => b.state === 'running').length;
@@ -239,7 +270,7 @@ export function joinOutput(join: RunJoin): JsonValue {
       : b.error === null
         ? null
         : { error: { type: b.error.type, message: b.error.message } };
-  if (join.kind === 'map') return join.branches.map(branchValue);
+  if (join.kind === 'map' || join.kind === 'spawn') return join.branches.map(branchValue);
   if (join.kind === 'workflow') return branchValue(join.branches[0]!);
   const out: Record<string, JsonValue> = {};
   for (const b of join.branches) out[b.key] = branchValue(b);

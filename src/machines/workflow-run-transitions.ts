@@ -13,7 +13,8 @@ import {
   budgetOverrun,
 } from './workflow-run-context.js';
 import type { RunEffect } from './workflow-run-effects.js';
-import { branchRunning } from './workflow-run-join.js';
+import { branchRunning, joinOutcome, settleBranch } from './workflow-run-join.js';
+import { settledOf } from './workflow-run-routing.js';
 import { type RouteKind, routeKind, routeOf } from './workflow-run-routing.js';
 
 /**
@@ -79,6 +80,8 @@ export type RunCondition =
   | 'join-open'
   /** A `CHILDREN_SPAWNED` of the hop whose children the run asked for. */
   | 'current-spawn'
+  /** A `CHILD_SETTLED` of a running branch of a suspended hop's children that decides their join. */
+  | 'join-decided'
   | `route:${RouteKind}`;
 
 export interface WorkflowRunTransition {
@@ -158,6 +161,10 @@ export const WORKFLOW_RUN_TRANSITIONS: readonly WorkflowRunTransition[] = Object
   ...ticks('awaiting-approval'),
   { from: 'awaiting-approval', event: 'CANCEL', when: 'always', to: 'canceled', effect: 'cancel' },
 
+  // A hop that started children itself: each child's end settles its branch; the last one resumes the hop.
+  { from: 'suspended', event: 'CHILD_SETTLED', when: 'over-budget', to: 'failed', effect: 'budget-exceeded' },
+  { from: 'suspended', event: 'CHILD_SETTLED', when: 'join-open', to: 'suspended', effect: 'settle-branch' },
+  { from: 'suspended', event: 'CHILD_SETTLED', when: 'join-decided', to: 'running', effect: 'resume-children' },
   { from: 'suspended', event: 'HOP_RESUMED', when: 'over-budget', to: 'failed', effect: 'budget-exceeded' },
   { from: 'suspended', event: 'HOP_RESUMED', when: 'current-continuation', to: 'running', effect: 'resume' },
   // The suspended hop's question, refused by governance.
@@ -205,6 +212,13 @@ function isCurrentContinuation(ctx: WorkflowRunContext, event: WorkflowRunEvent)
   );
 }
 
+/** Whether a `CHILD_SETTLED` of a running branch decides its join. */
+function joinDecidedBy(ctx: WorkflowRunContext, event: Extract<WorkflowRunEvent, { type: 'CHILD_SETTLED' }>): boolean {
+  const join = ctx.join ?? null;
+  if (join === null) return false;
+  return joinOutcome(settleBranch(join, event.branch, settledOf(event))).status !== 'open';
+}
+
 /** Whether a row's condition holds. */
 export function conditionHolds(ctx: WorkflowRunContext, event: WorkflowRunEvent, when: RunCondition): boolean {
   switch (when) {
@@ -221,7 +235,9 @@ export function conditionHolds(ctx: WorkflowRunContext, event: WorkflowRunEvent,
     case 'timeout-republish':
       return mayRepublish(ctx, event);
     case 'join-open':
-      return event.type === 'CHILD_SETTLED' && isCurrentHop(ctx, event) && routeOf(ctx, event) === null;
+      return event.type === 'CHILD_SETTLED' && isCurrentHop(ctx, event) && !joinDecidedBy(ctx, event);
+    case 'join-decided':
+      return event.type === 'CHILD_SETTLED' && isCurrentHop(ctx, event) && joinDecidedBy(ctx, event);
     case 'current-spawn':
       return event.type === 'CHILDREN_SPAWNED' && isCurrentHop(ctx, event);
     case 'current-timeout':

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { MAX_NAME_CHARS } from './bounds.js';
 import { type DataPart, type FilePart, MetadataSchema, PartSchema, type TextPart } from './parts.js';
 import { type Artifact, ArtifactSchema, IdSchema, type MessageRole, MessageRoleSchema } from './task.js';
+import { type BudgetCarve, BudgetCarveSchema, WorkflowRefTextSchema } from './child-work.js';
 import { named } from './wire-schema.js';
 
 /** `PartSchema` named by the parts it parses. */
@@ -112,6 +113,15 @@ export const WorkErrorSchema = z.object({
 /** A hop's failure as on the bus (inferred from `WorkErrorSchema`). */
 export interface WorkError extends z.infer<typeof WorkErrorSchema> {}
 
+/** A child work item a hop asks for (`ResultEnvelope.spawn`): the workflow it runs, its input, what it may spend. */
+export const ChildRequestSchema = z.strictObject({
+  workflow: WorkflowRefTextSchema,
+  input: z.array(PartRef).min(1).max(64),
+  budget: named<BudgetCarve>(BudgetCarveSchema).optional(),
+});
+/** A child work item a hop asks for (inferred from `ChildRequestSchema`). */
+export interface ChildRequest extends z.infer<typeof ChildRequestSchema> {}
+
 /** How one hop can end: completed, suspended (waiting on a reply) or failed. */
 export const HOP_OUTCOMES = ['completed', 'suspended', 'failed'] as const;
 /** A hop's outcome on the bus: one of `HOP_OUTCOMES`. */
@@ -142,6 +152,18 @@ export const ResultEnvelopeSchema = z.object({
   /** On `suspended`: the question, for the Coordinator to publish (a worker never publishes a hop itself). */
   ask: z
     .object({ role: RoleSchema, continuationToken: IdSchema, message: named<WorkMessage>(WorkMessageSchema) })
+    .optional(),
+  /**
+   * On `suspended`, instead of `ask`: child work items to run (another
+   * workflow each, with its input and an optional budget carved from the
+   * work item's); the hop resumes under `continuationToken` once they have
+   * all ended, with their outcomes and outputs as the reply.
+   */
+  spawn: z
+    .object({
+      continuationToken: IdSchema,
+      children: z.array(named<ChildRequest>(ChildRequestSchema)).min(1).max(64),
+    })
     .optional(),
   metadata: MetadataSchema.optional(),
 });

@@ -5,7 +5,10 @@ import {
   type RetryPolicyFieldsInput,
   RetryPolicyFieldsSchema,
 } from './retry-policy.js';
+import { type BudgetCarve, BudgetCarveSchema, WorkflowRefTextSchema } from './child-work.js';
 import { named } from './wire-schema.js';
+
+export { type BudgetCarve, BudgetCarveSchema, WorkflowRefTextSchema } from './child-work.js';
 
 /** `DurationSchema` named by what it parses (milliseconds) and accepts (milliseconds or a duration string). */
 const Duration = named<number, number | string>(DurationSchema);
@@ -143,24 +146,6 @@ export const ApprovalGateSchema = z.strictObject({
 });
 /** A gate before a stage's hop, as written (inferred from `ApprovalGateSchema`). */
 export interface ApprovalGate extends z.infer<typeof ApprovalGateSchema> {}
-
-/** A reference to a workflow definition by id and version, as `"id@version"`. */
-export const WorkflowRefTextSchema = z
-  .string()
-  .regex(/^[a-z0-9][a-z0-9._-]{0,127}@[1-9][0-9]{0,6}$/, 'expected "id@version", say "code-review@1"');
-
-/** What a child work item may spend, carved from its parent's budget: tokens, dollars, or both. */
-export const BudgetCarveSchema = z
-  .strictObject({
-    maxTokens: z.number().int().min(1).optional(),
-    maxCostUsd: z.number().positive().finite().optional(),
-  })
-  .refine(
-    (b) => b.maxTokens !== undefined || b.maxCostUsd !== undefined,
-    'a budget sets maxTokens, maxCostUsd or both',
-  );
-/** What a child may spend (inferred from `BudgetCarveSchema`). */
-export interface BudgetCarve extends z.infer<typeof BudgetCarveSchema> {}
 
 /**
  * One branch of a parallel stage: a role's hop, a sequence of roles run one
@@ -395,6 +380,18 @@ export const WorkflowRunEventSchema = z.discriminatedUnion('type', [
     continuation: ContinuationSchema,
     /** The role the worker asked. */
     askedRole: RoleNameSchema.optional(),
+    /**
+     * Instead of a question: the child work items the hop started (by key,
+     * with each one's budget if its handler gave one); the hop resumes once
+     * they have all ended.
+     */
+    children: z
+      .array(
+        z.strictObject({ key: z.string().min(1).max(64), budget: named<BudgetCarve>(BudgetCarveSchema).optional() }),
+      )
+      .min(1)
+      .max(64)
+      .optional(),
     usage: named<RunUsage>(RunUsageSchema).optional(),
   }),
   z.strictObject({

@@ -828,6 +828,11 @@ function graphEvents(snap: { context: WorkflowRunContext }): WorkflowRunEvent[] 
     { type: 'CHILD_SETTLED', hop: h, branch: 'y', outcome: 'canceled' },
     { type: 'CHILD_SETTLED', hop: h, branch: 'child', outcome: 'failed', error: { type: 'X', message: 'x' } },
     { type: 'CHILD_SETTLED', hop: h, branch: 'x', outcome: 'completed', output: { ok: true }, usage: OVER },
+    // A hop that starts children itself (a handler's spawn), and their ends.
+    { type: 'HOP_SUSPENDED', hop: h, attempt: a, continuation: 'k', children: [{ key: 's0' }, { key: 's1' }] },
+    { type: 'CHILD_SETTLED', hop: h, branch: 's0', outcome: 'completed', output: 1 },
+    { type: 'CHILD_SETTLED', hop: h, branch: 's1', outcome: 'failed', error: { type: 'X', message: 'x' } },
+    { type: 'CHILD_SETTLED', hop: h, branch: 's0', outcome: 'completed', usage: OVER },
   ];
 }
 

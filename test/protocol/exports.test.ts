@@ -87,6 +87,7 @@ const ROOT_VALUES = [
   'parseWorkflowDefinitionJson',
   'roleAllowListPolicy',
   'serveArguments',
+  'spawn',
   'suspend',
   'toAISDKTool',
   'toAnthropicTool',

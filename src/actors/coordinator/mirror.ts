@@ -308,8 +308,7 @@ export class BrokerMirror {
   async #parentLink(item: ItemRecord): Promise<Record<string, unknown>> {
     const parentItemId = item.attributes?.['switchboard.parent'];
     if (typeof parentItemId !== 'string') return {};
-    const parentTaskId =
-      this.#taskOf.get(parentItemId) ?? (await this.#view(parentItemId))?.item.taskId ?? null;
+    const parentTaskId = this.#taskOf.get(parentItemId) ?? (await this.#view(parentItemId))?.item.taskId ?? null;
     return { parentItemId, parentTaskId, branch: item.attributes?.['switchboard.branch'] ?? null };
   }
 

@@ -25,12 +25,31 @@ export interface Completion {
   metadata?: Record<string, unknown>;
 }
 
-/** A handler's suspension: the question to ask another role and the state to resume with when its reply comes. */
+/** A child work item a handler starts (`spawn`): the workflow it runs (`"id@version"`), its input, what it may spend. */
+export interface ChildSpawn {
+  workflow: string;
+  /** Text, or A2A parts. */
+  input: string | Part[];
+  /** What the child may spend (default: an equal share of what the work item has left). */
+  budget?: { maxTokens?: number; maxCostUsd?: number };
+}
+
+/**
+ * A handler's suspension: the question to ask another role (`ask`), or the
+ * child work items to run (`spawn`), and the state to resume with when the
+ * reply comes (the answer, or the children's outcomes).
+ */
 export interface Suspension {
   /** Marks a suspension. */
   kind: 'suspend';
-  /** The role to ask and the question; its reply resumes this hop. */
-  ask: { role: string; message: WorkMessage };
+  /** The role to ask and the question; its reply resumes this hop. Exactly one of `ask` and `spawn`. */
+  ask?: { role: string; message: WorkMessage };
+  /**
+   * Child work items to run; the hop stands down and resumes once they have
+   * all ended, its reply one data part `{ children: [{ workflow, outcome,
+   * output, error }] }` in the order given.
+   */
+  spawn?: ChildSpawn[];
   /** What the handler needs back when the reply comes: JSON. */
   state: unknown;
   /** What the hop cost up to the suspension. */
@@ -50,6 +69,18 @@ export function complete(result: Omit<Completion, 'kind'> = {}): Completion {
 /** Builds a handler's suspension (`kind: 'suspend'`): the question to ask and the state to resume with. */
 export function suspend(suspension: Omit<Suspension, 'kind'>): Suspension {
   return { kind: 'suspend', ...suspension };
+}
+
+/**
+ * Builds a suspension that runs child work items (`kind: 'suspend'` with
+ * `spawn`): the hop stands down until they have all ended, then resumes with
+ * their outcomes and outputs as the reply (`resume.reply`).
+ */
+export function spawn(
+  children: ChildSpawn[],
+  rest: Omit<Suspension, 'kind' | 'ask' | 'spawn' | 'state'> & { state?: unknown } = {},
+): Suspension {
+  return { kind: 'suspend', spawn: children, state: rest.state ?? null, ...rest };
 }
 
 /** Side effects applied once per hop, whatever the redeliveries. */

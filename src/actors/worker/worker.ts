@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { z } from 'zod';
 import { replyInfo } from '../../bus/reply-routing.js';
 import { BusError, type Delivery, type WorkQueue } from '../../bus/work-queue.js';
 import { hopLogFields } from '../../log/log-fields.js';
@@ -15,6 +16,7 @@ import type { Part } from '../../protocol/parts.js';
 import type { Artifact } from '../../protocol/task.js';
 import {
   BusEnvelopeSchema,
+  ChildRequestSchema,
   RoleSchema,
   type ResultEnvelope,
   type Usage,
@@ -36,8 +38,10 @@ export {
   type HopInput,
   type HopResume,
   type Suspension,
+  type ChildSpawn,
   type WorkHandler,
   complete,
+  spawn,
   suspend,
 } from './handler.js';
 export type { WorkerOptions } from './worker-options.js';
@@ -110,6 +114,36 @@ export function derivedKey(hopKey: string, suffix: string): string {
   const plain = `${hopKey}:${suffix}`;
   if (plain.length <= MAX_ID_CHARS) return plain;
   return `sha256-${createHash('sha256').update(hopKey).digest('hex')}:${suffix}`.slice(0, MAX_ID_CHARS);
+}
+
+/**
+ * What a suspension asks for, on its result: the question (`ask`) or the
+ * children (`spawn`), exactly one of them (anything else is the handler's
+ * error: the hop fails with `InvalidSuspension`).
+ */
+function suspensionFields(result: Suspension, token: string): Pick<ResultEnvelope, 'ask' | 'spawn'> {
+  if ((result.ask === undefined) === (result.spawn === undefined)) {
+    throw new NonRetryableError('a suspension has exactly one of ask (a question) and spawn (child work items)', {
+      type: 'InvalidSuspension',
+    });
+  }
+  if (result.ask !== undefined) {
+    return { ask: { role: result.ask.role, continuationToken: token, message: result.ask.message } };
+  }
+  const children = result.spawn!.map((c) => ({
+    workflow: c.workflow,
+    input: typeof c.input === 'string' ? [{ kind: 'text' as const, text: c.input }] : c.input,
+    ...(c.budget === undefined ? {} : { budget: c.budget }),
+  }));
+  const checked = z.array(ChildRequestSchema).min(1).max(64).safeParse(children);
+  if (!checked.success) {
+    const issue = checked.error.issues[0];
+    throw new NonRetryableError(
+      `spawn: ${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'} (each child is { workflow: "id@version", input, budget? }, 1 to 64 of them)`,
+      { type: 'InvalidSuspension' },
+    );
+  }
+  return { spawn: { continuationToken: token, children: checked.data } };
 }
 
 function isSuspension(result: HandlerResult): result is Suspension {
@@ -400,7 +434,7 @@ class HarnessWorker implements Worker {
         outcome: 'suspended',
         parts: [],
         artifacts: [],
-        ask: { role: result.ask.role, continuationToken: token, message: result.ask.message },
+        ...suspensionFields(result, token),
       };
       if (result.usage !== undefined) suspended.usage = result.usage;
       record.outcome = 'suspended';

@@ -1,4 +1,7 @@
 import { type WorkflowRunEvent, addRunUsage } from '../../protocol/workflow.js';
+import { settleBranch } from '../../machines/workflow-run-join.js';
+import { settledOf } from '../../machines/workflow-run-routing.js';
+import { resumeWithChildren } from './child-suspension.js';
 import { drive } from './drive.js';
 import { auditRoute } from './route-audit.js';
 import type { CoordinatorInput, Decision, DecisionEnv, ItemView } from './types.js';
@@ -25,9 +28,30 @@ export function childSettled(
     usage: s.usage,
   };
   const routed = auditRoute(work, event);
+  const joinBefore = work.run!.context.join ?? null;
+  const waiting = work.run!.context.directive;
   const accepted = work.send(event);
   if (!accepted) return unchanged(view, 'duplicate');
   routed();
+  // The last child of a hop that started them itself: the hop resumes with their outcomes.
+  const run = work.run!;
+  if (
+    joinBefore?.kind === 'spawn' &&
+    waiting.kind === 'await-reply' &&
+    run.value === 'running' &&
+    run.context.directive.kind === 'dispatch' &&
+    run.context.directive.resume === waiting.continuation
+  ) {
+    const asking = [...work.hops.values()].find(
+      (h) => h.kind === 'stage' && h.hop === waiting.hop && h.state === 'suspended',
+    );
+    const settled = settleBranch(
+      joinBefore,
+      s.branch,
+      settledOf(event as Extract<WorkflowRunEvent, { type: 'CHILD_SETTLED' }>),
+    );
+    if (asking !== undefined) resumeWithChildren(work, asking, waiting.continuation, settled);
+  }
   work.item = { ...work.item, usage: addRunUsage(work.item.usage, s.usage) };
   noteOverrun(work, before);
   work.audit.push({

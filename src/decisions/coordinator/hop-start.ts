@@ -75,7 +75,9 @@ export function govern(
 export function dispatched(work: Work, hop: number, attempt: number, resume: string | null): boolean {
   if (resume === null) return work.hopByKey(hopKey(work.item.id, hop, attempt)) !== undefined;
   const query = work.hopByContinuation(resume);
-  if (query?.askedBy === null || query?.askedBy === undefined) return false;
+  // A hop resumed by its children has no query: it is out again once its reply was written.
+  if (query === undefined) return work.hopByKey(hopKey(work.item.id, hop, attempt))?.state === 'dispatched';
+  if (query.askedBy === null) return false;
   return work.hops.get(query.askedBy)?.state === 'dispatched';
 }
 

@@ -5,6 +5,7 @@ import { auditRoute } from './route-audit.js';
 import { accrue } from '../../workflow/cost-ledger.js';
 import type { HopRecord } from '../../workflow/records.js';
 import { drive } from './drive.js';
+import { suspendForChildren } from './child-suspension.js';
 import { answer, suspend } from './suspension.js';
 import type { Decision, DecisionEnv, ItemView } from './types.js';
 import { costRow, late, sendUsage } from './usage.js';
@@ -47,6 +48,9 @@ export function result(view: ItemView | undefined, result: ResultEnvelope, env: 
 
   if (result.outcome === 'suspended' && result.ask !== undefined) {
     return suspend(work, hop, result.ask, accrual, cost, live);
+  }
+  if (result.outcome === 'suspended' && result.spawn !== undefined) {
+    return suspendForChildren(work, hop, result.spawn, accrual, cost, live);
   }
   if (result.outcome === 'completed') {
     next = { ...next, state: 'completed', finishedAt: now };

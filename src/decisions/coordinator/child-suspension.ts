@@ -1,0 +1,154 @@
+import type { JsonValue } from '../../protocol/audit.js';
+import type { AuditEntryInput } from '../../protocol/audit.js';
+import type { ResultEnvelope } from '../../protocol/work-envelope.js';
+import type { Accrual } from '../../workflow/cost-ledger.js';
+import type { HopRecord } from '../../workflow/records.js';
+import type { RunJoin } from '../../machines/workflow-run-join.js';
+import { type SpawnBody, childItemId } from './child-rows.js';
+import { drive } from './drive.js';
+import { awaitsReply } from './suspension.js';
+import type { Decision } from './types.js';
+import { late, sendUsage } from './usage.js';
+import { COORDINATOR_ACTOR, type Work, json } from './work.js';
+
+/**
+ * A hop that started child work items itself (its handler's `spawn`): it
+ * stands down like a hop that asked a question, its children are written as
+ * `spawn` rows (each a child of the work item, its budget carved from the
+ * item's), and once they have all ended the hop resumes with their outcomes
+ * and outputs as its reply.
+ */
+
+/** A hop's child's key: `s<index>` in the order its handler gave them. */
+export function spawnKey(index: number): string {
+  return `s${index}`;
+}
+
+export function suspendForChildren(
+  work: Work,
+  hop: HopRecord,
+  spawn: NonNullable<ResultEnvelope['spawn']>,
+  accrual: Accrual,
+  cost: AuditEntryInput,
+  live: boolean,
+): Decision {
+  work.updateHop({ ...accrual.hop, state: 'suspended' });
+  const token = spawn.continuationToken;
+  const keys = spawn.children.map((_, i) => spawnKey(i));
+  work.audit.push(
+    {
+      kind: 'suspend',
+      itemId: work.item.id,
+      hop: hop.hop,
+      actor: hop.role,
+      data: json({ hopId: hop.id, continuation: token, children: spawn.children.map((c) => c.workflow) }),
+    },
+    cost,
+  );
+  work.event(
+    'suspended',
+    hop.hop,
+    `started ${keys.length} child work item${keys.length === 1 ? '' : 's'} and stood down`,
+    {
+      stage: hop.stage,
+      role: hop.role,
+      usage: accrual.added,
+      model: accrual.model,
+    },
+  );
+  if (!live) return late(work, hop);
+  sendUsage(work, {
+    type: 'HOP_SUSPENDED',
+    hop: hop.hop,
+    attempt: hop.attempt,
+    continuation: token,
+    children: spawn.children.map((c, i) => ({
+      key: keys[i]!,
+      ...(c.budget === undefined ? {} : { budget: c.budget }),
+    })),
+    usage: accrual.added,
+  });
+  const join = work.run?.context.join ?? null;
+  if (awaitsReply(work, token) && join !== null) {
+    spawn.children.forEach((child, i) => {
+      const body: SpawnBody = {
+        parentId: work.item.id,
+        childId: childItemId(work.item.id, hop.hop, keys[i]!),
+        hop: hop.hop,
+        branch: keys[i]!,
+        stage: hop.stage,
+        definition: null,
+        workflow: child.workflow,
+        input: child.input,
+        budget: join.branches[i]?.budget ?? null,
+        deadlineAt: work.run?.context.deadline?.at ?? null,
+      };
+      work.outbox.push({ kind: 'spawn', body });
+    });
+    work.audit.push({
+      kind: 'spawn',
+      itemId: work.item.id,
+      hop: hop.hop,
+      actor: COORDINATOR_ACTOR,
+      data: json({
+        stage: hop.stage,
+        hopId: hop.id,
+        children: keys.map((key, i) => ({
+          branch: key,
+          childId: childItemId(work.item.id, hop.hop, key),
+          workflow: spawn.children[i]!.workflow,
+          budget: join.branches[i]?.budget ?? null,
+        })),
+      }),
+    });
+  }
+  drive(work);
+  return work.finish('applied', false);
+}
+
+/**
+ * The reply that resumes a hop whose children all ended: one data part
+ * `{ children: [{ workflow, outcome, output, error }] }` in the order its
+ * handler gave them, routed to the hop's worker under its continuation.
+ */
+export function childrenReply(work: Work, asking: HopRecord, continuation: string, join: RunJoin): ResultEnvelope {
+  const children = join.branches.map((b) => ({
+    key: b.key,
+    outcome: b.state === 'succeeded' ? 'completed' : b.state,
+    output: b.output,
+    error: b.error,
+  })) as JsonValue;
+  return {
+    kind: 'result',
+    headers: {
+      taskId: asking.id,
+      runId: work.item.id,
+      hop: asking.hop,
+      attempt: 1,
+      idempotencyKey: `${continuation}:children`,
+      askedBy: { role: asking.role, continuationToken: continuation, taskId: asking.id, hop: asking.hop },
+    },
+    role: asking.role,
+    outcome: 'completed',
+    parts: [{ kind: 'data', data: { children } }],
+    artifacts: [],
+  };
+}
+
+/** Resumes the hop that waited for its children: it is out again, and its reply goes to its worker. */
+export function resumeWithChildren(work: Work, asking: HopRecord, continuation: string, join: RunJoin): void {
+  const now = work.env.now;
+  work.updateHop({ ...asking, state: 'dispatched', activeSince: now });
+  work.outbox.push({ kind: 'signal', body: childrenReply(work, asking, continuation, join) });
+  work.audit.push({
+    kind: 'resume',
+    itemId: work.item.id,
+    hop: asking.hop,
+    actor: COORDINATOR_ACTOR,
+    data: json({ hopId: asking.id, continuation, children: join.branches.length }),
+  });
+  work.event('resumed', asking.hop, `resumed: its ${join.branches.length} child work items ended`, {
+    stage: asking.stage,
+    role: asking.role,
+  });
+}
