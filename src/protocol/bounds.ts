@@ -53,4 +53,4 @@ export type BoundName = keyof typeof BOUNDS;
 /** Version of the wire protocol this build speaks; the client refuses a host whose handshake answers a lower one. */
 export const PROTOCOL_VERSION = 10;
 /** Version of the broker's SQLite schema, reported by the handshake as `schemaVersion`. */
-export const SCHEMA_VERSION = 13;
+export const SCHEMA_VERSION = 14;

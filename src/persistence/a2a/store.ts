@@ -173,8 +173,12 @@ export class A2AStore {
          ON CONFLICT (task_id) DO UPDATE SET config = excluded.config, set_by_context_id = excluded.set_by_context_id,
            set_by_name = excluded.set_by_name, updated_at = excluded.updated_at`,
       ),
+      // The log's last seq, or the seq it was cut through when a prune took every event of it: never reused.
       lastSeq: db.prepare(
-        'SELECT COALESCE(MAX(seq), 0) AS seq FROM a2a_events WHERE party_context_id = ? AND party_name = ?',
+        `SELECT MAX(
+           COALESCE((SELECT MAX(seq) FROM a2a_events WHERE party_context_id = @contextId AND party_name = @name), 0),
+           COALESCE((SELECT floor FROM a2a_event_floors WHERE party_context_id = @contextId AND party_name = @name), 0)
+         ) AS seq`,
       ),
       insertEvent: db.prepare(
         `INSERT INTO a2a_events (party_context_id, party_name, seq, method, task_id, params, created_at)
@@ -374,9 +378,9 @@ export class A2AStore {
 
   // ---- the durable event log ----
 
-  /** The next `seq` of a party: one more than the last ever written (never reused). */
+  /** The next `seq` of a party: one more than the last ever written (never reused, even once pruned). */
   nextSeq(party: Party): number {
-    return (this.s.lastSeq.get(party.contextId, party.name) as { seq: number }).seq + 1;
+    return (this.s.lastSeq.get({ contextId: party.contextId, name: party.name }) as { seq: number }).seq + 1;
   }
 
   /**
