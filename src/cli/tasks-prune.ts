@@ -26,8 +26,9 @@ the prune. A party's event log is cut at the newest event of a removed
 task: a2a.events.since from an older cursor is refused (A2A_EVENTS_PRUNED).
 
   --ended-before DURATION|DATE
-                 a duration back from now (${DURATION_SYNTAX}),
-                 or a date (2026-01-31, UTC midnight) or instant
+                 a duration back from now: a whole number and a unit,
+                 ms, s, m, h, d or w (90s, 12h, 30d, 2w); or a date
+                 (2026-01-31, UTC midnight) or an instant with its zone
                  (2026-01-31T12:00:00Z)
   --db PATH      the broker's SQLite file (required; never created)
   --dry-run      count what would be removed; remove nothing
