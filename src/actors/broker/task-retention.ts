@@ -7,7 +7,12 @@ import { freePages, incrementalVacuum } from '../../persistence/a2a/space.js';
 import type { CommitQueue } from './commit-queue.js';
 
 /** Pages given back to the file system per transaction after a prune. */
-export const VACUUM_PAGES_PER_STEP = 256;
+export const VACUUM_PAGES_PER_STEP = 64;
+/**
+ * Milliseconds one prune batch may take before it stops (after a whole task):
+ * a call queued behind a batch waits at most about this long more.
+ */
+export const PRUNE_BATCH_BUDGET_MS = 0.5;
 
 /**
  * The broker's removal of ended tasks: `prune` (a `broker.tasks.prune` call,
@@ -99,7 +104,9 @@ export class TaskPruner {
     do {
       if (this.closed) break;
       const from = cursor;
-      const batch = await this.queue.enqueue(() => this.store.pruneBatch(params.endedBefore, from, { dryRun, cuts }));
+      const batch = await this.queue.enqueue(() =>
+        this.store.pruneBatch(params.endedBefore, from, { dryRun, cuts, budgetMs: PRUNE_BATCH_BUDGET_MS }),
+      );
       batches++;
       removed.tasks += batch.removed.tasks;
       removed.messages += batch.removed.messages;

@@ -106,8 +106,15 @@ export class TaskRetentionStore {
   pruneBatch(
     before: string,
     cursor: PruneCursor | undefined,
-    options: { limit?: number; dryRun: boolean; cuts?: Map<string, { party: Party; seq: number }> },
+    options: {
+      limit?: number;
+      dryRun: boolean;
+      cuts?: Map<string, { party: Party; seq: number }>;
+      /** Stop after the task that takes the batch past this many milliseconds (at least one task is looked at). */
+      budgetMs?: number;
+    },
   ): PruneBatch {
+    const started = performance.now();
     const limit = options.limit ?? PRUNE_BATCH_TASKS;
     const rows = this.s.candidates.all({
       before,
@@ -119,7 +126,10 @@ export class TaskRetentionStore {
     const kept = { referenced: 0, workItems: 0 };
     const workItem = this.workItemStatement();
     const cuts = new Map<string, { party: Party; seq: number }>();
+    let looked = 0;
     for (const row of rows) {
+      if (looked > 0 && options.budgetMs !== undefined && performance.now() - started > options.budgetMs) break;
+      looked++;
       if (workItem !== null && workItem.get(row.context_id) !== undefined) {
         kept.workItems++;
         continue;
@@ -163,11 +173,12 @@ export class TaskRetentionStore {
       removed.events += this.s.deleteEventsThrough.run(party.contextId, party.name, seq).changes;
       this.s.raiseFloor.run(party.contextId, party.name, seq);
     }
-    const last = rows.at(-1);
+    const last = rows[looked - 1];
+    const done = looked === rows.length && rows.length < limit;
     return {
       removed,
       kept,
-      next: rows.length < limit || last === undefined ? undefined : { updatedAt: last.updated_at, rowid: last.rowid },
+      next: done || last === undefined ? undefined : { updatedAt: last.updated_at, rowid: last.rowid },
     };
   }
 

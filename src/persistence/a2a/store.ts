@@ -4,15 +4,42 @@ import type { Artifact, Message, Task, TaskState, TaskStatus } from '../../proto
 import type { SqliteDatabase } from '../kernel/database.js';
 
 /**
- * The JSON text of an event's params exactly as `appendEvent` wrote it to the
- * log: a non-enumerable property of the event object (invisible to
- * `JSON.stringify` and to deep equality).
+ * The JSON text of an event's params exactly as `appendEvent` serialized it
+ * for the wire: a non-enumerable property of the event object (invisible to
+ * `JSON.stringify` and to deep equality). The row keeps the same text with
+ * the status's message (a row of `a2a_messages`) as a reference
+ * (`MESSAGE_REF`), rebuilt on read.
  */
 export const LOGGED_PARAMS_TEXT: unique symbol = Symbol('switchboard.loggedParamsText');
 
 /** The params of `event` as JSON text: the logged text when it has one, else serialized now. */
 export function paramsText(event: DurableEvent): string {
   return (event as { [LOGGED_PARAMS_TEXT]?: string })[LOGGED_PARAMS_TEXT] ?? JSON.stringify(event.params);
+}
+
+/**
+ * The key that stands for a status's message in a stored status or event:
+ * `"message":{"$m":"<messageId>"}`, the message being a row of
+ * `a2a_messages` of the same task. A message on the wire always has `kind`,
+ * so the reference is never taken for one. Rows written before (schema 13)
+ * hold the message whole and are read as they are.
+ */
+export const MESSAGE_REF = '$m';
+
+/** `json` (the JSON text of a value holding `message` somewhere) with that message as a reference. */
+function withMessageRef(json: string, message: Message | undefined): string {
+  if (message === undefined) return json;
+  const whole = JSON.stringify(message);
+  const at = json.indexOf(whole);
+  if (at === -1) return json;
+  return `${json.slice(0, at)}{"${MESSAGE_REF}":${JSON.stringify(message.messageId)}}${json.slice(at + whole.length)}`;
+}
+
+/** The message id a stored status's `message` refers to, when it is a reference. */
+function messageRefOf(message: unknown): string | undefined {
+  if (message === null || typeof message !== 'object') return undefined;
+  const ref = (message as Record<string, unknown>)[MESSAGE_REF];
+  return typeof ref === 'string' && !('kind' in message) ? ref : undefined;
 }
 
 /** A party of a task: `(contextId, name)`. Survives re-registrations and restarts. */
@@ -70,7 +97,13 @@ interface TaskHeadRaw {
 const TASK_HEAD_COLUMNS =
   'task_id, context_id, requester_name, agent_context_id, agent_name, state, status, history_count, created_at, updated_at, metadata';
 
-function toHead(raw: TaskHeadRaw): TaskHead {
+function toHead(raw: TaskHeadRaw, messageOf: (taskId: string, messageId: string) => Message | undefined): TaskHead {
+  const status = JSON.parse(raw.status) as TaskStatus;
+  const ref = messageRefOf(status.message);
+  if (ref !== undefined) {
+    const message = messageOf(raw.task_id, ref);
+    if (message !== undefined) status.message = message;
+  }
   return {
     taskId: raw.task_id,
     contextId: raw.context_id,
@@ -78,7 +111,7 @@ function toHead(raw: TaskHeadRaw): TaskHead {
     agentContextId: raw.agent_context_id,
     agentName: raw.agent_name,
     state: raw.state,
-    status: JSON.parse(raw.status) as TaskStatus,
+    status,
     historyCount: raw.history_count,
     createdAt: raw.created_at,
     updatedAt: raw.updated_at,
@@ -126,6 +159,7 @@ export class A2AStore {
          VALUES (?, ?, ?, ?, ?, ?)`,
       ),
       hasMessage: db.prepare('SELECT 1 FROM a2a_messages WHERE task_id = ? AND message_id = ?'),
+      message: db.prepare('SELECT body FROM a2a_messages WHERE task_id = ? AND message_id = ?'),
       history: db.prepare('SELECT body FROM a2a_messages WHERE task_id = ? ORDER BY position'),
       historyTail: db.prepare(
         'SELECT body FROM (SELECT body, position FROM a2a_messages WHERE task_id = ? ORDER BY position DESC LIMIT ?) ORDER BY position',
@@ -185,7 +219,7 @@ export class A2AStore {
          VALUES (?, ?, ?, ?, ?, ?, ?)`,
       ),
       eventsSince: db.prepare(
-        `SELECT seq, method, params FROM a2a_events WHERE party_context_id = ? AND party_name = ? AND seq > ?
+        `SELECT seq, method, task_id, params FROM a2a_events WHERE party_context_id = ? AND party_name = ? AND seq > ?
          ORDER BY seq LIMIT ?`,
       ),
       putActor: db.prepare(
@@ -203,6 +237,16 @@ export class A2AStore {
          AND NOT EXISTS (SELECT 1 FROM a2a_task_actors a WHERE a.task_id = t.task_id)`,
       ),
     };
+  }
+
+  /** A message of a task's history, by id (what a stored reference names). */
+  private readonly messageOf = (taskId: string, messageId: string): Message | undefined => {
+    const row = this.s.message.get(taskId, messageId) as { body: string } | undefined;
+    return row === undefined ? undefined : (JSON.parse(row.body) as Message);
+  };
+
+  private head(raw: TaskHeadRaw): TaskHead {
+    return toHead(raw, this.messageOf);
   }
 
   // ---- agents ----
@@ -242,7 +286,7 @@ export class A2AStore {
       head.agentContextId,
       head.agentName,
       head.status.state,
-      JSON.stringify(head.status),
+      withMessageRef(JSON.stringify(head.status), head.status.message),
       creationMessageId,
       head.historyCount,
       head.createdAt,
@@ -252,7 +296,7 @@ export class A2AStore {
 
   taskHead(taskId: string): TaskHead | undefined {
     const raw = this.s.taskHead.get(taskId) as TaskHeadRaw | undefined;
-    return raw === undefined ? undefined : toHead(raw);
+    return raw === undefined ? undefined : this.head(raw);
   }
 
   /** The task a requester created with this message id, if any. */
@@ -271,7 +315,7 @@ export class A2AStore {
   writeHead(head: TaskHead): void {
     this.s.writeHead.run(
       head.status.state,
-      JSON.stringify(head.status),
+      withMessageRef(JSON.stringify(head.status), head.status.message),
       head.historyCount,
       head.updatedAt,
       head.taskId,
@@ -343,13 +387,13 @@ export class A2AStore {
           ? this.s.tasksAsWorker.all(party.contextId, party.name)
           : this.s.tasksAsEither.all({ contextId: party.contextId, name: party.name })
     ) as TaskHeadRaw[];
-    return raws.map(toHead);
+    return raws.map((raw) => this.head(raw));
   }
 
   /** Non-terminal tasks where the party is the requester (`role: requester`) or the worker. */
   openTasksOfParty(party: Party, role: 'requester' | 'worker'): TaskHead[] {
     const stmt = role === 'requester' ? this.s.openAsRequester : this.s.openAsWorker;
-    return (stmt.all(party.contextId, party.name) as TaskHeadRaw[]).map(toHead);
+    return (stmt.all(party.contextId, party.name) as TaskHeadRaw[]).map((raw) => this.head(raw));
   }
 
   // ---- artifacts ----
@@ -391,7 +435,8 @@ export class A2AStore {
    */
   appendEvent(party: Party, event: DurableEvent, taskId: string, at: string): void {
     const text = JSON.stringify(event.params);
-    this.s.insertEvent.run(party.contextId, party.name, event.seq, event.method, taskId, text, at);
+    const stored = withMessageRef(text, statusOf(event)?.message);
+    this.s.insertEvent.run(party.contextId, party.name, event.seq, event.method, taskId, stored, at);
     Object.defineProperty(event, LOGGED_PARAMS_TEXT, { value: text });
   }
 
@@ -399,9 +444,19 @@ export class A2AStore {
     const rows = this.s.eventsSince.all(party.contextId, party.name, after, limit) as {
       seq: number;
       method: NotificationMethod;
+      task_id: string;
       params: string;
     }[];
-    return rows.map((r) => ({ seq: r.seq, method: r.method, params: JSON.parse(r.params) }) as DurableEvent);
+    return rows.map((r) => {
+      const event = { seq: r.seq, method: r.method, params: JSON.parse(r.params) } as DurableEvent;
+      const status = statusOf(event);
+      const ref = messageRefOf(status?.message);
+      if (status !== undefined && ref !== undefined) {
+        const message = this.messageOf(r.task_id, ref);
+        if (message !== undefined) status.message = message;
+      }
+      return event;
+    });
   }
 
   // ---- task actor snapshots ----
@@ -440,4 +495,11 @@ export function agentCard(row: AgentRow): AgentCard {
     description: row.description,
     skills: row.skills,
   };
+}
+
+/** The status an event carries: a status-update's, or a push's. */
+function statusOf(event: DurableEvent): TaskStatus | undefined {
+  if (event.method === 'a2a.push') return event.params.status;
+  const inner = event.params.event;
+  return inner.kind === 'status-update' ? inner.status : undefined;
 }
