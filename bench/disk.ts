@@ -169,27 +169,21 @@ function runTheirs(path: string, n: number): void {
   db.close();
 }
 
-/** Calls of a live pair, one after the other, until `stop()`: each call's latency in ms. */
-function callLoop(broker: Broker, pair: { req: { token: string }; wrk: { token: string; agentId: string } }) {
+/**
+ * Calls of a live pair, one after the other, until `stop()`: a read of the
+ * task, a resubscription (a write: an event to the log) and a list of agents,
+ * in turn; each call's latency in ms.
+ */
+function callLoop(broker: Broker, pair: { req: { token: string }; taskId: string }) {
   const latencies: number[] = [];
   let stopped = false;
   const done = (async () => {
-    let taskId: string | undefined;
-    let i = 0;
-    while (!stopped) {
+    for (let i = 0; !stopped; i++) {
       const t0 = performance.now();
-      if (taskId === undefined || i % 4 === 0) {
-        // A fresh pair of calls: a new task (the pair's context holds 128 at most: reuse one).
-        const { task } = await broker.getTask({
-          token: pair.req.token,
-          id: (taskId ??= await firstTask(broker, pair)),
-        });
-        taskId = task.id;
-      } else {
-        await broker.listAgents({ token: pair.req.token });
-      }
+      if (i % 3 === 0) await broker.getTask({ token: pair.req.token, id: pair.taskId });
+      else if (i % 3 === 1) await broker.resubscribe({ token: pair.req.token, id: pair.taskId });
+      else await broker.listAgents({ token: pair.req.token });
       latencies.push(performance.now() - t0);
-      i++;
     }
   })();
   return {
@@ -199,14 +193,6 @@ function callLoop(broker: Broker, pair: { req: { token: string }; wrk: { token: 
       await done;
     },
   };
-}
-
-async function firstTask(
-  broker: Broker,
-  pair: { req: { token: string }; wrk: { token: string; agentId: string } },
-): Promise<string> {
-  const { task } = await broker.send({ token: pair.req.token, to: pair.wrk.agentId, message: text('live') });
-  return task.id;
 }
 
 async function main(): Promise<void> {
@@ -244,7 +230,8 @@ async function benchPrune(dir: string, count: number): Promise<void> {
   await runOurs(broker, count, clock);
   const req = await broker.register({ name: 'live-req', contextId: 'live' });
   const wrk = await broker.register({ name: 'live-wrk', contextId: 'live' });
-  const pair = { req, wrk };
+  const { task } = await broker.send({ token: req.token, to: wrk.agentId, message: text('live') });
+  const pair = { req, taskId: task.id };
   t += 86_400_000;
   const endedBefore = new Date(t - 3_600_000).toISOString();
   // The reference: the same calls, no prune, for as long as the prune will take (measured after).
