@@ -294,7 +294,13 @@ describe('schema 14: retention', () => {
           recipientName: 'wrk',
           contextId: 'c',
           seq: i,
-          event: { kind: 'status-update', taskId: id, contextId: 'c', status: { state, timestamp: at }, final: false },
+          event: {
+            kind: 'status-update',
+            taskId: id,
+            contextId: 'c',
+            status: i % 2 === 0 ? { state, timestamp: at, message } : { state, timestamp: at },
+            final: false,
+          },
         }),
         at,
       );
@@ -308,13 +314,28 @@ describe('schema 14: retention', () => {
 
     const broker = createBroker({ path });
     expect(broker.opened.schema).toEqual({ from: 13, to: 14 });
+    // A row of schema 13 holds the status's message whole: it is read as it is.
+    const wrk = await broker.register({ name: 'wrk', contextId: 'c' });
+    const { events } = await broker.eventsSince({ token: wrk.token, after: 0, limit: 1000 });
+    expect(events).toHaveLength(300);
+    expect(events[0]?.params).toEqual(
+      JSON.parse(before.a2a_events?.[0] ? (before.a2a_events[0] as { params: string }).params : '{}'),
+    );
+    const withMessage = events.find(
+      (e) =>
+        e.method === 'a2a.task.event' &&
+        e.params.event.kind === 'status-update' &&
+        e.params.event.status.message !== undefined,
+    );
+    expect(withMessage).toBeDefined();
     await broker.close();
     const after = dumpDatabase13(path);
     // Every row of every table is there (the agents were ended by the restart; the actors rebuilt).
     for (const table of ['a2a_tasks', 'a2a_messages', 'a2a_events', 'a2a_artifacts', 'a2a_push_configs']) {
       expect(after[table], table).toEqual(before[table]);
     }
-    expect(after.a2a_agents?.length).toBe(2);
+    // The two of schema 13, and the worker registered again to read its log.
+    expect(after.a2a_agents?.length).toBe(3);
     expect(after.a2a_task_actors?.length).toBe(100);
     const check = new Database(path, { readonly: true });
     expect(check.pragma('auto_vacuum', { simple: true })).toBe(2);
