@@ -19,9 +19,11 @@ export const PRUNE_BATCH_BUDGET_MS = 0.5;
  * `switchboard tasks prune`) and, with a retention set, the same on a timer.
  *
  * A prune is a run of small batches, each one call of the commit queue (one
- * transaction, its own SAVEPOINT when it shares one with other calls), queued
- * one after the other: the calls made meanwhile are committed between two
- * batches, so a prune of many tasks never holds the queue for long. Each
+ * transaction, its own SAVEPOINT when it shares one with other calls) of at
+ * most about `PRUNE_BATCH_BUDGET_MS` of work, queued one after the other
+ * with a timer turn between two: the calls made meanwhile are committed
+ * between two batches, so a prune of many tasks never holds the queue for
+ * long. Each
  * batch removes whole tasks (a task is never half-removed: a batch that fails
  * is rolled back), and a broker killed in the middle leaves every batch it
  * committed done and the rest for the next prune. After a prune that removed
@@ -117,8 +119,8 @@ export class TaskPruner {
       kept.workItems += batch.kept.workItems;
       if (!dryRun && batch.removed.tasks > 0) this.onRemoved();
       cursor = batch.next;
-      // Between two batches, the calls queued meanwhile go first.
-      await new Promise((resolve) => setImmediate(resolve));
+      // Between two batches, the calls queued meanwhile go first, and the event loop gets a turn of its own.
+      await pause();
     } while (cursor !== undefined);
     const freedPages = dryRun || removed.tasks === 0 ? 0 : await this.giveBackSpace();
     return { endedBefore: params.endedBefore, dryRun, removed, kept, batches, freedPages };
@@ -131,8 +133,17 @@ export class TaskPruner {
       const step = await this.queue.enqueue(() => incrementalVacuum(this.db, VACUUM_PAGES_PER_STEP));
       if (step === 0) break;
       freed += step;
-      await new Promise((resolve) => setImmediate(resolve));
+      await pause();
     }
     return freed;
   }
+}
+
+/**
+ * The pause between two batches: a timer turn (about a millisecond), so that
+ * a prune takes at most about a third of the broker's time while calls come
+ * in: what was read meanwhile is parsed and queued before the next batch.
+ */
+function pause(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 1));
 }
