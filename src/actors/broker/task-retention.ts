@@ -26,9 +26,10 @@ export const PRUNE_BATCH_BUDGET_MS = 0.5;
  * long. Each
  * batch removes whole tasks (a task is never half-removed: a batch that fails
  * is rolled back), and a broker killed in the middle leaves every batch it
- * committed done and the rest for the next prune. After a prune that removed
- * anything, the freed pages are given back the same way, a step at a time
- * (`PRAGMA incremental_vacuum`). Prunes run one at a time: a second waits
+ * committed done and the rest for the next prune. After a prune, the free
+ * pages are given back the same way, a step at a time (`PRAGMA
+ * incremental_vacuum`): those of this prune, and those a broker stopped in
+ * the middle of giving back left. Prunes run one at a time: a second waits
  * for the first.
  */
 export class TaskPruner {
@@ -122,7 +123,8 @@ export class TaskPruner {
       // Between two batches, the calls queued meanwhile go first, and the event loop gets a turn of its own.
       await pause();
     } while (cursor !== undefined);
-    const freedPages = dryRun || removed.tasks === 0 ? 0 : await this.giveBackSpace();
+    // Also when nothing was removed now: a broker stopped while giving the space of an earlier prune back.
+    const freedPages = dryRun ? 0 : await this.giveBackSpace();
     return { endedBefore: params.endedBefore, dryRun, removed, kept, batches, freedPages };
   }
 
