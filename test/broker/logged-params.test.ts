@@ -60,3 +60,35 @@ describe('logged params text', () => {
     expect(JSON.stringify(toWorker[0]?.params)).toBe(paramsText(wrk.received[0] as (typeof events)[0]));
   });
 });
+
+describe('message rows', () => {
+  it('keep a body without what their columns hold, and read back byte for byte as sent', async () => {
+    h = harness();
+    const req = await register(h.broker, 'req', 'ctx-a');
+    const wrk = await register(h.broker, 'wrk', 'ctx-b');
+    const sent = await h.broker.send({
+      token: req.token,
+      to: 'wrk',
+      message: { parts: [{ kind: 'text', text: 'with metadata' }], metadata: { switchboard: { parentTaskId: 'p' } } },
+    });
+    const answered = await h.broker.setStatus({
+      token: wrk.token,
+      id: sent.task.id,
+      state: 'completed',
+      message: text('done'),
+    });
+    const read = (await h.broker.getTask({ token: req.token, id: sent.task.id })).task;
+    expect(JSON.stringify(read.history[0])).toBe(JSON.stringify(sent.task.history[0]));
+    expect(JSON.stringify(read.history)).toBe(JSON.stringify(answered.task.history));
+    expect(JSON.stringify(read.status)).toBe(JSON.stringify(answered.task.status));
+    await settle();
+    const db = new Database(h.path, { readonly: true });
+    const bodies = db.prepare('SELECT body FROM a2a_messages ORDER BY position').all() as { body: string }[];
+    db.close();
+    expect(bodies).toHaveLength(2);
+    for (const { body } of bodies) {
+      expect(Object.keys(JSON.parse(body))[0]).toBe('contextId');
+      expect(body).not.toContain(sent.task.id);
+    }
+  });
+});

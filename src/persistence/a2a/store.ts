@@ -42,6 +42,51 @@ function messageRefOf(message: unknown): string | undefined {
   return typeof ref === 'string' && !('kind' in message) ? ref : undefined;
 }
 
+/** The columns a message is rebuilt from. */
+const MESSAGE_COLUMNS = 'task_id, message_id, role, from_name, body';
+/**
+ * A message's size on the wire, from its row without reading it: the body,
+ * the columns it does not repeat, and the JSON around them (octet_length
+ * reads a value's size from its record header).
+ */
+const MESSAGE_BYTES =
+  'octet_length(body) + octet_length(message_id) + octet_length(from_name) + octet_length(task_id) + 80';
+
+interface MessageRow {
+  task_id: string;
+  message_id: string;
+  role: Message['role'];
+  from_name: string;
+  body: string;
+}
+
+/**
+ * The body of a message row: the message without what the row's columns
+ * hold (`kind`, `messageId`, `role`, `from`, `taskId`), in its order.
+ */
+function messageBody(message: Message): string {
+  const { kind: _kind, messageId: _id, role: _role, from: _from, taskId: _task, ...rest } = message;
+  return JSON.stringify(rest);
+}
+
+/**
+ * The message of a row, as the wire has it (the same keys in the same
+ * order as `stamp` made them). A row of schema 13 holds the whole message
+ * (`kind` first): it is read as it is.
+ */
+function messageOfRow(row: MessageRow): Message {
+  const body = JSON.parse(row.body) as Partial<Message>;
+  if (body.kind !== undefined) return body as Message;
+  return {
+    kind: 'message',
+    messageId: row.message_id,
+    role: row.role,
+    from: row.from_name,
+    taskId: row.task_id,
+    ...body,
+  } as Message;
+}
+
 /** A party of a task: `(contextId, name)`. Survives re-registrations and restarts. */
 export interface Party {
   contextId: string;
@@ -159,16 +204,16 @@ export class A2AStore {
          VALUES (?, ?, ?, ?, ?, ?)`,
       ),
       hasMessage: db.prepare('SELECT 1 FROM a2a_messages WHERE task_id = ? AND message_id = ?'),
-      message: db.prepare('SELECT body FROM a2a_messages WHERE task_id = ? AND message_id = ?'),
-      history: db.prepare('SELECT body FROM a2a_messages WHERE task_id = ? ORDER BY position'),
+      message: db.prepare(`SELECT ${MESSAGE_COLUMNS} FROM a2a_messages WHERE task_id = ? AND message_id = ?`),
+      history: db.prepare(`SELECT ${MESSAGE_COLUMNS} FROM a2a_messages WHERE task_id = ? ORDER BY position`),
       historyTail: db.prepare(
-        'SELECT body FROM (SELECT body, position FROM a2a_messages WHERE task_id = ? ORDER BY position DESC LIMIT ?) ORDER BY position',
+        `SELECT ${MESSAGE_COLUMNS} FROM (SELECT ${MESSAGE_COLUMNS}, position FROM a2a_messages WHERE task_id = ? ORDER BY position DESC LIMIT ?) ORDER BY position`,
       ),
       artifacts: db.prepare('SELECT body FROM a2a_artifacts WHERE task_id = ? ORDER BY position'),
       // octet_length reads a value's size from its record header, not the value itself.
-      historyBytes: db.prepare('SELECT COALESCE(SUM(octet_length(body)), 0) AS n FROM a2a_messages WHERE task_id = ?'),
+      historyBytes: db.prepare(`SELECT COALESCE(SUM(${MESSAGE_BYTES}), 0) AS n FROM a2a_messages WHERE task_id = ?`),
       historyTailBytes: db.prepare(
-        'SELECT COALESCE(SUM(n), 0) AS n FROM (SELECT octet_length(body) AS n FROM a2a_messages WHERE task_id = ? ORDER BY position DESC LIMIT ?)',
+        `SELECT COALESCE(SUM(n), 0) AS n FROM (SELECT ${MESSAGE_BYTES} AS n FROM a2a_messages WHERE task_id = ? ORDER BY position DESC LIMIT ?)`,
       ),
       artifactBytes: db.prepare(
         'SELECT COALESCE(SUM(octet_length(body)), 0) AS n FROM a2a_artifacts WHERE task_id = ?',
@@ -241,8 +286,8 @@ export class A2AStore {
 
   /** A message of a task's history, by id (what a stored reference names). */
   private readonly messageOf = (taskId: string, messageId: string): Message | undefined => {
-    const row = this.s.message.get(taskId, messageId) as { body: string } | undefined;
-    return row === undefined ? undefined : (JSON.parse(row.body) as Message);
+    const row = this.s.message.get(taskId, messageId) as MessageRow | undefined;
+    return row === undefined ? undefined : messageOfRow(row);
   };
 
   private head(raw: TaskHeadRaw): TaskHead {
@@ -330,7 +375,7 @@ export class A2AStore {
       position,
       message.role,
       message.from,
-      JSON.stringify(message),
+      messageBody(message),
     );
   }
 
@@ -361,7 +406,7 @@ export class A2AStore {
         : historyLength === 0
           ? []
           : this.s.historyTail.all(head.taskId, historyLength)
-    ) as { body: string }[];
+    ) as MessageRow[];
     const artifactRows = this.s.artifacts.all(head.taskId) as { body: string }[];
     return {
       kind: 'task',
@@ -371,7 +416,7 @@ export class A2AStore {
       agentContextId: head.agentContextId,
       requesterName: head.requesterName,
       status: head.status,
-      history: historyRows.map((r) => JSON.parse(r.body) as Message),
+      history: historyRows.map(messageOfRow),
       artifacts: artifactRows.map((r) => JSON.parse(r.body) as Artifact),
       createdAt: head.createdAt,
       updatedAt: head.updatedAt,
