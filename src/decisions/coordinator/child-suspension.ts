@@ -6,7 +6,7 @@ import type { HopRecord } from '../../workflow/records.js';
 import type { RunJoin } from '../../machines/workflow-run-join.js';
 import { type SpawnBody, childItemId } from './child-rows.js';
 import { drive } from './drive.js';
-import { awaitsReply } from './suspension.js';
+import { awaitsReply, replyHeaders } from './suspension.js';
 import type { Decision } from './types.js';
 import { late, sendUsage } from './usage.js';
 import { COORDINATOR_ACTOR, type Work, json } from './work.js';
@@ -120,14 +120,7 @@ export function childrenReply(work: Work, asking: HopRecord, continuation: strin
   })) as JsonValue;
   return {
     kind: 'result',
-    headers: {
-      taskId: asking.id,
-      runId: work.item.id,
-      hop: asking.hop,
-      attempt: 1,
-      idempotencyKey: `${continuation}:children`,
-      askedBy: { role: asking.role, continuationToken: continuation, taskId: asking.id, hop: asking.hop },
-    },
+    headers: replyHeaders(work, asking, continuation, `${continuation}:children`),
     role: asking.role,
     outcome: 'completed',
     parts: [{ kind: 'data', data: { children } }],

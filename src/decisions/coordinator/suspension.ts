@@ -190,3 +190,24 @@ export function awaitsReply(work: Work, continuation: string): boolean {
   const d = run.context.directive;
   return d.kind === 'await-reply' && d.continuation === continuation;
 }
+
+/**
+ * The headers of a reply to a suspended hop (`asking`): its task, hop and
+ * worker's continuation, under `idempotencyKey`, as a query's answer or a
+ * child's outcomes reach it.
+ */
+export function replyHeaders(
+  work: Work,
+  asking: HopRecord,
+  continuation: string,
+  idempotencyKey: string,
+): ResultEnvelope['headers'] {
+  return {
+    taskId: asking.id,
+    runId: work.item.id,
+    hop: asking.hop,
+    attempt: 1,
+    idempotencyKey,
+    askedBy: { role: asking.role, continuationToken: continuation, taskId: asking.id, hop: asking.hop },
+  };
+}

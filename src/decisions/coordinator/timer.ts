@@ -5,7 +5,7 @@ import { accrue } from '../../workflow/cost-ledger.js';
 import type { HopRecord } from '../../workflow/records.js';
 import { drive } from './drive.js';
 import { queryBody, startBody } from './hop-start.js';
-import { recordAnswer } from './suspension.js';
+import { recordAnswer, replyHeaders } from './suspension.js';
 import type { Decision, DecisionEnv, ItemView } from './types.js';
 import { costRow, noteOverrun } from './usage.js';
 import { COORDINATOR_ACTOR, Work, json, unchanged } from './work.js';
@@ -194,14 +194,7 @@ function queryTimedOut(work: Work, query: HopRecord): boolean {
   // The hop that asked resumes (the run took the timeout as its answer) with the failure, as with a query that failed.
   const failure: ResultEnvelope = {
     kind: 'result',
-    headers: {
-      taskId: asking.id,
-      runId: work.item.id,
-      hop: asking.hop,
-      attempt: 1,
-      idempotencyKey: query.idempotencyKey,
-      askedBy: { role: asking.role, continuationToken: query.continuation, taskId: asking.id, hop: asking.hop },
-    },
+    headers: replyHeaders(work, asking, query.continuation, query.idempotencyKey),
     role: query.role,
     outcome: 'failed',
     parts: [],
