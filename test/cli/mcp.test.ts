@@ -148,7 +148,7 @@ describe('switchboard mcp', () => {
     expectNoToken(lead.frames);
     expectNoToken(bounded.frames);
 
-    // Closing the host deregisters the agent.
+    // Closing the host ends the agent's registration as a closed connection does (its tasks kept).
     await lead.client.close();
     await bounded.client.close();
     const agents = (file: string) => {
@@ -159,8 +159,17 @@ describe('switchboard mcp', () => {
         sqlite.close();
       }
     };
-    expect(agents(db)).toEqual([{ name: 'lead', description: 'plans the work', end_reason: 'deregistered' }]);
-    expect(agents(otherDb)).toEqual([{ name: 'waiter', description: '', end_reason: 'deregistered' }]);
+    // The broker ends it once it sees the connection close: polled for up to 2 s.
+    const ended = async (file: string) => {
+      for (let attempt = 0; attempt < 20; attempt++) {
+        const rows = agents(file) as { end_reason: string | null }[];
+        if (rows.every((row) => row.end_reason !== null)) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      return agents(file);
+    };
+    expect(await ended(db)).toEqual([{ name: 'lead', description: 'plans the work', end_reason: 'disconnected' }]);
+    expect(await ended(otherDb)).toEqual([{ name: 'waiter', description: '', end_reason: 'disconnected' }]);
   });
 
   it('two MCP servers on one database: the lead delegates, the researcher asks, streams and completes', async () => {
