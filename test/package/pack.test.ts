@@ -131,6 +131,23 @@ describe('the packed package', () => {
     expect(stdout.trim()).toBe('function true ERR_PACKAGE_PATH_NOT_EXPORTED');
   });
 
+  it('a require() from CommonJS, of the root or a subpath, says the package is ESM-only', async () => {
+    const script = [
+      "for (const name of ['a2a-switchboard', 'a2a-switchboard/protocol', 'a2a-switchboard/coordinator']) {",
+      '  try { require(name); console.log(name, "loaded"); } catch (error) { console.log(name, error.code, error.message); }',
+      '}',
+    ].join('\n');
+    writeFileSync(join(project, 'run.cjs'), script);
+    const { stdout } = await run(process.execPath, [join(project, 'run.cjs')], { cwd: project });
+    const lines = stdout.trim().split('\n');
+    expect(lines).toHaveLength(3);
+    for (const line of lines) {
+      expect(line).toMatch(
+        /^a2a-switchboard\S* ERR_REQUIRE_ESM a2a-switchboard is ESM-only: use import \(or await import\(\) from CommonJS\)/,
+      );
+    }
+  });
+
   it('every relative link of its README and docs points to a file inside the package', () => {
     const pages = shipped.filter((file) => file === 'README.md' || (file.startsWith('docs/') && file.endsWith('.md')));
     expect(pages.length).toBeGreaterThan(5);
