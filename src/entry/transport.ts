@@ -35,7 +35,7 @@ export type {
   EventView,
   AgentView,
 } from '../transport/a2a-tool.js';
-export type { AISDKA2ATool } from '../transport/a2a-tool-ai-sdk.js';
+export type { AISDKA2ATool, AISDKInputSchema } from '../transport/a2a-tool-ai-sdk.js';
 export type {
   OpenAIA2ATool,
   OpenAIChatTool,

@@ -85,16 +85,25 @@ describe('the packed package', () => {
     }
   });
 
-  it('type-checks, strict, a user file importing the root and a subpath', async () => {
+  it('type-checks, strict, without skipLibCheck and without the optional peers, a user file importing every entry', async () => {
+    // Nothing resolves `redis`, `pg`, `ai` or better-sqlite3's types here: a user
+    // without the optional peers must type-check all the same.
+    for (const absent of ['redis', 'pg', 'ai', '@types/pg', '@types/better-sqlite3', '@redis/client']) {
+      expect(existsSync(join(project, 'node_modules', absent)), absent).toBe(false);
+    }
     writeFileSync(
       join(project, 'main.ts'),
       [
         "import { createBroker, type Broker, TaskSchema } from 'a2a-switchboard';",
+        "import * as protocol from 'a2a-switchboard/protocol';",
         "import { TASK_TRANSITIONS } from 'a2a-switchboard/machines';",
+        "import * as bus from 'a2a-switchboard/bus';",
+        "import * as transport from 'a2a-switchboard/transport';",
         "import { AuditLog } from 'a2a-switchboard/workflow';",
+        "import * as coordinator from 'a2a-switchboard/coordinator';",
         "const broker: Broker = createBroker({ path: 'agents.db' });",
         'const rows: number = TASK_TRANSITIONS.length;',
-        'export { broker, rows, AuditLog, TaskSchema };',
+        'export { broker, rows, AuditLog, TaskSchema, protocol, bus, transport, coordinator };',
         '',
       ].join('\n'),
     );
@@ -108,7 +117,7 @@ describe('the packed package', () => {
           module: 'NodeNext',
           moduleResolution: 'NodeNext',
           types: ['node'],
-          skipLibCheck: true,
+          skipLibCheck: false,
         },
         files: ['main.ts'],
       }),
