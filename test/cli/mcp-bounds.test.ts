@@ -1,12 +1,13 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MAX_LINE_BYTES } from '../../src/protocol/bounds.js';
 import { SWITCHBOARD_BIN } from '../../src/transport/serve-process.js';
+import { alive, ownerPid } from '../host/runtime.js';
 
 let cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -16,8 +17,19 @@ afterEach(async () => {
 
 function tempDb(): string {
   const dir = mkdtempSync(join(tmpdir(), 'sb-mcp-bounds-'));
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  return join(dir, 'agents.db');
+  const db = join(dir, 'agents.db');
+  cleanups.push(() => {
+    // The background broker the servers started (it would idle out later) goes with its file.
+    const pid = ownerPid(db);
+    if (pid !== undefined && alive(pid)) process.kill(pid, 'SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return db;
+}
+
+/** The servers' environment: the background broker's socket and log in the test's directory, not the user's. */
+function runtimeEnv(db: string): Record<string, string> {
+  return { ...(process.env as Record<string, string>), XDG_RUNTIME_DIR: join(dirname(db), 'run') };
 }
 
 type Message = { id?: unknown; result?: Record<string, unknown>; error?: { code: number; message: string } };
@@ -35,6 +47,7 @@ class RawMcp {
   constructor(db: string, name: string) {
     this.child = spawn(process.execPath, [SWITCHBOARD_BIN, 'mcp', '--db', db, '--name', name, '--log-level', 'warn'], {
       stdio: 'pipe',
+      env: runtimeEnv(db),
     });
     this.exited = new Promise((resolve) => this.child.once('close', (code) => resolve(code)));
     this.child.stdout.setEncoding('utf8');
@@ -128,6 +141,7 @@ async function sdkHost(db: string, name: string): Promise<Call> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [SWITCHBOARD_BIN, 'mcp', '--db', db, '--name', name, '--log-level', 'warn'],
+    env: runtimeEnv(db),
     stderr: 'pipe',
   });
   const client = new Client({ name: 'probe-host', version: '1.0.0' });
