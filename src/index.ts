@@ -58,7 +58,13 @@ export type { WorkflowDefinitionInput, WorkflowDefinition, WorkflowRef, RunUsage
 
 // Types the options below share: a database handle, a clock, id sources, a
 // logger, an XState inspector.
-export type { SqliteDatabase, Durability } from './persistence/kernel/database.js';
+export type {
+  SqliteDatabase,
+  SqliteStatement,
+  SqliteTransaction,
+  SqliteRunResult,
+  Durability,
+} from './persistence/kernel/database.js';
 export type { Clock } from './persistence/kernel/clock.js';
 export type { IdSource } from './persistence/kernel/ids.js';
 export type { Logger } from './log/logger.js';

@@ -1,11 +1,11 @@
 import { Console } from 'node:console';
 import { resolve } from 'node:path';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { LOG_LEVELS, type LogLevel, createLogger } from '../log/logger.js';
-import { A2A_MAX_STREAM_WAIT_SECONDS } from '../protocol/bounds.js';
+import { A2A_MAX_STREAM_WAIT_SECONDS, MAX_LINE_BYTES } from '../protocol/bounds.js';
 import { BrokerError } from '../protocol/broker-error.js';
 import { createA2ATool } from '../transport/a2a-tool.js';
 import { MCP_DEFAULT_MAX_WAIT_SECONDS, createA2AMcpServer } from '../transport/a2a-tool-mcp.js';
+import { McpStdioTransport, type McpTransportCloseReason } from '../transport/mcp-stdio-transport.js';
 import type { CliCommand } from './command.js';
 import {
   CliUsageError,
@@ -31,8 +31,12 @@ desktop assistant): it registers NAME as an agent on the A2A broker of the
 database and exposes one tool, A2A (discover, send, get, wait, ask, stream,
 complete, cancel), closed over the agent's token (no MCP message carries it).
 Two hosts configured with such servers on one database let their models
-delegate to each other. The agent is deregistered when the host closes the
-server (end of stdin, SIGINT or SIGTERM). Logs are JSON lines on stderr.
+delegate to each other. Each message is one line of at most ${MAX_LINE_BYTES}
+bytes (the broker's bound): a longer line, or one that is not a JSON-RPC
+message, is answered with a JSON-RPC error and the server keeps serving.
+When the host closes the server (end of stdin, SIGINT or SIGTERM) or stdio
+fails, the agent leaves the broker as a closed connection does: no longer
+live, its open tasks kept. Logs are JSON lines on stderr.
 
 Options:
   --db PATH            the broker's SQLite file (required)
@@ -47,9 +51,10 @@ Options:
   --log-level LEVEL    ${LOG_LEVELS.join(', ')} (default: info)
   -h, --help           show this help
 
-Exit status: 0 after the host closed the server; 1 when the broker cannot be
-reached or NAME cannot be registered (the message says why); 2 for a usage
-error.`;
+Exit status: 0 after the host closed the server (end of stdin or a signal);
+1 when stdin or stdout failed or the broker connection was lost (one line on
+stderr says why), or when the broker cannot be reached or NAME cannot be
+registered (the message says why); 2 for a usage error.`;
 
 /** Every flag the command accepts (each is documented in its --help). */
 export const MCP_FLAGS: FlagSpec = {
@@ -106,14 +111,6 @@ function parseFlags(argv: string[]): McpFlags {
   };
 }
 
-/** Resolves when the host is done with the server: stdin ended or closed. */
-function stdinEnded(): Promise<void> {
-  return new Promise((done) => {
-    process.stdin.once('end', done);
-    process.stdin.once('close', done);
-  });
-}
-
 async function runMcp(argv: string[]): Promise<number> {
   let flags: McpFlags;
   try {
@@ -167,20 +164,43 @@ async function runMcp(argv: string[]): Promise<number> {
       done();
     }),
   );
-  const ended = stdinEnded();
-  await server.connect(new StdioServerTransport());
-  await Promise.race([ended, signal.stopped, lost]);
+  const transport = new McpStdioTransport();
+  const transportClosed = new Promise<void>((done) => {
+    server.onclose = done;
+  });
+  server.onerror = (error) => logger.warn({ err: { message: error.message } }, 'MCP message refused');
+  await server.connect(transport);
+  await Promise.race([transportClosed, signal.stopped, lost]);
   signal.dispose();
-  if (brokerLost) {
-    logger.error('the broker connection was lost; the MCP server stops');
-  } else {
-    await client.deregister({ token }).catch((error: unknown) => logger.warn({ err: error }, 'deregister failed'));
-    logger.info({ name: flags.name }, 'deregistered');
-  }
+  const reason = transport.closeReason;
   await server.close().catch(() => undefined);
+  // Closing the connection ends the registration as a socket close does:
+  // the agent leaves discovery, its open tasks stay open for its next run.
   await client.close().catch(() => undefined);
   process.stdin.destroy();
-  return brokerLost ? 1 : 0;
+  if (brokerLost) {
+    logger.error('the broker connection was lost; the MCP server stops');
+    return 1;
+  }
+  const name = JSON.stringify(flags.name);
+  if (reason !== undefined && reason.kind !== 'closed') {
+    process.stderr.write(`switchboard mcp: ${closeWhy(reason)}; ${name} is no longer live (its open tasks are kept)\n`);
+    return reason.kind === 'input-ended' ? 0 : 1;
+  }
+  logger.info({ name: flags.name }, 'stopped: the agent is no longer live, its open tasks are kept');
+  return 0;
+}
+
+/** Why the MCP server stopped, for its one line on stderr. */
+function closeWhy(reason: Exclude<McpTransportCloseReason, { kind: 'closed' }>): string {
+  switch (reason.kind) {
+    case 'input-ended':
+      return 'the host closed stdin';
+    case 'input-failed':
+      return `reading stdin failed (${reason.message})`;
+    case 'output-failed':
+      return `writing to stdout failed, the host no longer reads (${reason.message})`;
+  }
 }
 
 function registrationProblem(error: BrokerError): string {

@@ -35,7 +35,7 @@ export type {
   EventView,
   AgentView,
 } from '../transport/a2a-tool.js';
-export type { AISDKA2ATool } from '../transport/a2a-tool-ai-sdk.js';
+export type { AISDKA2ATool, AISDKInputSchema } from '../transport/a2a-tool-ai-sdk.js';
 export type {
   OpenAIA2ATool,
   OpenAIChatTool,
@@ -54,8 +54,10 @@ export type {
 // Where `connect({ db })` finds or starts the host's broker, and how long that broker idles.
 export { defaultSocketPath } from '../transport/host-paths.js';
 export { DEFAULT_BROKER_IDLE_SECONDS } from '../transport/host-broker.js';
-// The MCP server's progress notifications.
+// The MCP server's progress notifications, and the bounded stdio transport `switchboard mcp` serves it on.
 export { MCP_PROGRESS_INTERVAL_MS } from '../transport/a2a-tool-mcp.js';
+export { McpStdioTransport } from '../transport/mcp-stdio-transport.js';
+export type { McpStdioTransportOptions, McpTransportCloseReason } from '../transport/mcp-stdio-transport.js';
 // The code lists of the errors a client meets (the classes are at the package root).
 export { SOCKET_ERROR_CODES } from '../transport/socket-server.js';
 export { TRANSPORT_ERROR_CODES } from '../transport/transport-error.js';

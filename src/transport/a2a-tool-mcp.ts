@@ -1,12 +1,15 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { DEFAULT_REQUEST_TIMEOUT_MSEC } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolRequestSchema,
   type CallToolResult,
   ErrorCode,
+  type JSONRPCMessage,
   ListToolsRequestSchema,
   McpError,
   type Tool,
+  isJSONRPCRequest,
 } from '@modelcontextprotocol/sdk/types.js';
 import { VERSION } from '../version.js';
 import type { A2ATool, A2AToolResult, EventView } from './a2a-tool.js';
@@ -46,8 +49,12 @@ export interface A2AMcpServerOptions {
  * The token stays in the tool: no MCP message carries it. A `wait` whose
  * request the client cancelled (or gave up on at its timeout) may still have
  * taken events: they are kept and the next `wait` returns them first, so no
- * event is lost with a dropped answer. Connect it to a transport
- * (`StdioServerTransport`) to serve.
+ * event is lost with a dropped answer. A `tools/call` whose `arguments`
+ * are not a JSON object (an array, a string, null) is answered with -32602
+ * saying what to send. Connect it to a transport to serve:
+ * `McpStdioTransport` (from `a2a-switchboard/transport`, what `switchboard
+ * mcp` uses) reads stdio within the broker's line bound; the SDK's
+ * `StdioServerTransport` stops reading after one message over 10 MiB.
  */
 export function createA2AMcpServer(options: A2AMcpServerOptions): Server {
   const { tool } = options;
@@ -66,6 +73,10 @@ export function createA2AMcpServer(options: A2AMcpServerOptions): Server {
       ? { capabilities: { tools: {} } }
       : { capabilities: { tools: {} }, instructions: options.instructions },
   );
+  // The SDK would answer arguments that are not an object with -32603 and a
+  // raw validation dump: such calls are answered before they reach it.
+  const connect = server.connect.bind(server);
+  server.connect = (transport) => connect(new ToolCallScreen(transport));
   /** Events taken by waits whose answers the client no longer read. */
   let undelivered: EventView[] = [];
   const waitTaskId = (args: Record<string, unknown>): string | undefined | false => {
@@ -122,4 +133,69 @@ export function createA2AMcpServer(options: A2AMcpServerOptions): Server {
     }
   });
   return server;
+}
+
+/** Why a `tools/call` request cannot be run, as one line saying what to send; undefined when it can. */
+function toolCallProblem(message: JSONRPCMessage): string | undefined {
+  if (!isJSONRPCRequest(message) || message.method !== 'tools/call') return undefined;
+  const params = message.params as Record<string, unknown> | undefined;
+  const send = 'send params {"name":"A2A","arguments":{"action":"discover"}}: arguments is one JSON object';
+  if (params === undefined || typeof params.name !== 'string') {
+    return `Invalid params: tools/call needs the tool's name; ${send}`;
+  }
+  const args = params.arguments;
+  if (args === undefined || (args !== null && typeof args === 'object' && !Array.isArray(args))) return undefined;
+  const got = args === null ? 'null' : Array.isArray(args) ? 'an array' : `a ${typeof args}`;
+  return `Invalid params: the tool's arguments must be a JSON object, not ${got}; ${send}`;
+}
+
+/**
+ * A transport seen through a screen: `tools/call` requests that
+ * `toolCallProblem` refuses are answered here with -32602 and never reach
+ * the server; everything else passes as is.
+ */
+class ToolCallScreen implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: Transport['onmessage'];
+  setProtocolVersion?: (version: string) => void;
+
+  constructor(private readonly inner: Transport) {
+    if (inner.setProtocolVersion !== undefined) {
+      this.setProtocolVersion = (version) => inner.setProtocolVersion?.(version);
+    }
+  }
+
+  get sessionId(): string | undefined {
+    return this.inner.sessionId;
+  }
+
+  start(): Promise<void> {
+    const { onclose, onerror } = this.inner;
+    this.inner.onclose = () => {
+      onclose?.();
+      this.onclose?.();
+    };
+    this.inner.onerror = (error) => {
+      onerror?.(error);
+      this.onerror?.(error);
+    };
+    this.inner.onmessage = (message, extra) => {
+      const problem = toolCallProblem(message);
+      if (problem === undefined || !isJSONRPCRequest(message)) {
+        this.onmessage?.(message, extra);
+        return;
+      }
+      this.inner
+        .send({ jsonrpc: '2.0', id: message.id, error: { code: ErrorCode.InvalidParams, message: problem } })
+        .catch((error: unknown) => this.onerror?.(error instanceof Error ? error : new Error(String(error))));
+    };
+    return this.inner.start();
+  }
+
+  send: Transport['send'] = (message, options) => this.inner.send(message, options);
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
 }

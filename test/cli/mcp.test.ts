@@ -1,6 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
@@ -16,6 +16,7 @@ import {
 } from '../../src/transport/a2a-tool.js';
 import { MCP_FLAGS } from '../../src/cli/mcp.js';
 import { SWITCHBOARD_BIN } from '../../src/transport/serve-process.js';
+import { alive, ownerPid } from '../host/runtime.js';
 
 let cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -25,8 +26,19 @@ afterEach(async () => {
 
 function tempDb(): string {
   const dir = mkdtempSync(join(tmpdir(), 'switchboard-mcp-'));
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  return join(dir, 'agents.db');
+  const db = join(dir, 'agents.db');
+  cleanups.push(() => {
+    // The background broker the servers started (it would idle out later) goes with its file.
+    const pid = ownerPid(db);
+    if (pid !== undefined && alive(pid)) process.kill(pid, 'SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return db;
+}
+
+/** The servers' environment: the background broker's socket and log in the test's directory, not the user's. */
+function runtimeEnv(db: string): Record<string, string> {
+  return { ...(process.env as Record<string, string>), XDG_RUNTIME_DIR: join(dirname(db), 'run') };
 }
 
 /** A token's shape: 256 random bits in base64url. */
@@ -47,6 +59,7 @@ async function host(db: string, name: string, extra: string[] = []): Promise<Hos
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [SWITCHBOARD_BIN, 'mcp', '--db', db, '--name', name, '--log-level', 'warn', ...extra],
+    env: runtimeEnv(db),
     stderr: 'pipe',
   });
   let stderr = '';
@@ -148,7 +161,7 @@ describe('switchboard mcp', () => {
     expectNoToken(lead.frames);
     expectNoToken(bounded.frames);
 
-    // Closing the host deregisters the agent.
+    // Closing the host ends the agent's registration as a closed connection does (its tasks kept).
     await lead.client.close();
     await bounded.client.close();
     const agents = (file: string) => {
@@ -159,8 +172,17 @@ describe('switchboard mcp', () => {
         sqlite.close();
       }
     };
-    expect(agents(db)).toEqual([{ name: 'lead', description: 'plans the work', end_reason: 'deregistered' }]);
-    expect(agents(otherDb)).toEqual([{ name: 'waiter', description: '', end_reason: 'deregistered' }]);
+    // The broker ends it once it sees the connection close: polled for up to 2 s.
+    const ended = async (file: string) => {
+      for (let attempt = 0; attempt < 20; attempt++) {
+        const rows = agents(file) as { end_reason: string | null }[];
+        if (rows.every((row) => row.end_reason !== null)) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      return agents(file);
+    };
+    expect(await ended(db)).toEqual([{ name: 'lead', description: 'plans the work', end_reason: 'disconnected' }]);
+    expect(await ended(otherDb)).toEqual([{ name: 'waiter', description: '', end_reason: 'disconnected' }]);
   });
 
   it('two MCP servers on one database: the lead delegates, the researcher asks, streams and completes', async () => {
@@ -256,7 +278,7 @@ describe('switchboard mcp', () => {
     const db = tempDb();
     const { spawnSync } = await import('node:child_process');
     const run = (args: string[]) =>
-      spawnSync(process.execPath, [SWITCHBOARD_BIN, 'mcp', ...args], { encoding: 'utf8' });
+      spawnSync(process.execPath, [SWITCHBOARD_BIN, 'mcp', ...args], { encoding: 'utf8', env: runtimeEnv(db) });
     const help = run(['--help']);
     expect(help.status).toBe(0);
     for (const flag of Object.keys(MCP_FLAGS)) expect(help.stdout).toMatch(new RegExp(`^  --${flag}\\b`, 'm'));

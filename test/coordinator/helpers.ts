@@ -180,16 +180,28 @@ const storages = new Map<string, Storage>();
 export async function openFixture(options: Partial<CoordinatorOptions> = {}, dir = tempDir()): Promise<Fixture> {
   const path = join(dir, ON_POSTGRES ? 'broker.db' : 'switchboard.db');
   let storage = storages.get(dir);
+  const created = storage === undefined;
   if (storage === undefined) {
     storage = ON_POSTGRES ? await postgresStorage(dir) : sqliteStorage(dir);
     storages.set(dir, storage);
   }
-  const coordinator = await createCoordinator({
-    definitions: [devSdlc],
-    deployments: deployments(),
-    ...(await storage.options()),
-    ...options,
-  });
+  let coordinator: Coordinator;
+  try {
+    coordinator = await createCoordinator({
+      definitions: [devSdlc],
+      deployments: deployments(),
+      ...(await storage.options()),
+      ...options,
+    });
+  } catch (error) {
+    // A Coordinator refused at its start leaves nothing behind when this call made its data.
+    if (created) {
+      storages.delete(dir);
+      await storage.cleanup();
+      rmSync(dir, { recursive: true, force: true });
+    }
+    throw error;
+  }
   const kept = storage;
   return {
     dir,

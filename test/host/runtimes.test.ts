@@ -220,7 +220,13 @@ describe('one broker per host, shared by runtime processes', () => {
   it('a failed start says why; an unknown option keeps its message', async () => {
     const h = host();
     await expect(connect({ db: ':memory:' })).rejects.toThrow(/in memory/);
-    const viaDb = await refusal(connect({ db: '/nonexistent/dir/x.db' }));
+    // The failed broker's log goes to the test's runtime directory, removed with it.
+    const saved = process.env.XDG_RUNTIME_DIR;
+    process.env.XDG_RUNTIME_DIR = h.env.XDG_RUNTIME_DIR;
+    const viaDb = await refusal(connect({ db: '/nonexistent/dir/x.db' })).finally(() => {
+      if (saved === undefined) delete process.env.XDG_RUNTIME_DIR;
+      else process.env.XDG_RUNTIME_DIR = saved;
+    });
     expect(viaDb.code).toBe('SPAWN_FAILED');
     expect(viaDb.message).toMatch(/directory does not exist|no such file/i);
     const viaSpawn = await refusal(connect({ spawn: { db: '/nonexistent/dir/x.db', stderr: 'ignore' } }));

@@ -88,16 +88,25 @@ describe('the packed package', () => {
     }
   });
 
-  it('type-checks, strict, a user file importing the root and a subpath', async () => {
+  it('type-checks, strict, without skipLibCheck and without the optional peers, a user file importing every entry', async () => {
+    // Nothing resolves `redis`, `pg`, `ai` or better-sqlite3's types here: a user
+    // without the optional peers must type-check all the same.
+    for (const absent of ['redis', 'pg', 'ai', '@types/pg', '@types/better-sqlite3', '@redis/client']) {
+      expect(existsSync(join(project, 'node_modules', absent)), absent).toBe(false);
+    }
     writeFileSync(
       join(project, 'main.ts'),
       [
         "import { createBroker, type Broker, TaskSchema } from 'a2a-switchboard';",
+        "import * as protocol from 'a2a-switchboard/protocol';",
         "import { TASK_TRANSITIONS } from 'a2a-switchboard/machines';",
+        "import * as bus from 'a2a-switchboard/bus';",
+        "import * as transport from 'a2a-switchboard/transport';",
         "import { AuditLog } from 'a2a-switchboard/workflow';",
+        "import * as coordinator from 'a2a-switchboard/coordinator';",
         "const broker: Broker = createBroker({ path: 'agents.db' });",
         'const rows: number = TASK_TRANSITIONS.length;',
-        'export { broker, rows, AuditLog, TaskSchema };',
+        'export { broker, rows, AuditLog, TaskSchema, protocol, bus, transport, coordinator };',
         '',
       ].join('\n'),
     );
@@ -111,7 +120,7 @@ describe('the packed package', () => {
           module: 'NodeNext',
           moduleResolution: 'NodeNext',
           types: ['node'],
-          skipLibCheck: true,
+          skipLibCheck: false,
         },
         files: ['main.ts'],
       }),
@@ -132,6 +141,23 @@ describe('the packed package', () => {
     writeFileSync(join(project, 'run.mjs'), script);
     const { stdout } = await run(process.execPath, [join(project, 'run.mjs')], { cwd: project });
     expect(stdout.trim()).toBe('function true ERR_PACKAGE_PATH_NOT_EXPORTED');
+  });
+
+  it('a require() from CommonJS, of the root or a subpath, says the package is ESM-only', async () => {
+    const script = [
+      "for (const name of ['a2a-switchboard', 'a2a-switchboard/protocol', 'a2a-switchboard/coordinator']) {",
+      '  try { require(name); console.log(name, "loaded"); } catch (error) { console.log(name, error.code, error.message); }',
+      '}',
+    ].join('\n');
+    writeFileSync(join(project, 'run.cjs'), script);
+    const { stdout } = await run(process.execPath, [join(project, 'run.cjs')], { cwd: project });
+    const lines = stdout.trim().split('\n');
+    expect(lines).toHaveLength(3);
+    for (const line of lines) {
+      expect(line).toMatch(
+        /^a2a-switchboard\S* ERR_REQUIRE_ESM a2a-switchboard is ESM-only: use import \(or await import\(\) from CommonJS\)/,
+      );
+    }
   });
 
   it('every relative link of its README and docs points to a file inside the package', () => {

@@ -190,10 +190,11 @@ describe('the package root', () => {
 });
 
 describe('the subpath exports', () => {
-  it('package.json maps each entry file under src/entry to a subpath with types and import', () => {
+  it('package.json maps each entry file under src/entry to a subpath with types, import and the ESM-only refusal for require', () => {
     const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
-      exports: Record<string, { types: string; import: string } | string>;
+      exports: Record<string, { types: string; import: string; require: string } | string>;
     };
+    const require = './dist/cjs-refusal.cjs';
     const files = readdirSync(join(root, 'src/entry'))
       .filter((name) => name.endsWith('.ts'))
       .map((name) => name.slice(0, -3))
@@ -204,11 +205,12 @@ describe('the subpath exports', () => {
         .map((key) => key.slice(2))
         .sort(),
     );
-    expect(pkg.exports['.']).toEqual({ types: './dist/index.d.ts', import: './dist/index.js' });
+    expect(pkg.exports['.']).toEqual({ types: './dist/index.d.ts', import: './dist/index.js', require });
     for (const name of files) {
       expect(pkg.exports[`./${name}`], name).toEqual({
         types: `./dist/entry/${name}.d.ts`,
         import: `./dist/entry/${name}.js`,
+        require,
       });
     }
   });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { Statement } from 'better-sqlite3';
+import type { SqliteStatement as Statement } from '../../persistence/kernel/database.js';
 import type { Logger } from '../../log/logger.js';
 import type { SqliteDatabase } from '../../persistence/kernel/database.js';
 import { CoordinatorError } from './types.js';

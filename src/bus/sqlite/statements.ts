@@ -1,5 +1,4 @@
-import type Database from 'better-sqlite3';
-import type { SqliteDatabase } from '../../persistence/kernel/database.js';
+import type { SqliteDatabase, SqliteStatement } from '../../persistence/kernel/database.js';
 
 /**
  * The SQLite work queue's statements on `bus_jobs` (see `schema.ts`), each
@@ -59,10 +58,10 @@ export type QueueStatements = Record<
   | 'statExpired'
   | 'statDead'
   | 'prune',
-  Database.Statement
+  SqliteStatement
 >;
 
-function prepare(db: SqliteDatabase, sql: string): Database.Statement {
+function prepare(db: SqliteDatabase, sql: string): SqliteStatement {
   return db.prepare(sql);
 }
 

@@ -1,8 +1,7 @@
 import type * as crypto from 'node:crypto';
-import type { Statement } from 'better-sqlite3';
 import type { AuditEntryInput, AuditHead, AuditRow } from '../../protocol/audit.js';
 import { type Clock, systemClock } from '../kernel/clock.js';
-import type { SqliteDatabase } from '../kernel/database.js';
+import type { SqliteDatabase, SqliteStatement as Statement } from '../kernel/database.js';
 import { type MigrationSet, SchemaVersionError, migrate, schemaVersion } from '../kernel/migrations.js';
 import type { AuditChain } from './audit-chain.js';
 import { AuditError } from './audit-error.js';

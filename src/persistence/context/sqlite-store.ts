@@ -1,10 +1,9 @@
-import type Database from 'better-sqlite3';
 import type { Artifact } from '../../protocol/task.js';
 import type { Part } from '../../protocol/parts.js';
 import type { BusEnvelope, HopOutcome, Usage, WorkHeaders } from '../../protocol/work-envelope.js';
 import { CommitBatcher } from '../kernel/commit-batcher.js';
 import { type Clock, systemClock } from '../kernel/clock.js';
-import { type SqliteDatabase, openDatabase } from '../kernel/database.js';
+import { type SqliteDatabase, type SqliteStatement, type SqliteTransaction, openDatabase } from '../kernel/database.js';
 import { type MigrationSet, migrate } from '../kernel/migrations.js';
 import { ContextStoreError, checkKey, checkPatch, toJson } from './arguments.js';
 import {
@@ -296,7 +295,7 @@ export class SqliteContextStore implements ContextStore {
   private closed = false;
   /** Writes of one event-loop turn share a commit (many workers completing hops at once). */
   private readonly batcher: CommitBatcher;
-  private readonly readContext: Database.Transaction<(runId: string) => WorkItemContext>;
+  private readonly readContext: SqliteTransaction<(runId: string) => WorkItemContext>;
   private readonly s: Record<
     | 'outputs'
     | 'memory'
@@ -316,7 +315,7 @@ export class SqliteContextStore implements ContextStore {
     | 'forgetOutputs'
     | 'forgetMemory'
     | 'forgetCheckpoints',
-    Database.Statement
+    SqliteStatement
   >;
 
   constructor(options: SqliteContextStoreOptions) {

@@ -1,5 +1,4 @@
-import type { Statement } from 'better-sqlite3';
-import type { SqliteDatabase } from '../kernel/database.js';
+import type { SqliteDatabase, SqliteStatement as Statement } from '../kernel/database.js';
 import { SchemaVersionError, migrate, schemaVersion } from '../kernel/migrations.js';
 import { hopUpdateValues, itemUpdateValues, usageValues } from './row-values.js';
 import { COORDINATOR_SCHEMA } from './sqlite-schema.js';

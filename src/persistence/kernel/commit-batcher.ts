@@ -1,5 +1,4 @@
-import type Database from 'better-sqlite3';
-import type { SqliteDatabase } from './database.js';
+import type { SqliteDatabase, SqliteTransaction } from './database.js';
 
 interface PendingOp {
   run: () => unknown;
@@ -20,7 +19,7 @@ interface PendingOp {
 export class CommitBatcher {
   private pending: PendingOp[] = [];
   private scheduled = false;
-  private readonly runBatch: Database.Transaction<(ops: readonly PendingOp[]) => { ok: boolean; value: unknown }[]>;
+  private readonly runBatch: SqliteTransaction<(ops: readonly PendingOp[]) => { ok: boolean; value: unknown }[]>;
 
   constructor(
     db: SqliteDatabase,

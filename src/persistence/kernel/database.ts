@@ -1,7 +1,80 @@
 import Database from 'better-sqlite3';
 
-/** An open better-sqlite3 database, as the stores, the bus and the Coordinator share it. */
-export type SqliteDatabase = Database.Database;
+/**
+ * What switchboard uses of an open better-sqlite3 database, as the stores,
+ * the bus and the Coordinator share it. Declared here, member for member as
+ * better-sqlite3 has it, so that the package's declarations never import
+ * better-sqlite3's types (a development dependency): a better-sqlite3
+ * `Database` is one, and a user of the package type-checks without them.
+ */
+export interface SqliteDatabase {
+  /** True for a database in memory. */
+  readonly memory: boolean;
+  /** True when it was opened read-only. */
+  readonly readonly: boolean;
+  /** The path it was opened with. */
+  readonly name: string;
+  /** False once closed. */
+  readonly open: boolean;
+  /** True inside a transaction. */
+  readonly inTransaction: boolean;
+  /** Compiles one SQL statement. */
+  // biome-ignore lint/complexity/noBannedTypes: better-sqlite3's own bound, so that its databases are these
+  prepare<BindParameters extends unknown[] | {} = unknown[], Result = unknown>(
+    source: string,
+  ): BindParameters extends unknown[]
+    ? SqliteStatement<BindParameters, Result>
+    : SqliteStatement<[BindParameters], Result>;
+  /** Wraps `fn` in a transaction (nested calls become savepoints). */
+  // biome-ignore lint/suspicious/noExplicitAny: the parameter list of any function, as better-sqlite3 types it
+  transaction<F extends (...params: any[]) => unknown>(fn: F): SqliteTransaction<F>;
+  /** Runs SQL text that may hold several statements. */
+  exec(source: string): this;
+  /** Runs a PRAGMA; `simple` answers the first column of the first row. */
+  pragma(source: string, options?: { simple?: boolean | undefined }): unknown;
+  /** Closes the database. */
+  close(): this;
+}
+
+/** A compiled statement of a `SqliteDatabase` (better-sqlite3's `Statement`). */
+export interface SqliteStatement<BindParameters extends unknown[] = unknown[], Result = unknown> {
+  /** The SQL text. */
+  readonly source: string;
+  /** True when it returns rows. */
+  readonly reader: boolean;
+  /** True when it does not write. */
+  readonly readonly: boolean;
+  run(...params: BindParameters): SqliteRunResult;
+  get(...params: BindParameters): Result | undefined;
+  all(...params: BindParameters): Result[];
+  iterate(...params: BindParameters): IterableIterator<Result>;
+  /** Rows come as their first column only. */
+  pluck(toggleState?: boolean): this;
+  /** Rows come as arrays. */
+  raw(toggleState?: boolean): this;
+  /** Binds the parameters once for every later run. */
+  bind(...params: BindParameters): this;
+}
+
+/** What a write reports: rows changed and the last inserted rowid. */
+export interface SqliteRunResult {
+  changes: number;
+  lastInsertRowid: number | bigint;
+}
+
+/**
+ * A function wrapped in a transaction by `SqliteDatabase.transaction`: call
+ * it, or one of its modes. (Its parameters are spelled as better-sqlite3
+ * spells them, so that its transactions are these.)
+ */
+// biome-ignore lint/suspicious/noExplicitAny: the parameter list of any function, as better-sqlite3 types it
+export interface SqliteTransaction<F extends (...params: any[]) => unknown> {
+  (...params: F extends (...args: infer A) => unknown ? A : never): ReturnType<F>;
+  default(...params: F extends (...args: infer A) => unknown ? A : never): ReturnType<F>;
+  deferred(...params: F extends (...args: infer A) => unknown ? A : never): ReturnType<F>;
+  immediate(...params: F extends (...args: infer A) => unknown ? A : never): ReturnType<F>;
+  exclusive(...params: F extends (...args: infer A) => unknown ? A : never): ReturnType<F>;
+}
 
 /**
  * How hard a commit is pushed to disk.

@@ -139,7 +139,7 @@ export function postgresError(
 let loading: Promise<typeof Pg> | undefined;
 
 /** Loads `pg` on first use; when it is not installed, a `PG_CLIENT_MISSING` that says what to install. */
-export async function loadPg(user: string): Promise<typeof Pg> {
+async function loadPg(user: string): Promise<typeof Pg> {
   loading ??= import('pg').then((m) => ((m as unknown as { default?: typeof Pg }).default ?? m) as typeof Pg);
   try {
     return await loading;

@@ -8,8 +8,42 @@ import type * as NodeRedis from 'redis';
  * deadline. Errors are the caller's: each passes the error it raises.
  */
 
-/** The `redis` package (node-redis) as loaded: only the types are imported statically. */
-export type NodeRedisModule = typeof NodeRedis;
+/**
+ * The `redis` package (node-redis) as loaded, as its callers hold it: only
+ * `createRedisClient` looks inside. (The package's types are used in this
+ * file's bodies only, so that no declaration of switchboard needs them: a
+ * user without the optional peer type-checks.)
+ */
+export interface NodeRedisModule {
+  createClient(options: object): unknown;
+}
+
+/**
+ * What switchboard uses of a node-redis client, declared here (a client that
+ * `createRedisClient` makes is one).
+ */
+export interface RedisClient {
+  /** True while connected (or connecting). */
+  readonly isOpen: boolean;
+  /** True once connected and ready for commands. */
+  readonly isReady: boolean;
+  connect(): Promise<unknown>;
+  /** Closes after the commands sent are answered. */
+  close(): Promise<unknown>;
+  /** Sends QUIT and closes. */
+  quit(): Promise<unknown>;
+  /** Closes at once; commands in flight fail. */
+  destroy(): void;
+  // biome-ignore lint/suspicious/noExplicitAny: node-redis's listeners take events of many shapes
+  on(event: string, listener: (...args: any[]) => void): unknown;
+  clientId(): Promise<number>;
+  /** One command as its words; `options.timeout` 0 lifts the client's timeout. */
+  sendCommand(args: readonly string[], options?: { timeout?: number }): Promise<unknown>;
+  xLen(key: string): Promise<number>;
+  sMembers(key: string): Promise<string[]>;
+  hGetAll(key: string): Promise<Record<string, string>>;
+  hGet(key: string, field: string): Promise<string | null>;
+}
 
 /** The versions of the optional peer dependency `redis` this code works with (package.json `peerDependencies`). */
 export const NODE_REDIS_RANGE = '^6.3.1';
@@ -25,7 +59,7 @@ export async function loadNodeRedis(
   user: string,
   missing: (message: string, cause: unknown) => Error,
 ): Promise<NodeRedisModule> {
-  loading ??= import('redis');
+  loading ??= import('redis') as Promise<NodeRedisModule>;
   try {
     return await loading;
   } catch (error) {
@@ -55,8 +89,8 @@ export interface RedisClientOptions {
  * switchboard makes it: RESP2 replies, no offline queue, reconnection with a
  * capped backoff. The caller listens to its `error` events.
  */
-export function createRedisClient(redis: NodeRedisModule, options: RedisClientOptions) {
-  return redis.createClient({
+export function createRedisClient(redis: NodeRedisModule, options: RedisClientOptions): RedisClient {
+  const client = (redis as typeof NodeRedis).createClient({
     url: options.url,
     name: options.name,
     RESP: 2,
@@ -69,10 +103,9 @@ export function createRedisClient(redis: NodeRedisModule, options: RedisClientOp
       reconnectStrategy: (retries: number) => Math.min(20 * 2 ** retries, 1000),
     },
   });
+  // Checked here: a node-redis client is a `RedisClient`.
+  return client satisfies RedisClient;
 }
-
-/** A client as `createRedisClient` makes it. */
-export type RedisClient = ReturnType<typeof createRedisClient>;
 
 /**
  * Connects `client`, or fails once `timeoutMs` has passed with the error
