@@ -149,7 +149,13 @@ describe('the pool supervisor', () => {
 
   it('names workers role#n in the order it starts them, and hands each the role and concurrency', () => {
     const { actor, inputs, live } = pool({ minReplicas: 1, maxReplicas: 3, idleTimeoutMs: 0, concurrency: 2 });
-    expect(actor.getSnapshot().context).toMatchObject({ role: 'coder', workers: [], nextWorker: 1, starts: 0, stops: 0 });
+    expect(actor.getSnapshot().context).toMatchObject({
+      role: 'coder',
+      workers: [],
+      nextWorker: 1,
+      starts: 0,
+      stops: 0,
+    });
     actor.send({ type: 'OBSERVE', now: 10, depth: 5, workers: [] });
     expect(inputs).toEqual([
       { workerId: 'coder#1', role: 'coder', concurrency: 2 },

@@ -141,7 +141,8 @@ describe('runGovernance: the cascade rules', () => {
       expect(last).toEqual({ policy: names[first], decision: 'deny', reason: decision.reason });
       const behaviour = spec[first]!.behaviour;
       if (behaviour.kind === 'deny') expect(decision.reason).toBe(behaviour.reason);
-      if (behaviour.kind === 'throw') expect(decision.reason).toBe(`policy ${names[first]} failed: ${behaviour.message}`);
+      if (behaviour.kind === 'throw')
+        expect(decision.reason).toBe(`policy ${names[first]} failed: ${behaviour.message}`);
       if (behaviour.kind === 'invalid') expect(decision.reason.startsWith(`policy ${names[first]}: `)).toBe(true);
     },
   );
@@ -266,11 +267,14 @@ describe('runGovernance: the cascade rules', () => {
         throw thrown;
       },
     });
-    expect(runGovernance([throwing('boom')], hop())).toMatchObject({ decision: 'deny', reason: 'policy t failed: boom' });
+    expect(runGovernance([throwing('boom')], hop())).toMatchObject({
+      decision: 'deny',
+      reason: 'policy t failed: boom',
+    });
     expect(runGovernance([throwing(null)], hop())).toMatchObject({ decision: 'deny', reason: 'policy t failed: null' });
   });
 
-  it("hands every policy a frozen copy of the hop: it cannot change what the next policy or the caller sees", () => {
+  it('hands every policy a frozen copy of the hop: it cannot change what the next policy or the caller sees', () => {
     const seen: Readonly<HopContext>[] = [];
     const look: Policy = (ctx) => {
       seen.push(ctx);
@@ -324,7 +328,8 @@ describe('budget: what an item may spend', () => {
     (budget, usage) => {
       const tokens = usage.inputTokens + usage.outputTokens;
       const reached: string[] = [];
-      if (budget.maxTokens !== undefined && tokens >= budget.maxTokens) reached.push(`${tokens} of ${budget.maxTokens} tokens`);
+      if (budget.maxTokens !== undefined && tokens >= budget.maxTokens)
+        reached.push(`${tokens} of ${budget.maxTokens} tokens`);
       if (budget.maxCostUsd !== undefined && usage.costUsd >= budget.maxCostUsd) {
         reached.push(`${usage.costUsd} of ${budget.maxCostUsd} USD`);
       }
@@ -333,7 +338,8 @@ describe('budget: what an item may spend', () => {
         (budget.maxCostUsd !== undefined && usage.costUsd > budget.maxCostUsd);
       const status = budgetStatus(budget, usage);
       if (over) expect(status).toEqual({ state: 'exceeded', reason: `budget exceeded: ${reached.join(', ')}` });
-      else if (reached.length > 0) expect(status).toEqual({ state: 'spent', reason: `budget spent: ${reached.join(', ')}` });
+      else if (reached.length > 0)
+        expect(status).toEqual({ state: 'spent', reason: `budget spent: ${reached.join(', ')}` });
       else expect(status).toBeNull();
       // The policy denies exactly when the budget is spent or exceeded, for the same reason.
       const verdict = budgetPolicy(budget).check(hop({ usage }));
@@ -380,24 +386,27 @@ describe('budget: what an item may spend', () => {
     refused({ maxTokens: Number.NaN, maxCostUsd: 1 }, 'maxTokens must be a whole number of tokens, not NaN');
     refused({ maxCostUsd: -0.01 }, 'maxCostUsd must be a finite amount of dollars, not -0.01');
     refused({ maxCostUsd: Number.NaN }, 'maxCostUsd must be a finite amount of dollars, not NaN');
-    refused({ maxTokens: 5, maxCostUsd: Number.POSITIVE_INFINITY }, 'maxCostUsd must be a finite amount of dollars, not Infinity');
+    refused(
+      { maxTokens: 5, maxCostUsd: Number.POSITIVE_INFINITY },
+      'maxCostUsd must be a finite amount of dollars, not Infinity',
+    );
   });
 });
 
 describe('role allow-list and hop limit', () => {
-  test.prop([fc.uniqueArray(fc.constantFrom('coding', 'review', 'devops', 'qa'), { minLength: 1 }), fc.constantFrom('coding', 'review', 'devops', 'qa', 'x')])(
-    'allows exactly the listed roles, and names them sorted when it denies',
-    (roles, role) => {
-      const policy = roleAllowListPolicy(new Set(roles).values());
-      expect(policy.name).toBe('role-allow-list');
-      const listed = [...roles].sort().join(', ');
-      expect(policy.check(hop({ role }))).toEqual(
-        roles.includes(role)
-          ? { decision: 'allow' }
-          : { decision: 'deny', reason: `role ${role} is not allowed (allowed: ${listed})` },
-      );
-    },
-  );
+  test.prop([
+    fc.uniqueArray(fc.constantFrom('coding', 'review', 'devops', 'qa'), { minLength: 1 }),
+    fc.constantFrom('coding', 'review', 'devops', 'qa', 'x'),
+  ])('allows exactly the listed roles, and names them sorted when it denies', (roles, role) => {
+    const policy = roleAllowListPolicy(new Set(roles).values());
+    expect(policy.name).toBe('role-allow-list');
+    const listed = [...roles].sort().join(', ');
+    expect(policy.check(hop({ role }))).toEqual(
+      roles.includes(role)
+        ? { decision: 'allow' }
+        : { decision: 'deny', reason: `role ${role} is not allowed (allowed: ${listed})` },
+    );
+  });
 
   it('refuses an empty allow-list', () => {
     expect(() => roleAllowListPolicy(new Set())).toThrow(

@@ -91,9 +91,13 @@ const itemWithHopsArb = (id: string) =>
   fc
     .tuple(
       itemArb(id),
-      fc.integer({ min: 0, max: 5 }).chain((n) =>
-        fc.tuple(...Array.from({ length: n }, (_, i) => hopArb(id, i + 1))).chain((hops) => fc.shuffledSubarray(hops, { minLength: hops.length })),
-      ),
+      fc
+        .integer({ min: 0, max: 5 })
+        .chain((n) =>
+          fc
+            .tuple(...Array.from({ length: n }, (_, i) => hopArb(id, i + 1)))
+            .chain((hops) => fc.shuffledSubarray(hops, { minLength: hops.length })),
+        ),
     )
     .map(([item, hops]) => ({ item, hops: hops as HopRecord[] }));
 
