@@ -22,7 +22,7 @@ const reportArb = fc.option(
     inputTokens: fc.nat(5_000),
     outputTokens: fc.nat(5_000),
     costUsd: fc.integer({ min: 0, max: 10_000 }).map((n) => n / 1_000),
-    model: fc.option(fc.constantFrom('demo-small', 'demo-large'), { nil: undefined }),
+    model: fc.constantFrom('demo-small', 'demo-large'),
   }),
   { nil: undefined },
 );

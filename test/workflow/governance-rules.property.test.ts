@@ -402,7 +402,7 @@ describe('role allow-list and hop limit', () => {
     expect(policy.name).toBe('role-allow-list');
     const listed = [...roles].sort().join(', ');
     expect(policy.check(hop({ role }))).toEqual(
-      roles.includes(role)
+      (roles as string[]).includes(role)
         ? { decision: 'allow' }
         : { decision: 'deny', reason: `role ${role} is not allowed (allowed: ${listed})` },
     );

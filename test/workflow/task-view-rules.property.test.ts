@@ -195,10 +195,11 @@ describe('taskStateCounts', () => {
       const counts = taskStateCounts(itemCounts, hopCounts);
       expect(Object.keys(counts).sort()).toEqual([...TASK_STATES].sort());
       const expected = Object.fromEntries(TASK_STATES.map((s) => [s, 0])) as Record<string, number>;
-      for (const [state, n] of Object.entries(itemCounts)) {
+      for (const [state, n] of Object.entries(itemCounts) as [string, number][]) {
         expected[ITEM_TASK_STATE[state as keyof typeof ITEM_TASK_STATE]]! += n;
       }
-      for (const [state, n] of Object.entries(hopCounts)) expected[HOP_TASK_STATE[state as HopState]]! += n;
+      for (const [state, n] of Object.entries(hopCounts) as [string, number][])
+        expected[HOP_TASK_STATE[state as HopState]]! += n;
       expect(counts).toEqual(expected);
     },
   );
