@@ -6,8 +6,9 @@
  * to .mutation/ (git-ignored). One module: `npm run mutate -- --mutate
  * src/decisions/lease-decision.ts`.
  *
- * Per-module thresholds are in scripts/mutation-thresholds.json, checked by
+ * Per-module thresholds are `moduleThresholds` below, checked by
  * scripts/mutate.mjs after the run (Stryker's own thresholds are global).
+ * stryker.fast.config.mjs is the quick run (module tests only).
  *
  * @type {import('@stryker-mutator/api/core').PartialStrykerOptions}
  */
