@@ -6,8 +6,9 @@
  * to .mutation/ (git-ignored). One module: `npm run mutate -- --mutate
  * src/decisions/lease-decision.ts`.
  *
- * Per-module thresholds are in scripts/mutation-thresholds.json, checked by
+ * Per-module thresholds are `moduleThresholds` below, checked by
  * scripts/mutate.mjs after the run (Stryker's own thresholds are global).
+ * stryker.fast.config.mjs is the quick run (module tests only).
  *
  * @type {import('@stryker-mutator/api/core').PartialStrykerOptions}
  */
@@ -39,12 +40,18 @@ export default config;
  * Equivalent mutants left alive, by module (a survivor that behaves exactly
  * as the original; every other survivor is a missing test):
  * - src/decisions/lease-decision.ts: none (191 mutants, all detected).
+ * - src/workflow/governance.ts (320 mutants, 312 detected in the quick run):
+ *   equivalent: the four `budget.maxX !== undefined` guards of
+ *   `budgetStatus` made `true` (a comparison with undefined is false anyway).
+ *   Not yet analysed: `typeof entry === 'function'` made true in
+ *   `policyName`, the `!Array.isArray(a)` approvers check made true, the
+ *   'budget spent' reason made "", `CASCADE_POLICY_NAME` made "" (static).
  */
 export const moduleThresholds = {
   default: 90,
   'src/decisions/lease-decision.ts': 90,
   'src/machines/task-transitions.ts': 97,
   'src/workflow/cost-ledger.ts': 95,
-  // 87.2% when first measured (90.0% leaving out message strings).
-  'src/workflow/governance.ts': 87,
+  // 87.2% when first measured; 97.5% with its rules as properties (quick run).
+  'src/workflow/governance.ts': 97,
 };

@@ -14,6 +14,9 @@ export default defineConfig({
       'test/governance/**/*.test.ts',
       'test/workflow/**/*.test.ts',
       'test/coordinator/cost-ledger.test.ts',
+      // The bus's delivery rules and the worker pool's plan: pure, though filed by their users.
+      'test/bus/delivery-machine.test.ts',
+      'test/worker/pool-machine.test.ts',
     ],
     setupFiles: ['test/mutation-seed.ts'],
     testTimeout: 60_000,
