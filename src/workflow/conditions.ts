@@ -75,11 +75,3 @@ export function checkCondition(condition: RuleCondition, output: unknown): Condi
   if (condition.lte !== undefined) return { holds: read <= condition.lte, read };
   return { holds: false, read };
 }
-
-/** A condition as one readable line (`/verdict equals "approved"`). */
-export function describeCondition(condition: RuleCondition): string {
-  for (const op of ['equals', 'in', 'exists', 'gt', 'gte', 'lt', 'lte'] as const) {
-    if (condition[op] !== undefined) return `${condition.pointer || '(output)'} ${op} ${JSON.stringify(condition[op])}`;
-  }
-  return condition.pointer;
-}

@@ -433,11 +433,6 @@ export class CoordinatorEngine {
     });
   }
 
-  /** Whether a work item exists (live, or ended and stored). */
-  async hasItem(itemId: string): Promise<boolean> {
-    return (await this.#view(itemId)) !== undefined;
-  }
-
   approve(itemId: string, approver: string): Promise<Step> {
     return this.#command(itemId, { kind: 'approve', approver });
   }
