@@ -59,6 +59,8 @@ export const SPAN = {
 /** Every span attribute switchboard records (values are ids, names, numbers and outcomes: never a body or token). */
 export const ATTR = {
   itemId: 'switchboard.item.id',
+  parentItemId: 'switchboard.item.parent',
+  branch: 'switchboard.item.branch',
   workflowId: 'switchboard.workflow.id',
   workflowVersion: 'switchboard.workflow.version',
   itemState: 'switchboard.item.state',

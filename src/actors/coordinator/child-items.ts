@@ -7,7 +7,7 @@ import {
 } from '../../decisions/coordinator-decisions.js';
 import type { Logger } from '../../log/logger.js';
 import type { WorkflowDefinition } from '../../protocol/workflow.js';
-import { traceFieldsOf } from '../../telemetry/tracing.js';
+import { contextWith, endSpanWithError, traceFieldsOf } from '../../telemetry/tracing.js';
 import { type WorkflowRegistry, checkWorkflowDefinition } from '../../workflow/definition.js';
 import { ZERO_RUN_USAGE } from '../../protocol/workflow.js';
 import type { OutboxRow } from '../../workflow/records.js';
@@ -73,22 +73,35 @@ export class ChildItems {
       });
       return;
     }
-    const trace = this.#traces.of(body.parentId);
-    const step = await this.#engine.createChild({
-      itemId: body.childId,
-      parentId: body.parentId,
-      hop: body.hop,
-      branch: body.branch,
-      definition,
-      input: body.input,
-      budget: body.budget,
-      attributes: { [PARENT_ATTRIBUTE]: body.parentId, [BRANCH_ATTRIBUTE]: `${body.hop}:${body.branch}` },
-      deadline:
-        body.deadlineAt === null
-          ? null
-          : { at: body.deadlineAt, ms: Math.max(1, body.deadlineAt - this.#engine.now()) },
-      trace,
+    const branch = `${body.hop}:${body.branch}`;
+    const span = this.#traces.begin(body.childId, definition, {
+      ctx: this.#traces.of(body.parentId),
+      itemId: body.parentId,
+      branch,
     });
+    const trace = contextWith(this.#traces.of(body.parentId), span);
+    let step: Step | undefined;
+    try {
+      step = await this.#engine.createChild({
+        itemId: body.childId,
+        parentId: body.parentId,
+        hop: body.hop,
+        branch: body.branch,
+        definition,
+        input: body.input,
+        budget: body.budget,
+        attributes: { [PARENT_ATTRIBUTE]: body.parentId, [BRANCH_ATTRIBUTE]: branch },
+        deadline:
+          body.deadlineAt === null
+            ? null
+            : { at: body.deadlineAt, ms: Math.max(1, body.deadlineAt - this.#engine.now()) },
+        trace,
+      });
+    } catch (error) {
+      endSpanWithError(span, error);
+      throw error;
+    }
+    span.end();
     if (step === undefined) return;
     this.#traces.keep(body.childId, trace, traceFieldsOf(trace));
     void this.#after(step);

@@ -43,13 +43,22 @@ export class ItemTraces {
     this.#store = store;
   }
 
-  /** Starts an item's root span (ended by the caller once the item is created). */
-  begin(itemId: string, workflow: { id: string; version: number }): Span {
-    return startSpanWith(SPAN.item, ROOT_CONTEXT, {
+  /**
+   * Starts an item's span (ended by the caller once the item is created): the
+   * root of a new trace, or for a child item a span under its parent's
+   * context, so a tree of work is one trace whose spans follow the tree.
+   */
+  begin(
+    itemId: string,
+    workflow: { id: string; version: number },
+    parent?: { ctx: Context; itemId: string; branch: string },
+  ): Span {
+    return startSpanWith(SPAN.item, parent?.ctx ?? ROOT_CONTEXT, {
       attributes: () => ({
         [ATTR.itemId]: itemId,
         [ATTR.workflowId]: workflow.id,
         [ATTR.workflowVersion]: workflow.version,
+        ...(parent === undefined ? {} : { [ATTR.parentItemId]: parent.itemId, [ATTR.branch]: parent.branch }),
       }),
     });
   }
