@@ -1,6 +1,7 @@
 import type { RunUsage } from '../protocol/workflow.js';
 import { addRunUsage, ZERO_RUN_USAGE } from '../protocol/workflow.js';
 import type { HopRecord, ItemRecord } from '../workflow/records.js';
+import { type TreeRow, treeOrder as orderTree } from '../workflow/item-tree.js';
 
 /**
  * Work items as a tree: a child work item (a branch, an element, a workflow
@@ -20,37 +21,14 @@ export function branchOf(item: ItemRecord): string | null {
   return typeof at === 'string' ? at : null;
 }
 
-/** One row of a tree: the item and how deep it sits (0: a root, or a child whose parent is not listed). */
-export interface TreeRow {
-  item: ItemRecord;
-  depth: number;
-}
-
 /** The items in tree order: each parent followed by its children (by hop, then as started), depth-first. */
-export function treeOrder(items: readonly ItemRecord[]): TreeRow[] {
-  const listed = new Set(items.map((i) => i.id));
-  const children = new Map<string, ItemRecord[]>();
-  const roots: ItemRecord[] = [];
-  for (const item of items) {
-    const parent = parentOf(item);
-    if (parent === null || !listed.has(parent)) roots.push(item);
-    else children.set(parent, [...(children.get(parent) ?? []), item]);
-  }
-  const out: TreeRow[] = [];
-  const visit = (item: ItemRecord, depth: number) => {
-    out.push({ item, depth });
-    const mine = (children.get(item.id) ?? []).sort(
-      (a, b) => hopOf(a) - hopOf(b) || a.createdAt - b.createdAt || a.id.localeCompare(b.id),
-    );
-    for (const child of mine) visit(child, depth + 1);
-  };
-  for (const root of roots) visit(root, 0);
-  return out;
-}
-
-function hopOf(item: ItemRecord): number {
-  const at = branchOf(item);
-  return at === null ? 0 : Number(at.slice(0, at.indexOf(':')));
+export function treeOrder(items: readonly ItemRecord[]): TreeRow<ItemRecord>[] {
+  return orderTree(items, (item) => ({
+    id: item.id,
+    parent: parentOf(item),
+    branch: branchOf(item),
+    createdAt: item.createdAt,
+  }));
 }
 
 /** An item's own usage: what its own hops cost (its `usage` is the rollup, its children's in it). */

@@ -1,7 +1,7 @@
 import type { PostgresCoordinatorStore } from '../persistence/coordinator/postgres-store.js';
 import { isTerminalState } from '../protocol/task.js';
 import { taskStateCounts, taskViewsOfItems } from '../workflow/task-view.js';
-import { type SnapshotOptions, type SystemSnapshot, itemRowOf } from './system-snapshot.js';
+import { type SnapshotOptions, type SystemSnapshot, inTree, itemRowOf } from './system-snapshot.js';
 
 /**
  * What `switchboard top` shows of a Coordinator on PostgreSQL: there is no
@@ -45,7 +45,7 @@ export async function readPostgresSnapshot(
       costUsd: totals.costUsd,
       inputTokens: totals.inputTokens,
       outputTokens: totals.outputTokens,
-      rows: [...live.slice(0, limit), ...finished].map((item) => itemRowOf(item, now)),
+      rows: inTree([...live.slice(0, limit), ...finished].map((item) => itemRowOf(item, now))),
     },
   };
 }

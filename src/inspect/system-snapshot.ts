@@ -1,6 +1,8 @@
 import type { QueueStats } from '../bus/work-queue.js';
 import type { SqliteDatabase } from '../persistence/kernel/database.js';
 import { TASK_STATES, type TaskState } from '../protocol/task.js';
+import { ITEM_TOTALS_SQL } from '../persistence/coordinator/item-reads.js';
+import { treeOrder } from '../workflow/item-tree.js';
 import type { ItemRecord } from '../workflow/records.js';
 
 /**
@@ -55,7 +57,11 @@ export interface ItemView {
   costUsd: number;
   inputTokens: number;
   outputTokens: number;
-  /** Unfinished items first (oldest first), then the latest finished ones. */
+  /**
+   * Unfinished items first (oldest first), then the latest finished ones;
+   * each listed child right after its parent (or its parent's earlier
+   * children), deeper by one.
+   */
   rows: ItemRow[];
 }
 
@@ -72,6 +78,13 @@ export interface ItemRow {
   /** ms since its last change. */
   idleMs: number;
   finished: boolean;
+  /** The parent's id for a child item, else null. */
+  parent: string | null;
+  /** Where a child sits in its parent (`<hop>:<branch>`), else null. */
+  branch: string | null;
+  /** How deep it is shown: 0 for a root (or a child whose parent is not listed). */
+  depth: number;
+  createdAt: number;
 }
 
 export interface SnapshotOptions {
@@ -191,17 +204,18 @@ function readItems(db: SqliteDatabase, now: number, limit: number): ItemView {
   let outputTokens = 0;
   for (const row of db
     .prepare(
-      `SELECT state, COUNT(*) AS n, SUM(cost_usd) AS cost, SUM(input_tokens) AS input, SUM(output_tokens) AS output
-       FROM coord_items GROUP BY state`,
+      // A tree's cost is its root's rollup: a child's usage is counted once, in its root's.
+      ITEM_TOTALS_SQL,
     )
-    .all() as { state: string; n: number; cost: number; input: number; output: number }[]) {
-    byState[row.state] = row.n;
-    costUsd += row.cost;
-    inputTokens += row.input;
-    outputTokens += row.output;
+    .all() as Record<string, unknown>[]) {
+    byState[row.state as string] = Number(row.n);
+    costUsd += Number(row.cost_usd ?? 0);
+    inputTokens += Number(row.input_tokens ?? 0);
+    outputTokens += Number(row.output_tokens ?? 0);
   }
   const columns = `id, workflow_id, workflow_version, state, stage, hop, hops, cost_usd, input_tokens, output_tokens,
-    updated_at, finished_at`;
+    updated_at, finished_at, created_at, json_extract(attributes, '$."switchboard.parent"') AS parent,
+    json_extract(attributes, '$."switchboard.branch"') AS branch`;
   type Row = {
     id: string;
     workflow_id: string;
@@ -215,6 +229,9 @@ function readItems(db: SqliteDatabase, now: number, limit: number): ItemView {
     output_tokens: number;
     updated_at: number;
     finished_at: number | null;
+    created_at: number;
+    parent: unknown;
+    branch: unknown;
   };
   const live = db
     .prepare(`SELECT ${columns} FROM coord_items WHERE finished_at IS NULL ORDER BY created_at ASC LIMIT ?`)
@@ -230,20 +247,31 @@ function readItems(db: SqliteDatabase, now: number, limit: number): ItemView {
     costUsd,
     inputTokens,
     outputTokens,
-    rows: [...live, ...finished].map((r) => ({
-      id: r.id,
-      workflow: `${r.workflow_id}@${r.workflow_version}`,
-      state: r.state,
-      stage: r.stage,
-      hop: r.hop,
-      hops: r.hops,
-      costUsd: r.cost_usd,
-      inputTokens: r.input_tokens,
-      outputTokens: r.output_tokens,
-      idleMs: Math.max(0, now - r.updated_at),
-      finished: r.finished_at !== null,
-    })),
+    rows: inTree(
+      [...live, ...finished].map((r) => ({
+        id: r.id,
+        workflow: `${r.workflow_id}@${r.workflow_version}`,
+        state: r.state,
+        stage: r.stage,
+        hop: r.hop,
+        hops: r.hops,
+        costUsd: r.cost_usd,
+        inputTokens: r.input_tokens,
+        outputTokens: r.output_tokens,
+        idleMs: Math.max(0, now - r.updated_at),
+        finished: r.finished_at !== null,
+        parent: typeof r.parent === 'string' ? r.parent : null,
+        branch: typeof r.branch === 'string' ? r.branch : null,
+        depth: 0,
+        createdAt: r.created_at,
+      })),
+    ),
   };
+}
+
+/** The rows in tree order, each with its depth. */
+export function inTree(rows: readonly ItemRow[]): ItemRow[] {
+  return treeOrder(rows, (row) => row).map(({ item, depth }) => ({ ...item, depth }));
 }
 
 /** An item as the snapshot lists it (its row on either store). */
@@ -260,5 +288,9 @@ export function itemRowOf(item: ItemRecord, now: number): ItemRow {
     outputTokens: item.usage.outputTokens,
     idleMs: Math.max(0, now - item.updatedAt),
     finished: item.finishedAt !== null,
+    parent: typeof item.attributes?.['switchboard.parent'] === 'string' ? item.attributes['switchboard.parent'] : null,
+    branch: typeof item.attributes?.['switchboard.branch'] === 'string' ? item.attributes['switchboard.branch'] : null,
+    depth: 0,
+    createdAt: item.createdAt,
   };
 }

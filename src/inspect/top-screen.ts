@@ -144,7 +144,14 @@ export function renderScreen(snapshot: SystemSnapshot, options: ScreenOptions): 
         ],
       ],
       rows: items.rows.map((item) => [
-        { text: row([item.id, item.workflow], ITEM_WIDTHS.slice(0, 2)), style: item.finished ? 'dim' : 'none' },
+        {
+          // A child is drawn under its parent: indented, by where it sits (its id is its parent's and that).
+          text: row(
+            [item.depth === 0 ? item.id : `${'  '.repeat(item.depth - 1)}└ ${item.branch ?? item.id}`, item.workflow],
+            ITEM_WIDTHS.slice(0, 2),
+          ),
+          style: item.finished ? 'dim' : 'none',
+        },
         { text: cell(item.state, ITEM_WIDTHS[2]), style: ITEM_STATE_STYLE[item.state] ?? 'none' },
         {
           text: row(

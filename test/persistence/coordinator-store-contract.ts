@@ -322,6 +322,30 @@ export function runCoordinatorStoreContract(name: string, factory: CoordinatorSt
         inputTokens: 11,
         outputTokens: 7,
       });
+      // A child's usage is in its root's rollup: the totals count each tree once, by its root. A root
+      // whose attribute's value reads like the parent key is still a root.
+      await store.commit({
+        changes: [
+          at('a.1.0', 5000, {
+            attributes: { 'switchboard.parent': 'a', 'switchboard.branch': '1:0' },
+            usage: { inputTokens: 4, outputTokens: 1, costUsd: 0.1, elapsedMs: 1 },
+          }),
+          at('e', 6000, {
+            state: 'completed',
+            finishedAt: 6500,
+            attributes: { note: '"switchboard.parent":"a"' },
+            usage: { inputTokens: 1, outputTokens: 1, costUsd: 0.05, elapsedMs: 1 },
+          }),
+        ],
+        deleteOutbox: [],
+      });
+      expect(await store.readItemTotals()).toEqual({
+        byState: { running: 3, 'awaiting-approval': 1, completed: 2 },
+        total: 6,
+        costUsd: 0.8,
+        inputTokens: 12,
+        outputTokens: 8,
+      });
     });
   });
 }

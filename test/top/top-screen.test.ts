@@ -83,4 +83,39 @@ describe('the top screen', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 90_000);
+
+  it('follows the tree of a review-fanout run: children under their parent, each tree counted once in the cost', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'switchboard-top-'));
+    try {
+      const db = join(dir, 'demo.db');
+      await run(process.execPath, [SWITCHBOARD_BIN, 'demo', '--workflow', 'review-fanout', '--approve', '--db', db], {
+        timeout: 90_000,
+      });
+      const { stdout } = await run(process.execPath, [SWITCHBOARD_BIN, 'top', '--db', db], {
+        env: { ...process.env, COLUMNS: '160' },
+      });
+      const lines = stdout.split('\n');
+      const isRoot = (l: string) => /^[0-9a-f-]{36}\s+review-fanou/.test(l);
+      const roots = lines.flatMap((l, i) => (isRoot(l) ? [i] : []));
+      expect(roots).toHaveLength(2);
+      for (const at of roots) {
+        // The children follow their root, indented, named by where they sit (hop:branch).
+        const children: string[] = [];
+        for (let i = at + 1; i < lines.length && /^└ /.test(lines[i]!); i++) children.push(lines[i]!);
+        expect(children.map((l) => l.split(/\s+/)[1]).sort()).toEqual(
+          ['2:0', '2:1', '2:2', '3:qa', '3:security', '5:qa', '5:security'].sort(),
+        );
+      }
+      // The total is the sum of the roots' rollups: the children's cost is in it once.
+      const cost = (l: string) => Number(/\$(\d+\.\d{4})/.exec(l)?.[1]);
+      const total = Number(/WORK ITEMS 16 {2}cost \$(\d+\.\d+)/.exec(stdout)?.[1]);
+      expect(total).toBeGreaterThan(0);
+      expect(total).toBeCloseTo(
+        roots.reduce((s, at) => s + cost(lines[at]!), 0),
+        3,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 150_000);
 });

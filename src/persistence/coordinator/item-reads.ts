@@ -60,11 +60,23 @@ export const DEFINITION_BODIES_SQL = 'SELECT body FROM coord_definitions';
 /** The roles hops went to. */
 export const HOP_ROLES_SQL = 'SELECT DISTINCT role FROM coord_hops';
 
-/** Item counts, cost and tokens per state. */
-export const ITEM_TOTALS_SQL = `SELECT state, COUNT(*) AS n, SUM(cost_usd) AS cost_usd, SUM(input_tokens) AS input_tokens,
-  SUM(output_tokens) AS output_tokens FROM coord_items GROUP BY state`;
+/**
+ * A root item (one that names no parent), in SQL both stores read: a
+ * parent's usage is the rollup of its whole tree, so what all items cost is
+ * the sum over the roots (a child's usage is already in its root's). The
+ * attributes are JSON written without spaces, so the key reads as
+ * `"switchboard.parent":` and a value holding that text escapes its quotes.
+ */
+export const ROOT_ITEM_SQL = `(attributes IS NULL OR attributes NOT LIKE '%"switchboard.parent":%')`;
 
-/** The items of a store in numbers: how many in each state, and what all of them cost. */
+/** Item counts per state, and the cost and tokens of the roots in each state (their trees' rollups). */
+export const ITEM_TOTALS_SQL = `SELECT state, COUNT(*) AS n,
+  SUM(CASE WHEN ${ROOT_ITEM_SQL} THEN cost_usd ELSE 0 END) AS cost_usd,
+  SUM(CASE WHEN ${ROOT_ITEM_SQL} THEN input_tokens ELSE 0 END) AS input_tokens,
+  SUM(CASE WHEN ${ROOT_ITEM_SQL} THEN output_tokens ELSE 0 END) AS output_tokens
+  FROM coord_items GROUP BY state`;
+
+/** The items of a store in numbers: how many in each state, and what all of them cost (each tree once). */
 export interface ItemTotals {
   byState: Record<string, number>;
   total: number;
