@@ -18,8 +18,8 @@
  * (workers, bus, broker mirror included) and the wall time. Rounds are
  * repeated; medians are printed with the ratio to the chain's.
  *
- * Not measured here: DBOS running the same fan-out as child workflows (the
- * comparison the fan-out work aims at) is not installed in this repository.
+ * DBOS running the same fan-out as child workflows on PostgreSQL is
+ * measured by bench:fanout:postgres (bench/fanout-postgres.ts).
  *
  * Progress goes to stderr; the figures to stdout.
  */
