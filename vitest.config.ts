@@ -68,6 +68,8 @@ export default defineConfig({
                   'test/coordinator/demo-cli.test.ts',
                   'test/coordinator/context-retention.test.ts',
                   'test/coordinator/cost-ledger.test.ts',
+                  // It runs on the SQLite bus and on Redis by itself.
+                  'test/coordinator/takeover-reclaim.test.ts',
                 ],
                 env: { SWITCHBOARD_TEST_STORE: 'postgres' },
               },

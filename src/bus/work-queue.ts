@@ -56,6 +56,16 @@ export interface WorkQueue {
   nack(delivery: Delivery, options: NackOptions): Promise<NackResult>;
   /** Gives a lease back without failing it: the message is ready again at once (the delivery still counts). */
   release(delivery: Delivery): Promise<boolean>;
+  /**
+   * Ends every live lease of `role` now, as if each had run out: the
+   * messages are ready again at once for whoever consumes next (each
+   * delivery counts, as an expiry does), and acks, nacks and heartbeats with
+   * the ended leases are refused. For a consumer that takes over a role from
+   * one that died (a new Coordinator leader taking back the results its dead
+   * predecessor held) instead of waiting for those leases to run out.
+   * Resolves with how many leases it ended.
+   */
+  expireLeases(role: string): Promise<number>;
 
   /** The dead letters: listed, replayed, purged. */
   readonly deadLetters: DeadLetterQueue;

@@ -21,9 +21,9 @@ export interface Accrual {
   row: UsageRow;
 }
 
-/** Elapsed milliseconds of a hop's running segment that ends now (0 when it was not running). */
-export function segmentMs(hop: HopRecord, now: number): number {
-  return hop.activeSince === null ? 0 : Math.max(0, now - hop.activeSince);
+/** Elapsed milliseconds of a hop's running segment that ends at `end` (0 when it was not running). */
+export function segmentMs(hop: HopRecord, end: number): number {
+  return hop.activeSince === null ? 0 : Math.max(0, end - hop.activeSince);
 }
 
 /** The run-usage form of a worker's report plus the measured time. */
@@ -39,11 +39,18 @@ export function toRunUsage(usage: Usage | undefined, elapsedMs: number): RunUsag
 
 /**
  * Accrues a result's usage onto its hop and the hop's work item. The hop's
- * running segment ends (`activeSince` is cleared); the caller sets the hop's
- * new state.
+ * running segment ends at `segmentEnd` (default now: when its result was
+ * published, for a result) and `activeSince` is cleared; the caller sets
+ * the hop's new state.
  */
-export function accrue(hop: HopRecord, item: ItemRecord, usage: Usage | undefined, now: number): Accrual {
-  const added = toRunUsage(usage, segmentMs(hop, now));
+export function accrue(
+  hop: HopRecord,
+  item: ItemRecord,
+  usage: Usage | undefined,
+  now: number,
+  segmentEnd: number = now,
+): Accrual {
+  const added = toRunUsage(usage, segmentMs(hop, segmentEnd));
   const model = usage?.model ?? hop.model ?? UNREPORTED_MODEL;
   const nextHop: HopRecord = { ...hop, usage: addRunUsage(hop.usage, added), model, activeSince: null };
   const nextItem: ItemRecord = { ...item, usage: addRunUsage(item.usage, added), updatedAt: now };

@@ -399,6 +399,34 @@ export function runWorkQueueContract(name: string, factory: WorkQueueFactory): v
         expect(await queue.ack(again!)).toBe(true);
       });
 
+      it('expireLeases ends every live lease of a role at once: the messages are handed out again, the old leases fenced', async () => {
+        const { queue, role } = await setup();
+        const other = uniqueRole('other');
+        await publishN(queue, role, 3);
+        await queue.publish(other, workEnvelope(9), { idempotencyKey: 'o' });
+        const held = await queue.consume(role, { consumer: 'dead', visibilityTimeoutMs: 600_000, max: 2 });
+        const [elsewhere] = await queue.consume(other, { consumer: 'dead', visibilityTimeoutMs: 600_000 });
+        expect(held).toHaveLength(2);
+        expect(await queue.expireLeases(role)).toBe(2);
+        // Nothing left to end: a second call ends none.
+        expect(await queue.expireLeases(role)).toBe(0);
+        const again = await queue.consume(role, { consumer: 'heir', visibilityTimeoutMs: 60_000, max: 3 });
+        expect(again.map((d) => d.id).sort()).toEqual(
+          [...held.map((d) => d.id), again.find((d) => !held.some((h) => h.id === d.id))!.id].sort(),
+        );
+        for (const d of again) {
+          if (held.some((h) => h.id === d.id)) expect(d.deliveries).toBe(2);
+        }
+        for (const d of held) {
+          expect(await queue.ack(d)).toBe(false);
+          expect(await queue.heartbeat(d)).toBeNull();
+        }
+        expect(await queue.ackMany(again)).toEqual([true, true, true]);
+        // Another role's leases are untouched.
+        expect(await queue.ack(elsewhere!)).toBe(true);
+        await expect(queue.expireLeases('not a role!')).rejects.toMatchObject({ code: 'BUS_INVALID_ARGUMENT' });
+      });
+
       it('ackMany acks what it still holds and refuses the rest', async () => {
         const { queue, role } = await setup();
         await publishN(queue, role, 2);

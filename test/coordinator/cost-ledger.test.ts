@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { type HopRecord, type ItemRecord, dispatchedHop } from '../../src/workflow/records.js';
 import { UNREPORTED_MODEL, accrue, segmentMs, totalTokens } from '../../src/workflow/cost-ledger.js';
+import { segmentEnd } from '../../src/decisions/coordinator/result.js';
 
 const zero = { inputTokens: 0, outputTokens: 0, costUsd: 0, elapsedMs: 0 };
 
@@ -79,6 +80,20 @@ describe('cost ledger', () => {
     expect(a.hop.usage).toEqual({ inputTokens: 6, outputTokens: 2, costUsd: 0.03, elapsedMs: 30 });
     // A clock that went backwards never makes negative time.
     expect(segmentMs(hop({ activeSince: 2_000 }), 1_000)).toBe(0);
+  });
+
+  it("a hop's time ends when its result was published, not when a Coordinator came to apply it", () => {
+    // Published at 1,200, applied at 20,000 (a dead leader held the result): 200 ms, updated at 20,000.
+    const a = accrue(hop(), item, undefined, 20_000, segmentEnd(hop(), 20_000, 1_200));
+    expect(a.added.elapsedMs).toBe(200);
+    expect(a.row.elapsedMs).toBe(200);
+    expect(a.item.updatedAt).toBe(20_000);
+    // Unknown publish time: now. A publish time from a clock behind the segment's start: no time, never
+    // negative; one ahead of now: now.
+    expect(segmentEnd(hop(), 20_000, undefined)).toBe(20_000);
+    expect(segmentEnd(hop(), 20_000, 500)).toBe(1_000);
+    expect(segmentEnd(hop(), 20_000, 90_000)).toBe(20_000);
+    expect(segmentEnd(hop({ activeSince: null }), 20_000, 1_200)).toBe(20_000);
   });
 
   it('a result without usage still accrues its time, under the hop model or "unreported"', () => {

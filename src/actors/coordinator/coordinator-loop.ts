@@ -140,7 +140,11 @@ export class CoordinatorLoop {
     const spans = tracingOn() ? batch.map((rd) => this.#applySpan(rd)) : undefined;
     try {
       applied = await engine.applyResults(
-        batch.map((rd, i) => (spans === undefined ? rd : { result: rd.result, trace: spans[i]!.context })),
+        batch.map((rd, i) => ({
+          result: rd.result,
+          publishedAt: rd.delivery.publishedAt,
+          ...(spans === undefined ? {} : { trace: spans[i]!.context }),
+        })),
       );
     } catch (error) {
       applied = batch.map(() => ({ error }));

@@ -86,6 +86,16 @@ export interface EngineOptions {
   traces?: { of(itemId: string): Context } | undefined;
 }
 
+/**
+ * A hop result to apply, with the context its decision span continues and
+ * when the bus says it was published (the hop's time ends there).
+ */
+export interface AppliedResult {
+  result: ResultEnvelope;
+  trace?: Context;
+  publishedAt?: number;
+}
+
 /** One input to decide, with the context its decision span continues (default: the item's). */
 interface Input {
   view: ItemView | undefined;
@@ -120,7 +130,7 @@ export class CoordinatorEngine {
     | {
         queuedAt: number;
         calls: {
-          batch: readonly { result: ResultEnvelope; trace?: Context }[];
+          batch: readonly AppliedResult[];
           resolve: (outcomes: ({ step: Step; handling: ResultHandling } | { error: unknown })[]) => void;
           reject: (error: unknown) => void;
         }[];
@@ -294,7 +304,7 @@ export class CoordinatorEngine {
    * the rest commit.
    */
   applyResults(
-    batch: readonly { result: ResultEnvelope; trace?: Context }[],
+    batch: readonly AppliedResult[],
   ): Promise<({ step: Step; handling: ResultHandling } | { error: unknown })[]> {
     return new Promise((resolve, reject) => {
       // Results arriving while a decision runs (a commit in flight: long on a network store) wait for
@@ -328,15 +338,20 @@ export class CoordinatorEngine {
 
   /** Applies the results `take` hands over when their turn comes (see `applyResults`). */
   #applyNow(
-    take: () => readonly { result: ResultEnvelope; trace?: Context }[],
+    take: () => readonly AppliedResult[],
   ): Promise<({ step: Step; handling: ResultHandling } | { error: unknown })[]> {
     return this.#exclusive(async () => {
       const batch = take();
       const inputs = async () => {
         const out: (Input & { itemId: string })[] = [];
-        for (const { result, trace } of batch) {
+        for (const { result, trace, publishedAt } of batch) {
           const itemId = result.headers.runId;
-          out.push({ view: await this.#view(itemId), input: { kind: 'result', result }, itemId, trace });
+          const input: CoordinatorInput = {
+            kind: 'result',
+            result,
+            ...(publishedAt === undefined ? {} : { publishedAt }),
+          };
+          out.push({ view: await this.#view(itemId), input, itemId, trace });
         }
         return out;
       };

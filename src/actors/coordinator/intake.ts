@@ -149,6 +149,11 @@ export class CoordinatorIntake {
         if (item.state === 'awaiting-approval') this.#approve(item.id, approver);
       }
     }
+    // What an earlier intake held (a leader that died) is handed out again now.
+    for (const role of [ITEMS_ROLE, APPROVALS_ROLE]) {
+      const taken = await this.#o.bus.expireLeases(role);
+      if (taken > 0) this.#log.info({ role, requests: taken }, 'took back the requests an earlier Coordinator held');
+    }
     this.#loops.push(this.#loop(ITEMS_ROLE, (d) => this.#createItem(d)));
     this.#loops.push(this.#loop(APPROVALS_ROLE, (d) => this.#decide(d)));
   }

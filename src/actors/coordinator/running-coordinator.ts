@@ -160,6 +160,10 @@ export class RunningCoordinator implements Coordinator {
       const stats = await Promise.allSettled(depthRoles.map((role) => this.bus.stats(role)));
       return stats.flatMap((r) => (r.status === 'fulfilled' ? [{ role: r.value.role, depth: r.value.depth }] : []));
     });
+    // This Coordinator is the one consumer of the results: what an earlier one held (a leader that
+    // died, a process killed) is handed out again now, not when its leases would have run out.
+    const taken = await this.bus.expireLeases(RESULTS_ROLE);
+    if (taken > 0) compiled.log.info({ results: taken }, 'took back the results an earlier Coordinator held');
     this.#loop.start();
     this.#p.forgetter.start();
   }

@@ -439,6 +439,13 @@ export class RedisQueue implements WorkQueue {
     return ok === 1 ? until : null;
   }
 
+  async expireLeases(role: string): Promise<number> {
+    this.assertOpen();
+    checkRole(role);
+    const now = this.options.clock.now();
+    return this.call<number>(() => this.run('expireLeases', [this.keys.leaseDeadlines(role)], [String(now)]));
+  }
+
   async nack(delivery: Delivery, options: NackOptions): Promise<NackResult> {
     this.assertOpen();
     const d = this.own(delivery);

@@ -38,6 +38,7 @@ export interface BusScripts {
   readonly lease: LuaScript;
   readonly ack: LuaScript;
   readonly heartbeat: LuaScript;
+  readonly expireLeases: LuaScript;
   readonly settle: LuaScript;
   readonly dead: LuaScript;
   readonly listDead: LuaScript;
@@ -50,6 +51,7 @@ const FILES: Record<keyof BusScripts, string> = {
   lease: 'lease.lua',
   ack: 'ack.lua',
   heartbeat: 'heartbeat.lua',
+  expireLeases: 'expire-leases.lua',
   settle: 'settle.lua',
   dead: 'dead.lua',
   listDead: 'list-dead.lua',

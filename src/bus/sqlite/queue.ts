@@ -348,6 +348,16 @@ export class SqliteQueue implements WorkQueue {
     }, false);
   }
 
+  async expireLeases(role: string): Promise<number> {
+    this.assertOpen();
+    checkRole(role);
+    return this.run(() => {
+      const now = this.options.clock.now();
+      // Each lease runs out now; the next consume of the role hands the messages out again.
+      return this.s.expireAll.run(now, role, now).changes;
+    }, false);
+  }
+
   async nack(delivery: Delivery, options: NackOptions): Promise<NackResult> {
     this.assertOpen();
     const d = this.own(delivery);

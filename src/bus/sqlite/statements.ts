@@ -36,6 +36,7 @@ export type QueueStatements = Record<
   | 'insert'
   | 'byKey'
   | 'expired'
+  | 'expireAll'
   | 'expireReady'
   | 'expireDead'
   | 'candidates'
@@ -80,6 +81,10 @@ export function prepareQueueStatements(db: SqliteDatabase): QueueStatements {
       db,
       `SELECT seq, deliveries, retry_policy, last_error FROM bus_jobs
        WHERE role = ? AND state = 'leased' AND leased_until <= ? LIMIT 1000`,
+    ),
+    expireAll: prepare(
+      db,
+      `UPDATE bus_jobs SET leased_until = ? WHERE role = ? AND state = 'leased' AND leased_until > ?`,
     ),
     expireReady: prepare(
       db,

@@ -31,7 +31,7 @@ export function decide(view: ItemView | undefined, input: CoordinatorInput, env:
     case 'create':
       return create(input, env);
     case 'result':
-      return result(view, input.result, env);
+      return result(view, input.result, env, input.publishedAt);
     case 'timer':
       return timer(view, env);
     case 'approve':

@@ -17,7 +17,12 @@ import { Work, json, unchanged } from './work.js';
  * once per continuation. A redelivered result finds its hop moved on and
  * changes nothing.
  */
-export function result(view: ItemView | undefined, result: ResultEnvelope, env: DecisionEnv): Decision {
+export function result(
+  view: ItemView | undefined,
+  result: ResultEnvelope,
+  env: DecisionEnv,
+  publishedAt?: number,
+): Decision {
   if (view === undefined) return unchanged(view, 'unknown');
   const now = env.now;
   const askedBy = result.headers.askedBy;
@@ -27,7 +32,7 @@ export function result(view: ItemView | undefined, result: ResultEnvelope, env: 
     // A question is published only after its suspension commits, so an answer always finds its query.
     if (query === undefined || query.kind !== 'query') return unchanged(view, 'unknown');
     if (query.state !== 'dispatched') return unchanged(view, 'duplicate');
-    return answer(work, result, query, now);
+    return answer(work, result, query, now, segmentEnd(query, now, publishedAt));
   }
   const hop = view.hops.get(result.headers.taskId);
   if (hop === undefined || hop.kind !== 'stage' || hop.itemId !== result.headers.runId) {
@@ -39,7 +44,7 @@ export function result(view: ItemView | undefined, result: ResultEnvelope, env: 
   if (result.ask !== undefined && work.hopByContinuation(result.ask.continuationToken) !== undefined) {
     return unchanged(view, 'duplicate');
   }
-  const accrual = accrue(hop, work.item, result.usage, now);
+  const accrual = accrue(hop, work.item, result.usage, now, segmentEnd(hop, now, publishedAt));
   work.item = accrual.item;
   work.usage.push(accrual.row);
   let next: HopRecord = accrual.hop;
@@ -129,4 +134,14 @@ export function result(view: ItemView | undefined, result: ResultEnvelope, env: 
   }
   drive(work);
   return work.finish('applied', false);
+}
+
+/**
+ * When a hop's running segment ended: when its result was put on the bus,
+ * never before the segment began nor after now (clocks of two machines may
+ * disagree); now when the bus did not say.
+ */
+export function segmentEnd(hop: HopRecord, now: number, publishedAt: number | undefined): number {
+  if (publishedAt === undefined || hop.activeSince === null) return now;
+  return Math.min(now, Math.max(hop.activeSince, publishedAt));
 }

@@ -128,15 +128,27 @@ export function suspend(
   return work.finish('applied', false);
 }
 
-export function answer(work: Work, result: ResultEnvelope, query: HopRecord, now: number): Decision {
-  if (!takeAnswer(work, result, query, now)) return late(work, query);
+export function answer(
+  work: Work,
+  result: ResultEnvelope,
+  query: HopRecord,
+  now: number,
+  segmentEnd: number = now,
+): Decision {
+  if (!takeAnswer(work, result, query, now, segmentEnd)) return late(work, query);
   drive(work);
   return work.finish('applied', false);
 }
 
 /** Records a query's answer (or failure) and resumes the hop that asked: false when nothing waits for it. */
-export function takeAnswer(work: Work, result: ResultEnvelope, query: HopRecord, now: number): boolean {
-  const added = recordAnswer(work, result, query, now);
+export function takeAnswer(
+  work: Work,
+  result: ResultEnvelope,
+  query: HopRecord,
+  now: number,
+  segmentEnd: number = now,
+): boolean {
+  const added = recordAnswer(work, result, query, now, segmentEnd);
   const ctx = work.ctx;
   if (
     work.item.finishedAt !== null ||
@@ -151,8 +163,14 @@ export function takeAnswer(work: Work, result: ResultEnvelope, query: HopRecord,
 }
 
 /** Writes down a query's answer (or failure): its hop row, its cost, its audit rows and event. Returns its usage. */
-export function recordAnswer(work: Work, result: ResultEnvelope, query: HopRecord, now: number): HopRecord['usage'] {
-  const accrual = accrue(query, work.item, result.usage, now);
+export function recordAnswer(
+  work: Work,
+  result: ResultEnvelope,
+  query: HopRecord,
+  now: number,
+  segmentEnd: number = now,
+): HopRecord['usage'] {
+  const accrual = accrue(query, work.item, result.usage, now, segmentEnd);
   work.item = accrual.item;
   work.usage.push(accrual.row);
   const failed = result.outcome === 'failed';

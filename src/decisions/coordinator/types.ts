@@ -58,7 +58,12 @@ export type CoordinatorInput =
       /** A child's deadline, inherited from its parent (default: its definition's, from now). */
       deadline?: RunDeadline | null;
     }
-  | { kind: 'result'; result: ResultEnvelope }
+  /**
+   * A hop's result, and when it was put on the bus (the publishing worker's
+   * clock): the hop's time ends there, so a wait for a Coordinator (a dead
+   * leader's lease on the result) is not charged to the hop.
+   */
+  | { kind: 'result'; result: ResultEnvelope; publishedAt?: number }
   | { kind: 'approve'; approver: string }
   | { kind: 'deny'; approver: string; reason?: string }
   | { kind: 'cancel'; by: string | null; reason: string | null }
