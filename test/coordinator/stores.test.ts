@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Coordinator, createCoordinator } from '../../src/actors/coordinator/coordinator.js';
 import { openPostgresStorage } from '../../src/actors/coordinator/storage/postgres-storage.js';
@@ -218,5 +219,27 @@ describe('a Coordinator on PostgreSQL needs the parts a whole deployment shares'
     await expect(
       createCoordinator({ definitions: [devSdlc], path: '/nonexistent/x.db', postgres: { url: 'postgres://h/db' } }),
     ).rejects.toMatchObject({ code: 'COORD_INVALID_ARGUMENT', message: expect.stringContaining('one of them') });
+  });
+});
+
+describe('an embedded Coordinator opens its own parts on its file', () => {
+  it('refuses a bus, Context Engine, broker or db given beside path (they would be ignored), before opening anything', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sb-path-parts-'));
+    try {
+      const path = join(dir, 'x.db');
+      for (const extra of [
+        { bus: {} as never },
+        { broker: {} as never, contextStore: {} as never },
+        { db: {} as never },
+      ]) {
+        await expect(createCoordinator({ definitions: [devSdlc], path, ...extra })).rejects.toMatchObject({
+          code: 'COORD_INVALID_ARGUMENT',
+          message: expect.stringContaining(`so ${Object.keys(extra).join(', ')} would be ignored`),
+        });
+      }
+      expect(existsSync(path)).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

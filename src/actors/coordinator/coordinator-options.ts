@@ -303,6 +303,14 @@ function placeOf(options: CoordinatorOptions): CoordinatorPlace {
     };
   }
   if (options.path !== undefined) {
+    const given = (['db', 'broker', 'bus', 'contextStore'] as const).filter((k) => options[k] !== undefined);
+    if (given.length > 0) {
+      // They would be ignored: the file's own would run, and work published to the given bus never seen.
+      throw invalid(
+        `path opens its own broker, bus and Context Engine on the file, so ${given.join(', ')} would be ignored: ` +
+          'give path alone, or db, broker, bus and contextStore without path',
+      );
+    }
     return { from: 'file', path: options.path, durability: options.durability ?? 'normal' };
   }
   if (!options.broker || !options.bus || !options.db || !options.contextStore) {
