@@ -66,6 +66,17 @@ export interface WorkQueue {
    * Resolves with how many leases it ended.
    */
   expireLeases(role: string): Promise<number>;
+  /**
+   * What the bus's state is a generation of: the same string while the bus
+   * keeps what it was given; another one once it lost it (a Redis server
+   * restarted empty, a FLUSHALL, the deployment's keys deleted). A
+   * Coordinator compares it as it runs and, when it changes, publishes again
+   * everything it holds as outstanding. Null for a bus that never loses
+   * state by itself: the SQLite bus lives in a file backed up and restored
+   * with the Coordinator's own tables (in the embedded default, the same
+   * file).
+   */
+  generation(): Promise<string | null>;
 
   /** The dead letters: listed, replayed, purged. */
   readonly deadLetters: DeadLetterQueue;

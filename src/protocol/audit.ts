@@ -32,6 +32,8 @@ export const AUDIT_KINDS = [
   'failure',
   /** Time ran out: a hop past its stage's timeout (re-published or failed) or an item past its deadline. */
   'timeout',
+  /** The bus lost its state: the hops the item had out were published again under their own keys (in `data`). */
+  'reconcile',
   /** A `next` rule's condition decided where the run went (the pointer and the value it read in `data`). */
   'route',
   /** A parallel, map or workflow stage started child work items (their ids and budgets in `data`). */

@@ -101,6 +101,22 @@ function states(db: string): string {
 
 describe.runIf(hasRedisServer || IN_CI)('a Redis server restarted empty mid-run', () => {
   it('every item still completes by its stage timeouts; each effect applied once; the audit verifies', async () => {
+    await restartMidRun({ timeouts: true });
+  }, 240_000);
+
+  it('with no timeout anywhere, the Coordinator sees the bus lost its state and publishes again what was out', async () => {
+    await restartMidRun({ timeouts: false });
+  }, 240_000);
+});
+
+/**
+ * The run: 12 items of a 3-stage workflow, Redis restarted empty once some
+ * are done. With `timeouts`, each stage has one (2 s): lost hops are found
+ * by it. Without, nothing but the Coordinator's look at the bus's generation
+ * finds them (audited `reconcile`).
+ */
+async function restartMidRun({ timeouts }: { timeouts: boolean }): Promise<void> {
+  {
     const dir = mkdtempSync(join(tmpdir(), 'sb-redis-restart-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const port = await freePort();
@@ -110,6 +126,7 @@ describe.runIf(hasRedisServer || IN_CI)('a Redis server restarted empty mid-run'
     const db = join(dir, 'coordinator.db');
     const effectsDb = join(dir, 'effects.db');
     const workflow = join(dir, 'timed.json');
+    const timeout = timeouts ? { timeout: '2s' } : {};
     writeFileSync(
       workflow,
       JSON.stringify({
@@ -118,9 +135,9 @@ describe.runIf(hasRedisServer || IN_CI)('a Redis server restarted empty mid-run'
         start: 'plan',
         defaults: { retry: { initialInterval: '100ms', maximumInterval: '1s', maximumAttempts: 0 } },
         stages: {
-          plan: { role: 'plan', timeout: '2s', next: [{ on: 'succeeded', goto: 'build' }] },
-          build: { role: 'build', timeout: '2s', next: [{ on: 'succeeded', goto: 'ship' }] },
-          ship: { role: 'ship', timeout: '2s', next: [{ on: 'succeeded', end: 'completed' }] },
+          plan: { role: 'plan', ...timeout, next: [{ on: 'succeeded', goto: 'build' }] },
+          build: { role: 'build', ...timeout, next: [{ on: 'succeeded', goto: 'ship' }] },
+          ship: { role: 'ship', ...timeout, next: [{ on: 'succeeded', end: 'completed' }] },
         },
       }),
     );
@@ -179,11 +196,16 @@ describe.runIf(hasRedisServer || IN_CI)('a Redis server restarted empty mid-run'
     expect((await terminate(worker)).code).toBe(0);
     expect((await terminate(coordinator)).code).toBe(0);
 
-    // Lost hops were found again by their stage timeout, re-published under their own key.
+    // Lost hops were found again (by their stage timeout, or by the Coordinator's look at the bus's
+    // generation), re-published under their own key.
     const coord = new Database(db, { readonly: true });
     try {
       const republished = coord
-        .prepare("SELECT COUNT(*) AS n FROM audit_log WHERE kind = 'timeout' AND data LIKE '%republished%'")
+        .prepare(
+          timeouts
+            ? "SELECT COUNT(*) AS n FROM audit_log WHERE kind = 'timeout' AND data LIKE '%republished%'"
+            : "SELECT COUNT(*) AS n FROM audit_log WHERE kind = 'reconcile' AND data LIKE '%the bus lost its state%'",
+        )
         .get() as { n: number };
       expect(republished.n).toBeGreaterThan(0);
       const hops = coord.prepare("SELECT COUNT(*) AS n FROM coord_hops WHERE state = 'completed'").get() as {
@@ -206,5 +228,5 @@ describe.runIf(hasRedisServer || IN_CI)('a Redis server restarted empty mid-run'
     }
     const verified = await runCli(['audit', 'verify', '--db', db]);
     expect(verified.code, verified.stdout + verified.stderr).toBe(0);
-  }, 240_000);
-});
+  }
+}

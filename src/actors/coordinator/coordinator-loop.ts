@@ -20,7 +20,12 @@ export interface CoordinatorLoopOptions {
   consumer: string;
   resultsVisibilityTimeoutMs: number;
   timerIntervalMs: number;
+  /** The bus's generation (`WorkQueue.generation`): looked at as the timer runs, at most once a second. */
+  generation: () => Promise<string | null>;
 }
+
+/** How often the bus's generation is read at most. */
+const GENERATION_CHECK_MS = 1_000;
 
 /**
  * The Coordinator's leadership work: the results loop (results taken from
@@ -36,9 +41,27 @@ export class CoordinatorLoop {
   readonly #acks = new Set<Promise<unknown>>();
   #timer: NodeJS.Timeout | undefined;
   #ticking: Promise<void> | undefined;
+  /** The bus's generation when last read (undefined until the first read; null: a bus that keeps its state). */
+  #generation: string | null | undefined;
+  #generationReadAt = 0;
 
   constructor(options: CoordinatorLoopOptions) {
     this.#o = options;
+  }
+
+  /**
+   * Reads the bus's generation the run starts from (what a later read is
+   * compared with). On a bus that can lose its state (Redis), what the items
+   * have out is published again first: the bus may have lost it while no
+   * Coordinator ran (a Redis restarted empty, then the leader killed before
+   * it noticed), and a message the bus still holds is a duplicate it ignores.
+   */
+  async begin(): Promise<void> {
+    this.#generation = await this.#o.generation();
+    this.#generationReadAt = Date.now();
+    if (this.#generation === null) return;
+    const steps = await this.#o.engine.reconcile('a Coordinator started: what was out is published again');
+    for (const step of steps) this.#track(this.#o.after(step));
   }
 
   /** Starts the results loop and the timer. */
@@ -68,8 +91,8 @@ export class CoordinatorLoop {
   /** Time passed: what the timer decided is published and told like any other step. */
   #tick(): Promise<void> {
     if (this.#o.closed() || this.#ticking !== undefined) return this.#ticking ?? Promise.resolve();
-    this.#ticking = this.#o.engine
-      .tick()
+    this.#ticking = this.#reconcileIfLost()
+      .then(() => this.#o.engine.tick())
       .then((steps) => {
         for (const step of steps) this.#track(this.#o.after(step));
       })
@@ -78,6 +101,34 @@ export class CoordinatorLoop {
         this.#ticking = undefined;
       });
     return this.#ticking;
+  }
+
+  /**
+   * When the bus lost its state (its generation changed since last read),
+   * everything out is published again (`engine.reconcile`). A failed read
+   * changes nothing: the next tick reads again.
+   */
+  async #reconcileIfLost(): Promise<void> {
+    if (this.#generation === null || Date.now() - this.#generationReadAt < GENERATION_CHECK_MS) return;
+    this.#generationReadAt = Date.now();
+    let now: string | null;
+    try {
+      now = await this.#o.generation();
+    } catch (error) {
+      this.#o.log.debug({ err: error }, 'could not read the bus generation: it is read again next time');
+      return;
+    }
+    const before = this.#generation;
+    this.#generation = now;
+    if (before === undefined || before === null || before === now) return;
+    const reason = `the bus lost its state (generation ${before} became ${now})`;
+    const steps = await this.#o.engine.reconcile(reason);
+    const hops = steps.reduce((n, s) => n + s.outbox.length, 0);
+    this.#o.log.warn(
+      { items: steps.length, hops, from: before, to: now },
+      'the bus lost its state: every hop out was published again under its own key',
+    );
+    for (const step of steps) this.#track(this.#o.after(step));
   }
 
   /** The results loop: restarted after a bus failure (with a pause) until the Coordinator closes. */

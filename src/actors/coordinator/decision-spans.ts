@@ -24,6 +24,7 @@ const INPUT_NAMES: Record<CoordinatorInput['kind'], string> = {
   deny: 'denial',
   cancel: 'cancel',
   timer: 'timer',
+  reconcile: 'reconcile',
   child: 'child',
 };
 

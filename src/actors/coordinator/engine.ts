@@ -401,6 +401,23 @@ export class CoordinatorEngine {
   }
 
   /**
+   * The bus lost its state: a reconcile input for every live item (every hop
+   * it has out published again under its own key), all decided and committed
+   * together. Resolves with the steps that publish something.
+   */
+  reconcile(reason: string): Promise<Step[]> {
+    return this.#exclusive(async () => {
+      const inputs: Input[] = [];
+      for (const view of this.#live.values()) {
+        if (view.run !== null) inputs.push({ view, input: { kind: 'reconcile', reason } });
+      }
+      if (inputs.length === 0) return [];
+      const done = await this.#decideAndCommit('decision', inputs);
+      return done.map((d) => d.step).filter((s) => s.outbox.length > 0);
+    });
+  }
+
+  /**
    * Creates a child work item a parent's stage asked for (a `spawn` outbox
    * row), once: a child that exists already, or one its parent no longer
    * waits for (the join decided, the parent ended), is not created, and the

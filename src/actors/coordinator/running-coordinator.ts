@@ -106,6 +106,7 @@ export class RunningCoordinator implements Coordinator {
       consumer: compiled.consumer,
       resultsVisibilityTimeoutMs: compiled.resultsVisibilityTimeoutMs,
       timerIntervalMs: compiled.timerIntervalMs,
+      generation: () => parts.bus.generation(),
     });
     this.#items = new CoordinatorItems({
       registry: parts.registry,
@@ -162,6 +163,7 @@ export class RunningCoordinator implements Coordinator {
     });
     // This Coordinator is the one consumer of the results: what an earlier one held (a leader that
     // died, a process killed) is handed out again now, not when its leases would have run out.
+    await this.#loop.begin();
     const taken = await this.bus.expireLeases(RESULTS_ROLE);
     if (taken > 0) compiled.log.info({ results: taken }, 'took back the results an earlier Coordinator held');
     this.#loop.start();

@@ -17,6 +17,7 @@ import { BusError } from '../work-queue.js';
  *
  *   {p}:seq                 message id counter (INCRBY)
  *   {p}:roles               roles seen (set)
+ *   {p}:gen                 the deployment's generation (a random id, set if missing: a new one after a data loss)
  *   {p}:r:<role>:s          the role's stream: each entry is a whole message (id, envelope, deliveries, ...), group `g`
  *   {p}:r:<role>:L          live leases: lease token `<entry id>|<task part>|<key>` scored by its deadline (sorted set)
  *   {p}:r:<role>:z          delayed messages' ready times (sorted set); the messages sit in `held`
@@ -112,5 +113,10 @@ export class RedisKeys {
 
   seq(): string {
     return `${this.tag}:seq`;
+  }
+
+  /** `{p}:gen`: the deployment's generation, set once by whoever reads it first (lost with the server's data). */
+  generation(): string {
+    return `${this.tag}:gen`;
   }
 }

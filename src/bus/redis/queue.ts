@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { LEASE_EXPIRED_ERROR, decideNack } from '../../machines/delivery-machine.js';
 import type { BusEnvelope, RetryPolicy, WorkError } from '../../protocol/work-envelope.js';
 import { CommandTimeouts } from '../../persistence/kernel/redis/command-timeouts.js';
@@ -444,6 +444,11 @@ export class RedisQueue implements WorkQueue {
     checkRole(role);
     const now = this.options.clock.now();
     return this.call<number>(() => this.run('expireLeases', [this.keys.leaseDeadlines(role)], [String(now)]));
+  }
+
+  async generation(): Promise<string> {
+    this.assertOpen();
+    return this.call<string>(() => this.run('generation', [this.keys.generation()], [randomUUID()]));
   }
 
   async nack(delivery: Delivery, options: NackOptions): Promise<NackResult> {

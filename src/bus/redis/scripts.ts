@@ -39,6 +39,7 @@ export interface BusScripts {
   readonly ack: LuaScript;
   readonly heartbeat: LuaScript;
   readonly expireLeases: LuaScript;
+  readonly generation: LuaScript;
   readonly settle: LuaScript;
   readonly dead: LuaScript;
   readonly listDead: LuaScript;
@@ -52,6 +53,7 @@ const FILES: Record<keyof BusScripts, string> = {
   ack: 'ack.lua',
   heartbeat: 'heartbeat.lua',
   expireLeases: 'expire-leases.lua',
+  generation: 'generation.lua',
   settle: 'settle.lua',
   dead: 'dead.lua',
   listDead: 'list-dead.lua',

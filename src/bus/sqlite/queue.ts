@@ -358,6 +358,12 @@ export class SqliteQueue implements WorkQueue {
     }, false);
   }
 
+  async generation(): Promise<string | null> {
+    this.assertOpen();
+    // Kept in a file backed up and restored with the Coordinator's tables: it does not lose state on its own.
+    return null;
+  }
+
   async nack(delivery: Delivery, options: NackOptions): Promise<NackResult> {
     this.assertOpen();
     const d = this.own(delivery);

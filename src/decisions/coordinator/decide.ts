@@ -2,6 +2,7 @@ import { approval } from './approval.js';
 import { cancel } from './cancel.js';
 import { childSettled } from './child-settled.js';
 import { create } from './create.js';
+import { reconcile } from './reconcile.js';
 import { result } from './result.js';
 import { timer } from './timer.js';
 import type { CoordinatorInput, Decision, DecisionEnv, ItemView } from './types.js';
@@ -34,6 +35,8 @@ export function decide(view: ItemView | undefined, input: CoordinatorInput, env:
       return result(view, input.result, env, input.publishedAt);
     case 'timer':
       return timer(view, env);
+    case 'reconcile':
+      return reconcile(view, env, input.reason);
     case 'approve':
     case 'deny':
       return approval(view, input, env);

@@ -69,6 +69,8 @@ export type CoordinatorInput =
   | { kind: 'cancel'; by: string | null; reason: string | null }
   /** Time passed (`env.now`): hops past their stage's timeout, an item past its deadline. */
   | { kind: 'timer' }
+  /** The bus lost its state (`reason` says how it was seen): every hop out is published again. */
+  | { kind: 'reconcile'; reason: string }
   /** A child work item ended: its parent's join takes its outcome. */
   | { kind: 'child'; settle: SettleBody };
 
