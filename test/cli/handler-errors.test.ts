@@ -34,6 +34,15 @@ export default function handler(hop) {
 }
 `;
 
+/** A log line, as far as these tests read it. */
+interface LogLine {
+  level: number;
+  msg: string;
+  itemId?: string;
+  err?: { type?: string; message?: string; stack?: string };
+  error?: { type?: string; message?: string; stack?: string };
+}
+
 interface HopJson {
   hop: number;
   state: string;
@@ -92,18 +101,19 @@ describe("a handler's thrown error", () => {
     expect(json.item.failure.reason).toMatch(/ after 2 attempts$/);
 
     // The worker logged each failed delivery with the error's stack (pino's err serializer).
-    const failed = worker.lines.filter(isLog('hop failed')).map((l) => JSON.parse(l) as Record<string, any>);
+    const failed = worker.lines.filter(isLog('hop failed')).map((l) => JSON.parse(l) as LogLine);
     expect(failed).toHaveLength(2);
     for (const line of failed) {
-      expect(line.err.type).toBe('TypeError');
-      expect(line.err.stack).toContain('at parseManifest (');
+      expect(line.err?.type).toBe('TypeError');
+      expect(line.err?.stack).toContain('at parseManifest (');
     }
     // The Coordinator warned of the item its failure failed, with the same stack.
     const warned = await coordinator.waitForLine((l) => l.includes('"msg":"work item failed'), 30_000, { seen: true });
-    const warning = JSON.parse(warned) as Record<string, any>;
+    const warning = JSON.parse(warned) as LogLine;
     expect(warning.level).toBe(40);
     expect(warning.itemId).toBe(itemId);
-    expect(warning.err.stack).toContain('at parseManifest (');
+    expect(warning.error?.type).toBe('TypeError');
+    expect(warning.error?.stack).toContain('at parseManifest (');
 
     expect((await terminate(worker)).code).toBe(0);
     expect((await terminate(coordinator)).code).toBe(0);

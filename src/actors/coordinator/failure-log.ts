@@ -26,7 +26,8 @@ export function logHopFailures(log: Logger, step: Step): void {
         attempt: hop.attempt,
         stage: hop.stage,
         role: hop.role,
-        err: hop.error,
+        // The error as the hop recorded it (its type, message and stack), not an Error: not pino's `err`.
+        error: hop.error,
       };
       if (fatal) log.warn({ ...fields, failure: failure.code }, `work item failed: ${failure.reason}`);
       else if (log.isLevelEnabled('info')) log.info(fields, 'hop failed: its workflow handles it');
