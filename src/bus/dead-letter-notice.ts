@@ -12,6 +12,10 @@ import type { PublishRequest } from './work-queue.js';
  * is left to say it (an expired lease). This is BullMQ's "fail the parent" and
  * Temporal's activity timeout surfacing to the workflow, on a bus.
  *
+ * The notice names the dead letter (`deadLetter`: its id on the role's
+ * queue): a failure the workflow routes on purpose is handled, not dead, and
+ * the Coordinator purges its letter once it has routed it.
+ *
  * A result, query reply or anything else that dies stays a plain dead letter.
  */
 
@@ -47,6 +51,7 @@ export function deadLetterNotice(facts: DeadLetterFacts): PublishRequest | undef
     artifacts: [],
     error: facts.error,
     deliveries: Math.max(1, facts.deliveries),
+    deadLetter: facts.messageId,
   };
   return {
     role: headers.resultRole ?? RESULTS_ROLE,

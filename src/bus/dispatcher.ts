@@ -15,8 +15,9 @@ import type { DeadLetter, Delivery, NackOptions, QueueStats, WorkQueue } from '.
  * The Coordinator's side of the bus, Temporal-shaped: `start` schedules an
  * activity (a hop) on a role's task queue with its retry policy, `signal`
  * delivers a reply to a suspended hop, `query` reads a role's queue, and
- * `results` is the stream of hop results to react to. It holds no state of
- * its own; a Temporal backend can implement the same four calls.
+ * `results` is the stream of hop results to react to, and `purgeDeadLetter`
+ * drops the dead letter of a failure the workflow handled. It holds no state
+ * of its own; a Temporal backend can implement the same calls.
  */
 export interface StartHop {
   role: string;
@@ -72,6 +73,12 @@ export interface Dispatcher {
   results(
     options: Omit<DeliveriesOptions, 'visibilityTimeoutMs'> & { visibilityTimeoutMs?: number },
   ): AsyncGenerator<ResultDelivery>;
+  /**
+   * Purges one dead letter of a role: a hop's failure the run routed on
+   * purpose is handled, not dead. Idempotent: false when it is not (or no
+   * longer) there, e.g. replayed or purged already.
+   */
+  purgeDeadLetter(role: string, id: string): Promise<boolean>;
 }
 
 /**
@@ -140,6 +147,9 @@ export function createDispatcher(options: { bus: WorkQueue; resultsRole?: string
       const limit = queryOptions.deadLetterLimit ?? 10;
       const deadLetterSample = stats.deadLetters > 0 ? await bus.deadLetters.list(role, { limit }) : [];
       return { ...stats, deadLetterSample };
+    },
+    async purgeDeadLetter(role, id) {
+      return (await bus.deadLetters.purge(role, { ids: [id] })) > 0;
     },
     async *results(resultOptions) {
       for await (const delivery of deliveries(bus, resultsRole, {

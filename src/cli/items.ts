@@ -20,6 +20,7 @@ import {
 import { type OpenedDatabase, openExistingDatabase, requireComponent } from './read-database.js';
 import { isPostgresUrl, readOnPostgres } from './read-postgres.js';
 import { formatDuration, formatEpoch, formatUsd, renderTable } from './table.js';
+import { hopErrorLines } from './hop-errors.js';
 
 const MAX_LIMIT = 100_000;
 
@@ -333,6 +334,7 @@ function printItem(
     );
   }
   if (hops.length > 0) out.push('', `Hops (${hops.length}):`, ...hopTable(hops).map((l) => `  ${l}`));
+  out.push(...hopErrorLines(hops));
   if (children.length > 0) {
     const rows = renderTable(
       [

@@ -17,6 +17,7 @@ export {
   type GovernanceCheck,
   type ItemView,
   type ResultHandling,
+  type PurgeDeadLetterBody,
   type StartBody,
 } from './coordinator/types.js';
 export {

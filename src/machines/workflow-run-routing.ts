@@ -150,12 +150,14 @@ export function routeOutcome(ctx: WorkflowRunContext, report: HopOutcomeReport):
   }
   if (report.outcome === 'succeeded') return { kind: 'complete', output };
   if (report.join === true) return { kind: 'fail', code: 'JOIN_FAILED', reason: describeOutcome(report) };
+  // The attempts the hop took: the deliveries the worker's bus made of it (what `dlq list` shows), when it says.
+  const attempts = report.deliveries ?? ctx.attempt;
   return {
     kind: 'fail',
     code: retryWhy === 'exhausted' ? 'RETRIES_EXHAUSTED' : 'NON_RETRYABLE',
     reason:
       `hop ${ctx.hop} (${stageName}) failed with ${describeOutcome(report)}` +
-      (retryWhy === 'exhausted' ? ` after ${ctx.attempt} attempt${ctx.attempt === 1 ? '' : 's'}` : ''),
+      (retryWhy === 'exhausted' ? ` after ${attempts} attempt${attempts === 1 ? '' : 's'}` : ''),
   };
 }
 
@@ -217,6 +219,18 @@ export function timeoutMessage(
   if (kind === 'hop') return `out longer than ${timeout} ms ${timeouts} times: its retry policy allows ${max}`;
   if (!questionKept) return `out longer than ${timeout} ms, and its question was not kept to publish it again`;
   return `out longer than ${timeout} ms ${timeouts} times: the retry policy of stage ${stage} allows ${max}`;
+}
+
+/**
+ * Whether a route handles a hop's failure on purpose: the run retries it, or
+ * one of the stage's `next` rules takes it (one that ends the run failed
+ * included). A failure that fails the run because nothing routes it
+ * (`NON_RETRYABLE`, `RETRIES_EXHAUSTED`) or because its rules are used up
+ * (`LOOP_BOUND`) is not handled.
+ */
+export function routesFailure(route: Route | null): boolean {
+  if (route === null) return false;
+  return route.kind !== 'fail' || route.code === 'RULE_ENDED';
 }
 
 /** The route an event takes from the context (`null` for events that are not routed). */

@@ -33,6 +33,8 @@ export const MAX_EVENTS_LIMIT = 1000;
 export const MAX_NAME_CHARS = 128;
 /** Longest identifier (task, context, agent, message, artifact id), in characters. */
 export const MAX_ID_CHARS = 256;
+/** Longest stack trace a hop's failure keeps (the thrown error's `stack`, cut to this many characters). */
+export const MAX_STACK_CHARS = 4096;
 
 /** The broker's bounds keyed by name: a bound error's `data.limit` is a key here, `data.max` its value. */
 export const BOUNDS = {

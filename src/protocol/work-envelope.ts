@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MAX_NAME_CHARS } from './bounds.js';
+import { MAX_ID_CHARS, MAX_NAME_CHARS, MAX_STACK_CHARS } from './bounds.js';
 import { type DataPart, type FilePart, MetadataSchema, PartSchema, type TextPart } from './parts.js';
 import { type Artifact, ArtifactSchema, IdSchema, type MessageRole, MessageRoleSchema } from './task.js';
 import { type BudgetCarve, BudgetCarveSchema, WorkflowRefTextSchema } from './child-work.js';
@@ -105,10 +105,15 @@ export const UsageSchema = z.object({
 /** What one hop cost, as a worker reports it on the bus (inferred from `UsageSchema`). */
 export interface Usage extends z.infer<typeof UsageSchema> {}
 
-/** A hop's failure as it travels: the error's type name (matched against `nonRetryableErrorTypes`) and message. */
+/**
+ * A hop's failure as it travels: the error's type name (matched against
+ * `nonRetryableErrorTypes`), its message, and the stack of the error the
+ * handler threw (cut to `MAX_STACK_CHARS`; absent when it had none).
+ */
 export const WorkErrorSchema = z.object({
   type: z.string().min(1).max(MAX_NAME_CHARS),
   message: z.string().max(16_000),
+  stack: z.string().max(MAX_STACK_CHARS).optional(),
 });
 /** A hop's failure as on the bus (inferred from `WorkErrorSchema`). */
 export interface WorkError extends z.infer<typeof WorkErrorSchema> {}
@@ -149,6 +154,12 @@ export const ResultEnvelopeSchema = z.object({
   error: named<WorkError>(WorkErrorSchema).optional(),
   /** Deliveries the hop took (set on `failed`). */
   deliveries: z.number().int().min(1).optional(),
+  /**
+   * On `failed`: the id of the dead letter the hop's work message became on
+   * `role`'s queue. The Coordinator purges it once the run handled the failure
+   * (a `next` rule routed it): a failure the workflow expects is not a dead letter.
+   */
+  deadLetter: z.string().min(1).max(MAX_ID_CHARS).optional(),
   /** On `suspended`: the question, for the Coordinator to publish (a worker never publishes a hop itself). */
   ask: z
     .object({ role: RoleSchema, continuationToken: IdSchema, message: named<WorkMessage>(WorkMessageSchema) })

@@ -1,7 +1,7 @@
 import type { ItemOutput } from '../protocol/item-output.js';
 import type { AuditEntryInput } from '../protocol/audit.js';
 import type { Part } from '../protocol/parts.js';
-import type { WorkMessage } from '../protocol/work-envelope.js';
+import type { WorkError, WorkMessage } from '../protocol/work-envelope.js';
 import { type RunUsage, type WorkflowRunState, ZERO_RUN_USAGE } from '../protocol/workflow.js';
 
 /**
@@ -96,7 +96,8 @@ export interface HopRecord {
   taskId: string | null;
   model: string | null;
   usage: RunUsage;
-  error: { type: string; message: string } | null;
+  /** A failed hop's error: its type, message and, when the handler threw, the error's stack (bounded). */
+  error: WorkError | null;
   /** For an answered query: the answer's result envelope (what resumes the hop that asked). */
   reply: unknown;
   /** For a query: the question as it was published (re-published as is when it times out). */
@@ -185,9 +186,10 @@ export interface UsageGroup {
  * What an outbox row asks for after its commit: a hop published (`start`), a
  * reply to a waiting worker (`signal`), and the Coordinator's own work on
  * child items: create one (`spawn`), tell a parent a child ended (`settle`),
- * cancel a child its parent no longer waits for (`cancel-child`).
+ * cancel a child its parent no longer waits for (`cancel-child`); and the
+ * dead letter of a failure the run handled, purged (`purge-dead-letter`).
  */
-export type OutboxKind = 'start' | 'signal' | 'spawn' | 'settle' | 'cancel-child';
+export type OutboxKind = 'start' | 'signal' | 'spawn' | 'settle' | 'cancel-child' | 'purge-dead-letter';
 export interface OutboxRow {
   id: number;
   itemId: string;

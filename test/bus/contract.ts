@@ -612,7 +612,10 @@ export function runWorkQueueContract(name: string, factory: WorkQueueFactory): v
           artifacts: [],
           error: { type: 'Fatal', message: 'boom' },
           deliveries: 2,
+          // The dead letter it names: the one `deadLetters.list` shows (what the Coordinator purges once handled).
+          deadLetter: second!.id,
         });
+        expect((await queue.deadLetters.list(role)).map((l) => l.id)).toEqual([second!.id]);
         expect(notices[0]!.idempotencyKey.startsWith('$dead:')).toBe(true);
         // A result (or anything but work) that dies is only a dead letter.
         const resultsOfResults = uniqueRole('results');

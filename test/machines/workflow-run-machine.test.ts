@@ -1134,7 +1134,8 @@ describe('other definitions', () => {
     expect(spent.getSnapshot().value).toBe('failed');
     expect(ctx(spent).failure).toEqual({
       code: 'RETRIES_EXHAUSTED',
-      reason: 'hop 1 (only) failed with Flaky after 1 attempt',
+      // As many attempts as its deliveries (what `dlq list` shows of its dead letter).
+      reason: 'hop 1 (only) failed with Flaky after 3 attempts',
       stage: 'only',
       hop: 1,
     });

@@ -82,6 +82,15 @@ describe('the Temporal-shaped dispatcher', () => {
     expect(lead.headers).toMatchObject({ taskId: 't-1', runId: 'run-9', idempotencyKey: 'run-9/0/1' });
     const broken = await dispatcher.query('broken');
     expect(broken).toMatchObject({ depth: 0, inFlight: 0, deadLetters: 1 });
-    expect(broken.deadLetterSample[0]!.lastError).toEqual({ type: 'Refused', message: 'cannot' });
+    const [letter] = broken.deadLetterSample;
+    expect(letter!.lastError).toMatchObject({ type: 'Refused', message: 'cannot' });
+    // The thrown error's stack goes with the failure (where the handler threw).
+    expect(letter!.lastError.stack).toMatch(/^NonRetryableError: cannot\n\s+at /);
+    // The failed result names its dead letter; purging it (a failure the workflow handled) is once.
+    const failed = seen.find((s) => s.role === 'broken' && s.outcome === 'failed')!;
+    expect(failed.deadLetter).toBe(letter!.id);
+    expect(await dispatcher.purgeDeadLetter('broken', letter!.id)).toBe(true);
+    expect(await dispatcher.purgeDeadLetter('broken', letter!.id)).toBe(false);
+    expect((await dispatcher.query('broken')).deadLetters).toBe(0);
   });
 });

@@ -80,7 +80,7 @@ function surroundings(compiled: CompiledCoordinatorOptions, owned: (() => Promis
         clock,
         inspect: options.inspect,
         ...(options.ids === undefined ? {} : { ids: options.ids }),
-        ...(options.logger === undefined ? {} : { logger: options.logger }),
+        logger: compiled.logger,
       });
       owned.push(() => embedded.close());
       const bus = new SqliteQueue({ database: opened, clock, pollIntervalMs: { min: 2, max: 20 } });

@@ -1,6 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import type { WorkQueue } from '../../bus/work-queue.js';
-import { type Logger, silentLogger } from '../../log/logger.js';
+import { type Logger, createLogger } from '../../log/logger.js';
 import type { PoolDeployment } from '../../machines/pool-machine.js';
 import { checkPruneBatch, checkPruneIntervalMs, checkRetentionMs } from '../../persistence/context/retention.js';
 import type { ContextStore, SqliteContextStoreOptions } from '../../persistence/context/sqlite-store.js';
@@ -143,8 +143,15 @@ export interface CoordinatorOptions {
    */
   ids?: IdSource;
   /**
-   * Where the Coordinator logs.
-   * @defaultValue a silent logger
+   * Where the Coordinator, and the broker and workers it runs, log (a pino
+   * logger). By default: JSON lines to stderr at level `warn`, so that what
+   * needs someone shows without asking (a work item failed by a hop failure
+   * that nothing routes, with the handler's error and its stack; a lost
+   * lease; a publish that will be retried) while a run that goes well, or
+   * whose failures its workflow routes, writes nothing. Pass
+   * `pino({ level: 'silent' })` for no logs, or a logger at `info` for one
+   * line per hop failure.
+   * @defaultValue JSON lines to stderr at level `warn`
    */
   logger?: Logger;
   /**
@@ -199,6 +206,8 @@ export interface CompiledCoordinatorOptions {
   readonly place: CoordinatorPlace;
   /** The Coordinator's logger (component `coordinator`). */
   readonly log: Logger;
+  /** The logger given, or the default one: what the broker and workers it runs log to. */
+  readonly logger: Logger;
   readonly clock: Clock;
   readonly ids: IdSource;
   readonly registry: WorkflowRegistry;
@@ -215,7 +224,8 @@ export interface CompiledCoordinatorOptions {
  * close. Refusals are `COORD_INVALID_ARGUMENT` (or the forgetter's own).
  */
 export function compileCoordinatorOptions(options: CoordinatorOptions): CompiledCoordinatorOptions {
-  const log = (options.logger ?? silentLogger()).child({ component: 'coordinator' });
+  const logger = options.logger ?? createLogger({ level: 'warn' });
+  const log = logger.child({ component: 'coordinator' });
   const clock = options.clock ?? systemClock;
   const ids = options.ids ?? createUuidV7Source(() => clock.now());
   const registry =
@@ -256,6 +266,7 @@ export function compileCoordinatorOptions(options: CoordinatorOptions): Compiled
     given: options,
     place: placeOf(options),
     log,
+    logger,
     clock,
     ids,
     registry,

@@ -1,4 +1,5 @@
 import type { Dispatcher, StartHop } from '../../bus/dispatcher.js';
+import type { PurgeDeadLetterBody } from '../../decisions/coordinator-decisions.js';
 import type { Logger } from '../../log/logger.js';
 import type { ResultEnvelope } from '../../protocol/work-envelope.js';
 import { withSpan } from '../../telemetry/with-span.js';
@@ -33,7 +34,7 @@ function publishAttributes(row: OutboxRow) {
 /**
  * Publishes the outbox: the rows a commit added (a hop to start, a reply to
  * a worker waiting on a question), each under a publish span, after the
- * commit. A failed publish stays unsent and is retried soon; publishes
+ * commit; and purges the dead letters of failures the runs handled. A failed publish stays unsent and is retried soon; publishes
  * carry deterministic idempotency keys, so publishing a row again is
  * harmless. What was published is told to the engine (its rows pruned).
  */
@@ -93,6 +94,11 @@ export class OutboxPublisher {
   async #publish(row: OutboxRow): Promise<number> {
     if (this.#isLocal(row)) {
       await this.#local!(row);
+      return row.id;
+    }
+    if (row.kind === 'purge-dead-letter') {
+      const { role, id } = row.body as PurgeDeadLetterBody;
+      await this.#dispatcher.purgeDeadLetter(role, id);
       return row.id;
     }
     const parent = this.#unsentTrace.get(row.id) ?? this.#traces.of(row.itemId);

@@ -23,6 +23,7 @@ import type { ItemTraces } from './item-traces.js';
 import type { BrokerMirror } from './mirror.js';
 import { ChildItems } from './child-items.js';
 import { OutboxPublisher } from './outbox-publisher.js';
+import { logHopFailures } from './failure-log.js';
 import type { CoordinatorGovernance } from './policies.js';
 import type { CoordinatorStorage } from './storage/coordinator-storage.js';
 import { CoordinatorError, type ItemStatus, invalid } from './types.js';
@@ -151,7 +152,7 @@ export class RunningCoordinator implements Coordinator {
           ...(d.visibilityTimeoutMs === undefined ? {} : { visibilityTimeoutMs: d.visibilityTimeoutMs }),
           ...(d.observeIntervalMs === undefined ? {} : { observeIntervalMs: d.observeIntervalMs }),
           ...(d.pollWaitMs === undefined ? {} : { pollWaitMs: d.pollWaitMs }),
-          ...(options.logger === undefined ? {} : { logger: options.logger }),
+          logger: compiled.logger,
         }),
       );
     }
@@ -232,6 +233,7 @@ export class RunningCoordinator implements Coordinator {
   /** What a committed step leads to: statuses out, publishes made, the broker moved. Resolves once published. */
   #after(step: Step): Promise<void> {
     this.#streams.emit(this.#p.engine.statuses(step));
+    logHopFailures(this.#p.compiled.log, step);
     for (const rows of step.rows) {
       this.#p.mirror?.follow(rows.item, rows.hops, rows.created);
       if (rows.item.finishedAt !== null) this.#p.traces.ended(rows.item.id);

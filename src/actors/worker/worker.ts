@@ -11,7 +11,7 @@ import {
   type PendingPublish,
 } from '../../persistence/context/sqlite-store.js';
 import type { SqliteDatabase } from '../../persistence/kernel/database.js';
-import { MAX_ID_CHARS } from '../../protocol/bounds.js';
+import { MAX_ID_CHARS, MAX_STACK_CHARS } from '../../protocol/bounds.js';
 import type { Part } from '../../protocol/parts.js';
 import type { Artifact } from '../../protocol/task.js';
 import {
@@ -100,7 +100,10 @@ function errorInfo(error: unknown): { error: WorkError; retryable: boolean } {
   if (error instanceof Error) {
     const e = error as Error & { type?: unknown; retryable?: unknown };
     const type = typeof e.type === 'string' && e.type.length > 0 ? e.type : e.name || 'Error';
-    return { error: { type: type.slice(0, 128), message: e.message.slice(0, 4000) }, retryable: e.retryable !== false };
+    const failure: WorkError = { type: type.slice(0, 128), message: e.message.slice(0, 4000) };
+    // The stack travels with the failure, so that `items show` shows where the handler threw.
+    if (typeof e.stack === 'string' && e.stack.length > 0) failure.stack = e.stack.slice(0, MAX_STACK_CHARS);
+    return { error: failure, retryable: e.retryable !== false };
   }
   return { error: { type: 'Error', message: String(error).slice(0, 4000) }, retryable: true };
 }
@@ -490,7 +493,9 @@ class HarnessWorker implements Worker {
     }
     const info = errorInfo(error);
     const log = this.hopLog(delivery);
-    log.warn({ errorType: info.error.type, retryable: info.retryable }, 'hop failed');
+    // The error itself goes to the log (pino's err serializer: type, message, stack, cause). At info: a
+    // failure may be one its workflow routes on purpose; the Coordinator warns of one nothing handles.
+    log.info({ err: error, errorType: info.error.type, retryable: info.retryable }, 'hop failed');
     let outcome: Awaited<ReturnType<WorkQueue['nack']>>;
     try {
       outcome = await this.bus.nack(delivery, info);
@@ -500,7 +505,7 @@ class HarnessWorker implements Worker {
     }
     // A dead work message's failure result is published by the queue, in the dead-letter move itself
     // (dead-letter-notice.ts): a crash here cannot lose it.
-    if (outcome.outcome === 'dead-letter') log.warn({ reason: outcome.reason }, 'hop dead-lettered');
+    if (outcome.outcome === 'dead-letter') log.info({ reason: outcome.reason }, 'hop dead-lettered');
   }
 
   async stop(options: StopOptions = {}): Promise<void> {

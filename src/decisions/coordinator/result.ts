@@ -2,12 +2,13 @@ import type { JsonValue } from '../../protocol/audit.js';
 import type { ResultEnvelope } from '../../protocol/work-envelope.js';
 import type { WorkflowRunEvent } from '../../protocol/workflow.js';
 import { auditRoute } from './route-audit.js';
+import { routeOf, routesFailure } from '../../machines/workflow-run-routing.js';
 import { accrue } from '../../workflow/cost-ledger.js';
 import type { HopRecord } from '../../workflow/records.js';
 import { drive } from './drive.js';
 import { suspendForChildren } from './child-suspension.js';
 import { answer, suspend } from './suspension.js';
-import type { Decision, DecisionEnv, ItemView } from './types.js';
+import type { Decision, DecisionEnv, ItemView, PurgeDeadLetterBody } from './types.js';
 import { costRow, late, sendUsage } from './usage.js';
 import { Work, json, unchanged } from './work.js';
 
@@ -120,9 +121,13 @@ export function result(
       usage: accrual.added,
       model: accrual.model,
     });
-    if (!live) return late(work, hop);
+    if (!live) {
+      // A canceled item's hop failing needs nobody: its dead letter goes.
+      if (work.item.state === 'canceled') purgeDeadLetter(work, result);
+      return late(work, hop);
+    }
     // The worker's bus already retried the hop: the run decides whether its retries were spent.
-    sendUsage(work, {
+    const failed: WorkflowRunEvent = {
       type: 'HOP_FAILED',
       hop: hop.hop,
       attempt: hop.attempt,
@@ -130,7 +135,12 @@ export function result(
       message: error.message.slice(0, 2000),
       deliveries: result.deliveries ?? 1,
       usage: accrual.added,
-    });
+    };
+    const run = work.run;
+    const route = run !== null && run.value === 'running' ? routeOf(run.context, failed) : null;
+    sendUsage(work, failed);
+    // A failure the workflow routes on purpose (a `next` rule, or the run's own retry) is handled, not dead.
+    if (routesFailure(route)) purgeDeadLetter(work, result);
   }
   drive(work);
   return work.finish('applied', false);
@@ -144,4 +154,11 @@ export function result(
 export function segmentEnd(hop: HopRecord, now: number, publishedAt: number | undefined): number {
   if (publishedAt === undefined || hop.activeSince === null) return now;
   return Math.min(now, Math.max(hop.activeSince, publishedAt));
+}
+
+/** The dead letter a failure left (its result names it): purged after the commit (an outbox row). */
+function purgeDeadLetter(work: Work, result: ResultEnvelope): void {
+  if (result.deadLetter === undefined) return;
+  const body: PurgeDeadLetterBody = { role: result.role, id: result.deadLetter };
+  work.outbox.push({ kind: 'purge-dead-letter', body });
 }

@@ -43,6 +43,14 @@ export interface StartBody {
   askedBy?: AskedBy;
 }
 
+/** A dead letter to purge (the outbox body of a `purge-dead-letter`): a failure the run handled. */
+export interface PurgeDeadLetterBody {
+  /** The role whose queue holds it (the role that ran the hop). */
+  role: string;
+  /** Its id on that queue (the failure result's `deadLetter`). */
+  id: string;
+}
+
 /** One input to the Coordinator's decisions. */
 export type CoordinatorInput =
   | {

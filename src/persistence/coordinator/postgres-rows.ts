@@ -1,6 +1,6 @@
 import type { ItemOutput } from '../../protocol/item-output.js';
 import type { Part } from '../../protocol/parts.js';
-import type { WorkMessage } from '../../protocol/work-envelope.js';
+import type { WorkError, WorkMessage } from '../../protocol/work-envelope.js';
 import type { PgQuery } from '../kernel/postgres.js';
 import type { Column } from './postgres-commit.js';
 import type {
@@ -78,7 +78,7 @@ export function hopFrom(r: Row): HopRecord {
       costUsd: num(r.cost_usd),
       elapsedMs: num(r.elapsed_ms),
     },
-    error: parseJson<{ type: string; message: string }>(r.error),
+    error: parseJson<WorkError>(r.error),
     reply: parseJson<unknown>(r.reply),
     dispatchedAt: num(r.dispatched_at),
     activeSince: numOrNull(r.active_since),

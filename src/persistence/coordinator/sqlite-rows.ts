@@ -1,6 +1,6 @@
 import type { ItemOutput } from '../../protocol/item-output.js';
 import type { Part } from '../../protocol/parts.js';
-import type { WorkMessage } from '../../protocol/work-envelope.js';
+import type { WorkError, WorkMessage } from '../../protocol/work-envelope.js';
 import type {
   HopKind,
   HopRecord,
@@ -121,7 +121,7 @@ export function hopFrom(r: HopRow): HopRecord {
       costUsd: r.cost_usd,
       elapsedMs: r.elapsed_ms,
     },
-    error: parseJson<{ type: string; message: string }>(r.error),
+    error: parseJson<WorkError>(r.error),
     reply: parseJson<unknown>(r.reply),
     question: parseJson<WorkMessage>(r.question),
     dispatchedAt: r.dispatched_at,

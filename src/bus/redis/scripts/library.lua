@@ -182,7 +182,8 @@ local function notify_dead(role, m, now)
   local d = tonumber(m.d) or 0
   local body = '{"kind":"result","headers":' .. cjson.encode(env.headers) .. ',"role":' .. cjson.encode(role)
     .. ',"outcome":"failed","parts":[],"artifacts":[],"error":' .. err
-    .. ',"deliveries":' .. string.format('%d', math.max(1, d)) .. '}'
+    .. ',"deliveries":' .. string.format('%d', math.max(1, d))
+    .. ',"deadLetter":' .. cjson.encode(m.m) .. '}'
   local id = string.format('%d', redis.call('INCR', SEQ))
   local k = '$dead:' .. m.m .. ':' .. string.format('%d', d) .. ':' .. now
   redis.call('HSET', rkey(to, 'idem'), k, id)
