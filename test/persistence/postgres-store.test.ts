@@ -133,7 +133,10 @@ for (const sink of ['append', 'one statement'] as const)
           append: (tx, entries) => audit.appendInTransaction(tx, entries),
           ...(sink === 'append'
             ? {}
-            : { chain: (head, entries) => audit.chainAfter(head, entries), head: (q) => audit.readHead(q) }),
+            : {
+                chain: (head, entries, epoch) => audit.chainAfter(head, entries, epoch),
+                head: (q) => audit.readHead(q),
+              }),
         },
         ...(fence === undefined ? {} : { fence }),
       });

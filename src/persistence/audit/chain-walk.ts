@@ -75,6 +75,8 @@ export class AuditChainWalk {
   #signed: SignedCheckpoints | undefined;
   #expectedSeq = 1;
   #prevHash = AUDIT_GENESIS_HASH;
+  /** Set at the first row whose hash covers its epoch: every later row's must too. */
+  #epochHashed = false;
 
   /** `checkpoints`: every stored checkpoint (read only when `options.publicKey` is given). */
   constructor(options: AuditVerifyOptions, checkpoints: readonly AuditCheckpoint[]) {
@@ -118,19 +120,22 @@ export class AuditChainWalk {
         };
       }
       // The stored data is the canonical JSON append wrote: it is hashed as
-      // stored, so any change to its bytes shows.
-      const canonical = canonicalAuditRow(
-        {
-          seq: stored.seq,
-          at: stored.at,
-          kind: stored.kind,
-          itemId: stored.item_id,
-          hop: stored.hop,
-          actor: stored.actor,
-        },
-        stored.data,
-      );
-      if (hashCanonical(prevHash, canonical) !== stored.hash) {
+      // stored, so any change to its bytes shows. A PostgreSQL row's epoch is
+      // hashed with it from audit schema version 4 on; older rows hash without
+      // it, and once a row hashed with its epoch is met, every later row must be.
+      const fields = {
+        seq: stored.seq,
+        at: stored.at,
+        kind: stored.kind,
+        itemId: stored.item_id,
+        hop: stored.hop,
+        actor: stored.actor,
+      };
+      const withEpoch =
+        stored.epoch !== undefined &&
+        hashCanonical(prevHash, canonicalAuditRow({ ...fields, epoch: stored.epoch }, stored.data)) === stored.hash;
+      if (withEpoch) this.#epochHashed = true;
+      else if (this.#epochHashed || hashCanonical(prevHash, canonicalAuditRow(fields, stored.data)) !== stored.hash) {
         const unreadable = readAuditRow(stored);
         if (typeof unreadable === 'string') {
           return { ok: false, seq: stored.seq, reason: 'malformed-row', detail: unreadable };
@@ -139,7 +144,9 @@ export class AuditChainWalk {
           ok: false,
           seq: stored.seq,
           reason: 'hash-mismatch',
-          detail: `row ${stored.seq} was changed: its content does not hash to its stored hash`,
+          detail: `row ${stored.seq} was changed: its content${
+            stored.epoch === undefined ? ' does' : ' and epoch do'
+          } not hash to its stored hash`,
         };
       }
       if (expected !== undefined && stored.seq === expected.seq && stored.hash !== expected.hash) {
