@@ -1,6 +1,6 @@
-import type { KeyObject } from 'node:crypto';
 import type { AuditChain } from '../persistence/audit/audit-chain.js';
 import type { AuditVerification, AuditVerifyOptions } from '../persistence/audit/chain-walk.js';
+import { type AuditDigest, parseAuditDigest } from '../persistence/audit/digest.js';
 import { SqliteAuditLog } from '../persistence/audit/sqlite-chain.js';
 import { SchemaVersionError } from '../persistence/kernel/migrations.js';
 import type { AuditHead, AuditRow } from '../protocol/audit.js';
@@ -14,11 +14,13 @@ import {
   stringFlag,
 } from './command-args.js';
 import { loadAuditPublicKey, writeAuditKeyPair } from './audit-key.js';
+import { printDigest } from './audit-digest.js';
 import { hasTable, openExistingDatabase, requireComponent } from './read-database.js';
 import { auditOf, isPostgresUrl, openPostgresForReading } from './read-postgres.js';
 
-export const AUDIT_USAGE = `Usage: switchboard audit verify --db PATH|URL [--expect-head SEQ:HASH]
+export const AUDIT_USAGE = `Usage: switchboard audit verify --db PATH|URL [--expect-head SEQ:HASH] [--digest LINE]
                               [--public-key FILE [--require-signed-head]] [--json]
+       switchboard audit digest --db PATH|URL [--public-key FILE]
        switchboard audit keygen --out FILE
 
 Walks the hash-chained audit from its first row and checks every link:
@@ -27,6 +29,13 @@ the row's RFC 8785 canonical JSON, and the chain head kept beside the table
 must name the last row. An edited, deleted, reordered or inserted row, or
 rows cut from the end, are found; the first bad row is named with the
 reason. The database is opened read-only.
+
+audit digest prints the chain's signed head (its newest checkpoint, of
+--public-key's key when given; the unsigned head when there is none) as one
+line, after verifying the chain: keep it outside the database (a ticket, a
+log, a second store). A writer of the database can rewind the chain to any
+earlier state, even delete every row and checkpoint; audit verify --digest
+LINE catches it.
 
 Options:
   --db PATH               the SQLite file the Coordinator wrote (required;
@@ -37,13 +46,20 @@ Options:
                           printed by a previous verify): row SEQ must still
                           have HASH (the chain may have grown since); a
                           chain shorter than SEQ is truncated
+  --digest LINE           the chain must extend a digest audit digest printed
+                          (quote it): shorter is rolled-back (a cut, a rewind
+                          to genesis), another hash at its row is
+                          digest-mismatch (a rewrite); with --public-key, a
+                          signed digest's signature is checked
+                          (digest-signature)
   --public-key FILE       check the signed checkpoints of this Ed25519 key
                           (FILE.pub of audit keygen): a bad signature, a
                           checkpoint whose row hash differs (rewritten), or
                           one past the last row (truncated) is a break; rows
                           after the newest checkpoint are counted unsigned
   --require-signed-head   with --public-key: fail when any row follows the
-                          newest checkpoint (unsigned-head)
+                          newest checkpoint, or when no checkpoint signs the
+                          chain at all, even an empty one (unsigned-head)
   --out FILE              keygen: write the private key to FILE (mode 0600,
                           never over an existing file) and the public key to
                           FILE.pub; give FILE to the Coordinator's --audit-key
@@ -58,7 +74,10 @@ reordered, replaced or inserted), seq-gap (a row is missing), truncated
 row), malformed-row (a row cannot be read back), checkpoint-signature (a
 checkpoint does not verify), checkpoint-mismatch (a signed row hash
 differs: the chain was rewritten), unsigned-head (rows past the newest
-checkpoint, with --require-signed-head).
+checkpoint, or no checkpoint at all, with --require-signed-head),
+rolled-back (shorter than the --digest), digest-mismatch (the --digest's row
+has another hash), digest-signature (the --digest does not verify with the
+key).
 
 Exit status: 0 when the chain is intact; 1 when it is not (the first bad
 row is named) or a PostgreSQL does not answer; 2 for a usage error or a
@@ -68,6 +87,7 @@ database that is not a switchboard database with an audit.`;
 export const AUDIT_FLAGS: FlagSpec = {
   db: { type: 'string' },
   'expect-head': { type: 'string' },
+  digest: { type: 'string' },
   'public-key': { type: 'string' },
   'require-signed-head': { type: 'boolean' },
   out: { type: 'string' },
@@ -106,33 +126,45 @@ function describeRow(row: AuditRow): string {
 }
 
 async function runAudit(argv: string[]): Promise<number> {
-  let json: boolean;
   let opened: ReturnType<typeof openExistingDatabase>;
-  let expectedHead: AuditHead | undefined;
-  let publicKey: KeyObject | undefined;
-  let requireSignedHead: boolean;
+  let action: (chain: AuditChain) => Promise<number>;
+  let db: string | undefined;
   try {
     const args = parseCommandArgs(argv, AUDIT_FLAGS, 1);
     const [sub] = args.positionals;
-    if (sub === undefined) throw new CliUsageError("missing subcommand: 'verify' or 'keygen'");
+    if (sub === undefined) throw new CliUsageError("missing subcommand: 'verify', 'digest' or 'keygen'");
     if (sub === 'keygen') return keygen(stringFlag(args, 'out'), args.values);
-    if (sub !== 'verify') throw new CliUsageError(`unknown subcommand '${sub}' (expected 'verify' or 'keygen')`);
+    if (sub !== 'verify' && sub !== 'digest') {
+      throw new CliUsageError(`unknown subcommand '${sub}' (expected 'verify', 'digest' or 'keygen')`);
+    }
     if (args.values.out !== undefined) throw new CliUsageError('--out is an option of audit keygen');
-    json = booleanFlag(args, 'json');
-    expectedHead = parseHead(stringFlag(args, 'expect-head'));
     const publicKeyFile = stringFlag(args, 'public-key');
-    requireSignedHead = booleanFlag(args, 'require-signed-head');
-    if (requireSignedHead && publicKeyFile === undefined) {
-      throw new CliUsageError('--require-signed-head needs --public-key FILE');
-    }
-    publicKey = publicKeyFile === undefined ? undefined : loadAuditPublicKey(publicKeyFile);
-    const db = stringFlag(args, 'db');
-    if (db !== undefined && isPostgresUrl(db)) {
-      return await verifyOnPostgres(db, json, {
+    const publicKey = publicKeyFile === undefined ? undefined : loadAuditPublicKey(publicKeyFile);
+    if (sub === 'digest') {
+      for (const flag of ['expect-head', 'digest', 'require-signed-head', 'json']) {
+        if (args.values[flag] !== undefined) throw new CliUsageError(`--${flag} is not an option of audit digest`);
+      }
+      action = (chain) => printDigest(chain, publicKey);
+    } else {
+      const json = booleanFlag(args, 'json');
+      const expectedHead = parseHead(stringFlag(args, 'expect-head'));
+      const digest = parseDigest(stringFlag(args, 'digest'));
+      const requireSignedHead = booleanFlag(args, 'require-signed-head');
+      if (requireSignedHead && publicKeyFile === undefined) {
+        throw new CliUsageError('--require-signed-head needs --public-key FILE');
+      }
+      const options: AuditVerifyOptions = {
         ...(expectedHead === undefined ? {} : { expectedHead }),
+        ...(digest === undefined ? {} : { digest }),
         ...(publicKey === undefined ? {} : { publicKey, requireSignedHead }),
-      });
+      };
+      action = async (chain) => {
+        const { verification, row } = await verifyWithRow(chain, options);
+        return printVerification(verification, row, json);
+      };
     }
+    db = stringFlag(args, 'db');
+    if (db !== undefined && isPostgresUrl(db)) return await onPostgres(db, action);
     opened = openExistingDatabase(db, 'read');
   } catch (error) {
     if (error instanceof CliUsageError) return reportUsageError('audit', error, AUDIT_USAGE);
@@ -145,36 +177,44 @@ async function runAudit(argv: string[]): Promise<number> {
     return reportUsageError('audit', error as CliUsageError, AUDIT_USAGE);
   }
   try {
-    let verification: AuditVerification;
-    let row: AuditRow | undefined;
     if (!hasTable(opened.db, 'audit_log') || !hasTable(opened.db, 'audit_head')) {
       // The schema says there is an audit, but its table was dropped.
-      verification = { ok: false, seq: 1, reason: 'malformed-row', detail: 'the audit tables are missing' };
-    } else {
-      let audit: SqliteAuditLog;
-      try {
-        audit = new SqliteAuditLog(opened.db, { readOnly: true });
-      } catch (error) {
-        if (error instanceof SchemaVersionError) {
-          process.stderr.write(`switchboard audit: ${error.message}\n`);
-          return 2;
-        }
-        throw error;
-      }
-      // verifyChain reads rows and head in one read transaction: the same snapshot, even while a Coordinator appends.
-      ({ verification, row } = await verifyWithRow(audit.chain, {
-        ...(expectedHead === undefined ? {} : { expectedHead }),
-        ...(publicKey === undefined ? {} : { publicKey, requireSignedHead }),
-      }));
+      const verification: AuditVerification = {
+        ok: false,
+        seq: 1,
+        reason: 'malformed-row',
+        detail: 'the audit tables are missing',
+      };
+      return printVerification(verification, undefined, argv.includes('--json'));
     }
-    return printVerification(verification, row, json);
+    let audit: SqliteAuditLog;
+    try {
+      audit = new SqliteAuditLog(opened.db, { readOnly: true });
+    } catch (error) {
+      if (error instanceof SchemaVersionError) {
+        process.stderr.write(`switchboard audit: ${error.message}\n`);
+        return 2;
+      }
+      throw error;
+    }
+    // verifyChain reads rows and head in one read transaction: the same snapshot, even while a Coordinator appends.
+    return await action(audit.chain);
   } finally {
     opened.db.close();
   }
 }
 
-/** `--db postgres://...`: the same walk of the chain kept in PostgreSQL. */
-async function verifyOnPostgres(url: string, json: boolean, options: AuditVerifyOptions): Promise<number> {
+function parseDigest(text: string | undefined): AuditDigest | undefined {
+  if (text === undefined) return undefined;
+  try {
+    return parseAuditDigest(text);
+  } catch (error) {
+    throw new CliUsageError(`--digest: ${(error as Error).message}`);
+  }
+}
+
+/** `--db postgres://...`: the same chain kept in PostgreSQL. */
+async function onPostgres(url: string, action: (chain: AuditChain) => Promise<number>): Promise<number> {
   let opened: Awaited<ReturnType<typeof openPostgresForReading>>;
   try {
     opened = await openPostgresForReading(url, 'audit');
@@ -190,8 +230,7 @@ async function verifyOnPostgres(url: string, json: boolean, options: AuditVerify
       process.stderr.write(`switchboard audit: ${opened.where}: ${(error as Error).message}\n`);
       return error instanceof SchemaVersionError ? 2 : 1;
     }
-    const { verification, row } = await verifyWithRow(audit, options);
-    return printVerification(verification, row, json);
+    return await action(audit);
   } catch (error) {
     process.stderr.write(`switchboard audit: ${opened.where}: ${(error as Error).message}\n`);
     return 1;
@@ -225,7 +264,7 @@ function printVerification(verification: AuditVerification, row: AuditRow | unde
 }
 
 function keygen(out: string | undefined, values: Record<string, unknown>): number {
-  for (const flag of ['db', 'expect-head', 'public-key', 'require-signed-head', 'json']) {
+  for (const flag of ['db', 'expect-head', 'digest', 'public-key', 'require-signed-head', 'json']) {
     if (values[flag] !== undefined) throw new CliUsageError(`--${flag} is not an option of audit keygen`);
   }
   if (out === undefined) throw new CliUsageError('audit keygen needs --out FILE');
@@ -240,7 +279,8 @@ function keygen(out: string | undefined, values: Record<string, unknown>): numbe
 
 export const auditCommand: CliCommand = {
   name: 'audit',
-  summary: 'verify the hash-chained audit of a database, or make a checkpoint key (audit verify, audit keygen)',
+  summary:
+    'verify the hash-chained audit of a database, print its signed head to keep elsewhere, or make a checkpoint key (audit verify, audit digest, audit keygen)',
   usage: AUDIT_USAGE,
   run: runAudit,
 };

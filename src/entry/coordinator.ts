@@ -45,6 +45,14 @@ export {
 export type { PgFence, PgQuery } from '../persistence/coordinator/postgres-client.js';
 export { AUDIT_PG_MIGRATIONS, PostgresAuditLog } from '../persistence/audit/postgres-chain.js';
 export type { AuditChain } from '../persistence/audit/audit-chain.js';
+// A chain's signed head as one line to keep elsewhere (`audit digest`), and its check (`AuditVerifyOptions.digest`).
+export {
+  type AuditDigest,
+  auditDigest,
+  digestSignatureHolds,
+  formatAuditDigest,
+  parseAuditDigest,
+} from '../persistence/audit/digest.js';
 export type {
   AuditAppended,
   AuditCheckpoint,

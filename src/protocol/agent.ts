@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MAX_ID_CHARS, MAX_NAME_CHARS } from './bounds.js';
+import { skeleton } from './confusables/skeleton.js';
 import { IdSchema, NameSchema } from './task.js';
 import { named } from './wire-schema.js';
 
@@ -11,15 +12,22 @@ export type AgentKind = z.infer<typeof AgentKindSchema>;
 /**
  * What a valid agent name is (the text of the error a refused name gets).
  * Names are shown to models as `from`, so two names that look alike must not
- * both be live: see `agentNameProblem` and `foldAgentName`.
+ * both be live: see `agentNameProblem`, `foldAgentName` and `agentNameSkeleton`.
  */
 export const AGENT_NAME_RULE =
   `a name is 1 to ${MAX_NAME_CHARS} characters after Unicode NFKC normalization, not blank, with no leading or trailing ` +
-  'space, no control, format (zero-width, bidi), separator or unassigned characters, and letters of one ' +
-  'script only among Latin, Greek, Cyrillic and Armenian';
+  'space, no control, format (zero-width, bidi), default-ignorable (variation selectors, Hangul fillers, U+034F), ' +
+  'blank (U+2800), separator or unassigned characters, and letters of one script only among Latin, Greek, ' +
+  'Cyrillic and Armenian';
 
-/** Characters no name or identifier a model sees may hold: every \p{C} (Cc, Cf, Cs, Co, Cn) and line/paragraph separators. */
-const INVISIBLE = /[\p{C}\p{Zl}\p{Zp}]/u;
+/**
+ * Characters no name or identifier a model sees may hold: every \p{C} (Cc,
+ * Cf, Cs, Co, Cn), line/paragraph separators, every Default_Ignorable_Code_Point
+ * (drawn as nothing: U+034F, variation selectors, Mongolian free variation
+ * selectors, Khmer inherent vowels, Hangul fillers) and U+2800 BRAILLE
+ * PATTERN BLANK (a symbol drawn as a blank).
+ */
+const INVISIBLE = /[\p{C}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\u2800]/u;
 /** Whitespace other than U+0020 (NFKC already maps no-break and other spaces to U+0020). */
 const ODD_SPACE = /[^\S ]/u;
 /** Scripts whose letters are confusable with one another (Latin `o`, Cyrillic `о`, Greek `ο`). */
@@ -59,6 +67,18 @@ export function visibleTextProblem(text: string): string | null {
  */
 export function foldAgentName(name: string): string {
   return name.normalize('NFKC').toLowerCase().normalize('NFKC');
+}
+
+/**
+ * The key two agent names are confusable by: the UTS #39 skeleton of the
+ * NFKC name (`skeleton`), then lower case (names are compared
+ * case-insensitively). `ӏеаԁ` (Cyrillic), `ǀead`, `Ꮮead` (Cherokee), `ꓡead`
+ * (Lisu), `ʟᴇᴀᴅ` (small capitals), `Iead` and `1ead` all have the key of
+ * `lead`; so do `coder1` and `coderl`, as UTS #39 has it (`1`, `I` and `l`
+ * look alike), while `coderi` keeps its own.
+ */
+export function agentNameSkeleton(name: string): string {
+  return skeleton(name.normalize('NFKC')).toLowerCase();
 }
 
 /**

@@ -142,6 +142,12 @@ export interface AuditRow {
   data: JsonObject;
   prevHash: string;
   hash: string;
+  /**
+   * PostgreSQL rows whose hash covers their committing epoch (appended from
+   * audit schema version 4 on): the leader lease's epoch, null for a commit
+   * with no lease. Absent on SQLite rows and on older rows.
+   */
+  epoch?: number | null;
 }
 
 /** The end of the chain: its last row's `seq` and `hash` (`seq` 0 and the genesis hash when empty). */

@@ -69,8 +69,12 @@ export function answerTooLarge(bytes: number | undefined, inBatch = false): Brok
   );
 }
 
-export function invalidParams(message: string, issues: SchemaIssue[] = []): BrokerError {
-  return new BrokerError('INVALID_PARAMS', message, { details: { issues } });
+export function invalidParams(
+  message: string,
+  issues: SchemaIssue[] = [],
+  extra: Record<string, unknown> = {},
+): BrokerError {
+  return new BrokerError('INVALID_PARAMS', message, { details: { issues, ...extra } });
 }
 
 export function invalidRequest(message: string): BrokerError {

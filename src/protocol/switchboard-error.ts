@@ -60,7 +60,13 @@ export const ERROR_CODES = {
     'WORKFLOW_RUN_SNAPSHOT_INVALID',
   ],
   ContextStoreError: ['CONTEXT_CLOSED', 'CONTEXT_NOT_JSON', 'CONTEXT_INVALID_ARGUMENT', 'CONTEXT_BACKEND'],
-  AuditError: ['AUDIT_INVALID_ENTRY', 'AUDIT_HEAD_MISSING', 'AUDIT_NO_TRANSACTION', 'AUDIT_BAD_KEY'],
+  AuditError: [
+    'AUDIT_INVALID_ENTRY',
+    'AUDIT_HEAD_MISSING',
+    'AUDIT_NO_TRANSACTION',
+    'AUDIT_BAD_KEY',
+    'AUDIT_BAD_DIGEST',
+  ],
   SchemaVersionError: ['SCHEMA_TOO_NEW', 'SCHEMA_TOO_OLD'],
   /** The PostgreSQL store: a bad URL, an unreachable or lost server, a missing client, a refused statement. */
   PostgresError: ['PG_INVALID_URL', 'PG_UNREACHABLE', 'PG_CLIENT_MISSING', 'PG_QUERY_FAILED'],

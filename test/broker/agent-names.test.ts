@@ -5,9 +5,12 @@
  */
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AGENT_NAME_RULE, foldAgentName } from '../../src/protocol/agent.js';
+import { AGENT_NAME_RULE, agentNameSkeleton, foldAgentName } from '../../src/protocol/agent.js';
+import { skeleton } from '../../src/protocol/confusables/skeleton.js';
+import { CONFUSABLES_VERSION, PROTOTYPE_COUNT } from '../../src/protocol/confusables/table.js';
 /** The in-process code of a refusal that goes out on the wire as -32602. */
 const INVALID_PARAMS = 'INVALID_PARAMS';
+import { LEAD_LOOK_ALIKES } from './look-alike-names.js';
 import { type Harness, expectRefusedUnchanged, harness, register, settle, text } from './helpers.js';
 
 let h: Harness | undefined;
@@ -109,6 +112,78 @@ describe('agent names at registration', () => {
     expect(foldAgentName('ＢＯＢ')).toBe('bob');
     expect(foldAgentName('Bob')).toBe(foldAgentName('bOB'));
     expect(foldAgentName('ﬁle')).toBe('file');
+  });
+});
+
+describe('look-alike names: one name by UTS #39 skeleton', () => {
+  for (const [name, what] of LEAD_LOOK_ALIKES) {
+    it(`refuses ${what} (${JSON.stringify(name)}) beside a live lead, naming lead when it is a look-alike`, async () => {
+      h = harness();
+      const lead = await register(h.broker, 'lead', 'c');
+      const e = await expectRefusedUnchanged(h, () => h!.broker.register({ name, contextId: 'c' }), {
+        code: INVALID_PARAMS,
+      });
+      const details = e.details as { issues: { path: unknown[]; message: string }[]; existing?: unknown };
+      expect(details.issues[0]?.path).toEqual(['name']);
+      if (details.existing === undefined) {
+        // Invisible code points are refused by what a name is, live `lead` or not.
+        expect(details.issues[0]?.message).toContain(AGENT_NAME_RULE);
+        expect(details.issues[0]?.message).toMatch(
+          /invisible or control character U\+(034F|FE0F|180B|17B4|115F|1160|2800)/,
+        );
+      } else {
+        expect(details.existing).toEqual({ agentId: lead.agentId, name: 'lead' });
+        expect(e.message).toContain('"lead"');
+        expect(e.message).toContain('UTS #39 skeletons are equal');
+      }
+    });
+  }
+
+  it('accepts every look-alike of lead in another context, and in its own once lead deregisters', async () => {
+    h = harness();
+    const lead = await register(h.broker, 'lead', 'c');
+    const visible = LEAD_LOOK_ALIKES.slice(0, 7).map(([name]) => name);
+    expect(visible).toHaveLength(7);
+    for (const [i, name] of visible.entries()) {
+      await expect(h.broker.register({ name, contextId: `other-${i}` })).resolves.toBeTruthy();
+    }
+    await h.broker.deregister({ token: lead.token });
+    const iead = await h.broker.register({ name: 'Iead', contextId: 'c' });
+    expect(iead.card.name).toBe('Iead');
+    // Now lead itself is the look-alike of the live Iead.
+    const e = await expectRefusedUnchanged(h, () => h!.broker.register({ name: 'lead', contextId: 'c' }), {
+      code: INVALID_PARAMS,
+    });
+    expect((e.details as { existing?: unknown }).existing).toEqual({ agentId: iead.agentId, name: 'Iead' });
+  });
+
+  it('keeps distinct names distinct: coderi beside coderl, worker1 beside worker2, rn refused beside m', async () => {
+    h = harness();
+    for (const name of ['coderl', 'coderi', 'worker1', 'worker2', 'agent-a', 'agent_a', 'm', 'Bop', 'Ωμέγα']) {
+      await expect(h.broker.register({ name, contextId: 'c' }), name).resolves.toBeTruthy();
+    }
+    // UTS #39: `1`, `I` and `l` are one prototype, as are `m` and `rn`.
+    for (const name of ['coder1', 'coderI', 'rn', 'workerl', '\u0412\u043e\u0440' /* Cyrillic Вор */]) {
+      await expectRefusedUnchanged(h, () => h!.broker.register({ name, contextId: 'c' }), { code: INVALID_PARAMS });
+    }
+  });
+
+  it('builds skeletons as UTS #39 section 4 does, from the generated confusables table', () => {
+    expect(CONFUSABLES_VERSION).toBe('17.0.0');
+    expect(PROTOTYPE_COUNT).toBeGreaterThan(6565);
+    // Case-sensitive, as the standard: I and 1 have the prototype l; 0 has O.
+    expect(skeleton('Iead')).toBe('lead');
+    expect(skeleton('1ead')).toBe('lead');
+    expect(skeleton('\u13deead')).toBe('Lead');
+    expect(skeleton('m')).toBe('rn');
+    expect(skeleton('i')).toBe('i');
+    // Default-ignorable code points are removed; NFD before and after.
+    expect(skeleton('le\u034fad\ufe0f')).toBe('lead');
+    expect(skeleton('\u00e9')).toBe('e\u0301');
+    // The name key: NFKC, skeleton, lower case.
+    for (const [name] of LEAD_LOOK_ALIKES.slice(0, 7)) expect(agentNameSkeleton(name), name).toBe('lead');
+    expect(agentNameSkeleton('ＬＥＡＤ')).toBe('lead');
+    expect(agentNameSkeleton('coderi')).not.toBe(agentNameSkeleton('coderl'));
   });
 });
 

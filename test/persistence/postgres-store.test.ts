@@ -133,7 +133,10 @@ for (const sink of ['append', 'one statement'] as const)
           append: (tx, entries) => audit.appendInTransaction(tx, entries),
           ...(sink === 'append'
             ? {}
-            : { chain: (head, entries) => audit.chainAfter(head, entries), head: (q) => audit.readHead(q) }),
+            : {
+                chain: (head, entries, epoch) => audit.chainAfter(head, entries, epoch),
+                head: (q) => audit.readHead(q),
+              }),
         },
         ...(fence === undefined ? {} : { fence }),
       });
@@ -477,8 +480,10 @@ for (const sink of ['append', 'one statement'] as const)
           ['x', null],
           ['c', b.epoch],
         ]);
-        // The epoch is outside the hash: the chain verifies as SQLite's does.
+        // The epoch is hashed with each row (audit schema 4): the chain verifies, and a changed epoch shows.
         expect(await audit.verifyChain()).toMatchObject({ ok: true, entries: 3 });
+        await pool.query("UPDATE audit_log SET epoch = 999 WHERE item_id = 'c'");
+        expect(await audit.verifyChain()).toMatchObject({ ok: false, seq: 3, reason: 'hash-mismatch' });
       } finally {
         await b.close();
         await a.close();
@@ -548,6 +553,9 @@ for (const sink of ['append', 'one statement'] as const)
             'c',
           ]);
           expect(await audit.verifyChain()).toMatchObject({ ok: true, entries: 2 });
+          // The one-statement commit hashed the epoch it wrote: changing it shows.
+          await pool.query("UPDATE audit_log SET epoch = 999 WHERE item_id = 'a'");
+          expect(await audit.verifyChain()).toMatchObject({ ok: false, seq: 1, reason: 'hash-mismatch' });
         } finally {
           await b.close();
           await a.close();

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { JsonRpcResponseSchema } from '../../src/protocol/jsonrpc.js';
 import { METHOD_NAMES } from '../../src/protocol/methods.js';
+import { LEAD_LOOK_ALIKES } from '../broker/look-alike-names.js';
 import { RawServe, isObject, tempDir, text } from './helpers.js';
 
 let cleanups: (() => Promise<void> | void)[] = [];
@@ -279,6 +280,7 @@ describe('fuzz: look-alike agent names on switchboard serve', () => {
       if (server.child.exitCode === null && server.child.signalCode === null) await server.kill();
     });
     await server.call('a2a.agents.register', { name: 'bob', contextId: 'c' });
+    await server.call('a2a.agents.register', { name: 'lead', contextId: 'c' });
     const lister = (await server.call('a2a.agents.register', { name: 'lister', contextId: 'c' })) as { token: string };
     const invisible = fc.constantFrom(
       '\u200b',
@@ -303,6 +305,8 @@ describe('fuzz: look-alike agent names on switchboard serve', () => {
         .map(([c, at]) => `${'bob'.slice(0, at)}${c}${'bob'.slice(at)}`),
       // `bob` with its o in Cyrillic or Greek, or in another case or width (folds to bob).
       fc.constantFrom('b\u043eb', 'b\u03bfb', 'Bob', 'BOB', 'ｂｏｂ', 'Ｂｏｂ'),
+      // look-alikes by UTS #39 skeleton, or with a default-ignorable code point: of `bob` and of `lead`.
+      fc.constantFrom('b0b', '\u0299\u1d0f\u0299', 'bob\u034f', 'b\ufe00ob', ...LEAD_LOOK_ALIKES.map(([name]) => name)),
       // blank names.
       fc
         .array(fc.constantFrom(' ', '\u3000', '\u00a0', '\u2003', '\t'), { minLength: 1, maxLength: 4 })
@@ -316,7 +320,7 @@ describe('fuzz: look-alike agent names on switchboard serve', () => {
       { numRuns: 150 },
     );
     const listed = (await server.call('a2a.agents.list', { token: lister.token })) as { agents: { name: string }[] };
-    expect(listed.agents.map((a) => a.name)).toEqual(['bob']);
+    expect(listed.agents.map((a) => a.name)).toEqual(['bob', 'lead']);
     const answer = await server.request('a2a.agents.register', { name: 'b\u043eb', contextId: 'c' });
     expect(JSON.stringify(answer.error)).toContain('mixes Latin and Cyrillic letters');
   });

@@ -9,7 +9,7 @@ import { startAgentActor } from './agents.js';
 import type { BrokerState } from './broker-state.js';
 import type { CallScope } from './commit-queue.js';
 import { type EventRouter, statusEvent } from './event-routing.js';
-import { type Registration, foldedPartyKey, partyKey } from './registry.js';
+import { type Registration, foldedPartyKey, partyKey, skeletonPartyKey } from './registry.js';
 
 /**
  * The registration calls: an agent registers (a token, its card and actor),
@@ -31,15 +31,33 @@ export class AgentCalls {
     private readonly events: EventRouter,
   ) {}
 
+  /**
+   * Refuses a name that is, or looks like, a live name of its context: equal
+   * once folded (`foldAgentName`: `Bob` beside `bob`) or by skeleton
+   * (`agentNameSkeleton`: `Iead` beside `lead`). The error names the live one.
+   */
+  private refuseLiveLookAlike(party: Party): void {
+    const { byId, byFoldedParty, bySkeletonParty } = this.state.registry.getSnapshot().context;
+    const folded = byFoldedParty.get(foldedPartyKey(party));
+    const existingId = folded ?? bySkeletonParty.get(skeletonPartyKey(party));
+    const existing = existingId === undefined ? undefined : byId.get(existingId);
+    if (existing === undefined) return;
+    const how =
+      folded !== undefined
+        ? 'the same name compared case-insensitively after NFKC'
+        : 'a look-alike: their UTS #39 skeletons are equal';
+    throw invalidParams(
+      `"${party.name}" is ${how} of "${existing.party.name}" (agentId ${existing.agentId}), already live in this context: ` +
+        'choose a name that does not look like a live one, or deregister that agent first',
+      [{ path: ['name'], message: `duplicate live name in this context: "${existing.party.name}"`, code: 'custom' }],
+      { existing: { agentId: existing.agentId, name: existing.party.name } },
+    );
+  }
+
   register(p: MethodParams<'a2a.agents.register'>, scope: CallScope): MethodResult<'a2a.agents.register'> {
-    // `p.name` is NFKC-normalized and checked by the schema; names that fold alike are one name.
+    // `p.name` is NFKC-normalized and checked by the schema; names that fold alike, or whose skeletons are equal, are one name.
     const party: Party = { contextId: p.contextId, name: p.name };
-    if (this.state.registry.getSnapshot().context.byFoldedParty.has(foldedPartyKey(party))) {
-      throw invalidParams(
-        'an agent with this name (compared case-insensitively after NFKC) is already live in this context',
-        [{ path: ['name'], message: 'duplicate live name in this context', code: 'custom' }],
-      );
-    }
+    this.refuseLiveLookAlike(party);
     const agentId = this.state.ids.next();
     const row = {
       agentId,

@@ -1,5 +1,5 @@
 import { createStore } from '@xstate/store';
-import { type AgentCard, type AgentKind, foldAgentName } from '../../protocol/agent.js';
+import { type AgentCard, type AgentKind, agentNameSkeleton, foldAgentName } from '../../protocol/agent.js';
 import type { Party } from '../../persistence/a2a/store.js';
 import type { AgentOutbox } from './agent-outbox.js';
 import type { AgentActor } from './agents.js';
@@ -29,6 +29,11 @@ export interface RegistryContext {
    * live registration per folded name and context (`Bob` beside `bob` is a duplicate).
    */
   readonly byFoldedParty: ReadonlyMap<string, string>;
+  /**
+   * `partyKey` of the name's skeleton (`agentNameSkeleton`) → agentId: at most
+   * one live registration per skeleton and context (`Iead` beside `lead` is a duplicate).
+   */
+  readonly bySkeletonParty: ReadonlyMap<string, string>;
   /** Folded name → agentIds of the live registrations with that name, in any context. */
   readonly byName: ReadonlyMap<string, ReadonlySet<string>>;
   /** agentId → registration order (kept when a refused deregistration puts a registration back). */
@@ -46,6 +51,11 @@ export function foldedPartyKey(party: Party): string {
   return `${party.contextId}\u0000${foldAgentName(party.name)}`;
 }
 
+/** The key of a party's name by its skeleton: two names whose skeletons are equal are one name in a context. */
+export function skeletonPartyKey(party: Party): string {
+  return `${party.contextId}\u0000${agentNameSkeleton(party.name)}`;
+}
+
 /**
  * The broker's registry of live registrations, an `@xstate/store`. Its maps
  * are updated in place (O(1) per registration, whatever the number of live
@@ -57,17 +67,19 @@ export function createRegistry() {
   const byId = new Map<string, Registration>();
   const byParty = new Map<string, string>();
   const byFoldedParty = new Map<string, string>();
+  const bySkeletonParty = new Map<string, string>();
   const byName = new Map<string, Set<string>>();
   const order = new Map<string, number>();
   let nextOrder = 0;
   return createStore({
-    context: { byId, byParty, byFoldedParty, byName, order, version: 0 } as RegistryContext,
+    context: { byId, byParty, byFoldedParty, bySkeletonParty, byName, order, version: 0 } as RegistryContext,
     on: {
       added: (context, event: { registration: Registration; order?: number }) => {
         const r = event.registration;
         byId.set(r.agentId, r);
         byParty.set(partyKey(r.party), r.agentId);
         byFoldedParty.set(foldedPartyKey(r.party), r.agentId);
+        bySkeletonParty.set(skeletonPartyKey(r.party), r.agentId);
         const folded = foldAgentName(r.party.name);
         let named = byName.get(folded);
         if (named === undefined) {
@@ -84,6 +96,8 @@ export function createRegistry() {
         byId.delete(r.agentId);
         byParty.delete(partyKey(r.party));
         if (byFoldedParty.get(foldedPartyKey(r.party)) === r.agentId) byFoldedParty.delete(foldedPartyKey(r.party));
+        const skeletonKey = skeletonPartyKey(r.party);
+        if (bySkeletonParty.get(skeletonKey) === r.agentId) bySkeletonParty.delete(skeletonKey);
         const folded = foldAgentName(r.party.name);
         const named = byName.get(folded);
         named?.delete(r.agentId);
@@ -95,6 +109,7 @@ export function createRegistry() {
         byId.clear();
         byParty.clear();
         byFoldedParty.clear();
+        bySkeletonParty.clear();
         byName.clear();
         order.clear();
         return { ...context, version: context.version + 1 };

@@ -29,6 +29,8 @@ export interface StoredAuditRow {
   data: string;
   prev_hash: string;
   hash: string;
+  /** PostgreSQL only (audit schema version 3 on): the committing epoch; part of the hash from version 4 on. */
+  epoch?: number | null;
 }
 
 export interface AuditListOptions {

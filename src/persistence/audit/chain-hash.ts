@@ -10,9 +10,13 @@ import type { CheckedEntry } from './audit-rows.js';
  *   SHA-256( "switchboard.audit.v1" || 0x00 || prevHash (32 bytes) || JCS(row) )
  *
  * where JCS is the RFC 8785 canonical JSON of
- * `{ seq, at, kind, itemId, hop?, actor, data }` (`hop` left out when absent)
- * and `prevHash` is the previous row's hash (32 zero bytes before the first
- * row). Hashes are stored as lower-case hex. The chain head `(seq, hash)` is
+ * `{ seq, at, kind, itemId, hop?, actor, data, epoch? }` (`hop` left out when
+ * absent) and `prevHash` is the previous row's hash (32 zero bytes before the
+ * first row). `epoch` (a number, or null) is there on PostgreSQL rows
+ * appended from audit schema version 4 on: the leader lease's epoch that
+ * committed the row is then part of what the hash covers. Rows appended
+ * before (and every SQLite row, which has no epoch) hash without it, as they
+ * always did: nothing is re-hashed. Hashes are stored as lower-case hex. The chain head `(seq, hash)` is
  * kept in `audit_head`, updated in the same transaction as the row, so that
  * rows cut from the end are detected; `append` also returns it so that
  * callers can keep it elsewhere and pass it to `verifyChain`.
@@ -37,6 +41,8 @@ export interface AuditHashedRow {
   hop: number | null;
   actor: string;
   data: JsonObject;
+  /** PostgreSQL rows from audit schema version 4 on: the committing epoch (null: no lease); absent: not hashed. */
+  epoch?: number | null;
 }
 
 /**
@@ -49,6 +55,7 @@ export interface AuditHashedRow {
 export function canonicalAuditRow(row: Omit<AuditHashedRow, 'data'>, canonicalData: string): string {
   return (
     `{"actor":${JSON.stringify(row.actor)},"at":${JSON.stringify(row.at)},"data":${canonicalData},` +
+    (row.epoch === undefined ? '' : `"epoch":${row.epoch === null ? 'null' : row.epoch},`) +
     (row.hop === null ? '' : `"hop":${row.hop},`) +
     `"itemId":${JSON.stringify(row.itemId)},"kind":${JSON.stringify(row.kind)},"seq":${row.seq}}`
   );
@@ -87,8 +94,10 @@ export interface ChainedRow {
  * Places checked entries after the head `(seq, hash)`: each gets the next row
  * number and its hash (the one hashing of the chain, whatever store keeps the
  * rows: SQLite in `sqlite-chain.ts`, PostgreSQL in `postgres-chain.ts`).
+ * `epoch`: PostgreSQL's committing epoch (null: none), hashed with each row;
+ * undefined (SQLite): not part of the row.
  */
-export function chainEntries(head: AuditHead, entries: readonly CheckedEntry[]): ChainedRow[] {
+export function chainEntries(head: AuditHead, entries: readonly CheckedEntry[], epoch?: number | null): ChainedRow[] {
   let { seq, hash } = head;
   // The previous hash is carried as bytes from one row to the next (parsed from hex once per batch).
   let prevBytes: Buffer = Buffer.from(hash, 'hex');
@@ -96,7 +105,8 @@ export function chainEntries(head: AuditHead, entries: readonly CheckedEntry[]):
   for (const entry of entries) {
     const prevHash = hash;
     seq += 1;
-    prevBytes = hashAfter(prevBytes, canonicalAuditRow({ seq, ...entry }, entry.dataText));
+    const row = epoch === undefined ? { seq, ...entry } : { seq, ...entry, epoch };
+    prevBytes = hashAfter(prevBytes, canonicalAuditRow(row, entry.dataText));
     hash = prevBytes.toString('hex');
     out.push({ entry, seq, prevHash, hash });
   }

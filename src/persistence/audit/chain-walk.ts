@@ -3,6 +3,7 @@ import type { AuditHead } from '../../protocol/audit.js';
 import { readAuditRow, type StoredAuditRow } from './audit-rows.js';
 import { AUDIT_GENESIS_HASH, canonicalAuditRow, hashCanonical } from './chain-hash.js';
 import { type AuditCheckpoint, auditKeyId, checkpointMessage } from './checkpoints.js';
+import { type AuditDigest, digestSignatureHolds } from './digest.js';
 
 /** Why `verifyChain` stopped. */
 export type AuditBreak =
@@ -22,8 +23,14 @@ export type AuditBreak =
   | 'checkpoint-signature'
   /** A signed checkpoint's hash is not the hash of the row it covers (the chain was rewritten). */
   | 'checkpoint-mismatch'
-  /** The head is not covered by a checkpoint and a signed head was required. */
-  | 'unsigned-head';
+  /** The head is not covered by a checkpoint and a signed head was required (an empty chain too). */
+  | 'unsigned-head'
+  /** The chain is shorter than a digest kept elsewhere: it was cut or rewound (even to genesis). */
+  | 'rolled-back'
+  /** A digest's row has another hash: the chain was rewritten up to there. */
+  | 'digest-mismatch'
+  /** A signed digest does not verify with the given key (forged, edited, or of another key). */
+  | 'digest-signature';
 
 export type AuditVerification =
   | { ok: true; entries: number; head: AuditHead; checkpoints?: AuditCheckpointReport }
@@ -36,9 +43,20 @@ export interface AuditVerifyOptions {
    * than `seq` is truncated.
    */
   expectedHead?: AuditHead;
+  /**
+   * A digest kept elsewhere (`audit digest`): the chain must extend it (row
+   * `seq` still has `hash`; it may have grown since). Shorter is
+   * `rolled-back`, another hash `digest-mismatch`; with `publicKey`, a signed
+   * digest's signature is checked first (`digest-signature`).
+   */
+  digest?: AuditDigest;
   /** Checks every checkpoint of this key: its signature and the hash of the row it covers. */
   publicKey?: crypto.KeyObject;
-  /** With `publicKey`: fails when rows follow the newest verified checkpoint. */
+  /**
+   * With `publicKey`: fails when rows follow the newest verified checkpoint,
+   * and when no checkpoint of the key signs the chain at all (an empty chain
+   * too: a chain rewound to genesis with its checkpoints deleted).
+   */
   requireSignedHead?: boolean;
 }
 
@@ -75,6 +93,8 @@ export class AuditChainWalk {
   #signed: SignedCheckpoints | undefined;
   #expectedSeq = 1;
   #prevHash = AUDIT_GENESIS_HASH;
+  /** Set at the first row whose hash covers its epoch: every later row's must too. */
+  #epochHashed = false;
 
   /** `checkpoints`: every stored checkpoint (read only when `options.publicKey` is given). */
   constructor(options: AuditVerifyOptions, checkpoints: readonly AuditCheckpoint[]) {
@@ -84,8 +104,17 @@ export class AuditChainWalk {
 
   /** Checks the checkpoints' signatures (with a public key); a bad one is the break. */
   start(): AuditVerification | undefined {
-    if (this.#options.publicKey === undefined) return undefined;
-    const signed = signedCheckpoints(this.#options.publicKey, this.#checkpoints);
+    const { publicKey, digest } = this.#options;
+    if (publicKey === undefined) return undefined;
+    if (digest?.checkpoint !== undefined && !digestSignatureHolds(digest, publicKey)) {
+      return {
+        ok: false,
+        seq: digest.seq,
+        reason: 'digest-signature',
+        detail: `the digest of row ${digest.seq} does not verify with key ${auditKeyId(publicKey)}: it was forged or edited, or is of another key`,
+      };
+    }
+    const signed = signedCheckpoints(publicKey, this.#checkpoints);
     if ('reason' in signed) return signed;
     this.#signed = signed;
     return undefined;
@@ -118,19 +147,22 @@ export class AuditChainWalk {
         };
       }
       // The stored data is the canonical JSON append wrote: it is hashed as
-      // stored, so any change to its bytes shows.
-      const canonical = canonicalAuditRow(
-        {
-          seq: stored.seq,
-          at: stored.at,
-          kind: stored.kind,
-          itemId: stored.item_id,
-          hop: stored.hop,
-          actor: stored.actor,
-        },
-        stored.data,
-      );
-      if (hashCanonical(prevHash, canonical) !== stored.hash) {
+      // stored, so any change to its bytes shows. A PostgreSQL row's epoch is
+      // hashed with it from audit schema version 4 on; older rows hash without
+      // it, and once a row hashed with its epoch is met, every later row must be.
+      const fields = {
+        seq: stored.seq,
+        at: stored.at,
+        kind: stored.kind,
+        itemId: stored.item_id,
+        hop: stored.hop,
+        actor: stored.actor,
+      };
+      const withEpoch =
+        stored.epoch !== undefined &&
+        hashCanonical(prevHash, canonicalAuditRow({ ...fields, epoch: stored.epoch }, stored.data)) === stored.hash;
+      if (withEpoch) this.#epochHashed = true;
+      else if (this.#epochHashed || hashCanonical(prevHash, canonicalAuditRow(fields, stored.data)) !== stored.hash) {
         const unreadable = readAuditRow(stored);
         if (typeof unreadable === 'string') {
           return { ok: false, seq: stored.seq, reason: 'malformed-row', detail: unreadable };
@@ -139,7 +171,9 @@ export class AuditChainWalk {
           ok: false,
           seq: stored.seq,
           reason: 'hash-mismatch',
-          detail: `row ${stored.seq} was changed: its content does not hash to its stored hash`,
+          detail: `row ${stored.seq} was changed: its content${
+            stored.epoch === undefined ? ' does' : ' and epoch do'
+          } not hash to its stored hash`,
         };
       }
       if (expected !== undefined && stored.seq === expected.seq && stored.hash !== expected.hash) {
@@ -148,6 +182,15 @@ export class AuditChainWalk {
           seq: stored.seq,
           reason: 'head-mismatch',
           detail: `row ${stored.seq}'s hash is not the expected head's: the chain was rewritten up to there`,
+        };
+      }
+      const digest = this.#options.digest;
+      if (digest !== undefined && stored.seq === digest.seq && stored.hash !== digest.hash) {
+        return {
+          ok: false,
+          seq: stored.seq,
+          reason: 'digest-mismatch',
+          detail: `row ${stored.seq}'s hash is not the one the digest kept elsewhere names: the chain was rewritten up to there`,
         };
       }
       const checkpoint = signed?.bySeq.get(stored.seq);
@@ -171,6 +214,25 @@ export class AuditChainWalk {
     const signed = this.#signed;
     const options = this.#options;
     const last: AuditHead = { seq: this.#expectedSeq - 1, hash: this.#prevHash };
+    const digest = options.digest;
+    if (digest !== undefined && digest.seq > last.seq) {
+      return {
+        ok: false,
+        seq: last.seq + 1,
+        reason: 'rolled-back',
+        detail: `the digest kept elsewhere names row ${digest.seq}${
+          digest.checkpoint === undefined ? '' : ` (signed ${digest.checkpoint.at})`
+        } but the last row is ${last.seq}: the chain was cut or rewound${last.seq === 0 ? ' to genesis' : ''}`,
+      };
+    }
+    if (digest !== undefined && digest.seq === 0 && digest.hash !== AUDIT_GENESIS_HASH) {
+      return {
+        ok: false,
+        seq: 0,
+        reason: 'digest-mismatch',
+        detail: 'the digest of row 0 does not name the genesis hash',
+      };
+    }
     if (expected !== undefined && expected.seq > last.seq) {
       return {
         ok: false,
@@ -197,6 +259,15 @@ export class AuditChainWalk {
         signedSeq,
         unsignedRows: last.seq - signedSeq,
       };
+      if (options.requireSignedHead === true && signed.newest === undefined && last.seq === 0) {
+        return {
+          ok: false,
+          seq: 1,
+          reason: 'unsigned-head',
+          detail: `the chain is empty and no checkpoint of key ${signed.keyId} signs it: if this database ever ran work, its audit was rewound to genesis and its checkpoints deleted (verify with a digest kept elsewhere)`,
+          checkpoints: report,
+        };
+      }
       if (options.requireSignedHead === true && report.unsignedRows > 0) {
         return {
           ok: false,

@@ -15,7 +15,7 @@ import {
   listLimit,
   listedAuditRow,
 } from './audit-rows.js';
-import { AUDIT_GENESIS_HASH, type ChainedRow, chainEntries } from './chain-hash.js';
+import { AUDIT_GENESIS_HASH, type ChainedRow, auditRowHash, chainEntries } from './chain-hash.js';
 import { AuditChainWalk, type AuditVerification, type AuditVerifyOptions } from './chain-walk.js';
 import { type AuditCheckpoint, checkpointSignerId, signCheckpoint, signsHead } from './checkpoints.js';
 
@@ -28,7 +28,7 @@ import { type AuditCheckpoint, checkpointSignerId, signCheckpoint, signsHead } f
  */
 export const AUDIT_PG_MIGRATIONS: PgMigrationSet = {
   component: 'audit',
-  current: 3,
+  current: 4,
   migrations: [
     {
       version: 1,
@@ -77,6 +77,14 @@ export const AUDIT_PG_MIGRATIONS: PgMigrationSet = {
         `ALTER TABLE audit_log ALTER COLUMN epoch SET DEFAULT NULLIF(current_setting('${PG_EPOCH_SETTING}', true), '')::bigint`,
       ],
     },
+    {
+      version: 4,
+      name: 'the epoch hashed with each new row',
+      // Nothing is re-hashed: rows appended from this version on hash their epoch with their content
+      // (`chainEntries`), older rows keep their hash. The version is raised so that a verifier from before,
+      // which would not know the new rows' hashing, refuses the database instead of calling it broken.
+      sql: [],
+    },
   ],
 };
 
@@ -96,7 +104,15 @@ function storedFrom(r: Record<string, unknown>): StoredAuditRow {
     data: r.data as string,
     prev_hash: r.prev_hash as string,
     hash: r.hash as string,
+    epoch: r.epoch === null || r.epoch === undefined ? null : Number(r.epoch),
   };
+}
+
+/** A row as listed: with its epoch when its hash covers it (rows appended from audit schema version 4 on). */
+function listedPgRow(stored: StoredAuditRow): AuditRow {
+  const row = listedAuditRow(stored);
+  const epoch = stored.epoch ?? null;
+  return auditRowHash(row.prevHash, { ...row, epoch }) === row.hash ? { ...row, epoch } : row;
 }
 
 export class PostgresAuditLog implements AuditChain {
@@ -131,18 +147,30 @@ export class PostgresAuditLog implements AuditChain {
   async appendInTransaction(tx: PgQuery, entries: readonly AuditEntryInput[]): Promise<AuditAppended[]> {
     if (entries.length === 0) return [];
     const checked = entries.map((e) => checkAuditEntry(e, this.#now));
-    const head = await this.#lockHead(tx);
-    const rows = chainEntries(head, checked);
+    // The transaction's committing epoch (the fence's setting; null with no lease) is hashed with each row.
+    const { epoch, ...head } = await this.#lockHead(tx);
+    const rows = chainEntries(head, checked, epoch);
     const last = rows[rows.length - 1]!;
     for (let i = 0; i < rows.length; i += INSERT_BATCH) {
       const chunk = rows.slice(i, i + INSERT_BATCH);
       const params: unknown[] = [];
       const values = chunk.map(({ entry, seq, prevHash, hash }, j) => {
-        params.push(seq, entry.at, entry.kind, entry.itemId, entry.hop, entry.actor, entry.dataText, prevHash, hash);
-        const b = j * 9;
-        return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}, $${b + 7}, $${b + 8}, $${b + 9})`;
+        params.push(
+          seq,
+          entry.at,
+          entry.kind,
+          entry.itemId,
+          entry.hop,
+          entry.actor,
+          entry.dataText,
+          prevHash,
+          hash,
+          epoch,
+        );
+        const b = j * 10;
+        return `(${Array.from({ length: 10 }, (_, k) => `$${b + k + 1}`).join(', ')})`;
       });
-      const insert = `INSERT INTO audit_log (seq, at, kind, item_id, hop, actor, data, prev_hash, hash) VALUES ${values.join(', ')}`;
+      const insert = `INSERT INTO audit_log (seq, at, kind, item_id, hop, actor, data, prev_hash, hash, epoch) VALUES ${values.join(', ')}`;
       if (i + INSERT_BATCH < rows.length) await tx.query(insert, params);
       else {
         // The last rows and the head's move in one statement (one round trip fewer per append).
@@ -161,12 +189,14 @@ export class PostgresAuditLog implements AuditChain {
    * `appendInTransaction` writes them, for a caller that writes them itself
    * in a statement that moves the head only from `head` (the Coordinator's
    * one-statement commit). Every entry is checked first: a bad one throws
-   * `AuditError`.
+   * `AuditError`. `epoch`: the epoch the statement writes in each row (null:
+   * none), hashed with it.
    */
-  chainAfter(head: AuditHead, entries: readonly AuditEntryInput[]): ChainedRow[] {
+  chainAfter(head: AuditHead, entries: readonly AuditEntryInput[], epoch: number | null): ChainedRow[] {
     return chainEntries(
       head,
       entries.map((e) => checkAuditEntry(e, this.#now)),
+      epoch,
     );
   }
 
@@ -175,8 +205,14 @@ export class PostgresAuditLog implements AuditChain {
     return headOf(await q.query('SELECT seq, hash FROM audit_head WHERE id = 1'));
   }
 
-  async #lockHead(tx: PgQuery): Promise<AuditHead> {
-    return headOf(await tx.query('SELECT seq, hash FROM audit_head WHERE id = 1 FOR UPDATE'));
+  /** The head, locked for the rest of `tx`, and the epoch `tx` commits under (the fence's setting; null: none). */
+  async #lockHead(tx: PgQuery): Promise<AuditHead & { epoch: number | null }> {
+    const result = await tx.query(
+      `SELECT seq, hash, NULLIF(current_setting($1, true), '') AS epoch FROM audit_head WHERE id = 1 FOR UPDATE`,
+      [PG_EPOCH_SETTING],
+    );
+    const epoch = (result.rows[0] as { epoch?: string | null } | undefined)?.epoch;
+    return { ...headOf(result), epoch: epoch === null || epoch === undefined ? null : Number(epoch) };
   }
 
   /**
@@ -239,7 +275,7 @@ export class PostgresAuditLog implements AuditChain {
       `SELECT * FROM audit_log WHERE ${where} ORDER BY seq LIMIT ${listLimit(options)}`,
       params,
     );
-    return rows.rows.map((r) => listedAuditRow(storedFrom(r)));
+    return rows.rows.map((r) => listedPgRow(storedFrom(r)));
   }
 
   /** Every stored checkpoint, by row. */

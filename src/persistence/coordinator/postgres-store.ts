@@ -97,9 +97,10 @@ export interface PgAuditSink {
   /**
    * With `head`: a commit goes in one statement (`COMMIT_STATEMENT`) with its
    * audit rows, `chain` hashing them after the head the store last read
-   * (`head`); without them, every commit appends through `append`.
+   * (`head`), with the epoch the statement writes in each row (null: none),
+   * which the hash covers; without them, every commit appends through `append`.
    */
-  chain?(head: AuditHead, entries: readonly AuditEntryInput[]): readonly AuditChainRow[];
+  chain?(head: AuditHead, entries: readonly AuditEntryInput[], epoch: number | null): readonly AuditChainRow[];
   /** The audit head as it stands (read when the store does not know it: on open, after another append, after a failure). */
   head?(q: PgQuery): Promise<AuditHead>;
 }
@@ -242,6 +243,8 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
   #fitsOneStatement(batch: CommitBatch): boolean {
     const audit = this.#audit;
     if (audit?.chain === undefined || audit.head === undefined || !fitsOneStatement(batch)) return false;
+    // A fence with no one-statement form sets the epoch in a transaction this store cannot hash ahead of.
+    if (this.#fence !== undefined && this.#fence.statement === undefined) return false;
     return audit.checkpoint === undefined || !batch.changes.some((c) => c.ended);
   }
 
@@ -256,11 +259,12 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
     for (let attempt = 1; ; attempt++) {
       this.#head ??= await audit.head(this.#pool);
       const head = this.#head;
-      const { params, next } = commitParameters(batch, audit.chain(head, entries), head);
-      this.#head = undefined;
-      let row: { outbox: unknown } | undefined;
       const fence = this.#fence;
       const lease = fence?.statement?.expected();
+      // The rows record the lease's epoch (the fenced statement writes it), hashed with them.
+      const { params, next } = commitParameters(batch, audit.chain(head, entries, lease?.epoch ?? null), head);
+      this.#head = undefined;
+      let row: { outbox: unknown } | undefined;
       try {
         row = (
           fence === undefined

@@ -43,7 +43,7 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
         append: (tx, entries) => audit.appendInTransaction(tx, entries),
         ...(auditKey === undefined ? {} : { checkpoint: (tx) => audit.checkpointInTransaction(tx, auditKey) }),
         // A commit in one statement: its audit rows hashed here, after the head the store last read.
-        chain: (head, entries) => audit.chainAfter(head, entries),
+        chain: (head, entries, epoch) => audit.chainAfter(head, entries, epoch),
         head: (q) => audit.readHead(q),
       },
       ...(fence === undefined ? {} : { fence }),
