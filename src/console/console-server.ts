@@ -311,6 +311,7 @@ class ConsoleApi {
         const filter = {
           ...(parsed.data.state === undefined ? {} : { state: parsed.data.state }),
           ...(parsed.data.workflow === undefined ? {} : { workflow: parsed.data.workflow }),
+          ...(parsed.data.q === undefined ? {} : { search: parsed.data.q }),
           ...(parsed.data.limit === undefined ? {} : { limit: parsed.data.limit }),
           ...(parsed.data.offset === undefined ? {} : { offset: parsed.data.offset }),
         };

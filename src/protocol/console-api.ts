@@ -40,6 +40,8 @@ export type ConsoleReplay = z.infer<typeof ConsoleReplaySchema>;
 export const ConsoleItemsQuerySchema = z.strictObject({
   state: z.enum(WORKFLOW_RUN_STATES).optional(),
   workflow: z.string().min(1).max(128).optional(),
+  /** Text an item's id, workflow id or state contains (any case). */
+  q: z.string().max(200).optional(),
   limit: z.coerce.number().int().min(1).max(1000).optional(),
   /** Skip this many of the newest (the next page starts where the last one ended). */
   offset: z.coerce.number().int().min(0).max(1_000_000).optional(),

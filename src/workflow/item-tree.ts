@@ -1,6 +1,6 @@
 import type { RunUsage } from '../protocol/workflow.js';
 import { addRunUsage, ZERO_RUN_USAGE } from '../protocol/workflow.js';
-import type { HopRecord, ItemRecord } from '../workflow/records.js';
+import type { HopRecord, ItemRecord } from './records.js';
 
 /**
  * Work items as a tree: a child work item (a branch, an element, a workflow
