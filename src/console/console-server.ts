@@ -68,6 +68,8 @@ type Asset = { type: string; body: Buffer };
 const ASSET_FILES: Record<string, string> = {
   '/': 'index.html',
   '/assets/console.js': 'console.js',
+  '/assets/dom.js': 'dom.js',
+  '/assets/item-view.js': 'item-view.js',
   '/assets/console.css': 'console.css',
 };
 const ASSET_TYPES: Record<string, string> = {
