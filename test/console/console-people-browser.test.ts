@@ -199,7 +199,7 @@ describe.skipIf(!available)('the console in a browser: people and trees', () => 
     await page.goto(`${server.url}#/items/${encodeURIComponent(root.id)}`);
     const stages = page.locator('svg[aria-label="workflow stages"]');
     await stages.waitFor();
-    // Every stage of the definition, each visited (review and its fix twice... review twice), none current once ended.
+    // Every stage of the definition, each visited (review twice), none current once the item ended.
     const drawn = await stages
       .locator('g.stage')
       .evaluateAll((gs) =>
