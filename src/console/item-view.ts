@@ -181,6 +181,9 @@ export function childTree(
       queue.push(child.id);
     }
   }
+  // The item's own children come first in tree order: by the hop that started them, then as started.
+  const hopOf = (i: ItemRecord) => Number((branchOf(i) ?? '0:').split(':')[0]);
+  descendants.sort((a, b) => hopOf(a) - hopOf(b) || a.createdAt - b.createdAt || a.id.localeCompare(b.id));
   return treeOrder(descendants).map(({ item, depth }) => ({
     id: item.id,
     depth: depth + 1,
