@@ -2,6 +2,11 @@ import { ConsoleData, type ConsoleSource } from '../console/console-data.js';
 import { DEFAULT_CONSOLE_HOST, DEFAULT_CONSOLE_PORT, startConsoleServer } from '../console/console-server.js';
 import type { WorkQueue } from '../bus/work-queue.js';
 import { createLogger } from '../log/logger.js';
+import {
+  type ConsoleUserTable,
+  postgresConsoleUsers,
+  sqliteConsoleUsers,
+} from '../persistence/coordinator/console-users.js';
 import { BUS_FLAGS, describeBus, openBus, parseBusChoice, requireRedisBusWithPostgres } from './bus-option.js';
 import type { CliCommand } from './command.js';
 import {
@@ -12,12 +17,14 @@ import {
   reportUsageError,
   stringFlag,
 } from './command-args.js';
+import { runConsoleUsers } from './console-users.js';
 import { openExistingDatabase } from './read-database.js';
 import { auditOf, coordinatorTablesOf, isPostgresUrl, openPostgresForReading } from './read-postgres.js';
 import { stopSignal } from './stop-signal.js';
 
 export const CONSOLE_USAGE = `Usage: switchboard console --db PATH [--bus URL [--bus-prefix NAME]] [--listen HOST:PORT] [--read-only]
        switchboard console --db postgres://USER@HOST:PORT/DB --bus redis://HOST:PORT [--bus-prefix NAME] [--listen HOST:PORT]
+       switchboard console users add NAME|list|revoke NAME --db PATH|postgres://...   (see console users --help)
 
 The operations console: a local web app over a switchboard database (a
 SQLite file, or the PostgreSQL database of a Coordinator on Redis). It
@@ -36,8 +43,11 @@ tasks derived from the newest items' rows, and open pages update from a
 poll of the audit head and the queue counters; while PostgreSQL does not
 answer, reads answer 503 and the console keeps serving until it is back. Every asset ships in the package: nothing is fetched from the
 internet. It answers only pages it serves itself (Host and Origin are
-checked). An action needs the access token, printed once at start inside
-the address to open (after #token=, never sent to the server in a URL).
+checked). An action needs an access token: a user's own (switchboard
+console users add NAME; the approver is then that user, and the audit
+names them), or the shared token printed once at start inside the address
+to open (after #token=, never sent to the server in a URL), which acts
+anonymously and names its approver by hand (deprecated once users exist).
 
 Options:
   --db PATH          the switchboard SQLite file (must exist), or the Coordinator's
@@ -78,6 +88,7 @@ export function parseListen(value: string): { host: string; port: number } {
 }
 
 async function runConsole(argv: string[]): Promise<number> {
+  if (argv[0] === 'users') return runConsoleUsers(argv.slice(1));
   let flags: {
     db: string;
     bus: ReturnType<typeof parseBusChoice> | undefined;
@@ -130,6 +141,7 @@ async function runConsole(argv: string[]): Promise<number> {
     try {
       server = await startConsoleServer({
         data: new ConsoleData(opened.source, bus),
+        ...(opened.users === undefined ? {} : { users: opened.users }),
         ...(bus === undefined ? {} : { bus }),
         host: flags.listen.host,
         port: flags.listen.port,
@@ -159,6 +171,8 @@ async function runConsole(argv: string[]): Promise<number> {
 /** What the console reads, opened: a SQLite file or a PostgreSQL database, named without a password. */
 interface ConsoleStore {
   source: ConsoleSource;
+  /** The console's users (none in a file without the Coordinator's tables). */
+  users?: ConsoleUserTable;
   where: string;
   close(): Promise<void>;
 }
@@ -169,6 +183,7 @@ async function openConsoleStore(db: string): Promise<ConsoleStore> {
     const file = openExistingDatabase(db, 'read');
     return {
       source: { kind: 'sqlite', db: file.db },
+      ...(file.components.has('coordinator') ? { users: sqliteConsoleUsers(file.db) } : {}),
       where: file.path,
       close: async () => {
         file.db.close();
@@ -178,7 +193,12 @@ async function openConsoleStore(db: string): Promise<ConsoleStore> {
   const opened = await openPostgresForReading(db, 'console', { max: 2, queryTimeoutMs: CONSOLE_QUERY_TIMEOUT_MS });
   try {
     const [tables, audit] = await Promise.all([coordinatorTablesOf(opened), auditOf(opened)]);
-    return { source: { kind: 'postgres', tables, audit }, where: opened.where, close: opened.close };
+    return {
+      source: { kind: 'postgres', tables, audit },
+      users: postgresConsoleUsers(opened.pool),
+      where: opened.where,
+      close: opened.close,
+    };
   } catch (error) {
     await opened.close().catch(() => {});
     throw new Error(`cannot read ${opened.where} as a Coordinator's database: ${(error as Error).message}`);

@@ -5,7 +5,7 @@ import type { Part } from '../protocol/parts.js';
 import { outputSummary } from '../workflow/item-output.js';
 import type { HopRecord, ItemRecord, ItemState } from '../workflow/records.js';
 import type { CliCommand } from './command.js';
-import { branchOf, ownUsage, parentOf, treeOrder } from './item-tree.js';
+import { branchOf, ownUsage, parentOf, treeOrder } from '../workflow/item-tree.js';
 import {
   CliUsageError,
   type FlagSpec,

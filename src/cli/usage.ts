@@ -2,7 +2,7 @@ import { SqliteCoordinatorStore } from '../persistence/coordinator/sqlite-store.
 import type { UsageGroup, UsageGrouping } from '../workflow/records.js';
 import { SchemaVersionError } from '../persistence/kernel/migrations.js';
 import type { CliCommand } from './command.js';
-import { branchOf, parentOf } from './item-tree.js';
+import { branchOf, parentOf } from '../workflow/item-tree.js';
 import {
   CliUsageError,
   type FlagSpec,

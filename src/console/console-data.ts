@@ -10,7 +10,7 @@ import {
 import { TASK_TRANSITIONS } from '../machines/task-transitions.js';
 import { WORKFLOW_RUN_TRANSITIONS } from '../machines/workflow-run-transitions.js';
 import { AuditLog, type AuditVerification } from '../persistence/audit/sqlite-chain.js';
-import type { CoordinatorTables } from '../persistence/coordinator/coordinator-store.js';
+import type { CoordinatorStore, CoordinatorTables } from '../persistence/coordinator/coordinator-store.js';
 import type { ItemPageFilter } from '../persistence/coordinator/item-reads.js';
 import { SqliteCoordinatorStore } from '../persistence/coordinator/sqlite-store.js';
 import type { SqliteDatabase } from '../persistence/kernel/database.js';
@@ -22,6 +22,22 @@ import { WORKFLOW_RUN_STATES } from '../protocol/workflow.js';
 import { outputSummary } from '../workflow/item-output.js';
 import type { HopRecord, ItemRecord, ItemState } from '../workflow/records.js';
 import { type TaskView, taskViewsOfItems } from '../workflow/task-view.js';
+import {
+  type ConsoleChild,
+  type ItemPath,
+  type ShownPart,
+  type WorkflowDiagram,
+  childTree,
+  itemPath,
+  shownParts,
+  workflowDiagram,
+} from './item-view.js';
+
+/** The tables the console reads, and the kept workflow definitions (to draw an item's stages). */
+export type ConsoleTables = CoordinatorTables & Pick<CoordinatorStore, 'loadDefinition'>;
+
+/** How many items the console reads to find an item's descendants. */
+export const MAX_TREE_ITEMS = 10_000;
 
 /** Task states a task leaves no more. */
 const TERMINAL_TASK_STATES: readonly TaskState[] = ['completed', 'canceled', 'failed', 'rejected'];
@@ -90,6 +106,15 @@ export interface ConsoleAuditRow {
 
 export interface ConsoleItemDetail {
   item: ConsoleItem;
+  /** What the item was asked. */
+  input: ShownPart[];
+  /** What it ended with: its parts and artifacts (completed), else null (see `item.failure`, `item.output`). */
+  result: { parts: ShownPart[]; artifacts: { name: string; parts: ShownPart[] }[] } | null;
+  /** Its workflow's own stages (null when the kept definition cannot be read), and its path through them. */
+  workflow: WorkflowDiagram | null;
+  path: ItemPath;
+  /** Its child work items (branches, map elements, child workflows) and theirs, in tree order. */
+  children: ConsoleChild[];
   hops: ConsoleHop[];
   audit: ConsoleAuditRow[];
   /** The whole chain's verification (the item's rows are in it). */
@@ -153,12 +178,12 @@ export interface ConsoleAuditReads {
 /** Where the console reads: a switchboard SQLite file, or a Coordinator's PostgreSQL database. */
 export type ConsoleSource =
   | { kind: 'sqlite'; db: SqliteDatabase }
-  | { kind: 'postgres'; tables: CoordinatorTables; audit: ConsoleAuditReads };
+  | { kind: 'postgres'; tables: ConsoleTables; audit: ConsoleAuditReads };
 
 export class ConsoleData {
   readonly #db: SqliteDatabase | undefined;
   readonly #bus: WorkQueue | undefined;
-  readonly #tables: CoordinatorTables | undefined;
+  readonly #tables: ConsoleTables | undefined;
   readonly #audit: ConsoleAuditReads | undefined;
   /** The roles last read (the live poll reads them again only once the audit head moved). */
   #roles: { head: string; roles: string[] } | undefined;
@@ -289,11 +314,17 @@ export class ConsoleData {
     const tables = this.#tables;
     const item = await tables?.readItem(id);
     if (item === undefined || tables === undefined) return undefined;
-    const [records, rows, chain] = await Promise.all([
+    const [records, rows, chain, definition, all] = await Promise.all([
       tables.readHops(id),
       this.#audit?.list({ itemId: id }) ?? [],
       this.chain(),
+      tables.loadDefinition(item.workflow).catch(() => undefined),
+      tables.readItems({ limit: MAX_TREE_ITEMS }),
     ]);
+    const diagram = definition === undefined ? null : workflowDiagram(definition);
+    const tree = childTree(id, all, () => []);
+    const childHops = tree.length === 0 ? new Map() : await tables.readHopsOfItems(tree.map((c) => c.id));
+    const children = childTree(id, all, (child) => childHops.get(child) ?? []);
     const hops = records.map(consoleHop);
     const secrets = records.flatMap((hop) => (hop.continuation === null ? [] : [hop.continuation]));
     const audit = rows.map((row) => ({
@@ -305,7 +336,27 @@ export class ConsoleData {
       data: redacted(row.data, secrets),
       hash: row.hash,
     }));
-    return { item: consoleItem(item, now), hops, audit, chain };
+    const output = item.output;
+    return {
+      item: consoleItem(item, now),
+      input: shownParts(item.input, MAX_SHOWN_TEXT),
+      result:
+        output?.state === 'completed'
+          ? {
+              parts: shownParts(output.parts, MAX_SHOWN_TEXT),
+              artifacts: output.artifacts.map((a) => ({
+                name: a.name ?? a.artifactId,
+                parts: shownParts(a.parts, MAX_SHOWN_TEXT),
+              })),
+            }
+          : null,
+      workflow: diagram,
+      path: itemPath(item, records, rows, diagram),
+      children,
+      hops,
+      audit,
+      chain,
+    };
   }
 
   /** The last verification and the head it covered: the chain is verified again only once it has moved. */

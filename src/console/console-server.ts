@@ -12,6 +12,7 @@ import { ConsoleApprovalSchema, ConsoleItemsQuerySchema, ConsoleReplaySchema } f
 import { type ErrorCodeOf, SwitchboardError } from '../protocol/switchboard-error.js';
 import { TASK_STATES } from '../protocol/task.js';
 import { type ConsoleData, machineGraphs } from './console-data.js';
+import { type ConsoleUserTable, consoleTokenHash } from './console-users.js';
 
 export const DEFAULT_CONSOLE_HOST = '127.0.0.1';
 export const DEFAULT_CONSOLE_PORT = 8090;
@@ -39,8 +40,14 @@ export interface ConsoleServerOptions {
   bus?: WorkQueue;
   host?: string;
   port?: number;
-  /** The access token mutating calls need (default: 32 random bytes, hex). */
+  /**
+   * The shared access token (default: 32 random bytes, hex): whoever holds it
+   * acts anonymously, naming the approver in the request (deprecated beside
+   * `users`).
+   */
   token?: string;
+  /** The console's users (`switchboard console users add`): a user's token acts as that user. */
+  users?: ConsoleUserTable;
   logger?: Logger;
   pollMs?: number;
 }
@@ -61,6 +68,8 @@ type Asset = { type: string; body: Buffer };
 const ASSET_FILES: Record<string, string> = {
   '/': 'index.html',
   '/assets/console.js': 'console.js',
+  '/assets/dom.js': 'dom.js',
+  '/assets/item-view.js': 'item-view.js',
   '/assets/console.css': 'console.css',
 };
 const ASSET_TYPES: Record<string, string> = {
@@ -118,7 +127,7 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
   const streams = new Set<ServerResponse>();
   let authorities: ReadonlySet<string> = new Set();
 
-  const api = new ConsoleApi(data, bus, token, logger);
+  const api = new ConsoleApi(data, bus, token, logger, options.users);
   const http: Server = createServer((req, res) => {
     const problem = localRequestProblem({ host: req.headers.host, origin: req.headers.origin }, authorities);
     if (problem !== null) {
@@ -245,6 +254,7 @@ class ConsoleApi {
     private readonly bus: WorkQueue | undefined,
     token: string,
     private readonly logger: Logger,
+    private readonly users: ConsoleUserTable | undefined,
   ) {
     this.#token = Buffer.from(token);
   }
@@ -280,6 +290,11 @@ class ConsoleApi {
     const method = req.method ?? 'GET';
     if (!path.startsWith('/api/')) throw new HttpProblem(404, `no page at ${path}: open / for the console`);
     if (method === 'POST') return this.act(req, path);
+    if (method === 'GET' && path === '/api/me') {
+      // Who the page's token acts as: a user's name, or the shared token (anonymous, names its approver).
+      const actor = await this.authorize(req);
+      return actor.user === null ? { user: null, shared: true } : { user: actor.user, shared: false };
+    }
     if (method !== 'GET') throw new HttpProblem(405, `${method} is not allowed: reads are GET, actions are POST`);
     const query = Object.fromEntries(url.searchParams);
     switch (path) {
@@ -298,6 +313,7 @@ class ConsoleApi {
         const filter = {
           ...(parsed.data.state === undefined ? {} : { state: parsed.data.state }),
           ...(parsed.data.workflow === undefined ? {} : { workflow: parsed.data.workflow }),
+          ...(parsed.data.q === undefined ? {} : { search: parsed.data.q }),
           ...(parsed.data.limit === undefined ? {} : { limit: parsed.data.limit }),
           ...(parsed.data.offset === undefined ? {} : { offset: parsed.data.offset }),
         };
@@ -346,7 +362,7 @@ class ConsoleApi {
   }
 
   private async act(req: IncomingMessage, path: string): Promise<unknown> {
-    this.authorize(req);
+    const actor = await this.authorize(req);
     if (!(req.headers['content-type'] ?? '').toLowerCase().startsWith('application/json')) {
       throw new HttpProblem(415, 'send the body as JSON with Content-Type: application/json');
     }
@@ -356,7 +372,17 @@ class ConsoleApi {
       case '/api/approvals': {
         const parsed = ConsoleApprovalSchema.safeParse(body);
         if (!parsed.success) throw badRequest('bad approval', parsed.error.issues);
-        const decision = parsed.data;
+        if (actor.user !== null && parsed.data.approver !== undefined && parsed.data.approver !== actor.user) {
+          throw new HttpProblem(
+            403,
+            `your token is ${actor.user}'s: a decision with it is ${actor.user}'s (leave approver out, or open the console with the token of ${parsed.data.approver})`,
+          );
+        }
+        const approver = actor.user ?? parsed.data.approver;
+        if (approver === undefined) {
+          throw new HttpProblem(400, 'the shared console token names no one: give approver (or use a user token)');
+        }
+        const decision = { ...parsed.data, approver };
         if (decision.reason !== undefined && decision.decision !== 'deny') {
           throw new HttpProblem(400, 'a reason goes with a denial only');
         }
@@ -374,7 +400,7 @@ class ConsoleApi {
         }
         const { duplicate } = await submitApproval(this.bus, decision);
         this.logger.info(
-          { itemId: item.id, approver: decision.approver, decision: decision.decision },
+          { itemId: item.id, approver: decision.approver, decision: decision.decision, user: actor.user },
           'console sent an approval decision',
         );
         this.onChange();
@@ -387,7 +413,7 @@ class ConsoleApi {
           parsed.data.role,
           parsed.data.ids === undefined ? {} : { ids: parsed.data.ids },
         );
-        this.logger.info({ role: parsed.data.role, replayed }, 'console replayed dead letters');
+        this.logger.info({ role: parsed.data.role, replayed, user: actor.user }, 'console replayed dead letters');
         this.onChange();
         return { replayed };
       }
@@ -399,15 +425,23 @@ class ConsoleApi {
     }
   }
 
-  private authorize(req: IncomingMessage): void {
+  /**
+   * Who acts: a user whose token (hashed) is on record and not revoked, or
+   * whoever holds the shared token (`user: null`). Anything else is a 401.
+   */
+  private async authorize(req: IncomingMessage): Promise<{ user: string | null }> {
     const header = req.headers.authorization ?? '';
-    const given = Buffer.from(header.startsWith('Bearer ') ? header.slice('Bearer '.length) : '');
-    if (given.length !== this.#token.length || !timingSafeEqual(given, this.#token)) {
+    const text = header.startsWith('Bearer ') ? header.slice('Bearer '.length) : '';
+    const given = Buffer.from(text);
+    if (given.length === this.#token.length && timingSafeEqual(given, this.#token)) return { user: null };
+    const user = text === '' || this.users === undefined ? undefined : await this.users.nameOf(consoleTokenHash(text));
+    if (user === undefined) {
       throw new HttpProblem(
         401,
-        'this action needs the console access token (printed when the console started) as Authorization: Bearer TOKEN',
+        'this action needs a console access token (your own from switchboard console users add NAME, or the one printed when the console started) as Authorization: Bearer TOKEN; a revoked token is refused',
       );
     }
+    return { user };
   }
 }
 

@@ -2,7 +2,7 @@ import type { QueueStats } from '../bus/work-queue.js';
 import type { SqliteDatabase } from '../persistence/kernel/database.js';
 import { TASK_STATES, type TaskState } from '../protocol/task.js';
 import { ITEM_TOTALS_SQL } from '../persistence/coordinator/item-reads.js';
-import { treeOrder } from '../workflow/item-tree.js';
+import { treeOrderBy } from '../workflow/item-tree.js';
 import type { ItemRecord } from '../workflow/records.js';
 
 /**
@@ -271,7 +271,7 @@ function readItems(db: SqliteDatabase, now: number, limit: number): ItemView {
 
 /** The rows in tree order, each with its depth. */
 export function inTree(rows: readonly ItemRow[]): ItemRow[] {
-  return treeOrder(rows, (row) => row).map(({ item, depth }) => ({ ...item, depth }));
+  return treeOrderBy(rows, (row) => row).map(({ item, depth }) => ({ ...item, depth }));
 }
 
 /** An item as the snapshot lists it (its row on either store). */

@@ -6,10 +6,22 @@ import { WORKFLOW_RUN_STATES } from './workflow.js';
  * needs the console's access token). Reads take query parameters only.
  */
 
-/** `POST /api/approvals`: approve or deny a work item waiting at an approval gate, as a named approver. */
+/** A console user's name (`switchboard console users add NAME`): the approver their decisions are audited as. */
+export const ConsoleUserNameSchema = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/,
+    'a name of letters, digits, . _ @ - (at most 128, starting with a letter or digit)',
+  );
+
+/**
+ * `POST /api/approvals`: approve or deny a work item waiting at an approval
+ * gate. With a user's token the approver is that user (`approver`, if
+ * given, must be their name); with the shared token `approver` is required.
+ */
 export const ConsoleApprovalSchema = z.strictObject({
   itemId: z.string().min(1).max(200),
-  approver: z.string().min(1).max(128),
+  approver: z.string().min(1).max(128).optional(),
   decision: z.enum(['approve', 'deny']),
   reason: z.string().max(2000).optional(),
 });
@@ -28,6 +40,8 @@ export type ConsoleReplay = z.infer<typeof ConsoleReplaySchema>;
 export const ConsoleItemsQuerySchema = z.strictObject({
   state: z.enum(WORKFLOW_RUN_STATES).optional(),
   workflow: z.string().min(1).max(128).optional(),
+  /** Text an item's id, workflow id or state contains (any case). */
+  q: z.string().max(200).optional(),
   limit: z.coerce.number().int().min(1).max(1000).optional(),
   /** Skip this many of the newest (the next page starts where the last one ended). */
   offset: z.coerce.number().int().min(0).max(1_000_000).optional(),

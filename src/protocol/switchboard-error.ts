@@ -74,6 +74,8 @@ export const ERROR_CODES = {
   CliUsageError: ['CLI_USAGE'],
   InspectorError: ['INSPECTOR_LISTEN_FAILED'],
   ConsoleError: ['CONSOLE_LISTEN_FAILED'],
+  /** `switchboard console users`: a name already holding a live token, or no such user. */
+  ConsoleUserError: ['CONSOLE_USER_EXISTS', 'CONSOLE_USER_UNKNOWN'],
 } as const satisfies Record<string, readonly string[]>;
 
 /** The name of one error class of switchboard (a key of `ERROR_CODES`). */

@@ -1,9 +1,41 @@
+import type { RunUsage } from '../protocol/workflow.js';
+import { addRunUsage, ZERO_RUN_USAGE } from '../protocol/workflow.js';
+import type { HopRecord, ItemRecord } from './records.js';
+
 /**
  * Work items as a tree: a child work item (a branch, an element, a workflow
  * stage's child) under its parent, in the order its parent started them.
- * Pure, over any row that knows its id, its parent and where it sits in it:
- * `items list --tree`, `items show` and `top` order their rows with it.
+ * Pure: `items list --tree`, `items show`, `top` and the console's item view
+ * order their rows with it (`treeOrderBy` over any row that knows its id,
+ * its parent and where it sits in it).
  */
+
+/** The parent a child work item names (its `switchboard.parent` attribute), or null for a root. */
+export function parentOf(item: ItemRecord): string | null {
+  const parent = item.attributes?.['switchboard.parent'];
+  return typeof parent === 'string' ? parent : null;
+}
+
+/** Where a child sits in its parent: `<hop>:<branch>` (its `switchboard.branch` attribute), or null. */
+export function branchOf(item: ItemRecord): string | null {
+  const at = item.attributes?.['switchboard.branch'];
+  return typeof at === 'string' ? at : null;
+}
+
+/** The items in tree order: each parent followed by its children (by hop, then as started), depth-first. */
+export function treeOrder(items: readonly ItemRecord[]): TreeRow[] {
+  return treeOrderBy(items, (item) => ({
+    id: item.id,
+    parent: parentOf(item),
+    branch: branchOf(item),
+    createdAt: item.createdAt,
+  }));
+}
+
+/** An item's own usage: what its own hops cost (its `usage` is the rollup, its children's in it). */
+export function ownUsage(hops: readonly HopRecord[]): RunUsage {
+  return hops.reduce((s, h) => addRunUsage(s, h.usage), { ...ZERO_RUN_USAGE });
+}
 
 /** What the tree needs of a row. */
 export interface TreeNode {
@@ -17,13 +49,13 @@ export interface TreeNode {
 }
 
 /** One row of a tree: the node and how deep it sits (0: a root, or a child whose parent is not listed). */
-export interface TreeRow<T> {
+export interface TreeRow<T = ItemRecord> {
   item: T;
   depth: number;
 }
 
 /** The rows in tree order: each parent followed by its children (by hop, then as started), depth-first; roots keep their order. */
-export function treeOrder<T>(items: readonly T[], node: (item: T) => TreeNode): TreeRow<T>[] {
+export function treeOrderBy<T>(items: readonly T[], node: (item: T) => TreeNode): TreeRow<T>[] {
   const nodes = new Map(items.map((item) => [item, node(item)]));
   const listed = new Set([...nodes.values()].map((n) => n.id));
   const children = new Map<string, T[]>();

@@ -133,7 +133,7 @@ async function approveAndReplay(
   await page.locator('h1 .state.completed').waitFor({ timeout: 120_000 });
   expect(loads).toBe(0);
   expect(await stateOf()).toBe('completed');
-  const audit = await page.locator('table').nth(1).textContent();
+  const audit = await page.locator('#audit').textContent();
   expect(audit).toContain('release-manager');
 
   // The dead letter, replayed from the queues view.
@@ -162,7 +162,7 @@ describe.skipIf(!available)('the console in a browser', () => {
     await page.locator('tbody tr.clickable').first().click();
     await page.getByText('chain verified (72 entries)').waitFor();
     // Seven hops, the question's answer shown, the run's diagram with its state highlighted.
-    const hopsTable = page.locator('table').first();
+    const hopsTable = page.locator('#hops').first();
     expect(await hopsTable.locator('tbody tr').count()).toBe(7);
     expect(await hopsTable.textContent()).toContain('Use PostgreSQL');
     expect(await page.locator('svg[aria-label="workflow-run machine"] g.node.current').getAttribute('data-state')).toBe(

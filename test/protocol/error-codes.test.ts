@@ -4,6 +4,7 @@ import { TaskActorError } from '../../src/actors/broker/task-actors.js';
 import { CliUsageError } from '../../src/cli/command-args.js';
 import * as lib from '../../src/index.js';
 import { ConsoleError } from '../../src/console/console-server.js';
+import { ConsoleUserError } from '../../src/console/console-users.js';
 import { InspectorError } from '../../src/inspect/inspector-server.js';
 import { ERROR_CODES, SWITCHBOARD_ERROR_CODES, SwitchboardError } from '../../src/protocol/switchboard-error.js';
 import { JSONRPC_CODE_OF } from '../../src/transport/jsonrpc-errors.js';
@@ -42,7 +43,14 @@ describe('the error codes', () => {
   });
 
   it('every class of the table extends SwitchboardError and carries its own codes', () => {
-    const classes: Record<string, unknown> = { ...lib, TaskActorError, CliUsageError, InspectorError, ConsoleError };
+    const classes: Record<string, unknown> = {
+      ...lib,
+      TaskActorError,
+      CliUsageError,
+      InspectorError,
+      ConsoleError,
+      ConsoleUserError,
+    };
     for (const [className, codes] of Object.entries(ERROR_CODES)) {
       const cls = classes[className] as { prototype: unknown } | undefined;
       expect(cls, `${className} is exported`).toBeDefined();

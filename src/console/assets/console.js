@@ -4,6 +4,9 @@
 // events). Actions carry the access token, taken once from the address's
 // fragment (#token=...) and kept for this tab only.
 
+import { h, state, usd } from './dom.js';
+import { childTree, partsView, stageDiagram, valueView } from './item-view.js';
+
 const view = document.getElementById('view');
 const notice = document.getElementById('notice');
 const TOKEN_KEY = 'switchboard.console.token';
@@ -14,28 +17,27 @@ if (fragment.has('token')) {
   history.replaceState(null, '', `${location.pathname}#/items`);
 }
 const token = () => sessionStorage.getItem(TOKEN_KEY);
-document.getElementById('token-state').textContent = token() ? 'actions enabled' : 'read-only (no token)';
-
-/** Builds an element: h('td', { class: 'num' }, 'text', child). */
-function h(tag, attrs, ...children) {
-  const el = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs ?? {})) {
-    if (value === undefined || value === null || value === false) continue;
-    if (key.startsWith('on')) el.addEventListener(key.slice(2), value);
-    else el.setAttribute(key, value === true ? '' : String(value));
-  }
-  for (const child of children.flat()) {
-    if (child === undefined || child === null || child === false) continue;
-    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
-  return el;
+/** Who the token acts as: `{ user: NAME }` for a user's own token, `{ user: null }` for the shared one. */
+let me = null;
+const tokenState = document.getElementById('token-state');
+tokenState.textContent = token() ? 'checking the token…' : 'read-only (no token)';
+if (token()) {
+  fetch('/api/me', { headers: { authorization: `Bearer ${token()}` } })
+    .then(async (res) => {
+      const body = await res.json();
+      if (!res.ok) throw new Error(body.error ?? `HTTP ${res.status}`);
+      me = body;
+      tokenState.textContent = me.user ? `actions enabled as ${me.user}` : 'actions enabled (shared token)';
+      render();
+    })
+    .catch(() => {
+      tokenState.textContent = 'token refused (revoked or unknown): read-only';
+    });
 }
 
-const usd = (n) => `$${(n ?? 0).toFixed(4)}`;
 const ms = (n) =>
   n === null || n === undefined ? '' : n < 1000 ? `${Math.round(n)} ms` : `${(n / 1000).toFixed(1)} s`;
 const time = (t) => (t ? new Date(t).toLocaleTimeString() : '');
-const state = (s) => h('span', { class: `state ${s}` }, s);
 
 /** What the reads of the current render returned, without the fields that change with the clock alone. */
 let reads = [];
@@ -62,6 +64,11 @@ async function act(path, body, done) {
     notice.textContent = error.message;
   }
   render();
+}
+
+function withId(id, el) {
+  el.id = id;
+  return el;
 }
 
 function table(columns, rows, onRow) {
@@ -221,14 +228,23 @@ function diagram(graph, current) {
 // ---- views ----
 
 const ITEM_STATES = ['pending', 'running', 'suspended', 'awaiting-approval', 'completed', 'failed', 'canceled'];
-const filters = { state: '', workflow: '' };
+const filters = { state: '', workflow: '', q: '' };
+/** Items per page of the list, and the page shown (0: the newest). */
+const PAGE = 50;
+let page = 0;
 
 async function itemsView() {
   const overview = await api('/api/overview');
   const query = new URLSearchParams();
   if (filters.state) query.set('state', filters.state);
   if (filters.workflow) query.set('workflow', filters.workflow);
-  const { items } = await api(`/api/items?${query}`);
+  if (filters.q) query.set('q', filters.q);
+  // One more than a page: whether there is a next one.
+  query.set('limit', String(PAGE + 1));
+  query.set('offset', String(page * PAGE));
+  const { items: read } = await api(`/api/items?${query}`);
+  const items = read.slice(0, PAGE);
+  const more = read.length > PAGE;
   const counts = overview.items?.byState ?? {};
   const select = (name, values) =>
     h(
@@ -237,6 +253,7 @@ async function itemsView() {
         name,
         onchange: (e) => {
           filters[name] = e.target.value;
+          page = 0;
           render();
         },
       },
@@ -251,7 +268,54 @@ async function itemsView() {
       ITEM_STATES.filter((s) => counts[s]).map((s) => h('div', { class: 'card' }, h('b', {}, counts[s]), s)),
       h('div', { class: 'card' }, h('b', {}, usd(overview.items?.costUsd)), 'spent'),
     ),
-    h('div', { class: 'filters' }, select('state', ITEM_STATES), select('workflow', overview.workflows ?? [])),
+    h(
+      'div',
+      { class: 'filters' },
+      h('input', {
+        type: 'search',
+        name: 'q',
+        placeholder: 'search id, workflow, state',
+        value: filters.q,
+        onkeydown: (e) => {
+          if (e.key !== 'Enter') return;
+          filters.q = e.target.value.trim();
+          page = 0;
+          e.target.blur();
+          render();
+        },
+      }),
+      select('state', ITEM_STATES),
+      select('workflow', overview.workflows ?? []),
+      h(
+        'span',
+        { class: 'pager' },
+        h(
+          'button',
+          {
+            'data-action': 'previous-page',
+            disabled: page === 0,
+            onclick: () => {
+              page = Math.max(0, page - 1);
+              render();
+            },
+          },
+          '← newer',
+        ),
+        h('span', { id: 'page' }, `page ${page + 1}`),
+        h(
+          'button',
+          {
+            'data-action': 'next-page',
+            disabled: !more,
+            onclick: () => {
+              page += 1;
+              render();
+            },
+          },
+          'older →',
+        ),
+      ),
+    ),
     table(
       [
         { title: 'item', cell: (i) => h('code', {}, i.id) },
@@ -280,16 +344,19 @@ function outputCell(item) {
 
 function decideBox(item) {
   const approvers = item.approval?.approvers;
-  const who = approvers
-    ? h(
-        'select',
-        { name: 'approver' },
-        approvers.map((a) => h('option', { value: a }, a)),
-      )
-    : h('input', { name: 'approver', placeholder: 'your name', required: true });
+  const who = me?.user
+    ? h('span', { class: 'as' }, `as ${me.user}`)
+    : approvers
+      ? h(
+          'select',
+          { name: 'approver' },
+          approvers.map((a) => h('option', { value: a }, a)),
+        )
+      : h('input', { name: 'approver', placeholder: 'your name', required: true });
   const reason = h('input', { name: 'reason', placeholder: 'reason (with deny)' });
   const send = (decision) => () => {
-    const body = { itemId: item.id, approver: who.value, decision };
+    // A user's token is the approver: the server takes the name from it.
+    const body = me?.user ? { itemId: item.id, decision } : { itemId: item.id, approver: who.value, decision };
     if (decision === 'deny' && reason.value) body.reason = reason.value;
     act(
       '/api/approvals',
@@ -315,7 +382,7 @@ function decideBox(item) {
 
 async function itemView(id) {
   const detail = await api(`/api/items/${encodeURIComponent(id)}`);
-  const { item, hops, audit, chain } = detail;
+  const { item, hops, audit, chain, input, result, workflow, path, children } = detail;
   const run = await machine('workflow-run');
   return [
     h('h1', {}, 'Work item ', h('code', {}, item.id), ' ', state(item.state)),
@@ -330,33 +397,58 @@ async function itemView(id) {
     ),
     item.state === 'awaiting-approval' ? h('div', { class: 'panel' }, decideBox(item)) : null,
     item.failure ? h('div', { class: 'panel' }, h('b', {}, item.failure.code), ` ${item.failure.reason}`) : null,
+    // The item's actions (approve, deny above; more go here).
+    h('div', { class: 'actions', id: 'item-actions' }),
+    h('h2', {}, 'Input'),
+    h('div', { class: 'panel', id: 'input' }, partsView(input)),
     item.output
       ? h(
           'div',
           { class: 'panel', id: 'output' },
           h('b', {}, 'Output '),
-          item.output.text ?? JSON.stringify(item.output),
+          item.output.summary,
+          result ? h('div', { class: 'parts' }, partsView(result.parts)) : null,
+          result?.artifacts.map((a) =>
+            h('div', { class: 'artifact' }, h('b', {}, `Artifact ${a.name}`), partsView(a.parts)),
+          ),
         )
       : null,
+    h('h2', {}, 'Stages', workflow ? h('span', { class: 'muted' }, ` of ${workflow.id}@${workflow.version}`) : null),
+    workflow
+      ? stageDiagram(workflow, path)
+      : h('p', { class: 'muted' }, 'The workflow definition this item ran on is not kept in this database.'),
+    h(
+      'p',
+      { class: 'muted', id: 'path' },
+      path.visits.length === 0 ? 'No stage visited yet.' : `Path: ${path.visits.map((v) => v.stage).join(' → ')}`,
+    ),
+    children.length > 0 ? h('h2', {}, `Child work items (${children.length})`) : null,
+    children.length > 0 ? childTree(children) : null,
     h('h2', {}, 'Run'),
     diagram(run, item.state),
     h('h2', {}, 'Hops'),
-    table(
-      [
-        { title: '#', num: true, cell: (x) => x.seq },
-        { title: 'hop', num: true, cell: (x) => x.hop },
-        { title: 'kind', cell: (x) => x.kind },
-        { title: 'stage', cell: (x) => x.stage },
-        { title: 'role', cell: (x) => x.role },
-        { title: 'attempt', num: true, cell: (x) => x.attempt },
-        { title: 'outcome', cell: (x) => state(x.state) },
-        { title: 'model', cell: (x) => x.model ?? '' },
-        { title: 'tokens', num: true, cell: (x) => x.inputTokens + x.outputTokens },
-        { title: 'cost', num: true, cell: (x) => usd(x.costUsd) },
-        { title: 'time', num: true, cell: (x) => ms(x.elapsedMs) },
-        { title: 'error / answer', cell: (x) => (x.error ? `${x.error.type}: ${x.error.message}` : (x.answer ?? '')) },
-      ],
-      hops,
+    withId(
+      'hops',
+      table(
+        [
+          { title: '#', num: true, cell: (x) => x.seq },
+          { title: 'hop', num: true, cell: (x) => x.hop },
+          { title: 'kind', cell: (x) => x.kind },
+          { title: 'stage', cell: (x) => x.stage },
+          { title: 'role', cell: (x) => x.role },
+          { title: 'attempt', num: true, cell: (x) => x.attempt },
+          { title: 'outcome', cell: (x) => state(x.state) },
+          { title: 'model', cell: (x) => x.model ?? '' },
+          { title: 'tokens', num: true, cell: (x) => x.inputTokens + x.outputTokens },
+          { title: 'cost', num: true, cell: (x) => usd(x.costUsd) },
+          { title: 'time', num: true, cell: (x) => ms(x.elapsedMs) },
+          {
+            title: 'error / answer',
+            cell: (x) => (x.error ? `${x.error.type}: ${x.error.message}` : (x.answer ?? '')),
+          },
+        ],
+        hops,
+      ),
     ),
     h(
       'h2',
@@ -368,16 +460,19 @@ async function itemView(id) {
         chain.ok ? `chain verified (${chain.entries} entries)` : `chain broken: ${chain.problem}`,
       ),
     ),
-    table(
-      [
-        { title: 'seq', num: true, cell: (r) => r.seq },
-        { title: 'at', cell: (r) => r.at },
-        { title: 'kind', cell: (r) => r.kind },
-        { title: 'hop', num: true, cell: (r) => r.hop ?? '' },
-        { title: 'actor', cell: (r) => r.actor },
-        { title: 'data', cell: (r) => h('pre', { class: 'data mono' }, JSON.stringify(r.data)) },
-      ],
-      audit,
+    withId(
+      'audit',
+      table(
+        [
+          { title: 'seq', num: true, cell: (r) => r.seq },
+          { title: 'at', cell: (r) => r.at },
+          { title: 'kind', cell: (r) => r.kind },
+          { title: 'hop', num: true, cell: (r) => r.hop ?? '' },
+          { title: 'actor', cell: (r) => r.actor },
+          { title: 'data', cell: (r) => h('div', { class: 'data' }, valueView(r.data)) },
+        ],
+        audit,
+      ),
     ),
   ];
 }
@@ -564,7 +659,7 @@ async function renderNow() {
                 : await itemsView();
     // A change elsewhere in the file (a heartbeat, another item) that this view does not show leaves it as it is:
     // the operator's selection, typing and a button under the pointer stay put.
-    const signature = `${route}\n${reads.join('\n')}\n${selectedTask}\n${JSON.stringify(filters)}`;
+    const signature = `${route}\n${reads.join('\n')}\n${selectedTask}\n${JSON.stringify(filters)}\n${page}\n${me?.user}`;
     // Keep what the operator is typing in an input across a live refresh.
     const typing = view.contains(document.activeElement) && document.activeElement.tagName === 'INPUT';
     if (signature !== shown && !typing) {

@@ -24,6 +24,8 @@ export interface ItemRead {
 export interface ItemPageFilter {
   state?: ItemState;
   workflow?: string;
+  /** Text an item's id, workflow id or state contains (any case). */
+  search?: string;
   /** At most this many (default 200, at most 1000). */
   limit?: number;
   /** Skip this many of the newest (default 0). */
@@ -33,7 +35,7 @@ export interface ItemPageFilter {
 /** Largest page of items one read returns. */
 export const MAX_ITEM_PAGE = 1000;
 
-/** The ids of one page of items, newest first (created_at descending, then id), filtered by state and workflow. */
+/** The ids of one page of items, newest first (created_at descending, then id), filtered by state, workflow and search text. */
 export function itemPageRead(filter: ItemPageFilter, placeholder: Placeholder): ItemRead {
   const where: string[] = [];
   const params: (string | number)[] = [];
@@ -43,6 +45,11 @@ export function itemPageRead(filter: ItemPageFilter, placeholder: Placeholder): 
   };
   if (filter.state !== undefined) where.push(`state = ${next(filter.state)}`);
   if (filter.workflow !== undefined) where.push(`workflow_id = ${next(filter.workflow)}`);
+  if (filter.search !== undefined && filter.search !== '') {
+    const pattern = `%${filter.search.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    const like = (column: string) => `lower(${column}) LIKE ${next(pattern)} ESCAPE '\\'`;
+    where.push(`(${like('id')} OR ${like('workflow_id')} OR ${like('state')})`);
+  }
   const limit = Math.max(0, Math.min(filter.limit ?? 200, MAX_ITEM_PAGE));
   const offset = Math.max(0, Math.floor(filter.offset ?? 0));
   return {

@@ -7,11 +7,12 @@ import { COORDINATOR_SCHEMA } from './sqlite-schema.js';
  * PostgreSQL database is never a SQLite file): version 1 holds the tables as
  * SQLite's schema 8 has them; version 2 adds the functions of one-statement
  * commits (`coord_batch_rows`, the rows of a batch; `coord_not_leading`, the
- * refusal of a fenced statement).
+ * refusal of a fenced statement); version 3 adds the console's users
+ * (`coord_console_users`, as SQLite's schema 10).
  */
 export const COORDINATOR_PG_SCHEMA: PgMigrationSet = {
   component: COORDINATOR_SCHEMA.component,
-  current: 2,
+  current: 3,
   migrations: [
     {
       version: 1,
@@ -122,6 +123,18 @@ export const COORDINATOR_PG_SCHEMA: PgMigrationSet = {
               coalesce((SELECT epoch::text FROM coordinator_lease WHERE id = 1), 'unknown')
               USING ERRCODE = '${NOT_LEADING_SQLSTATE}';
           END $$`,
+      ],
+    },
+    {
+      version: 3,
+      name: "the console's users: one row per approver, the SHA-256 of their token, revoked or not",
+      sql: [
+        `CREATE TABLE coord_console_users (
+          name TEXT PRIMARY KEY,
+          token_sha256 TEXT NOT NULL UNIQUE,
+          created_at BIGINT NOT NULL,
+          revoked_at BIGINT
+        )`,
       ],
     },
   ],

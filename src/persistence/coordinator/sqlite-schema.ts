@@ -14,7 +14,7 @@ import type { MigrationSet } from '../kernel/migrations.js';
 
 export const COORDINATOR_SCHEMA: MigrationSet = {
   component: 'coordinator',
-  current: 9,
+  current: 10,
   migrations: [
     {
       version: 1,
@@ -213,6 +213,20 @@ export const COORDINATOR_SCHEMA: MigrationSet = {
       up(db) {
         // Items made before this version, or with tracing off, have none (null): their spans start new traces.
         db.exec('ALTER TABLE coord_items ADD COLUMN trace TEXT');
+      },
+    },
+    {
+      version: 10,
+      name: "the console's users: one row per approver, the SHA-256 of their token, revoked or not",
+      up(db) {
+        db.exec(`
+          CREATE TABLE coord_console_users (
+            name TEXT PRIMARY KEY,
+            token_sha256 TEXT NOT NULL UNIQUE,
+            created_at INTEGER NOT NULL,
+            revoked_at INTEGER
+          ) STRICT;
+        `);
       },
     },
   ],
