@@ -67,33 +67,80 @@ export function takeCarried<S extends z.ZodType<Meta>>(
   return { fields: fields.data, metadata: out };
 }
 
-/**
- * Metadata with the fields the other version has no member for: nothing is
- * added when every one of them is absent (then the metadata is unchanged).
- */
-export function withExtras(metadata: Meta | undefined, key: string, extras: Meta): Meta | undefined {
-  const present = Object.entries(extras).filter(([, v]) => v !== undefined);
-  if (present.length === 0) return metadata;
-  return putCarried(metadata, key, Object.fromEntries(present));
+/** What a carrier of extras may hold besides the extras: the metadata's own value of the key, or that it had none. */
+const CARRIER_SHAPE = { shadow: z.unknown().optional(), absent: z.literal(true).optional() };
+
+/** The extras a carrier holds (`undefined` members dropped). */
+function extrasOf(carrier: Meta): Meta {
+  const out: Meta = {};
+  for (const [k, v] of Object.entries(carrier)) if (k !== 'shadow' && k !== 'absent' && v !== undefined) out[k] = v;
+  return out;
+}
+
+/** `metadata` with the carrier under `key` taken out and the key's own value (its `shadow`) put back. */
+function restore(metadata: Meta, key: string, carrier: Meta): Meta {
+  const out: Meta = {};
+  for (const [k, v] of Object.entries(metadata)) if (k !== key) out[k] = v;
+  if (Object.hasOwn(carrier, 'shadow')) out[key] = carrier.shadow;
+  return out;
 }
 
 /**
- * The extras `withExtras` put under `key`, when what is there is exactly
- * such extras (parsed strictly by `schema`, at least one set); else no extras
- * and the metadata unchanged (then it was the caller's own).
+ * The carrier of extras `metadata` holds under `key`, or undefined when what
+ * is there is the caller's own value. A carrier is an object of exactly the
+ * extras `shape` allows (that `accept` takes), plus `shadow` (the key's own
+ * value) or `absent` (no metadata at all, then the key is its only member).
+ * One with no extras is a carrier only when its `shadow`, put back, is one:
+ * so `withExtras` and `takeExtras` undo each other for every value.
  */
-export function takeExtras<S extends z.ZodType<Meta>>(
+function carrierOf(
   metadata: Meta | undefined,
   key: string,
-  schema: S,
-): { extras: Partial<z.infer<S>>; metadata: Meta | undefined } {
-  const raw = metadata?.[key];
-  const parsed = schema.safeParse(raw);
-  if (raw === undefined || !parsed.success || Object.keys(parsed.data).length === 0) {
-    return { extras: {}, metadata };
+  shape: z.ZodRawShape,
+  accept: (extras: Meta) => boolean,
+): Meta | undefined {
+  if (metadata === undefined || !Object.hasOwn(metadata, key)) return undefined;
+  const parsed = z.strictObject({ ...shape, ...CARRIER_SHAPE }).safeParse(metadata[key]);
+  if (!parsed.success) return undefined;
+  const carrier = parsed.data as Meta;
+  const extras = extrasOf(carrier);
+  const hasShadow = Object.hasOwn(carrier, 'shadow');
+  if (!accept(extras)) return undefined;
+  if (carrier.absent === true) {
+    return !hasShadow && Object.keys(metadata).length === 1 && Object.keys(extras).length > 0 ? carrier : undefined;
   }
-  const { metadata: rest } = takeCarried(metadata, key, z.record(z.string(), z.unknown()), 'value');
-  const extras: Meta = {};
-  for (const [k, v] of Object.entries(parsed.data)) if (k !== 'shadow' && k !== 'absent') extras[k] = v;
-  return { extras: extras as Partial<z.infer<S>>, metadata: rest };
+  if (Object.keys(extras).length > 0) return carrier;
+  return hasShadow && carrierOf(restore(metadata, key, carrier), key, shape, accept) !== undefined
+    ? carrier
+    : undefined;
+}
+
+/**
+ * Metadata with `extras` (fields the other version has no member for) under
+ * `key`: unchanged when there are none, unless what the key holds would read
+ * as a carrier (then it is wrapped, so that `takeExtras` gives it back).
+ */
+export function withExtras(
+  metadata: Meta | undefined,
+  key: string,
+  extras: Meta,
+  shape: z.ZodRawShape,
+  accept: (extras: Meta) => boolean = () => true,
+): Meta | undefined {
+  const present = extrasOf(extras);
+  if (Object.keys(present).length > 0) return putCarried(metadata, key, present);
+  if (carrierOf(metadata, key, shape, accept) === undefined) return metadata;
+  return { ...restore(metadata ?? {}, key, {}), [key]: { shadow: metadata?.[key] } };
+}
+
+/** The extras `withExtras` put under `key`, and the metadata it was given. */
+export function takeExtras(
+  metadata: Meta | undefined,
+  key: string,
+  shape: z.ZodRawShape,
+  accept: (extras: Meta) => boolean = () => true,
+): { extras: Meta; metadata: Meta | undefined } {
+  const carrier = carrierOf(metadata, key, shape, accept);
+  if (carrier === undefined || metadata === undefined) return { extras: {}, metadata };
+  return { extras: extrasOf(carrier), metadata: carrier.absent === true ? undefined : restore(metadata, key, carrier) };
 }

@@ -17,7 +17,7 @@ import { parseParams } from '../parse.js';
 import { V1_CARRY_KEY, withExtras } from './carry.js';
 import { TASK_STATE_V03 } from './field-table.js';
 import { listTasksPage } from './list-tasks.js';
-import { messageSendFromV1, partToV03 } from './message-mapping.js';
+import { ARTIFACT_EXTRAS, messageSendFromV1, partToV03 } from './message-mapping.js';
 import {
   V1ListTasksRequestSchema,
   V1MessageSchema,
@@ -343,9 +343,12 @@ export const V1_LOCAL_METHODS: Readonly<Record<string, V1Method>> = {
         raw,
       );
       const { extensions, parts, ...artifact } = p.artifact;
-      const metadata = withExtras(artifact.metadata, V1_CARRY_KEY, {
-        extensions: extensions === undefined || extensions.length === 0 ? undefined : extensions,
-      });
+      const metadata = withExtras(
+        artifact.metadata,
+        V1_CARRY_KEY,
+        { extensions: extensions === undefined || extensions.length === 0 ? undefined : extensions },
+        ARTIFACT_EXTRAS,
+      );
       return {
         method: 'a2a.tasks.artifact',
         params: {
@@ -395,9 +398,11 @@ export const V1_REFUSED_METHODS: Readonly<Record<string, string>> = {
 };
 
 /** The version-10 names of the methods version 11 serves under their v1.0 names. */
-const RENAMED = Object.fromEntries(Object.entries(V1_METHODS).map(([name, row]) => [row.serves, name])) as Readonly<
-  Record<string, string>
->;
+const RENAMED: Readonly<Record<string, string>> = Object.fromEntries(
+  Object.entries(V1_METHODS)
+    .reverse()
+    .map(([name, row]) => [row.serves, name]),
+);
 
 /**
  * A call of version 11 as the broker call it becomes: refused (nothing
