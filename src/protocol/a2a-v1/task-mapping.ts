@@ -93,15 +93,17 @@ export function statusEventToV03(event: V1TaskStatusUpdateEvent): TaskStatusUpda
   return { kind: 'status-update', taskId: event.taskId, contextId: event.contextId, status, final };
 }
 
-/** A v0.3 artifact-update event in v1.0 shape. */
+/** A v0.3 artifact-update event in v1.0 shape (a false flag left out, as ProtoJSON does). */
 export function artifactEventToV1(event: TaskArtifactUpdateEvent): V1TaskArtifactUpdateEvent {
-  return {
+  const out: V1TaskArtifactUpdateEvent = {
     taskId: event.taskId,
     contextId: event.contextId,
     artifact: artifactToV1(event.artifact),
-    append: event.append,
-    lastChunk: event.lastChunk,
   };
+  // ProtoJSON leaves a false flag out.
+  if (event.append) out.append = true;
+  if (event.lastChunk) out.lastChunk = true;
+  return out;
 }
 
 /** A v1.0 artifact-update event in v0.3 shape (an absent flag reads false). */
