@@ -5,3 +5,4 @@ export * from './message-mapping.js';
 export * from './task-mapping.js';
 export * from './list-tasks.js';
 export * from './methods.js';
+export * from './docs-tables.js';
