@@ -110,7 +110,7 @@ describe('protocol version 11 on the real wire', () => {
     const completed = eventsOf(server, requester.agentId).find((n) =>
       JSON.stringify(n.params).includes('TASK_STATE_COMPLETED'),
     );
-    const response = V1StreamResponseSchema.parse((completed?.params as { event: unknown }).event);
+    const response = V1StreamResponseSchema.parse((completed?.params as { event: unknown } | undefined)?.event);
     expect(response).toMatchObject({ statusUpdate: { status: { message: { parts: [{ data: [1, 2, 3] }] } } } });
     // Nothing of v0.3 on this connection.
     expect(() => TaskEventNotificationSchema.parse(completed?.params)).toThrow();
