@@ -227,6 +227,13 @@ describe('version 11 calls', () => {
       refusal('SendMessage', { capability: 'x', message: { ...message, parts: [{ text: 'a', url: 'b' }] } }).code,
     ).toBe('INVALID_PARAMS');
     expect(
+      refusal('SendMessage', {
+        capability: 'x',
+        message,
+        configuration: { taskPushNotificationConfig: { taskId: '', token: 'p' } },
+      }).message,
+    ).toContain('CreateTaskPushNotificationConfig');
+    expect(
       refusal('CreateTaskPushNotificationConfig', { capability: 'x', taskId: 't', url: 'https://example.test/hook' })
         .message,
     ).toContain('leave out url');

@@ -84,6 +84,11 @@ const sendMessage = (note: string): V1Method => ({
   note,
   call(raw) {
     const p = parseParams(SendSchema, raw);
+    if (p.configuration?.taskPushNotificationConfig !== undefined) {
+      throw invalidParams(
+        'a push config is set on a task that exists: call CreateTaskPushNotificationConfig with the task id this call answers',
+      );
+    }
     const taskId = p.message.taskId === undefined || p.message.taskId === '' ? undefined : p.message.taskId;
     return {
       method: 'a2a.message.send',
