@@ -23,6 +23,9 @@ export function mappingError(message: string): BrokerError {
   return invalidParams(message);
 }
 
+/** What `putCarried` puts under its key, besides the fields: the key's own value, or that there was no metadata. */
+const CarriedSchema = z.object({ shadow: z.unknown().optional(), absent: z.literal(true).optional() }).loose();
+
 /**
  * `metadata` with `fields` under `key`. A `key` the metadata already held is
  * kept inside as `shadow`, and absent metadata is marked `absent`, so that
@@ -50,10 +53,7 @@ export function takeCarried<S extends z.ZodType<Meta>>(
   what: string,
 ): { fields: z.infer<S>; metadata: Meta | undefined } {
   const raw = metadata?.[key];
-  const parsed = z
-    .object({ shadow: z.unknown().optional(), absent: z.literal(true).optional() })
-    .loose()
-    .safeParse(raw);
+  const parsed = CarriedSchema.safeParse(raw);
   const fields = schema.safeParse(raw);
   if (!parsed.success || !fields.success) {
     throw mappingError(
@@ -69,6 +69,17 @@ export function takeCarried<S extends z.ZodType<Meta>>(
 
 /** What a carrier of extras may hold besides the extras: the metadata's own value of the key, or that it had none. */
 const CARRIER_SHAPE = { shadow: z.unknown().optional(), absent: z.literal(true).optional() };
+
+/** The strict schema of a carrier of `shape`'s extras, built once per shape. */
+const carrierSchemas = new WeakMap<z.ZodRawShape, z.ZodType>();
+function carrierSchema(shape: z.ZodRawShape): z.ZodType {
+  let schema = carrierSchemas.get(shape);
+  if (schema === undefined) {
+    schema = z.strictObject({ ...shape, ...CARRIER_SHAPE });
+    carrierSchemas.set(shape, schema);
+  }
+  return schema;
+}
 
 /** The extras a carrier holds (`undefined` members dropped). */
 function extrasOf(carrier: Meta): Meta {
@@ -100,7 +111,7 @@ function carrierOf(
   accept: (extras: Meta) => boolean,
 ): Meta | undefined {
   if (metadata === undefined || !Object.hasOwn(metadata, key)) return undefined;
-  const parsed = z.strictObject({ ...shape, ...CARRIER_SHAPE }).safeParse(metadata[key]);
+  const parsed = carrierSchema(shape).safeParse(metadata[key]);
   if (!parsed.success) return undefined;
   const carrier = parsed.data as Meta;
   const extras = extrasOf(carrier);

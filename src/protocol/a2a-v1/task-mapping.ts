@@ -24,6 +24,9 @@ const TaskCarrySchema = z.object({
   updatedAt: z.string(),
 });
 
+/** The `final` of a status event, carried when it is not what the state says. */
+const FinalCarrySchema = z.object({ final: z.boolean() });
+
 /** A v0.3 task status in v1.0 shape. */
 export function statusToV1(status: TaskStatus): V1TaskStatus {
   const out: V1TaskStatus = { state: TASK_STATE_V1[status.state], timestamp: status.timestamp };
@@ -88,7 +91,7 @@ export function statusEventToV1(event: TaskStatusUpdateEvent): V1TaskStatusUpdat
 /** A v1.0 status-update event in v0.3 shape (`final` when the state is terminal, unless carried). */
 export function statusEventToV03(event: V1TaskStatusUpdateEvent): TaskStatusUpdateEvent {
   const status = statusToV03(event.status);
-  const carried = z.object({ final: z.boolean() }).safeParse(event.metadata?.[V03_CARRY_KEY]);
+  const carried = FinalCarrySchema.safeParse(event.metadata?.[V03_CARRY_KEY]);
   const final = carried.success ? carried.data.final : isTerminalState(status.state);
   return { kind: 'status-update', taskId: event.taskId, contextId: event.contextId, status, final };
 }
