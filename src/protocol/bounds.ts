@@ -54,5 +54,7 @@ export type BoundName = keyof typeof BOUNDS;
 
 /** Version of the wire protocol this build speaks; the client refuses a host whose handshake answers a lower one. */
 export const PROTOCOL_VERSION = 10;
+/** The protocol version of the wire that speaks A2A v1.0's shapes and method names (docs/interop.md). */
+export const A2A_V1_PROTOCOL_VERSION = 11;
 /** Version of the broker's SQLite schema, reported by the handshake as `schemaVersion`. */
 export const SCHEMA_VERSION = 13;

@@ -1,13 +1,27 @@
-import { PROTOCOL_VERSION, SCHEMA_VERSION } from './bounds.js';
+import { A2A_V1_PROTOCOL_VERSION, PROTOCOL_VERSION, SCHEMA_VERSION } from './bounds.js';
 import { type HandshakeResult, METHODS } from './methods.js';
 import { parseParams } from './parse.js';
 
 export const SERVER_NAME = 'switchboard';
-export const BASE_CAPABILITIES = ['a2a'] as const;
+/** `a2a`: the wire of version 10 (A2A v0.3 shapes); `a2a.v1`: version 11 (A2A v1.0 shapes) is served too. */
+export const BASE_CAPABILITIES = ['a2a', 'a2a.v1'] as const;
 
-export function handshakeResult(version: string, extraCapabilities: readonly string[] = []): HandshakeResult {
+/**
+ * The version a server answers a client that asked for `requested`: 11 (A2A
+ * v1.0 shapes and method names) to a client that asks for 11, else 10 (the
+ * v0.3 shapes, as before version 11 existed).
+ */
+export function negotiatedVersion(requested: number): number {
+  return requested === A2A_V1_PROTOCOL_VERSION ? A2A_V1_PROTOCOL_VERSION : PROTOCOL_VERSION;
+}
+
+export function handshakeResult(
+  version: string,
+  extraCapabilities: readonly string[] = [],
+  protocolVersion: number = PROTOCOL_VERSION,
+): HandshakeResult {
   return {
-    protocolVersion: PROTOCOL_VERSION,
+    protocolVersion,
     schemaVersion: SCHEMA_VERSION,
     capabilities: [...BASE_CAPABILITIES, ...extraCapabilities],
     server: { name: SERVER_NAME, version },
@@ -16,10 +30,11 @@ export function handshakeResult(version: string, extraCapabilities: readonly str
 
 /**
  * The answer to an `app.handshake` call with untrusted `params`: -32602 for
- * params the method's schema refuses, else the server's `handshakeResult`.
+ * params the method's schema refuses, else the server's `handshakeResult`
+ * at the version `negotiatedVersion` gives.
  * Every server answers the handshake through this function.
  */
 export function answerHandshake(params: unknown, version: string): HandshakeResult {
-  parseParams(METHODS['app.handshake'].params, params);
-  return handshakeResult(version);
+  const { protocolVersion } = parseParams(METHODS['app.handshake'].params, params);
+  return handshakeResult(version, [], negotiatedVersion(protocolVersion));
 }

@@ -3,9 +3,12 @@ import type { BrokerApi } from '../actors/broker/api.js';
 import type { Logger } from '../log/logger.js';
 import { callLogFields } from '../log/log-fields.js';
 import { silentLogger } from '../log/logger.js';
+import { notificationToV1, v1Call } from '../protocol/a2a-v1/methods.js';
+import { A2A_V1_PROTOCOL_VERSION, PROTOCOL_VERSION } from '../protocol/bounds.js';
 import type { DurableEvent } from '../protocol/events.js';
-import type { RegisterResult } from '../protocol/methods.js';
+import type { HandshakeResult, RegisterResult } from '../protocol/methods.js';
 import { paramsText } from '../persistence/a2a/store.js';
+import { VERSION } from '../version.js';
 import { EventRelay, type EventSink } from './event-relay.js';
 import { JsonRpcServer } from './jsonrpc-server.js';
 
@@ -49,6 +52,12 @@ export class BrokerSession {
   /** Tokens registered through this connection and not deregistered (connection-scoped sessions). */
   private readonly owned = new Set<string>();
   private readonly released: Promise<void>;
+  /**
+   * The protocol version the last handshake settled: 10 (v0.3 shapes, the
+   * default) or 11 (A2A v1.0 shapes and method names, mapped here at the
+   * edge: the broker itself speaks version 10 only).
+   */
+  private protocolVersion = PROTOCOL_VERSION;
 
   constructor(options: BrokerSessionOptions) {
     this.broker = options.broker;
@@ -63,8 +72,14 @@ export class BrokerSession {
     });
     const server = this.server;
     this.sink = {
-      // The params text the broker logged: the line is not serialized again.
-      write: (event: DurableEvent) => server.notifyText(event.method, paramsText(event)),
+      write: (event: DurableEvent) => {
+        if (this.protocolVersion === A2A_V1_PROTOCOL_VERSION) {
+          server.notify(event.method, notificationToV1(event.method, event.params));
+        } else {
+          // The params text the broker logged: the line is not serialized again.
+          server.notifyText(event.method, paramsText(event));
+        }
+      },
       get congested() {
         return server.writer.congested;
       },
@@ -173,6 +188,24 @@ export class BrokerSession {
   }
 
   private route(method: string, params: unknown): unknown {
+    if (method === 'app.handshake') {
+      return this.broker.dispatch(method, params).then((result) => {
+        this.protocolVersion = (result as HandshakeResult).protocolVersion;
+        return result;
+      });
+    }
+    if (this.protocolVersion !== A2A_V1_PROTOCOL_VERSION) return this.routeBroker(method, params);
+    let call: ReturnType<typeof v1Call>;
+    try {
+      call = v1Call(method, params, VERSION);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.routeBroker(call.method, call.params).then((result) => call.answer(result));
+  }
+
+  /** A call of version 10 to the broker (version 11 calls arrive here mapped). */
+  private routeBroker(method: string, params: unknown): Promise<unknown> {
     // The broker answers every method of the table, `app.handshake` included.
     const call = this.broker.dispatch(method, params);
     if (method === 'a2a.agents.register') {
