@@ -10,6 +10,13 @@ export type SpentBound = 'MAX_LINE_BYTES' | 'CONNECTION_ANSWER_BUDGET_BYTES';
 export const ENTRY_RESERVE_BYTES = 1024;
 
 /**
+ * Bytes of answers (by the recent estimate) one batch may have being
+ * computed at once: a batch of large answers is worked through a few at a
+ * time, so that the other connections' calls get their turn in between.
+ */
+export const BATCH_IN_FLIGHT_BYTES = 4 * 1024 * 1024;
+
+/**
  * One connection's budget of answer bytes: the answers of its batches,
  * computed and held until their batch's line is written, count against
  * `maxBytes` (`CONNECTION_ANSWER_BUDGET_BYTES`); each batch's answer also
@@ -69,10 +76,12 @@ export class BatchTally {
   /**
    * May one more call of the batch be dispatched now, given `estimate`, the
    * size of recent answers? Always when none is in flight (so a batch never
-   * stalls); otherwise only while the answers in flight would still fit.
+   * stalls); otherwise only while the answers in flight would still fit its
+   * line and stay within `BATCH_IN_FLIGHT_BYTES`.
    */
   mayDispatch(estimate: number): boolean {
     if (this.inFlight === 0) return true;
+    if ((this.inFlight + 1) * estimate > BATCH_IN_FLIGHT_BYTES) return false;
     return this.bytes + (this.inFlight + 1) * estimate + this.reserve(this.inFlight + 1) <= this.budget.lineBytes;
   }
 
