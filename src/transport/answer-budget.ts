@@ -17,6 +17,14 @@ export const ENTRY_RESERVE_BYTES = 1024;
 export const BATCH_IN_FLIGHT_BYTES = 4 * 1024 * 1024;
 
 /**
+ * The least size a batch's call is weighed at before it runs, whatever the
+ * recent answers: an answer's size is unknown until it is built, so a batch
+ * has at most `BATCH_IN_FLIGHT_BYTES / MIN_CALL_ESTIMATE_BYTES` (16) calls
+ * being computed at once.
+ */
+export const MIN_CALL_ESTIMATE_BYTES = 256 * 1024;
+
+/**
  * One connection's budget of answer bytes: the answers of its batches,
  * computed and held until their batch's line is written, count against
  * `maxBytes` (`CONNECTION_ANSWER_BUDGET_BYTES`); each batch's answer also
@@ -81,8 +89,9 @@ export class BatchTally {
    */
   mayDispatch(estimate: number): boolean {
     if (this.inFlight === 0) return true;
-    if ((this.inFlight + 1) * estimate > BATCH_IN_FLIGHT_BYTES) return false;
-    return this.bytes + (this.inFlight + 1) * estimate + this.reserve(this.inFlight + 1) <= this.budget.lineBytes;
+    const each = Math.max(estimate, MIN_CALL_ESTIMATE_BYTES);
+    if ((this.inFlight + 1) * each > BATCH_IN_FLIGHT_BYTES) return false;
+    return this.bytes + (this.inFlight + 1) * each + this.reserve(this.inFlight + 1) <= this.budget.lineBytes;
   }
 
   /**

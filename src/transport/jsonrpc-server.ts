@@ -10,7 +10,7 @@ import {
   type JsonRpcErrorObject,
   toJsonRpcError,
 } from './jsonrpc-errors.js';
-import { AnswerBudget, type BatchTally, ENTRY_RESERVE_BYTES } from './answer-budget.js';
+import { AnswerBudget, type BatchTally } from './answer-budget.js';
 import { LineWriter } from './line-writer.js';
 import { lineNesting } from './line-nesting.js';
 import { LineSplitter, isBlankLine } from './ndjson.js';
@@ -57,6 +57,8 @@ interface Job {
   done: (line: string | undefined, idText: string) => void;
   /** The tally of the batch the request came in, if any. */
   batch?: BatchTally;
+  /** Set when its answer was counted in its batch's tally (an answer that is not is an error entry). */
+  admitted?: boolean;
 }
 
 /**
@@ -295,7 +297,7 @@ export class JsonRpcServer {
       this.finishJob(job, line, idText);
       this.pump();
     };
-    const answer = this.handle(job.message, idText, job.batch);
+    const answer = this.handle(job, idText);
     if (answer === undefined || typeof answer === 'string') settle(answer);
     else void answer.then(settle);
   }
@@ -385,8 +387,10 @@ export class JsonRpcServer {
     // Answers go in request order; a notification leaves its slot empty.
     const answers: (string | undefined)[] = new Array(messages.length);
     const batch = this.budget.openBatch(messages.length);
-    const answered = (index: number) => (line: string | undefined, idText: string) => {
-      if (line !== undefined) answers[index] = this.batchEntry(batch, line, idText, methodOf(messages[index]));
+    const answered = (index: number, job: Job) => (line: string | undefined) => {
+      // An answer was counted as it was serialized; an error entry is counted here.
+      if (line !== undefined && job.admitted !== true) batch.addError(utf8Bytes(line));
+      if (line !== undefined) answers[index] = line;
       batch.answered();
       if (batch.unanswered > 0) return;
       const pieces: string[] = [];
@@ -398,38 +402,44 @@ export class JsonRpcServer {
     };
     for (let i = 0; i < messages.length; i++) {
       const message = messages[i];
-      this.enqueue({
+      const job: Job = {
         message,
         rawId: needsRawId(message) ? rawIdLiteral(text, i) : undefined,
-        done: answered(i),
+        done: () => {},
         batch,
-      });
+      };
+      job.done = answered(i, job);
+      this.enqueue(job);
     }
   }
 
   /**
-   * One answer of a batch as its entry: kept when it fits its batch's line
-   * and the connection's budget, else replaced by an error for its id (the
-   * first such answer spends the batch: the rest of it is not run).
+   * A batch's answer of `bytes` bytes, just serialized: kept when it fits its
+   * batch's line and the connection's budget, else replaced by an error for
+   * its id (the first such answer spends the batch: the rest of it is not
+   * run, and answers already being computed are not serialized).
    */
-  private batchEntry(batch: BatchTally, line: string, idText: string, method: string | undefined): string {
-    const size = utf8Bytes(line);
-    if (size <= ENTRY_RESERVE_BYTES) {
-      batch.addError(size);
+  private admitToBatch(
+    job: Job,
+    batch: BatchTally,
+    line: string,
+    bytes: number,
+    idText: string,
+    method: string,
+  ): string {
+    if (batch.admit(bytes)) {
+      job.admitted = true;
       return line;
     }
-    if (batch.admit(size)) return line;
     this.logger.warn(
-      { method, bytes: size, limit: batch.spent },
+      { method, bytes, limit: batch.spent },
       'a batch answer did not fit: the rest of its batch is not run',
     );
     const error =
       batch.spent === 'MAX_LINE_BYTES'
-        ? answerTooLarge(size, true, hintFor(method))
+        ? answerTooLarge(bytes, true, hintFor(method))
         : answerBudgetSpent('CONNECTION_ANSWER_BUDGET_BYTES', maxOf(batch), true, hintFor(method));
-    const entry = errorLine(idText, toJsonRpcError(error));
-    batch.addError(utf8Bytes(entry));
-    return entry;
+    return errorLine(idText, toJsonRpcError(error));
   }
 
   /**
@@ -437,11 +447,8 @@ export class JsonRpcServer {
    * once (never answered), a serialized answer when it is known at once, or a
    * promise of one. Never throws, never rejects.
    */
-  private handle(
-    message: unknown,
-    idText: string,
-    batch?: BatchTally,
-  ): string | Promise<string | undefined> | undefined {
+  private handle(job: Job, idText: string): string | Promise<string | undefined> | undefined {
+    const message = job.message;
     if (message === null || typeof message !== 'object' || Array.isArray(message)) {
       return errorLine('null', { code: JSONRPC_INVALID_REQUEST, message: 'Invalid Request: not a request object' });
     }
@@ -472,9 +479,9 @@ export class JsonRpcServer {
         (error: unknown) => this.logNotificationFailure(method, error),
       );
     }
-    if (!isPromiseLike(result)) return this.resultLine(method, idText, result, batch);
+    if (!isPromiseLike(result)) return this.resultLine(method, idText, result, job);
     return Promise.resolve(result).then(
-      (value) => this.resultLine(method, idText, value, batch),
+      (value) => this.resultLine(method, idText, value, job),
       (error: unknown) => errorLine(idText, this.toError(method, error)),
     );
   }
@@ -483,7 +490,8 @@ export class JsonRpcServer {
    * The answer line of a call that succeeded, or, when it cannot be sent
    * (not serializable, or longer than a line may be), an error saying so.
    */
-  private resultLine(method: string, idText: string, result: unknown, batch?: BatchTally): string {
+  private resultLine(method: string, idText: string, result: unknown, job: Job): string {
+    const batch = job.batch;
     if (batch?.spent !== undefined) {
       // Its batch is spent: the answer would be refused, so it is never serialized.
       return errorLine(idText, toJsonRpcError(answerBudgetSpent(batch.spent, maxOf(batch), true, hintFor(method))));
@@ -502,7 +510,7 @@ export class JsonRpcServer {
       this.logger.warn({ method, bytes }, 'an answer was longer than the line bound');
       return errorLine(idText, toJsonRpcError(answerTooLarge(bytes, false, hintFor(method))));
     }
-    return line;
+    return batch === undefined ? line : this.admitToBatch(job, batch, line, bytes, idText, method);
   }
 
   private toError(method: string, error: unknown): JsonRpcErrorObject {
