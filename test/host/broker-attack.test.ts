@@ -13,8 +13,8 @@ import { SocketServe, hostDir, rawSocket } from './helpers.js';
 
 /** RSS the broker may reach during the attack (about 150 MB before it, about 320 MB measured at its peak). */
 const RSS_BOUND = 1024 * 1024 * 1024;
-/** The slowest round trip of the other connection during the attack (a loaded, shared machine; under 1 s measured). */
-const ROUND_TRIP_BOUND_MS = 4000;
+/** The slowest round trip of the other connection during the attack (a loaded, shared machine: under 1 s measured alone, up to 3.7 s beside seven other test files). */
+const ROUND_TRIP_BOUND_MS = 8000;
 const TIMEOUT = 300_000;
 
 let cleanups: (() => Promise<void> | void)[] = [];

@@ -1,7 +1,12 @@
 import { fc, test as fcTest } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import { CONNECTION_ANSWER_BUDGET_BYTES, MAX_LINE_BYTES, MAX_LINE_NESTING } from '../../src/protocol/bounds.js';
-import { AnswerBudget, BATCH_IN_FLIGHT_BYTES, ENTRY_RESERVE_BYTES } from '../../src/transport/answer-budget.js';
+import {
+  AnswerBudget,
+  BATCH_IN_FLIGHT_BYTES,
+  ENTRY_RESERVE_BYTES,
+  MIN_CALL_ESTIMATE_BYTES,
+} from '../../src/transport/answer-budget.js';
 import { lineNesting } from '../../src/transport/line-nesting.js';
 
 describe('the answer budget of a connection', () => {
@@ -66,9 +71,12 @@ describe('the answer budget of a connection', () => {
     expect(batch.mayDispatch(MAX_LINE_BYTES * 4)).toBe(true);
     batch.inFlight = 1;
     expect(batch.mayDispatch(10 * 1024 * 1024)).toBe(false);
-    // Small answers: many at once.
-    batch.inFlight = 500;
+    // Small answers: weighed at MIN_CALL_ESTIMATE_BYTES each, so 16 at once.
+    batch.inFlight = BATCH_IN_FLIGHT_BYTES / MIN_CALL_ESTIMATE_BYTES - 1;
     expect(batch.mayDispatch(200)).toBe(true);
+    batch.inFlight = BATCH_IN_FLIGHT_BYTES / MIN_CALL_ESTIMATE_BYTES;
+    expect(batch.mayDispatch(200)).toBe(false);
+    expect(BATCH_IN_FLIGHT_BYTES / MIN_CALL_ESTIMATE_BYTES).toBe(16);
     // Large ones: no more than BATCH_IN_FLIGHT_BYTES of them.
     batch.inFlight = Math.floor(BATCH_IN_FLIGHT_BYTES / (300 * 1024));
     expect(batch.mayDispatch(300 * 1024)).toBe(false);
