@@ -29,6 +29,25 @@ export const MAX_JSON_DEPTH = 64;
 export const DEFAULT_EVENTS_LIMIT = 100;
 /** Ceiling of one `a2a.events.since` page (a decision of this project). */
 export const MAX_EVENTS_LIMIT = 1000;
+/** Default page size of `a2a.agents.list` (a call without `limit`, as older clients send it). */
+export const DEFAULT_AGENTS_LIMIT = 100;
+/** Ceiling of `limit` in one `a2a.agents.list` call. */
+export const MAX_AGENTS_LIMIT = 1000;
+/** Bytes of cards (as JSON) one `a2a.agents.list` page holds; the page ends before the card that would pass it (one card at least). */
+export const AGENTS_PAGE_MAX_BYTES = 4 * 1024 * 1024;
+/**
+ * Bytes of batch answers one connection may hold computed and not yet
+ * written (64 MiB, two lines): an answer that would pass it, or pass its
+ * batch's line bound, is not sent and the rest of its batch is not run.
+ */
+export const CONNECTION_ANSWER_BUDGET_BYTES = 2 * MAX_LINE_BYTES;
+/**
+ * Nesting levels of one input line (arrays and objects, outside strings),
+ * checked by a linear scan before the line is parsed; a deeper line is
+ * refused whole with -32600 without being parsed. Four times `MAX_JSON_DEPTH`,
+ * so that params a level too deep still get their own -32602.
+ */
+export const MAX_LINE_NESTING = 4 * MAX_JSON_DEPTH;
 /** Bounds on identifiers and names (decisions of this project, documented in docs/protocol.md). */
 export const MAX_NAME_CHARS = 128;
 /** Longest identifier (task, context, agent, message, artifact id), in characters. */

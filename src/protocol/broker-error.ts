@@ -57,15 +57,34 @@ export function boundError(
  * batch's answer past it. `bytes` is its size, or an estimate from the stored
  * rows (then the task was not loaded at all), when known.
  */
-export function answerTooLarge(bytes: number | undefined, inBatch = false): BrokerError {
+export function answerTooLarge(
+  bytes: number | undefined,
+  inBatch = false,
+  hint = 'read the task with a2a.tasks.get and a smaller historyLength (a2a.message.send and a2a.tasks.status take historyLength too)',
+): BrokerError {
   const size = bytes === undefined ? 'too large to serialize' : `${bytes} bytes`;
   const where = inBatch ? 'would take its batch answer past' : 'is over';
   return new BrokerError(
     'INTERNAL_ERROR',
     `the call succeeded but its answer (${size}) ${where} the ${MAX_LINE_BYTES}-byte line bound (MAX_LINE_BYTES): ${
       inBatch ? 'send the call on its own line, or ' : ''
-    }read the task with a2a.tasks.get and a smaller historyLength (a2a.message.send and a2a.tasks.status take historyLength too)`,
+    }${hint}`,
     { details: { limit: 'MAX_LINE_BYTES', max: MAX_LINE_BYTES, ...(bytes === undefined ? {} : { bytes }) } },
+  );
+}
+
+/**
+ * A call of a batch whose answers already reached a bound (its line,
+ * `MAX_LINE_BYTES`, or its connection's `CONNECTION_ANSWER_BUDGET_BYTES`):
+ * not run (`ran: false`: nothing changed), or run and its answer not sent
+ * (`ran: true`). `hint` says how to ask for less (e.g. page a list).
+ */
+export function answerBudgetSpent(limit: string, max: number, ran: boolean, hint: string): BrokerError {
+  const what = ran ? 'the call ran but its answer was not sent' : 'the call was not run (nothing changed)';
+  return new BrokerError(
+    'ANSWER_BUDGET_SPENT',
+    `${what}: the answers of its batch reached the ${max}-byte bound ${limit}; send it again in a later batch or on its own line${hint === '' ? '' : `, and ${hint}`}`,
+    { details: { limit, max, ran } },
   );
 }
 

@@ -8,7 +8,7 @@ import {
   RegisterContextIdSchema,
   RegisterSkillSchema,
 } from './agent.js';
-import { DEFAULT_EVENTS_LIMIT, MAX_EVENTS_LIMIT } from './bounds.js';
+import { DEFAULT_EVENTS_LIMIT, MAX_AGENTS_LIMIT, MAX_EVENTS_LIMIT } from './bounds.js';
 import { type DurableEvent, DurableEventSchema, type PushConfig, PushConfigSchema } from './events.js';
 import { type DataPart, type FilePart, MetadataSchema, PartSchema, type TextPart } from './parts.js';
 import {
@@ -60,8 +60,28 @@ export const RegisterResultSchema = z.object({
 export const TokenOnlyParamsSchema = z.object({ token: TokenSchema });
 /** Result of `a2a.agents.deregister`: `{deregistered: true}`. */
 export const DeregisterResultSchema = z.object({ deregistered: z.literal(true) });
-/** Result of `a2a.agents.list`: the cards of the addressable peers, not the caller's. */
-export const ListAgentsResultSchema = z.object({ agents: z.array(named<AgentCard>(AgentCardSchema)) });
+/**
+ * Params of `a2a.agents.list`: the caller's token and a page. `cursor` is the
+ * `nextCursor` of the previous page (absent: the first page); `limit` cards
+ * at most (default `DEFAULT_AGENTS_LIMIT`, 100; at most `MAX_AGENTS_LIMIT`, 1,000).
+ */
+export const ListAgentsParamsSchema = z.object({
+  token: TokenSchema,
+  cursor: z
+    .string()
+    .regex(/^[0-9]{1,15}$/, 'a cursor is the nextCursor of a previous page')
+    .optional(),
+  limit: z.number().int().min(1).max(MAX_AGENTS_LIMIT).optional(),
+});
+/**
+ * Result of `a2a.agents.list`: one page of the cards of the addressable
+ * peers (not the caller's), in registration order; `nextCursor` is present
+ * when more may follow (pass it as `cursor`).
+ */
+export const ListAgentsResultSchema = z.object({
+  agents: z.array(named<AgentCard>(AgentCardSchema)),
+  nextCursor: z.string().optional(),
+});
 
 /**
  * How many of the newest history messages an answer's task carries (all when
@@ -170,6 +190,8 @@ export interface RegisterResult extends z.infer<typeof RegisterResultSchema> {}
 export interface TokenOnlyParams extends z.infer<typeof TokenOnlyParamsSchema> {}
 /** Result of `a2a.agents.deregister` as on the wire (inferred from `DeregisterResultSchema`). */
 export interface DeregisterResult extends z.infer<typeof DeregisterResultSchema> {}
+/** Params of `a2a.agents.list` as on the wire (inferred from `ListAgentsParamsSchema`). */
+export interface ListAgentsParams extends z.infer<typeof ListAgentsParamsSchema> {}
 /** Result of `a2a.agents.list` as on the wire (inferred from `ListAgentsResultSchema`). */
 export interface ListAgentsResult extends z.infer<typeof ListAgentsResultSchema> {}
 /** Params of `a2a.message.send` as on the wire (inferred from `SendParamsSchema`). */
@@ -221,7 +243,7 @@ export const METHODS = {
   'app.handshake': method<HandshakeParams, HandshakeResult>(HandshakeParamsSchema, HandshakeResultSchema),
   'a2a.agents.register': method<RegisterParams, RegisterResult>(RegisterParamsSchema, RegisterResultSchema),
   'a2a.agents.deregister': method<TokenOnlyParams, DeregisterResult>(TokenOnlyParamsSchema, DeregisterResultSchema),
-  'a2a.agents.list': method<TokenOnlyParams, ListAgentsResult>(TokenOnlyParamsSchema, ListAgentsResultSchema),
+  'a2a.agents.list': method<ListAgentsParams, ListAgentsResult>(ListAgentsParamsSchema, ListAgentsResultSchema),
   'a2a.message.send': method<SendParams, TaskResult>(SendParamsSchema, TaskResultSchema),
   'a2a.tasks.get': method<GetTaskParams, TaskResult>(GetTaskParamsSchema, TaskResultSchema),
   'a2a.tasks.list': method<ListTasksParams, ListTasksResult>(ListTasksParamsSchema, ListTasksResultSchema),

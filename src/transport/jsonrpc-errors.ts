@@ -22,6 +22,8 @@ export const JSONRPC_METHOD_NOT_FOUND = -32601;
 export const JSONRPC_INVALID_PARAMS = -32602;
 /** JSON-RPC 2.0 error code: the server failed (no message or stack of the cause is sent). */
 export const JSONRPC_INTERNAL_ERROR = -32603;
+/** Server-defined JSON-RPC code: a batch call was not run, or its answer not sent, because its batch's answers reached a bound. */
+export const JSONRPC_ANSWER_BUDGET_SPENT = -32000;
 /** Every A2A error is JSON-RPC code 1400 with `data.errorCode`. */
 export const A2A_ERROR = 1400;
 
@@ -32,6 +34,7 @@ export const JSONRPC_CODE_OF: Readonly<Record<BrokerErrorCode, number>> = {
   METHOD_NOT_FOUND: JSONRPC_METHOD_NOT_FOUND,
   INVALID_PARAMS: JSONRPC_INVALID_PARAMS,
   INTERNAL_ERROR: JSONRPC_INTERNAL_ERROR,
+  ANSWER_BUDGET_SPENT: JSONRPC_ANSWER_BUDGET_SPENT,
   ...(Object.fromEntries(A2A_ERROR_CODES.map((code) => [code, A2A_ERROR])) as Record<A2AErrorCode, number>),
 };
 
@@ -41,6 +44,7 @@ const CODE_OF_JSONRPC: ReadonlyMap<number, BrokerErrorCode> = new Map([
   [JSONRPC_METHOD_NOT_FOUND, 'METHOD_NOT_FOUND'],
   [JSONRPC_INVALID_PARAMS, 'INVALID_PARAMS'],
   [JSONRPC_INTERNAL_ERROR, 'INTERNAL_ERROR'],
+  [JSONRPC_ANSWER_BUDGET_SPENT, 'ANSWER_BUDGET_SPENT'],
 ]);
 
 /** A JSON-RPC 2.0 error object as `toJsonRpcError` builds it: code, message and optional data. */

@@ -1,8 +1,8 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../log/logger.js';
 import { silentLogger } from '../log/logger.js';
-import { MAX_BATCH_REQUESTS, MAX_LINE_BYTES } from '../protocol/bounds.js';
-import { answerTooLarge, isBrokerError } from '../protocol/broker-error.js';
+import { MAX_BATCH_REQUESTS, MAX_LINE_BYTES, MAX_LINE_NESTING } from '../protocol/bounds.js';
+import { answerBudgetSpent, answerTooLarge, isBrokerError } from '../protocol/broker-error.js';
 import type { JsonRpcId } from '../protocol/jsonrpc.js';
 import {
   JSONRPC_INVALID_REQUEST,
@@ -10,7 +10,9 @@ import {
   type JsonRpcErrorObject,
   toJsonRpcError,
 } from './jsonrpc-errors.js';
+import { AnswerBudget, type BatchTally } from './answer-budget.js';
 import { LineWriter } from './line-writer.js';
+import { lineNesting } from './line-nesting.js';
 import { LineSplitter, isBlankLine } from './ndjson.js';
 import { rawIdLiteral } from './raw-id.js';
 
@@ -39,12 +41,24 @@ export interface JsonRpcServerOptions {
  */
 const ANSWER_BUDGET_CHARS = 2 * MAX_LINE_BYTES;
 
+/**
+ * Calls a new connection may have in flight before any is answered: the
+ * window then grows by one per answer (doubling per round of answers) up to
+ * what the answer budget allows, so that a first burst of calls whose
+ * answers are large is never all computed at once.
+ */
+const INITIAL_WINDOW = 8;
+
 /** A request read and not yet answered: its parsed message and, when a number cannot hold it, its id as written. */
 interface Job {
   message: unknown;
   rawId: string | undefined;
   /** Takes the answer line (undefined for a notification). */
   done: (line: string | undefined, idText: string) => void;
+  /** The tally of the batch the request came in, if any. */
+  batch?: BatchTally;
+  /** Set when its answer was counted in its batch's tally (an answer that is not is an error entry). */
+  admitted?: boolean;
 }
 
 /**
@@ -72,6 +86,10 @@ export class JsonRpcServer {
   private waitingForDrain = false;
   /** A decaying maximum of recent answer sizes (characters): sets the dispatch window. */
   private answerEstimate = 1;
+  /** Grows by one per answer from `INITIAL_WINDOW`: caps the window until answers are known small. */
+  private ramp = INITIAL_WINDOW;
+  /** The connection's budget of batch answer bytes held. */
+  readonly budget = new AnswerBudget();
   private inputEnded = false;
   private stopping = false;
   private inputPaused = false;
@@ -183,7 +201,8 @@ export class JsonRpcServer {
 
   /** How many calls may be dispatched and unanswered at once, given the size of recent answers. */
   private get window(): number {
-    return Math.max(1, Math.min(this.maxInFlight, Math.floor(ANSWER_BUDGET_CHARS / this.answerEstimate)));
+    const room = Math.max(0, ANSWER_BUDGET_CHARS - this.budget.held);
+    return Math.max(1, Math.min(this.maxInFlight, this.ramp, Math.floor(room / this.answerEstimate)));
   }
 
   /**
@@ -197,8 +216,16 @@ export class JsonRpcServer {
     try {
       while (this.queueHead < this.queue.length) {
         if (this.writer.congested && !this.writer.closed) break;
-        if (this.dispatched >= this.window) break;
         const job = this.queue[this.queueHead] as Job;
+        const batch = job.batch;
+        if (batch !== undefined && batch.spent !== undefined) {
+          // The batch's answers reached a bound: the rest of it is answered at once, not run.
+          this.queueHead++;
+          this.refuse(job, batch);
+          continue;
+        }
+        if (this.dispatched >= this.window) break;
+        if (batch !== undefined && !batch.mayDispatch(this.answerEstimate)) break;
         this.queue[this.queueHead] = undefined as unknown as Job;
         this.queueHead++;
         this.run(job);
@@ -243,26 +270,50 @@ export class JsonRpcServer {
     this.queue.push(job);
   }
 
+  /** A call of a spent batch: answered with `ANSWER_BUDGET_SPENT` (not run); a notification is dropped. */
+  private refuse(job: Job, batch: BatchTally): void {
+    const idText = idTextOf(job.message, job.rawId);
+    const method = methodOf(job.message);
+    const isNotification = job.message !== null && typeof job.message === 'object' && !Object.hasOwn(job.message, 'id');
+    if (isNotification) this.logger.warn({ method }, 'a notification of a spent batch was not run');
+    const line = isNotification
+      ? undefined
+      : errorLine(
+          idText,
+          toJsonRpcError(answerBudgetSpent(batch.spent ?? 'MAX_LINE_BYTES', maxOf(batch), false, hintFor(method))),
+        );
+    this.finishJob(job, line, idText);
+  }
+
   private run(job: Job): void {
     this.dispatched++;
+    if (job.batch !== undefined) job.batch.inFlight++;
     const idText = idTextOf(job.message, job.rawId);
     const settle = (line: string | undefined) => {
       this.dispatched--;
+      if (job.batch !== undefined) job.batch.inFlight--;
+      if (this.ramp < this.maxInFlight) this.ramp++;
       if (line !== undefined) this.answerEstimate = Math.max(line.length, this.answerEstimate * 0.75);
-      // The line is written before the call stops counting as unanswered, so
-      // that `stop()` never resolves ahead of an answer.
-      job.done(line, idText);
-      this.unanswered--;
-      if (this.unanswered === 0 && this.idleWaiters.length > 0) {
-        const waiters = this.idleWaiters;
-        this.idleWaiters = [];
-        for (const waiter of waiters) waiter();
-      }
+      this.finishJob(job, line, idText);
       this.pump();
     };
-    const answer = this.handle(job.message, idText);
+    const answer = this.handle(job, idText);
     if (answer === undefined || typeof answer === 'string') settle(answer);
     else void answer.then(settle);
+  }
+
+  /**
+   * Hands a call's answer on. The line is written before the call stops
+   * counting as unanswered, so that `stop()` never resolves ahead of an answer.
+   */
+  private finishJob(job: Job, line: string | undefined, idText: string): void {
+    job.done(line, idText);
+    this.unanswered--;
+    if (this.unanswered === 0 && this.idleWaiters.length > 0) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const waiter of waiters) waiter();
+    }
   }
 
   private onOversized(bytes: number): void {
@@ -283,6 +334,17 @@ export class JsonRpcServer {
 
   private onLine(text: string): void {
     if (isBlankLine(text)) return;
+    // A linear scan spares the parser a pathologically nested line (it would hold every connection for seconds).
+    const nesting = lineNesting(text, MAX_LINE_NESTING);
+    if (nesting > MAX_LINE_NESTING) {
+      this.logger.warn({ bytes: text.length }, 'refused a line nested deeper than the nesting bound');
+      this.writeError(null, {
+        code: JSONRPC_INVALID_REQUEST,
+        message: `Invalid Request: the line nests arrays and objects more than ${MAX_LINE_NESTING} levels deep (MAX_LINE_NESTING); params may nest at most 64 levels (MAX_JSON_DEPTH)`,
+        data: { limit: 'MAX_LINE_NESTING', max: MAX_LINE_NESTING },
+      });
+      return;
+    }
     let message: unknown;
     try {
       message = JSON.parse(text);
@@ -324,28 +386,60 @@ export class JsonRpcServer {
     }
     // Answers go in request order; a notification leaves its slot empty.
     const answers: (string | undefined)[] = new Array(messages.length);
-    let bytes = 2;
-    let remaining = messages.length;
-    const answered = (index: number) => (line: string | undefined, idText: string) => {
-      if (line !== undefined) {
-        const size = utf8Bytes(line);
-        const entry =
-          bytes + size + 1 > MAX_LINE_BYTES ? errorLine(idText, toJsonRpcError(answerTooLarge(size, true))) : line;
-        answers[index] = entry;
-        bytes += entry.length + 1;
-      }
-      remaining--;
-      if (remaining > 0) return;
+    const batch = this.budget.openBatch(messages.length);
+    const answered = (index: number, job: Job) => (line: string | undefined) => {
+      // An answer was counted as it was serialized; an error entry is counted here.
+      if (line !== undefined && job.admitted !== true) batch.addError(utf8Bytes(line));
+      if (line !== undefined) answers[index] = line;
+      batch.answered();
+      if (batch.unanswered > 0) return;
       const pieces: string[] = [];
       for (const answer of answers) if (answer !== undefined) pieces.push(pieces.length === 0 ? '[' : ',', answer);
+      batch.close();
       if (pieces.length === 0) return;
       pieces.push(']');
       this.writer.writePieces(pieces);
     };
     for (let i = 0; i < messages.length; i++) {
       const message = messages[i];
-      this.enqueue({ message, rawId: needsRawId(message) ? rawIdLiteral(text, i) : undefined, done: answered(i) });
+      const job: Job = {
+        message,
+        rawId: needsRawId(message) ? rawIdLiteral(text, i) : undefined,
+        done: () => {},
+        batch,
+      };
+      job.done = answered(i, job);
+      this.enqueue(job);
     }
+  }
+
+  /**
+   * A batch's answer of `bytes` bytes, just serialized: kept when it fits its
+   * batch's line and the connection's budget, else replaced by an error for
+   * its id (the first such answer spends the batch: the rest of it is not
+   * run, and answers already being computed are not serialized).
+   */
+  private admitToBatch(
+    job: Job,
+    batch: BatchTally,
+    line: string,
+    bytes: number,
+    idText: string,
+    method: string,
+  ): string {
+    if (batch.admit(bytes)) {
+      job.admitted = true;
+      return line;
+    }
+    this.logger.warn(
+      { method, bytes, limit: batch.spent },
+      'a batch answer did not fit: the rest of its batch is not run',
+    );
+    const error =
+      batch.spent === 'MAX_LINE_BYTES'
+        ? answerTooLarge(bytes, true, hintFor(method))
+        : answerBudgetSpent('CONNECTION_ANSWER_BUDGET_BYTES', maxOf(batch), true, hintFor(method));
+    return errorLine(idText, toJsonRpcError(error));
   }
 
   /**
@@ -353,7 +447,8 @@ export class JsonRpcServer {
    * once (never answered), a serialized answer when it is known at once, or a
    * promise of one. Never throws, never rejects.
    */
-  private handle(message: unknown, idText: string): string | Promise<string | undefined> | undefined {
+  private handle(job: Job, idText: string): string | Promise<string | undefined> | undefined {
+    const message = job.message;
     if (message === null || typeof message !== 'object' || Array.isArray(message)) {
       return errorLine('null', { code: JSONRPC_INVALID_REQUEST, message: 'Invalid Request: not a request object' });
     }
@@ -384,9 +479,9 @@ export class JsonRpcServer {
         (error: unknown) => this.logNotificationFailure(method, error),
       );
     }
-    if (!isPromiseLike(result)) return this.resultLine(method, idText, result);
+    if (!isPromiseLike(result)) return this.resultLine(method, idText, result, job);
     return Promise.resolve(result).then(
-      (value) => this.resultLine(method, idText, value),
+      (value) => this.resultLine(method, idText, value, job),
       (error: unknown) => errorLine(idText, this.toError(method, error)),
     );
   }
@@ -395,7 +490,12 @@ export class JsonRpcServer {
    * The answer line of a call that succeeded, or, when it cannot be sent
    * (not serializable, or longer than a line may be), an error saying so.
    */
-  private resultLine(method: string, idText: string, result: unknown): string {
+  private resultLine(method: string, idText: string, result: unknown, job: Job): string {
+    const batch = job.batch;
+    if (batch?.spent !== undefined) {
+      // Its batch is spent: the answer would be refused, so it is never serialized.
+      return errorLine(idText, toJsonRpcError(answerBudgetSpent(batch.spent, maxOf(batch), true, hintFor(method))));
+    }
     let json: string | undefined;
     try {
       json = JSON.stringify(result === undefined ? null : result) ?? 'null';
@@ -408,9 +508,9 @@ export class JsonRpcServer {
     const bytes = utf8Bytes(line);
     if (bytes > MAX_LINE_BYTES) {
       this.logger.warn({ method, bytes }, 'an answer was longer than the line bound');
-      return errorLine(idText, toJsonRpcError(answerTooLarge(bytes)));
+      return errorLine(idText, toJsonRpcError(answerTooLarge(bytes, false, hintFor(method))));
     }
-    return line;
+    return batch === undefined ? line : this.admitToBatch(job, batch, line, bytes, idText, method);
   }
 
   private toError(method: string, error: unknown): JsonRpcErrorObject {
@@ -439,6 +539,25 @@ export class JsonRpcServer {
 /** Bytes of `text` in UTF-8 (counted only when the length alone does not settle it). */
 function utf8Bytes(text: string): number {
   return text.length * 3 <= MAX_LINE_BYTES ? text.length : Buffer.byteLength(text, 'utf8');
+}
+
+/** The method a request names, if it is a request object naming one. */
+function methodOf(message: unknown): string | undefined {
+  if (message === null || typeof message !== 'object') return undefined;
+  const method = (message as { method?: unknown }).method;
+  return typeof method === 'string' ? method : undefined;
+}
+
+/** How to ask a method for a smaller answer. */
+function hintFor(method: string | undefined): string {
+  if (method === 'a2a.agents.list') return 'ask a2a.agents.list for smaller pages (limit) and follow nextCursor';
+  if (method === 'a2a.events.since') return 'ask a2a.events.since for fewer events (limit)';
+  return 'read the task with a2a.tasks.get and a smaller historyLength (a2a.message.send and a2a.tasks.status take historyLength too)';
+}
+
+/** The value of the bound a spent batch crossed. */
+function maxOf(batch: BatchTally): number {
+  return batch.spent === 'CONNECTION_ANSWER_BUDGET_BYTES' ? batch.maxBytes : batch.lineBytes;
 }
 
 /** True for a request whose numeric id `JSON.parse` may not have kept exactly. */

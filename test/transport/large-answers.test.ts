@@ -47,6 +47,20 @@ async function expectAlive(server: LeanServe) {
   expect(server.stderr).not.toContain('RangeError');
 }
 
+/**
+ * The entries of a batch after the last that fit: the first that did not fit
+ * is `tooLarge`; the rest of the batch, spent, is `-32000` naming the same
+ * bound (not run, or run and not serialized).
+ */
+function notFitted(entries: readonly LineSummary[]) {
+  tooLarge(entries[0]);
+  for (const entry of entries.slice(1)) {
+    expect(entry.error?.code).toBe(-32000);
+    expect(entry.error?.data).toMatchObject({ limit: 'MAX_LINE_BYTES', max: MAX_LINE_BYTES });
+    expect(entry.error?.message).toContain('historyLength');
+  }
+}
+
 function tooLarge(summary: LineSummary | undefined) {
   expect(summary?.error?.code).toBe(-32603);
   expect(summary?.error?.data).toMatchObject({ limit: 'MAX_LINE_BYTES', max: MAX_LINE_BYTES });
@@ -92,7 +106,7 @@ describe('serve under large answers', () => {
     const array = await server.waitFor((s) => s.entries?.[0]?.id === 2000, TIMEOUT);
     expect(array.entries?.map((e) => e.id)).toEqual(batch.map((b) => b.id));
     expect(array.entries?.[0]?.history).toBe(1);
-    for (const entry of array.entries?.slice(1) ?? []) tooLarge(entry);
+    notFitted(array.entries?.slice(1) ?? []);
     // historyLength keeps a batch's answers small.
     const small = batch.map((b) => ({ ...b, id: b.id + 1000, params: { ...b.params, historyLength: 0 } }));
     server.write(`${JSON.stringify(small)}\n`);
@@ -144,7 +158,7 @@ describe('serve under large answers', () => {
     expect(array.bytes).toBeLessThanOrEqual(MAX_LINE_BYTES);
     const fitted = array.entries?.filter((e) => e.history === 200) ?? [];
     expect(fitted.length).toBeGreaterThan(1);
-    for (const entry of array.entries?.slice(fitted.length) ?? []) tooLarge(entry);
+    notFitted(array.entries?.slice(fitted.length) ?? []);
     await expectAlive(server);
     expect(server.maxRss).toBeLessThan(RSS_CEILING);
   });

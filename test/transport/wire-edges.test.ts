@@ -4,6 +4,7 @@ import {
   A2A_MAX_METADATA_BYTES,
   MAX_BATCH_REQUESTS,
   MAX_JSON_DEPTH,
+  MAX_LINE_NESTING,
 } from '../../src/protocol/bounds.js';
 import { LeanServe, type Line, RawServe, isObject, tempDir, text } from './helpers.js';
 
@@ -53,7 +54,7 @@ describe('serve: edge cases of the wire', () => {
     // Written as text: JSON.stringify itself overflows the stack on the deepest of these.
     const call = (id: string, message: string) =>
       `{"jsonrpc":"2.0","id":"${id}","method":"a2a.message.send","params":{"token":"${requester.token}","to":"w","message":${message}}}\n`;
-    for (const levels of [MAX_JSON_DEPTH + 1, 5000, 100_000]) {
+    for (const levels of [MAX_JSON_DEPTH + 1, MAX_LINE_NESTING - 8]) {
       const deep = `${'{"a":'.repeat(levels - 1)}{}${'}'.repeat(levels - 1)}`;
       server.write(call(`m${levels}`, `{"parts":[{"kind":"text","text":"x"}],"metadata":${deep}}`));
       const error = errorOf((await server.waitFor((l) => isObject(l) && l.id === `m${levels}`)) as Line);
@@ -64,6 +65,18 @@ describe('serve: edge cases of the wire', () => {
       expect(issues[0]?.path.slice(0, 3)).toEqual(['message', 'metadata', 'a']);
       server.write(call(`d${levels}`, `{"parts":[{"kind":"data","data":${deep}}]}`));
       expect(errorOf((await server.waitFor((l) => isObject(l) && l.id === `d${levels}`)) as Line).code).toBe(-32602);
+    }
+    // Past MAX_LINE_NESTING the whole line is refused before it is parsed (id null: it is never read).
+    for (const levels of [5000, 100_000]) {
+      const deep = `${'{"a":'.repeat(levels - 1)}{}${'}'.repeat(levels - 1)}`;
+      const before = server.lines.length;
+      server.write(call(`n${levels}`, `{"parts":[{"kind":"data","data":${deep}}]}`));
+      const refused = (await server.waitFor(
+        (l) => server.lines.indexOf(l) >= before && isObject(l) && isObject(l.error),
+      )) as Line;
+      expect(refused.id).toBeNull();
+      expect(errorOf(refused).code).toBe(-32600);
+      expect(errorOf(refused).data).toEqual({ limit: 'MAX_LINE_NESTING', max: MAX_LINE_NESTING });
     }
     expect(await taskCount(server, requester.token)).toBe(0);
     // At the bound (params, message, metadata and the rest make MAX_JSON_DEPTH levels) a call is accepted.

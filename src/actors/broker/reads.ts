@@ -2,7 +2,9 @@ import { DEFAULT_EVENTS_LIMIT, MAX_LINE_BYTES } from '../../protocol/bounds.js';
 import { a2aError, answerTooLarge } from '../../protocol/broker-error.js';
 import type { MethodParams, MethodResult } from '../../protocol/methods.js';
 import type { TaskState } from '../../protocol/task.js';
+import type { AgentCard } from '../../protocol/agent.js';
 import { addressable } from './addressing.js';
+import { pageOfAgents } from './agent-pages.js';
 import type { BrokerMethod } from './api.js';
 import type { BrokerState } from './broker-state.js';
 import type { CallScope } from './commit-queue.js';
@@ -22,14 +24,31 @@ export const READS: ReadonlySet<BrokerMethod> = new Set<BrokerMethod>([
  * state, without the commit queue when it is quiet.
  */
 export class Reads {
+  /** Bytes of each card as JSON, weighed once (cards never change). */
+  private readonly cardBytes = new WeakMap<AgentCard, number>();
+
   constructor(private readonly state: BrokerState) {}
 
+  /** One page of the addressable agents (`pageOfAgents`); `A2A_NO_PEERS` when there are none at all. */
   listAgents(p: MethodParams<'a2a.agents.list'>): MethodResult<'a2a.agents.list'> {
     const caller = this.state.caller(p.token);
-    const agents = addressable(this.state.registry, caller).map((r) => r.card);
-    if (agents.length === 0) throw a2aError('A2A_NO_PEERS', 'no addressable peers');
-    return { agents };
+    const { order } = this.state.registry.getSnapshot().context;
+    const agents = addressable(this.state.registry, caller);
+    if (agents.length === 0 && p.cursor === undefined) throw a2aError('A2A_NO_PEERS', 'no addressable peers');
+    return pageOfAgents(
+      agents.map((r) => ({ order: order.get(r.agentId) ?? 0, card: r.card })),
+      { cursor: p.cursor, limit: p.limit, sizeOf: this.sizeOfCard },
+    );
   }
+
+  private readonly sizeOfCard = (card: AgentCard): number => {
+    let size = this.cardBytes.get(card);
+    if (size === undefined) {
+      size = Buffer.byteLength(JSON.stringify(card), 'utf8');
+      this.cardBytes.set(card, size);
+    }
+    return size;
+  };
 
   getTask(p: MethodParams<'a2a.tasks.get'>, scope: CallScope): MethodResult<'a2a.tasks.get'> {
     const caller = this.state.caller(p.token);

@@ -13,6 +13,7 @@ import type {
   SetPushConfigResult,
   TaskResult,
 } from '../methods.js';
+import { ListAgentsParamsSchema } from '../methods.js';
 import { parseParams } from '../parse.js';
 import { V1_CARRY_KEY, withExtras } from './carry.js';
 import { TASK_STATE_V03 } from './field-table.js';
@@ -296,13 +297,30 @@ export const V1_LOCAL_METHODS: Readonly<Record<string, V1Method>> = {
   },
   'a2a.agents.list': {
     serves: 'a2a.agents.list',
-    note: 'the peers’ v1.0 AgentCards',
+    note: 'the peers’ v1.0 AgentCards, paged as on version 10 (`cursor`, `limit`; `nextCursor`)',
     call(raw, version) {
-      const p = parseParams(z.object({ capability: Capability }), raw);
+      const p = parseParams(
+        z.object({
+          capability: Capability,
+          cursor: ListAgentsParamsSchema.shape.cursor,
+          limit: ListAgentsParamsSchema.shape.limit,
+        }),
+        raw,
+      );
       return {
         method: 'a2a.agents.list',
-        params: { token: p.capability },
-        answer: (result) => ({ agents: (result as ListAgentsResult).agents.map((c) => agentCardToV1(c, version)) }),
+        params: {
+          token: p.capability,
+          ...(p.cursor === undefined ? {} : { cursor: p.cursor }),
+          ...(p.limit === undefined ? {} : { limit: p.limit }),
+        },
+        answer: (result) => {
+          const page = result as ListAgentsResult;
+          return {
+            agents: page.agents.map((c) => agentCardToV1(c, version)),
+            ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }),
+          };
+        },
       };
     },
   },
