@@ -13,7 +13,7 @@ type Ai = typeof import('ai');
 let loaded: Promise<Ai> | undefined;
 
 /** The AI SDK, or an error saying to install it. */
-export function loadAi(): Promise<Ai> {
+function loadAi(): Promise<Ai> {
   loaded ??= import('ai').catch((error: unknown) => {
     loaded = undefined;
     throw new Error(
