@@ -95,9 +95,7 @@ export async function jsonSchemaOf(schema: Record<string, unknown>): Promise<unk
 }
 
 /** A structured output schema (zod, Standard Schema, or the SDK's `jsonSchema()`): its JSON Schema and its check. */
-export async function outputSchemaOf(
-  schema: unknown,
-): Promise<{
+export async function outputSchemaOf(schema: unknown): Promise<{
   jsonSchema: unknown;
   check: (value: unknown) => Promise<{ ok: true; value: unknown } | { ok: false; error: string }>;
 }> {
