@@ -117,9 +117,10 @@ function parseFlags(all: string[]): Flags {
   if (new Set(roles).size !== roles.length) throw new CliUsageError('a --role is given twice');
   const handler = stringFlag(args, 'handler');
   const agent = stringFlag(args, 'agent');
-  if ((handler === undefined) === (agent === undefined)) {
-    throw new CliUsageError('give one of --handler MODULE and --agent FILE');
+  if (handler === undefined && agent === undefined) {
+    throw new CliUsageError('--handler MODULE is required (or --agent FILE for a model agent)');
   }
+  if (handler !== undefined && agent !== undefined) throw new CliUsageError('give --handler or --agent, not both');
   return {
     roles,
     handler,
