@@ -26,6 +26,7 @@ const LAYERS = [
   { name: 'actors-worker', path: '^src/actors/worker/' },
   { name: 'actors-coordinator', path: '^src/actors/coordinator/' },
   { name: 'transport', path: '^src/transport/' },
+  { name: 'agents', path: '^src/agents/' },
   { name: 'inspect', path: '^src/inspect/' },
   { name: 'console', path: '^src/console/' },
   { name: 'demo', path: '^src/demo/' },

@@ -152,6 +152,13 @@ export { createPool } from './actors/worker/pool.js';
 export type { Pool, PoolOptions } from './actors/worker/pool.js';
 export type { PoolDeployment } from './machines/pool-machine.js';
 
+// Model agents: a model run through the Vercel AI SDK as a worker handler.
+export { createModelAgent } from './agents/model-agent.js';
+export type { ModelAgentOptions, AgentLanguageModel, AgentTool } from './agents/model-agent.js';
+export { DEFAULT_PRICING } from './agents/pricing.js';
+export type { ModelPricing, PricingTable } from './agents/pricing.js';
+export type { AgentBudget } from './agents/steps.js';
+
 // The Coordinator: workflow definitions, governance, work items.
 export { createCoordinator } from './actors/coordinator/coordinator.js';
 export type {

@@ -6,6 +6,7 @@ import { filter } from 'rxjs/operators';
 import { type Pool, createPool } from '../actors/worker/pool.js';
 import { NonRetryableError, type WorkHandler, WorkerError } from '../actors/worker/worker.js';
 import type { WorkQueue } from '../bus/work-queue.js';
+import { loadAgentFile } from '../agents/agent-file.js';
 import { DEMO_HANDLERS } from '../demo/roles.js';
 import { LOG_LEVELS } from '../log/logger.js';
 import type { ContextStore } from '../persistence/context/sqlite-store.js';
@@ -31,7 +32,7 @@ import {
 } from './command-args.js';
 import { INSPECT_USAGE } from './inspect-option.js';
 
-export const WORKER_USAGE = `Usage: switchboard worker --role ROLE [--role ROLE ...] --handler MODULE
+export const WORKER_USAGE = `Usage: switchboard worker --role ROLE [--role ROLE ...] (--handler MODULE | --agent FILE)
                           [--bus URL] [--db PATH]
                           [--concurrency N] [--lease-ms MS] [--grace-ms MS]
                           [--context-retention-ms MS]
@@ -56,7 +57,12 @@ Options:
                           demo:ROLE for the demo's scripted handler of ROLE
                           (demo:architect, demo:coding, demo:testing,
                           demo:devops), or demo for the demo's handler of
-                          each hop's role; required
+                          each hop's role; this or --agent is required
+  --agent FILE            a model agent instead of a handler module: a JSON
+                          file naming an AI SDK provider package and model,
+                          the system prompt, pricing and limits
+                          (docs/agents.md); API keys come from the
+                          provider's environment variables
 ${BUS_HELP}
   --db PATH               with the default bus: the Coordinator's SQLite file
                           (the bus and the Context Engine live in it); with
@@ -82,6 +88,7 @@ usage error.`;
 export const WORKER_FLAGS: FlagSpec = {
   role: { type: 'string', multiple: true },
   handler: { type: 'string' },
+  agent: { type: 'string' },
   ...BUS_PROCESS_FLAGS,
   db: { type: 'string' },
   concurrency: { type: 'string' },
@@ -91,7 +98,8 @@ export const WORKER_FLAGS: FlagSpec = {
 
 interface Flags extends BusProcessFlags {
   roles: string[];
-  handler: string;
+  handler: string | undefined;
+  agent: string | undefined;
   concurrency: number;
   leaseMs: number;
   graceMs: number;
@@ -108,10 +116,15 @@ function parseFlags(all: string[]): Flags {
   }
   if (new Set(roles).size !== roles.length) throw new CliUsageError('a --role is given twice');
   const handler = stringFlag(args, 'handler');
-  if (handler === undefined) throw new CliUsageError('--handler MODULE is required');
+  const agent = stringFlag(args, 'agent');
+  if (handler === undefined && agent === undefined) {
+    throw new CliUsageError('--handler MODULE is required (or --agent FILE for a model agent)');
+  }
+  if (handler !== undefined && agent !== undefined) throw new CliUsageError('give --handler or --agent, not both');
   return {
     roles,
     handler,
+    agent,
     ...busProcessFlags(args, inspect, databaseFileFlag(args)),
     concurrency: countFlag(args, 'concurrency', 1, 256),
     leaseMs: msFlag(stringFlag(args, 'lease-ms'), 'lease-ms', 30_000, 100, 3_600_000),
@@ -183,11 +196,21 @@ async function runWorker({
   try {
     let handler: WorkHandler;
     try {
-      handler = await loadHandler(flags.handler);
+      if (flags.agent !== undefined) {
+        const loaded = await loadAgentFile(flags.agent);
+        handler = loaded.handler;
+        log.info(
+          { agent: flags.agent, provider: loaded.file.provider, model: loaded.file.model },
+          'model agent loaded',
+        );
+      } else handler = await loadHandler(flags.handler!);
       bus = await openBus(flags.bus, { orphanIdleMs: Math.max(1_000, flags.leaseMs * 2) });
       contextStore = await openContextStore();
     } catch (error) {
-      log.fatal({ err: { message: (error as Error).message }, handler: flags.handler }, 'cannot start the worker');
+      log.fatal(
+        { err: { message: (error as Error).message }, handler: flags.handler, agent: flags.agent },
+        'cannot start the worker',
+      );
       return 1;
     }
     const inspection = await startInspection();
