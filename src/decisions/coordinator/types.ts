@@ -57,6 +57,8 @@ export type CoordinatorInput =
       attributes: Record<string, string | number | boolean> | null;
       /** A child's deadline, inherited from its parent (default: its definition's, from now). */
       deadline?: RunDeadline | null;
+      /** The stage the run starts at (default: the definition's start): a retry from a stage. */
+      startStage?: string;
     }
   | { kind: 'result'; result: ResultEnvelope }
   | { kind: 'approve'; approver: string }
