@@ -21,7 +21,11 @@ export type ControlVerdict =
   | { kind: 'wait'; message: string }
   | { kind: 'refuse'; code: ControlRefusalCode; message: string };
 
-export type ControlRefusalCode = 'COORD_UNKNOWN_ITEM' | 'COORD_ITEM_FINAL' | 'COORD_INVALID_ARGUMENT' | 'COORD_APPROVAL_REFUSED';
+export type ControlRefusalCode =
+  | 'COORD_UNKNOWN_ITEM'
+  | 'COORD_ITEM_FINAL'
+  | 'COORD_INVALID_ARGUMENT'
+  | 'COORD_APPROVAL_REFUSED';
 
 const PARENT = 'switchboard.parent';
 

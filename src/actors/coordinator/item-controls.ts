@@ -20,8 +20,7 @@ const REQUEST_ATTRIBUTE = 'switchboard.request';
 /** Publishes a cancel or a retry on `$controls`; the same message twice is one while the bus retains its key. */
 export async function submitControl(bus: WorkQueue, control: ItemControl): Promise<{ duplicate: boolean }> {
   const c = ItemControlSchema.parse(control);
-  const key =
-    c.type === 'switchboard.cancel' ? `cancel:${c.itemId}` : `${retryRequestId(c.itemId)}:${c.from ?? ''}`;
+  const key = c.type === 'switchboard.cancel' ? `cancel:${c.itemId}` : `${retryRequestId(c.itemId)}:${c.from ?? ''}`;
   const envelope: WorkEnvelope = {
     kind: 'work',
     headers: { taskId: key, runId: key, hop: 0, attempt: 1, idempotencyKey: key },
