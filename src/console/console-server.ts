@@ -8,7 +8,13 @@ import { localAuthorities, localRequestProblem } from '../inspect/local-origin.j
 import type { Logger } from '../log/logger.js';
 import { silentLogger } from '../log/logger.js';
 import { PostgresError } from '../persistence/kernel/postgres.js';
-import { ConsoleApprovalSchema, ConsoleItemsQuerySchema, ConsoleReplaySchema } from '../protocol/console-api.js';
+import { submitControl } from '../actors/coordinator/item-controls.js';
+import {
+  ConsoleApprovalSchema,
+  ConsoleCancelSchema,
+  ConsoleItemsQuerySchema,
+  ConsoleReplaySchema,
+} from '../protocol/console-api.js';
 import { type ErrorCodeOf, SwitchboardError } from '../protocol/switchboard-error.js';
 import { TASK_STATES } from '../protocol/task.js';
 import { type ConsoleData, machineGraphs } from './console-data.js';
@@ -235,7 +241,7 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
   };
 }
 
-/** The JSON API: reads for every view, and the two actions (approve or deny, replay dead letters). */
+/** The JSON API: reads for every view, and the actions (approve or deny, cancel an item, replay dead letters). */
 class ConsoleApi {
   onChange: () => void = () => {};
   readonly #token: Buffer;
@@ -380,6 +386,20 @@ class ConsoleApi {
         this.onChange();
         return { sent: true, duplicate };
       }
+      case '/api/items/cancel': {
+        const parsed = ConsoleCancelSchema.safeParse(body);
+        if (!parsed.success) throw badRequest('bad cancel', parsed.error.issues);
+        const c = parsed.data;
+        const item = (await this.data.item(c.itemId))?.item;
+        if (item === undefined) throw new HttpProblem(404, `no work item ${c.itemId} in this database`);
+        if (item.state === 'completed' || item.state === 'failed' || item.state === 'canceled') {
+          throw new HttpProblem(409, `work item ${item.id} already ended ${item.state}: nothing to cancel`);
+        }
+        const { duplicate } = await submitControl(this.bus, { type: 'switchboard.cancel', ...c });
+        this.logger.info({ itemId: c.itemId, by: c.by, reason: c.reason }, 'console sent a cancel');
+        this.onChange();
+        return { sent: true, duplicate };
+      }
       case '/api/dead-letters/replay': {
         const parsed = ConsoleReplaySchema.safeParse(body);
         if (!parsed.success) throw badRequest('bad replay', parsed.error.issues);
@@ -394,7 +414,7 @@ class ConsoleApi {
       default:
         throw new HttpProblem(
           404,
-          `no action at POST ${path}: the actions are /api/approvals and /api/dead-letters/replay`,
+          `no action at POST ${path}: the actions are /api/approvals, /api/items/cancel and /api/dead-letters/replay`,
         );
     }
   }
