@@ -77,11 +77,12 @@ export async function openCoordinatorReader(db: string, command: string): Promis
       );
     }
   }
-  let opened: ReturnType<typeof openExistingDatabase>;
+  let opened: ReturnType<typeof openExistingDatabase> | undefined;
   try {
     opened = openExistingDatabase(db, 'read');
     requireComponent(opened, 'coordinator', 'Coordinator tables');
   } catch (error) {
+    opened?.db.close();
     if (error instanceof CliUsageError) {
       throw new UnreadableCoordinator(
         `${error.message}: give the --db of the Coordinator (switchboard coordinator --db PATH); nothing was sent, and no database is ever created by ${command}`,
