@@ -115,7 +115,10 @@ export function listOrShow(
 ): { sub: 'list' | 'show'; id: string | undefined } {
   const [sub, id] = args.positionals;
   if (sub === undefined) throw new CliUsageError("missing subcommand: 'list' or 'show ID'");
-  if (sub !== 'list' && sub !== 'show') throw new CliUsageError(`unknown subcommand '${sub}' (expected list or show)`);
+  if (sub !== 'list' && sub !== 'show')
+    throw new CliUsageError(
+      `unknown subcommand '${sub}' (expected ${command === 'items' ? 'list, show, cancel or retry' : 'list or show'})`,
+    );
   if (sub === 'show' && id === undefined) throw new CliUsageError(`show needs ${what}: ${command} show ID --db PATH`);
   if (sub === 'list' && id !== undefined) throw new CliUsageError(`unexpected argument '${id}'`);
   return { sub, id };

@@ -5,6 +5,13 @@ import type { Part } from '../protocol/parts.js';
 import { outputSummary } from '../workflow/item-output.js';
 import type { HopRecord, ItemRecord, ItemState } from '../workflow/records.js';
 import type { CliCommand } from './command.js';
+import {
+  ITEM_CONTROL_HELP,
+  ITEM_CONTROL_OPTIONS,
+  ITEM_CONTROL_USAGE,
+  parseControlFlags,
+  runItemControl,
+} from './item-controls.js';
 import { branchOf, ownUsage, parentOf, treeOrder } from '../workflow/item-tree.js';
 import {
   CliUsageError,
@@ -26,6 +33,7 @@ const MAX_LIMIT = 100_000;
 
 export const ITEMS_USAGE = `Usage: switchboard items list --db PATH|URL [--state S] [--limit N] [--tree] [--json]
        switchboard items show ID --db PATH|URL [--json]
+${ITEM_CONTROL_USAGE}
 
 The Coordinator's work items: state, workflow, stage, hops, cost, elapsed
 time and what each ended with (its output: the last stage's parts and
@@ -41,6 +49,7 @@ Coordinator.
          work items (parallel branches, map elements, workflow stages) and
          its whole output. An item's usage is its rollup: its own hops'
          and its children's; show also prints its own.
+${ITEM_CONTROL_HELP}
 
 Options:
   --db PATH      the SQLite file the Coordinator wrote (required; never
@@ -56,8 +65,13 @@ Options:
                  "workflow","state","stage","hop","hops","usage","failure",
                  "approval","createdAt","finishedAt","output",...) with
                  "elapsedMs" (created to finished, or to now)
+${ITEM_CONTROL_OPTIONS}
   -h, --help     show this help
 
+Exit status of cancel and retry: 0 when sent (retry: when the new item was
+made) or when there was nothing to do; 1 when refused (unknown item, not
+failed, unknown stage, refused by the Coordinator) or the database or bus
+cannot be read; 2 for a usage error.
 Exit status: 0 on success; 1 when the database cannot be read (no such
 file, not a switchboard database, no Coordinator tables, another schema
 version, a PostgreSQL that does not answer) or show names no work item; 2
@@ -85,6 +99,7 @@ export const ITEMS_FLAGS: FlagSpec = {
 function parseFlags(argv: string[]): ItemsFlags {
   const args = parseCommandArgs(argv, ITEMS_FLAGS, 2);
   const { sub, id } = listOrShow(args, 'a work item id', 'items');
+
   if (sub === 'show' && (args.values.state !== undefined || args.values.limit !== undefined || args.values.tree)) {
     throw new CliUsageError('--state, --limit and --tree are for list');
   }
@@ -147,7 +162,7 @@ function partLine(part: Part): string {
 }
 
 /** An output in full (show). */
-function outputLines(output: ItemOutput | null): string[] {
+export function outputLines(output: ItemOutput | null): string[] {
   if (output === null) return ['Output: none yet (the item has not ended)'];
   const at = `stage ${output.stage ?? '-'}, hop ${output.hop}`;
   if (output.state === 'failed') {
@@ -385,6 +400,17 @@ async function runItemsOnPostgres(url: string, flags: ItemsFlags): Promise<numbe
 }
 
 async function runItems(argv: string[]): Promise<number> {
+  const sub = argv.find((a) => !a.startsWith('-'));
+  if (sub === 'cancel' || sub === 'retry') {
+    let control: ReturnType<typeof parseControlFlags>;
+    try {
+      control = parseControlFlags(argv);
+    } catch (error) {
+      if (error instanceof CliUsageError) return reportUsageError('items', error, ITEMS_USAGE);
+      throw error;
+    }
+    return runItemControl(control);
+  }
   let flags: ItemsFlags;
   let opened: { opened: OpenedDatabase; store: SqliteCoordinatorStore };
   try {

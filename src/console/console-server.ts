@@ -8,7 +8,13 @@ import { localAuthorities, localRequestProblem } from '../inspect/local-origin.j
 import type { Logger } from '../log/logger.js';
 import { silentLogger } from '../log/logger.js';
 import { PostgresError } from '../persistence/kernel/postgres.js';
-import { ConsoleApprovalSchema, ConsoleItemsQuerySchema, ConsoleReplaySchema } from '../protocol/console-api.js';
+import { submitControl } from '../actors/coordinator/item-controls.js';
+import {
+  ConsoleApprovalSchema,
+  ConsoleCancelSchema,
+  ConsoleItemsQuerySchema,
+  ConsoleReplaySchema,
+} from '../protocol/console-api.js';
 import { type ErrorCodeOf, SwitchboardError } from '../protocol/switchboard-error.js';
 import { TASK_STATES } from '../protocol/task.js';
 import { type ConsoleData, machineGraphs } from './console-data.js';
@@ -244,7 +250,7 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
   };
 }
 
-/** The JSON API: reads for every view, and the two actions (approve or deny, replay dead letters). */
+/** The JSON API: reads for every view, and the actions (approve or deny, cancel an item, replay dead letters). */
 class ConsoleApi {
   onChange: () => void = () => {};
   readonly #token: Buffer;
@@ -406,6 +412,29 @@ class ConsoleApi {
         this.onChange();
         return { sent: true, duplicate };
       }
+      case '/api/items/cancel': {
+        const parsed = ConsoleCancelSchema.safeParse(body);
+        if (!parsed.success) throw badRequest('bad cancel', parsed.error.issues);
+        if (actor.user !== null && parsed.data.by !== undefined && parsed.data.by !== actor.user) {
+          throw new HttpProblem(
+            403,
+            `your token is ${actor.user}'s: a cancel with it is ${actor.user}'s (leave by out, or open the console with the token of ${parsed.data.by})`,
+          );
+        }
+        const by = actor.user ?? parsed.data.by;
+        if (by === undefined)
+          throw new HttpProblem(400, 'the shared console token names no one: give by (or use a user token)');
+        const c = { ...parsed.data, by };
+        const item = (await this.data.item(c.itemId))?.item;
+        if (item === undefined) throw new HttpProblem(404, `no work item ${c.itemId} in this database`);
+        if (item.state === 'completed' || item.state === 'failed' || item.state === 'canceled') {
+          throw new HttpProblem(409, `work item ${item.id} already ended ${item.state}: nothing to cancel`);
+        }
+        const { duplicate } = await submitControl(this.bus, { type: 'switchboard.cancel', ...c });
+        this.logger.info({ itemId: c.itemId, by: c.by, reason: c.reason }, 'console sent a cancel');
+        this.onChange();
+        return { sent: true, duplicate };
+      }
       case '/api/dead-letters/replay': {
         const parsed = ConsoleReplaySchema.safeParse(body);
         if (!parsed.success) throw badRequest('bad replay', parsed.error.issues);
@@ -420,7 +449,7 @@ class ConsoleApi {
       default:
         throw new HttpProblem(
           404,
-          `no action at POST ${path}: the actions are /api/approvals and /api/dead-letters/replay`,
+          `no action at POST ${path}: the actions are /api/approvals, /api/items/cancel and /api/dead-letters/replay`,
         );
     }
   }

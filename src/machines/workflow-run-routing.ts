@@ -57,8 +57,9 @@ function ruleUsable(def: WorkflowDefinition, ctx: WorkflowRunContext, stage: str
 }
 
 /** Entering the definition's start stage. */
-export function routeStart(def: WorkflowDefinition): Route {
-  return { kind: 'enter', stage: def.start, gated: def.stages[def.start]?.approval !== undefined, via: null };
+export function routeStart(def: WorkflowDefinition, from?: string): Route {
+  const stage = from !== undefined && Object.hasOwn(def.stages, from) ? from : def.start;
+  return { kind: 'enter', stage, gated: def.stages[stage]?.approval !== undefined, via: null };
 }
 
 export type HopOutcomeReport =
@@ -235,7 +236,7 @@ export function routesFailure(route: Route | null): boolean {
 
 /** The route an event takes from the context (`null` for events that are not routed). */
 export function routeOf(ctx: WorkflowRunContext, event: WorkflowRunEvent): Route | null {
-  if (event.type === 'START') return routeStart(ctx.definition);
+  if (event.type === 'START') return routeStart(ctx.definition, event.stage);
   const report = outcomeOf(ctx, event);
   return report === null ? null : routeOutcome(ctx, report);
 }

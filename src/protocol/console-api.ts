@@ -28,6 +28,16 @@ export const ConsoleApprovalSchema = z.strictObject({
 /** A console approval (inferred from `ConsoleApprovalSchema`). */
 export type ConsoleApproval = z.infer<typeof ConsoleApprovalSchema>;
 
+/** `POST /api/items/cancel`: cancels a work item that has not ended (with its child items), naming who and why. */
+export const ConsoleCancelSchema = z.strictObject({
+  itemId: z.string().min(1).max(200),
+  /** Who cancels: taken from a user's token; only the shared token names one here. */
+  by: z.string().min(1).max(128).optional(),
+  reason: z.string().min(1).max(2000).optional(),
+});
+/** A console cancel (inferred from `ConsoleCancelSchema`). */
+export type ConsoleCancel = z.infer<typeof ConsoleCancelSchema>;
+
 /** `POST /api/dead-letters/replay`: moves a role's dead letters (all, or those ids) back to ready. */
 export const ConsoleReplaySchema = z.strictObject({
   role: z.string().min(1).max(128),

@@ -323,7 +323,8 @@ const ReasonSchema = z.string().min(1).max(2_000);
 const ContinuationSchema = z.string().min(1).max(512);
 
 export const WorkflowRunEventSchema = z.discriminatedUnion('type', [
-  z.strictObject({ type: z.literal('START') }),
+  /** Starts the run at the definition's start stage, or at `stage` (a retry of an item from one of its stages). */
+  z.strictObject({ type: z.literal('START'), stage: z.string().min(1).max(128).optional() }),
   z.strictObject({
     type: z.literal('HOP_SUCCEEDED'),
     hop: HopNumberSchema,

@@ -328,6 +328,14 @@ for (const { store, run } of STORES) {
         ],
         [post('/api/approvals', JSON.stringify({ pad: 'x'.repeat(70_000) }), authorized()), 413, /over 65536 bytes/],
         [post('/api/dead-letters/replay', JSON.stringify({ role: '' }), authorized()), 400, /bad replay/],
+        [post('/api/items/cancel', '{}', json), 401, /access token/],
+        [post('/api/items/cancel', JSON.stringify({ itemId: 'x' }), authorized()), 400, /bad cancel/],
+        [post('/api/items/cancel', JSON.stringify({ itemId: 'nope', by: 'ops' }), authorized()), 404, /no work item/],
+        [
+          post('/api/items/cancel', JSON.stringify({ itemId: first?.id, by: 'ops' }), authorized()),
+          409,
+          /already ended completed: nothing to cancel/,
+        ],
         [post('/api/other', '{}', authorized()), 404, /no action/],
       ];
       for (const [call, status, message] of cases) {
@@ -374,9 +382,18 @@ for (const { store, run } of STORES) {
       };
       await read((t) => t.includes('event: change'));
       const first = text;
-      // Another process writes: a decision for no item lands on the bus (the file's bus, or Redis's $approvals queue).
-      const approve = await runCli(['approve', ...fixture.busArgs, '--item', 'someone', '--approver', 'x']);
-      expect(approve.code, approve.stderr).toBe(0);
+      // Another process writes: a request lands on the bus (the file's bus, or Redis's $items queue).
+      const submit = await runCli([
+        'submit',
+        ...fixture.busArgs,
+        '--workflow',
+        'dev-sdlc',
+        '--input',
+        'x',
+        '--timeout',
+        '1',
+      ]);
+      expect(submit.code, submit.stderr).toBe(0);
       await read((t) => t.length > first.length && t.slice(first.length).includes('event: change'));
       controller.abort();
     });

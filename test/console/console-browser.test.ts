@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { type Browser, type Page, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { submitApproval } from '../../src/actors/coordinator/intake.js';
+import { SqliteQueue } from '../../src/bus/sqlite/queue.js';
 import { postgresGate } from '../postgres-availability.js';
 import { redisGate } from '../redis-availability.js';
 import {
@@ -227,9 +229,14 @@ describe.skipIf(!available)('the console in a browser', () => {
       120_000,
       'the item to wait at the approval gate',
     );
-    // A decision for an item that does not exist: the Coordinator dead-letters it on $approvals.
-    const stray = await runCli(['approve', '--db', db, '--item', 'no-such-item', '--approver', 'release-manager']);
-    expect(stray.code, stray.stderr).toBe(0);
+    // A decision for an item that does not exist (approve refuses to send it; published as an older client would):
+    // the Coordinator dead-letters it on $approvals.
+    const queue = new SqliteQueue({ database: db });
+    try {
+      await submitApproval(queue, { itemId: 'no-such-item', approver: 'release-manager', decision: 'approve' });
+    } finally {
+      await queue.close();
+    }
     await until(
       () => {
         const d = new Database(db, { readonly: true });

@@ -187,6 +187,10 @@ export async function assembleCoordinator(compiled: CompiledCoordinatorOptions):
     });
     storage.onLost(() => void coordinator.close());
     registerCommitTiming(coordinator, engine);
+    // The workflows served, kept where commands reading the database find them.
+    await storage.store.keepDefinitions(
+      registry.list().map((d) => ({ ref: { id: d.id, version: d.version }, body: d })),
+    );
     await coordinator.start();
     return coordinator;
   } catch (error) {

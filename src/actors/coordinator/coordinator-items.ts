@@ -23,6 +23,8 @@ export interface CreateWorkItem {
   budget?: ItemBudget;
   /** Passed to user policies (`HopContext.attributes`). */
   attributes?: Record<string, string | number | boolean>;
+  /** The stage the item starts at (default: the workflow's start stage): how a failed item is retried from a stage. */
+  startStage?: string;
 }
 
 const PartsSchema = z.array(PartSchema).min(1).max(64);
@@ -98,6 +100,12 @@ export class CoordinatorItems {
       if (!parsed.success) throw invalid(`attributes: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
       attributes = parsed.data;
     }
+    const startStage = request.startStage;
+    if (startStage !== undefined && (typeof startStage !== 'string' || !Object.hasOwn(def.stages, startStage))) {
+      throw invalid(
+        `no stage ${JSON.stringify(startStage)} in workflow ${def.id}@${def.version}: name one of ${Object.keys(def.stages).join(', ')}`,
+      );
+    }
     const itemId = this.#o.ids.next();
     // The item's broker task is made by the mirror after this commit (a failed commit leaves no task);
     // the call returns once it is there, so that `getItem(id)`'s `taskId` is set (if the broker fails, later).
@@ -111,7 +119,16 @@ export class CoordinatorItems {
     try {
       let step: Step;
       try {
-        step = await engine.createItem({ itemId, taskId: null, definition: def, input, budget, attributes, trace });
+        step = await engine.createItem({
+          itemId,
+          taskId: null,
+          definition: def,
+          input,
+          budget,
+          attributes,
+          trace,
+          ...(startStage === undefined ? {} : { startStage }),
+        });
         traces.keep(itemId, trace, traceFieldsOf(trace));
       } catch (error) {
         endSpanWithError(root, error);

@@ -264,6 +264,8 @@ export class CoordinatorEngine {
     attributes: Record<string, string | number | boolean> | null;
     /** The item's root span context: the decision's span continues it. */
     trace?: Context;
+    /** The stage the run starts at (default: the definition's start). */
+    startStage?: string;
   }): Promise<Step> {
     const { definition, trace, ...rest } = params;
     const defKey = `${definition.id}@${definition.version}`;

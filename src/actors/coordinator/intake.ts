@@ -3,6 +3,8 @@ import { BusError, type Delivery, type WorkQueue } from '../../bus/work-queue.js
 import type { Logger } from '../../log/logger.js';
 import type { WorkEnvelope } from '../../protocol/work-envelope.js';
 import type { Coordinator } from './coordinator.js';
+import { CONTROLS_ROLE } from '../../protocol/item-control.js';
+import { handleControl } from './item-controls.js';
 import { CoordinatorError } from './types.js';
 
 /**
@@ -22,6 +24,8 @@ import { CoordinatorError } from './types.js';
  *   out (then it is dead-lettered on `$approvals`); one for an unknown item or
  *   refused by the workflow (not an approver) is dead-lettered at once; one
  *   for an item already decided or finished is acked and changes nothing.
+ * - `$controls`: a cancel or a retry of an item (`switchboard items cancel`,
+ *   `switchboard items retry`), applied by `item-controls.ts`.
  */
 
 export const ITEMS_ROLE = '$items';
@@ -156,6 +160,18 @@ export class CoordinatorIntake {
     }
     this.#loops.push(this.#loop(ITEMS_ROLE, (d) => this.#createItem(d)));
     this.#loops.push(this.#loop(APPROVALS_ROLE, (d) => this.#decide(d)));
+    this.#loops.push(
+      this.#loop(CONTROLS_ROLE, (d) =>
+        handleControl(d, {
+          coordinator: this.#o.coordinator,
+          bus: this.#o.bus,
+          logger: this.#log,
+          itemFor: (requestId) => this.#requests.get(requestId),
+          remember: (requestId, itemId) => this.#requests.set(requestId, itemId),
+          refuse: (delivery, type, message) => this.#refuse(delivery, type, message),
+        }),
+      ),
+    );
   }
 
   #approve(itemId: string, approver: string): void {

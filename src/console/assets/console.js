@@ -380,6 +380,27 @@ function decideBox(item) {
   );
 }
 
+function cancelBox(item) {
+  // A user's token is who cancels: the server takes the name from it.
+  const by = me?.user
+    ? h('span', { class: 'as' }, `as ${me.user}`)
+    : h('input', { name: 'by', placeholder: 'your name', required: true });
+  const reason = h('input', { name: 'cancel-reason', placeholder: 'why (optional)' });
+  const send = () => {
+    const body = me?.user ? { itemId: item.id } : { itemId: item.id, by: by.value };
+    if (reason.value) body.reason = reason.value;
+    act('/api/items/cancel', body, (r) => `cancel of ${item.id} sent${r.duplicate ? ' (already sent)' : ''}`);
+  };
+  return h(
+    'div',
+    { class: 'decide' },
+    h('span', {}, 'Cancel this item and its child items:'),
+    by,
+    reason,
+    h('button', { class: 'danger', onclick: send, 'data-action': 'cancel' }, 'Cancel item'),
+  );
+}
+
 async function itemView(id) {
   const detail = await api(`/api/items/${encodeURIComponent(id)}`);
   const { item, hops, audit, chain, input, result, workflow, path, children } = detail;
@@ -396,6 +417,7 @@ async function itemView(id) {
       h('div', { class: 'card' }, h('b', {}, ms(item.elapsedMs)), 'elapsed'),
     ),
     item.state === 'awaiting-approval' ? h('div', { class: 'panel' }, decideBox(item)) : null,
+    ['completed', 'failed', 'canceled'].includes(item.state) ? null : h('div', { class: 'panel' }, cancelBox(item)),
     item.failure ? h('div', { class: 'panel' }, h('b', {}, item.failure.code), ` ${item.failure.reason}`) : null,
     // The item's actions (approve, deny above; more go here).
     h('div', { class: 'actions', id: 'item-actions' }),

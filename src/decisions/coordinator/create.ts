@@ -48,10 +48,15 @@ export function create(input: Extract<CoordinatorInput, { kind: 'create' }>, env
     itemId,
     actor: 'edge',
     // The item's broker task is made after this commit: its id is the item row's, not the audit's.
-    data: json({ workflow, budget: input.budget, inputParts: input.input.length }),
+    data: json({
+      workflow,
+      budget: input.budget,
+      inputParts: input.input.length,
+      ...(input.startStage === undefined ? {} : { startStage: input.startStage }),
+    }),
   });
   work.event('created', null, `work item created on ${definition.id}@${definition.version}`);
-  work.send({ type: 'START' });
+  work.send(input.startStage === undefined ? { type: 'START' } : { type: 'START', stage: input.startStage });
   drive(work);
   return work.finish('applied', true, input.keepDefinition ? { definition: { ref: workflow, body: definition } } : {});
 }

@@ -65,6 +65,8 @@ export type CoordinatorInput =
       attributes: Record<string, string | number | boolean> | null;
       /** A child's deadline, inherited from its parent (default: its definition's, from now). */
       deadline?: RunDeadline | null;
+      /** The stage the run starts at (default: the definition's start): a retry from a stage. */
+      startStage?: string;
     }
   /**
    * A hop's result, and when it was put on the bus (the publishing worker's

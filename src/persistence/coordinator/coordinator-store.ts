@@ -39,6 +39,12 @@ export interface CoordinatorStore {
   /** A kept workflow definition (as kept by the first item on it). */
   loadDefinition(ref: { id: string; version: number }): Promise<unknown>;
   /**
+   * Keeps the definitions a Coordinator serves (each once per id and
+   * version), so that commands reading the database know its workflows
+   * before an item runs on them.
+   */
+  keepDefinitions(definitions: readonly { ref: { id: string; version: number }; body: unknown }[]): Promise<void>;
+  /**
    * For a store whose commits are fenced (several Coordinators on one
    * database): resolves when a commit made now would pass the fence, rejects
    * as the fence does when it would not. The Coordinator asks it before

@@ -417,6 +417,17 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
     }));
   }
 
+  async keepDefinitions(
+    definitions: readonly { ref: { id: string; version: number }; body: unknown }[],
+  ): Promise<void> {
+    for (const d of definitions) {
+      await this.#pool.query(
+        'INSERT INTO coord_definitions (id, version, body) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
+        [d.ref.id, d.ref.version, JSON.stringify(d.body)],
+      );
+    }
+  }
+
   async loadDefinition(ref: { id: string; version: number }): Promise<unknown> {
     const rows = await this.#pool.query('SELECT body FROM coord_definitions WHERE id = $1 AND version = $2', [
       ref.id,

@@ -476,6 +476,11 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
     return Promise.resolve(this.definition(ref));
   }
 
+  keepDefinitions(definitions: readonly { ref: { id: string; version: number }; body: unknown }[]): Promise<void> {
+    for (const d of definitions) this.saveDefinition(d.ref, d.body);
+    return Promise.resolve();
+  }
+
   // ------------------------------------------------------ CoordinatorTables
 
   readItem(id: string): Promise<ItemRecord | undefined> {
