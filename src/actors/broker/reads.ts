@@ -1,11 +1,12 @@
 import { DEFAULT_EVENTS_LIMIT, MAX_LINE_BYTES } from '../../protocol/bounds.js';
-import { a2aError, answerTooLarge } from '../../protocol/broker-error.js';
+import { type BrokerError, a2aError, answerTooLarge } from '../../protocol/broker-error.js';
 import type { MethodParams, MethodResult } from '../../protocol/methods.js';
 import type { TaskState } from '../../protocol/task.js';
 import { addressable } from './addressing.js';
 import type { BrokerMethod } from './api.js';
 import type { BrokerState } from './broker-state.js';
 import type { CallScope } from './commit-queue.js';
+import type { Party } from '../../persistence/a2a/store.js';
 
 /** Methods that write nothing: answered without the commit queue when it is quiet. */
 export const READS: ReadonlySet<BrokerMethod> = new Set<BrokerMethod>([
@@ -22,7 +23,11 @@ export const READS: ReadonlySet<BrokerMethod> = new Set<BrokerMethod>([
  * state, without the commit queue when it is quiet.
  */
 export class Reads {
-  constructor(private readonly state: BrokerState) {}
+  constructor(
+    private readonly state: BrokerState,
+    /** The seq through which a party's log was cut by a prune (0: never). */
+    private readonly eventFloor: (party: Party) => number,
+  ) {}
 
   listAgents(p: MethodParams<'a2a.agents.list'>): MethodResult<'a2a.agents.list'> {
     const caller = this.state.caller(p.token);
@@ -63,6 +68,23 @@ export class Reads {
 
   eventsSince(p: MethodParams<'a2a.events.since'>): MethodResult<'a2a.events.since'> {
     const caller = this.state.caller(p.token);
+    const floor = this.eventFloor(caller.party);
+    if (p.after < floor) throw eventsPruned(p.after, floor);
     return { events: this.state.store.eventsSince(caller.party, p.after, p.limit ?? DEFAULT_EVENTS_LIMIT) };
   }
+}
+
+/**
+ * A cursor older than the party's log keeps: the events after it up to
+ * `oldestCursor` were removed with the ended tasks they were about (task
+ * retention). Never a silent gap: the caller reads on from the oldest cursor
+ * kept and reads its tasks' current state instead of the events it missed.
+ */
+export function eventsPruned(after: number, oldestCursor: number): BrokerError {
+  return a2aError(
+    'A2A_EVENTS_PRUNED',
+    `the events after seq ${after} up to seq ${oldestCursor} were removed with the ended tasks they were about (task retention): ` +
+      `read your tasks' current state (a2a.tasks.list, a2a.tasks.get), then read events with after >= ${oldestCursor} (details.oldestCursor)`,
+    { after, oldestCursor },
+  );
 }

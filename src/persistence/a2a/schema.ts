@@ -147,12 +147,51 @@ function createOwnerTable(db: SqliteDatabase): void {
   `);
 }
 
+/**
+ * Version 14: retention of ended tasks. Every row is kept; what is added
+ * finds what a prune removes without scanning:
+ *
+ * - `a2a_tasks_ended`: the ended tasks by the time they ended (`updated_at`
+ *   never moves once a task is terminal), a partial index (live tasks have
+ *   no entry).
+ * - `a2a_events_task`: a task's events, in whichever party's log.
+ * - `a2a_messages_parent`: the messages whose metadata names a parent task
+ *   (`metadata.switchboard.parentTaskId`, the Coordinator's hop tasks), a
+ *   partial index on that expression: a task named by a live task's history
+ *   is kept.
+ * - `a2a_event_floors`: per party, the seq through which its log was cut
+ *   (`floor`): `a2a.events.since` with `after` below it is refused
+ *   (`A2A_EVENTS_PRUNED`), and the next seq never goes back below it.
+ *
+ * The file's incremental auto-vacuum (which needs a `VACUUM`, impossible in
+ * a transaction) is set after the migration commits: `ensureIncrementalVacuum`.
+ */
+function createRetentionTables(db: SqliteDatabase): void {
+  db.exec(`
+    CREATE INDEX IF NOT EXISTS a2a_tasks_ended ON a2a_tasks (updated_at)
+      WHERE state IN ('completed', 'canceled', 'failed', 'rejected');
+    CREATE INDEX IF NOT EXISTS a2a_events_task ON a2a_events (task_id);
+    CREATE INDEX IF NOT EXISTS a2a_messages_parent ON a2a_messages (${PARENT_TASK_EXPRESSION})
+      WHERE ${PARENT_TASK_EXPRESSION} IS NOT NULL;
+    CREATE TABLE IF NOT EXISTS a2a_event_floors (
+      party_context_id TEXT NOT NULL,
+      party_name TEXT NOT NULL,
+      floor INTEGER NOT NULL CHECK (floor >= 1),
+      PRIMARY KEY (party_context_id, party_name)
+    ) STRICT, WITHOUT ROWID;
+  `);
+}
+
+/** The parent task a message's metadata names (`metadata.switchboard.parentTaskId`), as SQL on `body`. */
+export const PARENT_TASK_EXPRESSION = "json_extract(body, '$.metadata.switchboard.parentTaskId')";
+
 export const A2A_MIGRATIONS: readonly Migration[] = Object.freeze([
   { version: 12, name: 'a2a broker tables', up: createBrokerTables },
   { version: 13, name: 'the broker that owns the file', up: createOwnerTable },
+  { version: 14, name: 'retention of ended tasks', up: createRetentionTables },
 ]);
 
-/** The broker's schema: component `a2a`, current version 13. */
+/** The broker's schema: component `a2a`, current version 14. */
 export const A2A_MIGRATION_SET: MigrationSet = Object.freeze({
   component: A2A_COMPONENT,
   current: SCHEMA_VERSION,
@@ -168,5 +207,6 @@ export const A2A_TABLES = [
   'a2a_push_configs',
   'a2a_events',
   'a2a_task_actors',
+  'a2a_event_floors',
   'a2a_owner',
 ] as const;
