@@ -1,6 +1,5 @@
 import type { PruneCounts } from '../../protocol/retention.js';
 import type { SqliteDatabase } from '../kernel/database.js';
-import { PARENT_TASK_EXPRESSION } from './schema.js';
 import type { Party } from './store.js';
 
 /**
@@ -62,7 +61,7 @@ export class TaskRetentionStore {
       ),
       referencedByLive: db.prepare(
         `SELECT 1 FROM a2a_messages m JOIN a2a_tasks l ON l.task_id = m.task_id
-         WHERE ${PARENT_TASK_EXPRESSION.replace('body', 'm.body')} = ? AND l.state IN ${LIVE} LIMIT 1`,
+         WHERE m.parent_task_id = ? AND l.state IN ${LIVE} LIMIT 1`,
       ),
       partiesOfTask: db.prepare(
         `SELECT party_context_id AS contextId, party_name AS name, MAX(seq) AS seq

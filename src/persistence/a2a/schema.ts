@@ -155,10 +155,13 @@ function createOwnerTable(db: SqliteDatabase): void {
  *   never moves once a task is terminal), a partial index (live tasks have
  *   no entry).
  * - `a2a_events_task`: a task's events, in whichever party's log.
- * - `a2a_messages_parent`: the messages whose metadata names a parent task
- *   (`metadata.switchboard.parentTaskId`, the Coordinator's hop tasks), a
- *   partial index on that expression: a task named by a live task's history
- *   is kept.
+ * - `a2a_messages.parent_task_id` and its partial index `a2a_messages_parent`:
+ *   the parent task a message's metadata names
+ *   (`metadata.switchboard.parentTaskId`, the Coordinator's hop tasks), written
+ *   with the row (filled here for the rows already there): a task named by a
+ *   live task's history is kept. A column, not an index on an expression over
+ *   `body`: that would parse every body as JSON on insert, megabytes of memory
+ *   for a large message.
  * - `a2a_event_floors`: per party, the seq through which its log was cut
  *   (`floor`): `a2a.events.since` with `after` below it is refused
  *   (`A2A_EVENTS_PRUNED`), and the next seq never goes back below it.
@@ -171,8 +174,12 @@ function createRetentionTables(db: SqliteDatabase): void {
     CREATE INDEX IF NOT EXISTS a2a_tasks_ended ON a2a_tasks (updated_at)
       WHERE state IN ('completed', 'canceled', 'failed', 'rejected');
     CREATE INDEX IF NOT EXISTS a2a_events_task ON a2a_events (task_id);
-    CREATE INDEX IF NOT EXISTS a2a_messages_parent ON a2a_messages (${PARENT_TASK_EXPRESSION})
-      WHERE ${PARENT_TASK_EXPRESSION} IS NOT NULL;
+    ALTER TABLE a2a_messages ADD COLUMN parent_task_id TEXT;
+    UPDATE a2a_messages SET parent_task_id = json_extract(body, '$.metadata.switchboard.parentTaskId')
+      WHERE instr(body, '"parentTaskId"') > 0
+        AND json_type(body, '$.metadata.switchboard.parentTaskId') = 'text';
+    CREATE INDEX IF NOT EXISTS a2a_messages_parent ON a2a_messages (parent_task_id)
+      WHERE parent_task_id IS NOT NULL;
     CREATE TABLE IF NOT EXISTS a2a_event_floors (
       party_context_id TEXT NOT NULL,
       party_name TEXT NOT NULL,
@@ -181,9 +188,6 @@ function createRetentionTables(db: SqliteDatabase): void {
     ) STRICT, WITHOUT ROWID;
   `);
 }
-
-/** The parent task a message's metadata names (`metadata.switchboard.parentTaskId`), as SQL on `body`. */
-export const PARENT_TASK_EXPRESSION = "json_extract(body, '$.metadata.switchboard.parentTaskId')";
 
 export const A2A_MIGRATIONS: readonly Migration[] = Object.freeze([
   { version: 12, name: 'a2a broker tables', up: createBrokerTables },

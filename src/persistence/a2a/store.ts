@@ -26,13 +26,26 @@ export function paramsText(event: DurableEvent): string {
  */
 export const MESSAGE_REF = '$m';
 
-/** `json` (the JSON text of a value holding `message` somewhere) with that message as a reference. */
-function withMessageRef(json: string, message: Message | undefined): string {
-  if (message === undefined) return json;
-  const whole = JSON.stringify(message);
-  const at = json.indexOf(whole);
-  if (at === -1) return json;
-  return `${json.slice(0, at)}{"${MESSAGE_REF}":${JSON.stringify(message.messageId)}}${json.slice(at + whole.length)}`;
+/**
+ * The stored JSON text of a status: its message (a row of `a2a_messages`) as
+ * a reference, in the key's place. Serialized from a copy with the reference
+ * in it, never by searching the whole text for the message's: a message may
+ * be tens of MiB.
+ */
+function storedStatus(status: TaskStatus): TaskStatus | Record<string, unknown> {
+  const message = status.message;
+  return message === undefined ? status : { ...status, message: { [MESSAGE_REF]: message.messageId } };
+}
+
+/** An event's params as stored: the status it carries with its message as a reference. */
+function storedParams(event: DurableEvent): unknown {
+  if (event.method === 'a2a.push') {
+    const status = event.params.status;
+    return status.message === undefined ? event.params : { ...event.params, status: storedStatus(status) };
+  }
+  const inner = event.params.event;
+  if (inner.kind !== 'status-update' || inner.status.message === undefined) return event.params;
+  return { ...event.params, event: { ...inner, status: storedStatus(inner.status) } };
 }
 
 /** The message id a stored status's `message` refers to, when it is a reference. */
@@ -200,8 +213,8 @@ export class A2AStore {
         'UPDATE a2a_tasks SET state = ?, status = ?, history_count = ?, updated_at = ? WHERE task_id = ?',
       ),
       insertMessage: db.prepare(
-        `INSERT INTO a2a_messages (task_id, message_id, position, role, from_name, body)
-         VALUES (?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO a2a_messages (task_id, message_id, position, role, from_name, body, parent_task_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
       ),
       hasMessage: db.prepare('SELECT 1 FROM a2a_messages WHERE task_id = ? AND message_id = ?'),
       message: db.prepare(`SELECT ${MESSAGE_COLUMNS} FROM a2a_messages WHERE task_id = ? AND message_id = ?`),
@@ -331,7 +344,7 @@ export class A2AStore {
       head.agentContextId,
       head.agentName,
       head.status.state,
-      withMessageRef(JSON.stringify(head.status), head.status.message),
+      JSON.stringify(storedStatus(head.status)),
       creationMessageId,
       head.historyCount,
       head.createdAt,
@@ -360,7 +373,7 @@ export class A2AStore {
   writeHead(head: TaskHead): void {
     this.s.writeHead.run(
       head.status.state,
-      withMessageRef(JSON.stringify(head.status), head.status.message),
+      JSON.stringify(storedStatus(head.status)),
       head.historyCount,
       head.updatedAt,
       head.taskId,
@@ -376,6 +389,7 @@ export class A2AStore {
       message.role,
       message.from,
       messageBody(message),
+      parentTaskOf(message),
     );
   }
 
@@ -480,7 +494,8 @@ export class A2AStore {
    */
   appendEvent(party: Party, event: DurableEvent, taskId: string, at: string): void {
     const text = JSON.stringify(event.params);
-    const stored = withMessageRef(text, statusOf(event)?.message);
+    const params = storedParams(event);
+    const stored = params === event.params ? text : JSON.stringify(params);
     this.s.insertEvent.run(party.contextId, party.name, event.seq, event.method, taskId, stored, at);
     Object.defineProperty(event, LOGGED_PARAMS_TEXT, { value: text });
   }
@@ -547,4 +562,12 @@ function statusOf(event: DurableEvent): TaskStatus | undefined {
   if (event.method === 'a2a.push') return event.params.status;
   const inner = event.params.event;
   return inner.kind === 'status-update' ? inner.status : undefined;
+}
+
+/** The parent task a message's metadata names (`metadata.switchboard.parentTaskId`: the Coordinator's hop tasks). */
+function parentTaskOf(message: Message): string | null {
+  const switchboard = (message.metadata as { switchboard?: unknown } | undefined)?.switchboard;
+  if (switchboard === null || typeof switchboard !== 'object') return null;
+  const parent = (switchboard as { parentTaskId?: unknown }).parentTaskId;
+  return typeof parent === 'string' ? parent : null;
 }
