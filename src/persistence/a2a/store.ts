@@ -37,8 +37,8 @@ function storedStatus(status: TaskStatus): TaskStatus | Record<string, unknown> 
   return message === undefined ? status : { ...status, message: { [MESSAGE_REF]: message.messageId } };
 }
 
-/** An event's params as stored: the status it carries with its message as a reference. */
-function storedParams(event: DurableEvent): unknown {
+/** An event's params with the status it carries holding its message as a reference. */
+function withStatusRef(event: DurableEvent): unknown {
   if (event.method === 'a2a.push') {
     const status = event.params.status;
     return status.message === undefined ? event.params : { ...event.params, status: storedStatus(status) };
@@ -46,6 +46,50 @@ function storedParams(event: DurableEvent): unknown {
   const inner = event.params.event;
   if (inner.kind !== 'status-update' || inner.status.message === undefined) return event.params;
   return { ...event.params, event: { ...inner, status: storedStatus(inner.status) } };
+}
+
+/** A task event's keys in their wire order; the row's columns hold `recipientName` and `seq`. */
+const TASK_EVENT_KEYS = ['recipient', 'recipientName', 'contextId', 'seq', 'event'] as const;
+
+/**
+ * An event's params as stored: the status's message as a reference and, for
+ * a task event whose keys are in their wire order, without what the row's
+ * columns hold (`recipientName`, `seq`, the event's `taskId`):
+ * `{recipient, contextId, event: {kind, ...}}`, rebuilt on read in the same order
+ * (`paramsOfRow`). The same object when nothing changes.
+ */
+function storedParams(event: DurableEvent, party: Party, taskId: string): unknown {
+  const params = withStatusRef(event);
+  if (event.method !== 'a2a.task.event') return params;
+  const p = params as DurableEvent['params'] & { event: Record<string, unknown> };
+  const keys = Object.keys(p);
+  const eventKeys = Object.keys(p.event);
+  const compact =
+    keys.length === TASK_EVENT_KEYS.length &&
+    keys.every((key, i) => key === TASK_EVENT_KEYS[i]) &&
+    'recipientName' in p &&
+    p.recipientName === party.name &&
+    p.seq === event.seq &&
+    eventKeys[0] === 'kind' &&
+    eventKeys[1] === 'taskId' &&
+    p.event.taskId === taskId;
+  if (!compact) return params;
+  const { kind, taskId: _taskId, ...rest } = p.event;
+  return { recipient: p.recipient, contextId: p.contextId, event: { kind, ...rest } };
+}
+
+/** The params of a stored event, as on the wire (a compact task event rebuilt; any other as it is). */
+function paramsOfRow(row: { seq: number; method: NotificationMethod; task_id: string; params: string }, party: Party) {
+  const stored = JSON.parse(row.params) as Record<string, unknown>;
+  if (row.method !== 'a2a.task.event' || 'seq' in stored) return stored;
+  const { kind, ...rest } = stored.event as Record<string, unknown>;
+  return {
+    recipient: stored.recipient,
+    recipientName: party.name,
+    contextId: stored.contextId,
+    seq: row.seq,
+    event: { kind, taskId: row.task_id, ...rest },
+  };
 }
 
 /** The message id a stored status's `message` refers to, when it is a reference. */
@@ -494,7 +538,7 @@ export class A2AStore {
    */
   appendEvent(party: Party, event: DurableEvent, taskId: string, at: string): void {
     const text = JSON.stringify(event.params);
-    const params = storedParams(event);
+    const params = storedParams(event, party, taskId);
     const stored = params === event.params ? text : JSON.stringify(params);
     this.s.insertEvent.run(party.contextId, party.name, event.seq, event.method, taskId, stored, at);
     Object.defineProperty(event, LOGGED_PARAMS_TEXT, { value: text });
@@ -508,7 +552,7 @@ export class A2AStore {
       params: string;
     }[];
     return rows.map((r) => {
-      const event = { seq: r.seq, method: r.method, params: JSON.parse(r.params) } as DurableEvent;
+      const event = { seq: r.seq, method: r.method, params: paramsOfRow(r, party) } as DurableEvent;
       const status = statusOf(event);
       const ref = messageRefOf(status?.message);
       if (status !== undefined && ref !== undefined) {
