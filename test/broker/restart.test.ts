@@ -283,6 +283,8 @@ describe('schema 14: retention', () => {
         contextId: 'c',
         timestamp: at,
         parts: [{ kind: 'text', text: 'y'.repeat(200) }],
+        // The first names a parent task (as a Coordinator hop's does): the migration fills its column.
+        ...(i === 1 ? { metadata: { switchboard: { parentTaskId: 't3' } } } : {}),
       };
       insertTask.run(id, state, JSON.stringify({ state, timestamp: at }), `m${i}`, at, at);
       insertMessage.run(id, `m${i}`, JSON.stringify(message));
@@ -330,6 +332,14 @@ describe('schema 14: retention', () => {
     expect(withMessage).toBeDefined();
     await broker.close();
     const after = dumpDatabase13(path);
+    // Schema 14's column of a message's parent task, filled from the bodies of schema 13.
+    const parents = (after.a2a_messages as { message_id: string; parent_task_id: string | null }[])
+      .filter((m) => m.parent_task_id !== null)
+      .map((m) => [m.message_id, m.parent_task_id]);
+    expect(parents).toEqual([['m1', 't3']]);
+    after.a2a_messages = (after.a2a_messages as { parent_task_id?: unknown }[]).map(
+      ({ parent_task_id: _parent, ...row }) => row,
+    );
     // Every row of every table is there (the agents were ended by the restart; the actors rebuilt).
     for (const table of ['a2a_tasks', 'a2a_messages', 'a2a_events', 'a2a_artifacts', 'a2a_push_configs']) {
       expect(after[table], table).toEqual(before[table]);
