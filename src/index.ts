@@ -74,6 +74,8 @@ export type { ActorInspector } from './actors/inspection.js';
 export { createBroker } from './actors/broker/broker.js';
 export type { Broker, BrokerOptions, BrokerOpenReport } from './actors/broker/broker.js';
 export type { BrokerApi, BrokerMethod } from './actors/broker/api.js';
+// A prune of ended tasks (`Broker.pruneTasks`, the `broker.tasks.prune` method).
+export type { PruneParams, PruneResult, PruneCounts } from './protocol/retention.js';
 
 // The client: over stdio (`switchboard serve`) or in process.
 export { connect } from './transport/client.js';

@@ -6,6 +6,7 @@ import { type Durability, IN_MEMORY_PATH, isInMemoryPath } from '../persistence/
 import { BrokerSession } from '../transport/broker-session.js';
 import { defaultSocketPath } from '../transport/host-paths.js';
 import { BrokerSocketServer } from '../transport/socket-server.js';
+import { DURATION_SYNTAX, formatDuration, parseDuration } from '../protocol/retention.js';
 import type { CliCommand } from './command.js';
 import { INSPECT_USAGE, type InspectTarget, startRequestedInspection, takeInspectOption } from './inspect-option.js';
 import { CliUsageError, choiceFlag, parseCommandArgs, reportUsageError, stringFlag } from './command-args.js';
@@ -16,7 +17,7 @@ const DURABILITIES: readonly Durability[] = ['normal', 'full'];
 
 export const SERVE_USAGE = `Usage: switchboard serve [--db PATH] [--durability normal|full] [--log-level LEVEL]
                        [--listen unix[:PATH]] [--stdio] [--idle-exit SECONDS]
-                       [--inspect[=[HOST:]PORT]]
+                       [--task-retention DURATION] [--inspect[=[HOST:]PORT]]
 
 Runs the A2A broker on stdin/stdout: JSON-RPC 2.0, one message per line
 (NDJSON, UTF-8). Requests are read from stdin; answers and the notifications
@@ -49,6 +50,13 @@ Options:
                        stdin ends)
   --idle-exit SECONDS  with --listen, stop after this long without any
                        connection (default: never)
+  --task-retention DURATION
+                       remove a task that ended longer ago than this (30d,
+                       12h, 90m, 45s, 2w...) with its messages, artifacts,
+                       push config and events, in small batches, checked now
+                       and every minute (default: keep every task). A task
+                       named by a live task's history, or of a work item
+                       that has not ended, is kept (docs/operations.md)
 ${INSPECT_USAGE}
   -h, --help           show this help
 
@@ -63,6 +71,7 @@ interface ServeFlags {
   listen: string | undefined;
   stdio: boolean;
   idleExitMs: number | undefined;
+  taskRetentionMs: number | undefined;
 }
 
 function parseFlags(all: string[]): ServeFlags {
@@ -76,6 +85,7 @@ function parseFlags(all: string[]): ServeFlags {
       listen: { type: 'string' },
       stdio: { type: 'boolean' },
       'idle-exit': { type: 'string' },
+      'task-retention': { type: 'string' },
     },
     0,
   );
@@ -93,8 +103,14 @@ function parseFlags(all: string[]): ServeFlags {
     }
     idleExitMs = Math.round(seconds * 1000);
   }
+  const retention = stringFlag(args, 'task-retention');
+  const taskRetentionMs = retention === undefined ? undefined : parseDuration(retention);
+  if (retention !== undefined && taskRetentionMs === undefined) {
+    throw new CliUsageError(`--task-retention takes ${DURATION_SYNTAX}, not '${retention}'`);
+  }
   return {
     db,
+    taskRetentionMs,
     durability: choiceFlag(args, 'durability', DURABILITIES, 'normal'),
     logLevel: choiceFlag(args, 'log-level', LOG_LEVELS, 'info'),
     inspect,
@@ -145,6 +161,7 @@ async function runServe(argv: string[]): Promise<number> {
       logger,
       inspect: inspection?.inspect,
       ...(flags.listen === undefined ? {} : { socket: flags.listen }),
+      ...(flags.taskRetentionMs === undefined ? {} : { taskRetentionMs: flags.taskRetentionMs }),
     });
   } catch (error) {
     const err = error as Error & { code?: unknown; details?: unknown };
@@ -190,6 +207,7 @@ async function runServe(argv: string[]): Promise<number> {
       socket: flags.listen,
       stdio: flags.stdio,
       idleExitMs: flags.idleExitMs,
+      taskRetention: flags.taskRetentionMs === undefined ? 'keep every task' : formatDuration(flags.taskRetentionMs),
     },
     flags.listen === undefined ? 'serving on stdio' : `serving on unix:${flags.listen}`,
   );

@@ -21,11 +21,15 @@ import { type OpenedDatabase, openExistingDatabase, requireComponent } from './r
 import { type OpenedPostgres, inSnapshot, isPostgresUrl, readOnPostgres } from './read-postgres.js';
 import { type TaskView, taskViewsOfItems } from '../workflow/task-view.js';
 import { formatDuration, formatEpoch, formatUsd, renderTable } from './table.js';
+import { TASKS_PRUNE_USAGE, runTasksPrune } from './tasks-prune.js';
+import { TASKS_STATS_USAGE, runTasksStats } from './tasks-stats.js';
 
 const MAX_LIMIT = 100_000;
 
 export const TASKS_USAGE = `Usage: switchboard tasks list --db PATH|URL [--state S] [--limit N] [--json]
        switchboard tasks show ID --db PATH|URL [--history N] [--json]
+       switchboard tasks prune --ended-before DURATION|DATE --db PATH [--dry-run] [--json]
+       switchboard tasks stats --db PATH [--json]
 
 The broker's A2A tasks. Where the Coordinator's tables are in the same
 database, each task is linked to what it is for: a work item's task
@@ -47,6 +51,9 @@ refused, and the JSON's "contextId" and "agentContextId" are null and its
          what it is (work item or hop), last update
   show   one task: status, parties, times, its links, the hops of a work
          item (state, model, tokens, cost, time), its history and artifacts
+  prune  remove the tasks that ended before a time, through the file's
+         broker (its options below)
+  stats  rows and bytes per table of the broker's file (below)
 
 Options:
   --db PATH      the SQLite file the broker wrote (required; never created),
@@ -65,7 +72,11 @@ Options:
 
 Exit status: 0 on success; 1 when show names no task or a PostgreSQL does
 not answer; 2 for a usage error, a file that is not a switchboard database
-with a broker, or tables of another schema version.`;
+with a broker, or tables of another schema version.
+
+${TASKS_PRUNE_USAGE}
+
+${TASKS_STATS_USAGE}`;
 
 interface TasksFlags {
   sub: 'list' | 'show';
@@ -532,7 +543,19 @@ function runTasksOnPostgres(url: string, flags: TasksFlags): Promise<number> {
   });
 }
 
+/** `tasks prune` and `tasks stats`: their own flags and help. */
+async function runTasksMaintenance(sub: 'prune' | 'stats', argv: string[]): Promise<number> {
+  const usage = sub === 'prune' ? TASKS_PRUNE_USAGE : TASKS_STATS_USAGE;
+  try {
+    return sub === 'prune' ? await runTasksPrune(argv) : runTasksStats(argv);
+  } catch (error) {
+    if (error instanceof CliUsageError) return reportUsageError(`tasks ${sub}`, error, usage);
+    throw error;
+  }
+}
+
 async function runTasks(argv: string[]): Promise<number> {
+  if (argv[0] === 'prune' || argv[0] === 'stats') return runTasksMaintenance(argv[0], argv.slice(1));
   let flags: TasksFlags;
   let opened: OpenedDatabase;
   try {
@@ -556,7 +579,7 @@ async function runTasks(argv: string[]): Promise<number> {
 
 export const tasksCommand: CliCommand = {
   name: 'tasks',
-  summary: "list or show the broker's A2A tasks, linked to work items and hops",
+  summary: "list, show, prune or measure the broker's A2A tasks, linked to work items and hops",
   usage: TASKS_USAGE,
   run: runTasks,
 };

@@ -11,7 +11,7 @@ export const A2A_MAX_DATA_BYTES = 1024 * 1024;
 export const A2A_MAX_METADATA_BYTES = 64 * 1024;
 /** Messages one task's history may hold; one more is refused with `A2A_SEND_CAP`. */
 export const A2A_MAX_TASK_HISTORY = 256;
-/** Tasks one context may hold, in any state (tasks are never deleted); one more is refused with `A2A_SEND_CAP`. */
+/** Tasks one context may hold, in any state (kept until a prune removes ended ones); one more is refused with `A2A_SEND_CAP`. */
 export const A2A_MAX_TASKS_PER_CONTEXT = 128;
 /** New messages the broker accepts from one registration; one more is refused with `A2A_SEND_CAP`. */
 export const A2A_MAX_SENDS_PER_RUN = 200;
@@ -76,4 +76,4 @@ export const PROTOCOL_VERSION = 10;
 /** The protocol version of the wire that speaks A2A v1.0's shapes and method names (docs/interop.md). */
 export const A2A_V1_PROTOCOL_VERSION = 11;
 /** Version of the broker's SQLite schema, reported by the handshake as `schemaVersion`. */
-export const SCHEMA_VERSION = 13;
+export const SCHEMA_VERSION = 14;

@@ -7,6 +7,7 @@ export * from './task.js';
 export * from './agent.js';
 export * from './events.js';
 export * from './methods.js';
+export * from './retention.js';
 export * from './jsonrpc.js';
 export * from './parse.js';
 export * from './handshake.js';

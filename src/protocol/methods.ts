@@ -20,6 +20,7 @@ import {
   type TaskState,
   TaskStateSchema,
 } from './task.js';
+import { type PruneParams, PruneParamsSchema, type PruneResult, PruneResultSchema } from './retention.js';
 import { type WireSchema, named } from './wire-schema.js';
 
 /** `PartSchema` named by the parts it parses. */
@@ -260,6 +261,7 @@ export const METHODS = {
     GetPushConfigResultSchema,
   ),
   'a2a.events.since': method<EventsSinceParams, EventsSinceResult>(EventsSinceParamsSchema, EventsSinceResultSchema),
+  'broker.tasks.prune': method<PruneParams, PruneResult>(PruneParamsSchema, PruneResultSchema),
 } as const;
 
 /** The name of one method of the wire (a key of `METHODS`). */

@@ -24,6 +24,7 @@ export const ERROR_CODES = {
     'A2A_SEND_CAP',
     'A2A_NO_PEERS',
     'A2A_PAYLOAD_TOO_LARGE',
+    'A2A_EVENTS_PRUNED',
   ],
   /** Another live broker owns the database file. */
   BrokerOwnershipError: ['BROKER_FILE_OWNED'],

@@ -1,4 +1,5 @@
 import { MAX_EVENTS_LIMIT } from '../protocol/bounds.js';
+import { type BrokerError, isBrokerError } from '../protocol/broker-error.js';
 import type { DurableEvent } from '../protocol/events.js';
 
 /** Events held for one agent before the inbox stops taking more (the rest wait in the broker's log). */
@@ -16,6 +17,7 @@ export type ScreenEvents = (events: DurableEvent[]) => Promise<DurableEvent[]>;
 interface Waiter {
   taskId: string | undefined;
   resolve(events: DurableEvent[]): void;
+  reject(error: unknown): void;
   timer: NodeJS.Timeout | undefined;
 }
 
@@ -29,7 +31,10 @@ export function eventTaskId(event: DurableEvent): string {
  * to it, in seq order, each once, until a `wait` takes them. It tracks the
  * last seq it holds; a live event that skips ahead (a gap: missed while
  * disconnected, or before the server began relaying) makes it read the
- * broker's durable log from that seq, so no wake-up is lost. When it holds
+ * broker's durable log from that seq, so no wake-up is lost. A log cut past
+ * that seq by the broker's task retention (`A2A_EVENTS_PRUNED`) is never a
+ * silent gap: the next `wait` is refused with that error (once), and the
+ * inbox reads on from the oldest seq the log keeps. When it holds
  * `MAX_BUFFERED_EVENTS` it takes no more until a `wait` makes room; the rest
  * stay in the log and are read then.
  */
@@ -42,6 +47,8 @@ export class AgentInbox {
   private syncing: Promise<void> | undefined;
   private behind = false;
   private closed = false;
+  /** The log was cut past the last seq held (`A2A_EVENTS_PRUNED`): the next wait is refused with it, once. */
+  private gap: BrokerError | undefined;
 
   constructor(fetchSince: FetchEventsSince, lastSeq = 0) {
     this.fetchSince = fetchSince;
@@ -99,10 +106,15 @@ export class AgentInbox {
    * `timeoutMs`.
    */
   wait(taskId: string | undefined, timeoutMs: number): Promise<DurableEvent[]> {
+    const gap = this.gap;
+    if (gap !== undefined) {
+      this.gap = undefined;
+      return Promise.reject(gap);
+    }
     const ready = this.take(taskId);
     if (ready.length > 0 || this.closed || timeoutMs <= 0) return Promise.resolve(ready);
-    return new Promise((resolve) => {
-      const waiter: Waiter = { taskId, resolve, timer: undefined };
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = { taskId, resolve, reject, timer: undefined };
       waiter.timer = setTimeout(() => {
         this.waiters = this.waiters.filter((w) => w !== waiter);
         resolve([]);
@@ -127,7 +139,18 @@ export class AgentInbox {
   private async readLog(screen: ScreenEvents | undefined): Promise<void> {
     try {
       for (;;) {
-        const events = await this.fetchSince(this.seq, MAX_EVENTS_LIMIT);
+        let events: DurableEvent[];
+        try {
+          events = await this.fetchSince(this.seq, MAX_EVENTS_LIMIT);
+        } catch (error) {
+          const oldest = prunedThrough(error);
+          if (oldest === undefined) throw error;
+          // Never a silent gap: the next wait says what was missed, and reading goes on from what is kept.
+          this.gap = error as BrokerError;
+          this.seq = oldest;
+          this.refuseWaiters(this.gap);
+          continue;
+        }
         const kept = screen === undefined ? undefined : new Set(await screen(events));
         for (const event of events) {
           if (event.seq <= this.seq) continue;
@@ -149,6 +172,18 @@ export class AgentInbox {
     this.held = [];
     for (const event of held) {
       if (event.seq > this.seq && !this.deliver(event)) break;
+    }
+  }
+
+  /** The waits pending when a gap is found are refused with it (the gap is then told). */
+  private refuseWaiters(gap: BrokerError): void {
+    if (this.waiters.length === 0) return;
+    const waiters = this.waiters;
+    this.waiters = [];
+    this.gap = undefined;
+    for (const waiter of waiters) {
+      clearTimeout(waiter.timer);
+      waiter.reject(gap);
     }
   }
 
@@ -200,4 +235,11 @@ export class AgentInbox {
     }
     return taken;
   }
+}
+
+/** The oldest cursor the broker keeps, when `error` refused a cursor older than it (`A2A_EVENTS_PRUNED`). */
+function prunedThrough(error: unknown): number | undefined {
+  if (!isBrokerError(error) || error.code !== 'A2A_EVENTS_PRUNED') return undefined;
+  const oldest = error.details?.oldestCursor;
+  return typeof oldest === 'number' && Number.isInteger(oldest) && oldest >= 0 ? oldest : undefined;
 }

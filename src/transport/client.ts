@@ -74,6 +74,13 @@ export interface ConnectOptions {
   db?: string;
   /** With `db`: seconds a broker started by this call keeps running without connections (default 60). */
   idleSeconds?: number;
+  /**
+   * With `db`: how long a broker started by this call keeps an ended task,
+   * in milliseconds (`serve --task-retention`); a broker already running
+   * keeps its own setting.
+   * @defaultValue none: every task is kept
+   */
+  taskRetentionMs?: number;
   /** Join the broker listening on this Unix socket (`switchboard serve --listen unix:PATH`). */
   socket?: string;
   /** Start `switchboard serve` as a child process and talk over its pipes (the broker ends with the client). */
@@ -368,8 +375,13 @@ export class ClientBase {
     if (given) return isStreamPair(given) ? given : asPair(given);
     if (this.options.socket !== undefined) return asPair(await connectSocket(this.options.socket));
     if (this.options.db !== undefined) {
-      const joinOptions = this.options.idleSeconds === undefined ? {} : { idleSeconds: this.options.idleSeconds };
-      return asPair(await joinHostBroker(this.options.db, joinOptions));
+      const { idleSeconds, taskRetentionMs } = this.options;
+      return asPair(
+        await joinHostBroker(this.options.db, {
+          ...(idleSeconds === undefined ? {} : { idleSeconds }),
+          ...(taskRetentionMs === undefined ? {} : { taskRetentionMs }),
+        }),
+      );
     }
     if (!this.options.spawn) throw new TypeError('connect() needs one of db, socket, spawn or streams');
     this.process = new ServeProcess(this.options.spawn);

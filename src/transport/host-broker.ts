@@ -6,6 +6,7 @@ import { isInMemoryPath, openDatabase } from '../persistence/kernel/database.js'
 import { backgroundLogPath, canonicalDatabasePath, defaultSocketPath, runtimeDirectory } from './host-paths.js';
 import { SWITCHBOARD_BIN } from './serve-process.js';
 import { TransportError } from './transport-error.js';
+import { formatDuration } from '../protocol/retention.js';
 
 /**
  * Joining the host's broker of a database file, or starting it: what
@@ -27,6 +28,8 @@ export interface JoinHostBrokerOptions {
   idleSeconds?: number;
   /** `--durability` of a broker started here. */
   durability?: 'normal' | 'full';
+  /** `--task-retention` of a broker started here, in milliseconds (default: every task is kept). */
+  taskRetentionMs?: number;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -139,6 +142,7 @@ function startBackgroundBroker(
   const idle = options.idleSeconds ?? DEFAULT_BROKER_IDLE_SECONDS;
   const args = [SWITCHBOARD_BIN, 'serve', '--db', db, '--listen', `unix:${socketPath}`, '--idle-exit', String(idle)];
   if (options.durability !== undefined) args.push('--durability', options.durability);
+  if (options.taskRetentionMs !== undefined) args.push('--task-retention', formatDuration(options.taskRetentionMs));
   // Detached, its own session, no pipe to us: it outlives the process that started it.
   const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', 'ignore', logFd], env });
   closeSync(logFd);

@@ -24,12 +24,12 @@ function withoutAgents(dump: Record<string, unknown[]>) {
 }
 
 describe('schema and migrations', () => {
-  it('creates schema version 13 on a new file', async () => {
+  it('creates schema version 14 on a new file', async () => {
     h = harness();
-    expect(h.broker.opened.schema).toEqual({ from: 0, to: 13 });
+    expect(h.broker.opened.schema).toEqual({ from: 0, to: 14 });
     await h.broker.close();
     const db = new Database(h.path, { readonly: true });
-    expect(schemaVersion(db, 'a2a')).toBe(13);
+    expect(schemaVersion(db, 'a2a')).toBe(14);
     const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map(
       (r) => r.name,
     );
@@ -38,11 +38,11 @@ describe('schema and migrations', () => {
       expect(tables).toContain(t);
     }
     h.open();
-    expect(h.broker.opened.schema).toEqual({ from: 13, to: 13 });
+    expect(h.broker.opened.schema).toEqual({ from: 14, to: 14 });
   });
 
   for (const version of [1, 11]) {
-    it(`migrates a database at version ${version} forward to 13 in one transaction`, async () => {
+    it(`migrates a database at version ${version} forward to 14 in one transaction`, async () => {
       const t = tempDir();
       const path = join(t.dir, 'old.db');
       const db = openDatabase(path);
@@ -50,7 +50,7 @@ describe('schema and migrations', () => {
       db.exec('CREATE TABLE other_component (x INTEGER)');
       db.close();
       const broker = createBroker({ path });
-      expect(broker.opened.schema).toEqual({ from: version, to: 13 });
+      expect(broker.opened.schema).toEqual({ from: version, to: 14 });
       const a = await broker.register({ name: 'a', contextId: 'c' });
       expect(a.agentId).toBeTruthy();
       await broker.close();
@@ -58,25 +58,25 @@ describe('schema and migrations', () => {
     });
   }
 
-  it('refuses a database newer than 13 and leaves it untouched', () => {
+  it('refuses a database newer than 14 and leaves it untouched', () => {
     const t = tempDir();
     const path = join(t.dir, 'new.db');
     const db = openDatabase(path);
-    migrate(db, { component: 'a2a', current: 14, migrations: [] });
+    migrate(db, { component: 'a2a', current: 15, migrations: [] });
     db.close();
     const before = readFileSync(path);
     expect(() => createBroker({ path })).toThrow(SchemaVersionError);
     const check = new Database(path, { readonly: true });
-    expect(schemaVersion(check, 'a2a')).toBe(14);
+    expect(schemaVersion(check, 'a2a')).toBe(15);
     expect(check.prepare("SELECT COUNT(*) AS n FROM sqlite_master WHERE name LIKE 'a2a_%'").get()).toEqual({ n: 0 });
     check.close();
     expect(readFileSync(path).length).toBe(before.length);
     t.cleanup();
   });
 
-  it('exports the migration set as component a2a, current 12', () => {
+  it('exports the migration set as component a2a, current 14', () => {
     expect(A2A_MIGRATION_SET.component).toBe('a2a');
-    expect(A2A_MIGRATION_SET.current).toBe(13);
+    expect(A2A_MIGRATION_SET.current).toBe(14);
   });
 });
 
@@ -245,3 +245,135 @@ describe('tokens', () => {
     expect(lines.join('').includes('secret body')).toBe(false);
   });
 });
+
+describe('schema 14: retention', () => {
+  it('a file of schema 13 opens, keeps every row, and gets incremental auto-vacuum', async () => {
+    const t = tempDir();
+    const path = join(t.dir, 'v13.db');
+    // The file as version 13 wrote it: its migrations only, no auto-vacuum, rows in every table.
+    const db = openDatabase(path);
+    migrate(db, {
+      component: 'a2a',
+      current: 13,
+      migrations: A2A_MIGRATION_SET.migrations.filter((m) => m.version <= 13),
+    });
+    const at = '2026-01-01T00:00:00.000Z';
+    db.exec(`INSERT INTO a2a_agents (agent_id, context_id, name, kind, description, skills, sends, registered_at)
+             VALUES ('ag1', 'c', 'req', 'subagent', '', '[]', 1, '${at}'), ('ag2', 'c', 'wrk', 'subagent', '', '[]', 0, '${at}')`);
+    const insertTask = db.prepare(
+      `INSERT INTO a2a_tasks (task_id, context_id, requester_name, agent_context_id, agent_name, state, status,
+         creation_message_id, history_count, created_at, updated_at) VALUES (?, 'c', 'req', 'c', 'wrk', ?, ?, ?, 1, ?, ?)`,
+    );
+    const insertMessage = db.prepare(
+      `INSERT INTO a2a_messages (task_id, message_id, position, role, from_name, body) VALUES (?, ?, 1, 'user', 'req', ?)`,
+    );
+    const insertEvent = db.prepare(
+      `INSERT INTO a2a_events (party_context_id, party_name, seq, method, task_id, params, created_at)
+       VALUES ('c', 'wrk', ?, 'a2a.task.event', ?, ?, ?)`,
+    );
+    for (let i = 1; i <= 300; i++) {
+      const id = `t${i}`;
+      const state = i % 3 === 0 ? 'working' : 'completed';
+      const message = {
+        kind: 'message',
+        messageId: `m${i}`,
+        role: 'user',
+        from: 'req',
+        taskId: id,
+        contextId: 'c',
+        timestamp: at,
+        parts: [{ kind: 'text', text: 'y'.repeat(200) }],
+        // The first names a parent task (as a Coordinator hop's does): the migration fills its column.
+        ...(i === 1 ? { metadata: { switchboard: { parentTaskId: 't3' } } } : {}),
+      };
+      insertTask.run(id, state, JSON.stringify({ state, timestamp: at }), `m${i}`, at, at);
+      insertMessage.run(id, `m${i}`, JSON.stringify(message));
+      insertEvent.run(
+        i,
+        id,
+        JSON.stringify({
+          recipient: 'ag2',
+          recipientName: 'wrk',
+          contextId: 'c',
+          seq: i,
+          event: {
+            kind: 'status-update',
+            taskId: id,
+            contextId: 'c',
+            status: i % 2 === 0 ? { state, timestamp: at, message } : { state, timestamp: at },
+            final: false,
+          },
+        }),
+        at,
+      );
+      if (state === 'working') {
+        db.prepare('INSERT INTO a2a_task_actors (task_id, machine_version, snapshot) VALUES (?, 1, ?)').run(id, '{}');
+      }
+    }
+    expect(db.pragma('auto_vacuum', { simple: true })).toBe(0);
+    db.close();
+    const before = dumpDatabase13(path);
+
+    const broker = createBroker({ path });
+    expect(broker.opened.schema).toEqual({ from: 13, to: 14 });
+    // A row of schema 13 holds the status's message whole: it is read as it is.
+    const wrk = await broker.register({ name: 'wrk', contextId: 'c' });
+    const { events } = await broker.eventsSince({ token: wrk.token, after: 0, limit: 1000 });
+    expect(events).toHaveLength(300);
+    expect(events[0]?.params).toEqual(
+      JSON.parse(before.a2a_events?.[0] ? (before.a2a_events[0] as { params: string }).params : '{}'),
+    );
+    const withMessage = events.find(
+      (e) =>
+        e.method === 'a2a.task.event' &&
+        e.params.event.kind === 'status-update' &&
+        e.params.event.status.message !== undefined,
+    );
+    expect(withMessage).toBeDefined();
+    await broker.close();
+    const after = dumpDatabase13(path);
+    // Schema 14's column of a message's parent task, filled from the bodies of schema 13.
+    const parents = (after.a2a_messages as { message_id: string; parent_task_id: string | null }[])
+      .filter((m) => m.parent_task_id !== null)
+      .map((m) => [m.message_id, m.parent_task_id]);
+    expect(parents).toEqual([['m1', 't3']]);
+    after.a2a_messages = (after.a2a_messages as { parent_task_id?: unknown }[]).map(
+      ({ parent_task_id: _parent, ...row }) => row,
+    );
+    // Every row of every table is there (the agents were ended by the restart; the actors rebuilt).
+    for (const table of ['a2a_tasks', 'a2a_messages', 'a2a_events', 'a2a_artifacts', 'a2a_push_configs']) {
+      expect(after[table], table).toEqual(before[table]);
+    }
+    // The two of schema 13, and the worker registered again to read its log.
+    expect(after.a2a_agents?.length).toBe(3);
+    expect(after.a2a_task_actors?.length).toBe(100);
+    const check = new Database(path, { readonly: true });
+    expect(check.pragma('auto_vacuum', { simple: true })).toBe(2);
+    expect(check.pragma('integrity_check', { simple: true })).toBe('ok');
+    expect(schemaVersion(check, 'a2a')).toBe(14);
+    check.close();
+    t.cleanup();
+  });
+});
+
+/** The rows of the tables version 13 had. */
+function dumpDatabase13(path: string): Record<string, unknown[]> {
+  const db = new Database(path, { readonly: true });
+  try {
+    const out: Record<string, unknown[]> = {};
+    for (const table of [
+      'a2a_agents',
+      'a2a_tasks',
+      'a2a_messages',
+      'a2a_artifacts',
+      'a2a_push_configs',
+      'a2a_events',
+      'a2a_task_actors',
+    ]) {
+      out[table] = db.prepare(`SELECT * FROM ${table} ORDER BY 1, 2, 3`).all();
+    }
+    return out;
+  } finally {
+    db.close();
+  }
+}

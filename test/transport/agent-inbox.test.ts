@@ -120,3 +120,40 @@ describe('AgentInbox', () => {
     expect(await pending).toEqual([]);
   });
 });
+
+describe('AgentInbox: a log cut by task retention', () => {
+  it('refuses the next wait with A2A_EVENTS_PRUNED once, then reads on from the oldest cursor kept', async () => {
+    const { eventsPruned } = await import('../../src/actors/broker/reads.js');
+    const kept = [event(41), event(42)];
+    const reads: number[] = [];
+    const fetch = async (after: number, limit: number) => {
+      reads.push(after);
+      if (after < 40) throw eventsPruned(after, 40);
+      return kept.filter((e) => e.seq > after).slice(0, limit);
+    };
+    const inbox = new AgentInbox(fetch, 3);
+    await inbox.catchUp();
+    expect(reads).toEqual([3, 40]);
+    const refused = await inbox.wait(undefined, 0).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(refused).toMatchObject({ code: 'A2A_EVENTS_PRUNED', details: { after: 3, oldestCursor: 40 } });
+    expect(seqs(await inbox.wait(undefined, 0))).toEqual([41, 42]);
+    expect(inbox.lastSeq).toBe(42);
+  });
+
+  it('refuses a wait already pending when the cut is found', async () => {
+    const { eventsPruned } = await import('../../src/actors/broker/reads.js');
+    const fetch = async (after: number) => {
+      if (after < 7) throw eventsPruned(after, 7);
+      return [];
+    };
+    const inbox = new AgentInbox(fetch, 0);
+    const pending = inbox.wait(undefined, 5000);
+    await inbox.catchUp();
+    await expect(pending).rejects.toMatchObject({ code: 'A2A_EVENTS_PRUNED' });
+    expect(await inbox.wait(undefined, 0)).toEqual([]);
+    expect(inbox.lastSeq).toBe(7);
+  });
+});

@@ -43,7 +43,7 @@ function fakeHost(handshake: unknown) {
 describe('connect()', () => {
   it('performs the handshake with a spawned switchboard serve', async () => {
     const { client } = await spawnClient();
-    expect(client.host).toMatchObject({ protocolVersion: 10, schemaVersion: 13 });
+    expect(client.host).toMatchObject({ protocolVersion: 10, schemaVersion: 14 });
     expect(client.host.capabilities).toContain('a2a');
     expect(client.serveProcess?.pid).toBeGreaterThan(0);
   });
@@ -168,7 +168,7 @@ describe('connect()', () => {
   it('refuses a host without the a2a capability', async () => {
     const streams = fakeHost({
       protocolVersion: 10,
-      schemaVersion: 13,
+      schemaVersion: 14,
       capabilities: ['plans'],
       server: { name: 'x', version: '1' },
     });

@@ -2,6 +2,7 @@ import { type Logger, silentLogger } from '../../log/logger.js';
 import { type Clock, systemClock } from '../../persistence/kernel/clock.js';
 import { DEFAULT_DURABILITY, type Durability } from '../../persistence/kernel/database.js';
 import { type IdSource, createUuidV7Source } from '../../persistence/kernel/ids.js';
+import { MAX_DURATION_MS } from '../../protocol/retention.js';
 import type { ActorInspector } from '../inspection.js';
 
 /** Options of `createBroker`: the SQLite file, its durability, and the clock, ids and logger it uses. */
@@ -41,6 +42,16 @@ export interface BrokerOptions {
    * @defaultValue none
    */
   socket?: string;
+  /**
+   * How long an ended task is kept, in milliseconds: a task that ended
+   * longer ago than this is removed with its messages, artifacts, push
+   * config and events, in small batches, checked at once and then every
+   * `min(taskRetentionMs, 1 minute)` (see docs/operations.md). A task named
+   * by a live task's history, or of a Coordinator work item that has not
+   * ended, is kept.
+   * @defaultValue none: every task is kept
+   */
+  taskRetentionMs?: number;
 }
 
 /** A broker's options with every default filled in: what the running broker reads. */
@@ -52,11 +63,22 @@ export interface BrokerSettings {
   readonly logger: Logger;
   readonly inspect: ActorInspector | undefined;
   readonly socket: string | null;
+  readonly taskRetentionMs: number | undefined;
 }
 
-/** Fills in a broker's defaults (no option of the broker is refused: the file itself is checked when opened). */
+/**
+ * Fills in a broker's defaults. A `taskRetentionMs` that is not a whole
+ * number of milliseconds from 1 to `MAX_DURATION_MS` is refused (`RangeError`);
+ * the file itself is checked when opened.
+ */
 export function brokerSettings(options: BrokerOptions): BrokerSettings {
   const clock = options.clock ?? systemClock;
+  const retention = options.taskRetentionMs;
+  if (retention !== undefined && (!Number.isInteger(retention) || retention < 1 || retention > MAX_DURATION_MS)) {
+    throw new RangeError(
+      `taskRetentionMs must be a whole number of milliseconds from 1 to ${MAX_DURATION_MS} (got ${retention}): leave it out to keep every task`,
+    );
+  }
   return {
     path: options.path,
     durability: options.durability ?? DEFAULT_DURABILITY,
@@ -65,5 +87,6 @@ export function brokerSettings(options: BrokerOptions): BrokerSettings {
     logger: options.logger ?? silentLogger(),
     inspect: options.inspect,
     socket: options.socket ?? null,
+    taskRetentionMs: retention,
   };
 }

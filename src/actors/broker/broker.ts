@@ -25,6 +25,8 @@ import {
 } from '../../persistence/kernel/database.js';
 import { migrate } from '../../persistence/kernel/migrations.js';
 import { WalCheckpointer } from '../../persistence/a2a/wal-checkpointer.js';
+import { ensureIncrementalVacuum } from '../../persistence/a2a/space.js';
+import type { PruneParams, PruneResult } from '../../protocol/retention.js';
 import { VERSION } from '../../version.js';
 import { AgentCalls } from './agent-calls.js';
 import type { BrokerApi, BrokerMethod } from './api.js';
@@ -39,8 +41,12 @@ import { TokenAuthority } from './tokens.js';
 import { inspectStore } from '../inspection.js';
 import { type Registry, createRegistry } from './registry.js';
 import { TaskActors } from './task-actors.js';
+import { TaskPruner } from './task-retention.js';
 
 export type { BrokerOptions } from './broker-options.js';
+
+/** The methods answered by one call of the commit queue (a prune is many). */
+type QueuedMethod = Exclude<BrokerMethod, 'broker.tasks.prune'>;
 
 /** What `createBroker` found and did when it opened the database. */
 export interface BrokerOpenReport {
@@ -72,6 +78,15 @@ export interface Broker extends BrokerApi {
   readonly closed: boolean;
   /** Group-commit figures: transactions committed and calls they carried. */
   stats(): { commits: number; calls: number; failedCommits: number };
+  /**
+   * Removes the tasks that ended before `endedBefore` (an ISO instant) with
+   * their messages, artifacts, push configs and events, in small batches
+   * between the other calls, then gives the freed pages back to the file
+   * system; with `dryRun` only counts them. A task named by a live task's
+   * history, or of a Coordinator work item of this file that has not ended,
+   * is kept. The `broker.tasks.prune` method.
+   */
+  pruneTasks(params: PruneParams): Promise<PruneResult>;
 }
 
 /** The error of a call made after `close()`. */
@@ -117,6 +132,7 @@ class EmbeddedBroker implements Broker {
   private readonly agentCalls: AgentCalls;
   private readonly taskCalls: TaskCalls;
   private readonly reads: Reads;
+  private readonly pruner: TaskPruner;
   private isClosed = false;
   private closing: Promise<void> | null = null;
 
@@ -136,6 +152,7 @@ class EmbeddedBroker implements Broker {
     this.ownership = isInMemoryPath(path)
       ? undefined
       : claimOwnership(db, path, { socket: settings.socket, now: () => this.time.now() });
+    if (!isInMemoryPath(path)) this.giveSpaceBackIncrementally(db);
     this.store = new A2AStore(db);
     this.checkpointer = isInMemoryPath(path)
       ? undefined
@@ -167,7 +184,8 @@ class EmbeddedBroker implements Broker {
     const events = new EventRouter(state);
     this.agentCalls = new AgentCalls(state, events);
     this.taskCalls = new TaskCalls(state, events);
-    this.reads = new Reads(state);
+    this.pruner = new TaskPruner(db, this.queue, this.logger, () => this.taskCalls.forgetTaskCounts());
+    this.reads = new Reads(state, (party) => this.pruner.eventFloor(party));
     try {
       const tookOver = this.ownership?.tookOverFrom;
       this.opened = { schema, ...this.restore(), ...(tookOver === undefined ? {} : { tookOverFrom: tookOver }) };
@@ -179,6 +197,28 @@ class EmbeddedBroker implements Broker {
       this.logger.warn({ previous: this.opened.tookOverFrom }, 'took the file over from a broker that is gone');
     }
     this.logger.info({ path, durability, ...this.opened, liveTasks: this.tasks.size }, 'a2a broker open');
+    if (settings.taskRetentionMs !== undefined) {
+      const retention = settings.taskRetentionMs;
+      this.pruner.every(retention, Math.min(Math.max(retention, 1000), 60_000), () => settings.clock.now());
+    }
+  }
+
+  /**
+   * Turns the file to incremental auto-vacuum (once: a `VACUUM`, every row
+   * kept) so that a prune's freed pages can be given back. A file another
+   * connection is reading cannot be vacuumed now: it is tried again at the
+   * next open, and prunes still free pages for reuse meanwhile.
+   */
+  private giveSpaceBackIncrementally(db: SqliteDatabase): void {
+    try {
+      if (ensureIncrementalVacuum(db))
+        this.logger.info({ path: this.path }, 'the file now uses incremental auto-vacuum');
+    } catch (error) {
+      this.logger.warn(
+        { err: { message: (error as Error).message } },
+        'could not turn the file to incremental auto-vacuum (VACUUM): tried again at the next open',
+      );
+    }
   }
 
   get closed(): boolean {
@@ -238,6 +278,9 @@ class EmbeddedBroker implements Broker {
   eventsSince(params: MethodParams<'a2a.events.since'>) {
     return this.invoke('a2a.events.since', params);
   }
+  pruneTasks(params: PruneParams) {
+    return this.invoke('broker.tasks.prune', params);
+  }
 
   dispatch(method: string, params: unknown): Promise<unknown> {
     if (!isMethodName(method)) return Promise.reject(methodNotFound(method));
@@ -272,24 +315,27 @@ class EmbeddedBroker implements Broker {
   close(): Promise<void> {
     if (this.closing !== null) return this.closing;
     this.isClosed = true;
-    this.closing = this.queue.idle().then(async () => {
-      await this.checkpointer?.close();
-      const { byId } = this.registry.getSnapshot().context;
-      for (const registration of byId.values()) {
-        registration.actor.stop();
-        registration.outbox.complete();
-      }
-      this.registry.trigger.cleared();
-      this.tokens.clear();
-      this.tasks.stopAll();
-      try {
-        this.ownership?.release();
-      } catch (error) {
-        this.logger.warn({ err: { message: (error as Error).message } }, 'could not release the file ownership');
-      }
-      this.db.close();
-      this.logger.info({ path: this.path, ...this.queue.stats() }, 'a2a broker closed');
-    });
+    this.closing = this.pruner
+      .stop()
+      .then(() => this.queue.idle())
+      .then(async () => {
+        await this.checkpointer?.close();
+        const { byId } = this.registry.getSnapshot().context;
+        for (const registration of byId.values()) {
+          registration.actor.stop();
+          registration.outbox.complete();
+        }
+        this.registry.trigger.cleared();
+        this.tokens.clear();
+        this.tasks.stopAll();
+        try {
+          this.ownership?.release();
+        } catch (error) {
+          this.logger.warn({ err: { message: (error as Error).message } }, 'could not release the file ownership');
+        }
+        this.db.close();
+        this.logger.info({ path: this.path, ...this.queue.stats() }, 'a2a broker closed');
+      });
     return this.closing;
   }
 
@@ -311,13 +357,18 @@ class EmbeddedBroker implements Broker {
     } catch (error) {
       return Promise.reject(error);
     }
-    const handler = this.handlers[method] as (p: MethodParams<M>, scope: CallScope) => MethodResult<M>;
+    // A prune is many transactions, queued one after the other.
+    if (method === 'broker.tasks.prune') return this.pruner.prune(params as PruneParams) as Promise<MethodResult<M>>;
+    const handler = this.handlers[method as QueuedMethod] as unknown as (
+      p: MethodParams<M>,
+      scope: CallScope,
+    ) => MethodResult<M>;
     // A read is answered from committed state when nothing is queued; behind a queued call it waits for it.
     if (READS.has(method)) return this.queue.read((scope) => handler(params, scope));
     return this.queue.enqueue((scope) => handler(params, scope));
   }
 
-  private readonly handlers: { [M in BrokerMethod]: (p: MethodParams<M>, scope: CallScope) => MethodResult<M> } = {
+  private readonly handlers: { [M in QueuedMethod]: (p: MethodParams<M>, scope: CallScope) => MethodResult<M> } = {
     'a2a.agents.register': (p, scope) => this.agentCalls.register(p, scope),
     'a2a.agents.deregister': (p, scope) => this.agentCalls.deregister(p, scope),
     'a2a.agents.list': (p) => this.reads.listAgents(p),

@@ -1,5 +1,5 @@
 import { DEFAULT_EVENTS_LIMIT, MAX_LINE_BYTES } from '../../protocol/bounds.js';
-import { a2aError, answerTooLarge } from '../../protocol/broker-error.js';
+import { type BrokerError, a2aError, answerTooLarge } from '../../protocol/broker-error.js';
 import type { MethodParams, MethodResult } from '../../protocol/methods.js';
 import type { TaskState } from '../../protocol/task.js';
 import type { AgentCard } from '../../protocol/agent.js';
@@ -8,6 +8,7 @@ import { pageOfAgents } from './agent-pages.js';
 import type { BrokerMethod } from './api.js';
 import type { BrokerState } from './broker-state.js';
 import type { CallScope } from './commit-queue.js';
+import type { Party } from '../../persistence/a2a/store.js';
 
 /** Methods that write nothing: answered without the commit queue when it is quiet. */
 export const READS: ReadonlySet<BrokerMethod> = new Set<BrokerMethod>([
@@ -27,7 +28,11 @@ export class Reads {
   /** Bytes of each card as JSON, weighed once (cards never change). */
   private readonly cardBytes = new WeakMap<AgentCard, number>();
 
-  constructor(private readonly state: BrokerState) {}
+  constructor(
+    private readonly state: BrokerState,
+    /** The seq through which a party's log was cut by a prune (0: never). */
+    private readonly eventFloor: (party: Party) => number,
+  ) {}
 
   /** One page of the addressable agents (`pageOfAgents`); `A2A_NO_PEERS` when there are none at all. */
   listAgents(p: MethodParams<'a2a.agents.list'>): MethodResult<'a2a.agents.list'> {
@@ -82,6 +87,23 @@ export class Reads {
 
   eventsSince(p: MethodParams<'a2a.events.since'>): MethodResult<'a2a.events.since'> {
     const caller = this.state.caller(p.token);
+    const floor = this.eventFloor(caller.party);
+    if (p.after < floor) throw eventsPruned(p.after, floor);
     return { events: this.state.store.eventsSince(caller.party, p.after, p.limit ?? DEFAULT_EVENTS_LIMIT) };
   }
+}
+
+/**
+ * A cursor older than the party's log keeps: the events after it up to
+ * `oldestCursor` were removed with the ended tasks they were about (task
+ * retention). Never a silent gap: the caller reads on from the oldest cursor
+ * kept and reads its tasks' current state instead of the events it missed.
+ */
+export function eventsPruned(after: number, oldestCursor: number): BrokerError {
+  return a2aError(
+    'A2A_EVENTS_PRUNED',
+    `the events after seq ${after} up to seq ${oldestCursor} were removed with the ended tasks they were about (task retention): ` +
+      `read your tasks' current state (a2a.tasks.list, a2a.tasks.get), then read events with after >= ${oldestCursor} (details.oldestCursor)`,
+    { after, oldestCursor },
+  );
 }

@@ -256,9 +256,9 @@ export class TaskCalls {
   }
 
   /**
-   * Remembers the tasks of a context after a creation (tasks are never
-   * deleted and only `createTask` inserts them, so the count read once stays
-   * true); a refused call puts the count back. At most
+   * Remembers the tasks of a context after a creation (only `createTask`
+   * inserts them, and a prune that deletes some makes the broker forget every
+   * count: `forgetTaskCounts`); a refused call puts the count back. At most
    * `TASK_COUNTS_KEPT` contexts are remembered: past it the map starts over.
    */
   private countTask(scope: CallScope, contextId: string, before: number): void {
@@ -267,6 +267,11 @@ export class TaskCalls {
     scope.onUndo(() => {
       this.taskCounts.set(contextId, before);
     });
+  }
+
+  /** Forgets the task counts remembered: a prune removed tasks, so a count is read again from the rows. */
+  forgetTaskCounts(): void {
+    this.taskCounts.clear();
   }
 
   private checkSendCap(caller: Registration): void {

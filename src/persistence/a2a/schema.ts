@@ -147,12 +147,55 @@ function createOwnerTable(db: SqliteDatabase): void {
   `);
 }
 
+/**
+ * Version 14: retention of ended tasks. Every row is kept; what is added
+ * finds what a prune removes without scanning:
+ *
+ * - `a2a_tasks_ended`: the ended tasks by the time they ended (`updated_at`
+ *   never moves once a task is terminal), a partial index (live tasks have
+ *   no entry).
+ * - `a2a_events_task`: a task's events, in whichever party's log.
+ * - `a2a_messages.parent_task_id` and its partial index `a2a_messages_parent`:
+ *   the parent task a message's metadata names
+ *   (`metadata.switchboard.parentTaskId`, the Coordinator's hop tasks), written
+ *   with the row (filled here for the rows already there): a task named by a
+ *   live task's history is kept. A column, not an index on an expression over
+ *   `body`: that would parse every body as JSON on insert, megabytes of memory
+ *   for a large message.
+ * - `a2a_event_floors`: per party, the seq through which its log was cut
+ *   (`floor`): `a2a.events.since` with `after` below it is refused
+ *   (`A2A_EVENTS_PRUNED`), and the next seq never goes back below it.
+ *
+ * The file's incremental auto-vacuum (which needs a `VACUUM`, impossible in
+ * a transaction) is set after the migration commits: `ensureIncrementalVacuum`.
+ */
+function createRetentionTables(db: SqliteDatabase): void {
+  db.exec(`
+    CREATE INDEX IF NOT EXISTS a2a_tasks_ended ON a2a_tasks (updated_at)
+      WHERE state IN ('completed', 'canceled', 'failed', 'rejected');
+    CREATE INDEX IF NOT EXISTS a2a_events_task ON a2a_events (task_id);
+    ALTER TABLE a2a_messages ADD COLUMN parent_task_id TEXT;
+    UPDATE a2a_messages SET parent_task_id = json_extract(body, '$.metadata.switchboard.parentTaskId')
+      WHERE instr(body, '"parentTaskId"') > 0
+        AND json_type(body, '$.metadata.switchboard.parentTaskId') = 'text';
+    CREATE INDEX IF NOT EXISTS a2a_messages_parent ON a2a_messages (parent_task_id)
+      WHERE parent_task_id IS NOT NULL;
+    CREATE TABLE IF NOT EXISTS a2a_event_floors (
+      party_context_id TEXT NOT NULL,
+      party_name TEXT NOT NULL,
+      floor INTEGER NOT NULL CHECK (floor >= 1),
+      PRIMARY KEY (party_context_id, party_name)
+    ) STRICT, WITHOUT ROWID;
+  `);
+}
+
 export const A2A_MIGRATIONS: readonly Migration[] = Object.freeze([
   { version: 12, name: 'a2a broker tables', up: createBrokerTables },
   { version: 13, name: 'the broker that owns the file', up: createOwnerTable },
+  { version: 14, name: 'retention of ended tasks', up: createRetentionTables },
 ]);
 
-/** The broker's schema: component `a2a`, current version 13. */
+/** The broker's schema: component `a2a`, current version 14. */
 export const A2A_MIGRATION_SET: MigrationSet = Object.freeze({
   component: A2A_COMPONENT,
   current: SCHEMA_VERSION,
@@ -168,5 +211,6 @@ export const A2A_TABLES = [
   'a2a_push_configs',
   'a2a_events',
   'a2a_task_actors',
+  'a2a_event_floors',
   'a2a_owner',
 ] as const;

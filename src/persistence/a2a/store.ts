@@ -4,15 +4,144 @@ import type { Artifact, Message, Task, TaskState, TaskStatus } from '../../proto
 import type { SqliteDatabase } from '../kernel/database.js';
 
 /**
- * The JSON text of an event's params exactly as `appendEvent` wrote it to the
- * log: a non-enumerable property of the event object (invisible to
- * `JSON.stringify` and to deep equality).
+ * The JSON text of an event's params exactly as `appendEvent` serialized it
+ * for the wire: a non-enumerable property of the event object (invisible to
+ * `JSON.stringify` and to deep equality). The row keeps the same text with
+ * the status's message (a row of `a2a_messages`) as a reference
+ * (`MESSAGE_REF`), rebuilt on read.
  */
 export const LOGGED_PARAMS_TEXT: unique symbol = Symbol('switchboard.loggedParamsText');
 
 /** The params of `event` as JSON text: the logged text when it has one, else serialized now. */
 export function paramsText(event: DurableEvent): string {
   return (event as { [LOGGED_PARAMS_TEXT]?: string })[LOGGED_PARAMS_TEXT] ?? JSON.stringify(event.params);
+}
+
+/**
+ * The key that stands for a status's message in a stored status or event:
+ * `"message":{"$m":"<messageId>"}`, the message being a row of
+ * `a2a_messages` of the same task. A message on the wire always has `kind`,
+ * so the reference is never taken for one. Rows written before (schema 13)
+ * hold the message whole and are read as they are.
+ */
+export const MESSAGE_REF = '$m';
+
+/**
+ * The stored JSON text of a status: its message (a row of `a2a_messages`) as
+ * a reference, in the key's place. Serialized from a copy with the reference
+ * in it, never by searching the whole text for the message's: a message may
+ * be tens of MiB.
+ */
+function storedStatus(status: TaskStatus): TaskStatus | Record<string, unknown> {
+  const message = status.message;
+  return message === undefined ? status : { ...status, message: { [MESSAGE_REF]: message.messageId } };
+}
+
+/** An event's params with the status it carries holding its message as a reference. */
+function withStatusRef(event: DurableEvent): unknown {
+  if (event.method === 'a2a.push') {
+    const status = event.params.status;
+    return status.message === undefined ? event.params : { ...event.params, status: storedStatus(status) };
+  }
+  const inner = event.params.event;
+  if (inner.kind !== 'status-update' || inner.status.message === undefined) return event.params;
+  return { ...event.params, event: { ...inner, status: storedStatus(inner.status) } };
+}
+
+/** A task event's keys in their wire order; the row's columns hold `recipientName` and `seq`. */
+const TASK_EVENT_KEYS = ['recipient', 'recipientName', 'contextId', 'seq', 'event'] as const;
+
+/**
+ * An event's params as stored: the status's message as a reference and, for
+ * a task event whose keys are in their wire order, without what the row's
+ * columns hold (`recipientName`, `seq`, the event's `taskId`):
+ * `{recipient, contextId, event: {kind, ...}}`, rebuilt on read in the same order
+ * (`paramsOfRow`). The same object when nothing changes.
+ */
+function storedParams(event: DurableEvent, party: Party, taskId: string): unknown {
+  const params = withStatusRef(event);
+  if (event.method !== 'a2a.task.event') return params;
+  const p = params as DurableEvent['params'] & { event: Record<string, unknown> };
+  const keys = Object.keys(p);
+  const eventKeys = Object.keys(p.event);
+  const compact =
+    keys.length === TASK_EVENT_KEYS.length &&
+    keys.every((key, i) => key === TASK_EVENT_KEYS[i]) &&
+    'recipientName' in p &&
+    p.recipientName === party.name &&
+    p.seq === event.seq &&
+    eventKeys[0] === 'kind' &&
+    eventKeys[1] === 'taskId' &&
+    p.event.taskId === taskId;
+  if (!compact) return params;
+  const { kind, taskId: _taskId, ...rest } = p.event;
+  return { recipient: p.recipient, contextId: p.contextId, event: { kind, ...rest } };
+}
+
+/** The params of a stored event, as on the wire (a compact task event rebuilt; any other as it is). */
+function paramsOfRow(row: { seq: number; method: NotificationMethod; task_id: string; params: string }, party: Party) {
+  const stored = JSON.parse(row.params) as Record<string, unknown>;
+  if (row.method !== 'a2a.task.event' || 'seq' in stored) return stored;
+  const { kind, ...rest } = stored.event as Record<string, unknown>;
+  return {
+    recipient: stored.recipient,
+    recipientName: party.name,
+    contextId: stored.contextId,
+    seq: row.seq,
+    event: { kind, taskId: row.task_id, ...rest },
+  };
+}
+
+/** The message id a stored status's `message` refers to, when it is a reference. */
+function messageRefOf(message: unknown): string | undefined {
+  if (message === null || typeof message !== 'object') return undefined;
+  const ref = (message as Record<string, unknown>)[MESSAGE_REF];
+  return typeof ref === 'string' && !('kind' in message) ? ref : undefined;
+}
+
+/** The columns a message is rebuilt from. */
+const MESSAGE_COLUMNS = 'task_id, message_id, role, from_name, body';
+/**
+ * A message's size on the wire, from its row without reading it: the body,
+ * the columns it does not repeat, and the JSON around them (octet_length
+ * reads a value's size from its record header).
+ */
+const MESSAGE_BYTES =
+  'octet_length(body) + octet_length(message_id) + octet_length(from_name) + octet_length(task_id) + 80';
+
+interface MessageRow {
+  task_id: string;
+  message_id: string;
+  role: Message['role'];
+  from_name: string;
+  body: string;
+}
+
+/**
+ * The body of a message row: the message without what the row's columns
+ * hold (`kind`, `messageId`, `role`, `from`, `taskId`), in its order.
+ */
+function messageBody(message: Message): string {
+  const { kind: _kind, messageId: _id, role: _role, from: _from, taskId: _task, ...rest } = message;
+  return JSON.stringify(rest);
+}
+
+/**
+ * The message of a row, as the wire has it (the same keys in the same
+ * order as `stamp` made them). A row of schema 13 holds the whole message
+ * (`kind` first): it is read as it is.
+ */
+function messageOfRow(row: MessageRow): Message {
+  const body = JSON.parse(row.body) as Partial<Message>;
+  if (body.kind !== undefined) return body as Message;
+  return {
+    kind: 'message',
+    messageId: row.message_id,
+    role: row.role,
+    from: row.from_name,
+    taskId: row.task_id,
+    ...body,
+  } as Message;
 }
 
 /** A party of a task: `(contextId, name)`. Survives re-registrations and restarts. */
@@ -70,7 +199,13 @@ interface TaskHeadRaw {
 const TASK_HEAD_COLUMNS =
   'task_id, context_id, requester_name, agent_context_id, agent_name, state, status, history_count, created_at, updated_at, metadata';
 
-function toHead(raw: TaskHeadRaw): TaskHead {
+function toHead(raw: TaskHeadRaw, messageOf: (taskId: string, messageId: string) => Message | undefined): TaskHead {
+  const status = JSON.parse(raw.status) as TaskStatus;
+  const ref = messageRefOf(status.message);
+  if (ref !== undefined) {
+    const message = messageOf(raw.task_id, ref);
+    if (message !== undefined) status.message = message;
+  }
   return {
     taskId: raw.task_id,
     contextId: raw.context_id,
@@ -78,7 +213,7 @@ function toHead(raw: TaskHeadRaw): TaskHead {
     agentContextId: raw.agent_context_id,
     agentName: raw.agent_name,
     state: raw.state,
-    status: JSON.parse(raw.status) as TaskStatus,
+    status,
     historyCount: raw.history_count,
     createdAt: raw.created_at,
     updatedAt: raw.updated_at,
@@ -122,19 +257,20 @@ export class A2AStore {
         'UPDATE a2a_tasks SET state = ?, status = ?, history_count = ?, updated_at = ? WHERE task_id = ?',
       ),
       insertMessage: db.prepare(
-        `INSERT INTO a2a_messages (task_id, message_id, position, role, from_name, body)
-         VALUES (?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO a2a_messages (task_id, message_id, position, role, from_name, body, parent_task_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
       ),
       hasMessage: db.prepare('SELECT 1 FROM a2a_messages WHERE task_id = ? AND message_id = ?'),
-      history: db.prepare('SELECT body FROM a2a_messages WHERE task_id = ? ORDER BY position'),
+      message: db.prepare(`SELECT ${MESSAGE_COLUMNS} FROM a2a_messages WHERE task_id = ? AND message_id = ?`),
+      history: db.prepare(`SELECT ${MESSAGE_COLUMNS} FROM a2a_messages WHERE task_id = ? ORDER BY position`),
       historyTail: db.prepare(
-        'SELECT body FROM (SELECT body, position FROM a2a_messages WHERE task_id = ? ORDER BY position DESC LIMIT ?) ORDER BY position',
+        `SELECT ${MESSAGE_COLUMNS} FROM (SELECT ${MESSAGE_COLUMNS}, position FROM a2a_messages WHERE task_id = ? ORDER BY position DESC LIMIT ?) ORDER BY position`,
       ),
       artifacts: db.prepare('SELECT body FROM a2a_artifacts WHERE task_id = ? ORDER BY position'),
       // octet_length reads a value's size from its record header, not the value itself.
-      historyBytes: db.prepare('SELECT COALESCE(SUM(octet_length(body)), 0) AS n FROM a2a_messages WHERE task_id = ?'),
+      historyBytes: db.prepare(`SELECT COALESCE(SUM(${MESSAGE_BYTES}), 0) AS n FROM a2a_messages WHERE task_id = ?`),
       historyTailBytes: db.prepare(
-        'SELECT COALESCE(SUM(n), 0) AS n FROM (SELECT octet_length(body) AS n FROM a2a_messages WHERE task_id = ? ORDER BY position DESC LIMIT ?)',
+        `SELECT COALESCE(SUM(n), 0) AS n FROM (SELECT ${MESSAGE_BYTES} AS n FROM a2a_messages WHERE task_id = ? ORDER BY position DESC LIMIT ?)`,
       ),
       artifactBytes: db.prepare(
         'SELECT COALESCE(SUM(octet_length(body)), 0) AS n FROM a2a_artifacts WHERE task_id = ?',
@@ -173,15 +309,19 @@ export class A2AStore {
          ON CONFLICT (task_id) DO UPDATE SET config = excluded.config, set_by_context_id = excluded.set_by_context_id,
            set_by_name = excluded.set_by_name, updated_at = excluded.updated_at`,
       ),
+      // The log's last seq, or the seq it was cut through when a prune took every event of it: never reused.
       lastSeq: db.prepare(
-        'SELECT COALESCE(MAX(seq), 0) AS seq FROM a2a_events WHERE party_context_id = ? AND party_name = ?',
+        `SELECT MAX(
+           COALESCE((SELECT MAX(seq) FROM a2a_events WHERE party_context_id = @contextId AND party_name = @name), 0),
+           COALESCE((SELECT floor FROM a2a_event_floors WHERE party_context_id = @contextId AND party_name = @name), 0)
+         ) AS seq`,
       ),
       insertEvent: db.prepare(
         `INSERT INTO a2a_events (party_context_id, party_name, seq, method, task_id, params, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?)`,
       ),
       eventsSince: db.prepare(
-        `SELECT seq, method, params FROM a2a_events WHERE party_context_id = ? AND party_name = ? AND seq > ?
+        `SELECT seq, method, task_id, params FROM a2a_events WHERE party_context_id = ? AND party_name = ? AND seq > ?
          ORDER BY seq LIMIT ?`,
       ),
       putActor: db.prepare(
@@ -199,6 +339,16 @@ export class A2AStore {
          AND NOT EXISTS (SELECT 1 FROM a2a_task_actors a WHERE a.task_id = t.task_id)`,
       ),
     };
+  }
+
+  /** A message of a task's history, by id (what a stored reference names). */
+  private readonly messageOf = (taskId: string, messageId: string): Message | undefined => {
+    const row = this.s.message.get(taskId, messageId) as MessageRow | undefined;
+    return row === undefined ? undefined : messageOfRow(row);
+  };
+
+  private head(raw: TaskHeadRaw): TaskHead {
+    return toHead(raw, this.messageOf);
   }
 
   // ---- agents ----
@@ -238,7 +388,7 @@ export class A2AStore {
       head.agentContextId,
       head.agentName,
       head.status.state,
-      JSON.stringify(head.status),
+      JSON.stringify(storedStatus(head.status)),
       creationMessageId,
       head.historyCount,
       head.createdAt,
@@ -248,7 +398,7 @@ export class A2AStore {
 
   taskHead(taskId: string): TaskHead | undefined {
     const raw = this.s.taskHead.get(taskId) as TaskHeadRaw | undefined;
-    return raw === undefined ? undefined : toHead(raw);
+    return raw === undefined ? undefined : this.head(raw);
   }
 
   /** The task a requester created with this message id, if any. */
@@ -267,7 +417,7 @@ export class A2AStore {
   writeHead(head: TaskHead): void {
     this.s.writeHead.run(
       head.status.state,
-      JSON.stringify(head.status),
+      JSON.stringify(storedStatus(head.status)),
       head.historyCount,
       head.updatedAt,
       head.taskId,
@@ -282,7 +432,8 @@ export class A2AStore {
       position,
       message.role,
       message.from,
-      JSON.stringify(message),
+      messageBody(message),
+      parentTaskOf(message),
     );
   }
 
@@ -313,7 +464,7 @@ export class A2AStore {
         : historyLength === 0
           ? []
           : this.s.historyTail.all(head.taskId, historyLength)
-    ) as { body: string }[];
+    ) as MessageRow[];
     const artifactRows = this.s.artifacts.all(head.taskId) as { body: string }[];
     return {
       kind: 'task',
@@ -323,7 +474,7 @@ export class A2AStore {
       agentContextId: head.agentContextId,
       requesterName: head.requesterName,
       status: head.status,
-      history: historyRows.map((r) => JSON.parse(r.body) as Message),
+      history: historyRows.map(messageOfRow),
       artifacts: artifactRows.map((r) => JSON.parse(r.body) as Artifact),
       createdAt: head.createdAt,
       updatedAt: head.updatedAt,
@@ -339,13 +490,13 @@ export class A2AStore {
           ? this.s.tasksAsWorker.all(party.contextId, party.name)
           : this.s.tasksAsEither.all({ contextId: party.contextId, name: party.name })
     ) as TaskHeadRaw[];
-    return raws.map(toHead);
+    return raws.map((raw) => this.head(raw));
   }
 
   /** Non-terminal tasks where the party is the requester (`role: requester`) or the worker. */
   openTasksOfParty(party: Party, role: 'requester' | 'worker'): TaskHead[] {
     const stmt = role === 'requester' ? this.s.openAsRequester : this.s.openAsWorker;
-    return (stmt.all(party.contextId, party.name) as TaskHeadRaw[]).map(toHead);
+    return (stmt.all(party.contextId, party.name) as TaskHeadRaw[]).map((raw) => this.head(raw));
   }
 
   // ---- artifacts ----
@@ -374,9 +525,9 @@ export class A2AStore {
 
   // ---- the durable event log ----
 
-  /** The next `seq` of a party: one more than the last ever written (never reused). */
+  /** The next `seq` of a party: one more than the last ever written (never reused, even once pruned). */
   nextSeq(party: Party): number {
-    return (this.s.lastSeq.get(party.contextId, party.name) as { seq: number }).seq + 1;
+    return (this.s.lastSeq.get({ contextId: party.contextId, name: party.name }) as { seq: number }).seq + 1;
   }
 
   /**
@@ -387,7 +538,9 @@ export class A2AStore {
    */
   appendEvent(party: Party, event: DurableEvent, taskId: string, at: string): void {
     const text = JSON.stringify(event.params);
-    this.s.insertEvent.run(party.contextId, party.name, event.seq, event.method, taskId, text, at);
+    const params = storedParams(event, party, taskId);
+    const stored = params === event.params ? text : JSON.stringify(params);
+    this.s.insertEvent.run(party.contextId, party.name, event.seq, event.method, taskId, stored, at);
     Object.defineProperty(event, LOGGED_PARAMS_TEXT, { value: text });
   }
 
@@ -395,9 +548,19 @@ export class A2AStore {
     const rows = this.s.eventsSince.all(party.contextId, party.name, after, limit) as {
       seq: number;
       method: NotificationMethod;
+      task_id: string;
       params: string;
     }[];
-    return rows.map((r) => ({ seq: r.seq, method: r.method, params: JSON.parse(r.params) }) as DurableEvent);
+    return rows.map((r) => {
+      const event = { seq: r.seq, method: r.method, params: paramsOfRow(r, party) } as DurableEvent;
+      const status = statusOf(event);
+      const ref = messageRefOf(status?.message);
+      if (status !== undefined && ref !== undefined) {
+        const message = this.messageOf(r.task_id, ref);
+        if (message !== undefined) status.message = message;
+      }
+      return event;
+    });
   }
 
   // ---- task actor snapshots ----
@@ -436,4 +599,19 @@ export function agentCard(row: AgentRow): AgentCard {
     description: row.description,
     skills: row.skills,
   };
+}
+
+/** The status an event carries: a status-update's, or a push's. */
+function statusOf(event: DurableEvent): TaskStatus | undefined {
+  if (event.method === 'a2a.push') return event.params.status;
+  const inner = event.params.event;
+  return inner.kind === 'status-update' ? inner.status : undefined;
+}
+
+/** The parent task a message's metadata names (`metadata.switchboard.parentTaskId`: the Coordinator's hop tasks). */
+function parentTaskOf(message: Message): string | null {
+  const switchboard = (message.metadata as { switchboard?: unknown } | undefined)?.switchboard;
+  if (switchboard === null || typeof switchboard !== 'object') return null;
+  const parent = (switchboard as { parentTaskId?: unknown }).parentTaskId;
+  return typeof parent === 'string' ? parent : null;
 }
