@@ -31,3 +31,7 @@ export * from '../protocol/item-output.js';
 export * from '../protocol/audit.js';
 // The operations console's HTTP API bodies.
 export * from '../protocol/console-api.js';
+// Cancels and retries of work items sent to the Coordinator (`switchboard items cancel|retry`).
+export * from '../protocol/item-control.js';
+// What a model agent keeps as its hop's checkpoint.
+export * from '../protocol/model-agent-checkpoint.js';
