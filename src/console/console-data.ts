@@ -571,7 +571,15 @@ function consoleHop(hop: HopRecord): ConsoleHop {
     outputTokens: hop.usage.outputTokens,
     costUsd: hop.usage.costUsd,
     elapsedMs: hop.usage.elapsedMs,
-    error: hop.error === null ? null : { type: hop.error.type, message: clip(hop.error.message) },
+    error:
+      hop.error === null
+        ? null
+        : {
+            type: hop.error.type,
+            message: clip(hop.error.message),
+            // A handler's thrown error keeps its stack (bounded when kept): shown under the hop.
+            ...(hop.error.stack === undefined ? {} : { stack: hop.error.stack }),
+          },
     dispatchedAt: hop.dispatchedAt,
     finishedAt: hop.finishedAt,
     answer: hop.kind === 'query' ? answerText(hop.reply) : null,

@@ -2,6 +2,8 @@ import { writeFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type Proc, isLog, readItems, runCli, startCli, terminate, until } from '../scaleout/processes.js';
 import { tempDir } from './helpers.js';
+import { ConsoleData } from '../../src/console/console-data.js';
+import { openDatabase } from '../../src/persistence/kernel/database.js';
 
 // A handler's bug, seen as an operator sees it: a real `switchboard
 // coordinator` and `switchboard worker` on one SQLite file, a handler that
@@ -81,6 +83,15 @@ describe("a handler's thrown error", () => {
     expect(hop?.error?.stack).toMatch(/^TypeError: Cannot read properties of undefined/);
     expect(hop?.error?.stack).toContain('at parseManifest (');
     expect(hop?.error?.stack).toContain('buggy-handler.mjs:2:');
+
+    // The console's item view reads the same: the hop's error with its stack.
+    const side = openDatabase(db, { readonly: true });
+    try {
+      const detail = await new ConsoleData({ kind: 'sqlite', db: side }).item(itemId);
+      expect(detail?.hops[0]?.error).toMatchObject({ type: 'TypeError', stack: hop?.error?.stack });
+    } finally {
+      side.close();
+    }
 
     // items show: the same stack under the hop table.
     const text = await runCli(['items', 'show', itemId, '--db', db]);

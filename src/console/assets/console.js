@@ -466,7 +466,17 @@ async function itemView(id) {
           { title: 'time', num: true, cell: (x) => ms(x.elapsedMs) },
           {
             title: 'error / answer',
-            cell: (x) => (x.error ? `${x.error.type}: ${x.error.message}` : (x.answer ?? '')),
+            cell: (x) =>
+              x.error
+                ? h(
+                    'div',
+                    {},
+                    `${x.error.type}: ${x.error.message}`,
+                    x.error.stack
+                      ? h('details', { class: 'stack' }, h('summary', {}, 'stack'), h('pre', {}, x.error.stack))
+                      : null,
+                  )
+                : (x.answer ?? ''),
           },
         ],
         hops,
