@@ -149,7 +149,9 @@ describe.skipIf(!available)('the console in a browser: people and trees', () => 
     await alice.page.goto(`${server.url}#token=${tokens.alice}`);
     await alice.page.locator('#token-state').getByText('actions enabled as alice').waitFor();
     await alice.page.goto(`${server.url}#/items/${encodeURIComponent(itemId)}`);
-    await alice.page.locator('.decide .as').getByText('as alice').waitFor();
+    // The approval box (and the cancel box beside it) names her.
+    const approvalBox = alice.page.locator('.decide', { has: alice.page.locator('[data-action="approve"]') });
+    await approvalBox.locator('.as').getByText('as alice').waitFor();
 
     const bob = await openPage();
     await bob.page.goto(`${server.url}#token=${tokens.bob}`);
@@ -171,6 +173,47 @@ describe.skipIf(!available)('the console in a browser: people and trees', () => 
     expect(await row.first().locator('table.kv').count()).toBe(1);
     // alice's open page hears of it live.
     await alice.page.locator('h1 .state.completed').waitFor({ timeout: 60_000 });
+
+    // alice cancels a second item at its gate with the Cancel button: the cancel is hers (her token), audited.
+    const second = await runCli([
+      'submit',
+      '--db',
+      db,
+      '--workflow',
+      'gated-release',
+      '--input',
+      'Ship more',
+      '--id',
+      'p2',
+    ]);
+    expect(second.code, second.stderr).toBe(0);
+    let secondId = '';
+    await until(
+      () => {
+        const row = read(db, (d) =>
+          d.prepare('SELECT id, state FROM coord_items WHERE id <> ? ORDER BY created_at DESC LIMIT 1').get(itemId),
+        ) as { id: string; state: string } | undefined;
+        secondId = row?.id ?? '';
+        return row?.state === 'awaiting-approval';
+      },
+      120_000,
+      'the second item to wait at the approval gate',
+    );
+    await alice.page.goto(`${server.url}#/items/${encodeURIComponent(secondId)}`);
+    // No name to give: the token is who cancels.
+    expect(await alice.page.locator('input[name="by"]').count()).toBe(0);
+    await alice.page.locator('input[name="cancel-reason"]').fill('not this week');
+    await alice.page.locator('[data-action="cancel"]').click();
+    await alice.page.locator('#notice').getByText(`cancel of ${secondId} sent`).waitFor();
+    await alice.page.locator('h1 .state.canceled').waitFor({ timeout: 120_000 });
+    const ended = read(db, (d) =>
+      d.prepare("SELECT data FROM audit_log WHERE item_id = ? AND kind = 'item-canceled'").all(secondId),
+    ) as { data: string }[];
+    expect(ended).toHaveLength(1);
+    expect(JSON.parse(ended[0]?.data as string)).toMatchObject({
+      state: 'canceled',
+      cancellation: { by: 'alice', reason: 'not this week' },
+    });
     for (const p of [alice, bob]) {
       expect([...p.hosts]).toEqual([new URL(server.url).host]);
       await p.page.context().close();
