@@ -428,7 +428,8 @@ async function itemView(id) {
           'div',
           { class: 'panel', id: 'output' },
           h('b', {}, 'Output '),
-          item.output.summary,
+          // The summary is the parts' text when there are parts: shown once, as parts.
+          result && result.parts.length > 0 ? null : item.output.summary,
           result ? h('div', { class: 'parts' }, partsView(result.parts)) : null,
           result?.artifacts.map((a) =>
             h('div', { class: 'artifact' }, h('b', {}, `Artifact ${a.name}`), partsView(a.parts)),
