@@ -1,3 +1,4 @@
+import { silentLogger } from '../../src/log/logger.js';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -190,6 +191,8 @@ export async function openFixture(options: Partial<CoordinatorOptions> = {}, dir
     coordinator = await createCoordinator({
       definitions: [devSdlc],
       deployments: deployments(),
+      // Quiet unless a test asks for logs: the default logger warns on stderr of the failures tests cause on purpose.
+      logger: silentLogger(),
       ...(await storage.options()),
       ...options,
     });
