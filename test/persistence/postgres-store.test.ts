@@ -5,7 +5,7 @@ import { PostgresAuditLog } from '../../src/persistence/audit/postgres-chain.js'
 import type { PgQuery } from '../../src/persistence/coordinator/postgres-client.js';
 import { PostgresLease } from '../../src/persistence/coordinator/postgres-lease.js';
 import { COMMIT_STATEMENT, FENCED_COMMIT_STATEMENT } from '../../src/persistence/coordinator/postgres-commit.js';
-import { PostgresCoordinatorStore } from '../../src/persistence/coordinator/postgres-store.js';
+import { COORDINATOR_PG_SCHEMA, PostgresCoordinatorStore } from '../../src/persistence/coordinator/postgres-store.js';
 import {
   type PgPool,
   PostgresError,
@@ -389,14 +389,17 @@ for (const sink of ['append', 'one statement'] as const)
     if (sink === 'one statement')
       it('the one-statement commit reads the rows it updates by their keys, however many rows the tables hold (a version-1 database is migrated to it)', async () => {
         const { pool, url } = await open();
-        // A database made before version 2: the function goes, and opening the store brings it back.
-        await pool.query('DROP FUNCTION coord_batch_rows(jsonb); DROP FUNCTION coord_not_leading()');
+        // A database made before version 2 (and 3): the functions and the users' table go, and opening the
+        // store brings them back.
+        await pool.query(
+          'DROP FUNCTION coord_batch_rows(jsonb); DROP FUNCTION coord_not_leading(); DROP TABLE coord_console_users',
+        );
         await pool.query("UPDATE schema_version SET version = 1 WHERE component = 'coordinator'");
         const reopened = await PostgresCoordinatorStore.open(pool);
         expect(reopened).toBeDefined();
         expect(
           (await pool.query("SELECT version FROM schema_version WHERE component = 'coordinator'")).rows[0].version,
-        ).toBe(2);
+        ).toBe(COORDINATOR_PG_SCHEMA.current);
         // Tables of some thousands of rows, as a Coordinator that ran a while has.
         await pool.query(
           `INSERT INTO coord_items (id, workflow_id, workflow_version, state, input, created_at, updated_at)

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import {
   AgentCard as SdkAgentCard,
   Message as SdkMessage,
@@ -46,6 +47,10 @@ function json<T>(value: T): T {
 describe('the v1.0 shapes of this broker are the SDK’s', () => {
   fcTest.prop([taskArb], { numRuns: 100 })('a task, read and written by the SDK, is the same task', (task) => {
     const ours = json(taskToV1(TaskSchema.parse(json(task))));
+    // A data part whose value is JSON null (a v0.3 `{value: null}` carried as wrapped): the SDK reads the
+    // null Value as no member at all, so it cannot carry it (docs/interop.md says so); every other task must
+    // come back the same.
+    fc.pre(!JSON.stringify(ours).includes('"data":null'));
     const sdk = SdkTask.toJSON(SdkTask.fromJSON(ours));
     expect(sdk).toEqual(canonical(ours));
     expect(V1TaskSchema.parse(sdk)).toBeDefined();

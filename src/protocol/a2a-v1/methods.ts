@@ -14,6 +14,7 @@ import type {
   TaskResult,
 } from '../methods.js';
 import { ListAgentsParamsSchema } from '../methods.js';
+import { PruneParamsSchema } from '../retention.js';
 import { parseParams } from '../parse.js';
 import { V1_CARRY_KEY, withExtras } from './carry.js';
 import { TASK_STATE_V03 } from './field-table.js';
@@ -285,6 +286,14 @@ export const V1_LOCAL_METHODS: Readonly<Record<string, V1Method>> = {
           return { ...r, card: agentCardToV1(r.card, version) };
         },
       };
+    },
+  },
+  'broker.tasks.prune': {
+    serves: 'broker.tasks.prune',
+    note: 'as on version 10 (the broker’s own method: no A2A shapes in it)',
+    call(raw) {
+      const p = parseParams(PruneParamsSchema, raw);
+      return { method: 'broker.tasks.prune', params: p, answer: (result) => result };
     },
   },
   'a2a.agents.deregister': {
