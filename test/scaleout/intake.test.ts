@@ -7,7 +7,9 @@ import {
   submitApproval,
   submitItems,
 } from '../../src/actors/coordinator/intake.js';
+import { submitControl } from '../../src/actors/coordinator/item-controls.js';
 import { silentLogger } from '../../src/log/logger.js';
+import { CONTROLS_ROLE } from '../../src/protocol/item-control.js';
 import { type Fixture, openFixture, tempDir, until } from '../coordinator/helpers.js';
 
 /**
@@ -135,4 +137,35 @@ describe('the Coordinator intake ($items, $approvals)', () => {
     await submitApproval(coordinator.bus, { itemId, approver: 'release-manager', decision: 'approve' });
     expect((await coordinator.settled(itemId)).state).toBe('completed');
   }, 60_000);
+
+  it('takes back at once the requests a dead intake held, on $controls too: a cancel leased for an hour is carried out', async () => {
+    const { fixture, intake } = await start();
+    const itemId = await fixture.coordinator.createWorkItem({ workflow: 'dev-sdlc', input: 'Add rate limiting' });
+    await intake.close();
+    open.splice(0);
+    await submitControl(fixture.coordinator.bus, {
+      type: 'switchboard.cancel',
+      itemId,
+      by: 'ops',
+      reason: 'wrong ticket',
+    });
+    // A leader takes the cancel under an hour's lease and dies before carrying it out.
+    const held = await fixture.coordinator.bus.consume(CONTROLS_ROLE, {
+      consumer: 'dead-intake',
+      visibilityTimeoutMs: 3_600_000,
+    });
+    expect(held).toHaveLength(1);
+    const next = new CoordinatorIntake({
+      coordinator: fixture.coordinator,
+      bus: fixture.coordinator.bus,
+      logger: silentLogger(),
+      consumer: 'next-intake',
+      visibilityTimeoutMs: 5_000,
+    });
+    await next.start();
+    open.push({ fixture, intake: next });
+    const done = await fixture.coordinator.settled(itemId, { timeoutMs: 20_000 });
+    expect(done.state).toBe('canceled');
+    expect(await fixture.coordinator.bus.ack(held[0]!)).toBe(false);
+  });
 });

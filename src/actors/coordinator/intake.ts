@@ -153,25 +153,28 @@ export class CoordinatorIntake {
         if (item.state === 'awaiting-approval') this.#approve(item.id, approver);
       }
     }
-    // What an earlier intake held (a leader that died) is handed out again now.
-    for (const role of [ITEMS_ROLE, APPROVALS_ROLE]) {
+    const handlers: [string, (d: Delivery) => Promise<void>][] = [
+      [ITEMS_ROLE, (d) => this.#createItem(d)],
+      [APPROVALS_ROLE, (d) => this.#decide(d)],
+      [
+        CONTROLS_ROLE,
+        (d) =>
+          handleControl(d, {
+            coordinator: this.#o.coordinator,
+            bus: this.#o.bus,
+            logger: this.#log,
+            itemFor: (requestId) => this.#requests.get(requestId),
+            remember: (requestId, itemId) => this.#requests.set(requestId, itemId),
+            refuse: (delivery, type, message) => this.#refuse(delivery, type, message),
+          }),
+      ],
+    ];
+    // What an earlier intake held (a leader that died) is handed out again now, on every role it takes.
+    for (const [role] of handlers) {
       const taken = await this.#o.bus.expireLeases(role);
       if (taken > 0) this.#log.info({ role, requests: taken }, 'took back the requests an earlier Coordinator held');
     }
-    this.#loops.push(this.#loop(ITEMS_ROLE, (d) => this.#createItem(d)));
-    this.#loops.push(this.#loop(APPROVALS_ROLE, (d) => this.#decide(d)));
-    this.#loops.push(
-      this.#loop(CONTROLS_ROLE, (d) =>
-        handleControl(d, {
-          coordinator: this.#o.coordinator,
-          bus: this.#o.bus,
-          logger: this.#log,
-          itemFor: (requestId) => this.#requests.get(requestId),
-          remember: (requestId, itemId) => this.#requests.set(requestId, itemId),
-          refuse: (delivery, type, message) => this.#refuse(delivery, type, message),
-        }),
-      ),
-    );
+    for (const [role, handle] of handlers) this.#loops.push(this.#loop(role, handle));
   }
 
   #approve(itemId: string, approver: string): void {
