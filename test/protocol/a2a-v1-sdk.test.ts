@@ -61,6 +61,8 @@ describe('the v1.0 shapes of this broker are the SDK’s', () => {
     if (event.kind === 'artifact-update') TaskArtifactUpdateEventSchema.parse(json(event));
     const ours = json(taskEventToV1(event));
     if ('agentUpdate' in ours) return; // this broker's own member: the SDK has none
+    // A null data Value: the SDK reads it as a part with no member (see the task property above).
+    fc.pre(!JSON.stringify(ours).includes('"data":null'));
     const sdk = SdkStreamResponse.toJSON(SdkStreamResponse.fromJSON(ours));
     expect(sdk).toEqual(canonical(ours));
     expect(V1StreamResponseSchema.parse(sdk)).toBeDefined();
