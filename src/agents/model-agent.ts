@@ -22,9 +22,9 @@ import {
   jsonInText,
   resumeOutput,
   toolMessage,
-  toolOutput,
   userMessage,
 } from './conversation.js';
+import { MCP_TOOL_SEPARATOR, type McpServerConfig, McpServerError, McpServers } from './mcp/mcp-servers.js';
 import {
   DEFAULT_PRICING,
   type ModelPricing,
@@ -35,9 +35,17 @@ import {
   priceOf,
   stepCost,
 } from './pricing.js';
-import { type ModelStep, type ModelToolCall, type ToolDeclaration, callModel, outputSchemaOf } from './sdk.js';
-import { type AgentBudget, budgetStop, modelStepKey, toolStepKey } from './steps.js';
+import {
+  type ModelStep,
+  type ModelToolCall,
+  type ToolDeclaration,
+  callModel,
+  jsonSchemaOf,
+  outputSchemaOf,
+} from './sdk.js';
+import { type AgentBudget, budgetStop, modelStepKey } from './steps.js';
 import { ASK_TOOL, DELEGATE_TOOL, parseAsk, parseDelegate } from './suspending-tools.js';
+import { type AgentTool, type ToolRun, agentToolRuns, mcpToolRuns, runTool } from './tool-runs.js';
 
 /**
  * A language model as the AI SDK gives it (`openai('gpt-4o')`,
@@ -50,18 +58,7 @@ export interface AgentLanguageModel {
   readonly modelId: string;
 }
 
-/**
- * A tool as the AI SDK's `tool()` makes it: what the model reads
- * (`description`, `inputSchema`: zod, Standard Schema or `jsonSchema()`), and
- * `execute`, run once per call whatever the redeliveries (its value is
- * recorded; give external systems `effects.key` of the call as their
- * idempotency key).
- */
-export interface AgentTool {
-  description?: string;
-  inputSchema: unknown;
-  execute?(input: never, options: { toolCallId: string; messages: unknown[]; abortSignal: AbortSignal }): unknown;
-}
+export type { AgentTool } from './tool-runs.js';
 
 /** What a model agent is: its model, instructions, tools, prices and limits. */
 export interface ModelAgentOptions {
@@ -71,6 +68,13 @@ export interface ModelAgentOptions {
   system?: string;
   /** Tools the model may call, by name (`ask` and `delegate` are the agent's own). */
   tools?: Record<string, AgentTool>;
+  /**
+   * MCP servers whose tools the model may call, by a name of letters, digits,
+   * `-` and `_`: stdio (`{ command, args?, env?, cwd? }`) or streamable HTTP
+   * (`{ url, headers? }`). Server `fs`'s tool `read` is the model's
+   * `fs__read`. Connected by the first hop (or `connect()`), closed by `close()`.
+   */
+  mcpServers?: Record<string, McpServerConfig>;
   /** The model's price, or a table to look it up in (default: `DEFAULT_PRICING`); a model with no price is refused. */
   pricing?: ModelPricing | PricingTable;
   /** Model calls per hop, over its suspensions (default 20): one more fails the hop `MaxStepsExceeded`. */
@@ -116,6 +120,18 @@ function segmentUsage(spent: AgentSpend, since: AgentSpend, model: string): Usag
 }
 
 /**
+ * A model agent: a worker handler, with its MCP servers' lifetime. `connect()`
+ * connects the servers and lists their tools (the first hop does it
+ * otherwise), so that a bad server stops a worker before it takes work;
+ * `close()` closes them (a stdio server's process ends): call it once the
+ * worker has stopped. Both do nothing for an agent without MCP servers.
+ */
+export type ModelAgent = WorkHandler & {
+  connect(): Promise<void>;
+  close(): Promise<void>;
+};
+
+/**
  * A worker handler that runs a model through the Vercel AI SDK: the hop's
  * input (after the item's earlier outputs) is the first user message; the
  * model calls tools until it answers, and its answer completes the hop (text,
@@ -123,9 +139,10 @@ function segmentUsage(spent: AgentSpend, since: AgentSpend, model: string): Usag
  * whole conversation as its checkpoint; the answer resumes it, in any worker
  * process, as the tool's result. Each model call and tool call runs once per
  * hop (recorded through `effects.once`); each hop reports its priced usage.
- * `ai` is imported when the first hop runs.
+ * The tools of `mcpServers` are called through the MCP SDK client, each call
+ * a step run once like any tool's. `ai` is imported when the first hop runs.
  */
-export function createModelAgent(options: ModelAgentOptions): WorkHandler {
+export function createModelAgent(options: ModelAgentOptions): ModelAgent {
   const pricing = priceFor(options);
   const maxSteps = options.maxSteps ?? DEFAULT_MAX_STEPS;
   if (!Number.isInteger(maxSteps) || maxSteps < 1) {
@@ -145,8 +162,34 @@ export function createModelAgent(options: ModelAgentOptions): WorkHandler {
   const model = options.model;
   const modelName = model.modelId;
   const label = `${model.provider}:${model.modelId}`;
+  const mcp =
+    options.mcpServers === undefined || Object.keys(options.mcpServers).length === 0
+      ? undefined
+      : new McpServers(options.mcpServers);
+  const ownRuns = agentToolRuns(tools);
 
-  return async (hop: HopInput): Promise<HandlerResult> => {
+  /** The MCP servers' tools (connecting the servers not connected yet): their declarations and runs. */
+  async function mcpTools(): Promise<{ declarations: Record<string, ToolDeclaration>; runs: Record<string, ToolRun> }> {
+    if (mcp === undefined) return { declarations: {}, runs: {} };
+    const listed = await mcp.tools();
+    const declarations: Record<string, ToolDeclaration> = {};
+    for (const tool of listed) {
+      if (Object.hasOwn(tools, tool.name) || tool.name === 'ask' || tool.name === 'delegate') {
+        throw new McpServerError(
+          'MCP_TOOL_NAME_TAKEN',
+          `the tool ${tool.tool} of the MCP server ${tool.server} is named ${tool.name} (server${MCP_TOOL_SEPARATOR}tool), the name of another tool of the agent: rename the server in mcpServers or your tool`,
+          { details: { server: tool.server, tool: tool.tool } },
+        );
+      }
+      declarations[tool.name] = {
+        inputSchema: await jsonSchemaOf(tool.inputSchema),
+        ...(tool.description === undefined ? {} : { description: tool.description }),
+      };
+    }
+    return { declarations, runs: mcpToolRuns(mcp, listed) };
+  }
+
+  const handler = async (hop: HopInput): Promise<HandlerResult> => {
     const declarations: Record<string, ToolDeclaration> = {};
     for (const [name, tool] of Object.entries(tools)) {
       declarations[name] = {
@@ -154,6 +197,9 @@ export function createModelAgent(options: ModelAgentOptions): WorkHandler {
         ...(tool.description === undefined ? {} : { description: tool.description }),
       };
     }
+    const fromMcp = await mcpTools();
+    Object.assign(declarations, fromMcp.declarations);
+    const runs: Record<string, ToolRun> = { ...ownRuns, ...fromMcp.runs };
     if (options.ask !== false) declarations.ask = await ASK_TOOL(askRoles);
     if (options.delegate === true) declarations.delegate = await DELEGATE_TOOL();
     const output = options.outputSchema === undefined ? undefined : await outputSchemaOf(options.outputSchema);
@@ -257,7 +303,7 @@ export function createModelAgent(options: ModelAgentOptions): WorkHandler {
                 type: 'error-text',
                 value: call.invalid ?? 'one ask or delegate at a time: call it again after this one is answered',
               }
-            : await runTool(hop, tools, call, thisStep, messages),
+            : await runTool(hop, runs, call, thisStep, messages),
         });
       }
       if (results.length > 0) messages = [...messages, toolMessage(results)];
@@ -276,6 +322,14 @@ export function createModelAgent(options: ModelAgentOptions): WorkHandler {
       }
     }
   };
+  return Object.assign(handler, {
+    connect: async () => {
+      await mcpTools();
+    },
+    close: async () => {
+      await mcp?.close();
+    },
+  });
 }
 
 /** The suspension an `ask` or `delegate` call makes, or the error result a bad one gets. */
@@ -296,28 +350,4 @@ function suspendingCall(
   const child = parseDelegate(call.input);
   if ('error' in child) return { error: { type: 'error-text', value: child.error } };
   return { result: spawn([child]) };
-}
-
-/** Runs one tool call once per hop: its value (or its error) is recorded, and replayed on a redelivery. */
-async function runTool(
-  hop: HopInput,
-  tools: Record<string, AgentTool>,
-  call: ModelToolCall,
-  step: number,
-  messages: ConversationMessage[],
-): Promise<ToolOutput> {
-  if (call.invalid !== undefined) return { type: 'error-text', value: call.invalid };
-  const tool = Object.hasOwn(tools, call.toolName) ? tools[call.toolName] : undefined;
-  if (tool?.execute === undefined) {
-    return { type: 'error-text', value: `there is no tool ${call.toolName} to run` };
-  }
-  const execute = tool.execute.bind(tool) as (input: unknown, options: unknown) => unknown;
-  return hop.effects.once(toolStepKey(step, call.toolCallId), async (): Promise<ToolOutput> => {
-    try {
-      const value = await execute(call.input, { toolCallId: call.toolCallId, messages, abortSignal: hop.signal });
-      return JSON.parse(JSON.stringify(toolOutput(value))) as ToolOutput;
-    } catch (error) {
-      return { type: 'error-text', value: error instanceof Error ? error.message : String(error) };
-    }
-  });
 }

@@ -78,6 +78,8 @@ export const ERROR_CODES = {
   ConsoleError: ['CONSOLE_LISTEN_FAILED'],
   /** `switchboard console users`: a name already holding a live token, or no such user. */
   ConsoleUserError: ['CONSOLE_USER_EXISTS', 'CONSOLE_USER_UNKNOWN'],
+  /** A model agent's MCP server: it cannot be reached, or its tools' names clash with other tools. */
+  McpServerError: ['MCP_SERVER_UNREACHABLE', 'MCP_TOOL_NAME_TAKEN'],
 } as const satisfies Record<string, readonly string[]>;
 
 /** The name of one error class of switchboard (a key of `ERROR_CODES`). */
