@@ -156,7 +156,14 @@ export type { PoolDeployment } from './machines/pool-machine.js';
 
 // Model agents: a model run through the Vercel AI SDK as a worker handler.
 export { createModelAgent } from './agents/model-agent.js';
-export type { ModelAgentOptions, AgentLanguageModel, AgentTool } from './agents/model-agent.js';
+export type { ModelAgent, ModelAgentOptions, AgentLanguageModel, AgentTool } from './agents/model-agent.js';
+export { McpServerError } from './agents/mcp/mcp-servers.js';
+export type {
+  McpServerConfig,
+  McpStdioServer,
+  McpHttpServer,
+  McpServerErrorCode,
+} from './agents/mcp/mcp-servers.js';
 export { DEFAULT_PRICING } from './agents/pricing.js';
 export type { ModelPricing, PricingTable } from './agents/pricing.js';
 export type { AgentBudget } from './agents/steps.js';

@@ -3,8 +3,30 @@ import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
-import type { WorkHandler } from '../actors/worker/handler.js';
-import { type AgentLanguageModel, createModelAgent } from './model-agent.js';
+import type { McpServerConfig } from './mcp/mcp-servers.js';
+import { type AgentLanguageModel, type ModelAgent, createModelAgent } from './model-agent.js';
+
+/**
+ * A value of an MCP server's `env` or `headers` in an agent file: the value
+ * itself, or `{ "fromEnv": "NAME" }`, read from the worker's environment
+ * variable NAME when the file is loaded (so that the file holds no secret).
+ */
+const SecretValueSchema = z.union([z.string(), z.strictObject({ fromEnv: z.string().min(1) })]);
+
+/** An MCP server of an agent file: stdio (`command`) or streamable HTTP (`url`). */
+const AgentFileMcpServerSchema = z.union([
+  z.strictObject({
+    command: z.string().min(1),
+    args: z.array(z.string()).optional(),
+    env: z.record(z.string(), SecretValueSchema).optional(),
+    /** Relative to the agent file. */
+    cwd: z.string().min(1).optional(),
+  }),
+  z.strictObject({
+    url: z.url({ protocol: /^https?$/ }),
+    headers: z.record(z.string(), SecretValueSchema).optional(),
+  }),
+]);
 
 /**
  * An agent file (`switchboard worker --agent FILE`): the provider package and
@@ -32,6 +54,8 @@ export const AgentFileSchema = z.strictObject({
     .optional(),
   ask: z.union([z.boolean(), z.strictObject({ roles: z.array(z.string().min(1)).min(1) })]).optional(),
   delegate: z.boolean().optional(),
+  /** MCP servers whose tools the model may call (`createModelAgent`'s `mcpServers`). */
+  mcpServers: z.record(z.string().regex(/^[A-Za-z0-9_-]+$/), AgentFileMcpServerSchema).optional(),
 });
 /** An agent file (inferred from `AgentFileSchema`). */
 export type AgentFile = z.infer<typeof AgentFileSchema>;
@@ -90,8 +114,57 @@ export async function agentModel(file: AgentFile, fileDir: string): Promise<Agen
   return m as AgentLanguageModel;
 }
 
+/** A file's `env` or `headers`, each `{ fromEnv }` read from the environment: a variable not set is refused. */
+function secretValues(
+  values: Record<string, string | { fromEnv: string }> | undefined,
+  where: string,
+  env: NodeJS.ProcessEnv,
+): Record<string, string> | undefined {
+  if (values === undefined) return undefined;
+  const resolved: Record<string, string> = {};
+  for (const [key, value] of Object.entries(values)) {
+    if (typeof value === 'string') resolved[key] = value;
+    else {
+      const read = env[value.fromEnv];
+      if (read === undefined) {
+        throw new AgentFileError(
+          `${where}.${key} is read from the environment variable ${value.fromEnv}, which is not set: set it for the worker`,
+        );
+      }
+      resolved[key] = read;
+    }
+  }
+  return resolved;
+}
+
+/** The MCP servers of an agent file as `createModelAgent` takes them: values read from the environment, paths from the file's folder. */
+export function agentFileMcpServers(
+  file: AgentFile,
+  fileDir: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Record<string, McpServerConfig> | undefined {
+  if (file.mcpServers === undefined) return undefined;
+  const servers: Record<string, McpServerConfig> = {};
+  for (const [name, server] of Object.entries(file.mcpServers)) {
+    const where = `mcpServers.${name}`;
+    if ('command' in server) {
+      const serverEnv = secretValues(server.env, `${where}.env`, env);
+      servers[name] = {
+        command: server.command,
+        ...(server.args === undefined ? {} : { args: server.args }),
+        ...(serverEnv === undefined ? {} : { env: serverEnv }),
+        ...(server.cwd === undefined ? {} : { cwd: resolve(fileDir, server.cwd) }),
+      };
+    } else {
+      const headers = secretValues(server.headers, `${where}.headers`, env);
+      servers[name] = { url: server.url, ...(headers === undefined ? {} : { headers }) };
+    }
+  }
+  return servers;
+}
+
 /** Reads an agent file and makes its handler (`createModelAgent`); the AI SDK is checked to be installed. */
-export async function loadAgentFile(path: string): Promise<{ handler: WorkHandler; file: AgentFile }> {
+export async function loadAgentFile(path: string): Promise<{ handler: ModelAgent; file: AgentFile }> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
@@ -108,7 +181,7 @@ export async function loadAgentFile(path: string): Promise<{ handler: WorkHandle
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     throw new AgentFileError(
-      `the agent file ${path}: ${issue?.path.join('.') || '(top)'}: ${issue?.message} (it holds { provider, model, system?, pricing?, maxSteps?, budget?, ask?, delegate? })`,
+      `the agent file ${path}: ${issue?.path.join('.') || '(top)'}: ${issue?.message} (it holds { provider, model, system?, pricing?, maxSteps?, budget?, ask?, delegate?, mcpServers? })`,
     );
   }
   try {
@@ -117,7 +190,14 @@ export async function loadAgentFile(path: string): Promise<{ handler: WorkHandle
     throw new AgentFileError('model agents need the Vercel AI SDK: install it with `npm install ai`');
   }
   const file = parsed.data;
-  const model = await agentModel(file, dirname(resolve(path)));
+  const fileDir = dirname(resolve(path));
+  const model = await agentModel(file, fileDir);
+  let mcpServers: Record<string, McpServerConfig> | undefined;
+  try {
+    mcpServers = agentFileMcpServers(file, fileDir);
+  } catch (error) {
+    throw new AgentFileError(`the agent file ${path}: ${(error as Error).message}`);
+  }
   const handler = createModelAgent({
     model,
     ...(file.system === undefined ? {} : { system: file.system }),
@@ -126,6 +206,7 @@ export async function loadAgentFile(path: string): Promise<{ handler: WorkHandle
     ...(file.budget === undefined ? {} : { budget: file.budget }),
     ...(file.ask === undefined ? {} : { ask: file.ask }),
     ...(file.delegate === undefined ? {} : { delegate: file.delegate }),
+    ...(mcpServers === undefined ? {} : { mcpServers }),
   });
   return { handler, file };
 }

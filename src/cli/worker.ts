@@ -7,6 +7,7 @@ import { type Pool, createPool } from '../actors/worker/pool.js';
 import { NonRetryableError, type WorkHandler, WorkerError } from '../actors/worker/worker.js';
 import type { WorkQueue } from '../bus/work-queue.js';
 import { loadAgentFile } from '../agents/agent-file.js';
+import type { ModelAgent } from '../agents/model-agent.js';
 import { DEMO_HANDLERS } from '../demo/roles.js';
 import { LOG_LEVELS } from '../log/logger.js';
 import type { ContextStore } from '../persistence/context/sqlite-store.js';
@@ -60,8 +61,8 @@ Options:
                           each hop's role; this or --agent is required
   --agent FILE            a model agent instead of a handler module: a JSON
                           file naming an AI SDK provider package and model,
-                          the system prompt, pricing and limits
-                          (docs/agents.md); API keys come from the
+                          the system prompt, pricing, limits and MCP
+                          servers (docs/agents.md); API keys come from the
                           provider's environment variables
 ${BUS_HELP}
   --db PATH               with the default bus: the Coordinator's SQLite file
@@ -193,14 +194,23 @@ async function runWorker({
   let bus: WorkQueue | undefined;
   let contextStore: ContextStore | undefined;
   const pools: Pool[] = [];
+  let agent: ModelAgent | undefined;
   try {
     let handler: WorkHandler;
     try {
       if (flags.agent !== undefined) {
         const loaded = await loadAgentFile(flags.agent);
-        handler = loaded.handler;
+        agent = loaded.handler;
+        handler = agent;
+        // Its MCP servers are connected now: a server that cannot be reached stops the worker before it takes work.
+        await agent.connect();
         log.info(
-          { agent: flags.agent, provider: loaded.file.provider, model: loaded.file.model },
+          {
+            agent: flags.agent,
+            provider: loaded.file.provider,
+            model: loaded.file.model,
+            mcpServers: Object.keys(loaded.file.mcpServers ?? {}),
+          },
           'model agent loaded',
         );
       } else handler = await loadHandler(flags.handler!);
@@ -258,6 +268,7 @@ async function runWorker({
     return 0;
   } finally {
     await Promise.all(pools.map((pool) => pool.stop().catch(() => {})));
+    await agent?.close().catch((error: unknown) => log.warn({ err: error }, 'closing the MCP servers failed'));
     await contextStore?.close().catch((error: unknown) => log.warn({ err: error }, 'closing the context store failed'));
     await bus?.close().catch((error: unknown) => log.warn({ err: error }, 'closing the bus failed'));
   }
