@@ -1,0 +1,78 @@
+import { MockLanguageModelV3 } from 'ai/test';
+import type { Effects, HopInput, HopResume } from '../../src/actors/worker/handler.js';
+
+// A model agent's hop as the worker runs it, for tests: the AI SDK's
+// MockLanguageModelV3 scripted turn by turn, and an in-memory effects journal
+// (the worker's is the Context Engine's).
+
+type Generate = Awaited<ReturnType<MockLanguageModelV3['doGenerate']>>;
+
+export function usage(input: number, output: number): Generate['usage'] {
+  return {
+    inputTokens: { total: input, noCache: input, cacheRead: 0, cacheWrite: undefined },
+    outputTokens: { total: output, text: output, reasoning: 0 },
+  };
+}
+export function text(value: string): Generate {
+  return {
+    content: [{ type: 'text', text: value }],
+    finishReason: { unified: 'stop', raw: 'stop' },
+    usage: usage(100, 20),
+    warnings: [],
+  };
+}
+export function toolCall(name: string, input: unknown, id: string): Generate {
+  return {
+    content: [{ type: 'tool-call', toolCallId: id, toolName: name, input: JSON.stringify(input) }],
+    finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+    usage: usage(100, 20),
+    warnings: [],
+  };
+}
+
+/** A mock that answers its turns in order. */
+export function scripted(turns: Generate[]): MockLanguageModelV3 {
+  let n = 0;
+  return new MockLanguageModelV3({
+    modelId: 'gpt-4o-mini',
+    doGenerate: async () => {
+      const turn = turns[n++];
+      if (turn === undefined) throw new Error(`the script has no turn ${n}`);
+      return turn;
+    },
+  });
+}
+
+/** An effects journal in memory: `once` records each step's result as JSON and replays it. */
+export function journal(): Effects & { records: Map<string, unknown> } {
+  const records = new Map<string, unknown>();
+  return {
+    records,
+    key: (key) => `hop-key/${key}`,
+    async once(key, fn) {
+      if (records.has(key)) return records.get(key) as never;
+      const value = await fn();
+      records.set(key, JSON.parse(JSON.stringify(value)));
+      return value;
+    },
+    atomic() {
+      throw new Error('not used');
+    },
+  };
+}
+
+export function hopInput(input: string, effects: Effects, resume?: HopResume): HopInput {
+  const headers = { taskId: 't1', runId: 'item-1', hop: 0, attempt: 1, idempotencyKey: 'item-1/0/1' };
+  const message = { role: 'user' as const, parts: [{ kind: 'text' as const, text: input }] };
+  return {
+    role: 'coding',
+    envelope: { kind: 'work', headers, message },
+    headers,
+    message,
+    context: { runId: 'item-1', outputs: [], memory: {} },
+    resume,
+    effects,
+    delivery: { id: 'd1', deliveries: 1 },
+    signal: new AbortController().signal,
+  };
+}
