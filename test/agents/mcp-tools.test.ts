@@ -31,7 +31,7 @@ function stdioServer(name: string) {
   const countFile = join(dir, `${name}.calls`);
   const pidFile = join(dir, `${name}.pid`);
   return {
-    config: { command: process.execPath, args: [FIXTURE], env: { COUNT_FILE: countFile, PID_FILE: pidFile } },
+    config: { command: process.execPath, args: [FIXTURE], env: { COUNT_FILE: countFile, PID_FILE: pidFile, KEEP_ALIVE: '1' } },
     calls: (): { tool: string; input: unknown }[] =>
       existsSync(countFile)
         ? readFileSync(countFile, 'utf8')
