@@ -325,12 +325,16 @@ describe('switchboard worker --agent', () => {
         export: 'scripted',
         model: 'unset-mcp',
         pricing: PRICE,
-        mcpServers: { web: { url: 'http://127.0.0.1:9/mcp', headers: { Authorization: { fromEnv: 'SB_TEST_UNSET_VAR' } } } },
+        mcpServers: {
+          web: { url: 'http://127.0.0.1:9/mcp', headers: { Authorization: { fromEnv: 'SB_TEST_UNSET_VAR' } } },
+        },
       }),
     );
     const run = await runCli(['worker', '--db', join(dir, 'z.db'), '--role', 'coding', '--agent', file]);
     expect(run.code).toBe(1);
-    expect(run.stderr).toContain('mcpServers.web.headers.Authorization is read from the environment variable SB_TEST_UNSET_VAR');
+    expect(run.stderr).toContain(
+      'mcpServers.web.headers.Authorization is read from the environment variable SB_TEST_UNSET_VAR',
+    );
   }, 60_000);
 
   it('names the provider package to install when it is missing, and exits 1', async () => {

@@ -31,7 +31,11 @@ function stdioServer(name: string) {
   const countFile = join(dir, `${name}.calls`);
   const pidFile = join(dir, `${name}.pid`);
   return {
-    config: { command: process.execPath, args: [FIXTURE], env: { COUNT_FILE: countFile, PID_FILE: pidFile, KEEP_ALIVE: '1' } },
+    config: {
+      command: process.execPath,
+      args: [FIXTURE],
+      env: { COUNT_FILE: countFile, PID_FILE: pidFile, KEEP_ALIVE: '1' },
+    },
     calls: (): { tool: string; input: unknown }[] =>
       existsSync(countFile)
         ? readFileSync(countFile, 'utf8')
@@ -175,7 +179,7 @@ describe('a model agent with a stdio MCP server', () => {
       createModelAgent({
         model: scripted([]),
         pricing: PRICE,
-        mcpServers: { 'a__b': { command: 'node' } },
+        mcpServers: { a__b: { command: 'node' } },
       }),
     ).toThrow(/letters, digits, - and single _/);
     expect(() =>
