@@ -34,6 +34,7 @@ const ROOT_VALUES = [
   'FilePartSchema',
   'ItemOutputSchema',
   'MCP_DEFAULT_MAX_WAIT_SECONDS',
+  'McpServerError',
   'METHODS',
   'MessageSchema',
   'MessageSendSchema',
