@@ -144,6 +144,20 @@ describe('a model agent with a stdio MCP server', () => {
     await agent.close();
   }, 60_000);
 
+  it('a call the hop stops (its lease lost) fails the hop and is not recorded, so a redelivery runs it again', async () => {
+    const server = stdioServer('abort');
+    const model = scripted([toolCall('counter__sleep', { ms: 60_000 }, 'z1'), text('Slept.')]);
+    const agent = agentOf({ model, pricing: PRICE, mcpServers: { counter: server.config } });
+    const effects = journal();
+    const stop = new AbortController();
+    const hop = Promise.resolve(agent({ ...hopInput('Sleep', effects), signal: stop.signal })).catch((e: unknown) => e);
+    await until(() => server.calls().length === 1, 'the server to get the call');
+    stop.abort(new Error('the lease was lost'));
+    expect(await hop).toBeInstanceOf(Error);
+    expect([...effects.records.keys()]).toEqual(['model/0']);
+    await agent.close();
+  }, 60_000);
+
   it('a server that cannot start fails the hop, retryably, naming the server and what to check', async () => {
     const model = scripted([text('never')]);
     const agent = agentOf({

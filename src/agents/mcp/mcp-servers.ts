@@ -154,7 +154,10 @@ export class McpServers {
     return tools;
   }
 
-  /** Calls a listed tool on its server: its result as the model reads it (a failure as an error result). */
+  /**
+   * Calls a listed tool on its server: its result as the model reads it (a
+   * failure as an error result); a call the hop's signal aborts throws.
+   */
   async call(tool: McpToolListing, input: unknown, signal: AbortSignal): Promise<ToolOutput> {
     let result: McpToolResult;
     try {
@@ -165,6 +168,8 @@ export class McpServers {
         { signal },
       )) as McpToolResult;
     } catch (error) {
+      // The hop stopped (its lease lost, the worker stopping): not a result to record; the hop runs the call again.
+      if (signal.aborted) throw error;
       const why = error instanceof Error ? error.message : String(error);
       return { type: 'error-text', value: `the MCP server ${tool.server} could not run ${tool.tool}: ${why}` };
     }
