@@ -24,7 +24,8 @@ import {
   toolMessage,
   userMessage,
 } from './conversation.js';
-import { MCP_TOOL_SEPARATOR, type McpServerConfig, McpServerError, McpServers } from './mcp/mcp-servers.js';
+import { type McpServerConfig, McpServers } from './mcp/mcp-servers.js';
+import { mcpToolsOf } from './mcp/mcp-tools.js';
 import {
   DEFAULT_PRICING,
   type ModelPricing,
@@ -35,17 +36,10 @@ import {
   priceOf,
   stepCost,
 } from './pricing.js';
-import {
-  type ModelStep,
-  type ModelToolCall,
-  type ToolDeclaration,
-  callModel,
-  jsonSchemaOf,
-  outputSchemaOf,
-} from './sdk.js';
+import { type ModelStep, type ModelToolCall, type ToolDeclaration, callModel, outputSchemaOf } from './sdk.js';
 import { type AgentBudget, budgetStop, modelStepKey } from './steps.js';
 import { ASK_TOOL, DELEGATE_TOOL, parseAsk, parseDelegate } from './suspending-tools.js';
-import { type AgentTool, type ToolRun, agentToolRuns, mcpToolRuns, runTool } from './tool-runs.js';
+import { type AgentTool, type ToolRun, agentToolRuns, runTool } from './tool-runs.js';
 
 /**
  * A language model as the AI SDK gives it (`openai('gpt-4o')`,
@@ -168,26 +162,7 @@ export function createModelAgent(options: ModelAgentOptions): ModelAgent {
       : new McpServers(options.mcpServers);
   const ownRuns = agentToolRuns(tools);
 
-  /** The MCP servers' tools (connecting the servers not connected yet): their declarations and runs. */
-  async function mcpTools(): Promise<{ declarations: Record<string, ToolDeclaration>; runs: Record<string, ToolRun> }> {
-    if (mcp === undefined) return { declarations: {}, runs: {} };
-    const listed = await mcp.tools();
-    const declarations: Record<string, ToolDeclaration> = {};
-    for (const tool of listed) {
-      if (Object.hasOwn(tools, tool.name) || tool.name === 'ask' || tool.name === 'delegate') {
-        throw new McpServerError(
-          'MCP_TOOL_NAME_TAKEN',
-          `the tool ${tool.tool} of the MCP server ${tool.server} is named ${tool.name} (server${MCP_TOOL_SEPARATOR}tool), the name of another tool of the agent: rename the server in mcpServers or your tool`,
-          { details: { server: tool.server, tool: tool.tool } },
-        );
-      }
-      declarations[tool.name] = {
-        inputSchema: await jsonSchemaOf(tool.inputSchema),
-        ...(tool.description === undefined ? {} : { description: tool.description }),
-      };
-    }
-    return { declarations, runs: mcpToolRuns(mcp, listed) };
-  }
+  const mcpTools = () => mcpToolsOf(mcp, tools);
 
   const handler = async (hop: HopInput): Promise<HandlerResult> => {
     const declarations: Record<string, ToolDeclaration> = {};

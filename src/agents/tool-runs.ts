@@ -1,6 +1,5 @@
 import type { HopInput } from '../actors/worker/handler.js';
 import { type ConversationMessage, type ToolOutput, toolOutput } from './conversation.js';
-import type { McpServers, McpToolListing } from './mcp/mcp-servers.js';
 import type { ModelToolCall } from './sdk.js';
 import { toolStepKey } from './steps.js';
 
@@ -37,13 +36,6 @@ export function agentToolRuns(tools: Readonly<Record<string, AgentTool>>): Recor
       }
     };
   }
-  return runs;
-}
-
-/** The runs of MCP servers' tools: a call of `server__tool` is `client.callTool` on its server. */
-export function mcpToolRuns(servers: McpServers, listed: readonly McpToolListing[]): Record<string, ToolRun> {
-  const runs: Record<string, ToolRun> = {};
-  for (const tool of listed) runs[tool.name] = (input, { abortSignal }) => servers.call(tool, input, abortSignal);
   return runs;
 }
 
