@@ -1,3 +1,4 @@
+import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import { mcpToolOutput } from '../../src/agents/mcp/tool-result.js';
 
@@ -47,4 +48,32 @@ describe('mcpToolOutput', () => {
   it("gives a 2024-10-07 server's toolResult as JSON", () => {
     expect(mcpToolOutput({ toolResult: { ok: true } }, 's__t')).toEqual({ type: 'json', value: { ok: true } });
   });
+
+  const part = fc.oneof(
+    fc.record({ type: fc.constant('text'), text: fc.string() }),
+    fc.record({ type: fc.constant('image'), data: fc.base64String(), mimeType: fc.constant('image/png') }),
+    fc.record({ type: fc.constant('resource_link'), uri: fc.webUrl(), name: fc.string() }),
+  );
+  const result = fc.record(
+    {
+      content: fc.array(part, { maxLength: 4 }),
+      structuredContent: fc.dictionary(fc.string(), fc.jsonValue()),
+      isError: fc.boolean(),
+    },
+    { requiredKeys: ['content'] },
+  );
+
+  test.prop([result])(
+    'every result becomes one tool output of JSON: an error exactly when isError, the text when all is text',
+    (r) => {
+      const output = mcpToolOutput(r, 's__t');
+      expect(JSON.parse(JSON.stringify(output))).toEqual(output);
+      expect(output.type === 'error-text').toBe(r.isError === true);
+      const allText = r.content.every((p) => p.type === 'text');
+      if (r.isError !== true && r.structuredContent === undefined && allText) {
+        expect(output).toEqual({ type: 'text', value: r.content.map((p) => (p as { text: string }).text).join('\n') });
+      }
+      if (r.isError === true) expect((output.value as string).length).toBeGreaterThan(0);
+    },
+  );
 });
