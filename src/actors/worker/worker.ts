@@ -22,6 +22,7 @@ import {
   type Usage,
   type WorkError,
   type TraceFields,
+  UNKNOWN_CONTINUATION,
   type WorkHeaders,
 } from '../../protocol/work-envelope.js';
 import { type SwitchboardMetrics, switchboardMetrics } from '../../telemetry/metrics.js';
@@ -358,7 +359,7 @@ class HarnessWorker implements Worker {
       const checkpoint = await this.store.checkpoint(headers.continuationToken);
       if (checkpoint === undefined) {
         throw new NonRetryableError(`no checkpoint under continuation token ${headers.continuationToken}`, {
-          type: 'UnknownContinuation',
+          type: UNKNOWN_CONTINUATION,
         });
       }
       if (checkpoint.role !== this.role) {
