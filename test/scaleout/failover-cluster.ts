@@ -122,5 +122,18 @@ export async function failoverCluster(o: ClusterOptions) {
       .split('\n')
       .filter((l) => l !== '')
       .map((l) => JSON.parse(l) as { key: string; field: string; fresh: boolean });
-  return { database, bus, coordinator, workers, sql, rows, count, byState, waitFor, applications };
+  /** When each hop's handler returned (its result about to go out), by its effect key. */
+  const returns = () => {
+    let text = '';
+    try {
+      text = readFileSync(join(effectsDir, 'returns.log'), 'utf8');
+    } catch {
+      return [];
+    }
+    return text
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as { key: string; at: number });
+  };
+  return { database, bus, coordinator, workers, sql, rows, count, byState, waitFor, applications, returns };
 }
