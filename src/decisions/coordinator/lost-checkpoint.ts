@@ -16,6 +16,12 @@ import { COORDINATOR_ACTOR, type Work, json } from './work.js';
  * `reconcile`, with the accrued cost. A hop resumed by its children is not
  * started over (it would start them again): it fails as before.
  *
+ * Starting over under the same key relies on what a Redis restarted empty
+ * does: the bus and the Context Engine lose the hop's keys with the
+ * checkpoint (its start and its first result's key, its completion record).
+ * Where only the checkpoint went, the bus takes the start, or its result, for
+ * a duplicate: the hop stays out until its stage's timeout finds it.
+ *
  * True when the result was that failure and the hop starts over.
  */
 export function restartLostCheckpoint(
