@@ -51,7 +51,7 @@ describe.runIf(runPostgres && (redisServer || IN_CI))('Redis restarted empty, th
     await leader.waitForLine(isLog('coordinator ready'), 30_000, { seen: true });
     const standby = c.coordinator();
     await standby.waitForLine(isStandby, 30_000, { seen: true });
-    c.workers(2, 4);
+    c.workers(2, 8);
     const submitted = await runCli([
       ...['submit', ...c.bus],
       '--workflow',
