@@ -62,8 +62,10 @@ export interface WorkQueue {
    * delivery counts, as an expiry does), and acks, nacks and heartbeats with
    * the ended leases are refused. For a consumer that takes over a role from
    * one that died (a new Coordinator leader taking back the results its dead
-   * predecessor held) instead of waiting for those leases to run out.
-   * Resolves with how many leases it ended.
+   * predecessor held) instead of waiting for those leases to run out. On
+   * Redis, what another consumer read but had not leased yet (a blocking
+   * read answered as it died) is claimed by this queue's next consume of
+   * `role`, at once too. Resolves with how many leases it ended.
    */
   expireLeases(role: string): Promise<number>;
   /**

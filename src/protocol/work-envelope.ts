@@ -118,6 +118,13 @@ export const WorkErrorSchema = z.object({
 /** A hop's failure as on the bus (inferred from `WorkErrorSchema`). */
 export interface WorkError extends z.infer<typeof WorkErrorSchema> {}
 
+/**
+ * The error type of a resumed hop whose checkpoint the worker cannot find
+ * (its Context Engine lost it: a Redis restarted empty, or it was pruned):
+ * the Coordinator starts the hop over under its own key.
+ */
+export const UNKNOWN_CONTINUATION = 'UnknownContinuation';
+
 /** A child work item a hop asks for (`ResultEnvelope.spawn`): the workflow it runs, its input, what it may spend. */
 export const ChildRequestSchema = z.strictObject({
   workflow: WorkflowRefTextSchema,

@@ -491,6 +491,34 @@ describe.runIf(runRedis)(suiteName, () => {
       expect(await names()).toContain('claimer');
     });
 
+    it('a consumer taking over a role (expireLeases) claims at once what a dead one read but never leased', async () => {
+      const prefix = testPrefix();
+      // The orphan idle time is long: only the takeover makes the claim immediate.
+      const dead = await createRedisQueue({ url: REDIS_URL, prefix, orphanIdleMs: 60_000 });
+      queues.push(dead);
+      const role = 'taken-over';
+      await dead.publish(role, workEnvelope(1), { idempotencyKey: 'leased' });
+      const [held] = await dead.consume(role, { consumer: 'dead-leader', visibilityTimeoutMs: 60_000 });
+      expect(held).toBeDefined();
+      await dead.publish(role, workEnvelope(2), { idempotencyKey: 'read' });
+      // The dead one's blocking read was answered as it died: pending for it, never leased.
+      const stream = dead.keys.stream(role);
+      await admin.sendCommand(['XREADGROUP', 'GROUP', 'g', 'dead-leader', 'COUNT', '1', 'STREAMS', stream, '>']);
+      const next = await createRedisQueue({ url: REDIS_URL, prefix, orphanIdleMs: 60_000 });
+      queues.push(next);
+      expect(await next.consume(role, { consumer: 'before', visibilityTimeoutMs: 60_000, max: 5 })).toEqual([]);
+      expect(await next.expireLeases(role)).toBe(1);
+      const got = await next.consume(role, { consumer: 'new-leader', visibilityTimeoutMs: 60_000, max: 5 });
+      expect(got.map((d) => d.idempotencyKey).sort()).toEqual(['leased', 'read']);
+      expect(await next.ackMany(got)).toEqual([true, true]);
+      expect(await dead.ack(held!)).toBe(false);
+      expect(await next.stats(role)).toMatchObject({ depth: 0, inFlight: 0 });
+      // Once: a later consume waits for the orphan idle time again.
+      await dead.publish(role, workEnvelope(3), { idempotencyKey: 'later' });
+      await admin.sendCommand(['XREADGROUP', 'GROUP', 'g', 'dead-leader', 'COUNT', '1', 'STREAMS', stream, '>']);
+      expect(await next.consume(role, { consumer: 'new-leader', visibilityTimeoutMs: 60_000, max: 5 })).toEqual([]);
+    });
+
     it('fences leases of messages whose task and idempotency keys contain the token separators', async () => {
       const queue = await open();
       const role = 'separators';

@@ -1,12 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { createClient } from 'redis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Proc, isLog, readItems, runCli, startCli, terminate, until } from './processes.js';
+import { freePort, hasRedisServer, startRedis, stopRedis } from './redis-server.js';
 
 /**
  * The Redis server under a multi-process run (its own `redis-server`, on a
@@ -22,65 +20,13 @@ const TIMED_HANDLER = new URL('./fixtures/timed-handler.mjs', import.meta.url).p
 const ITEMS = 12;
 const STAGES = ['plan', 'build', 'ship'] as const;
 
-let hasRedisServer = true;
-try {
-  await new Promise<void>((resolve, reject) => {
-    const probe = spawn('redis-server', ['--version'], { stdio: 'ignore' });
-    probe.on('error', reject);
-    probe.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`exit ${code}`))));
-  });
-} catch {
-  hasRedisServer = false;
-}
+const redisServer = await hasRedisServer();
 const IN_CI = process.env.CI === 'true';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function startRedis(port: number): Promise<ChildProcess> {
-  const child = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    {
-      stdio: 'ignore',
-    },
-  );
-  const url = `redis://127.0.0.1:${port}`;
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const client = createClient({ url, socket: { reconnectStrategy: false } });
-    client.on('error', () => undefined);
-    try {
-      await client.connect();
-      await client.ping();
-      await client.close();
-      return child;
-    } catch {
-      if (Date.now() > deadline) throw new Error(`redis-server on ${port} did not start`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-}
-
-async function stopRedis(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.on('exit', resolve));
-  child.kill('SIGKILL');
-  await exited;
-}
 
 function track(proc: Proc): Proc {
   cleanups.push(async () => {
@@ -99,7 +45,7 @@ function states(db: string): string {
   return JSON.stringify(counts);
 }
 
-describe.runIf(hasRedisServer || IN_CI)('a Redis server restarted empty mid-run', () => {
+describe.runIf(redisServer || IN_CI)('a Redis server restarted empty mid-run', () => {
   it('with stage timeouts, every item still completes; each effect applied once; the audit verifies', async () => {
     await restartMidRun({ timeouts: true });
   }, 240_000);

@@ -22,6 +22,7 @@ import {
   type Usage,
   type WorkError,
   type TraceFields,
+  UNKNOWN_CONTINUATION,
   type WorkHeaders,
 } from '../../protocol/work-envelope.js';
 import { type SwitchboardMetrics, switchboardMetrics } from '../../telemetry/metrics.js';
@@ -357,9 +358,13 @@ class HarnessWorker implements Worker {
     if (headers.continuationToken !== undefined) {
       const checkpoint = await this.store.checkpoint(headers.continuationToken);
       if (checkpoint === undefined) {
-        throw new NonRetryableError(`no checkpoint under continuation token ${headers.continuationToken}`, {
-          type: 'UnknownContinuation',
-        });
+        throw new NonRetryableError(
+          `no checkpoint under continuation token ${headers.continuationToken} (the Context Engine lost it or ` +
+            'pruned it): the Coordinator starts a hop resumed by an answer over; check the Context Engine keeps its data',
+          {
+            type: UNKNOWN_CONTINUATION,
+          },
+        );
       }
       if (checkpoint.role !== this.role) {
         throw new NonRetryableError(`the checkpoint belongs to role ${checkpoint.role}`, { type: 'ContinuationRole' });

@@ -115,6 +115,12 @@ export class RedisQueue implements WorkQueue {
   private readonly checkedRoles = new Set<string>();
   /** Consumers whose blocking read failed: their next lease re-reads their pending entries (id 0). */
   private readonly recover = new Set<string>();
+  /**
+   * Roles taken over from a dead consumer (`expireLeases`): the next lease of
+   * the role claims at once what another consumer read but never leased (a
+   * blocking read answered as it died), not once idle `orphanIdleMs`.
+   */
+  private readonly orphansNow = new Set<string>();
 
   constructor(options: RedisQueueOptions = {}) {
     this.options = compileRedisQueueOptions(options);
@@ -319,7 +325,10 @@ export class RedisQueue implements WorkQueue {
       String(settings.retryPolicy.maximumAttempts),
       EXPIRED_ERROR,
       mode,
-      String(this.options.orphanIdleMs),
+      // ':now': claim every entry read but not leased, whatever its idle time (a role just taken over).
+      this.options.orphanIdleMs > 0 && this.orphansNow.delete(role)
+        ? `${this.options.orphanIdleMs}:now`
+        : String(this.options.orphanIdleMs),
     ];
     // Entries read by a blocking read: the script needs their ids, message id,
     // key and task key; their fields stay here.
@@ -443,7 +452,11 @@ export class RedisQueue implements WorkQueue {
     this.assertOpen();
     checkRole(role);
     const now = this.options.clock.now();
-    return this.call<number>(() => this.run('expireLeases', [this.keys.leaseDeadlines(role)], [String(now)]));
+    const ended = await this.call<number>(() =>
+      this.run('expireLeases', [this.keys.leaseDeadlines(role)], [String(now)]),
+    );
+    this.orphansNow.add(role);
+    return ended;
   }
 
   async generation(): Promise<string> {

@@ -6,6 +6,7 @@ import { routeOf, routesFailure } from '../../machines/workflow-run-routing.js';
 import { accrue } from '../../workflow/cost-ledger.js';
 import type { HopRecord } from '../../workflow/records.js';
 import { drive } from './drive.js';
+import { restartLostCheckpoint } from './lost-checkpoint.js';
 import { suspendForChildren } from './child-suspension.js';
 import { answer, suspend } from './suspension.js';
 import type { Decision, DecisionEnv, ItemView, PurgeDeadLetterBody } from './types.js';
@@ -57,6 +58,11 @@ export function result(
   }
   if (result.outcome === 'suspended' && result.spawn !== undefined) {
     return suspendForChildren(work, hop, result.spawn, accrual, cost, live);
+  }
+  if (live && restartLostCheckpoint(work, hop, result, accrual, cost)) {
+    // The hop is out again: the dead letter its failure left is handled.
+    purgeDeadLetter(work, result);
+    return work.finish('applied', false);
   }
   if (result.outcome === 'completed') {
     next = { ...next, state: 'completed', finishedAt: now };

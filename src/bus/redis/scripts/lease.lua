@@ -12,7 +12,10 @@
 -- ARGV[7]      the role's default maximumAttempts
 -- ARGV[8]      the LeaseExpired error JSON
 -- ARGV[9]      mode: 'ids' | 'recover'
--- ARGV[10]     orphan idle ms
+-- ARGV[10]     orphan idle ms (0: no orphan scan); with ':now' after it, the
+--              scan runs now and claims every entry another consumer read but
+--              did not lease, however briefly idle (a role taken over from a
+--              dead consumer)
 -- ARGV[11...]  (mode 'ids') per entry the caller read with a blocking
 --              XREADGROUP '>' for this consumer: its entry id, message id,
 --              idempotency key and task key ('' = none)
@@ -23,8 +26,8 @@
 -- Moves due delayed messages to the stream, reclaims expired leases, leases
 -- the entries given (mode 'ids') or this consumer's pending entries that no
 -- lease covers (mode 'recover': its last read failed), every orphan-idle
--- period claims (XAUTOCLAIM) entries read by a consumer that died before
--- leasing them, then tops the batch up to max with XREADGROUP; messages whose
+-- period (or now, with ':now') claims (XAUTOCLAIM) entries read by a consumer
+-- that died before leasing them, then tops the batch up to max with XREADGROUP; messages whose
 -- task is locked are parked. Consumer names idle for 10 orphan periods with
 -- nothing pending leave the group.
 --
@@ -45,7 +48,8 @@ local md = tonumber(ARGV[6])
 local mad = tonumber(ARGV[7])
 local experr = ARGV[8]
 local mode = ARGV[9]
-local orphan = tonumber(ARGV[10])
+local orphan_now = string.sub(ARGV[10], -4) == ':now'
+local orphan = tonumber(orphan_now and string.sub(ARGV[10], 1, -5) or ARGV[10])
 bind_role(role, 3)
 local s = rkey(role, 's')
 local z = rkey(role, 'z')
@@ -171,10 +175,10 @@ elseif mode == 'recover' then
 end
 
 local scanned = tonumber(redis.call('GET', rkey(role, 'oc')) or '0')
-if orphan > 0 and now - scanned >= orphan then
+if orphan > 0 and (orphan_now or now - scanned >= orphan) then
   redis.call('SET', rkey(role, 'oc'), ARGV[2])
-  local cur = redis.call('GET', rkey(role, 'ocur')) or '0-0'
-  local r = redis.call('XAUTOCLAIM', s, G, consumer, orphan, cur, 'COUNT', 100)
+  local cur = orphan_now and '0-0' or redis.call('GET', rkey(role, 'ocur')) or '0-0'
+  local r = redis.call('XAUTOCLAIM', s, G, consumer, orphan_now and 0 or orphan, cur, 'COUNT', orphan_now and max or 100)
   redis.call('SET', rkey(role, 'ocur'), r[1])
   consider_pending(r[2])
   -- Consumer names of workers gone long ago (nothing pending) leave the group.
