@@ -10,7 +10,7 @@ import { isLog, runCli, startCli, terminate } from '../scaleout/processes.js';
  * usage error (exit 2) that opens nothing; a good one (or the default, 10
  * minutes, or off) is what the Coordinator runs with (its ready line says).
  */
-let cleanups: (() => Promise<unknown> | void)[] = [];
+let cleanups: (() => unknown)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
   cleanups = [];

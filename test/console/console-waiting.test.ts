@@ -53,7 +53,9 @@ describe('the console: what an item waits for on the bus', () => {
     await until(async () => (await coordinator.bus.stats('reviewer')).depth === 1, 'the hop queued');
 
     const file = openDatabase(path, { readonly: true });
-    cleanups.push(() => file.close());
+    cleanups.push(() => {
+      file.close();
+    });
     const data = new ConsoleData({ kind: 'sqlite', db: file });
     const sent = (await coordinator.listHops(id))[0]!;
     const at = sent.dispatchedAt + 90_000;
