@@ -333,14 +333,7 @@ async function itemsView() {
       },
     ),
     (overview.waiting ?? []).length > 0 ? h('h2', {}, `Waiting on the bus (${overview.waiting.length})`) : null,
-    (overview.waiting ?? []).length > 0
-      ? withId(
-          'waiting',
-          table(waitingColumns(true), overview.waiting, (w) => {
-            location.hash = `#/items/${encodeURIComponent(w.itemId)}`;
-          }),
-        )
-      : null,
+    (overview.waiting ?? []).length > 0 ? withId('waiting', table(waitingColumns(true), overview.waiting)) : null,
   ];
 }
 

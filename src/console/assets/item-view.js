@@ -261,7 +261,15 @@ const BUS_WORDS = {
  */
 export function waitingColumns(withItem) {
   return [
-    ...(withItem ? [{ title: 'item', cell: (w) => h('code', {}, w.itemId) }] : []),
+    // The item links to its view (the rows are not clickable: the items table above is the list to click).
+    ...(withItem
+      ? [
+          {
+            title: 'item',
+            cell: (w) => h('a', { href: `#/items/${encodeURIComponent(w.itemId)}` }, h('code', {}, w.itemId)),
+          },
+        ]
+      : []),
     { title: 'waits on', cell: (w) => (w.kind === 'query' ? `query of hop ${w.hop}` : `hop ${w.hop}`) },
     { title: 'stage', cell: (w) => w.stage },
     { title: 'role', cell: (w) => w.role },
