@@ -15,6 +15,11 @@ import {
   stringFlag,
 } from './command-args.js';
 import { formatDuration, formatEpoch, renderTable } from './table.js';
+import { pgSchemaVersion } from '../persistence/kernel/postgres-migrations.js';
+import { PostgresCoordinatorStore } from '../persistence/coordinator/postgres-store.js';
+import { readBusWaits } from '../persistence/coordinator/bus-wait-reads.js';
+import type { BusWait } from '../workflow/bus-waits.js';
+import { openPostgresForReading } from './read-postgres.js';
 
 export const COORDINATOR_STATUS_USAGE = `Usage: switchboard coordinator status --db postgres://USER[:PASSWORD]@HOST[:PORT]/NAME [--json]
 
@@ -23,14 +28,21 @@ leader (its pid, host, epoch, since when it leads, when it renewed and
 until when the lease holds, by the database's clock) and the standbys seen
 (each Coordinator waiting to take over, and when it last looked). A lease
 whose expiry has passed is shown as lapsed: no Coordinator leads until a
-standby takes it. Reads only; the URL's password is never printed.
+standby takes it. Then what the running and suspended work items wait for
+on the bus, oldest first: each hop (or query) out, its item, stage and
+role, since when and for how long (by this machine's clock). Reads only;
+the URL's password is never printed.
 
 Options:
   --db URL     the PostgreSQL database the Coordinators share (required)
   --json       {"database","now","epoch","leader":{holder,pid,host,epoch,
                since,renewedAt,expiresAt,processStart,live}|null,
-               "standbys":[{id,pid,host,processStart,firstSeen,lastSeen}]}
-               (times in ISO 8601, UTC)
+               "standbys":[{id,pid,host,processStart,firstSeen,lastSeen}],
+               "waiting":[{itemId,workflow,itemState,kind,hop,attempt,
+               stage,role,since,ageMs,timeouts,bus}]|null}
+               (times in ISO 8601, UTC; waiting is null when the database
+               holds no Coordinator tables yet; bus is null: the Redis bus
+               is not read)
 Exit status of status: 0 when the status was read (whether or not a Coordinator
 leads); 1 when the database cannot be reached or holds no lease table (no
 Coordinator has taken the lease there yet); 2 for a usage error.`;
@@ -59,6 +71,61 @@ function parseFlags(argv: string[]): Flags {
 }
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** A wait as `--json` prints it: times in ISO 8601. */
+function waitJson(w: BusWait): Record<string, unknown> {
+  return { ...w, since: iso(w.since) };
+}
+
+/** What the running and suspended items wait for, as text (`waits` null: no Coordinator tables). */
+function waitingLines(waits: BusWait[] | null): string[] {
+  if (waits === null) return ['waiting   unknown: the database holds no Coordinator tables yet'];
+  if (waits.length === 0) return ['waiting   nothing: no work item is running or suspended with a hop out'];
+  return [
+    `waiting   ${waits.length} ${waits.length === 1 ? 'hop' : 'hops'} out on the bus, oldest first`,
+    '',
+    ...renderTable(
+      [
+        { header: 'item' },
+        { header: 'workflow' },
+        { header: 'waits on' },
+        { header: 'stage' },
+        { header: 'role' },
+        { header: 'attempt', align: 'right' },
+        { header: 'since' },
+        { header: 'age', align: 'right' },
+        { header: 'timeouts', align: 'right' },
+      ],
+      waits.map((w) => [
+        w.itemId,
+        w.workflow,
+        w.kind === 'query' ? `query of hop ${w.hop}` : `hop ${w.hop}`,
+        w.stage,
+        w.role,
+        String(w.attempt),
+        formatEpoch(w.since),
+        formatDuration(w.ageMs),
+        String(w.timeouts),
+      ]),
+    ),
+  ];
+}
+
+/**
+ * What the running and suspended items wait for on the bus, read from the
+ * Coordinator's tables (read-only); null when the database holds none yet.
+ * A schema of another version is refused as the read commands refuse it.
+ */
+async function readWaits(url: string, now: number): Promise<BusWait[] | null> {
+  const opened = await openPostgresForReading(url, 'coordinator status');
+  try {
+    if ((await pgSchemaVersion(opened.pool, 'coordinator')) === 0) return null;
+    const store = await PostgresCoordinatorStore.open(opened.pool, { readOnly: true });
+    return await readBusWaits(store, now);
+  } finally {
+    await opened.close();
+  }
+}
 
 function statusJson(database: string, status: LeaseStatus): Record<string, unknown> {
   const holder = status.holder;
@@ -157,7 +224,10 @@ export async function runCoordinatorStatus(argv: string[]): Promise<number> {
       );
       return 1;
     }
-    const out = flags.json ? JSON.stringify(statusJson(database, status)) : statusLines(database, status).join('\n');
+    const waits = await readWaits(flags.db, Date.now());
+    const out = flags.json
+      ? JSON.stringify({ ...statusJson(database, status), waiting: waits === null ? null : waits.map(waitJson) })
+      : [...statusLines(database, status), '', ...waitingLines(waits)].join('\n');
     process.stdout.write(`${out}\n`);
     return 0;
   } catch (error) {

@@ -14,6 +14,8 @@ import { DEMO_HANDLERS } from '../demo/roles.js';
 import { HOP_EVENT_KINDS, itemLogFields } from '../log/log-fields.js';
 import { LOG_LEVELS, type Logger } from '../log/logger.js';
 import { WorkflowRegistry } from '../workflow/definition.js';
+import { DURATION_SYNTAX, parseDuration } from '../protocol/retention.js';
+import { DEFAULT_HOP_TIMEOUT_MS, MAX_HOP_TIMEOUT_MS } from '../actors/coordinator/coordinator-options.js';
 import type { ContextStore } from '../persistence/context/sqlite-store.js';
 import { type SqliteDatabase, openDatabase } from '../persistence/kernel/database.js';
 import { isPostgresUrl, safePostgresUrl } from '../persistence/kernel/postgres.js';
@@ -37,6 +39,7 @@ import { COORDINATOR_STATUS_USAGE, runCoordinatorStatus } from './coordinator-st
 export const COORDINATOR_USAGE = `Usage: switchboard coordinator --db PATH|URL [--bus URL] [--workflows DIR|FILE]
                                [--auto-approve NAME] [--local-workers]
                                [--context-retention-ms MS] [--audit-key FILE]
+                               [--hop-timeout DURATION|off]
                                [--log-level LEVEL] [--inspect[=[HOST:]PORT]]
 
 Runs the Coordinator in this process: the broker, the audit and the
@@ -75,6 +78,15 @@ ${BUS_HELP}
   --local-workers         also run the demo's scripted workers in this
                           process (one pool per demo role)
 ${CONTEXT_RETENTION_HELP}
+  --hop-timeout DURATION  how long a hop (or a query) whose stage sets no
+                          timeout may be out before it is published again
+                          under the same idempotency key (a lost message is
+                          found again); once its stage's retry policy's
+                          attempts are used up it fails (HopTimedOut). A
+                          stage's own timeout wins. A number and a unit
+                          (ms, s, m, h, d, w: such as 90s, 10m, 2h), 10ms
+                          to 30d; default 10m; off (or 0): none, such a
+                          hop may stay out forever
   --audit-key FILE        an Ed25519 private key (PEM, mode 0600: refused if
                           group or others can read it; make one with
                           switchboard audit keygen) that signs the audit
@@ -99,6 +111,7 @@ export const COORDINATOR_FLAGS: FlagSpec = {
   'audit-key': { type: 'string' },
   'lease-ms': { type: 'string' },
   'renew-ms': { type: 'string' },
+  'hop-timeout': { type: 'string' },
 };
 
 interface Flags extends BusProcessFlags {
@@ -111,6 +124,19 @@ interface Flags extends BusProcessFlags {
   auditKey: KeyObject | undefined;
   /** With PostgreSQL: the leader lease's duration and renew interval. */
   lease: { leaseMs: number; renewMs: number } | undefined;
+  /** `--hop-timeout`: the default hop timeout (ms), `0` for none; undefined: the Coordinator's default. */
+  hopTimeoutMs: number | undefined;
+}
+
+/** `--hop-timeout DURATION|off|0`: the default hop timeout in ms (`0`: none). */
+function hopTimeoutFlag(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'off' || value === '0') return 0;
+  const ms = parseDuration(value);
+  if (ms === undefined || ms < 10 || ms > MAX_HOP_TIMEOUT_MS) {
+    throw new CliUsageError(`--hop-timeout takes ${DURATION_SYNTAX}, from 10ms to 30d, or off; not '${value}'`);
+  }
+  return ms;
 }
 
 function parseFlags(all: string[]): Flags {
@@ -151,6 +177,7 @@ function parseFlags(all: string[]): Flags {
     autoApprove,
     localWorkers: booleanFlag(args, 'local-workers'),
     auditKey: loadAuditPrivateKey(stringFlag(args, 'audit-key')),
+    hopTimeoutMs: hopTimeoutFlag(stringFlag(args, 'hop-timeout')),
   };
 }
 
@@ -305,6 +332,7 @@ async function runCoordinator({
           logger: log,
           inspect: inspection?.inspect,
           ...(flags.auditKey === undefined ? {} : { auditKey: flags.auditKey }),
+          ...(flags.hopTimeoutMs === undefined ? {} : { hopTimeoutMs: flags.hopTimeoutMs }),
         });
       } catch (error) {
         if (lease !== undefined && lease.role !== 'leader' && !stop) {
@@ -338,6 +366,7 @@ async function runCoordinator({
           restored: coordinator.restored.items.length,
           localWorkers: Object.keys(deployments),
           autoApprove: flags.autoApprove ?? null,
+          hopTimeoutMs: flags.hopTimeoutMs ?? DEFAULT_HOP_TIMEOUT_MS,
           ...(lease?.epoch === undefined ? {} : { epoch: lease.epoch }),
         },
         'coordinator ready',

@@ -28,6 +28,8 @@ import { type OpenedDatabase, openExistingDatabase, requireComponent } from './r
 import { isPostgresUrl, readOnPostgres } from './read-postgres.js';
 import { formatDuration, formatEpoch, formatUsd, renderTable } from './table.js';
 import { hopErrorLines } from './hop-errors.js';
+import { sqliteBusLookup } from '../bus/sqlite/message-states.js';
+import { type BusMessageLookup, type BusWait, busWaitsOf } from '../workflow/bus-waits.js';
 
 const MAX_LIMIT = 100_000;
 
@@ -44,7 +46,11 @@ Coordinator.
 
   list   every work item, oldest first: id, state, workflow, stage, hops,
          tokens, cost, elapsed time, and its output in a line
-  show   one work item: state, workflow, stage, usage, times, failure or
+  show   one work item: state, workflow, stage, usage, times, what it
+         waits for on the bus while running or suspended (each hop or
+         query out: its role, since when and for how long and, on the
+         file's own SQLite bus, whether it is queued, held by a worker,
+         dead-lettered or missing), failure or
          approval, its hops (state, model, tokens, cost, time), its child
          work items (parallel branches, map elements, workflow stages) and
          its whole output. An item's usage is its rollup: its own hops'
@@ -60,7 +66,9 @@ Options:
   --limit N      list: at most N items (default 1000)
   --tree         list: each child work item under its parent, indented
                  (in JSON each item gets "parentId" and "depth")
-  --json         list: {"total","items":[item]}; show: {"item","hops"};
+  --json         list: {"total","items":[item]}; show: {"item","hops",
+                 "waiting":[{itemId,workflow,itemState,kind,hop,attempt,
+                 stage,role,since,ageMs,timeouts,bus}],...};
                  an item is the Coordinator's record ("id","taskId",
                  "workflow","state","stage","hop","hops","usage","failure",
                  "approval","createdAt","finishedAt","output",...) with
@@ -299,13 +307,37 @@ function showItem(opened: OpenedDatabase, store: SqliteCoordinatorStore, flags: 
       return { item, hops: store.listHops(id), children };
     })
     .deferred();
-  return printItem(found, opened.path, flags);
+  // Where its hops' messages are: the file's own bus (a file with no bus table tells nothing).
+  return printItem(found, opened.path, flags, sqliteBusLookup(opened.db, Date.now()));
+}
+
+/** Where a hop's message is, in words. */
+const BUS_WORDS: Record<NonNullable<BusWait['bus']>, string> = {
+  queued: 'queued, not taken yet',
+  delayed: 'queued, after its retry backoff',
+  held: 'held by a worker',
+  dead: 'dead-lettered',
+  missing: 'not on the bus (lost: its timeout publishes it again)',
+};
+
+/** One line per hop (or query) the item waits for on the bus. */
+function waitingLines(waits: readonly BusWait[]): string[] {
+  return waits.map((w, i) => {
+    const what = w.kind === 'query' ? `query of hop ${w.hop}` : `hop ${w.hop}`;
+    const where = w.bus === null ? '' : `; ${BUS_WORDS[w.bus]}`;
+    return (
+      `  ${i === 0 ? 'waiting:    ' : '            '}${what} (stage ${w.stage}, attempt ${w.attempt}) on role ${w.role}, ` +
+      `out ${formatDuration(w.ageMs)} since ${formatEpoch(w.since)}` +
+      `${w.timeouts > 0 ? `, timed out ${w.timeouts}x` : ''}${where}`
+    );
+  });
 }
 
 function printItem(
   found: { item: ItemRecord; hops: HopRecord[]; children: ItemRecord[] } | undefined,
   where: string,
   flags: ItemsFlags,
+  lookup?: BusMessageLookup,
 ): number {
   const id = flags.id!;
   if (found === undefined) {
@@ -315,11 +347,13 @@ function printItem(
     return 1;
   }
   const { item, hops, children } = found;
-  const elapsed = elapsedMs(item, Date.now());
+  const now = Date.now();
+  const elapsed = elapsedMs(item, now);
   const own = ownUsage(hops);
+  const waiting = busWaitsOf(item, hops, now, lookup);
   if (flags.json) {
     process.stdout.write(
-      `${JSON.stringify({ item: { ...item, elapsedMs: elapsed }, hops, ownUsage: own, children: children.map((c) => ({ id: c.id, branch: branchOf(c), state: c.state, workflow: c.workflow, usage: c.usage })) })}\n`,
+      `${JSON.stringify({ item: { ...item, elapsedMs: elapsed }, hops, waiting, ownUsage: own, children: children.map((c) => ({ id: c.id, branch: branchOf(c), state: c.state, workflow: c.workflow, usage: c.usage })) })}\n`,
     );
     return 0;
   }
@@ -336,6 +370,7 @@ function printItem(
     `  finished:   ${formatEpoch(item.finishedAt)}`,
     `  task:       ${item.taskId ?? '-'}`,
   ];
+  out.push(...waitingLines(waiting));
   if (item.failure !== null) out.push(`  failure:    ${item.failure.code}: ${item.failure.reason}`);
   if (item.approval !== null) {
     const who = item.approval.approvers === null ? 'an approver' : item.approval.approvers.join(' or ');

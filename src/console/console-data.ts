@@ -21,6 +21,9 @@ import { RESULTS_ROLE } from '../protocol/work-envelope.js';
 import { WORKFLOW_RUN_STATES } from '../protocol/workflow.js';
 import { outputSummary } from '../workflow/item-output.js';
 import type { HopRecord, ItemRecord, ItemState } from '../workflow/records.js';
+import { type BusMessageLookup, type BusWait, busWaitsOf } from '../workflow/bus-waits.js';
+import { sqliteBusLookup } from '../bus/sqlite/message-states.js';
+import { readBusWaits } from '../persistence/coordinator/bus-wait-reads.js';
 import { type TaskView, taskViewsOfItems } from '../workflow/task-view.js';
 import {
   type ConsoleChild,
@@ -116,6 +119,12 @@ export interface ConsoleItemDetail {
   /** Its child work items (branches, map elements, child workflows) and theirs, in tree order. */
   children: ConsoleChild[];
   hops: ConsoleHop[];
+  /**
+   * What it waits for on the bus while running or suspended: each hop (or
+   * query) out, its role, since when and for how long, and where its
+   * message is when the bus is the file's (else `bus` is null).
+   */
+  waiting: BusWait[];
   audit: ConsoleAuditRow[];
   /** The whole chain's verification (the item's rows are in it). */
   chain: { ok: boolean; entries: number; head: string | null; problem: string | null };
@@ -326,6 +335,7 @@ export class ConsoleData {
     const childHops = tree.length === 0 ? new Map() : await tables.readHopsOfItems(tree.map((c) => c.id));
     const children = childTree(id, all, (child) => childHops.get(child) ?? []);
     const hops = records.map(consoleHop);
+    const waiting = busWaitsOf(item, records, now, this.#busLookup(now));
     const secrets = records.flatMap((hop) => (hop.continuation === null ? [] : [hop.continuation]));
     const audit = rows.map((row) => ({
       seq: row.seq,
@@ -354,9 +364,22 @@ export class ConsoleData {
       path: itemPath(item, records, rows, diagram),
       children,
       hops,
+      waiting,
       audit,
       chain,
     };
+  }
+
+  /** What every running or suspended item waits for on the bus, oldest first (see `ConsoleItemDetail.waiting`). */
+  async waiting(now = Date.now()): Promise<BusWait[]> {
+    if (this.#tables === undefined) return [];
+    return readBusWaits(this.#tables, now, this.#busLookup(now));
+  }
+
+  /** Where a hop's message is, read from the file's bus (the SQLite bus); none for another bus. */
+  #busLookup(now: number): BusMessageLookup | undefined {
+    if (this.#db === undefined || (this.#bus !== undefined && this.#bus.backend !== 'sqlite')) return undefined;
+    return sqliteBusLookup(this.#db, now);
   }
 
   /** The last verification and the head it covered: the chain is verified again only once it has moved. */

@@ -308,6 +308,7 @@ class ConsoleApi {
         noQuery(query);
         return {
           ...(await this.data.overview()),
+          waiting: await this.data.waiting(),
           coordinator: this.data.hasCoordinator,
           store: this.data.store,
           bus: this.bus?.backend ?? null,

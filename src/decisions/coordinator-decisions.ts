@@ -5,7 +5,7 @@
  */
 
 export { decide } from './coordinator/decide.js';
-export { hasTimeBounds } from './coordinator/timer.js';
+export { hopTimeout, timerDue } from './coordinator/timer.js';
 export { retryPolicyOf } from './coordinator/hop-start.js';
 export {
   SWITCHBOARD_METADATA_KEY,

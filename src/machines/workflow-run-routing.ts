@@ -188,7 +188,7 @@ function outcomeOf(ctx: WorkflowRunContext, event: WorkflowRunEvent): HopOutcome
     return {
       outcome: 'failed',
       errorType: 'HopTimedOut',
-      message: timeoutMessage(ctx.definition, ctx.stage, event.timeouts, 'hop'),
+      message: timeoutMessage(ctx.definition, ctx.stage, event.timeouts, 'hop', true, event.timeoutMs),
       final: 'exhausted',
     };
   }
@@ -207,6 +207,8 @@ function outcomeOf(ctx: WorkflowRunContext, event: WorkflowRunEvent): HopOutcome
 /**
  * Why a hop (`kind: 'hop'`) or a suspended hop's query (`'query'`) that timed
  * out `timeouts` times is not published again: the `HopTimedOut` message.
+ * `timeoutMs` is the timeout it ran past (the event's); without it, the
+ * stage's `timeout` (an event of an earlier Coordinator).
  */
 export function timeoutMessage(
   def: WorkflowDefinition,
@@ -214,8 +216,9 @@ export function timeoutMessage(
   timeouts: number,
   kind: 'hop' | 'query',
   questionKept = true,
+  timeoutMs?: number,
 ): string {
-  const timeout = def.stages[stage]?.timeout;
+  const timeout = timeoutMs ?? def.stages[stage]?.timeout;
   const max = stageRetryPolicy(def, stage).maximumAttempts;
   if (kind === 'hop') return `out longer than ${timeout} ms ${timeouts} times: its retry policy allows ${max}`;
   if (!questionKept) return `out longer than ${timeout} ms, and its question was not kept to publish it again`;

@@ -229,6 +229,8 @@ export const StageSchema = z.strictObject({
    * before the Coordinator re-publishes it under the same idempotency key
    * (found again when its message was lost), once per timeout, until its retry
    * policy's `maximumAttempts` is spent: then the hop fails (`HopTimedOut`).
+   * Without it, the Coordinator's default hop timeout applies (`hopTimeoutMs`,
+   * `--hop-timeout`: 10 minutes unless set otherwise).
    */
   timeout: Duration.pipe(z.number().int().min(1)).optional(),
   /**
@@ -418,7 +420,8 @@ export const WorkflowRunEventSchema = z.discriminatedUnion('type', [
   }),
   z.strictObject({
     /**
-     * A hop out longer than its stage's `timeout`, for the `timeouts`-th
+     * A hop out longer than its stage's `timeout` (or, when its stage sets
+     * none, the Coordinator's default hop timeout), for the `timeouts`-th
      * time: the run re-publishes it (`context.republish`) while its stage's
      * retry policy allows (`maximumAttempts`), and fails it as exhausted
      * (`HopTimedOut`, routed like any failure) once it does not. With
@@ -430,6 +433,11 @@ export const WorkflowRunEventSchema = z.discriminatedUnion('type', [
     hop: HopNumberSchema,
     attempt: AttemptSchema,
     timeouts: z.number().int().min(1),
+    /**
+     * The timeout it was out longer than, in ms: the stage's `timeout` or the
+     * Coordinator's default (absent in events of earlier Coordinators: the stage's).
+     */
+    timeoutMs: z.number().int().min(1).optional(),
     continuation: ContinuationSchema.optional(),
     /** `false` when the query's question was not kept: it cannot be published again. */
     questionKept: z.boolean().optional(),

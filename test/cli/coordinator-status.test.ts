@@ -1,6 +1,11 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
+import { decide } from '../../src/decisions/coordinator-decisions.js';
 import { PostgresLease } from '../../src/persistence/coordinator/postgres-lease.js';
+import { PostgresCoordinatorStore } from '../../src/persistence/coordinator/postgres-store.js';
+import { openPgPool } from '../../src/persistence/kernel/postgres.js';
+import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
+import { governanceCascade } from '../../src/workflow/governance-cascade.js';
 import { type TestDatabase, createTestDatabase, postgresGate, withPassword } from '../postgres-availability.js';
 import { runCli } from './helpers.js';
 
@@ -63,6 +68,71 @@ describe.runIf(runPostgres)(suiteName, () => {
     });
     expect(Date.parse(status.leader.expiresAt)).toBeGreaterThan(Date.parse(status.now));
     expect(Date.parse(status.leader.since)).toBeLessThanOrEqual(Date.parse(status.now));
+    // No Coordinator tables yet: what items wait for is not known.
+    expect(status.waiting).toBeNull();
+    expect(text.stdout).toMatch(/^waiting {3}unknown: the database holds no Coordinator tables yet$/m);
+  });
+
+  it('shows what a running item waits for on the bus: its hop, stage, role, since when and for how long', async () => {
+    const db = await database();
+    const url = withPassword(db.url, 'hunter2');
+    expect(await started(url).acquire()).toBe('leader');
+    // A Coordinator's tables with one item whose first hop went out 90 s ago (decided and committed as a Coordinator does).
+    const pool = await openPgPool(db.url, { max: 1 });
+    try {
+      const store = await PostgresCoordinatorStore.open(pool);
+      const definition = parseWorkflowDefinition({
+        id: 'waits',
+        version: 1,
+        start: 'review',
+        stages: { review: { role: 'reviewer', next: [{ on: 'succeeded', end: 'completed' }] } },
+      });
+      const sentAt = Date.now() - 90_000;
+      let n = 0;
+      const d = decide(
+        undefined,
+        {
+          kind: 'create',
+          itemId: 'item-waiting',
+          taskId: null,
+          definition,
+          keepDefinition: true,
+          input: [{ kind: 'text', text: 'look' }],
+          budget: null,
+          attributes: null,
+        },
+        { now: sentAt, nextId: () => `id-${++n}`, governance: governanceCascade({ knownRoles: ['reviewer'] }) },
+      );
+      // Its rows alone: the audit is not what this reads.
+      await store.commit({ changes: [{ ...d.changes!, audit: [] }], deleteOutbox: [] });
+    } finally {
+      await pool.end();
+    }
+
+    const text = await runCli(['coordinator', 'status', '--db', url]);
+    expect(text.stderr).toBe('');
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/^waiting {3}1 hop out on the bus, oldest first$/m);
+    const row = text.stdout.split('\n').find((l) => l.startsWith('item-waiting'));
+    expect(row).toMatch(/^item-waiting +waits +hop 1 +review +reviewer +1 +\d{4}-\S+Z +(\d+\.\d) s +0$/);
+    expect(Number(/(\d+\.\d) s/.exec(row!)![1])).toBeGreaterThanOrEqual(90);
+
+    const json = JSON.parse((await runCli(['coordinator', 'status', '--db', url, '--json'])).stdout);
+    expect(json.waiting).toHaveLength(1);
+    expect(json.waiting[0]).toMatchObject({
+      itemId: 'item-waiting',
+      workflow: 'waits',
+      itemState: 'running',
+      kind: 'stage',
+      hop: 1,
+      attempt: 1,
+      stage: 'review',
+      role: 'reviewer',
+      timeouts: 0,
+      bus: null,
+    });
+    expect(json.waiting[0].ageMs).toBeGreaterThanOrEqual(90_000);
+    expect(Date.parse(json.waiting[0].since)).toBeLessThanOrEqual(Date.now() - 90_000);
   });
 
   it('shows a lease given up as lapsed: no leader until a standby takes it', async () => {

@@ -10,7 +10,8 @@ import { type Fixture, ON_POSTGRES, auditRows, openFixture, until } from './help
 /**
  * Time as an input: a stage's `timeout` re-publishes a hop that is out too
  * long (same idempotency key: a lost message is found again) until its retry
- * policy is spent, then fails it; an item's `deadline` fails the item. Every
+ * policy is spent, then fails it (as does the Coordinator's default hop
+ * timeout when the stage sets none); an item's `deadline` fails the item. Every
  * step is audited. No pools: the test is the worker (or there is none).
  */
 function definition(extra: Partial<WorkflowDefinitionInput> = {}, stage: Record<string, unknown> = {}) {
@@ -98,6 +99,38 @@ describe('stage timeouts and item deadlines', () => {
     expect((await coordinator.listHops(id)).map((h) => `${h.stage}:${h.state}`)).toEqual(['work:completed']);
     expect(audit.filter((r) => r.kind === 'result')).toHaveLength(1);
     expect(final.usage.costUsd).toBeCloseTo(0.01, 10);
+    expect((await coordinator.verifyAudit()).ok).toBe(true);
+  });
+
+  it('with no timeout anywhere in its definition, a hop whose message was lost is found again by the default hop timeout', async () => {
+    const def = definition();
+    expect(JSON.stringify(def)).not.toMatch(/timeout|deadline/);
+    f = await openFixture({ definitions: [def], deployments: {}, timerIntervalMs: 20, hopTimeoutMs: 200 });
+    const { coordinator } = f;
+    const id = await coordinator.createWorkItem({ workflow: 'timed', input: 'go' });
+    await until(async () => (await coordinator.bus.stats('worker')).depth === 1, 5_000, 'the hop queued');
+    // The message is lost: gone from the bus, key and all. Only a timeout can find it again.
+    await f.storage.loseQueue('worker');
+    const again = await take(f, 'worker');
+    expect(again.envelope.headers.idempotencyKey).toBe(`${id}/1/1`);
+    await publishCompleted(coordinator.bus, again.envelope.headers, {
+      role: 'worker',
+      text: 'done',
+      usage: { inputTokens: 3, outputTokens: 1, costUsd: 0.01, model: 'm' },
+      key: `${id}:result`,
+    });
+    await coordinator.bus.ack(again);
+    const final = await coordinator.settled(id);
+    expect(final.state).toBe('completed');
+    const timeouts = (await auditRows(coordinator, { itemId: id })).filter((r) => r.kind === 'timeout');
+    expect(timeouts[0]!.data).toMatchObject({
+      what: 'hop',
+      action: 'republished',
+      timeoutMs: 200,
+      timeouts: 1,
+      idempotencyKey: `${id}/1/1`,
+    });
+    expect((await coordinator.listHops(id)).map((h) => `${h.stage}:${h.state}`)).toEqual(['work:completed']);
     expect((await coordinator.verifyAudit()).ok).toBe(true);
   });
 
@@ -300,7 +333,7 @@ describe('stage timeouts and item deadlines', () => {
     expect((await coordinator.verifyAudit()).ok).toBe(true);
   });
 
-  it('refuses a bad timeout or deadline in a definition, and a bad timer interval', async () => {
+  it('refuses a bad timeout or deadline in a definition, a bad timer interval and a bad default hop timeout', async () => {
     expect(() => definition({}, { timeout: 0 })).toThrow(/timeout/);
     expect(() => definition({}, { timeout: 'soon' })).toThrow(/timeout/);
     expect(() => definition({ deadline: -1 })).toThrow(/deadline/);
@@ -311,5 +344,11 @@ describe('stage timeouts and item deadlines', () => {
     await expect(openFixture({ definitions: [definition()], deployments: {}, timerIntervalMs: 1 })).rejects.toThrow(
       /timerIntervalMs/,
     );
+    for (const hopTimeoutMs of [-1, 5, 1.5, 31 * 86_400_000, Number.NaN]) {
+      await expect(openFixture({ definitions: [definition()], deployments: {}, hopTimeoutMs })).rejects.toMatchObject({
+        code: 'COORD_INVALID_ARGUMENT',
+        message: expect.stringMatching(/hopTimeoutMs is a whole number of milliseconds from 10 to .*, or 0 for none/),
+      });
+    }
   });
 });

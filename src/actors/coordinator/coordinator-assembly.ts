@@ -146,6 +146,7 @@ export async function assembleCoordinator(compiled: CompiledCoordinatorOptions):
       clock,
       ids,
       logger: log,
+      hopTimeoutMs: compiled.hopTimeoutMs,
       inspect: options.inspect,
       traces,
     });

@@ -117,11 +117,23 @@ export interface CoordinatorOptions {
   deployments?: Record<string, RoleDeployment>;
   /**
    * How often the Coordinator looks at the time: hops past their
-   * stage's `timeout` are re-published or failed, items past their
-   * definition's `deadline` fail. Only items whose definition sets one count.
+   * stage's `timeout` (or `hopTimeoutMs`) are re-published or failed, items
+   * past their definition's `deadline` fail.
    * @defaultValue 1000 (1 s)
    */
   timerIntervalMs?: number;
+  /**
+   * The default hop timeout, for hops (and queries) whose stage sets no
+   * `timeout` of its own: a hop out longer than it (from its dispatch, or
+   * its resume) is re-published under the same idempotency key, so that a
+   * hop whose message was lost is found again, until its stage's retry
+   * policy's `maximumAttempts` is spent; then it fails (`HopTimedOut`). A
+   * stage's own `timeout` wins. A whole number of milliseconds from 10 to
+   * 30 days, or `0` for none (a hop whose stage sets no timeout may then stay
+   * out forever).
+   * @defaultValue 600000 (10 minutes)
+   */
+  hopTimeoutMs?: number;
   /**
    * Lease on each result the Coordinator takes from the bus: how soon a crashed Coordinator's results come back.
    * @defaultValue 30000 (30 s)
@@ -213,6 +225,8 @@ export interface CompiledCoordinatorOptions {
   readonly registry: WorkflowRegistry;
   readonly forgetRuns: Required<ForgetRunsOptions>;
   readonly timerIntervalMs: number;
+  /** The default hop timeout (ms); `0`: none. */
+  readonly hopTimeoutMs: number;
   readonly auditCheckpointMs: number;
   readonly resultsVisibilityTimeoutMs: number;
   readonly consumer: string;
@@ -254,6 +268,8 @@ export function compileCoordinatorOptions(options: CoordinatorOptions): Compiled
     throw invalid('timerIntervalMs is a whole number of milliseconds from 10 to 3600000');
   }
 
+  const hopTimeoutMs = checkHopTimeoutMs(options.hopTimeoutMs);
+
   let forgetRuns: Required<ForgetRunsOptions>;
   try {
     forgetRuns = checkForgetRunsOptions(options.forgetRuns);
@@ -272,10 +288,33 @@ export function compileCoordinatorOptions(options: CoordinatorOptions): Compiled
     registry,
     forgetRuns,
     timerIntervalMs: tick ?? 1_000,
+    hopTimeoutMs,
     auditCheckpointMs: options.auditCheckpointMs ?? 60_000,
     resultsVisibilityTimeoutMs: options.resultsVisibilityTimeoutMs ?? 30_000,
     consumer: options.consumer ?? `coordinator-${process.pid}`,
   };
+}
+
+/** The default hop timeout when none is given: 10 minutes, so that no hop stays out forever. */
+export const DEFAULT_HOP_TIMEOUT_MS = 600_000;
+/** The longest default hop timeout taken: 30 days. */
+export const MAX_HOP_TIMEOUT_MS = 30 * 86_400_000;
+
+/**
+ * Checks `hopTimeoutMs` and fills in its default: a whole number of
+ * milliseconds from 10 to 30 days, or `0` for none. Refused with
+ * `COORD_INVALID_ARGUMENT`.
+ */
+export function checkHopTimeoutMs(value: number | undefined): number {
+  if (value === undefined) return DEFAULT_HOP_TIMEOUT_MS;
+  if (value === 0) return 0;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 10 || value > MAX_HOP_TIMEOUT_MS) {
+    throw invalid(
+      `hopTimeoutMs is a whole number of milliseconds from 10 to ${MAX_HOP_TIMEOUT_MS} (30 days), or 0 for none; ` +
+        `not ${String(value)}`,
+    );
+  }
+  return value;
 }
 
 /** Where the parts come from: the one place the options choose the backend. */

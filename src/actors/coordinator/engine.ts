@@ -7,7 +7,7 @@ import {
   type ResultHandling,
   decide,
   type SettleBody,
-  hasTimeBounds,
+  timerDue,
 } from '../../decisions/coordinator-decisions.js';
 import type { Logger } from '../../log/logger.js';
 import {
@@ -80,6 +80,8 @@ export interface EngineOptions {
   clock: Clock;
   ids: IdSource;
   logger: Logger;
+  /** The default hop timeout (ms) of hops whose stage sets none; `0`: none (`CoordinatorOptions.hopTimeoutMs`). */
+  hopTimeoutMs: number;
   /** An inspector (`--inspect`): each work item's WorkflowRun then also runs as a live root actor it sees. */
   inspect?: ActorInspector | undefined;
   /** Each item's trace context (default: none, every decision span is a root). */
@@ -109,6 +111,7 @@ export class CoordinatorEngine {
   readonly #governance: CoordinatorGovernance;
   readonly #clock: Clock;
   readonly #ids: IdSource;
+  readonly #hopTimeoutMs: number;
   readonly #log: Logger;
   readonly #inspect: ActorInspector | undefined;
   /** The decisions' spans, told what decide-and-commit does. */
@@ -147,6 +150,7 @@ export class CoordinatorEngine {
     this.#governance = options.governance;
     this.#clock = options.clock;
     this.#ids = options.ids;
+    this.#hopTimeoutMs = options.hopTimeoutMs;
     this.#log = options.logger;
     this.#inspect = options.inspect;
     this.#spans = new DecisionSpans(options.traces);
@@ -241,6 +245,7 @@ export class CoordinatorEngine {
       now: this.#clock.now(),
       nextId: () => this.#ids.next(),
       governance: this.#governance,
+      hopTimeoutMs: this.#hopTimeoutMs,
     };
   }
 
@@ -381,20 +386,19 @@ export class CoordinatorEngine {
   }
 
   /**
-   * Time passed: a timer input for every live item whose definition sets a
-   * time bound (stage timeouts, a deadline), all decided and committed
-   * together. Resolves with the steps that changed something.
+   * Time passed: a timer input for every live item past its deadline or with
+   * a hop (or query) out past its timeout (its stage's, or the default hop
+   * timeout), all decided and committed together. Which items are due is a
+   * look at their rows (`timerDue`): the others cost no decision. Resolves
+   * with the steps that changed something.
    */
   tick(): Promise<Step[]> {
     return this.#exclusive(async () => {
       const inputs: Input[] = [];
+      const now = this.#clock.now();
       for (const view of this.#live.values()) {
-        // A child's deadline may be its parent's, inherited: its own definition need set none.
-        if (
-          view.run !== null &&
-          (hasTimeBounds(view.run.context.definition) || (view.run.context.deadline ?? null) !== null)
-        )
-          inputs.push({ view, input: { kind: 'timer' } });
+        // A child's deadline may be its parent's, inherited (in its run's context): its own definition need set none.
+        if (timerDue(view, now, this.#hopTimeoutMs)) inputs.push({ view, input: { kind: 'timer' } });
       }
       if (inputs.length === 0) return [];
       const done = await this.#decideAndCommit('decision', inputs);

@@ -5,7 +5,7 @@
 // fragment (#token=...) and kept for this tab only.
 
 import { h, state, usd } from './dom.js';
-import { childTree, partsView, stageDiagram, valueView } from './item-view.js';
+import { childTree, partsView, stageDiagram, valueView, waitingColumns } from './item-view.js';
 
 const view = document.getElementById('view');
 const notice = document.getElementById('notice');
@@ -41,7 +41,7 @@ const time = (t) => (t ? new Date(t).toLocaleTimeString() : '');
 
 /** What the reads of the current render returned, without the fields that change with the clock alone. */
 let reads = [];
-const VOLATILE = new Set(['at', 'elapsedMs', 'lagMs', 'idleMs']);
+const VOLATILE = new Set(['at', 'elapsedMs', 'lagMs', 'idleMs', 'ageMs']);
 
 async function api(path, init) {
   const res = await fetch(path, init);
@@ -332,6 +332,8 @@ async function itemsView() {
         location.hash = `#/items/${encodeURIComponent(i.id)}`;
       },
     ),
+    (overview.waiting ?? []).length > 0 ? h('h2', {}, `Waiting on the bus (${overview.waiting.length})`) : null,
+    (overview.waiting ?? []).length > 0 ? withId('waiting', table(waitingColumns(true), overview.waiting)) : null,
   ];
 }
 
@@ -403,7 +405,7 @@ function cancelBox(item) {
 
 async function itemView(id) {
   const detail = await api(`/api/items/${encodeURIComponent(id)}`);
-  const { item, hops, audit, chain, input, result, workflow, path, children } = detail;
+  const { item, hops, waiting, audit, chain, input, result, workflow, path, children } = detail;
   const run = await machine('workflow-run');
   return [
     h('h1', {}, 'Work item ', h('code', {}, item.id), ' ', state(item.state)),
@@ -447,6 +449,8 @@ async function itemView(id) {
     ),
     children.length > 0 ? h('h2', {}, `Child work items (${children.length})`) : null,
     children.length > 0 ? childTree(children) : null,
+    (waiting ?? []).length > 0 ? h('h2', {}, 'Waiting on the bus') : null,
+    (waiting ?? []).length > 0 ? withId('waiting', table(waitingColumns(false), waiting)) : null,
     h('h2', {}, 'Run'),
     diagram(run, item.state),
     h('h2', {}, 'Hops'),

@@ -236,3 +236,50 @@ export function partsView(parts) {
         : h('div', { class: 'part file' }, `file ${p.name ?? '(unnamed)'}${p.mimeType ? ` (${p.mimeType})` : ''}`),
   );
 }
+
+/** A duration as the waiting table shows it: ms, s, min or h. */
+export function age(n) {
+  if (n < 1000) return `${Math.round(n)} ms`;
+  if (n < 60_000) return `${(n / 1000).toFixed(1)} s`;
+  if (n < 3_600_000) return `${Math.floor(n / 60_000)} min ${Math.floor((n % 60_000) / 1000)} s`;
+  return `${Math.floor(n / 3_600_000)} h ${Math.floor((n % 3_600_000) / 60_000)} min`;
+}
+
+/** Where a hop's message is on the bus, in words (null: the bus was not read). */
+const BUS_WORDS = {
+  queued: 'queued, not taken yet',
+  delayed: 'queued, after its retry backoff',
+  held: 'held by a worker',
+  dead: 'dead-lettered',
+  missing: 'not on the bus (lost: its timeout publishes it again)',
+};
+
+/**
+ * The columns of what items wait for on the bus: each hop (or query) out,
+ * its role, since when and for how long, and where its message is.
+ * `withItem` adds the item column (the list of every item's).
+ */
+export function waitingColumns(withItem) {
+  return [
+    // The item links to its view (the rows are not clickable: the items table above is the list to click).
+    ...(withItem
+      ? [
+          {
+            title: 'item',
+            cell: (w) => h('a', { href: `#/items/${encodeURIComponent(w.itemId)}` }, h('code', {}, w.itemId)),
+          },
+        ]
+      : []),
+    { title: 'waits on', cell: (w) => (w.kind === 'query' ? `query of hop ${w.hop}` : `hop ${w.hop}`) },
+    { title: 'stage', cell: (w) => w.stage },
+    { title: 'role', cell: (w) => w.role },
+    { title: 'attempt', num: true, cell: (w) => w.attempt },
+    { title: 'since', cell: (w) => new Date(w.since).toLocaleTimeString() },
+    { title: 'age', num: true, cell: (w) => age(w.ageMs) },
+    { title: 'timeouts', num: true, cell: (w) => w.timeouts },
+    {
+      title: 'on the bus',
+      cell: (w) => (w.bus === null ? h('span', { class: 'muted' }, 'not read') : BUS_WORDS[w.bus]),
+    },
+  ];
+}

@@ -10,15 +10,45 @@ import type { Decision, DecisionEnv, ItemView } from './types.js';
 import { costRow, noteOverrun } from './usage.js';
 import { COORDINATOR_ACTOR, Work, json, unchanged } from './work.js';
 
-/** Whether a definition sets any time bound (a deadline, a stage timeout): only then do timers look at its items. */
-export function hasTimeBounds(def: WorkflowDefinition): boolean {
-  return def.deadline !== undefined || Object.values(def.stages).some((s) => s.timeout !== undefined);
+/**
+ * How long a hop (or a query) of `stage` may be out, in ms: the stage's own
+ * `timeout`, else the deployment's default (`hopTimeoutMs`; absent or `0`:
+ * none, and the hop is never timed out).
+ */
+export function hopTimeout(def: WorkflowDefinition, stage: string, hopTimeoutMs?: number): number | undefined {
+  const own = def.stages[stage]?.timeout;
+  if (own !== undefined) return own;
+  return hopTimeoutMs !== undefined && hopTimeoutMs > 0 ? hopTimeoutMs : undefined;
+}
+
+/** Whether a hop out is past its next timeout at `now` (a timeout per re-publish: its `timeouts + 1`-th). */
+function pastTimeout(hop: HopRecord, timeout: number | undefined, now: number): boolean {
+  return timeout !== undefined && hop.activeSince !== null && now >= hop.activeSince + timeout * (hop.timeouts + 1);
+}
+
+/**
+ * Whether `timer` at `now` has anything to decide for this item: it is past
+ * its deadline, or a hop (or query) it has out is past its timeout. A cheap
+ * look at the rows (no run is stepped), so that every tick may ask it of
+ * every live item; `timer` decides on the items it picks.
+ */
+export function timerDue(view: ItemView, now: number, hopTimeoutMs?: number): boolean {
+  if (view.run === null || view.item.finishedAt !== null) return false;
+  const ctx = view.run.context;
+  const deadline = ctx.deadline ?? null;
+  if (deadline !== null && now >= deadline.at) return true;
+  for (const hop of view.hops.values()) {
+    if (hop.state !== 'dispatched') continue;
+    if (pastTimeout(hop, hopTimeout(ctx.definition, hop.stage, hopTimeoutMs), now)) return true;
+  }
+  return false;
 }
 
 /**
  * Time passed. The run decides: a `TICK` at `now` fails an item past its
  * deadline (`DEADLINE_EXCEEDED`). A stage hop out longer than its stage's
- * `timeout` (from when it became active: its dispatch, or its resume) is
+ * `timeout`, or the deployment's default (`env.hopTimeoutMs`) when its
+ * stage sets none (from when it became active: its dispatch, or its resume), is
  * told to the run (`HOP_TIMED_OUT`), once per timeout; while its retry
  * policy's `maximumAttempts` allows, the run has it re-published under the
  * same idempotency key (a lost message is found again; one still queued is a
@@ -55,8 +85,8 @@ export function timer(view: ItemView | undefined, env: DecisionEnv): Decision {
       if (queryTimedOut(work, hop)) changed = true;
       continue;
     }
-    const timeout = def.stages[hop.stage]?.timeout;
-    if (timeout === undefined || now < hop.activeSince + timeout * (hop.timeouts + 1)) continue;
+    const timeout = hopTimeout(def, hop.stage, env.hopTimeoutMs);
+    if (timeout === undefined || !pastTimeout(hop, timeout, now)) continue;
     const timeouts = hop.timeouts + 1;
     // What the hop cost, should the run fail it.
     const accrual = accrue(hop, work.item, undefined, now);
@@ -66,6 +96,7 @@ export function timer(view: ItemView | undefined, env: DecisionEnv): Decision {
       hop: hop.hop,
       attempt: hop.attempt,
       timeouts,
+      timeoutMs: timeout,
       usage: accrual.added,
     };
     if (!work.send(event)) continue;
@@ -97,7 +128,7 @@ export function timer(view: ItemView | undefined, env: DecisionEnv): Decision {
     }
     work.item = accrual.item;
     work.usage.push(accrual.row);
-    const message = timeoutMessage(def, hop.stage, timeouts, 'hop');
+    const message = timeoutMessage(def, hop.stage, timeouts, 'hop', true, timeout);
     const error = { type: 'HopTimedOut', message };
     const failed: HopRecord = { ...accrual.hop, timeouts, state: 'failed', finishedAt: now, error };
     work.updateHop(failed);
@@ -120,7 +151,8 @@ export function timer(view: ItemView | undefined, env: DecisionEnv): Decision {
 }
 
 /**
- * A query out longer than the asking stage's `timeout`, told to the run
+ * A query out longer than the asking stage's `timeout` (or the deployment's
+ * default when the stage sets none), told to the run
  * (`HOP_TIMED_OUT` with the query's continuation): while the asking stage's
  * retry policy's `maximumAttempts` allows (and its question was kept), the
  * run has it re-published under the same idempotency key; then it fails
@@ -130,9 +162,8 @@ export function timer(view: ItemView | undefined, env: DecisionEnv): Decision {
 function queryTimedOut(work: Work, query: HopRecord): boolean {
   const def = work.run!.context.definition;
   const now = work.env.now;
-  const timeout = def.stages[query.stage]?.timeout;
-  if (timeout === undefined || query.activeSince === null) return false;
-  if (now < query.activeSince + timeout * (query.timeouts + 1)) return false;
+  const timeout = hopTimeout(def, query.stage, work.env.hopTimeoutMs);
+  if (timeout === undefined || !pastTimeout(query, timeout, now)) return false;
   const asking = query.askedBy === null ? undefined : work.hops.get(query.askedBy);
   if (asking === undefined || query.continuation === null) return false;
   const timeouts = query.timeouts + 1;
@@ -145,6 +176,7 @@ function queryTimedOut(work: Work, query: HopRecord): boolean {
     hop: asking.hop,
     attempt: asking.attempt,
     timeouts,
+    timeoutMs: timeout,
     continuation: query.continuation,
     ...(questionKept ? {} : { questionKept }),
     usage: added,
@@ -179,7 +211,7 @@ function queryTimedOut(work: Work, query: HopRecord): boolean {
     );
     return true;
   }
-  const message = timeoutMessage(def, query.stage, timeouts, 'query', questionKept);
+  const message = timeoutMessage(def, query.stage, timeouts, 'query', questionKept, timeout);
   work.audit.push({
     kind: 'timeout',
     itemId: work.item.id,

@@ -77,7 +77,7 @@ export type CoordinatorInput =
   | { kind: 'approve'; approver: string }
   | { kind: 'deny'; approver: string; reason?: string }
   | { kind: 'cancel'; by: string | null; reason: string | null }
-  /** Time passed (`env.now`): hops past their stage's timeout, an item past its deadline. */
+  /** Time passed (`env.now`): hops past their stage's timeout (or the default one), an item past its deadline. */
   | { kind: 'timer' }
   /** The bus lost its state (`reason` says how it was seen): every hop out is published again. */
   | { kind: 'reconcile'; reason: string }
@@ -90,6 +90,12 @@ export interface DecisionEnv {
   nextId(): string;
   /** The cascade run before every hop and query: a value of the workflow room (`governanceCascade`). */
   governance: GovernanceCascade;
+  /**
+   * The deployment's default hop timeout (ms): how long a hop (or a query)
+   * whose stage sets no `timeout` may be out before the timer re-publishes
+   * it. Absent or `0`: none (only stages' own timeouts count).
+   */
+  hopTimeoutMs?: number;
 }
 
 /** How a result was handled. */
