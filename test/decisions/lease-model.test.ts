@@ -79,11 +79,13 @@ function expected(time: LeaseTiming, m: Model, o: LeaseObservation): LeaseAction
     if (lead) return [RESET, renewIn(Math.min(backoffOf(time, m.failures), time.renewMs, lead.until - o.now))];
     return [RESET, acquireIn(backoffOf(time, m.failures))];
   }
+  // Rule 4: a leader keeps its epoch only on a renewal of that epoch. An acquire answer is a stray
+  // that changes nothing (not even the failures in a row): renew on.
+  if (lead && o.kind === 'acquired') return [renewIn(Math.min(time.renewMs, lead.until - o.now))];
   m.failures = 0;
   if (lead) {
-    // Rule 4: a leader keeps its epoch only on a renewal of that epoch (an acquire answer is a stray: renew on).
-    if ((o.kind === 'renewed' && o.epoch === lead.epoch) || o.kind === 'acquired') {
-      if (o.kind === 'renewed') lead.until = Math.max(lead.until, o.sentAt + time.leaseMs);
+    if (o.kind === 'renewed' && o.epoch === lead.epoch) {
+      lead.until = Math.max(lead.until, o.sentAt + time.leaseMs);
       return [renewIn(Math.min(time.renewMs, lead.until - o.now))];
     }
     m.lead = null;
