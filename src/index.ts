@@ -49,6 +49,7 @@ export type {
   WorkMessage,
   WorkEnvelope,
   WorkHeaders,
+  ItemBudgetHeader,
   Usage,
   WorkError,
   RetryPolicy,

@@ -14,7 +14,7 @@ import {
   type PendingToolCall,
 } from '../protocol/model-agent-checkpoint.js';
 import type { Part } from '../protocol/parts.js';
-import type { Usage } from '../protocol/work-envelope.js';
+import { ITEM_BUDGET_EXCEEDED, type Usage } from '../protocol/work-envelope.js';
 import {
   type ConversationMessage,
   type ToolOutput,
@@ -37,7 +37,7 @@ import {
   stepCost,
 } from './pricing.js';
 import { type ModelStep, type ModelToolCall, type ToolDeclaration, callModel, outputSchemaOf } from './sdk.js';
-import { type AgentBudget, budgetStop, modelStepKey } from './steps.js';
+import { type AgentBudget, budgetStop, itemBudgetStop, modelStepKey } from './steps.js';
 import { ASK_TOOL, DELEGATE_TOOL, parseAsk, parseDelegate } from './suspending-tools.js';
 import { type AgentTool, type ToolRun, agentToolRuns, runTool } from './tool-runs.js';
 
@@ -203,97 +203,112 @@ export function createModelAgent(options: ModelAgentOptions): ModelAgent {
       step = saved.step;
       spent = saved.spent;
     }
-    // What this segment (from the hop's start or resumption) spent is what it reports.
+    // What this segment (from the hop's start or resumption) spent is what it reports, failed or not.
     const since = { ...spent };
+    try {
+      return await loop();
+    } catch (error) {
+      throw withUsage(error, segmentUsage(spent, since, modelName));
+    }
 
-    for (;;) {
-      const stop = budgetStop(options.budget, spent);
-      if (stop !== null) {
-        throw new NonRetryableError(`the model agent stopped before model call ${step + 1}: ${stop}`, {
-          type: 'BudgetExceeded',
-          details: { spent, budget: options.budget },
-        });
-      }
-      if (step >= maxSteps) {
-        throw new NonRetryableError(
-          `the model agent made ${step} model calls without answering (maxSteps ${maxSteps})`,
-          {
-            type: 'MaxStepsExceeded',
-          },
+    async function loop(): Promise<HandlerResult> {
+      for (;;) {
+        // The work item's budget first: a stop on it fails the item (BUDGET_EXCEEDED), whatever the rules.
+        const itemStop = itemBudgetStop(hop.headers.itemBudget, spent);
+        if (itemStop !== null) {
+          throw new NonRetryableError(
+            `the model agent stopped before model call ${step + 1}: ${itemStop} (the hop spent ${spent.inputTokens + spent.outputTokens} tokens, ${spent.costUsd} USD)`,
+            { type: ITEM_BUDGET_EXCEEDED, details: { spent, itemBudget: hop.headers.itemBudget } },
+          );
+        }
+        const stop = budgetStop(options.budget, spent);
+        if (stop !== null) {
+          throw new NonRetryableError(`the model agent stopped before model call ${step + 1}: ${stop}`, {
+            type: 'BudgetExceeded',
+            details: { spent, budget: options.budget },
+          });
+        }
+        if (step >= maxSteps) {
+          throw new NonRetryableError(
+            `the model agent made ${step} model calls without answering (maxSteps ${maxSteps})`,
+            {
+              type: 'MaxStepsExceeded',
+            },
+          );
+        }
+        const current = messages;
+        const made: ModelStep = await hop.effects.once(modelStepKey(step), () =>
+          callModel({ model, system, messages: current, tools: declarations, signal: hop.signal }),
         );
-      }
-      const current = messages;
-      const made: ModelStep = await hop.effects.once(modelStepKey(step), () =>
-        callModel({ model, system, messages: current, tools: declarations, signal: hop.signal }),
-      );
-      spent = addStep(spent, made.tokens, stepCost(pricing, made.tokens));
-      messages = [...messages, ...made.messages];
-      const thisStep = step;
-      step++;
+        spent = addStep(spent, made.tokens, stepCost(pricing, made.tokens));
+        messages = [...messages, ...made.messages];
+        const thisStep = step;
+        step++;
 
-      if (made.toolCalls.length === 0) {
-        const parts: Part[] = made.text.length > 0 ? [{ kind: 'text', text: made.text }] : [];
-        if (output !== undefined) {
-          const json = jsonInText(made.text);
-          const checked = json.ok ? await output.check(json.value) : json;
-          if (!checked.ok) {
-            // Told what is wrong, the model answers again (one more step).
-            messages = [
-              ...messages,
-              userMessage(`Your answer does not match the schema: ${checked.error}. Answer again, JSON only.`),
-            ];
+        if (made.toolCalls.length === 0) {
+          const parts: Part[] = made.text.length > 0 ? [{ kind: 'text', text: made.text }] : [];
+          if (output !== undefined) {
+            const json = jsonInText(made.text);
+            const checked = json.ok ? await output.check(json.value) : json;
+            if (!checked.ok) {
+              // Told what is wrong, the model answers again (one more step).
+              messages = [
+                ...messages,
+                userMessage(`Your answer does not match the schema: ${checked.error}. Answer again, JSON only.`),
+              ];
+              continue;
+            }
+            parts.push({ kind: 'data', data: checked.value as Record<string, unknown> });
+          }
+          if (parts.length === 0) parts.push({ kind: 'text', text: '' });
+          return complete({
+            parts,
+            usage: segmentUsage(spent, since, modelName),
+            metadata: { model: label, steps: step },
+          });
+        }
+
+        const results: { toolCallId: string; toolName: string; output: ToolOutput }[] = [];
+        let pending: { call: PendingToolCall; result: HandlerResult } | undefined;
+        for (const call of made.toolCalls) {
+          const suspending = call.toolName === 'ask' || call.toolName === 'delegate';
+          if (suspending && pending === undefined && call.invalid === undefined) {
+            const suspension = suspendingCall(call, askRoles);
+            if ('error' in suspension) {
+              results.push({ toolCallId: call.toolCallId, toolName: call.toolName, output: suspension.error });
+            } else {
+              pending = {
+                call: { toolCallId: call.toolCallId, toolName: call.toolName as 'ask' | 'delegate' },
+                result: suspension.result,
+              };
+            }
             continue;
           }
-          parts.push({ kind: 'data', data: checked.value as Record<string, unknown> });
+          results.push({
+            toolCallId: call.toolCallId,
+            toolName: call.toolName,
+            output: suspending
+              ? {
+                  type: 'error-text',
+                  value: call.invalid ?? 'one ask or delegate at a time: call it again after this one is answered',
+                }
+              : await runTool(hop, runs, call, thisStep, messages),
+          });
         }
-        if (parts.length === 0) parts.push({ kind: 'text', text: '' });
-        return complete({
-          parts,
-          usage: segmentUsage(spent, since, modelName),
-          metadata: { model: label, steps: step },
-        });
-      }
-
-      const results: { toolCallId: string; toolName: string; output: ToolOutput }[] = [];
-      let pending: { call: PendingToolCall; result: HandlerResult } | undefined;
-      for (const call of made.toolCalls) {
-        const suspending = call.toolName === 'ask' || call.toolName === 'delegate';
-        if (suspending && pending === undefined && call.invalid === undefined) {
-          const suspension = suspendingCall(call, askRoles);
-          if ('error' in suspension) {
-            results.push({ toolCallId: call.toolCallId, toolName: call.toolName, output: suspension.error });
-          } else {
-            pending = {
-              call: { toolCallId: call.toolCallId, toolName: call.toolName as 'ask' | 'delegate' },
-              result: suspension.result,
-            };
-          }
-          continue;
+        if (results.length > 0) messages = [...messages, toolMessage(results)];
+        if (pending !== undefined) {
+          const checkpoint: ModelAgentCheckpoint = {
+            kind: 'model-agent',
+            version: 1,
+            model: label,
+            messages,
+            step,
+            spent,
+            pending: pending.call,
+          };
+          const usage = segmentUsage(spent, since, modelName);
+          return { ...pending.result, state: checkpoint, usage } as HandlerResult;
         }
-        results.push({
-          toolCallId: call.toolCallId,
-          toolName: call.toolName,
-          output: suspending
-            ? {
-                type: 'error-text',
-                value: call.invalid ?? 'one ask or delegate at a time: call it again after this one is answered',
-              }
-            : await runTool(hop, runs, call, thisStep, messages),
-        });
-      }
-      if (results.length > 0) messages = [...messages, toolMessage(results)];
-      if (pending !== undefined) {
-        const checkpoint: ModelAgentCheckpoint = {
-          kind: 'model-agent',
-          version: 1,
-          model: label,
-          messages,
-          step,
-          spent,
-          pending: pending.call,
-        };
-        const usage = segmentUsage(spent, since, modelName);
-        return { ...pending.result, state: checkpoint, usage } as HandlerResult;
       }
     }
   };
@@ -305,6 +320,22 @@ export function createModelAgent(options: ModelAgentOptions): ModelAgent {
       await mcp?.close();
     },
   });
+}
+
+/**
+ * The error a hop fails with, carrying what the hop spent before it failed
+ * (`usage`, read by the worker harness and charged to the work item). An
+ * error that says nothing of usage, or that spent nothing, is left as it is.
+ */
+function withUsage(error: unknown, usage: Usage): unknown {
+  if (usage.inputTokens + usage.outputTokens === 0 && usage.costUsd === 0) return error;
+  if (error === null || typeof error !== 'object' || 'usage' in error) return error;
+  try {
+    Object.defineProperty(error, 'usage', { value: usage, enumerable: true, configurable: true });
+  } catch {
+    // A frozen error reports no usage.
+  }
+  return error;
 }
 
 /** The suspension an `ask` or `delegate` call makes, or the error result a bad one gets. */

@@ -1,4 +1,5 @@
 import type { AgentSpend } from '../protocol/model-agent-checkpoint.js';
+import type { ItemBudgetHeader } from '../protocol/work-envelope.js';
 
 /**
  * The steps of a model agent's hop, each run once: a model call is step
@@ -45,4 +46,23 @@ export function budgetStop(budget: AgentBudget | undefined, spent: AgentSpend): 
     over.push(`${spent.costUsd} of ${budget.maxCostUsd} USD`);
   }
   return over.length === 0 ? null : `budget spent: ${over.join(', ')}`;
+}
+
+/**
+ * Why no further model call may run on the work item's budget, or null when
+ * it has budget left: the item had spent `itemBudget.spent*` when the hop was
+ * published, and the hop has spent `spent` since (over its suspensions).
+ */
+export function itemBudgetStop(itemBudget: ItemBudgetHeader | undefined, spent: AgentSpend): string | null {
+  if (itemBudget === undefined) return null;
+  const tokens = itemBudget.spentTokens + spent.inputTokens + spent.outputTokens;
+  const costUsd = itemBudget.spentCostUsd + spent.costUsd;
+  const over: string[] = [];
+  if (itemBudget.maxTokens !== undefined && tokens >= itemBudget.maxTokens) {
+    over.push(`${tokens} of ${itemBudget.maxTokens} tokens`);
+  }
+  if (itemBudget.maxCostUsd !== undefined && costUsd >= itemBudget.maxCostUsd) {
+    over.push(`${costUsd} of ${itemBudget.maxCostUsd} USD`);
+  }
+  return over.length === 0 ? null : `the work item's budget is spent: ${over.join(', ')}`;
 }

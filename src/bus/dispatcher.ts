@@ -1,5 +1,6 @@
 import {
   type AskedBy,
+  type ItemBudgetHeader,
   RESULTS_ROLE,
   type ResultEnvelope,
   type RetryPolicy,
@@ -40,6 +41,8 @@ export interface StartHop {
   metadata?: Record<string, unknown>;
   /** The trace the hop continues (`headers.trace`): what the publisher's span injected. */
   trace?: TraceFields;
+  /** The work item's budget and what it had spent (`headers.itemBudget`). */
+  itemBudget?: ItemBudgetHeader;
 }
 
 export interface Started {
@@ -121,6 +124,7 @@ export function createDispatcher(options: { bus: WorkQueue; resultsRole?: string
           ...(hop.resultRole === undefined ? {} : { resultRole: hop.resultRole }),
           ...(hop.askedBy === undefined ? {} : { askedBy: hop.askedBy }),
           ...(hop.trace === undefined ? {} : { trace: hop.trace }),
+          ...(hop.itemBudget === undefined ? {} : { itemBudget: hop.itemBudget }),
         },
         message: hop.message,
         ...(hop.metadata === undefined ? {} : { metadata: hop.metadata }),

@@ -3,6 +3,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { type ApprovalMode, DEMO_APPROVER, DEMO_WORKFLOWS, type DemoWorkflow, runDemo } from '../demo/run-demo.js';
+import type { WorkHandler } from '../actors/worker/handler.js';
+import { chooseDemoProvider, noKeyLine, providerLine } from '../demo/model-choice.js';
+import { modelDemoHandlers } from '../demo/model-roles.js';
 import { LOG_LEVELS, type LogLevel, createLogger } from '../log/logger.js';
 import type { CliCommand } from './command.js';
 import {
@@ -22,7 +25,7 @@ import {
 } from './command-args.js';
 
 export const DEMO_USAGE = `Usage: switchboard demo [--workflow dev-sdlc|review-fanout] [--db PATH] [--approve|--deny]
-                        [--json] [--log-level LEVEL] [--inspect[=[HOST:]PORT]]
+                        [--models] [--json] [--log-level LEVEL] [--inspect[=[HOST:]PORT]]
 
 Runs the dev SDLC workflow (architect, coding, testing, devops, with an
 approval gate before devops) end to end on the embedded default: one SQLite
@@ -56,6 +59,14 @@ Options:
   --deny             deny the gate without asking (the items end failed)
                      On a terminal without either flag, the demo asks y/n;
                      without a terminal it approves and says so.
+  --models           run the dev SDLC roles as model agents (Vercel AI SDK)
+                     on the first provider whose API key is set:
+                     OPENAI_API_KEY (@ai-sdk/openai, gpt-4o-mini),
+                     ANTHROPIC_API_KEY (@ai-sdk/anthropic, claude-3-5-haiku),
+                     GOOGLE_GENERATIVE_AI_API_KEY (@ai-sdk/google,
+                     gemini-2.5-flash); install \`ai\` and that package.
+                     Without a key it says so on stderr and runs the
+                     scripted agents. Keys are never printed.
   --json             print only a summary on stdout:
                      {"items":[{"id","state","hops","costUsd","tokens","elapsedMs"}],
                       "audit":{"ok","entries"}}
@@ -72,6 +83,7 @@ interface DemoFlags {
   db: string | undefined;
   approval: 'approve' | 'deny' | undefined;
   json: boolean;
+  models: boolean;
   logLevel: LogLevel;
   inspect: InspectTarget | null;
 }
@@ -86,6 +98,7 @@ function parseFlags(all: string[]): DemoFlags {
       approve: { type: 'boolean' },
       deny: { type: 'boolean' },
       json: { type: 'boolean' },
+      models: { type: 'boolean' },
       'log-level': { type: 'string' },
     },
     0,
@@ -98,6 +111,7 @@ function parseFlags(all: string[]): DemoFlags {
     db: databaseFileFlag(args),
     approval: approve ? 'approve' : deny ? 'deny' : undefined,
     json: booleanFlag(args, 'json'),
+    models: booleanFlag(args, 'models'),
     logLevel: choiceFlag(args, 'log-level', LOG_LEVELS, 'error'),
     inspect,
   };
@@ -150,7 +164,30 @@ export const demoCommand: CliCommand = {
       approval = 'approve';
       note(`No terminal and neither --approve nor --deny: the gate will be approved as ${DEMO_APPROVER}.`);
     }
-    out('switchboard demo: the dev SDLC workflow, two work items, scripted DEMO agents (no LLM is called)');
+    let handlers: Record<string, WorkHandler> | undefined;
+    if (flags.models) {
+      if (flags.workflow !== 'dev-sdlc') {
+        return reportUsageError('demo', new CliUsageError('--models runs the dev-sdlc workflow only'), DEMO_USAGE);
+      }
+      const provider = chooseDemoProvider(process.env);
+      if (provider === null) {
+        process.stderr.write(`${noKeyLine()}\n`);
+      } else {
+        try {
+          handlers = await modelDemoHandlers(provider);
+        } catch (error) {
+          process.stderr.write(`switchboard demo --models: ${(error as Error)?.message ?? String(error)}\n`);
+          return 1;
+        }
+        out(
+          `switchboard demo: the dev SDLC workflow, two work items, model agents (each call is billed by the provider)`,
+        );
+        out(providerLine(provider));
+      }
+    }
+    if (handlers === undefined) {
+      out('switchboard demo: the dev SDLC workflow, two work items, scripted DEMO agents (no LLM is called)');
+    }
     out(`Database: ${path}${flags.db === undefined ? ' (a new file in a temporary folder)' : ''}`);
     out('');
     const logger = createLogger({ level: flags.logLevel, name: 'switchboard-demo' });
@@ -172,6 +209,7 @@ export const demoCommand: CliCommand = {
         onLine: out,
         logger,
         inspect: inspection?.inspect,
+        handlers,
       });
     } catch (error) {
       process.stderr.write(`switchboard demo: ${(error as Error)?.message ?? String(error)}\n`);

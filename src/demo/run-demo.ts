@@ -1,5 +1,6 @@
 import { type Coordinator, type RoleDeployment, createCoordinator } from '../actors/coordinator/coordinator.js';
 import type { ActorInspector } from '../actors/inspection.js';
+import type { WorkHandler } from '../actors/worker/handler.js';
 import type { ItemStatus } from '../actors/coordinator/types.js';
 import {
   DEV_SDLC_WORKFLOW_PATH,
@@ -65,6 +66,8 @@ export interface DemoOptions {
   logger?: Logger;
   /** An inspector (`--inspect`) for every root actor of the run: broker, workflow runs, pools. */
   inspect?: ActorInspector | undefined;
+  /** The roles' handlers in place of the scripted DEMO agents (`demo --models`: model agents). */
+  handlers?: Record<string, WorkHandler> | undefined;
 }
 
 export interface DemoItemSummary {
@@ -91,7 +94,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   const definition = loadWorkflowFile(
     fanout ? join(SHIPPED_WORKFLOWS_DIR, 'review-fanout.json') : DEV_SDLC_WORKFLOW_PATH,
   );
-  const handlers = fanout ? FANOUT_HANDLERS : DEMO_HANDLERS;
+  const handlers = options.handlers ?? (fanout ? FANOUT_HANDLERS : DEMO_HANDLERS);
   const deployments: Record<string, RoleDeployment> = {};
   for (const [role, deployment] of Object.entries(fanout ? FANOUT_DEPLOYMENTS : DEMO_DEPLOYMENTS)) {
     deployments[role] = { handler: handlers[role]!, deployment, observeIntervalMs: 20, pollWaitMs: 50 };

@@ -1,4 +1,6 @@
+import { ITEM_BUDGET_EXCEEDED } from '../protocol/work-envelope.js';
 import type { WorkflowRunEvent } from '../protocol/workflow.js';
+import { budgetStatus } from '../workflow/governance.js';
 import {
   type RunDirective,
   type RunFailureCode,
@@ -44,6 +46,19 @@ export type RunEffect =
   /** Accepted, nothing changes (a `TICK` before the deadline). */
   | 'none'
   | 'cancel';
+
+/**
+ * Why the run fails `BUDGET_EXCEEDED`: the usage over its budget (the
+ * context's usage has the event's in it), and, for a hop that stopped
+ * because the item's budget is spent, what the hop said.
+ */
+function budgetReason(ctx: WorkflowRunContext, event: WorkflowRunEvent): string {
+  const over = budgetOverrun(ctx.budget ?? null, ctx.usage);
+  const stopped = event.type === 'HOP_FAILED' && event.errorType === ITEM_BUDGET_EXCEEDED;
+  if (!stopped) return over ?? 'budget exceeded';
+  const status = ctx.budget == null ? null : budgetStatus(ctx.budget, ctx.usage);
+  return `${over ?? status?.reason ?? 'budget spent'} (hop ${event.hop} stopped: ${(event.message ?? event.errorType).slice(0, 300)})`;
+}
 
 function dispatchDirective(
   ctx: WorkflowRunContext,
@@ -264,7 +279,7 @@ function effectChanges(
       return fail(ctx, 'GOVERNANCE_DENIED', event.policy ? `${event.policy}: ${event.reason}` : event.reason);
     case 'budget-exceeded':
       // The context's usage has the event's usage in it already.
-      return fail(ctx, 'BUDGET_EXCEEDED', budgetOverrun(ctx.budget ?? null, ctx.usage) ?? 'budget exceeded');
+      return fail(ctx, 'BUDGET_EXCEEDED', budgetReason(ctx, event));
     case 'deadline-exceeded': {
       const deadline = ctx.deadline ?? null;
       if (event.type !== 'TICK' || deadline === null) return {};

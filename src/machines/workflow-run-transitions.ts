@@ -1,3 +1,4 @@
+import { ITEM_BUDGET_EXCEEDED } from '../protocol/work-envelope.js';
 import {
   type WorkflowRunEvent,
   WorkflowRunEventSchema,
@@ -70,6 +71,8 @@ export type RunCondition =
   | 'current-continuation'
   | 'named-approver'
   | 'over-budget'
+  /** A `HOP_FAILED` of the current hop whose handler stopped because the item's budget is spent (`ItemBudgetExceeded`). */
+  | 'item-budget-stop'
   /** A `TICK` at or after the run's deadline. */
   | 'past-deadline'
   /** A `HOP_TIMED_OUT` of the current hop (or its query) that its stage's retry policy lets be published again. */
@@ -133,6 +136,7 @@ export const WORKFLOW_RUN_TRANSITIONS: readonly WorkflowRunTransition[] = Object
   { from: 'running', event: 'HOP_SUCCEEDED', when: 'over-budget', to: 'failed', effect: 'budget-exceeded' },
   ...routed('running', 'HOP_SUCCEEDED'),
   { from: 'running', event: 'HOP_FAILED', when: 'over-budget', to: 'failed', effect: 'budget-exceeded' },
+  { from: 'running', event: 'HOP_FAILED', when: 'item-budget-stop', to: 'failed', effect: 'budget-exceeded' },
   ...routed('running', 'HOP_FAILED'),
   // A fan-out stage's children: written by the driver, then settled one by one until the join is decided.
   { from: 'running', event: 'CHILDREN_SPAWNED', when: 'current-spawn', to: 'running', effect: 'spawned' },
@@ -251,6 +255,8 @@ export function conditionHolds(ctx: WorkflowRunContext, event: WorkflowRunEvent,
             : isCurrentHop(ctx, event);
       return current && budgetOverrun(ctx.budget ?? null, accrue(ctx, event)) !== null;
     }
+    case 'item-budget-stop':
+      return event.type === 'HOP_FAILED' && event.errorType === ITEM_BUDGET_EXCEEDED && isCurrentHop(ctx, event);
     case 'named-approver': {
       if ((event.type !== 'APPROVED' && event.type !== 'DENIED') || ctx.directive.kind !== 'await-approval')
         return false;

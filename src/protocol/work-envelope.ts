@@ -47,6 +47,24 @@ export const TraceFieldsSchema = z
 /** Trace fields as on the bus (inferred from `TraceFieldsSchema`). */
 export type TraceFields = z.infer<typeof TraceFieldsSchema>;
 
+/**
+ * The work item's budget as a hop is published with it: the item's limits
+ * and what the item had spent then. A handler that spends (a model agent)
+ * stops before it passes what is left (`limit - spent`).
+ */
+export const ItemBudgetHeaderSchema = z.object({
+  /** Input plus output tokens the work item may spend. */
+  maxTokens: z.number().int().nonnegative().optional(),
+  /** The most the work item may cost, in US dollars. */
+  maxCostUsd: z.number().nonnegative().finite().optional(),
+  /** Input plus output tokens the work item had spent when the hop was published. */
+  spentTokens: z.number().int().nonnegative(),
+  /** What the work item had cost, in US dollars, when the hop was published. */
+  spentCostUsd: z.number().nonnegative().finite(),
+});
+/** The work item's budget as a hop carries it (inferred from `ItemBudgetHeaderSchema`). */
+export interface ItemBudgetHeader extends z.infer<typeof ItemBudgetHeaderSchema> {}
+
 /** A work envelope's headers on the bus: which task, run, hop and attempt it is, with its idempotency key. */
 export const WorkHeadersSchema = z.object({
   /** The A2A task this hop is (a child task of the work item). */
@@ -71,6 +89,12 @@ export const WorkHeadersSchema = z.object({
    * parse as before.
    */
   trace: TraceFieldsSchema.optional(),
+  /**
+   * The work item's budget and what it had spent when the hop was published
+   * (absent when the item has no budget). Optional: envelopes without it
+   * parse as before, and a worker that does not read it still works.
+   */
+  itemBudget: named<ItemBudgetHeader>(ItemBudgetHeaderSchema).optional(),
 });
 /** A work envelope's headers as on the bus (inferred from `WorkHeadersSchema`). */
 export interface WorkHeaders extends z.infer<typeof WorkHeadersSchema> {}
@@ -114,7 +138,19 @@ export const WorkErrorSchema = z.object({
   type: z.string().min(1).max(MAX_NAME_CHARS),
   message: z.string().max(16_000),
   stack: z.string().max(MAX_STACK_CHARS).optional(),
+  /**
+   * What the hop spent before it failed (a model agent's calls), charged to
+   * the work item like a completed hop's usage. Optional.
+   */
+  usage: named<Usage>(UsageSchema).optional(),
 });
+/**
+ * The error type of a hop that stopped because the work item's budget
+ * (`headers.itemBudget`) is spent: the item fails `BUDGET_EXCEEDED`, whatever
+ * its stage's rules say.
+ */
+export const ITEM_BUDGET_EXCEEDED = 'ItemBudgetExceeded';
+
 /** A hop's failure as on the bus (inferred from `WorkErrorSchema`). */
 export interface WorkError extends z.infer<typeof WorkErrorSchema> {}
 

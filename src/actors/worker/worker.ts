@@ -20,6 +20,7 @@ import {
   RoleSchema,
   type ResultEnvelope,
   type Usage,
+  UsageSchema,
   type WorkError,
   type TraceFields,
   UNKNOWN_CONTINUATION,
@@ -104,6 +105,9 @@ function errorInfo(error: unknown): { error: WorkError; retryable: boolean } {
     const failure: WorkError = { type: type.slice(0, 128), message: e.message.slice(0, 4000) };
     // The stack travels with the failure, so that `items show` shows where the handler threw.
     if (typeof e.stack === 'string' && e.stack.length > 0) failure.stack = e.stack.slice(0, MAX_STACK_CHARS);
+    // What the handler spent before it failed (a model agent's calls) is charged like a completed hop's.
+    const usage = UsageSchema.safeParse((error as { usage?: unknown }).usage);
+    if (usage.success) failure.usage = usage.data;
     return { error: failure, retryable: e.retryable !== false };
   }
   return { error: { type: 'Error', message: String(error).slice(0, 4000) }, retryable: true };

@@ -1,4 +1,4 @@
-import type { RetryPolicy, WorkMessage } from '../../protocol/work-envelope.js';
+import type { ItemBudgetHeader, RetryPolicy, WorkMessage } from '../../protocol/work-envelope.js';
 import type { WorkflowDefinition } from '../../protocol/workflow.js';
 import { stageRetryPolicy } from '../../workflow/definition.js';
 import type { GovernanceDecision, HopContext } from '../../workflow/governance.js';
@@ -112,6 +112,22 @@ export function dispatch(work: Work, stage: string, role: string, hop: number, a
   work.event('dispatched', hop, attempt > 1 ? `dispatched (attempt ${attempt})` : 'dispatched', { stage, role });
 }
 
+/**
+ * The work item's budget as its hops carry it (`headers.itemBudget`): its
+ * limits and what it had spent when the hop was published; none without a
+ * budget.
+ */
+export function itemBudgetHeader(work: Work): ItemBudgetHeader | undefined {
+  const { budget, usage } = work.item;
+  if (budget === null || (budget.maxTokens === undefined && budget.maxCostUsd === undefined)) return undefined;
+  return {
+    ...(budget.maxTokens === undefined ? {} : { maxTokens: budget.maxTokens }),
+    ...(budget.maxCostUsd === undefined ? {} : { maxCostUsd: budget.maxCostUsd }),
+    spentTokens: usage.inputTokens + usage.outputTokens,
+    spentCostUsd: usage.costUsd,
+  };
+}
+
 /** The publish of a stage hop: the same body (and idempotency key) each time it is published. */
 export function startBody(work: Work, record: HopRecord, delayMs: number): StartBody {
   const item = work.item;
@@ -141,7 +157,13 @@ export function startBody(work: Work, record: HopRecord, delayMs: number): Start
       },
     },
     ...(delayMs > 0 ? { delayMs } : {}),
+    ...withItemBudget(work),
   };
+}
+
+function withItemBudget(work: Work): { itemBudget?: ItemBudgetHeader } {
+  const itemBudget = itemBudgetHeader(work);
+  return itemBudget === undefined ? {} : { itemBudget };
 }
 
 /** The publish of a query: the same body (and idempotency key) each time it is published. */
@@ -156,6 +178,7 @@ export function queryBody(work: Work, query: HopRecord, asking: HopRecord, quest
     idempotencyKey: query.idempotencyKey,
     askedBy: { role: asking.role, continuationToken, taskId: asking.id, hop: asking.hop },
     message: question,
+    ...withItemBudget(work),
   };
 }
 

@@ -46,7 +46,9 @@ export function result(
   if (result.ask !== undefined && work.hopByContinuation(result.ask.continuationToken) !== undefined) {
     return unchanged(view, 'duplicate');
   }
-  const accrual = accrue(hop, work.item, result.usage, now, segmentEnd(hop, now, publishedAt));
+  // A failed hop's usage travels with its error (what it spent before failing).
+  const usage = result.usage ?? result.error?.usage;
+  const accrual = accrue(hop, work.item, usage, now, segmentEnd(hop, now, publishedAt));
   work.item = accrual.item;
   work.usage.push(accrual.row);
   let next: HopRecord = accrual.hop;

@@ -170,7 +170,7 @@ export function recordAnswer(
   now: number,
   segmentEnd: number = now,
 ): HopRecord['usage'] {
-  const accrual = accrue(query, work.item, result.usage, now, segmentEnd);
+  const accrual = accrue(query, work.item, result.usage ?? result.error?.usage, now, segmentEnd);
   work.item = accrual.item;
   work.usage.push(accrual.row);
   const failed = result.outcome === 'failed';

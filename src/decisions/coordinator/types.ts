@@ -2,7 +2,13 @@ import type { RunState } from '../../machines/workflow-run-machine.js';
 import type { RunDeadline } from '../../machines/workflow-run-context.js';
 import type { SettleBody } from './child-rows.js';
 import type { Part } from '../../protocol/parts.js';
-import type { AskedBy, ResultEnvelope, RetryPolicy, WorkMessage } from '../../protocol/work-envelope.js';
+import type {
+  AskedBy,
+  ItemBudgetHeader,
+  ResultEnvelope,
+  RetryPolicy,
+  WorkMessage,
+} from '../../protocol/work-envelope.js';
 import type { WorkflowDefinition, WorkflowRunEvent } from '../../protocol/workflow.js';
 import type { GovernanceCascade } from '../../workflow/governance-cascade.js';
 import type { GovernanceDecision, HopContext } from '../../workflow/governance.js';
@@ -41,6 +47,8 @@ export interface StartBody {
   retryPolicy?: Partial<RetryPolicy>;
   delayMs?: number;
   askedBy?: AskedBy;
+  /** The work item's budget and what it had spent (absent without a budget). */
+  itemBudget?: ItemBudgetHeader;
 }
 
 /** A dead letter to purge (the outbox body of a `purge-dead-letter`): a failure the run handled. */
