@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DurationSchema } from './retry-policy.js';
+import { DurationSchema } from './duration.js';
 
 /**
  * What child work items are named by and may spend: a workflow reference
