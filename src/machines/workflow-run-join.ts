@@ -114,33 +114,42 @@ export function carve(explicit: BudgetCarve | undefined, left: ItemBudget | null
 }
 
 /**
- * The carves of `n` children in order: each its explicit carve or an equal
- * share, capped at what the parent has left after the carves before it, so
- * that the children's carves together never pass what the parent has left
- * (but each child gets at least 1 token, 1e-9 USD, 1 hop: one hop in flight
- * per branch at most past the parent's budget).
+ * The carves of `n` children in order: each its explicit carve, or an equal
+ * share of what the explicit carves leave of what the parent has left; each
+ * capped at what the carves before it left, so that the children's carves
+ * together never pass what the parent has left (but each child gets at least
+ * 1 token, 1e-9 USD, 1 hop: one hop in flight per branch at most past the
+ * parent's budget).
  */
 export function carveAll(explicit: readonly (BudgetCarve | undefined)[], left: ItemBudget | null): (ItemBudget | null)[] {
-  const n = explicit.length;
-  let rest = left === null ? null : { ...left };
+  // Each dimension's share: what the explicit values leave, split among the children without one.
+  const shares: ItemBudget = {};
+  for (const key of ['maxTokens', 'maxCostUsd', 'maxHops'] as const) {
+    const total = left?.[key];
+    if (total === undefined) continue;
+    const given = explicit.filter((e) => e?.[key] !== undefined);
+    const sharers = explicit.length - given.length;
+    if (sharers === 0) continue;
+    const free = Math.max(0, total - given.reduce((sum, e) => sum + e![key]!, 0)) / sharers;
+    shares[key] = key === 'maxCostUsd' ? Math.floor(free * 1e9) / 1e9 : Math.floor(free);
+  }
+  const rest = left === null ? null : { ...left };
   return explicit.map((e) => {
-    const carved = carve(e, left, n);
-    const capped = carved === null || rest === null ? carved : carve(carvedAsExplicit(carved), rest, 1);
+    if (e === undefined && left === null) return null;
+    const wanted: BudgetCarve = {};
+    for (const key of ['maxTokens', 'maxCostUsd', 'maxHops'] as const) {
+      const value = e?.[key] ?? shares[key];
+      if (value !== undefined) wanted[key] = value;
+    }
+    const capped = rest === null ? carve(wanted, null, 1) : carve(wanted, rest, 1);
     if (capped !== null && rest !== null) {
       if (rest.maxTokens !== undefined) rest.maxTokens -= capped.maxTokens ?? 0;
-      if (rest.maxCostUsd !== undefined) rest.maxCostUsd = Math.round((rest.maxCostUsd - (capped.maxCostUsd ?? 0)) * 1e9) / 1e9;
+      if (rest.maxCostUsd !== undefined)
+        rest.maxCostUsd = Math.round((rest.maxCostUsd - (capped.maxCostUsd ?? 0)) * 1e9) / 1e9;
       if (rest.maxHops !== undefined) rest.maxHops -= capped.maxHops ?? 0;
     }
     return capped;
   });
-}
-
-function carvedAsExplicit(b: ItemBudget): BudgetCarve {
-  return {
-    ...(b.maxTokens === undefined ? {} : { maxTokens: b.maxTokens }),
-    ...(b.maxCostUsd === undefined ? {} : { maxCostUsd: b.maxCostUsd }),
-    ...(b.maxHops === undefined ? {} : { maxHops: b.maxHops }),
-  };
 }
 
 /**

@@ -79,12 +79,12 @@ describe('budgets down the tree of child work items', () => {
     const items = await coordinator.listItems();
     const a = items.find((i) => i.id === `${id}.1.a`)!;
     const b = items.find((i) => i.id === `${id}.1.b`)!;
-    // a's explicit carve; b's an equal share of what was left (11 less the fan-out hop, halved), capped by a's.
+    // a's explicit carve; b's what a's leaves of what was left (11 less the fan-out hop, less a's 3).
     expect(a.budget).toEqual({ maxHops: 3 });
-    expect(b.budget).toEqual({ maxHops: 5 });
+    expect(b.budget).toEqual({ maxHops: 7 });
     for (const [child, max] of [
       [a, 3],
-      [b, 5],
+      [b, 7],
     ] as const) {
       expect(child.state).toBe('failed');
       expect(child.failure?.code).toBe('GOVERNANCE_DENIED');
@@ -102,7 +102,7 @@ describe('budgets down the tree of child work items', () => {
     expect(spawnRow.data).toMatchObject({
       children: [
         { branch: 'a', budget: { maxHops: 3 } },
-        { branch: 'b', budget: { maxHops: 5 } },
+        { branch: 'b', budget: { maxHops: 7 } },
       ],
     });
   }, 60_000);
