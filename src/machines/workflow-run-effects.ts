@@ -200,10 +200,12 @@ function effectChanges(
       return {
         ...(event.children === undefined
           ? {}
-          : { join: spawnJoin(ctx.stage!, ctx.hop, event.children, ctx.budget ?? null, {
-              ...ctx.usage,
-              hops: ctx.hop + (ctx.childHops ?? 0),
-            }) }),
+          : {
+              join: spawnJoin(ctx.stage!, ctx.hop, event.children, ctx.budget ?? null, {
+                ...ctx.usage,
+                hops: ctx.hop + (ctx.childHops ?? 0),
+              }),
+            }),
         directive: {
           kind: 'await-reply',
           stage: ctx.stage!,

@@ -121,7 +121,10 @@ export function carve(explicit: BudgetCarve | undefined, left: ItemBudget | null
  * 1 token, 1e-9 USD, 1 hop: one hop in flight per branch at most past the
  * parent's budget).
  */
-export function carveAll(explicit: readonly (BudgetCarve | undefined)[], left: ItemBudget | null): (ItemBudget | null)[] {
+export function carveAll(
+  explicit: readonly (BudgetCarve | undefined)[],
+  left: ItemBudget | null,
+): (ItemBudget | null)[] {
   // Each dimension's share: what the explicit values leave, split among the children without one.
   const shares: ItemBudget = {};
   for (const key of ['maxTokens', 'maxCostUsd', 'maxHops'] as const) {

@@ -31,7 +31,8 @@ export const BudgetCarveSchema = z
     deadline: DurationSchema.pipe(z.number().int().min(1)).optional(),
   })
   .refine(
-    (b) => b.maxTokens !== undefined || b.maxCostUsd !== undefined || b.maxHops !== undefined || b.deadline !== undefined,
+    (b) =>
+      b.maxTokens !== undefined || b.maxCostUsd !== undefined || b.maxHops !== undefined || b.deadline !== undefined,
     `a budget sets ${CARVE_FIELDS} (one or more), say { "maxTokens": 2000 } or { "maxHops": 5, "deadline": "30s" }`,
   );
 /** What a child may spend (inferred from `BudgetCarveSchema`; `deadline` in ms). */

@@ -392,7 +392,10 @@ export const WorkflowRunEventSchema = z.discriminatedUnion('type', [
      */
     children: z
       .array(
-        z.strictObject({ key: z.string().min(1).max(64), budget: named<BudgetCarve, BudgetCarveInput>(BudgetCarveSchema).optional() }),
+        z.strictObject({
+          key: z.string().min(1).max(64),
+          budget: named<BudgetCarve, BudgetCarveInput>(BudgetCarveSchema).optional(),
+        }),
       )
       .min(1)
       .max(64)

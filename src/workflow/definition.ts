@@ -141,7 +141,11 @@ function graphProblems(def: WorkflowDefinition, options: WorkflowCheckOptions): 
         });
       }
     }
-    problems.push(...stageKindProblems(name, stage), ...conditionProblems(name, stage), ...carveProblems(def, name, stage));
+    problems.push(
+      ...stageKindProblems(name, stage),
+      ...conditionProblems(name, stage),
+      ...carveProblems(def, name, stage),
+    );
     for (const { index, rule } of gotoRules(stage)) {
       if (!has(rule.goto)) {
         problems.push({

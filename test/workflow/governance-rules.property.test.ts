@@ -372,12 +372,15 @@ describe('budget: what an item may spend', () => {
     expect(policy.check(hop()).decision).toBe('deny');
   });
 
-  it('counts the hops before this one, its own and its children\'s, against maxHops', () => {
+  it("counts the hops before this one, its own and its children's, against maxHops", () => {
     const policy = budgetPolicy({ maxHops: 5 });
     expect(policy.check(hop({ hop: 5 })).decision).toBe('allow');
     expect(policy.check(hop({ hop: 6 }))).toEqual({ decision: 'deny', reason: 'budget spent: 5 of 5 hops' });
     expect(policy.check(hop({ hop: 2, childHops: 3 })).decision).toBe('allow');
-    expect(policy.check(hop({ hop: 2, childHops: 4 }))).toEqual({ decision: 'deny', reason: 'budget spent: 5 of 5 hops' });
+    expect(policy.check(hop({ hop: 2, childHops: 4 }))).toEqual({
+      decision: 'deny',
+      reason: 'budget spent: 5 of 5 hops',
+    });
   });
 
   it('accepts zero and whole numbers, refuses anything else with GOVERNANCE_INVALID_POLICY naming the value', () => {
