@@ -42,6 +42,8 @@ export async function DELEGATE_TOOL(): Promise<ToolDeclaration> {
           properties: {
             maxTokens: { type: 'integer', minimum: 1 },
             maxCostUsd: { type: 'number', exclusiveMinimum: 0 },
+            maxHops: { type: 'integer', minimum: 1 },
+            deadline: { type: 'string', description: 'how long the child may run, say "30s" or "5m"' },
           },
           additionalProperties: false,
         },
@@ -82,7 +84,7 @@ export function parseDelegate(input: unknown): ChildSpawn | { error: string } {
     const issue = parsed.error.issues[0];
     return {
       error:
-        `delegate takes { workflow: "id@version", input, budget?: { maxTokens?, maxCostUsd? } }: ${issue?.path.join('.') ?? ''} ${issue?.message ?? ''}`.trim(),
+        `delegate takes { workflow: "id@version", input, budget?: { maxTokens?, maxCostUsd?, maxHops?, deadline? } }: ${issue?.path.join('.') ?? ''} ${issue?.message ?? ''}`.trim(),
     };
   }
   const child: ChildSpawn = { workflow: parsed.data.workflow, input: parsed.data.input };

@@ -12,7 +12,7 @@ import {
   parseControlFlags,
   runItemControl,
 } from './item-controls.js';
-import { branchOf, ownUsage, parentOf, treeOrder } from '../workflow/item-tree.js';
+import { branchOf, ownUsage, parentOf, subtreeHops, treeOrder } from '../workflow/item-tree.js';
 import {
   CliUsageError,
   type FlagSpec,
@@ -303,8 +303,8 @@ function showItem(opened: OpenedDatabase, store: SqliteCoordinatorStore, flags: 
     .transaction(() => {
       const item = store.getItem(id);
       if (item === undefined) return undefined;
-      const children = store.listItems({ limit: MAX_LIMIT }).filter((c) => parentOf(c) === id);
-      return { item, hops: store.listHops(id), children };
+      const all = store.listItems({ limit: MAX_LIMIT });
+      return { item, hops: store.listHops(id), children: all.filter((c) => parentOf(c) === id), all };
     })
     .deferred();
   // Where its hops' messages are: the file's own bus (a file with no bus table tells nothing).
@@ -334,7 +334,7 @@ function waitingLines(waits: readonly BusWait[]): string[] {
 }
 
 function printItem(
-  found: { item: ItemRecord; hops: HopRecord[]; children: ItemRecord[] } | undefined,
+  found: { item: ItemRecord; hops: HopRecord[]; children: ItemRecord[]; all: ItemRecord[] } | undefined,
   where: string,
   flags: ItemsFlags,
   lookup?: BusMessageLookup,
@@ -346,14 +346,15 @@ function printItem(
     );
     return 1;
   }
-  const { item, hops, children } = found;
+  const { item, hops, children, all } = found;
   const now = Date.now();
   const elapsed = elapsedMs(item, now);
   const own = ownUsage(hops);
   const waiting = busWaitsOf(item, hops, now, lookup);
+  const rolledHops = (i: ItemRecord) => subtreeHops(i, all);
   if (flags.json) {
     process.stdout.write(
-      `${JSON.stringify({ item: { ...item, elapsedMs: elapsed }, hops, waiting, ownUsage: own, children: children.map((c) => ({ id: c.id, branch: branchOf(c), state: c.state, workflow: c.workflow, usage: c.usage })) })}\n`,
+      `${JSON.stringify({ item: { ...item, elapsedMs: elapsed }, hops, waiting, ownUsage: own, ownHops: item.hops, subtreeHops: rolledHops(item), children: children.map((c) => ({ id: c.id, branch: branchOf(c), state: c.state, workflow: c.workflow, usage: c.usage, hops: c.hops, subtreeHops: rolledHops(c) })) })}\n`,
     );
     return 0;
   }
@@ -362,7 +363,7 @@ function printItem(
     `  state:      ${item.state}`,
     `  workflow:   ${item.workflow.id}@${item.workflow.version}`,
     `  stage:      ${item.stage ?? '-'} (hop ${item.hop})`,
-    `  hops:       ${item.hops}`,
+    `  hops:       ${children.length > 0 ? `${rolledHops(item)} (${item.hops} its own, the rest its children's)` : item.hops}`,
     `  usage:      ${item.usage.inputTokens} in / ${item.usage.outputTokens} out tokens, ${formatUsd(item.usage.costUsd)}, ` +
       `${formatDuration(item.usage.elapsedMs)} hop time`,
     `  elapsed:    ${formatDuration(elapsed)}${item.finishedAt === null ? ' (running)' : ''}`,
@@ -392,6 +393,7 @@ function printItem(
         { header: 'work item' },
         { header: 'state' },
         { header: 'workflow' },
+        { header: 'hops', align: 'right' },
         { header: 'tokens', align: 'right' },
         { header: 'cost', align: 'right' },
       ],
@@ -400,6 +402,7 @@ function printItem(
         c.id,
         c.state,
         `${c.workflow.id}@${c.workflow.version}`,
+        String(rolledHops(c)),
         tokens(c),
         formatUsd(c.usage.costUsd),
       ]),
@@ -424,10 +427,10 @@ async function runItemsOnPostgres(url: string, flags: ItemsFlags): Promise<numbe
       return printList(items, await store.countItems(filter), flags);
     }
     const item = await store.readItem(flags.id!);
-    const children =
-      item === undefined ? [] : (await store.readItems({ limit: MAX_LIMIT })).filter((c) => parentOf(c) === item.id);
+    const all = item === undefined ? [] : await store.readItems({ limit: MAX_LIMIT });
+    const children = item === undefined ? [] : all.filter((c) => parentOf(c) === item.id);
     return printItem(
-      item === undefined ? undefined : { item, hops: await store.readHops(item.id), children },
+      item === undefined ? undefined : { item, hops: await store.readHops(item.id), children, all },
       opened.where,
       flags,
     );

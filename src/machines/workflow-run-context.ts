@@ -153,6 +153,12 @@ export interface WorkflowRunContext {
   /** Accrued over every accepted hop result. */
   usage: RunUsage;
   /**
+   * Hops the run's settled children (and theirs) took, from each accepted
+   * `CHILD_SETTLED`: they count against the budget's `maxHops` with the
+   * run's own. Absent in a snapshot from before hops were counted (read as 0).
+   */
+  childHops?: number;
+  /**
    * What the work item may spend (`null`: no bound). An event whose usage
    * takes `usage` over it fails the run (`BUDGET_EXCEEDED`). A snapshot
    * persisted before the run held its budget has none: whoever restores it

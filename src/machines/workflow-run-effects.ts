@@ -89,7 +89,8 @@ function startStage(
 ): Partial<WorkflowRunContext> {
   const def = ctx.definition;
   if (!isFanOutStage(def.stages[stage])) return { join: null, directive: dispatchDirective(ctx, stage, fields) };
-  const opening = openJoin(def, stage, fields.hop, ctx.output ?? null, ctx.budget ?? null, ctx.usage);
+  const used = { ...ctx.usage, hops: fields.hop + (ctx.childHops ?? 0) };
+  const opening = openJoin(def, stage, fields.hop, ctx.output ?? null, ctx.budget ?? null, used);
   const spawn = (branches: string[], immediate: Extract<RunDirective, { kind: 'spawn' }>['immediate']) =>
     ({ kind: 'spawn', stage, hop: fields.hop, branches, immediate }) as const;
   if (opening.kind === 'empty') {
@@ -154,7 +155,16 @@ function fail(ctx: WorkflowRunContext, code: RunFailureCode, reason: string): Pa
 export function applyEffect(ctx: WorkflowRunContext, event: WorkflowRunEvent, effect: RunEffect): WorkflowRunContext {
   // A hop published again has cost nothing yet: its usage is taken when it ends.
   const usage = effect === 'republish' ? ctx.usage : accrue(ctx, event);
-  const base: WorkflowRunContext = { ...ctx, usage, refusal: null, republish: null, cancelChildren: null };
+  const base: WorkflowRunContext = {
+    ...ctx,
+    usage,
+    ...(event.type === 'CHILD_SETTLED' && event.hops !== undefined
+      ? { childHops: (ctx.childHops ?? 0) + event.hops }
+      : {}),
+    refusal: null,
+    republish: null,
+    cancelChildren: null,
+  };
   const next: WorkflowRunContext = { ...base, ...effectChanges(base, event, effect) };
   // Children still running when the run leaves their join (decided, canceled, failed) are canceled.
   const before = ctx.join ?? null;
@@ -205,7 +215,12 @@ function effectChanges(
       return {
         ...(event.children === undefined
           ? {}
-          : { join: spawnJoin(ctx.stage!, ctx.hop, event.children, ctx.budget ?? null, ctx.usage) }),
+          : {
+              join: spawnJoin(ctx.stage!, ctx.hop, event.children, ctx.budget ?? null, {
+                ...ctx.usage,
+                hops: ctx.hop + (ctx.childHops ?? 0),
+              }),
+            }),
         directive: {
           kind: 'await-reply',
           stage: ctx.stage!,

@@ -22,6 +22,12 @@ export interface JoinBranch {
   error: { type: string; message: string } | null;
   /** What the child may spend (its carve of the parent's budget); `null`: no bound. */
   budget: ItemBudget | null;
+  /**
+   * How long the child may run from its start, by its carve (ms; capped at
+   * the parent's deadline when it starts). Absent or `null`: the parent's
+   * deadline, inherited.
+   */
+  deadlineMs?: number | null;
 }
 
 /** What a join belongs to: a parallel, map or workflow stage, or a hop that started children itself (`spawn`). */
@@ -67,30 +73,86 @@ export type JoinOpening =
   | { kind: 'empty'; output: JsonValue }
   | { kind: 'invalid'; errorType: string; message: string };
 
+/** What a parent has used, its children's settled usage and hops counted in. */
+export interface ParentUsed {
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number;
+  /** Hops taken: the parent's own (the fan-out stage's or the suspended hop's counted) and its children's. */
+  hops?: number;
+}
+
 /** The remaining budget of a parent: what its budget allows past what it used (`null`: no bound). */
-function remaining(budget: ItemBudget | null, used: { inputTokens: number; outputTokens: number; costUsd: number }) {
+function remaining(budget: ItemBudget | null, used: ParentUsed): ItemBudget | null {
   if (budget === null) return null;
   const out: ItemBudget = {};
   if (budget.maxTokens !== undefined) out.maxTokens = budget.maxTokens - used.inputTokens - used.outputTokens;
   if (budget.maxCostUsd !== undefined) out.maxCostUsd = Math.round((budget.maxCostUsd - used.costUsd) * 1e9) / 1e9;
+  if (budget.maxHops !== undefined) out.maxHops = budget.maxHops - (used.hops ?? 0);
   return out;
 }
 
 /**
  * A child's budget: its explicit carve (capped at what the parent has left),
  * or an equal share of what the parent has left among `n` children; no
- * bound when the parent has none and no carve is given.
+ * bound when the parent has none and no carve is given. A carve's
+ * `deadline` is not a budget: see `carvedBranches`.
  */
 export function carve(explicit: BudgetCarve | undefined, left: ItemBudget | null, n: number): ItemBudget | null {
   if (explicit === undefined && left === null) return null;
   const out: ItemBudget = {};
-  const tokens = explicit?.maxTokens ?? (left?.maxTokens === undefined ? undefined : Math.floor(left.maxTokens / n));
+  const share = (total: number | undefined) => (total === undefined ? undefined : Math.floor(total / n));
+  const tokens = explicit?.maxTokens ?? share(left?.maxTokens);
   const cost =
     explicit?.maxCostUsd ??
     (left?.maxCostUsd === undefined ? undefined : Math.floor((left.maxCostUsd / n) * 1e9) / 1e9);
+  const hops = explicit?.maxHops ?? share(left?.maxHops);
   if (tokens !== undefined) out.maxTokens = Math.max(1, Math.min(tokens, left?.maxTokens ?? tokens));
   if (cost !== undefined) out.maxCostUsd = Math.max(1e-9, Math.min(cost, left?.maxCostUsd ?? cost));
-  return out;
+  if (hops !== undefined) out.maxHops = Math.max(1, Math.min(hops, left?.maxHops ?? hops));
+  return Object.keys(out).length === 0 ? null : out;
+}
+
+/**
+ * The carves of `n` children in order: each its explicit carve, or an equal
+ * share of what the explicit carves leave of what the parent has left; each
+ * capped at what the carves before it left, so that the children's carves
+ * together never pass what the parent has left (but each child gets at least
+ * 1 token, 1e-9 USD, 1 hop: one hop in flight per branch at most past the
+ * parent's budget).
+ */
+export function carveAll(
+  explicit: readonly (BudgetCarve | undefined)[],
+  left: ItemBudget | null,
+): (ItemBudget | null)[] {
+  // Each dimension's share: what the explicit values leave, split among the children without one.
+  const shares: ItemBudget = {};
+  for (const key of ['maxTokens', 'maxCostUsd', 'maxHops'] as const) {
+    const total = left?.[key];
+    if (total === undefined) continue;
+    const given = explicit.filter((e) => e?.[key] !== undefined);
+    const sharers = explicit.length - given.length;
+    if (sharers === 0) continue;
+    const free = Math.max(0, total - given.reduce((sum, e) => sum + e![key]!, 0)) / sharers;
+    shares[key] = key === 'maxCostUsd' ? Math.floor(free * 1e9) / 1e9 : Math.floor(free);
+  }
+  const rest = left === null ? null : { ...left };
+  return explicit.map((e) => {
+    if (e === undefined && left === null) return null;
+    const wanted: BudgetCarve = {};
+    for (const key of ['maxTokens', 'maxCostUsd', 'maxHops'] as const) {
+      const value = e?.[key] ?? shares[key];
+      if (value !== undefined) wanted[key] = value;
+    }
+    const capped = rest === null ? carve(wanted, null, 1) : carve(wanted, rest, 1);
+    if (capped !== null && rest !== null) {
+      if (rest.maxTokens !== undefined) rest.maxTokens -= capped.maxTokens ?? 0;
+      if (rest.maxCostUsd !== undefined)
+        rest.maxCostUsd = Math.round((rest.maxCostUsd - (capped.maxCostUsd ?? 0)) * 1e9) / 1e9;
+      if (rest.maxHops !== undefined) rest.maxHops -= capped.maxHops ?? 0;
+    }
+    return capped;
+  });
 }
 
 /**
@@ -104,17 +166,12 @@ export function openJoin(
   hop: number,
   output: unknown,
   budget: ItemBudget | null,
-  used: { inputTokens: number; outputTokens: number; costUsd: number },
+  used: ParentUsed,
 ): JoinOpening {
   const stage = def.stages[stageName]!;
   const left = remaining(budget, used);
-  const branch = (key: string, explicit: BudgetCarve | undefined, n: number): JoinBranch => ({
-    key,
-    state: 'waiting',
-    output: null,
-    error: null,
-    budget: carve(explicit, left, n),
-  });
+  const branches = (keys: readonly string[], explicit: readonly (BudgetCarve | undefined)[]): JoinBranch[] =>
+    carvedBranches(keys, explicit, left, 'waiting');
   if (stage.forEach !== undefined) {
     const list = readPointer(output ?? null, stage.forEach);
     if (!list.found || !Array.isArray(list.value)) {
@@ -134,7 +191,7 @@ export function openJoin(
     }
     const n = list.value.length;
     if (n === 0) return { kind: 'empty', output: [] };
-    const branches = list.value.map((_, i) => branch(String(i), stage.budget, n));
+    const keys = list.value.map((_, i) => String(i));
     return {
       kind: 'open',
       join: {
@@ -145,7 +202,10 @@ export function openJoin(
         all: true,
         collect: false,
         maxConcurrency: stage.maxConcurrency ?? DEFAULT_MAP_CONCURRENCY,
-        branches,
+        branches: branches(
+          keys,
+          keys.map(() => stage.budget),
+        ),
       },
     };
   }
@@ -164,7 +224,10 @@ export function openJoin(
         all: mode === 'all',
         collect: stage.parallel.onBranchFailure === 'collect',
         maxConcurrency: n,
-        branches: names.map((name) => branch(name, stage.parallel!.branches[name]!.budget ?? stage.budget, n)),
+        branches: branches(
+          names,
+          names.map((name) => stage.parallel!.branches[name]!.budget ?? stage.budget),
+        ),
       },
     };
   }
@@ -178,7 +241,7 @@ export function openJoin(
       all: true,
       collect: false,
       maxConcurrency: 1,
-      branches: [branch('child', stage.budget, 1)],
+      branches: branches(['child'], [stage.budget]),
     },
   };
 }
@@ -193,7 +256,7 @@ export function spawnJoin(
   hop: number,
   children: readonly { key: string; budget?: BudgetCarve | undefined }[],
   budget: ItemBudget | null,
-  used: { inputTokens: number; outputTokens: number; costUsd: number },
+  used: ParentUsed,
 ): RunJoin {
   const left = remaining(budget, used);
   return {
@@ -204,14 +267,31 @@ export function spawnJoin(
     all: true,
     collect: true,
     maxConcurrency: children.length,
-    branches: children.map((c) => ({
-      key: c.key,
-      state: 'running',
-      output: null,
-      error: null,
-      budget: carve(c.budget, left, children.length),
-    })),
+    branches: carvedBranches(
+      children.map((c) => c.key),
+      children.map((c) => c.budget),
+      left,
+      'running',
+    ),
   };
+}
+
+/** Branches of these keys, each with its carve of what the parent has left (`carveAll`) and its carve's deadline. */
+function carvedBranches(
+  keys: readonly string[],
+  explicit: readonly (BudgetCarve | undefined)[],
+  left: ItemBudget | null,
+  state: 'waiting' | 'running',
+): JoinBranch[] {
+  const budgets = carveAll(explicit, left);
+  return keys.map((key, i) => ({
+    key,
+    state,
+    output: null,
+    error: null,
+    budget: budgets[i] ?? null,
+    ...(explicit[i]?.deadline === undefined ? {} : { deadlineMs: explicit[i]!.deadline! }),
+  }));
 }
 
 /** The join with its next waiting branches started, up to `maxConcurrency` running; and the keys it started. */

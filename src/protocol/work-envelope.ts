@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { MAX_ID_CHARS, MAX_NAME_CHARS, MAX_STACK_CHARS } from './bounds.js';
 import { type DataPart, type FilePart, MetadataSchema, PartSchema, type TextPart } from './parts.js';
 import { type Artifact, ArtifactSchema, IdSchema, type MessageRole, MessageRoleSchema } from './task.js';
-import { type BudgetCarve, BudgetCarveSchema, WorkflowRefTextSchema } from './child-work.js';
+import { type BudgetCarve, type BudgetCarveInput, BudgetCarveSchema, WorkflowRefTextSchema } from './child-work.js';
 import { named } from './wire-schema.js';
 
 /** `PartSchema` named by the parts it parses. */
@@ -165,10 +165,12 @@ export const UNKNOWN_CONTINUATION = 'UnknownContinuation';
 export const ChildRequestSchema = z.strictObject({
   workflow: WorkflowRefTextSchema,
   input: z.array(PartRef).min(1).max(64),
-  budget: named<BudgetCarve>(BudgetCarveSchema).optional(),
+  budget: named<BudgetCarve, BudgetCarveInput>(BudgetCarveSchema).optional(),
 });
 /** A child work item a hop asks for (inferred from `ChildRequestSchema`). */
 export interface ChildRequest extends z.infer<typeof ChildRequestSchema> {}
+/** A child work item as a hop may write it (a carve's `deadline` may be a duration string). */
+export interface ChildRequestInput extends z.input<typeof ChildRequestSchema> {}
 
 /** How one hop can end: completed, suspended (waiting on a reply) or failed. */
 export const HOP_OUTCOMES = ['completed', 'suspended', 'failed'] as const;
@@ -216,7 +218,7 @@ export const ResultEnvelopeSchema = z.object({
   spawn: z
     .object({
       continuationToken: IdSchema,
-      children: z.array(named<ChildRequest>(ChildRequestSchema)).min(1).max(64),
+      children: z.array(named<ChildRequest, ChildRequestInput>(ChildRequestSchema)).min(1).max(64),
     })
     .optional(),
   metadata: MetadataSchema.optional(),

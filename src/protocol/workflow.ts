@@ -5,10 +5,10 @@ import {
   type RetryPolicyFieldsInput,
   RetryPolicyFieldsSchema,
 } from './retry-policy.js';
-import { type BudgetCarve, BudgetCarveSchema, WorkflowRefTextSchema } from './child-work.js';
+import { type BudgetCarve, type BudgetCarveInput, BudgetCarveSchema, WorkflowRefTextSchema } from './child-work.js';
 import { named } from './wire-schema.js';
 
-export { type BudgetCarve, BudgetCarveSchema, WorkflowRefTextSchema } from './child-work.js';
+export { type BudgetCarve, type BudgetCarveInput, BudgetCarveSchema, WorkflowRefTextSchema } from './child-work.js';
 
 /** `DurationSchema` named by what it parses (milliseconds) and accepts (milliseconds or a duration string). */
 const Duration = named<number, number | string>(DurationSchema);
@@ -158,7 +158,7 @@ export const BranchSchema = z
     sequence: z.array(RoleNameSchema).min(1).max(32).optional(),
     workflow: WorkflowRefTextSchema.optional(),
     /** What this branch may spend (default: an equal share of what the parent has left). */
-    budget: named<BudgetCarve>(BudgetCarveSchema).optional(),
+    budget: named<BudgetCarve, BudgetCarveInput>(BudgetCarveSchema).optional(),
   })
   .superRefine((b, ctx) => {
     const kinds = [b.role, b.sequence, b.workflow].filter((k) => k !== undefined).length;
@@ -172,6 +172,8 @@ export const BranchSchema = z
   });
 /** One branch of a parallel stage (inferred from `BranchSchema`). */
 export interface Branch extends z.infer<typeof BranchSchema> {}
+/** A branch as written (a carve's `deadline` may be a duration string). */
+export interface BranchInput extends z.input<typeof BranchSchema> {}
 
 /** How a parallel stage's branches are joined: every one, the first success, or at least `n` successes. */
 export const JoinModeSchema = z.union([
@@ -185,7 +187,7 @@ export type JoinMode = z.infer<typeof JoinModeSchema>;
 /** A parallel stage's branches, by name (run in definition order), and how they are joined. */
 export const ParallelSchema = z.strictObject({
   branches: z
-    .record(StageNameSchema, named<Branch>(BranchSchema))
+    .record(StageNameSchema, named<Branch, BranchInput>(BranchSchema))
     .refine((b) => Object.keys(b).length > 0, 'a parallel stage has at least one branch')
     .refine((b) => Object.keys(b).length <= 64, 'a parallel stage has at most 64 branches'),
   /** `all` (default), `any` (the first success wins, the rest are canceled), or `{ atLeast: n }`. */
@@ -217,7 +219,7 @@ export const StageSchema = z.strictObject({
   /** With `forEach`: the longest list taken (default 1,000); a longer one fails the stage (`MapTooLarge`). */
   maxItems: z.number().int().min(1).max(100_000).optional(),
   /** For a child work item this stage makes (each branch, element or workflow): what it may spend. */
-  budget: named<BudgetCarve>(BudgetCarveSchema).optional(),
+  budget: named<BudgetCarve, BudgetCarveInput>(BudgetCarveSchema).optional(),
   description: z.string().max(1_000).optional(),
   approval: named<ApprovalGate>(ApprovalGateSchema).optional(),
   /** Overrides `defaults.retry` field by field. */
@@ -350,6 +352,8 @@ export const WorkflowRunEventSchema = z.discriminatedUnion('type', [
     /** A failed child's failure: its code and message. */
     error: z.strictObject({ type: z.string().min(1).max(128), message: z.string().max(2_000) }).optional(),
     usage: named<RunUsage>(RunUsageSchema).optional(),
+    /** Hops the child took, its own children's counted in (they count against the parent's `maxHops`). */
+    hops: z.number().int().nonnegative().optional(),
   }),
   z.strictObject({
     type: z.literal('HOP_FAILED'),
@@ -390,7 +394,10 @@ export const WorkflowRunEventSchema = z.discriminatedUnion('type', [
      */
     children: z
       .array(
-        z.strictObject({ key: z.string().min(1).max(64), budget: named<BudgetCarve>(BudgetCarveSchema).optional() }),
+        z.strictObject({
+          key: z.string().min(1).max(64),
+          budget: named<BudgetCarve, BudgetCarveInput>(BudgetCarveSchema).optional(),
+        }),
       )
       .min(1)
       .max(64)

@@ -5,6 +5,7 @@ import type { WorkflowProblem } from './workflow-problems.js';
 import type { RetryPolicy } from '../protocol/work-envelope.js';
 import {
   DERIVED_ID_SEPARATOR,
+  carveProblems,
   conditionProblems,
   derivedIdProblems,
   stageKindProblems,
@@ -140,7 +141,11 @@ function graphProblems(def: WorkflowDefinition, options: WorkflowCheckOptions): 
         });
       }
     }
-    problems.push(...stageKindProblems(name, stage), ...conditionProblems(name, stage));
+    problems.push(
+      ...stageKindProblems(name, stage),
+      ...conditionProblems(name, stage),
+      ...carveProblems(def, name, stage),
+    );
     for (const { index, rule } of gotoRules(stage)) {
       if (!has(rule.goto)) {
         problems.push({

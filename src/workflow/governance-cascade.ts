@@ -48,7 +48,7 @@ export function governanceCascade(options: GovernanceOptions & { knownRoles: Ite
   /** Budget policies by their JSON: items with the same budget share one (a cache of a pure function). */
   const budgets = new Map<string, PolicyEntry>();
   const budgetEntry = (budget: ItemBudget): PolicyEntry => {
-    const key = JSON.stringify([budget.maxTokens ?? null, budget.maxCostUsd ?? null]);
+    const key = JSON.stringify([budget.maxTokens ?? null, budget.maxCostUsd ?? null, budget.maxHops ?? null]);
     let entry = budgets.get(key);
     if (entry === undefined) {
       entry = budgetPolicy(budget);

@@ -25,6 +25,8 @@ export interface HopContext {
   attempt: number;
   /** What the work item has cost so far (before this hop). */
   usage: RunUsage;
+  /** Hops the item's children (and theirs) have taken so far: they count against the item's `maxHops` (default 0). */
+  childHops?: number;
   /** Who approved this hop, if anyone (its gate, or an earlier require-approval). */
   approvedBy: string | null;
   /** Anything else the Coordinator passes to user policies (the requester, labels). */
@@ -182,17 +184,22 @@ export function runGovernance(policies: readonly PolicyEntry[], ctx: HopContext)
   };
 }
 
-/** What `budgetPolicy` lets a work item spend: tokens, dollars, or both. */
+/** What `budgetPolicy` lets a work item spend: tokens, dollars, hops, or any of them together. */
 export interface Budget {
   /** Input plus output tokens the work item may spend. */
   maxTokens?: number;
   /** The most the item may cost, in US dollars. */
   maxCostUsd?: number;
+  /** Hops the work item may take, its children's (`HopContext.childHops`) counted in. */
+  maxHops?: number;
 }
 
 function checkBudget(budget: Budget): void {
-  if (budget.maxTokens === undefined && budget.maxCostUsd === undefined) {
-    throw invalidPolicy('a budget sets maxTokens, maxCostUsd or both');
+  if (budget.maxTokens === undefined && budget.maxCostUsd === undefined && budget.maxHops === undefined) {
+    throw invalidPolicy('a budget sets maxTokens, maxCostUsd, maxHops or any of them together');
+  }
+  if (budget.maxHops !== undefined && !(Number.isInteger(budget.maxHops) && budget.maxHops >= 1)) {
+    throw invalidPolicy(`maxHops must be a whole number of hops >= 1, not ${budget.maxHops}`);
   }
   if (budget.maxTokens !== undefined && !(Number.isInteger(budget.maxTokens) && budget.maxTokens >= 0)) {
     throw invalidPolicy(`maxTokens must be a whole number of tokens, not ${budget.maxTokens}`);
@@ -203,32 +210,44 @@ function checkBudget(budget: Budget): void {
 }
 
 /**
- * How the usage stands against a budget: `exceeded` (strictly over: the item
- * fails, BUDGET_EXCEEDED), `spent` (at or over: no further hop is allowed), or
- * null when there is budget left.
+ * How the usage (and `hops`, the hops taken so far, children's counted in)
+ * stands against a budget: `exceeded` (strictly over: the item fails,
+ * BUDGET_EXCEEDED), `spent` (at or over: no further hop is allowed), or null
+ * when there is budget left. Hops are only counted when `hops` is given.
  */
-export function budgetStatus(budget: Budget, usage: RunUsage): { state: 'spent' | 'exceeded'; reason: string } | null {
+export function budgetStatus(
+  budget: Budget,
+  usage: RunUsage,
+  hops?: number,
+): { state: 'spent' | 'exceeded'; reason: string } | null {
   const tokens = usage.inputTokens + usage.outputTokens;
+  const countHops = budget.maxHops !== undefined && hops !== undefined;
   const overTokens = budget.maxTokens !== undefined && tokens > budget.maxTokens;
   const overCost = budget.maxCostUsd !== undefined && usage.costUsd > budget.maxCostUsd;
+  const overHops = countHops && hops! > budget.maxHops!;
   const atTokens = budget.maxTokens !== undefined && tokens >= budget.maxTokens;
   const atCost = budget.maxCostUsd !== undefined && usage.costUsd >= budget.maxCostUsd;
+  const atHops = countHops && hops! >= budget.maxHops!;
   const parts: string[] = [];
   if (atTokens) parts.push(`${tokens} of ${budget.maxTokens} tokens`);
   if (atCost) parts.push(`${usage.costUsd} of ${budget.maxCostUsd} USD`);
-  if (overTokens || overCost) return { state: 'exceeded', reason: `budget exceeded: ${parts.join(', ')}` };
-  if (atTokens || atCost) return { state: 'spent', reason: `budget spent: ${parts.join(', ')}` };
+  if (atHops) parts.push(`${hops} of ${budget.maxHops} hops`);
+  if (overTokens || overCost || overHops) return { state: 'exceeded', reason: `budget exceeded: ${parts.join(', ')}` };
+  if (atTokens || atCost || atHops) return { state: 'spent', reason: `budget spent: ${parts.join(', ')}` };
   return null;
 }
 
-/** Denies a hop once the work item has spent its budget in tokens or dollars. */
+/**
+ * Denies a hop once the work item has spent its budget in tokens, dollars or
+ * hops (the hops before this one: its own, `ctx.hop - 1`, and its children's).
+ */
 export function budgetPolicy(budget: Budget): NamedPolicy {
   checkBudget(budget);
   const limits = { ...budget };
   return {
     name: 'budget',
     check: (ctx) => {
-      const status = budgetStatus(limits, ctx.usage);
+      const status = budgetStatus(limits, ctx.usage, ctx.hop - 1 + (ctx.childHops ?? 0));
       return status === null ? { decision: 'allow' } : { decision: 'deny', reason: status.reason };
     },
   };

@@ -37,6 +37,29 @@ export function ownUsage(hops: readonly HopRecord[]): RunUsage {
   return hops.reduce((s, h) => addRunUsage(s, h.usage), { ...ZERO_RUN_USAGE });
 }
 
+/**
+ * An item's hops rolled up: its own hop rows and those of every item under
+ * it among `items` (children, theirs, ...), as its usage rolls up.
+ */
+export function subtreeHops(item: ItemRecord, items: readonly ItemRecord[]): number {
+  const children = new Map<string, ItemRecord[]>();
+  for (const i of items) {
+    const parent = parentOf(i);
+    if (parent !== null) children.set(parent, [...(children.get(parent) ?? []), i]);
+  }
+  const seen = new Set<string>([item.id]);
+  let total = item.hops;
+  const stack = [...(children.get(item.id) ?? [])];
+  while (stack.length > 0) {
+    const next = stack.pop()!;
+    if (seen.has(next.id)) continue;
+    seen.add(next.id);
+    total += next.hops;
+    stack.push(...(children.get(next.id) ?? []));
+  }
+  return total;
+}
+
 /** What the tree needs of a row. */
 export interface TreeNode {
   id: string;

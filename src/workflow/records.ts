@@ -35,6 +35,8 @@ export interface ItemBudget {
   maxTokens?: number;
   /** The most the item may cost, in US dollars. */
   maxCostUsd?: number;
+  /** The most hops the item may take, its children's (and theirs) counted in. */
+  maxHops?: number;
 }
 
 /** A work item as stored. `usage` is the rollup of every hop's accruals. */

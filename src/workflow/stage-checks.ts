@@ -109,6 +109,30 @@ export function stageKindProblems(name: string, stage: Stage): WorkflowProblem[]
 }
 
 /**
+ * The problems of one stage's carves (its `budget`, its branches'): a carve's
+ * `deadline` is never later than the definition's own `deadline`.
+ */
+export function carveProblems(def: WorkflowDefinition, name: string, stage: Stage): WorkflowProblem[] {
+  const carves: { path: (string | number)[]; deadline: number | undefined }[] = [
+    { path: ['stages', name, 'budget'], deadline: stage.budget?.deadline },
+    ...Object.entries(stage.parallel?.branches ?? {}).map(([branch, b]) => ({
+      path: ['stages', name, 'parallel', 'branches', branch, 'budget'],
+      deadline: b.budget?.deadline,
+    })),
+  ];
+  const problems: WorkflowProblem[] = [];
+  for (const c of carves) {
+    if (c.deadline === undefined || def.deadline === undefined || c.deadline <= def.deadline) continue;
+    problems.push({
+      code: 'STAGE_KIND',
+      path: [...c.path, 'deadline'],
+      message: `a child's deadline of ${c.deadline} ms is later than its parent's of ${def.deadline} ms: write a deadline of at most ${def.deadline} ms, or leave it out to inherit the parent's`,
+    });
+  }
+  return problems;
+}
+
+/**
  * The problems of one stage's conditions: a stage whose conditional success
  * rules may all miss needs a fallback (a success rule without `when`) after
  * them.

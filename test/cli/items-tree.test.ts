@@ -58,16 +58,23 @@ describe('items and their children', () => {
     const read = JSON.parse(shown.stdout) as {
       item: { usage: { inputTokens: number } };
       ownUsage: { inputTokens: number };
-      children: { id: string; branch: string; usage: { inputTokens: number } }[];
+      ownHops: number;
+      subtreeHops: number;
+      children: { id: string; branch: string; usage: { inputTokens: number }; hops: number; subtreeHops: number }[];
     };
     expect(read.children.map((c) => c.branch).sort()).toEqual(
       ['2:0', '2:1', '2:2', '3:qa', '3:security', '5:qa', '5:security'].sort(),
     );
     const childTokens = read.children.reduce((s, c) => s + c.usage.inputTokens, 0);
     expect(read.item.usage.inputTokens).toBe(read.ownUsage.inputTokens + childTokens);
+    // Hops roll up as usage does: the item's own and every child's (these children have none of their own).
+    expect(read.ownHops).toBeGreaterThan(0);
+    for (const c of read.children) expect(c.subtreeHops).toBe(c.hops);
+    expect(read.subtreeHops).toBe(read.ownHops + read.children.reduce((s, c) => s + c.subtreeHops, 0));
     const text = await runNode([bin, 'items', 'show', root.id, '--db', db]);
     expect(text.stdout).toContain('Child work items (7');
     expect(text.stdout).toContain('own usage:');
+    expect(text.stdout).toContain(`hops:       ${read.subtreeHops} (${read.ownHops} its own, the rest its children's)`);
     const refused = await runNode([bin, 'items', 'show', root.id, '--db', db, '--tree']);
     expect(refused.code).toBe(2);
   }, 60_000);

@@ -83,9 +83,9 @@ describe('a handler spawns child work items and stands down', () => {
     const children = (await coordinator.listItems()).filter((i) => i.attributes?.['switchboard.parent'] === id);
     expect(children.map((c) => c.attributes?.['switchboard.branch']).sort()).toEqual(['1:s0', '1:s1']);
     const byKey = new Map(children.map((c) => [String(c.attributes?.['switchboard.branch']), c]));
-    // Explicit carve kept; the other an equal share of what the item had left when the hop suspended.
+    // Explicit carve kept; the other what the explicit carve leaves of what the item had left when the hop suspended.
     expect(byKey.get('1:s1')!.budget).toEqual({ maxTokens: 500 });
-    expect(byKey.get('1:s0')!.budget).toEqual({ maxTokens: Math.floor((5_000 - 110) / 2) });
+    expect(byKey.get('1:s0')!.budget).toEqual({ maxTokens: 5_000 - 110 - 500 });
     // The item's usage: its own two accruals (before and after) and its children's.
     expect(item.usage.inputTokens).toBe(100 * 2 + 100 * 2);
     const hops = await coordinator.listHops(id);

@@ -1,5 +1,7 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
+import { childDeadline } from '../../src/decisions/coordinator/child-spawn.js';
+import { carveAll } from '../../src/machines/workflow-run-join.js';
 import { type RunState, initialRun, persistRun, restoreRun, stepRun } from '../../src/machines/workflow-run-machine.js';
 import type { RunUsage, WorkflowDefinition, WorkflowRunEvent } from '../../src/protocol/workflow.js';
 import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
@@ -47,7 +49,14 @@ function fanOut(mode: Mode, collect: boolean, n: number, maxConcurrency: number,
 
 /** One step of a scenario: a child's end (by index into the branches), a stale or duplicate one, a cancel, a tick. */
 type Act =
-  | { kind: 'settle'; branch: number; outcome: 'completed' | 'failed' | 'canceled'; tokens: number; staleHop: boolean }
+  | {
+      kind: 'settle';
+      branch: number;
+      outcome: 'completed' | 'failed' | 'canceled';
+      tokens: number;
+      hops: number;
+      staleHop: boolean;
+    }
   | { kind: 'cancel' }
   | { kind: 'tick'; late: boolean }
   | { kind: 'restore' };
@@ -62,6 +71,7 @@ const actArb: fc.Arbitrary<Act> = fc.oneof(
         'completed' | 'failed' | 'canceled'
       >,
       tokens: fc.nat({ max: 300 }),
+      hops: fc.nat({ max: 6 }),
       staleHop: fc.boolean().map((b) => b && Math.random() < 0.2),
     }),
   },
@@ -81,6 +91,7 @@ const scenarioArb = fc.record({
   map: fc.boolean(),
   maxConcurrency: fc.integer({ min: 1, max: 4 }),
   budget: fc.option(fc.integer({ min: 100, max: 2_000 }), { nil: null }),
+  maxHops: fc.option(fc.integer({ min: 2, max: 40 }), { nil: null }),
   acts: fc.array(actArb, { maxLength: 40 }),
 });
 
@@ -102,11 +113,20 @@ function referenceOutcome(
   return 'open';
 }
 
-function start(def: WorkflowDefinition, budget: number | null, list: { i: number }[]): RunState {
+function start(
+  def: WorkflowDefinition,
+  budget: number | null,
+  list: { i: number }[],
+  maxHops: number | null = null,
+): RunState {
+  const limits = {
+    ...(budget === null ? {} : { maxTokens: budget }),
+    ...(maxHops === null ? {} : { maxHops }),
+  };
   let run = initialRun({
     runId: 'item',
     definition: def,
-    budget: budget === null ? null : { maxTokens: budget },
+    budget: Object.keys(limits).length === 0 ? null : limits,
     deadline: { at: 10_000, ms: 10_000 },
   });
   run = stepRun(run, { type: 'START' });
@@ -119,10 +139,17 @@ describe('joins of the run machine against a reference model', () => {
     const n = s.map ? s.n : s.n;
     const def = fanOut(s.mode, s.collect, s.n, s.maxConcurrency, s.map);
     const list = Array.from({ length: n }, (_, i) => ({ i }));
-    let run = start(def, s.budget, list);
+    let run = start(def, s.budget, list, s.maxHops);
     expect(run.value).toBe('running');
     const join = run.context.join!;
     expect(join).not.toBeNull();
+    // The children's carves together never pass what the parent has left (10 tokens and 2 hops used),
+    // but for the least unit each child gets (one hop in flight per branch).
+    const carved = (f: (b: NonNullable<(typeof join.branches)[number]['budget']>) => number | undefined) =>
+      join.branches.reduce((sum, b) => sum + (b.budget === null ? 0 : (f(b.budget) ?? 0)), 0);
+    if (s.budget !== null) expect(carved((b) => b.maxTokens)).toBeLessThanOrEqual(Math.max(s.budget - 10, n));
+    if (s.maxHops !== null) expect(carved((b) => b.maxHops)).toBeLessThanOrEqual(Math.max(s.maxHops - 2, n));
+    if (s.budget === null && s.maxHops === null) expect(join.branches.every((b) => b.budget === null)).toBe(true);
     const keys = join.branches.map((b) => b.key);
     const all = s.map || s.mode === 'all';
     const need = s.map ? n : s.mode === 'all' ? n : s.mode === 'any' ? 1 : Math.min(s.mode.atLeast, n);
@@ -144,6 +171,7 @@ describe('joins of the run machine against a reference model', () => {
     const outcomes = new Map<number, 'completed' | 'failed' | 'canceled'>();
     let accepted = 0;
     let usage = 10;
+    let childHops = 0;
     let decided: 'succeeded' | 'failed' | null = null;
     let ended = false;
     const canceled = new Set<string>();
@@ -170,6 +198,7 @@ describe('joins of the run machine against a reference model', () => {
           ...(act.outcome === 'completed' ? { output: { from: key } } : {}),
           ...(act.outcome === 'failed' ? { error: { type: 'X', message: 'x' } } : {}),
           usage: USE(act.tokens),
+          hops: act.hops,
         };
         run = stepRun(run, event);
         const wasRunning = before.context.join?.branches.find((b) => b.key === key)?.state === 'running';
@@ -186,6 +215,7 @@ describe('joins of the run machine against a reference model', () => {
         }
         accepted++;
         usage += act.tokens;
+        childHops += act.hops;
         outcomes.set(index, act.outcome);
         expect(run.context.usage.inputTokens).toBe(usage);
         if (s.budget !== null && usage > s.budget) {
@@ -233,8 +263,9 @@ describe('joins of the run machine against a reference model', () => {
     }
     // No branch was asked for twice.
     expect(new Set(spawnedKeys).size).toBe(spawnedKeys.length);
-    // The rollup is the sum of what was taken.
+    // The rollup is the sum of what was taken: tokens and hops, the children's hops counted in.
     expect(run.context.usage.inputTokens).toBe(usage);
+    expect(run.context.childHops ?? 0).toBe(childHops);
     expect(accepted).toBeLessThanOrEqual(n);
   });
 
@@ -279,4 +310,72 @@ describe('joins of the run machine against a reference model', () => {
       { maxTokens: 100 },
     ]);
   });
+
+  const carveArb = fc.option(
+    fc.record(
+      {
+        maxTokens: fc.integer({ min: 1, max: 5_000 }),
+        maxCostUsd: fc.integer({ min: 1, max: 5_000 }).map((c) => c / 1000),
+        maxHops: fc.integer({ min: 1, max: 50 }),
+      },
+      { requiredKeys: [] },
+    ),
+    { nil: undefined },
+  );
+  const leftArb = fc.option(
+    fc.record(
+      {
+        maxTokens: fc.integer({ min: 0, max: 10_000 }),
+        maxCostUsd: fc.integer({ min: 0, max: 10_000 }).map((c) => c / 1000),
+        maxHops: fc.integer({ min: 0, max: 100 }),
+      },
+      { requiredKeys: [] },
+    ),
+    { nil: null },
+  );
+
+  test.prop([fc.array(carveArb, { minLength: 1, maxLength: 12 }), leftArb])(
+    'carves together never pass what is left but for one unit per branch; an explicit carve is never raised',
+    (explicit, left) => {
+      const carves = carveAll(explicit, left);
+      expect(carves).toHaveLength(explicit.length);
+      const n = explicit.length;
+      for (const key of ['maxTokens', 'maxHops'] as const) {
+        if (left?.[key] === undefined) continue;
+        const total = carves.reduce((s, c) => s + (c?.[key] ?? 0), 0);
+        expect(total).toBeLessThanOrEqual(Math.max(left[key]!, 0) + n);
+        // Equal shares alone of enough to go round never pass it at all.
+        if (left[key]! >= n && explicit.every((e) => e?.[key] === undefined)) {
+          expect(total).toBeLessThanOrEqual(left[key]!);
+        }
+      }
+      if (left?.maxCostUsd !== undefined) {
+        const total = carves.reduce((s, c) => s + (c?.maxCostUsd ?? 0), 0);
+        expect(total).toBeLessThanOrEqual(left.maxCostUsd + n * 1e-9 + 1e-6);
+      }
+      for (const [i, c] of carves.entries()) {
+        const e = explicit[i];
+        if (e === undefined && left === null) expect(c).toBeNull();
+        for (const key of ['maxTokens', 'maxCostUsd', 'maxHops'] as const) {
+          if (e?.[key] !== undefined) expect(c?.[key]).toBeLessThanOrEqual(e[key]!);
+          if (c?.[key] !== undefined) expect(c[key]).toBeGreaterThan(0);
+        }
+      }
+    },
+  );
+
+  test.prop([
+    fc.option(fc.integer({ min: 0, max: 1e9 }), { nil: null }),
+    fc.option(fc.integer({ min: 1, max: 1e7 }), { nil: null }),
+    fc.integer({ min: 0, max: 1e9 }),
+  ])(
+    "a child's deadline is its carve's from now, never later than its parent's; the parent's by default",
+    (parentAt, carveMs, now) => {
+      const at = childDeadline(parentAt, carveMs, now);
+      if (carveMs === null) expect(at).toBe(parentAt);
+      else if (parentAt === null) expect(at).toBe(now + carveMs);
+      else expect(at).toBe(Math.min(parentAt, now + carveMs));
+      if (parentAt !== null) expect(at!).toBeLessThanOrEqual(parentAt);
+    },
+  );
 });

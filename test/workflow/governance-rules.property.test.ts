@@ -372,6 +372,17 @@ describe('budget: what an item may spend', () => {
     expect(policy.check(hop()).decision).toBe('deny');
   });
 
+  it("counts the hops before this one, its own and its children's, against maxHops", () => {
+    const policy = budgetPolicy({ maxHops: 5 });
+    expect(policy.check(hop({ hop: 5 })).decision).toBe('allow');
+    expect(policy.check(hop({ hop: 6 }))).toEqual({ decision: 'deny', reason: 'budget spent: 5 of 5 hops' });
+    expect(policy.check(hop({ hop: 2, childHops: 3 })).decision).toBe('allow');
+    expect(policy.check(hop({ hop: 2, childHops: 4 }))).toEqual({
+      decision: 'deny',
+      reason: 'budget spent: 5 of 5 hops',
+    });
+  });
+
   it('accepts zero and whole numbers, refuses anything else with GOVERNANCE_INVALID_POLICY naming the value', () => {
     expect(() => budgetPolicy({ maxTokens: 0 })).not.toThrow();
     expect(() => budgetPolicy({ maxCostUsd: 0 })).not.toThrow();
@@ -380,7 +391,9 @@ describe('budget: what an item may spend', () => {
       expect(() => budgetPolicy(budget)).toThrow(
         expect.objectContaining({ name: 'WorkflowError', code: 'GOVERNANCE_INVALID_POLICY', message }),
       );
-    refused({}, 'a budget sets maxTokens, maxCostUsd or both');
+    refused({}, 'a budget sets maxTokens, maxCostUsd, maxHops or any of them together');
+    refused({ maxHops: 0 }, 'maxHops must be a whole number of hops >= 1, not 0');
+    refused({ maxHops: 1.5 }, 'maxHops must be a whole number of hops >= 1, not 1.5');
     refused({ maxTokens: -1 }, 'maxTokens must be a whole number of tokens, not -1');
     refused({ maxTokens: 2.5 }, 'maxTokens must be a whole number of tokens, not 2.5');
     refused({ maxTokens: Number.NaN, maxCostUsd: 1 }, 'maxTokens must be a whole number of tokens, not NaN');

@@ -157,6 +157,36 @@ describe('validation errors', () => {
     );
   });
 
+  it('refuses a bad carve naming its path and what to write; takes hops and a deadline', () => {
+    const fanDef = (budget: unknown, deadline?: number | string) => ({
+      id: 'fan',
+      version: 1,
+      start: 'f',
+      ...(deadline === undefined ? {} : { deadline }),
+      stages: { f: { parallel: { branches: { a: { role: 'r', budget }, b: { role: 'r' } } } } },
+    });
+    const fan = (budget: unknown, deadline?: number | string) => problemsOf(fanDef(budget, deadline));
+    const at = 'stages.f.parallel.branches.a.budget';
+    const empty = fan({});
+    expect(empty.map((p) => [p.code, p.path.join('.')])).toEqual([['SCHEMA', at]]);
+    expect(empty[0]!.message).toContain('say { "maxTokens": 2000 }');
+    expect(fan({ maxHops: 0 }).map((p) => p.path.join('.'))).toEqual([`${at}.maxHops`]);
+    expect(fan({ deadline: 'soon' }).map((p) => p.path.join('.'))).toEqual([`${at}.deadline`]);
+    expect(fan({ maxTokens: 10, colour: 'red' }).map((p) => p.code)).toEqual(['SCHEMA']);
+    const late = fan({ deadline: '2m' }, '1m');
+    expect(late.map((p) => [p.code, p.path.join('.')])).toEqual([['STAGE_KIND', `${at}.deadline`]]);
+    expect(late[0]!.message).toContain('write a deadline of at most 60000 ms');
+    expect(checkWorkflowDefinition(fanDef({ maxHops: 3, deadline: '30s' }, '1m')).ok).toBe(true);
+    expect(checkWorkflowDefinition(fanDef({ deadline: '30s' })).ok).toBe(true);
+    const def = parseWorkflowDefinition({
+      id: 'fan',
+      version: 1,
+      start: 'f',
+      stages: { f: { parallel: { branches: { a: { role: 'r', budget: { maxHops: 3, deadline: '30s' } } } } } },
+    });
+    expect(def.stages.f!.parallel!.branches.a!.budget).toEqual({ maxHops: 3, deadline: 30_000 });
+  });
+
   it('refuses a definition without stages and bad JSON text', () => {
     expect(problemsOf({ id: 'x', version: 1, start: 'a', stages: {} })).toEqual([
       { code: 'SCHEMA', path: ['stages'], message: 'a workflow has at least one stage' },

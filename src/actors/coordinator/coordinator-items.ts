@@ -92,6 +92,7 @@ export class CoordinatorItems {
       budget = {
         ...(request.budget.maxTokens === undefined ? {} : { maxTokens: request.budget.maxTokens }),
         ...(request.budget.maxCostUsd === undefined ? {} : { maxCostUsd: request.budget.maxCostUsd }),
+        ...(request.budget.maxHops === undefined ? {} : { maxHops: request.budget.maxHops }),
       };
     }
     let attributes: Record<string, string | number | boolean> | null = null;

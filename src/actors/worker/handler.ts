@@ -31,7 +31,7 @@ export interface ChildSpawn {
   /** Text, or A2A parts. */
   input: string | Part[];
   /** What the child may spend (default: an equal share of what the work item has left). */
-  budget?: { maxTokens?: number; maxCostUsd?: number };
+  budget?: { maxTokens?: number; maxCostUsd?: number; maxHops?: number; deadline?: number | string };
 }
 
 /**

@@ -46,6 +46,8 @@ export interface SettleBody {
   output: JsonValue | null;
   error: { type: string; message: string } | null;
   usage: RunUsage;
+  /** Hops the child took, its own children's counted in (absent in a row from before hops were counted). */
+  hops?: number;
 }
 
 /** A `cancel-child` outbox row's body. */

@@ -26,6 +26,7 @@ export function childSettled(
     ...(s.output === null ? {} : { output: s.output }),
     ...(s.error === null ? {} : { error: s.error }),
     usage: s.usage,
+    ...(s.hops === undefined ? {} : { hops: s.hops }),
   };
   const routed = auditRoute(work, event);
   const joinBefore = work.run!.context.join ?? null;

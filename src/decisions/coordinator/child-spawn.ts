@@ -42,6 +42,15 @@ function childInput(parentInput: readonly Part[], value: JsonValue | null): Part
   return parts.length > 0 ? parts : [{ kind: 'text', text: '(no input)' }];
 }
 
+/**
+ * A child's deadline (ms since the epoch): its carve's, from `now`, but never
+ * later than its parent's; the parent's when its carve sets none (`null`: none).
+ */
+export function childDeadline(parentAt: number | null, carveMs: number | null, now: number): number | null {
+  if (carveMs === null) return parentAt;
+  return parentAt === null ? now + carveMs : Math.min(parentAt, now + carveMs);
+}
+
 /** Writes the children a `spawn` directive asks for, and tells the run they are written. */
 export function spawn(work: Work, d: Extract<RunDirective, { kind: 'spawn' }>): void {
   const ctx = work.run!.context;
@@ -64,7 +73,7 @@ export function spawn(work: Work, d: Extract<RunDirective, { kind: 'spawn' }>): 
       workflow,
       input: childInput(work.item.input, branchInput(join, def, branch, ctx.output ?? null)),
       budget: b?.budget ?? null,
-      deadlineAt: ctx.deadline?.at ?? null,
+      deadlineAt: childDeadline(ctx.deadline?.at ?? null, b?.deadlineMs ?? null, work.env.now),
     };
     work.outbox.push({ kind: 'spawn', body });
   }
@@ -79,6 +88,11 @@ export function spawn(work: Work, d: Extract<RunDirective, { kind: 'spawn' }>): 
         branch,
         childId: childItemId(work.item.id, d.hop, branch),
         budget: join.branches.find((x) => x.key === branch)?.budget ?? null,
+        deadlineAt: childDeadline(
+          ctx.deadline?.at ?? null,
+          join.branches.find((x) => x.key === branch)?.deadlineMs ?? null,
+          work.env.now,
+        ),
       })),
     }),
   });
@@ -110,6 +124,7 @@ export function settleParent(work: Work, state: 'completed' | 'failed' | 'cancel
         ? { type: output.error?.type ?? output.code, message: output.message.slice(0, 2000) }
         : null,
     usage: work.item.usage,
+    hops: work.item.hop + (work.ctx?.childHops ?? 0),
   };
   work.outbox.push({ kind: 'settle', body });
 }

@@ -47,6 +47,7 @@ export function govern(
     hop: hop.hop,
     attempt: hop.attempt,
     usage: work.item.usage,
+    childHops: work.ctx?.childHops ?? 0,
     approvedBy: hop.approvedBy,
     ...(work.item.attributes === null ? {} : { attributes: work.item.attributes }),
   };
