@@ -78,6 +78,8 @@ export const ERROR_CODES = {
   ConsoleError: ['CONSOLE_LISTEN_FAILED'],
   /** `switchboard console users`: a name already holding a live token, or no such user. */
   ConsoleUserError: ['CONSOLE_USER_EXISTS', 'CONSOLE_USER_UNKNOWN'],
+  /** `switchboard gateway`: its keys file, a key name already live or unknown, an address it cannot serve. */
+  GatewayError: ['GATEWAY_KEY_EXISTS', 'GATEWAY_KEY_UNKNOWN', 'GATEWAY_KEYS_FILE', 'GATEWAY_LISTEN_FAILED'],
 } as const satisfies Record<string, readonly string[]>;
 
 /** The name of one error class of switchboard (a key of `ERROR_CODES`). */
