@@ -11,7 +11,7 @@ export function agentBasePath(name: string): string {
 /**
  * The card the gateway serves for one agent, at its well-known path: the
  * broker's v1.0 card of the agent (when it is live) with the gateway's
- * JSON-RPC interface, the bearer scheme its keys are, and no push
+ * JSON-RPC and HTTP+JSON interfaces, the bearer scheme its keys are, and no push
  * notifications (an HTTP client gets its events by streaming).
  */
 export function gatewayCard(
@@ -32,7 +32,10 @@ export function gatewayCard(
   return {
     ...base,
     name,
-    supportedInterfaces: [{ url: baseUrl, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+    supportedInterfaces: [
+      { url: baseUrl, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      { url: baseUrl, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
+    ],
     capabilities: { ...base.capabilities, streaming: true, pushNotifications: false },
     securitySchemes: {
       [GATEWAY_SECURITY_SCHEME]: {

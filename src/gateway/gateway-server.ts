@@ -20,6 +20,7 @@ import {
 import { GatewayError, type KeyRing } from './gateway-keys.js';
 import { GATEWAY_CONTEXT_ID, GatewayParties } from './gateway-parties.js';
 import { RateLimiter } from './rate-limiter.js';
+import { type RestRoute, restErrorOf, restRoute } from './gateway-rest.js';
 import { callStreaming, callUnary, checkMethod, isStreamingMethod } from './gateway-rpc.js';
 
 /** Where the gateway listens unless told: loopback only. */
@@ -108,23 +109,82 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
       await handleRpc(req, res, agent);
       return;
     }
-    sendJson(res, 405, {
-      error: `POST JSON-RPC to ${agentBasePath(agent)}, or GET ${agentBasePath(agent)}.well-known/agent-card.json`,
+    let route: RestRoute | undefined;
+    try {
+      route = restRoute(req.method ?? '', rest, url.searchParams);
+    } catch (error) {
+      const refused = restErrorOf(rpcErrorOf(error, ''));
+      sendJson(res, refused.status, refused.body);
+      return;
+    }
+    if (route !== undefined) {
+      await handleRest(req, res, agent, route);
+      return;
+    }
+    sendJson(res, 404, {
+      error: `POST JSON-RPC to ${agentBasePath(agent)}, use the HTTP+JSON paths under it (message:send, tasks, ...), or GET ${agentBasePath(agent)}.well-known/agent-card.json`,
     });
+  };
+
+  /** The key's name once it is checked and under its rate (else a refusal). */
+  const admit = (req: IncomingMessage, agent: string): string => {
+    const keyName = authenticate(req, keys, agent);
+    if (!limiter.take(keyName)) {
+      throw new GatewayRefusal(
+        GATEWAY_RATE_LIMITED,
+        429,
+        `the key "${keyName}" sent more than ${limiter.rate} requests a second: wait a second and retry`,
+      );
+    }
+    return keyName;
+  };
+
+  const handleRest = async (req: IncomingMessage, res: ServerResponse, agent: string, route: RestRoute) => {
+    try {
+      const keyName = admit(req, agent);
+      let params: unknown = route.params;
+      if (route.body) {
+        const body = await readBody(req, maxBody);
+        try {
+          params = JSON.parse(body);
+        } catch {
+          throw new GatewayRefusal(-32602, 400, 'the body is not JSON: send the A2A v1.0 request as JSON');
+        }
+      } else {
+        req.resume();
+      }
+      checkMethod(route.method);
+      const caller = { keyName, agent };
+      if (!isStreamingMethod(route.method)) {
+        sendJson(res, 200, await callUnary(client, parties, caller, route.method, params));
+        return;
+      }
+      await stream(
+        res,
+        (result) => result,
+        (sink) => callStreaming(client, parties, caller, route.method, params, sink, logger),
+      );
+    } catch (error) {
+      const refused = restErrorOf(rpcErrorOf(error, route.method));
+      if (res.headersSent) {
+        res.write(`event: error\ndata: ${JSON.stringify(refused.body)}\n\n`);
+        res.end();
+        return;
+      }
+      if (!(error instanceof GatewayRefusal) && !isBrokerRefusal(error)) {
+        logger.error({ err: error }, 'gateway: a request failed');
+      }
+      const headers: Record<string, string> = {};
+      if (refused.status === 401) headers['WWW-Authenticate'] = 'Bearer realm="switchboard gateway"';
+      sendJson(res, refused.status, refused.body, headers);
+    }
   };
 
   const handleRpc = async (req: IncomingMessage, res: ServerResponse, agent: string): Promise<void> => {
     let id: string | number | null = null;
     let method = '';
     try {
-      const keyName = authenticate(req, keys, agent);
-      if (!limiter.take(keyName)) {
-        throw new GatewayRefusal(
-          GATEWAY_RATE_LIMITED,
-          429,
-          `the key "${keyName}" sent more than ${limiter.rate} requests a second: wait a second and retry`,
-        );
-      }
+      const keyName = admit(req, agent);
       const body = await readBody(req, maxBody);
       let request: unknown;
       try {
@@ -152,8 +212,10 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
         sendJson(res, 200, { jsonrpc: '2.0', id, result });
         return;
       }
-      await stream(res, id, (sink) =>
-        callStreaming(client, parties, caller, r.method as string, r.params, sink, logger),
+      await stream(
+        res,
+        (result) => ({ jsonrpc: '2.0', id, result }),
+        (sink) => callStreaming(client, parties, caller, r.method as string, r.params, sink, logger),
       );
     } catch (error) {
       if (res.headersSent) {
@@ -174,7 +236,7 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
 
   const stream = async (
     res: ServerResponse,
-    id: string | number | null,
+    envelope: (result: unknown) => unknown,
     run: (sink: Parameters<typeof callStreaming>[5]) => Promise<void>,
   ): Promise<void> => {
     let keepalive: NodeJS.Timeout | undefined;
@@ -197,7 +259,7 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
     await run({
       write: (result) => {
         opened();
-        writeEvent(res, { jsonrpc: '2.0', id, result });
+        writeEvent(res, envelope(result));
       },
       end: () => {
         close();

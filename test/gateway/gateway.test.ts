@@ -9,7 +9,13 @@ import {
   SubscribeToTaskRequest,
   TaskState,
 } from '@a2a-js/sdk';
-import { type Client, ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import {
+  type Client,
+  ClientFactory,
+  ClientFactoryOptions,
+  JsonRpcTransportFactory,
+  RestTransportFactory,
+} from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SwitchboardClient, connect } from '../../src/transport/client.js';
 import { SocketServe, hostDir } from '../host/helpers.js';
@@ -82,7 +88,7 @@ async function startWorker(socket: string, name: string) {
         token,
         id: task.id,
         state: 'completed',
-        message: { role: 'agent', parts: [{ kind: 'text', text: 'done' }] },
+        message: { parts: [{ kind: 'text', text: 'done' }] },
       });
     };
     if (text === 'wait') return; // stays working until canceled
@@ -107,7 +113,12 @@ async function startWorker(socket: string, name: string) {
 }
 
 /** An SDK client of one agent of the gateway, sending `key` (when given) as its bearer key. */
-async function sdkClient(url: string, agent: string, key: string | undefined): Promise<Client> {
+async function sdkClient(
+  url: string,
+  agent: string,
+  key: string | undefined,
+  binding: 'jsonrpc' | 'rest' = 'jsonrpc',
+): Promise<Client> {
   const fetchImpl: typeof fetch = (input, init) => {
     const headers = new Headers(init?.headers);
     if (key !== undefined) headers.set('Authorization', `Bearer ${key}`);
@@ -115,7 +126,10 @@ async function sdkClient(url: string, agent: string, key: string | undefined): P
   };
   const factory = new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory({ fetchImpl })],
+      transports: [
+        binding === 'jsonrpc' ? new JsonRpcTransportFactory({ fetchImpl }) : new RestTransportFactory({ fetchImpl }),
+      ],
+      preferredTransports: [binding === 'jsonrpc' ? 'JSONRPC' : 'HTTP+JSON'],
     }),
   );
   return factory.createFromUrl(`${url}/agents/${agent}/`);
@@ -194,6 +208,7 @@ describe('switchboard gateway, with the official A2A SDK as its client', () => {
     expect(card.name).toBe('echo');
     expect(card.supportedInterfaces).toEqual([
       { url: `${gateway.url}/agents/echo/`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      { url: `${gateway.url}/agents/echo/`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
     ]);
     expect(card.securitySchemes).toEqual({
       gatewayKey: { httpAuthSecurityScheme: { scheme: 'Bearer', description: expect.any(String) } },
@@ -317,6 +332,35 @@ describe('switchboard gateway, with the official A2A SDK as its client', () => {
     keysCli(['revoke', 'dave', '--keys', keysFile]);
     await expect(client.listTasks(ListTasksRequest.fromJSON({}))).rejects.toMatchObject({
       message: /not one the gateway holds/,
+    });
+  });
+  it('serves the HTTP+JSON binding too, to the SDK’s REST transport', async () => {
+    const client = await sdkClient(gateway.url, 'echo', alice, 'rest');
+    expect(client.transport.protocolName).toBe('HTTP+JSON');
+    const streamed = await collect(client.sendMessageStream(send('over rest')));
+    expect(streamed[0]?.payload?.$case).toBe('task');
+    expect(stateOf(streamed.at(-1) as StreamResponse)).toBe(TaskState.TASK_STATE_COMPLETED);
+    const id = streamed[0]?.payload?.$case === 'task' ? streamed[0].payload.value.id : '';
+    const task = await client.getTask(GetTaskRequest.fromJSON({ id }));
+    expect(task.artifacts[0]?.parts[0]?.content).toEqual({ $case: 'text', value: 'echo: over rest' });
+    const listed = await client.listTasks(ListTasksRequest.fromJSON({ pageSize: 100 }));
+    expect(listed.tasks.map((t) => t.id)).toContain(id);
+    const again = await collect(client.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id })));
+    expect(again[0]?.payload?.$case).toBe('task');
+
+    const waiting = (await client.sendMessage(send('wait'))) as { id: string };
+    const canceled = await client.cancelTask(CancelTaskRequest.fromJSON({ id: waiting.id }));
+    expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    await expect(client.cancelTask(CancelTaskRequest.fromJSON({ id: waiting.id }))).rejects.toMatchObject({
+      name: 'TaskNotCancelableError',
+    });
+
+    const theirs = await sdkClient(gateway.url, 'echo', bob, 'rest');
+    await expect(theirs.getTask(GetTaskRequest.fromJSON({ id }))).rejects.toMatchObject({ name: 'TaskNotFoundError' });
+    const none = await sdkClient(gateway.url, 'echo', undefined, 'rest');
+    await expect(none.getTask(GetTaskRequest.fromJSON({ id }))).rejects.toMatchObject({
+      statusCode: 401,
+      message: /Authorization: Bearer KEY/,
     });
   });
 });
