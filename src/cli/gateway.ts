@@ -33,8 +33,10 @@ An HTTP gateway that serves chosen agents of a broker to A2A v1.0 clients.
 Each agent NAME gets its base URL /agents/NAME/: its agent card at
 /agents/NAME/.well-known/agent-card.json (no key needed), and the JSON-RPC
 binding at POST /agents/NAME/ (SendMessage, SendStreamingMessage and
-SubscribeToTask over server-sent events, GetTask, ListTasks, CancelTask).
-Every request needs Authorization: Bearer KEY, a key of gateway keys add
+SubscribeToTask over server-sent events, GetTask, ListTasks, CancelTask),
+and the HTTP+JSON binding of the same methods under it (message:send,
+message:stream, tasks, tasks/ID, tasks/ID:cancel, tasks/ID:subscribe).
+Every request but a card's needs Authorization: Bearer KEY, a key of gateway keys add
 scoped to the agent. The gateway registers one broker agent per key,
 gateway-NAME (context "gateway"): it is the sender of the tasks the key's
 clients create, which are ordinary tasks of the broker (switchboard tasks
