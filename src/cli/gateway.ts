@@ -36,9 +36,9 @@ binding at POST /agents/NAME/ (SendMessage, SendStreamingMessage and
 SubscribeToTask over server-sent events, GetTask, ListTasks, CancelTask),
 and the HTTP+JSON binding of the same methods under it (message:send,
 message:stream, tasks, tasks/ID, tasks/ID:cancel, tasks/ID:subscribe).
-Every request but a card's needs Authorization: Bearer KEY, a key of gateway keys add
-scoped to the agent. The gateway registers one broker agent per key,
-gateway-NAME (context "gateway"): it is the sender of the tasks the key's
+Every request but a card's needs Authorization: Bearer KEY, a key of
+gateway keys add scoped to the agent. The gateway registers one broker
+agent per key, gateway-NAME (context "gateway"): it sends the tasks the key's
 clients create, which are ordinary tasks of the broker (switchboard tasks
 lists them), and the key reaches its own tasks only.
 
