@@ -1,13 +1,14 @@
 import type { Logger } from '../log/logger.js';
-import { notificationToV1, v1Call } from '../protocol/a2a-v1/methods.js';
-import { TASK_STATE_V03 } from '../protocol/a2a-v1/field-table.js';
-import type { V1StreamResponse, V1TaskState } from '../protocol/a2a-v1/schemas.js';
+import { type V1Call, notificationToV1, v1Call } from '../protocol/a2a-v1/methods.js';
+import type { V1StreamResponse } from '../protocol/a2a-v1/schemas.js';
 import type { DurableEvent } from '../protocol/events.js';
-import { isTerminalState } from '../protocol/task.js';
+import type { TaskResult } from '../protocol/methods.js';
+import { type TaskState, isTerminalState } from '../protocol/task.js';
 import type { SwitchboardClient } from '../transport/client.js';
 import { VERSION } from '../version.js';
 import { A2A_PUSH_NOT_SUPPORTED, A2A_UNSUPPORTED_OPERATION, GatewayRefusal } from './gateway-errors.js';
 import type { GatewayParties } from './gateway-parties.js';
+import { V03_METHODS, isV03Method, v03Call } from './gateway-v03.js';
 
 /**
  * The JSON-RPC binding of one served agent: each A2A v1.0 request becomes
@@ -51,14 +52,14 @@ export interface RpcCaller {
 
 /** Whether a method is answered as a stream. */
 export function isStreamingMethod(method: string): boolean {
-  return STREAMING.has(method);
+  return STREAMING.has(method) || (isV03Method(method) && V03_METHODS[method]?.streams === true);
 }
 
 /** Refuses a method the gateway does not serve (before anything is called). */
 export function checkMethod(method: string): void {
   const refused = Object.hasOwn(REFUSED, method) ? REFUSED[method] : undefined;
   if (refused !== undefined) throw new GatewayRefusal(refused.code, 200, refused.message);
-  if (!UNARY.has(method) && !STREAMING.has(method)) {
+  if (!UNARY.has(method) && !STREAMING.has(method) && !isV03Method(method)) {
     throw new GatewayRefusal(
       -32601,
       200,
@@ -89,13 +90,31 @@ export async function callUnary(
   params: unknown,
 ): Promise<unknown> {
   const capability = await parties.token(caller.keyName);
-  const call = v1Call(method, brokerParams(method, params, caller, capability), VERSION);
+  const call = brokerCall(method, params, caller, capability);
   return call.answer(await client.call(call.method, call.params));
+}
+
+/** The broker call of a request: v0.3's as it is, v1.0's through version 11's mapping. */
+function brokerCall(method: string, params: unknown, caller: RpcCaller, capability: string): V1Call {
+  if (isV03Method(method)) return v03Call(method, params, capability, caller.agent);
+  return v1Call(method, brokerParams(method, params, caller, capability), VERSION);
+}
+
+/** A task event as a stream response of the request's version (undefined: not sent, as an agent's presence). */
+function streamResponse(v03: boolean, event: DurableEvent): unknown {
+  if (event.method !== 'a2a.task.event') return undefined;
+  if (v03) {
+    const e = event.params.event;
+    return e.kind === 'status-update' || e.kind === 'artifact-update' ? e : undefined;
+  }
+  const { event: response } = notificationToV1(event.method, event.params) as { event: V1StreamResponse };
+  return 'statusUpdate' in response || 'artifactUpdate' in response ? response : undefined;
 }
 
 /** Where a stream writes its responses. */
 export interface StreamSink {
-  write(response: V1StreamResponse | { task: unknown }): void;
+  /** One response: a v1.0 stream response, or a v0.3 task or event. */
+  write(response: unknown): void;
   end(): void;
   /** Called once when the HTTP client goes away. */
   onClose(listener: () => void): void;
@@ -116,9 +135,12 @@ export async function callStreaming(
   logger: Logger,
 ): Promise<void> {
   const capability = await parties.token(caller.keyName);
-  const call = v1Call(method, brokerParams(method, params, caller, capability), VERSION);
+  const call = brokerCall(method, params, caller, capability);
+  const v03 = isV03Method(method);
   let taskId: string | undefined =
-    method === 'SubscribeToTask' ? String((params as { id?: unknown } | undefined)?.id ?? '') : undefined;
+    method === 'SubscribeToTask' || method === 'tasks/resubscribe'
+      ? String((params as { id?: unknown } | undefined)?.id ?? '')
+      : undefined;
   const early: DurableEvent[] = [];
   let deliver: (event: DurableEvent) => void = (event) => early.push(event);
   let stop: (() => void) | undefined;
@@ -137,9 +159,11 @@ export async function callStreaming(
   if (taskId !== undefined && taskId !== '') {
     stop = await parties.listen(caller.keyName, taskId, (event) => deliver(event));
   }
-  let first: { task: { id: string; status: { state: string } } };
+  let raw: TaskResult;
+  let first: unknown;
   try {
-    first = (await call.answer(await client.call(call.method, call.params))) as typeof first;
+    raw = (await client.call(call.method, call.params)) as TaskResult;
+    first = call.answer(raw);
   } catch (error) {
     stop?.();
     throw error;
@@ -149,18 +173,18 @@ export async function callStreaming(
     return;
   }
   if (stop === undefined) {
-    taskId = first.task.id;
+    taskId = raw.task.id;
     stop = await parties.listen(caller.keyName, taskId, (event) => deliver(event));
   }
   sink.write(first);
-  if (endsStream(first.task.status.state)) {
+  if (endsStream(raw.task.status.state)) {
     finish();
     return;
   }
   deliver = (event) => {
     if (ended || event.method !== 'a2a.task.event') return;
-    const { event: response } = notificationToV1(event.method, event.params) as { event: V1StreamResponse };
-    if (!('statusUpdate' in response) && !('artifactUpdate' in response)) return;
+    const response = streamResponse(v03, event);
+    if (response === undefined) return;
     try {
       sink.write(response);
     } catch (error) {
@@ -168,14 +192,13 @@ export async function callStreaming(
       finish();
       return;
     }
-    if ('statusUpdate' in response && endsStream(response.statusUpdate.status.state)) finish();
+    const e = event.params.event;
+    if (e.kind === 'status-update' && endsStream(e.status.state)) finish();
   };
   for (const event of early.splice(0)) deliver(event);
 }
 
-/** A v1.0 state after which a stream ends: the task ended, or waits for its client. */
-function endsStream(state: string): boolean {
-  if (state === 'TASK_STATE_INPUT_REQUIRED' || state === 'TASK_STATE_AUTH_REQUIRED') return true;
-  const v03 = Object.hasOwn(TASK_STATE_V03, state) ? TASK_STATE_V03[state as V1TaskState] : undefined;
-  return v03 !== undefined && isTerminalState(v03);
+/** A state (the broker's) after which a stream ends: the task ended, or waits for its client. */
+function endsStream(state: TaskState): boolean {
+  return state === 'input-required' || state === 'auth-required' || isTerminalState(state);
 }

@@ -16,6 +16,7 @@ import {
   JsonRpcTransportFactory,
   RestTransportFactory,
 } from '@a2a-js/sdk/client';
+import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SwitchboardClient, connect } from '../../src/transport/client.js';
 import { SocketServe, hostDir } from '../host/helpers.js';
@@ -362,5 +363,32 @@ describe('switchboard gateway, with the official A2A SDK as its client', () => {
       statusCode: 401,
       message: /Authorization: Bearer KEY/,
     });
+  });
+  it('serves A2A v0.3 clients too (its method names), to the SDK’s v0.3 JSON-RPC transport', async () => {
+    const fetchImpl: typeof fetch = (input, init) => {
+      const headers = new Headers(init?.headers);
+      headers.set('Authorization', `Bearer ${alice}`);
+      return fetch(input, { ...init, headers });
+    };
+    const legacy = new LegacyJsonRpcTransport({ endpoint: `${gateway.url}/agents/echo/`, fetchImpl });
+    const streamed = await collect(legacy.sendMessageStream(send('v0.3')));
+    expect(streamed[0]?.payload?.$case).toBe('task');
+    expect(streamed.map((r) => r.payload?.$case)).toContain('artifactUpdate');
+    expect(stateOf(streamed.at(-1) as StreamResponse)).toBe(TaskState.TASK_STATE_COMPLETED);
+    const id = streamed[0]?.payload?.$case === 'task' ? streamed[0].payload.value.id : '';
+    const task = await legacy.getTask(GetTaskRequest.fromJSON({ id }));
+    expect(task.artifacts[0]?.parts[0]?.content).toEqual({ $case: 'text', value: 'echo: v0.3' });
+    const sent = await legacy.sendMessage(send('wait'));
+    const canceled = await legacy.cancelTask(CancelTaskRequest.fromJSON({ id: (sent as { id: string }).id }));
+    expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    const bobs = new LegacyJsonRpcTransport({
+      endpoint: `${gateway.url}/agents/echo/`,
+      fetchImpl: (input, init) => {
+        const headers = new Headers(init?.headers);
+        headers.set('Authorization', `Bearer ${bob}`);
+        return fetch(input, { ...init, headers });
+      },
+    });
+    await expect(bobs.getTask(GetTaskRequest.fromJSON({ id }))).rejects.toMatchObject({ name: 'TaskNotFoundError' });
   });
 });
