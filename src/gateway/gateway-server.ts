@@ -279,6 +279,10 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
   const http: Server = options.tls
     ? createTlsServer({ cert: options.tls.cert, key: options.tls.key }, listener)
     : createServer(listener);
+  // Idle keep-alive connections stay open longer than clients' pools keep them, so that
+  // no client reuses a connection the gateway is closing at that moment.
+  http.keepAliveTimeout = 65_000;
+  http.headersTimeout = 66_000;
   const requestedPort = options.port ?? DEFAULT_GATEWAY_PORT;
   await new Promise<void>((resolve, reject) => {
     http.once('error', (error: NodeJS.ErrnoException) =>
