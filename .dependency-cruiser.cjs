@@ -30,6 +30,7 @@ const LAYERS = [
   { name: 'inspect', path: '^src/inspect/' },
   { name: 'console', path: '^src/console/' },
   { name: 'demo', path: '^src/demo/' },
+  { name: 'gateway', path: '^src/gateway/' },
   { name: 'cli', path: '^src/cli/' },
   { name: 'index', path: '^src/index[.]ts$' },
 ];

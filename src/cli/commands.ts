@@ -5,6 +5,7 @@ import { consoleCommand } from './console.js';
 import { coordinatorCommand } from './coordinator.js';
 import { demoCommand } from './demo.js';
 import { dlqCommand } from './dlq.js';
+import { gatewayCommand } from './gateway.js';
 import { mcpCommand } from './mcp.js';
 import { itemsCommand } from './items.js';
 import { serveCommand } from './serve.js';
@@ -29,6 +30,7 @@ export const COMMANDS: readonly CliCommand[] = [
   dlqCommand,
   topCommand,
   consoleCommand,
+  gatewayCommand,
   coordinatorCommand,
   workerCommand,
   submitCommand,

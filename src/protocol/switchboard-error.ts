@@ -80,6 +80,8 @@ export const ERROR_CODES = {
   ConsoleUserError: ['CONSOLE_USER_EXISTS', 'CONSOLE_USER_UNKNOWN'],
   /** A model agent's MCP server: it cannot be reached, or its tools' names clash with other tools. */
   McpServerError: ['MCP_SERVER_UNREACHABLE', 'MCP_TOOL_NAME_TAKEN'],
+  /** `switchboard gateway`: its keys file, a key name already live or unknown, an address it cannot serve. */
+  GatewayError: ['GATEWAY_KEY_EXISTS', 'GATEWAY_KEY_UNKNOWN', 'GATEWAY_KEYS_FILE', 'GATEWAY_LISTEN_FAILED'],
 } as const satisfies Record<string, readonly string[]>;
 
 /** The name of one error class of switchboard (a key of `ERROR_CODES`). */

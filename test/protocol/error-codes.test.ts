@@ -5,6 +5,7 @@ import { CliUsageError } from '../../src/cli/command-args.js';
 import * as lib from '../../src/index.js';
 import { ConsoleError } from '../../src/console/console-server.js';
 import { ConsoleUserError } from '../../src/console/console-users.js';
+import { GatewayError } from '../../src/gateway/gateway-keys.js';
 import { InspectorError } from '../../src/inspect/inspector-server.js';
 import { ERROR_CODES, SWITCHBOARD_ERROR_CODES, SwitchboardError } from '../../src/protocol/switchboard-error.js';
 import { JSONRPC_CODE_OF } from '../../src/transport/jsonrpc-errors.js';
@@ -50,6 +51,7 @@ describe('the error codes', () => {
       InspectorError,
       ConsoleError,
       ConsoleUserError,
+      GatewayError,
     };
     for (const [className, codes] of Object.entries(ERROR_CODES)) {
       const cls = classes[className] as { prototype: unknown } | undefined;
