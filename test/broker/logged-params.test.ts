@@ -5,7 +5,7 @@
  */
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LOGGED_PARAMS_TEXT, MESSAGE_REF, paramsText } from '../../src/persistence/a2a/store.js';
+import { LOGGED_PARAMS_TEXT, paramsText } from '../../src/persistence/a2a/store.js';
 import { type Harness, harness, register, settle, text } from './helpers.js';
 
 let h: Harness;
@@ -31,7 +31,7 @@ describe('logged params text', () => {
     const live = [...wrk.received, ...req.received];
     expect(live).toHaveLength(2);
     for (const event of live) {
-      const row = rows.find((r) => r.seq === event.seq && r.params.includes(`"recipient":"${event.params.recipient}"`));
+      const row = rows.find((r) => r.seq === event.seq && r.params.includes(JSON.stringify(event.params.recipient)));
       expect(row).toBeDefined();
       // The row holds the status's message as a reference to its message row, and not what its columns hold.
       const message =
@@ -40,7 +40,18 @@ describe('logged params text', () => {
           : undefined;
       expect(message).toBeDefined();
       const whole = JSON.stringify(message);
-      expect(row?.params).toContain(`{"${MESSAGE_REF}":${JSON.stringify(message?.messageId)}}`);
+      // A status-update of its task's context: the array of its values, the message by its id.
+      if (event.method === 'a2a.task.event' && event.params.event.kind === 'status-update') {
+        const { status, final } = event.params.event;
+        expect(JSON.parse(row?.params ?? '')).toEqual([
+          event.params.recipient,
+          event.params.contextId,
+          status.state,
+          status.timestamp,
+          final ? 1 : 0,
+          message?.messageId,
+        ]);
+      }
       expect(row?.params).not.toContain(whole);
       expect(row?.params).not.toContain('"recipientName"');
       expect(row?.params).not.toContain('"seq"');

@@ -24,12 +24,12 @@ function withoutAgents(dump: Record<string, unknown[]>) {
 }
 
 describe('schema and migrations', () => {
-  it('creates schema version 14 on a new file', async () => {
+  it('creates schema version 15 on a new file', async () => {
     h = harness();
-    expect(h.broker.opened.schema).toEqual({ from: 0, to: 14 });
+    expect(h.broker.opened.schema).toEqual({ from: 0, to: 15 });
     await h.broker.close();
     const db = new Database(h.path, { readonly: true });
-    expect(schemaVersion(db, 'a2a')).toBe(14);
+    expect(schemaVersion(db, 'a2a')).toBe(15);
     const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map(
       (r) => r.name,
     );
@@ -38,11 +38,11 @@ describe('schema and migrations', () => {
       expect(tables).toContain(t);
     }
     h.open();
-    expect(h.broker.opened.schema).toEqual({ from: 14, to: 14 });
+    expect(h.broker.opened.schema).toEqual({ from: 15, to: 15 });
   });
 
   for (const version of [1, 11]) {
-    it(`migrates a database at version ${version} forward to 14 in one transaction`, async () => {
+    it(`migrates a database at version ${version} forward to 15 in one transaction`, async () => {
       const t = tempDir();
       const path = join(t.dir, 'old.db');
       const db = openDatabase(path);
@@ -50,7 +50,7 @@ describe('schema and migrations', () => {
       db.exec('CREATE TABLE other_component (x INTEGER)');
       db.close();
       const broker = createBroker({ path });
-      expect(broker.opened.schema).toEqual({ from: version, to: 14 });
+      expect(broker.opened.schema).toEqual({ from: version, to: 15 });
       const a = await broker.register({ name: 'a', contextId: 'c' });
       expect(a.agentId).toBeTruthy();
       await broker.close();
@@ -58,25 +58,25 @@ describe('schema and migrations', () => {
     });
   }
 
-  it('refuses a database newer than 14 and leaves it untouched', () => {
+  it('refuses a database newer than 15 and leaves it untouched', () => {
     const t = tempDir();
     const path = join(t.dir, 'new.db');
     const db = openDatabase(path);
-    migrate(db, { component: 'a2a', current: 15, migrations: [] });
+    migrate(db, { component: 'a2a', current: 16, migrations: [] });
     db.close();
     const before = readFileSync(path);
     expect(() => createBroker({ path })).toThrow(SchemaVersionError);
     const check = new Database(path, { readonly: true });
-    expect(schemaVersion(check, 'a2a')).toBe(15);
+    expect(schemaVersion(check, 'a2a')).toBe(16);
     expect(check.prepare("SELECT COUNT(*) AS n FROM sqlite_master WHERE name LIKE 'a2a_%'").get()).toEqual({ n: 0 });
     check.close();
     expect(readFileSync(path).length).toBe(before.length);
     t.cleanup();
   });
 
-  it('exports the migration set as component a2a, current 14', () => {
+  it('exports the migration set as component a2a, current 15', () => {
     expect(A2A_MIGRATION_SET.component).toBe('a2a');
-    expect(A2A_MIGRATION_SET.current).toBe(14);
+    expect(A2A_MIGRATION_SET.current).toBe(15);
   });
 });
 
@@ -315,7 +315,7 @@ describe('schema 14: retention', () => {
     const before = dumpDatabase13(path);
 
     const broker = createBroker({ path });
-    expect(broker.opened.schema).toEqual({ from: 13, to: 14 });
+    expect(broker.opened.schema).toEqual({ from: 13, to: 15 });
     // A row of schema 13 holds the status's message whole: it is read as it is.
     const wrk = await broker.register({ name: 'wrk', contextId: 'c' });
     const { events } = await broker.eventsSince({ token: wrk.token, after: 0, limit: 1000 });
@@ -350,7 +350,7 @@ describe('schema 14: retention', () => {
     const check = new Database(path, { readonly: true });
     expect(check.pragma('auto_vacuum', { simple: true })).toBe(2);
     expect(check.pragma('integrity_check', { simple: true })).toBe('ok');
-    expect(schemaVersion(check, 'a2a')).toBe(14);
+    expect(schemaVersion(check, 'a2a')).toBe(15);
     check.close();
     t.cleanup();
   });
