@@ -27,6 +27,11 @@ describe('logged params text', () => {
       seq: number;
       params: string;
     }[];
+    const positions = new Map(
+      (
+        db.prepare('SELECT message_id, position FROM a2a_messages').all() as { message_id: string; position: number }[]
+      ).map((r) => [r.message_id, r.position]),
+    );
     db.close();
     const live = [...wrk.received, ...req.received];
     expect(live).toHaveLength(2);
@@ -40,7 +45,7 @@ describe('logged params text', () => {
           : undefined;
       expect(message).toBeDefined();
       const whole = JSON.stringify(message);
-      // A status-update of its task's context: the array of its values, the message by its id.
+      // A status-update of its task's context: the array of its values, the message by its position.
       if (event.method === 'a2a.task.event' && event.params.event.kind === 'status-update') {
         const { status, final } = event.params.event;
         expect(JSON.parse(row?.params ?? '')).toEqual([
@@ -49,8 +54,9 @@ describe('logged params text', () => {
           status.state,
           status.timestamp,
           final ? 1 : 0,
-          message?.messageId,
+          positions.get(message?.messageId ?? ''),
         ]);
+        expect(positions.get(message?.messageId ?? '')).toBeGreaterThan(0);
       }
       expect(row?.params).not.toContain(whole);
       expect(row?.params).not.toContain('"recipientName"');

@@ -385,7 +385,13 @@ describe('schema 15: fewer bytes per task', () => {
     const body = (t: string) => JSON.stringify({ contextId: 'c', timestamp: at, parts: [{ kind: 'text', text: t }] });
     for (let i = 1; i <= 200; i++) {
       const id = `t${i}`;
-      insertTask.run(id, JSON.stringify({ state: 'completed', timestamp: at, message: { $m: `a${i}` } }), `q${i}`, at, at);
+      insertTask.run(
+        id,
+        JSON.stringify({ state: 'completed', timestamp: at, message: { $m: `a${i}` } }),
+        `q${i}`,
+        at,
+        at,
+      );
       insertMessage.run(id, `q${i}`, 1, 'user', 'req', body(`ask ${i}`));
       insertMessage.run(id, `a${i}`, 2, 'agent', 'wrk', body(`answer ${i}`));
       insertEvent.run(
@@ -394,7 +400,12 @@ describe('schema 15: fewer bytes per task', () => {
         JSON.stringify({
           recipient: 'ag2',
           contextId: 'c',
-          event: { kind: 'status-update', contextId: 'c', status: { state: 'completed', timestamp: at, message: { $m: `a${i}` } }, final: true },
+          event: {
+            kind: 'status-update',
+            contextId: 'c',
+            status: { state: 'completed', timestamp: at, message: { $m: `a${i}` } },
+            final: true,
+          },
         }),
         at,
       );

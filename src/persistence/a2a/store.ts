@@ -25,6 +25,21 @@ export function paramsText(event: DurableEvent): string {
  * hold the message whole and are read as they are.
  */
 export const MESSAGE_REF = '$m';
+/**
+ * The key that stands for a status's message by its position in its task's
+ * history (`"message":{"$p":2}`, a row of `a2a_messages` found by its
+ * primary key): what the broker writes since schema 15, when the message's
+ * row is there. `$m` is written otherwise, and read as before.
+ */
+export const MESSAGE_POSITION_REF = '$p';
+
+/** A stored reference to a message of the same task: its id (`$m`) or its position (`$p`). */
+type MessageRef = string | number;
+
+/** The object a reference is stored as, in the message's place. */
+function refObject(ref: MessageRef): Record<string, unknown> {
+  return typeof ref === 'number' ? { [MESSAGE_POSITION_REF]: ref } : { [MESSAGE_REF]: ref };
+}
 
 /**
  * The stored JSON text of a status: its message (a row of `a2a_messages`) as
@@ -32,20 +47,23 @@ export const MESSAGE_REF = '$m';
  * in it, never by searching the whole text for the message's: a message may
  * be tens of MiB.
  */
-function storedStatus(status: TaskStatus): TaskStatus | Record<string, unknown> {
+function storedStatus(
+  status: TaskStatus,
+  refOf: (message: Message) => MessageRef,
+): TaskStatus | Record<string, unknown> {
   const message = status.message;
-  return message === undefined ? status : { ...status, message: { [MESSAGE_REF]: message.messageId } };
+  return message === undefined ? status : { ...status, message: refObject(refOf(message)) };
 }
 
 /** An event's params with the status it carries holding its message as a reference. */
-function withStatusRef(event: DurableEvent): unknown {
+function withStatusRef(event: DurableEvent, refOf: (message: Message) => MessageRef): unknown {
   if (event.method === 'a2a.push') {
     const status = event.params.status;
-    return status.message === undefined ? event.params : { ...event.params, status: storedStatus(status) };
+    return status.message === undefined ? event.params : { ...event.params, status: storedStatus(status, refOf) };
   }
   const inner = event.params.event;
   if (inner.kind !== 'status-update' || inner.status.message === undefined) return event.params;
-  return { ...event.params, event: { ...inner, status: storedStatus(inner.status) } };
+  return { ...event.params, event: { ...inner, status: storedStatus(inner.status, refOf) } };
 }
 
 /** A task event's keys in their wire order; the row's columns hold `recipientName` and `seq`. */
@@ -63,7 +81,7 @@ function keysAre(keys: readonly string[], expected: readonly string[]): boolean 
  * those and in the wire order (`state`, `timestamp`, then `message` when it
  * has one, held as a reference): else undefined.
  */
-function plainStatus(status: unknown): { state: string; timestamp: string; ref: string | undefined } | undefined {
+function plainStatus(status: unknown): { state: string; timestamp: string; ref: MessageRef | undefined } | undefined {
   if (status === null || typeof status !== 'object') return undefined;
   const s = status as Record<string, unknown>;
   const keys = Object.keys(s);
@@ -82,11 +100,16 @@ function plainStatus(status: unknown): { state: string; timestamp: string; ref: 
  * (`paramsOfRow`). A status-update of the task's own context whose status
  * holds only its state, timestamp and message (`statusEvent`'s) is stored as
  * the array of its values, `[recipient, contextId, state, timestamp, final,
- * messageId?]` (0 or 1 for `final`): a third of the bytes. The same object
- * when nothing changes.
+ * message?]` (0 or 1 for `final`; the message's position, or its id):
+ * a third of the bytes. The same object when nothing changes.
  */
-function storedParams(event: DurableEvent, party: Party, taskId: string): unknown {
-  const params = withStatusRef(event);
+function storedParams(
+  event: DurableEvent,
+  party: Party,
+  taskId: string,
+  refOf: (message: Message) => MessageRef,
+): unknown {
+  const params = withStatusRef(event, refOf);
   if (event.method !== 'a2a.task.event') return params;
   const p = params as DurableEvent['params'] & { event: Record<string, unknown> };
   const eventKeys = Object.keys(p.event);
@@ -120,7 +143,7 @@ function paramsOfRow(row: { seq: number; method: NotificationMethod; task_id: st
   if (Array.isArray(stored)) {
     const [recipient, contextId, state, timestamp, final, ref] = stored;
     const status: Record<string, unknown> = { state, timestamp };
-    if (ref !== undefined) status.message = { [MESSAGE_REF]: ref };
+    if (typeof ref === 'number' || typeof ref === 'string') status.message = refObject(ref);
     return {
       recipient,
       recipientName: party.name,
@@ -140,11 +163,13 @@ function paramsOfRow(row: { seq: number; method: NotificationMethod; task_id: st
   };
 }
 
-/** The message id a stored status's `message` refers to, when it is a reference. */
-function messageRefOf(message: unknown): string | undefined {
-  if (message === null || typeof message !== 'object') return undefined;
+/** The message a stored status's `message` refers to (its id or its position), when it is a reference. */
+function messageRefOf(message: unknown): MessageRef | undefined {
+  if (message === null || typeof message !== 'object' || 'kind' in message) return undefined;
   const ref = (message as Record<string, unknown>)[MESSAGE_REF];
-  return typeof ref === 'string' && !('kind' in message) ? ref : undefined;
+  if (typeof ref === 'string') return ref;
+  const position = (message as Record<string, unknown>)[MESSAGE_POSITION_REF];
+  return typeof position === 'number' ? position : undefined;
 }
 
 /** The columns a message is rebuilt from. */
@@ -254,13 +279,13 @@ const TASK_HEAD_COLUMNS =
  * (the row's columns hold them): `{}` or `{"message":{"$m":...}}`. Rebuilt by
  * `statusOfRow`.
  */
-function storedHeadStatus(head: TaskHead): string {
-  const stored = storedStatus(head.status);
+function storedHeadStatus(head: TaskHead, refOf: (message: Message) => MessageRef): string {
+  const stored = storedStatus(head.status, refOf);
   const plain = plainStatus(stored);
   if (plain === undefined || plain.timestamp !== head.updatedAt || plain.state !== head.status.state) {
     return JSON.stringify(stored);
   }
-  return plain.ref === undefined ? '{}' : JSON.stringify({ message: { [MESSAGE_REF]: plain.ref } });
+  return plain.ref === undefined ? '{}' : JSON.stringify({ message: refObject(plain.ref) });
 }
 
 /** A task row's status: a compact one (`storedHeadStatus`) rebuilt from the row's columns; any other as it is. */
@@ -270,7 +295,7 @@ function statusOfRow(raw: TaskHeadRaw): TaskStatus {
   return { state: raw.state, timestamp: raw.updated_at, ...stored } as TaskStatus;
 }
 
-function toHead(raw: TaskHeadRaw, messageOf: (taskId: string, messageId: string) => Message | undefined): TaskHead {
+function toHead(raw: TaskHeadRaw, messageOf: (taskId: string, ref: MessageRef) => Message | undefined): TaskHead {
   const status = statusOfRow(raw);
   const ref = messageRefOf(status.message);
   if (ref !== undefined) {
@@ -333,6 +358,9 @@ export class A2AStore {
       ),
       hasMessage: db.prepare('SELECT 1 FROM a2a_messages WHERE task_id = ? AND message_id = ?'),
       message: db.prepare(`SELECT ${MESSAGE_COLUMNS} FROM a2a_messages WHERE task_id = ? AND message_id = ?`),
+      messageAt: db.prepare(`SELECT ${MESSAGE_COLUMNS} FROM a2a_messages WHERE task_id = ? AND position = ?`),
+      positionOf: db.prepare('SELECT position FROM a2a_messages WHERE task_id = ? AND message_id = ?'),
+      isAt: db.prepare('SELECT 1 FROM a2a_messages WHERE task_id = ? AND position = ? AND message_id = ?'),
       history: db.prepare(`SELECT ${MESSAGE_COLUMNS} FROM a2a_messages WHERE task_id = ? ORDER BY position`),
       historyTail: db.prepare(
         `SELECT ${MESSAGE_COLUMNS} FROM (SELECT ${MESSAGE_COLUMNS}, position FROM a2a_messages WHERE task_id = ? ORDER BY position DESC LIMIT ?) ORDER BY position`,
@@ -412,11 +440,38 @@ export class A2AStore {
     };
   }
 
-  /** A message of a task's history, by id (what a stored reference names). */
-  private readonly messageOf = (taskId: string, messageId: string): Message | undefined => {
-    const row = this.s.message.get(taskId, messageId) as MessageRow | undefined;
+  /** A message of a task's history, by id or position (what a stored reference names). */
+  private readonly messageOf = (taskId: string, ref: MessageRef): Message | undefined => {
+    const row = (typeof ref === 'number' ? this.s.messageAt.get(taskId, ref) : this.s.message.get(taskId, ref)) as
+      | MessageRow
+      | undefined;
     return row === undefined ? undefined : messageOfRow(row);
   };
+
+  /** The last message appended: the one the status written next usually carries. */
+  private lastAppended: { taskId: string; messageId: string; position: number } | undefined;
+
+  /**
+   * How a status of the task stores its message: by position when its row is
+   * there (the one just appended, else looked for among the task's rows), by
+   * id when it is not (yet).
+   */
+  private refOf(taskId: string): (message: Message) => MessageRef {
+    return (message) => {
+      const last = this.lastAppended;
+      // A hint only (the call that appended it may have been rolled back): checked by the primary key.
+      if (
+        last !== undefined &&
+        last.taskId === taskId &&
+        last.messageId === message.messageId &&
+        this.s.isAt.get(taskId, last.position, message.messageId) !== undefined
+      ) {
+        return last.position;
+      }
+      const row = this.s.positionOf.get(taskId, message.messageId) as { position: number } | undefined;
+      return row?.position ?? message.messageId;
+    };
+  }
 
   private head(raw: TaskHeadRaw): TaskHead {
     return toHead(raw, this.messageOf);
@@ -459,7 +514,7 @@ export class A2AStore {
       head.agentContextId,
       head.agentName,
       head.status.state,
-      storedHeadStatus(head),
+      storedHeadStatus(head, this.refOf(head.taskId)),
       creationMessageId,
       head.historyCount,
       head.createdAt,
@@ -488,7 +543,7 @@ export class A2AStore {
   writeHead(head: TaskHead): void {
     this.s.writeHead.run(
       head.status.state,
-      storedHeadStatus(head),
+      storedHeadStatus(head, this.refOf(head.taskId)),
       head.historyCount,
       head.updatedAt,
       head.taskId,
@@ -506,6 +561,7 @@ export class A2AStore {
       messageBody(message),
       parentTaskOf(message),
     );
+    this.lastAppended = { taskId: message.taskId, messageId: message.messageId, position };
   }
 
   hasMessage(taskId: string, messageId: string): boolean {
@@ -609,7 +665,7 @@ export class A2AStore {
    */
   appendEvent(party: Party, event: DurableEvent, taskId: string, at: string): void {
     const text = JSON.stringify(event.params);
-    const params = storedParams(event, party, taskId);
+    const params = storedParams(event, party, taskId, this.refOf(taskId));
     const stored = params === event.params ? text : JSON.stringify(params);
     this.s.insertEvent.run(party.contextId, party.name, event.seq, event.method, taskId, stored, at);
     Object.defineProperty(event, LOGGED_PARAMS_TEXT, { value: text });
