@@ -192,29 +192,36 @@ interface MessageRow {
 
 /**
  * The body of a message row: the message without what the row's columns
- * hold (`kind`, `messageId`, `role`, `from`, `taskId`), in its order.
+ * hold (`kind`, `messageId`, `role`, `from`, `taskId`), in its order, and
+ * (since schema 15) without its `contextId` when that is its task's and
+ * comes first (as `stamp` makes it).
  */
-function messageBody(message: Message): string {
+function messageBody(message: Message, taskContextId: string | undefined): string {
   const { kind: _kind, messageId: _id, role: _role, from: _from, taskId: _task, ...rest } = message;
+  if (taskContextId !== undefined && rest.contextId === taskContextId && Object.keys(rest)[0] === 'contextId') {
+    const { contextId: _context, ...others } = rest;
+    return JSON.stringify(others);
+  }
   return JSON.stringify(rest);
 }
 
 /**
  * The message of a row, as the wire has it (the same keys in the same
- * order as `stamp` made them). A row of schema 13 holds the whole message
- * (`kind` first): it is read as it is.
+ * order as `stamp` made them); a body without `contextId` gets its task's
+ * (`taskContextId`). A row of schema 13 holds the whole message (`kind`
+ * first): it is read as it is.
  */
-function messageOfRow(row: MessageRow): Message {
+function messageOfRow(row: MessageRow, taskContextId: string): Message {
   const body = JSON.parse(row.body) as Partial<Message>;
   if (body.kind !== undefined) return body as Message;
-  return {
+  const head = {
     kind: 'message',
     messageId: row.message_id,
     role: row.role,
     from: row.from_name,
     taskId: row.task_id,
-    ...body,
-  } as Message;
+  };
+  return ('contextId' in body ? { ...head, ...body } : { ...head, contextId: taskContextId, ...body }) as Message;
 }
 
 /** A party of a task: `(contextId, name)`. Survives re-registrations and restarts. */
@@ -295,11 +302,14 @@ function statusOfRow(raw: TaskHeadRaw): TaskStatus {
   return { state: raw.state, timestamp: raw.updated_at, ...stored } as TaskStatus;
 }
 
-function toHead(raw: TaskHeadRaw, messageOf: (taskId: string, ref: MessageRef) => Message | undefined): TaskHead {
+function toHead(
+  raw: TaskHeadRaw,
+  messageOf: (taskId: string, contextId: string, ref: MessageRef) => Message | undefined,
+): TaskHead {
   const status = statusOfRow(raw);
   const ref = messageRefOf(status.message);
   if (ref !== undefined) {
-    const message = messageOf(raw.task_id, ref);
+    const message = messageOf(raw.task_id, raw.context_id, ref);
     if (message !== undefined) status.message = message;
   }
   return {
@@ -441,11 +451,11 @@ export class A2AStore {
   }
 
   /** A message of a task's history, by id or position (what a stored reference names). */
-  private readonly messageOf = (taskId: string, ref: MessageRef): Message | undefined => {
+  private readonly messageOf = (taskId: string, contextId: string, ref: MessageRef): Message | undefined => {
     const row = (typeof ref === 'number' ? this.s.messageAt.get(taskId, ref) : this.s.message.get(taskId, ref)) as
       | MessageRow
       | undefined;
-    return row === undefined ? undefined : messageOfRow(row);
+    return row === undefined ? undefined : messageOfRow(row, contextId);
   };
 
   /** The last message appended: the one the status written next usually carries. */
@@ -550,15 +560,19 @@ export class A2AStore {
     );
   }
 
-  /** Adds a message at `position` (1-based); the caller writes the new `historyCount` with the head. */
-  appendMessage(message: Message, position: number): void {
+  /**
+   * Adds a message at `position` (1-based); the caller writes the new
+   * `historyCount` with the head. `taskContextId`, the task's contextId: the
+   * row leaves the message's out when it is the same.
+   */
+  appendMessage(message: Message, position: number, taskContextId?: string): void {
     this.s.insertMessage.run(
       message.taskId,
       message.messageId,
       position,
       message.role,
       message.from,
-      messageBody(message),
+      messageBody(message, taskContextId),
       parentTaskOf(message),
     );
     this.lastAppended = { taskId: message.taskId, messageId: message.messageId, position };
@@ -580,7 +594,10 @@ export class A2AStore {
         : historyLength === 0
           ? 0
           : (this.s.historyTailBytes.get(head.taskId, historyLength) as { n: number }).n;
-    return history + (this.s.artifactBytes.get(head.taskId) as { n: number }).n;
+    // A body may leave its task's contextId out (`messageBody`): counted for every message.
+    const messages = historyLength === undefined ? head.historyCount : Math.min(historyLength, head.historyCount);
+    const contexts = messages * Buffer.byteLength(head.contextId);
+    return history + contexts + (this.s.artifactBytes.get(head.taskId) as { n: number }).n;
   }
 
   /** The whole task as the wire shows it; `historyLength` keeps the last N messages. */
@@ -601,7 +618,7 @@ export class A2AStore {
       agentContextId: head.agentContextId,
       requesterName: head.requesterName,
       status: head.status,
-      history: historyRows.map(messageOfRow),
+      history: historyRows.map((row) => messageOfRow(row, head.contextId)),
       artifacts: artifactRows.map((r) => JSON.parse(r.body) as Artifact),
       createdAt: head.createdAt,
       updatedAt: head.updatedAt,
@@ -683,7 +700,8 @@ export class A2AStore {
       const status = statusOf(event);
       const ref = messageRefOf(status?.message);
       if (status !== undefined && ref !== undefined) {
-        const message = this.messageOf(r.task_id, ref);
+        // Both kinds of event carry their task's contextId.
+        const message = this.messageOf(r.task_id, (event.params as { contextId: string }).contextId, ref);
         if (message !== undefined) status.message = message;
       }
       return event;
