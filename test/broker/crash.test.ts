@@ -64,7 +64,7 @@ describe('a killed broker process', () => {
       }
       // Reopening restores the live actors and migrates nothing.
       const broker = createBroker({ path });
-      expect(broker.opened.schema).toEqual({ from: 14, to: 14 });
+      expect(broker.opened.schema).toEqual({ from: 15, to: 15 });
       const db = new Database(path, { readonly: true });
       const tasks = db.prepare('SELECT task_id, state, history_count FROM a2a_tasks').all() as {
         task_id: string;

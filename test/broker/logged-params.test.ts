@@ -5,7 +5,7 @@
  */
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LOGGED_PARAMS_TEXT, MESSAGE_REF, paramsText } from '../../src/persistence/a2a/store.js';
+import { LOGGED_PARAMS_TEXT, paramsText } from '../../src/persistence/a2a/store.js';
 import { type Harness, harness, register, settle, text } from './helpers.js';
 
 let h: Harness;
@@ -27,11 +27,16 @@ describe('logged params text', () => {
       seq: number;
       params: string;
     }[];
+    const positions = new Map(
+      (
+        db.prepare('SELECT message_id, position FROM a2a_messages').all() as { message_id: string; position: number }[]
+      ).map((r) => [r.message_id, r.position]),
+    );
     db.close();
     const live = [...wrk.received, ...req.received];
     expect(live).toHaveLength(2);
     for (const event of live) {
-      const row = rows.find((r) => r.seq === event.seq && r.params.includes(`"recipient":"${event.params.recipient}"`));
+      const row = rows.find((r) => r.seq === event.seq && r.params.includes(JSON.stringify(event.params.recipient)));
       expect(row).toBeDefined();
       // The row holds the status's message as a reference to its message row, and not what its columns hold.
       const message =
@@ -40,7 +45,19 @@ describe('logged params text', () => {
           : undefined;
       expect(message).toBeDefined();
       const whole = JSON.stringify(message);
-      expect(row?.params).toContain(`{"${MESSAGE_REF}":${JSON.stringify(message?.messageId)}}`);
+      // A status-update of its task's context: the array of its values, the message by its position.
+      if (event.method === 'a2a.task.event' && event.params.event.kind === 'status-update') {
+        const { status, final } = event.params.event;
+        expect(JSON.parse(row?.params ?? '')).toEqual([
+          event.params.recipient,
+          event.params.contextId,
+          status.state,
+          status.timestamp,
+          final ? 1 : 0,
+          positions.get(message?.messageId ?? ''),
+        ]);
+        expect(positions.get(message?.messageId ?? '')).toBeGreaterThan(0);
+      }
       expect(row?.params).not.toContain(whole);
       expect(row?.params).not.toContain('"recipientName"');
       expect(row?.params).not.toContain('"seq"');
@@ -93,7 +110,9 @@ describe('message rows', () => {
     // The parent task its metadata names is a column of its own (what a prune checks), NULL when none.
     expect(bodies.map((b) => b.parent_task_id)).toEqual(['p', null]);
     for (const { body } of bodies) {
-      expect(Object.keys(JSON.parse(body))[0]).toBe('contextId');
+      // Nor the task's contextId (rebuilt from the task row): the timestamp comes first.
+      expect(Object.keys(JSON.parse(body))[0]).toBe('timestamp');
+      expect(body).not.toContain('"contextId"');
       expect(body).not.toContain(sent.task.id);
     }
   });

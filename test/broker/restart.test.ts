@@ -24,12 +24,12 @@ function withoutAgents(dump: Record<string, unknown[]>) {
 }
 
 describe('schema and migrations', () => {
-  it('creates schema version 14 on a new file', async () => {
+  it('creates schema version 15 on a new file', async () => {
     h = harness();
-    expect(h.broker.opened.schema).toEqual({ from: 0, to: 14 });
+    expect(h.broker.opened.schema).toEqual({ from: 0, to: 15 });
     await h.broker.close();
     const db = new Database(h.path, { readonly: true });
-    expect(schemaVersion(db, 'a2a')).toBe(14);
+    expect(schemaVersion(db, 'a2a')).toBe(15);
     const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map(
       (r) => r.name,
     );
@@ -38,11 +38,11 @@ describe('schema and migrations', () => {
       expect(tables).toContain(t);
     }
     h.open();
-    expect(h.broker.opened.schema).toEqual({ from: 14, to: 14 });
+    expect(h.broker.opened.schema).toEqual({ from: 15, to: 15 });
   });
 
   for (const version of [1, 11]) {
-    it(`migrates a database at version ${version} forward to 14 in one transaction`, async () => {
+    it(`migrates a database at version ${version} forward to 15 in one transaction`, async () => {
       const t = tempDir();
       const path = join(t.dir, 'old.db');
       const db = openDatabase(path);
@@ -50,7 +50,7 @@ describe('schema and migrations', () => {
       db.exec('CREATE TABLE other_component (x INTEGER)');
       db.close();
       const broker = createBroker({ path });
-      expect(broker.opened.schema).toEqual({ from: version, to: 14 });
+      expect(broker.opened.schema).toEqual({ from: version, to: 15 });
       const a = await broker.register({ name: 'a', contextId: 'c' });
       expect(a.agentId).toBeTruthy();
       await broker.close();
@@ -58,25 +58,25 @@ describe('schema and migrations', () => {
     });
   }
 
-  it('refuses a database newer than 14 and leaves it untouched', () => {
+  it('refuses a database newer than 15 and leaves it untouched', () => {
     const t = tempDir();
     const path = join(t.dir, 'new.db');
     const db = openDatabase(path);
-    migrate(db, { component: 'a2a', current: 15, migrations: [] });
+    migrate(db, { component: 'a2a', current: 16, migrations: [] });
     db.close();
     const before = readFileSync(path);
     expect(() => createBroker({ path })).toThrow(SchemaVersionError);
     const check = new Database(path, { readonly: true });
-    expect(schemaVersion(check, 'a2a')).toBe(15);
+    expect(schemaVersion(check, 'a2a')).toBe(16);
     expect(check.prepare("SELECT COUNT(*) AS n FROM sqlite_master WHERE name LIKE 'a2a_%'").get()).toEqual({ n: 0 });
     check.close();
     expect(readFileSync(path).length).toBe(before.length);
     t.cleanup();
   });
 
-  it('exports the migration set as component a2a, current 14', () => {
+  it('exports the migration set as component a2a, current 15', () => {
     expect(A2A_MIGRATION_SET.component).toBe('a2a');
-    expect(A2A_MIGRATION_SET.current).toBe(14);
+    expect(A2A_MIGRATION_SET.current).toBe(15);
   });
 });
 
@@ -315,7 +315,7 @@ describe('schema 14: retention', () => {
     const before = dumpDatabase13(path);
 
     const broker = createBroker({ path });
-    expect(broker.opened.schema).toEqual({ from: 13, to: 14 });
+    expect(broker.opened.schema).toEqual({ from: 13, to: 15 });
     // A row of schema 13 holds the status's message whole: it is read as it is.
     const wrk = await broker.register({ name: 'wrk', contextId: 'c' });
     const { events } = await broker.eventsSince({ token: wrk.token, after: 0, limit: 1000 });
@@ -350,7 +350,115 @@ describe('schema 14: retention', () => {
     const check = new Database(path, { readonly: true });
     expect(check.pragma('auto_vacuum', { simple: true })).toBe(2);
     expect(check.pragma('integrity_check', { simple: true })).toBe('ok');
-    expect(schemaVersion(check, 'a2a')).toBe(14);
+    expect(schemaVersion(check, 'a2a')).toBe(15);
+    check.close();
+    t.cleanup();
+  });
+});
+
+describe('schema 15: fewer bytes per task', () => {
+  it('a file of schema 14 opens, keeps every row, reads its events and histories, and cursors stay valid', async () => {
+    const t = tempDir();
+    const path = join(t.dir, 'v14.db');
+    // The file as version 14 wrote it: its rows in the shapes of 14 (references, compact events as objects).
+    const db = openDatabase(path);
+    migrate(db, {
+      component: 'a2a',
+      current: 14,
+      migrations: A2A_MIGRATION_SET.migrations.filter((m) => m.version <= 14),
+    });
+    const at = '2026-01-01T00:00:00.000Z';
+    db.exec(`INSERT INTO a2a_agents (agent_id, context_id, name, kind, description, skills, sends, registered_at)
+             VALUES ('ag1', 'c', 'req', 'subagent', '', '[]', 1, '${at}'), ('ag2', 'c', 'wrk', 'subagent', '', '[]', 0, '${at}')`);
+    const insertTask = db.prepare(
+      `INSERT INTO a2a_tasks (task_id, context_id, requester_name, agent_context_id, agent_name, state, status,
+         creation_message_id, history_count, created_at, updated_at) VALUES (?, 'c', 'req', 'c', 'wrk', 'completed', ?, ?, 2, ?, ?)`,
+    );
+    const insertMessage = db.prepare(
+      `INSERT INTO a2a_messages (task_id, message_id, position, role, from_name, body, parent_task_id)
+       VALUES (?, ?, ?, ?, ?, ?, NULL)`,
+    );
+    const insertEvent = db.prepare(
+      `INSERT INTO a2a_events (party_context_id, party_name, seq, method, task_id, params, created_at)
+       VALUES ('c', 'wrk', ?, 'a2a.task.event', ?, ?, ?)`,
+    );
+    const body = (t: string) => JSON.stringify({ contextId: 'c', timestamp: at, parts: [{ kind: 'text', text: t }] });
+    for (let i = 1; i <= 200; i++) {
+      const id = `t${i}`;
+      insertTask.run(
+        id,
+        JSON.stringify({ state: 'completed', timestamp: at, message: { $m: `a${i}` } }),
+        `q${i}`,
+        at,
+        at,
+      );
+      insertMessage.run(id, `q${i}`, 1, 'user', 'req', body(`ask ${i}`));
+      insertMessage.run(id, `a${i}`, 2, 'agent', 'wrk', body(`answer ${i}`));
+      insertEvent.run(
+        i,
+        id,
+        JSON.stringify({
+          recipient: 'ag2',
+          contextId: 'c',
+          event: {
+            kind: 'status-update',
+            contextId: 'c',
+            status: { state: 'completed', timestamp: at, message: { $m: `a${i}` } },
+            final: true,
+          },
+        }),
+        at,
+      );
+    }
+    db.close();
+    const before = dumpDatabase13(path);
+
+    const broker = createBroker({ path });
+    expect(broker.opened.schema).toEqual({ from: 14, to: 15 });
+    const wrk = await broker.register({ name: 'wrk', contextId: 'c' });
+    const answer = (i: number) => ({
+      kind: 'message',
+      messageId: `a${i}`,
+      role: 'agent',
+      from: 'wrk',
+      taskId: `t${i}`,
+      contextId: 'c',
+      timestamp: at,
+      parts: [{ kind: 'text', text: `answer ${i}` }],
+    });
+    const all = await broker.eventsSince({ token: wrk.token, after: 0, limit: 1000 });
+    expect(all.events.map((e) => e.seq)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
+    expect(all.events[41]?.params).toEqual({
+      recipient: 'ag2',
+      recipientName: 'wrk',
+      contextId: 'c',
+      seq: 42,
+      event: {
+        kind: 'status-update',
+        taskId: 't42',
+        contextId: 'c',
+        status: { state: 'completed', timestamp: at, message: answer(42) },
+        final: true,
+      },
+    });
+    // A cursor taken before the migration reads on from where it was, without a gap.
+    const later = await broker.eventsSince({ token: wrk.token, after: 150, limit: 1000 });
+    expect(later.events.map((e) => e.seq)).toEqual(Array.from({ length: 50 }, (_, i) => i + 151));
+    const task = await broker.getTask({ token: wrk.token, id: 't7' });
+    expect(task.task.history.map((m) => m.messageId)).toEqual(['q7', 'a7']);
+    expect(task.task.status.message).toEqual(answer(7));
+    await broker.close();
+    const after = dumpDatabase13(path);
+    for (const table of ['a2a_tasks', 'a2a_messages', 'a2a_events']) {
+      expect(after[table], table).toEqual(before[table]);
+    }
+    const check = new Database(path, { readonly: true });
+    expect(check.pragma('integrity_check', { simple: true })).toBe('ok');
+    const indexes = check
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'a2a_messages' ORDER BY name")
+      .all();
+    expect(indexes).toEqual([{ name: 'a2a_messages_parent' }]);
+    expect(schemaVersion(check, 'a2a')).toBe(15);
     check.close();
     t.cleanup();
   });

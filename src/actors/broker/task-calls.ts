@@ -73,7 +73,7 @@ export class TaskCalls {
     };
     this.state.store.insertTask(head, message.messageId);
     this.countTask(scope, contextId, tasksInContext);
-    this.state.store.appendMessage(message, 1);
+    this.state.store.appendMessage(message, 1, head.contextId);
     const created = this.state.tasks.create(taskId);
     scope.onUndo(created.undo);
     this.state.store.putActorSnapshot(taskId, TASK_MACHINE_VERSION, created.snapshot);
@@ -116,7 +116,7 @@ export class TaskCalls {
     if (head.historyCount >= A2A_MAX_TASK_HISTORY) throw boundError('A2A_SEND_CAP', 'A2A_MAX_TASK_HISTORY');
     this.checkSendCap(caller);
     const message = this.stamp(caller, role, head, m);
-    this.state.store.appendMessage(message, head.historyCount + 1);
+    this.state.store.appendMessage(message, head.historyCount + 1, head.contextId);
     this.countSend(scope, caller);
     let current: TaskHead = { ...head, historyCount: head.historyCount + 1, updatedAt: message.timestamp };
     if (role === 'requester' && (head.state === 'input-required' || head.state === 'auth-required')) {
@@ -141,7 +141,7 @@ export class TaskCalls {
     if (p.message !== undefined) {
       if (head.historyCount >= A2A_MAX_TASK_HISTORY) throw boundError('A2A_SEND_CAP', 'A2A_MAX_TASK_HISTORY');
       message = this.stamp(caller, role, head, p.message);
-      this.state.store.appendMessage(message, head.historyCount + 1);
+      this.state.store.appendMessage(message, head.historyCount + 1, head.contextId);
       current = { ...current, historyCount: current.historyCount + 1 };
     }
     const status: TaskStatus = { state: p.state, timestamp: message?.timestamp ?? this.state.now() };

@@ -189,13 +189,46 @@ function createRetentionTables(db: SqliteDatabase): void {
   `);
 }
 
+/**
+ * Version 15: fewer bytes per task. `a2a_messages` becomes a WITHOUT ROWID
+ * table keyed `(task_id, position)`: the history is read in that order, so
+ * the row is its own index, and the two indexes it had (`(task_id,
+ * message_id)`, the primary key, and `a2a_messages_position`) go. A message
+ * found by its id (`(task_id, message_id)`: a retried send, a stored
+ * reference) is looked for among its task's rows. Every row is copied, the
+ * same columns in the same order. Rows of other tables keep their shape;
+ * what the broker writes from now on is smaller (a status without what its
+ * row's columns hold, a status-update event as an array of its values), and
+ * rows written before are read as they are.
+ */
+function keyMessagesByPosition(db: SqliteDatabase): void {
+  db.exec(`
+    CREATE TABLE a2a_messages_v15 (
+      task_id TEXT NOT NULL REFERENCES a2a_tasks (task_id),
+      message_id TEXT NOT NULL,
+      position INTEGER NOT NULL,
+      role TEXT NOT NULL CHECK (role IN ('user', 'agent')),
+      from_name TEXT NOT NULL,
+      body TEXT NOT NULL,
+      parent_task_id TEXT,
+      PRIMARY KEY (task_id, position)
+    ) STRICT, WITHOUT ROWID;
+    INSERT INTO a2a_messages_v15 (task_id, message_id, position, role, from_name, body, parent_task_id)
+      SELECT task_id, message_id, position, role, from_name, body, parent_task_id FROM a2a_messages;
+    DROP TABLE a2a_messages;
+    ALTER TABLE a2a_messages_v15 RENAME TO a2a_messages;
+    CREATE INDEX a2a_messages_parent ON a2a_messages (parent_task_id) WHERE parent_task_id IS NOT NULL;
+  `);
+}
+
 export const A2A_MIGRATIONS: readonly Migration[] = Object.freeze([
   { version: 12, name: 'a2a broker tables', up: createBrokerTables },
   { version: 13, name: 'the broker that owns the file', up: createOwnerTable },
   { version: 14, name: 'retention of ended tasks', up: createRetentionTables },
+  { version: 15, name: 'fewer bytes per task', up: keyMessagesByPosition },
 ]);
 
-/** The broker's schema: component `a2a`, current version 14. */
+/** The broker's schema: component `a2a`, current version 15. */
 export const A2A_MIGRATION_SET: MigrationSet = Object.freeze({
   component: A2A_COMPONENT,
   current: SCHEMA_VERSION,

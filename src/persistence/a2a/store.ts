@@ -25,6 +25,21 @@ export function paramsText(event: DurableEvent): string {
  * hold the message whole and are read as they are.
  */
 export const MESSAGE_REF = '$m';
+/**
+ * The key that stands for a status's message by its position in its task's
+ * history (`"message":{"$p":2}`, a row of `a2a_messages` found by its
+ * primary key): what the broker writes since schema 15, when the message's
+ * row is there. `$m` is written otherwise, and read as before.
+ */
+export const MESSAGE_POSITION_REF = '$p';
+
+/** A stored reference to a message of the same task: its id (`$m`) or its position (`$p`). */
+type MessageRef = string | number;
+
+/** The object a reference is stored as, in the message's place. */
+function refObject(ref: MessageRef): Record<string, unknown> {
+  return typeof ref === 'number' ? { [MESSAGE_POSITION_REF]: ref } : { [MESSAGE_REF]: ref };
+}
 
 /**
  * The stored JSON text of a status: its message (a row of `a2a_messages`) as
@@ -32,41 +47,74 @@ export const MESSAGE_REF = '$m';
  * in it, never by searching the whole text for the message's: a message may
  * be tens of MiB.
  */
-function storedStatus(status: TaskStatus): TaskStatus | Record<string, unknown> {
+function storedStatus(
+  status: TaskStatus,
+  refOf: (message: Message) => MessageRef,
+): TaskStatus | Record<string, unknown> {
   const message = status.message;
-  return message === undefined ? status : { ...status, message: { [MESSAGE_REF]: message.messageId } };
+  return message === undefined ? status : { ...status, message: refObject(refOf(message)) };
 }
 
 /** An event's params with the status it carries holding its message as a reference. */
-function withStatusRef(event: DurableEvent): unknown {
+function withStatusRef(event: DurableEvent, refOf: (message: Message) => MessageRef): unknown {
   if (event.method === 'a2a.push') {
     const status = event.params.status;
-    return status.message === undefined ? event.params : { ...event.params, status: storedStatus(status) };
+    return status.message === undefined ? event.params : { ...event.params, status: storedStatus(status, refOf) };
   }
   const inner = event.params.event;
   if (inner.kind !== 'status-update' || inner.status.message === undefined) return event.params;
-  return { ...event.params, event: { ...inner, status: storedStatus(inner.status) } };
+  return { ...event.params, event: { ...inner, status: storedStatus(inner.status, refOf) } };
 }
 
 /** A task event's keys in their wire order; the row's columns hold `recipientName` and `seq`. */
 const TASK_EVENT_KEYS = ['recipient', 'recipientName', 'contextId', 'seq', 'event'] as const;
+/** A status-update's keys in their wire order (`statusEvent`). */
+const STATUS_UPDATE_KEYS = ['kind', 'taskId', 'contextId', 'status', 'final'] as const;
+
+/** Whether `keys` are `expected`, in that order. */
+function keysAre(keys: readonly string[], expected: readonly string[]): boolean {
+  return keys.length === expected.length && keys.every((key, i) => key === expected[i]);
+}
+
+/**
+ * A status's state, timestamp and message reference, when its keys are
+ * those and in the wire order (`state`, `timestamp`, then `message` when it
+ * has one, held as a reference): else undefined.
+ */
+function plainStatus(status: unknown): { state: string; timestamp: string; ref: MessageRef | undefined } | undefined {
+  if (status === null || typeof status !== 'object') return undefined;
+  const s = status as Record<string, unknown>;
+  const keys = Object.keys(s);
+  if (typeof s.state !== 'string' || typeof s.timestamp !== 'string') return undefined;
+  if (keysAre(keys, ['state', 'timestamp'])) return { state: s.state, timestamp: s.timestamp, ref: undefined };
+  if (!keysAre(keys, ['state', 'timestamp', 'message'])) return undefined;
+  const ref = messageRefOf(s.message);
+  return ref === undefined ? undefined : { state: s.state, timestamp: s.timestamp, ref };
+}
 
 /**
  * An event's params as stored: the status's message as a reference and, for
  * a task event whose keys are in their wire order, without what the row's
  * columns hold (`recipientName`, `seq`, the event's `taskId`):
  * `{recipient, contextId, event: {kind, ...}}`, rebuilt on read in the same order
- * (`paramsOfRow`). The same object when nothing changes.
+ * (`paramsOfRow`). A status-update of the task's own context whose status
+ * holds only its state, timestamp and message (`statusEvent`'s) is stored as
+ * the array of its values, `[recipient, contextId, state, timestamp, final,
+ * message?]` (0 or 1 for `final`; the message's position, or its id):
+ * a third of the bytes. The same object when nothing changes.
  */
-function storedParams(event: DurableEvent, party: Party, taskId: string): unknown {
-  const params = withStatusRef(event);
+function storedParams(
+  event: DurableEvent,
+  party: Party,
+  taskId: string,
+  refOf: (message: Message) => MessageRef,
+): unknown {
+  const params = withStatusRef(event, refOf);
   if (event.method !== 'a2a.task.event') return params;
   const p = params as DurableEvent['params'] & { event: Record<string, unknown> };
-  const keys = Object.keys(p);
   const eventKeys = Object.keys(p.event);
   const compact =
-    keys.length === TASK_EVENT_KEYS.length &&
-    keys.every((key, i) => key === TASK_EVENT_KEYS[i]) &&
+    keysAre(Object.keys(p), TASK_EVENT_KEYS) &&
     'recipientName' in p &&
     p.recipientName === party.name &&
     p.seq === event.seq &&
@@ -74,13 +122,36 @@ function storedParams(event: DurableEvent, party: Party, taskId: string): unknow
     eventKeys[1] === 'taskId' &&
     p.event.taskId === taskId;
   if (!compact) return params;
+  const status = plainStatus(p.event.status);
+  if (
+    p.event.kind === 'status-update' &&
+    keysAre(eventKeys, STATUS_UPDATE_KEYS) &&
+    p.event.contextId === p.contextId &&
+    typeof p.event.final === 'boolean' &&
+    status !== undefined
+  ) {
+    const values = [p.recipient, p.contextId, status.state, status.timestamp, p.event.final ? 1 : 0];
+    return status.ref === undefined ? values : [...values, status.ref];
+  }
   const { kind, taskId: _taskId, ...rest } = p.event;
   return { recipient: p.recipient, contextId: p.contextId, event: { kind, ...rest } };
 }
 
 /** The params of a stored event, as on the wire (a compact task event rebuilt; any other as it is). */
 function paramsOfRow(row: { seq: number; method: NotificationMethod; task_id: string; params: string }, party: Party) {
-  const stored = JSON.parse(row.params) as Record<string, unknown>;
+  const stored = JSON.parse(row.params) as Record<string, unknown> | unknown[];
+  if (Array.isArray(stored)) {
+    const [recipient, contextId, state, timestamp, final, ref] = stored;
+    const status: Record<string, unknown> = { state, timestamp };
+    if (typeof ref === 'number' || typeof ref === 'string') status.message = refObject(ref);
+    return {
+      recipient,
+      recipientName: party.name,
+      contextId,
+      seq: row.seq,
+      event: { kind: 'status-update', taskId: row.task_id, contextId, status, final: final === 1 },
+    };
+  }
   if (row.method !== 'a2a.task.event' || 'seq' in stored) return stored;
   const { kind, ...rest } = stored.event as Record<string, unknown>;
   return {
@@ -92,11 +163,13 @@ function paramsOfRow(row: { seq: number; method: NotificationMethod; task_id: st
   };
 }
 
-/** The message id a stored status's `message` refers to, when it is a reference. */
-function messageRefOf(message: unknown): string | undefined {
-  if (message === null || typeof message !== 'object') return undefined;
+/** The message a stored status's `message` refers to (its id or its position), when it is a reference. */
+function messageRefOf(message: unknown): MessageRef | undefined {
+  if (message === null || typeof message !== 'object' || 'kind' in message) return undefined;
   const ref = (message as Record<string, unknown>)[MESSAGE_REF];
-  return typeof ref === 'string' && !('kind' in message) ? ref : undefined;
+  if (typeof ref === 'string') return ref;
+  const position = (message as Record<string, unknown>)[MESSAGE_POSITION_REF];
+  return typeof position === 'number' ? position : undefined;
 }
 
 /** The columns a message is rebuilt from. */
@@ -119,29 +192,36 @@ interface MessageRow {
 
 /**
  * The body of a message row: the message without what the row's columns
- * hold (`kind`, `messageId`, `role`, `from`, `taskId`), in its order.
+ * hold (`kind`, `messageId`, `role`, `from`, `taskId`), in its order, and
+ * (since schema 15) without its `contextId` when that is its task's and
+ * comes first (as `stamp` makes it).
  */
-function messageBody(message: Message): string {
+function messageBody(message: Message, taskContextId: string | undefined): string {
   const { kind: _kind, messageId: _id, role: _role, from: _from, taskId: _task, ...rest } = message;
+  if (taskContextId !== undefined && rest.contextId === taskContextId && Object.keys(rest)[0] === 'contextId') {
+    const { contextId: _context, ...others } = rest;
+    return JSON.stringify(others);
+  }
   return JSON.stringify(rest);
 }
 
 /**
  * The message of a row, as the wire has it (the same keys in the same
- * order as `stamp` made them). A row of schema 13 holds the whole message
- * (`kind` first): it is read as it is.
+ * order as `stamp` made them); a body without `contextId` gets its task's
+ * (`taskContextId`). A row of schema 13 holds the whole message (`kind`
+ * first): it is read as it is.
  */
-function messageOfRow(row: MessageRow): Message {
+function messageOfRow(row: MessageRow, taskContextId: string): Message {
   const body = JSON.parse(row.body) as Partial<Message>;
   if (body.kind !== undefined) return body as Message;
-  return {
+  const head = {
     kind: 'message',
     messageId: row.message_id,
     role: row.role,
     from: row.from_name,
     taskId: row.task_id,
-    ...body,
-  } as Message;
+  };
+  return ('contextId' in body ? { ...head, ...body } : { ...head, contextId: taskContextId, ...body }) as Message;
 }
 
 /** A party of a task: `(contextId, name)`. Survives re-registrations and restarts. */
@@ -199,11 +279,37 @@ interface TaskHeadRaw {
 const TASK_HEAD_COLUMNS =
   'task_id, context_id, requester_name, agent_context_id, agent_name, state, status, history_count, created_at, updated_at, metadata';
 
-function toHead(raw: TaskHeadRaw, messageOf: (taskId: string, messageId: string) => Message | undefined): TaskHead {
-  const status = JSON.parse(raw.status) as TaskStatus;
+/**
+ * The stored JSON text of a task's status (`a2a_tasks.status`): its message
+ * as a reference and, when it holds only its state, timestamp and message
+ * in that order with the timestamp the row's `updated_at`, without the two
+ * (the row's columns hold them): `{}` or `{"message":{"$m":...}}`. Rebuilt by
+ * `statusOfRow`.
+ */
+function storedHeadStatus(head: TaskHead, refOf: (message: Message) => MessageRef): string {
+  const stored = storedStatus(head.status, refOf);
+  const plain = plainStatus(stored);
+  if (plain === undefined || plain.timestamp !== head.updatedAt || plain.state !== head.status.state) {
+    return JSON.stringify(stored);
+  }
+  return plain.ref === undefined ? '{}' : JSON.stringify({ message: refObject(plain.ref) });
+}
+
+/** A task row's status: a compact one (`storedHeadStatus`) rebuilt from the row's columns; any other as it is. */
+function statusOfRow(raw: TaskHeadRaw): TaskStatus {
+  const stored = JSON.parse(raw.status) as Record<string, unknown>;
+  if ('state' in stored) return stored as unknown as TaskStatus;
+  return { state: raw.state, timestamp: raw.updated_at, ...stored } as TaskStatus;
+}
+
+function toHead(
+  raw: TaskHeadRaw,
+  messageOf: (taskId: string, contextId: string, ref: MessageRef) => Message | undefined,
+): TaskHead {
+  const status = statusOfRow(raw);
   const ref = messageRefOf(status.message);
   if (ref !== undefined) {
-    const message = messageOf(raw.task_id, ref);
+    const message = messageOf(raw.task_id, raw.context_id, ref);
     if (message !== undefined) status.message = message;
   }
   return {
@@ -262,6 +368,9 @@ export class A2AStore {
       ),
       hasMessage: db.prepare('SELECT 1 FROM a2a_messages WHERE task_id = ? AND message_id = ?'),
       message: db.prepare(`SELECT ${MESSAGE_COLUMNS} FROM a2a_messages WHERE task_id = ? AND message_id = ?`),
+      messageAt: db.prepare(`SELECT ${MESSAGE_COLUMNS} FROM a2a_messages WHERE task_id = ? AND position = ?`),
+      positionOf: db.prepare('SELECT position FROM a2a_messages WHERE task_id = ? AND message_id = ?'),
+      isAt: db.prepare('SELECT 1 FROM a2a_messages WHERE task_id = ? AND position = ? AND message_id = ?'),
       history: db.prepare(`SELECT ${MESSAGE_COLUMNS} FROM a2a_messages WHERE task_id = ? ORDER BY position`),
       historyTail: db.prepare(
         `SELECT ${MESSAGE_COLUMNS} FROM (SELECT ${MESSAGE_COLUMNS}, position FROM a2a_messages WHERE task_id = ? ORDER BY position DESC LIMIT ?) ORDER BY position`,
@@ -341,11 +450,38 @@ export class A2AStore {
     };
   }
 
-  /** A message of a task's history, by id (what a stored reference names). */
-  private readonly messageOf = (taskId: string, messageId: string): Message | undefined => {
-    const row = this.s.message.get(taskId, messageId) as MessageRow | undefined;
-    return row === undefined ? undefined : messageOfRow(row);
+  /** A message of a task's history, by id or position (what a stored reference names). */
+  private readonly messageOf = (taskId: string, contextId: string, ref: MessageRef): Message | undefined => {
+    const row = (typeof ref === 'number' ? this.s.messageAt.get(taskId, ref) : this.s.message.get(taskId, ref)) as
+      | MessageRow
+      | undefined;
+    return row === undefined ? undefined : messageOfRow(row, contextId);
   };
+
+  /** The last message appended: the one the status written next usually carries. */
+  private lastAppended: { taskId: string; messageId: string; position: number } | undefined;
+
+  /**
+   * How a status of the task stores its message: by position when its row is
+   * there (the one just appended, else looked for among the task's rows), by
+   * id when it is not (yet).
+   */
+  private refOf(taskId: string): (message: Message) => MessageRef {
+    return (message) => {
+      const last = this.lastAppended;
+      // A hint only (the call that appended it may have been rolled back): checked by the primary key.
+      if (
+        last !== undefined &&
+        last.taskId === taskId &&
+        last.messageId === message.messageId &&
+        this.s.isAt.get(taskId, last.position, message.messageId) !== undefined
+      ) {
+        return last.position;
+      }
+      const row = this.s.positionOf.get(taskId, message.messageId) as { position: number } | undefined;
+      return row?.position ?? message.messageId;
+    };
+  }
 
   private head(raw: TaskHeadRaw): TaskHead {
     return toHead(raw, this.messageOf);
@@ -388,7 +524,7 @@ export class A2AStore {
       head.agentContextId,
       head.agentName,
       head.status.state,
-      JSON.stringify(storedStatus(head.status)),
+      storedHeadStatus(head, this.refOf(head.taskId)),
       creationMessageId,
       head.historyCount,
       head.createdAt,
@@ -417,24 +553,29 @@ export class A2AStore {
   writeHead(head: TaskHead): void {
     this.s.writeHead.run(
       head.status.state,
-      JSON.stringify(storedStatus(head.status)),
+      storedHeadStatus(head, this.refOf(head.taskId)),
       head.historyCount,
       head.updatedAt,
       head.taskId,
     );
   }
 
-  /** Adds a message at `position` (1-based); the caller writes the new `historyCount` with the head. */
-  appendMessage(message: Message, position: number): void {
+  /**
+   * Adds a message at `position` (1-based); the caller writes the new
+   * `historyCount` with the head. `taskContextId`, the task's contextId: the
+   * row leaves the message's out when it is the same.
+   */
+  appendMessage(message: Message, position: number, taskContextId?: string): void {
     this.s.insertMessage.run(
       message.taskId,
       message.messageId,
       position,
       message.role,
       message.from,
-      messageBody(message),
+      messageBody(message, taskContextId),
       parentTaskOf(message),
     );
+    this.lastAppended = { taskId: message.taskId, messageId: message.messageId, position };
   }
 
   hasMessage(taskId: string, messageId: string): boolean {
@@ -453,7 +594,10 @@ export class A2AStore {
         : historyLength === 0
           ? 0
           : (this.s.historyTailBytes.get(head.taskId, historyLength) as { n: number }).n;
-    return history + (this.s.artifactBytes.get(head.taskId) as { n: number }).n;
+    // A body may leave its task's contextId out (`messageBody`): counted for every message.
+    const messages = historyLength === undefined ? head.historyCount : Math.min(historyLength, head.historyCount);
+    const contexts = messages * Buffer.byteLength(head.contextId);
+    return history + contexts + (this.s.artifactBytes.get(head.taskId) as { n: number }).n;
   }
 
   /** The whole task as the wire shows it; `historyLength` keeps the last N messages. */
@@ -474,7 +618,7 @@ export class A2AStore {
       agentContextId: head.agentContextId,
       requesterName: head.requesterName,
       status: head.status,
-      history: historyRows.map(messageOfRow),
+      history: historyRows.map((row) => messageOfRow(row, head.contextId)),
       artifacts: artifactRows.map((r) => JSON.parse(r.body) as Artifact),
       createdAt: head.createdAt,
       updatedAt: head.updatedAt,
@@ -538,7 +682,7 @@ export class A2AStore {
    */
   appendEvent(party: Party, event: DurableEvent, taskId: string, at: string): void {
     const text = JSON.stringify(event.params);
-    const params = storedParams(event, party, taskId);
+    const params = storedParams(event, party, taskId, this.refOf(taskId));
     const stored = params === event.params ? text : JSON.stringify(params);
     this.s.insertEvent.run(party.contextId, party.name, event.seq, event.method, taskId, stored, at);
     Object.defineProperty(event, LOGGED_PARAMS_TEXT, { value: text });
@@ -556,7 +700,8 @@ export class A2AStore {
       const status = statusOf(event);
       const ref = messageRefOf(status?.message);
       if (status !== undefined && ref !== undefined) {
-        const message = this.messageOf(r.task_id, ref);
+        // Both kinds of event carry their task's contextId.
+        const message = this.messageOf(r.task_id, (event.params as { contextId: string }).contextId, ref);
         if (message !== undefined) status.message = message;
       }
       return event;
