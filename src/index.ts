@@ -143,6 +143,7 @@ export type {
   WorkHandler,
   HopInput,
   HopResume,
+  HopStream,
   HandlerResult,
   Completion,
   Suspension,
