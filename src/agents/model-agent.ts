@@ -217,7 +217,14 @@ export function createModelAgent(options: ModelAgentOptions): WorkHandler {
             ? {}
             : { onText: (text: string) => stream.write(artifactId, text, { name: `answer of ${label}` }) };
         try {
-          return await callModel({ model, system, messages: current, tools: declarations, signal: hop.signal, ...streaming });
+          return await callModel({
+            model,
+            system,
+            messages: current,
+            tools: declarations,
+            signal: hop.signal,
+            ...streaming,
+          });
         } finally {
           stream?.end(artifactId);
         }

@@ -45,7 +45,10 @@ export const ArtifactChunkSchema = z.strictObject({
 export interface ArtifactChunk extends z.infer<typeof ArtifactChunkSchema> {}
 
 /** The key a chunk is published under: the bus keeps one message per key, so a chunk sent again is one message. */
-export function chunkKey(hopKey: string, chunk: Pick<ArtifactChunk, 'artifactId' | 'offset' | 'text' | 'lastChunk'>): string {
+export function chunkKey(
+  hopKey: string,
+  chunk: Pick<ArtifactChunk, 'artifactId' | 'offset' | 'text' | 'lastChunk'>,
+): string {
   const end = chunk.offset + chunk.text.length;
   return `${hopKey}:chunk:${chunk.artifactId}:${chunk.offset}-${end}${chunk.lastChunk ? ':last' : ''}`;
 }

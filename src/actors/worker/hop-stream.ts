@@ -141,7 +141,10 @@ export class HopChunks implements HopStream {
     try {
       await this.#bus.publish(this.#resultsRole, chunkEnvelope(this.#headers, chunk), { idempotencyKey });
     } catch (error) {
-      this.#log.warn({ err: error, artifactId: chunk.artifactId, offset: chunk.offset }, 'an artifact chunk was dropped');
+      this.#log.warn(
+        { err: error, artifactId: chunk.artifactId, offset: chunk.offset },
+        'an artifact chunk was dropped',
+      );
     }
   }
 }

@@ -383,20 +383,22 @@ class HarnessWorker implements Worker {
       headers: hopHeaders,
       log: this.hopLog(delivery),
     });
-    const result = await hop.spans.handling(hopHeaders.hop, async () =>
-      this.handler({
-        role: this.role,
-        envelope,
-        headers: hopHeaders,
-        message: envelope.message,
-        context,
-        resume,
-        effects: this.effectsFor(scope),
-        delivery: { id: delivery.id, deliveries: delivery.deliveries },
-        signal: hop.controller.signal,
-        stream,
-      }),
-    ).finally(() => stream.flush());
+    const result = await hop.spans
+      .handling(hopHeaders.hop, async () =>
+        this.handler({
+          role: this.role,
+          envelope,
+          headers: hopHeaders,
+          message: envelope.message,
+          context,
+          resume,
+          effects: this.effectsFor(scope),
+          delivery: { id: delivery.id, deliveries: delivery.deliveries },
+          signal: hop.controller.signal,
+          stream,
+        }),
+      )
+      .finally(() => stream.flush());
     await hop.spans.publishing(async (published) => {
       const record = this.completionRecord(headers, hopHeaders, result, resume, published.fields);
       published.outcome(record.outcome);
