@@ -222,7 +222,10 @@ describe('switchboard worker --agent', () => {
       finishReason: { unified: 'stop', raw: 'stop' },
       usage: usage(200, 40),
     };
-    writeFileSync(turns, JSON.stringify({ 'streamer-1': [turn, turn] }));
+    // The second run writes the same text in other pieces: its chunks are not the bus messages the first
+    // run sent (the bus would drop those as duplicates), the Coordinator drops by offset what it has.
+    const again = { ...turn, pieces: pieces.flatMap((p, i) => (i % 2 === 0 ? [p + (pieces[i + 1] ?? '')] : [])) };
+    writeFileSync(turns, JSON.stringify({ 'streamer-1': [turn, again] }));
     const file = join(dir, 'streamer-1.json');
     writeFileSync(
       file,
