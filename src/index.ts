@@ -144,6 +144,7 @@ export type {
   WorkHandler,
   HopInput,
   HopResume,
+  HopStream,
   HandlerResult,
   Completion,
   Suspension,

@@ -83,6 +83,12 @@ export interface ModelAgentOptions {
   delegate?: boolean;
   /** The first user message of a hop (default: the earlier hops' outputs, then the hop's input). */
   prompt?: (hop: HopInput) => string;
+  /**
+   * Stream each model call's text, as the model writes it, as artifact
+   * chunks of the hop (`hop.stream`): on by default where the worker gives a
+   * stream; `false` makes each call whole (`generateText`).
+   */
+  stream?: boolean;
 }
 
 const DEFAULT_MAX_STEPS = 20;
@@ -237,9 +243,27 @@ export function createModelAgent(options: ModelAgentOptions): ModelAgent {
           );
         }
         const current = messages;
-        const made: ModelStep = await hop.effects.once(modelStepKey(step), () =>
-          callModel({ model, system, messages: current, tools: declarations, signal: hop.signal }),
-        );
+        const stream = options.stream === false ? undefined : hop.stream;
+        const artifactId = answerArtifactId(hop, step);
+        // A step that completed is replayed from its record: the callback is not run, nothing streams again.
+        const made: ModelStep = await hop.effects.once(modelStepKey(step), async () => {
+          const streaming =
+            stream === undefined
+              ? {}
+              : { onText: (text: string) => stream.write(artifactId, text, { name: `answer of ${label}` }) };
+          try {
+            return await callModel({
+              model,
+              system,
+              messages: current,
+              tools: declarations,
+              signal: hop.signal,
+              ...streaming,
+            });
+          } finally {
+            stream?.end(artifactId);
+          }
+        });
         spent = addStep(spent, made.tokens, stepCost(pricing, made.tokens));
         messages = [...messages, ...made.messages];
         const thisStep = step;
@@ -336,6 +360,15 @@ function withUsage(error: unknown, usage: Usage): unknown {
     // A frozen error reports no usage.
   }
   return error;
+}
+
+/**
+ * The artifact a model call's text streams to: one per model call of the
+ * hop's attempt (`answer-<hop>.<attempt>-model-<n>`), the same when a
+ * redelivered hop runs the call again, so a receiver drops what it has.
+ */
+export function answerArtifactId(hop: HopInput, step: number): string {
+  return `answer-${hop.headers.hop}.${hop.headers.attempt}-${modelStepKey(step).replace('/', '-')}`;
 }
 
 /** The suspension an `ask` or `delegate` call makes, or the error result a bad one gets. */

@@ -55,6 +55,8 @@ export async function callModel(request: {
   messages: readonly ConversationMessage[];
   tools: Record<string, ToolDeclaration>;
   signal: AbortSignal;
+  /** When given, the call streams (`streamText`): told each piece of text as the model writes it. */
+  onText?: (text: string) => void;
 }): Promise<ModelStep> {
   const ai = await loadAi();
   const tools: Record<string, unknown> = {};
@@ -64,14 +66,16 @@ export async function callModel(request: {
       inputSchema: declared.inputSchema as Parameters<typeof ai.tool>[0]['inputSchema'],
     } as Parameters<typeof ai.tool>[0]);
   }
-  const result = await ai.generateText({
+  const call = {
     model: request.model as Parameters<typeof ai.generateText>[0]['model'],
     ...(request.system === undefined ? {} : { system: request.system }),
     messages: request.messages as unknown as import('ai').ModelMessage[],
     tools: tools as Parameters<typeof ai.generateText>[0]['tools'],
     stopWhen: ai.stepCountIs(1),
     abortSignal: request.signal,
-  });
+  };
+  const result: CallResult =
+    request.onText === undefined ? await ai.generateText(call) : await streamed(ai, call, request.onText);
   const step: ModelStep = {
     messages: result.response.messages as unknown as ConversationMessage[],
     text: result.text,
@@ -86,6 +90,40 @@ export async function callModel(request: {
   };
   // Recorded as JSON and replayed from it: the first run returns what a replay would.
   return JSON.parse(JSON.stringify(step)) as ModelStep;
+}
+
+/** What `callModel` reads of a model call's result, made or streamed. */
+interface CallResult {
+  response: { messages: unknown[] };
+  text: string;
+  toolCalls: unknown[];
+  usage: Parameters<typeof stepTokens>[0];
+  finishReason: unknown;
+}
+
+/**
+ * One model call through `streamText`: each text delta is told as it comes;
+ * an error in the stream is thrown (not logged by the SDK), as
+ * `generateText` would throw it.
+ */
+async function streamed(
+  ai: Ai,
+  call: Parameters<Ai['streamText']>[0],
+  onText: (text: string) => void,
+): Promise<CallResult> {
+  const result = ai.streamText({ ...call, onError: () => undefined });
+  for await (const part of result.fullStream) {
+    if (part.type === 'text-delta') onText(part.text);
+    else if (part.type === 'error') throw part.error;
+  }
+  const [response, text, toolCalls, usage, finishReason] = await Promise.all([
+    result.response,
+    result.text,
+    result.toolCalls,
+    result.usage,
+    result.finishReason,
+  ]);
+  return { response, text, toolCalls, usage, finishReason };
 }
 
 /** A JSON Schema as the SDK takes it for a tool's input. */

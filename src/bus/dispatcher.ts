@@ -6,8 +6,10 @@ import {
   type RetryPolicy,
   type TraceFields,
   type WorkEnvelope,
+  type WorkHeaders,
   type WorkMessage,
 } from '../protocol/work-envelope.js';
+import { type ArtifactChunk, chunkOf } from '../protocol/artifact-chunk.js';
 import { type DeliveriesOptions, deliveries } from './deliveries.js';
 import { replyDispatch } from './reply-routing.js';
 import type { DeadLetter, Delivery, NackOptions, QueueStats, WorkQueue } from './work-queue.js';
@@ -74,7 +76,16 @@ export interface Dispatcher {
   query(role: string, options?: { deadLetterLimit?: number }): Promise<RoleQuery>;
   /** Hop results (from the results role) as they arrive; the caller acks each once it has recorded it. */
   results(
-    options: Omit<DeliveriesOptions, 'visibilityTimeoutMs'> & { visibilityTimeoutMs?: number },
+    options: Omit<DeliveriesOptions, 'visibilityTimeoutMs'> & {
+      visibilityTimeoutMs?: number;
+      /**
+       * Told each artifact chunk a hop sent beside its results (acked at once:
+       * chunks are previews, not durable work), in the order they came, before
+       * the results that came after them are yielded. Without it a chunk is
+       * acked and dropped.
+       */
+      chunks?: (chunk: ArtifactChunk, headers: WorkHeaders) => void;
+    },
   ): AsyncGenerator<ResultDelivery>;
   /**
    * Purges one dead letter of a role: a hop's failure the run routed on
@@ -161,6 +172,12 @@ export function createDispatcher(options: { bus: WorkQueue; resultsRole?: string
         visibilityTimeoutMs: resultOptions.visibilityTimeoutMs ?? 30_000,
       })) {
         if (delivery.envelope.kind !== 'result') {
+          const chunk = chunkOf(delivery.envelope);
+          if (chunk !== undefined) {
+            resultOptions.chunks?.(chunk, delivery.envelope.headers);
+            await bus.ack(delivery);
+            continue;
+          }
           await bus.nack(delivery, {
             error: { type: 'InvalidResult', message: 'a work envelope on the results role' },
             retryable: false,

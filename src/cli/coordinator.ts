@@ -345,7 +345,7 @@ async function runCoordinator({
       const coordinator = opened.coordinator;
       // One line per item event: lifecycle at info, hop events at debug.
       coordinator.statuses$.subscribe((status) => {
-        if (status.event.kind === 'current') return;
+        if (status.event.kind === 'current' || status.event.kind === 'artifact-chunk') return;
         const fields = itemLogFields(status);
         if (HOP_EVENT_KINDS.has(status.event.kind)) log.debug(fields, 'work item event');
         else log.info(fields, 'work item event');

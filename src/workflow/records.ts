@@ -226,6 +226,11 @@ export const ITEM_EVENT_KINDS = [
   'late-result',
   /** The item as it stands when `watch` starts (the first status it emits). */
   'current',
+  /**
+   * A hop sent a chunk of an artifact while it runs (`event.artifact`): a
+   * preview streamed to watchers and the item's task, never stored.
+   */
+  'artifact-chunk',
 ] as const;
 /** What happened to a work item, as an `ItemEvent` names it (one of `ITEM_EVENT_KINDS`). */
 export type ItemEventKind = (typeof ITEM_EVENT_KINDS)[number];
@@ -250,6 +255,12 @@ export interface ItemEvent {
   model?: string;
   /** When it happened, in milliseconds since the epoch (the Coordinator's clock). */
   at: number;
+  /**
+   * On `artifact-chunk`: the chunk, as A2A's artifact update has it (`append`
+   * after the first chunk, `lastChunk` on the last); `offset` is where `text`
+   * starts in the artifact's text.
+   */
+  artifact?: { artifactId: string; name?: string; text: string; offset: number; append: boolean; lastChunk: boolean };
 }
 
 /** A run's persisted snapshot, with the version of the machine that wrote it. */

@@ -1,5 +1,6 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type Proc, isLog, runCli, startCli, terminate, until } from '../scaleout/processes.js';
 import { PRICE, askThenKill, itemRow, scenarioDir, usage } from './ask-kill-scenario.js';
@@ -17,6 +18,25 @@ afterAll(async () => {
   for (const proc of procs) await terminate(proc);
   cleanup();
 });
+
+/** The text of the model's streamed answer on the item's task (the artifact `answer-…`), or undefined before it. */
+function streamedText(db: string): string | undefined {
+  try {
+    const handle = new Database(db, { readonly: true, fileMustExist: true });
+    try {
+      const row = handle.prepare("SELECT body FROM a2a_artifacts WHERE artifact_id LIKE 'answer-%'").get() as
+        | { body: string }
+        | undefined;
+      if (row === undefined) return undefined;
+      const artifact = JSON.parse(row.body) as { parts: { kind: string; text?: string }[] };
+      return artifact.parts.map((p) => p.text ?? '').join('');
+    } finally {
+      handle.close();
+    }
+  } catch {
+    return undefined;
+  }
+}
 
 describe('switchboard worker --agent', () => {
   it('resumes an asking agent in a new process after a SIGKILL: checkpoint + answer, no step twice, cost = priced usage', async () => {
@@ -169,6 +189,82 @@ describe('switchboard worker --agent', () => {
       'mcpServers.web.headers.Authorization is read from the environment variable SB_TEST_UNSET_VAR',
     );
   }, 60_000);
+
+  it('streams the answer to the item task; after a SIGKILL mid-stream the new worker’s chunks add no text twice', async () => {
+    const db = join(dir, 'stream.db');
+    const log = join(dir, 'stream-calls.ndjson');
+    const turns = join(dir, 'stream-turns.json');
+    const pieces = Array.from({ length: 12 }, (_, i) => `piece ${i}; `);
+    const answer = pieces.join('');
+    // The same answer twice: the first run is killed mid-stream, the second (the redelivered hop) writes it whole.
+    const turn = {
+      content: [{ type: 'text', text: answer }],
+      pieces,
+      delayMs: 250,
+      finishReason: { unified: 'stop', raw: 'stop' },
+      usage: usage(200, 40),
+    };
+    // The second run writes the same text in other pieces: its chunks are not the bus messages the first
+    // run sent (the bus would drop those as duplicates), the Coordinator drops by offset what it has.
+    const again = { ...turn, pieces: pieces.flatMap((p, i) => (i % 2 === 0 ? [p + (pieces[i + 1] ?? '')] : [])) };
+    writeFileSync(turns, JSON.stringify({ 'streamer-1': [turn, again] }));
+    const file = join(dir, 'streamer-1.json');
+    writeFileSync(
+      file,
+      JSON.stringify({ provider: PROVIDER, export: 'scripted', model: 'streamer-1', pricing: PRICE, ask: false }),
+    );
+    const workflow = join(dir, 'stream-workflows');
+    mkdirSync(workflow);
+    writeFileSync(
+      join(workflow, 'write.json'),
+      JSON.stringify({
+        id: 'write',
+        version: 1,
+        start: 'write',
+        stages: { write: { role: 'writer', next: [{ on: 'succeeded', end: 'completed' }] } },
+      }),
+    );
+    const env = { SCRIPTED_LOG: log, SCRIPTED_TURNS: turns };
+    const coordinator = startCli('stream-coordinator', ['coordinator', '--db', db, '--workflows', workflow]);
+    procs.push(coordinator);
+    await coordinator.waitForLine(isLog('coordinator ready'), 60_000, { seen: true });
+    const writer = startCli(
+      'writer',
+      ['worker', '--db', db, '--role', 'writer', '--agent', file, '--lease-ms', '2000'],
+      env,
+    );
+    procs.push(writer);
+    const sent = await runCli(['submit', '--db', db, '--workflow', 'write', '--input', 'Write it']);
+    expect(sent.code, sent.stderr).toBe(0);
+
+    // Part of the answer is on the item's task: kill the writer before the model has written it all.
+    await until(
+      () => (streamedText(db)?.length ?? 0) > 0,
+      60_000,
+      () => writer.lines.slice(-5).join('\n'),
+    );
+    writer.child.kill('SIGKILL');
+    await writer.exited;
+    const before = streamedText(db) ?? '';
+    expect(before.length).toBeLessThan(answer.length);
+    expect(answer.startsWith(before)).toBe(true);
+
+    const writer2 = startCli(
+      'writer2',
+      ['worker', '--db', db, '--role', 'writer', '--agent', file, '--lease-ms', '2000'],
+      env,
+    );
+    procs.push(writer2);
+    await until(
+      () => itemRow(db)?.state === 'completed',
+      90_000,
+      () => `${JSON.stringify(itemRow(db))}\n${writer2.lines.slice(-5).join('\n')}`,
+    );
+    // The model ran twice (the killed call was never recorded); the streamed artifact is the answer, once.
+    expect(readFileSync(log, 'utf8').trim().split('\n')).toHaveLength(2);
+    expect(streamedText(db)).toBe(answer);
+    for (const p of [writer2, coordinator]) expect((await terminate(p)).code).toBe(0);
+  }, 240_000);
 
   it('names the provider package to install when it is missing, and exits 1', async () => {
     const file = join(dir, 'openai.json');

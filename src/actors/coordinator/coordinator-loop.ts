@@ -1,6 +1,7 @@
 import type { Dispatcher, ResultDelivery } from '../../bus/dispatcher.js';
 import type { Logger } from '../../log/logger.js';
 import type { CoordinatorTables } from '../../persistence/coordinator/coordinator-store.js';
+import type { ArtifactChunk } from '../../protocol/artifact-chunk.js';
 import type { ResultEnvelope } from '../../protocol/work-envelope.js';
 import type { SwitchboardMetrics } from '../../telemetry/metrics.js';
 import { ATTR, SPAN, SpanKind, contextOf, tracingOn } from '../../telemetry/tracing.js';
@@ -20,6 +21,8 @@ export interface CoordinatorLoopOptions {
   consumer: string;
   resultsVisibilityTimeoutMs: number;
   timerIntervalMs: number;
+  /** Told each artifact chunk a hop sent beside its results, before the results that came after it. */
+  chunk: (chunk: ArtifactChunk) => void;
   /** The bus's generation (`WorkQueue.generation`): looked at as the timer runs, at most once a second. */
   generation: () => Promise<string | null>;
 }
@@ -173,6 +176,7 @@ export class CoordinatorLoop {
       waitMs: 500,
       signal: this.#stop.signal,
       visibilityTimeoutMs: this.#o.resultsVisibilityTimeoutMs,
+      chunks: (chunk) => this.#o.chunk(chunk),
     })) {
       pending.push(rd);
       if (!scheduled) {

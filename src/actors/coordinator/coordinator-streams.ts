@@ -1,7 +1,7 @@
 import { type Observable, Subject, concat, defer, filter, map, of, takeWhile } from 'rxjs';
 import { isFinalRunState } from '../../machines/workflow-run-transitions.js';
 import type { Clock } from '../../persistence/kernel/clock.js';
-import type { ItemEventKind, ItemRecord } from '../../workflow/records.js';
+import type { ItemEvent, ItemEventKind, ItemRecord } from '../../workflow/records.js';
 import type { CoordinatorStorage, LiveItems } from './storage/coordinator-storage.js';
 import { CoordinatorError, type ItemStatus, invalid, statusOf } from './types.js';
 
@@ -58,6 +58,28 @@ export class CoordinatorStreams {
       if (held === undefined) this.#all.next(status);
       else held.push(status);
     }
+  }
+
+  /**
+   * A chunk of an artifact a hop of a live item streams (event
+   * `artifact-chunk`); false when the item is not live here (nothing is sent).
+   */
+  chunk(itemId: string, hop: number, role: string, artifact: NonNullable<ItemEvent['artifact']>): boolean {
+    const item = this.#storage.itemNow(itemId, this.#live);
+    if (item === undefined || item.finishedAt !== null) return false;
+    this.emit([
+      statusOf(item, {
+        kind: 'artifact-chunk',
+        itemId,
+        hop,
+        stage: item.stage,
+        role,
+        detail: `${artifact.artifactId}: ${artifact.text.length} characters at ${artifact.offset}${artifact.lastChunk ? ' (last)' : ''}`,
+        at: this.#clock.now(),
+        artifact,
+      }),
+    ]);
+    return true;
   }
 
   /** Holds the item's statuses until `release`. */

@@ -6,6 +6,7 @@ import type { CoordinatorTables } from '../../persistence/coordinator/coordinato
 import type { HopRecord, ItemRecord } from '../../workflow/records.js';
 import { outputArtifacts } from '../../workflow/item-output.js';
 import { HOP_TASK_STATE, ITEM_TASK_STATE } from '../../workflow/task-view.js';
+import type { ChunkOut } from './artifact-chunks.js';
 import { type HumanEdge, type Party, SWITCHBOARD_METADATA_KEY } from './human-edge.js';
 
 /**
@@ -63,6 +64,8 @@ export class BrokerMirror {
    * broker (by its first message) before it is made.
    */
   readonly #madeHere = new Set<string>();
+  /** The artifact chunks being added to each item's task, by item id (one chain per item, in order). */
+  readonly #chunking = new Map<string, Promise<void>>();
   /** After a restart: look for hop tasks created but not recorded before the crash. */
   #recovering = false;
   #closed = false;
@@ -227,6 +230,47 @@ export class BrokerMirror {
   async close(): Promise<void> {
     this.#closed = true;
     await this.idle();
+    await Promise.all([...this.#chunking.values()]);
+  }
+
+  /**
+   * A chunk of an artifact a hop streams, added to the item's task (A2A's
+   * artifact update: `append` after the first, `lastChunk` on the last), in
+   * the order given, before the item's output. A preview: a chunk the broker
+   * refuses (the task ended, the broker is down) is dropped.
+   */
+  addChunk(itemId: string, chunk: ChunkOut): void {
+    if (this.#closed) return;
+    const before = this.#chunking.get(itemId) ?? Promise.resolve();
+    const next = before.then(async () => {
+      // Not waited for (the item's sync may wait for these chunks): a chunk before its item's task is made is dropped.
+      const taskId = this.#taskOf.get(itemId) ?? this.#views.get(itemId)?.item.taskId ?? undefined;
+      if (taskId === undefined) return;
+      const { coordinator } = await this.#edge.parties(itemId);
+      if (FINAL_TASK_STATES.includes(await this.#state(taskId, coordinator.token))) return;
+      await this.#broker.addArtifact({
+        token: coordinator.token,
+        id: taskId,
+        artifact: {
+          artifactId: chunk.artifactId,
+          ...(chunk.name === undefined ? {} : { name: chunk.name }),
+          parts: [{ kind: 'text', text: chunk.text }],
+        },
+        append: chunk.append,
+        lastChunk: chunk.lastChunk,
+      });
+    });
+    const tracked = next
+      .catch((error: unknown) =>
+        this.#log.debug(
+          { err: error, itemId, artifactId: chunk.artifactId },
+          'an artifact chunk was not added to the task',
+        ),
+      )
+      .finally(() => {
+        if (this.#chunking.get(itemId) === tracked) this.#chunking.delete(itemId);
+      });
+    this.#chunking.set(itemId, tracked);
   }
 
   async #state(taskId: string, token: string): Promise<TaskState> {
@@ -293,7 +337,14 @@ export class BrokerMirror {
   }
 
   /** The item's output as artifacts of its task, while the task is still live (a final task takes none). */
-  async #putOutput(itemTask: string, output: NonNullable<ItemRecord['output']>, coordinator: Party): Promise<void> {
+  async #putOutput(
+    itemId: string,
+    itemTask: string,
+    output: NonNullable<ItemRecord['output']>,
+    coordinator: Party,
+  ): Promise<void> {
+    // The chunks streamed before the item ended go on its task first.
+    await this.#chunking.get(itemId);
     if (FINAL_TASK_STATES.includes(await this.#state(itemTask, coordinator.token))) return;
     for (const artifact of outputArtifacts(output)) {
       await this.#broker.addArtifact({ token: coordinator.token, id: itemTask, artifact, lastChunk: true });
@@ -353,7 +404,7 @@ export class BrokerMirror {
       await this.#move(taskId, role.token, to, text);
     }
     const to = ITEM_TASK_STATE[item.state];
-    if (item.output !== null) await this.#putOutput(itemTask, item.output, parties.coordinator);
+    if (item.output !== null) await this.#putOutput(itemId, itemTask, item.output, parties.coordinator);
     if (to === 'canceled') {
       const state = await this.#state(itemTask, parties.coordinator.token);
       if (!FINAL_TASK_STATES.includes(state)) {

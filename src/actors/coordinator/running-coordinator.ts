@@ -16,6 +16,8 @@ import type { Coordinator } from './coordinator-api.js';
 import { CoordinatorItems, type CreateWorkItem } from './coordinator-items.js';
 import { CoordinatorLoop } from './coordinator-loop.js';
 import type { CompiledCoordinatorOptions } from './coordinator-options.js';
+import type { ArtifactChunk } from '../../protocol/artifact-chunk.js';
+import { ArtifactChunkReceiver } from './artifact-chunks.js';
 import { CoordinatorStreams, type SettleOptions } from './coordinator-streams.js';
 import type { CoordinatorEngine, Step } from './engine.js';
 import type { EndedRunForgetter } from './forget.js';
@@ -69,6 +71,7 @@ export class RunningCoordinator implements Coordinator {
   readonly #streams: CoordinatorStreams;
   readonly #publisher: OutboxPublisher;
   readonly #loop: CoordinatorLoop;
+  readonly #chunks = new ArtifactChunkReceiver();
   readonly #items: CoordinatorItems;
   /** Stops observing queue depths. */
   #unobserve: (() => void) | undefined;
@@ -108,6 +111,7 @@ export class RunningCoordinator implements Coordinator {
       resultsVisibilityTimeoutMs: compiled.resultsVisibilityTimeoutMs,
       timerIntervalMs: compiled.timerIntervalMs,
       generation: () => parts.bus.generation(),
+      chunk: (chunk) => this.#chunk(chunk),
     });
     this.#items = new CoordinatorItems({
       registry: parts.registry,
@@ -230,13 +234,25 @@ export class RunningCoordinator implements Coordinator {
     return this.#p.forgetter.forgetEnded();
   }
 
+  /** An artifact chunk a hop streamed: to the item's watchers and its task, what of it is new. */
+  #chunk(chunk: ArtifactChunk): void {
+    if (this.#closed) return;
+    const out = this.#chunks.accept(chunk);
+    if (out === undefined) return;
+    if (!this.#streams.chunk(chunk.itemId, chunk.hop, chunk.role, out)) return;
+    this.#p.mirror?.addChunk(chunk.itemId, out);
+  }
+
   /** What a committed step leads to: statuses out, publishes made, the broker moved. Resolves once published. */
   #after(step: Step): Promise<void> {
     this.#streams.emit(this.#p.engine.statuses(step));
     logHopFailures(this.#p.compiled.log, step);
     for (const rows of step.rows) {
       this.#p.mirror?.follow(rows.item, rows.hops, rows.created);
-      if (rows.item.finishedAt !== null) this.#p.traces.ended(rows.item.id);
+      if (rows.item.finishedAt !== null) {
+        this.#p.traces.ended(rows.item.id);
+        this.#chunks.forget(rows.item.id);
+      }
     }
     return this.#publisher.publishStep(step);
   }

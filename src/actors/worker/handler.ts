@@ -113,6 +113,19 @@ export interface HopResume {
   checkpoint: Checkpoint;
 }
 
+/**
+ * Artifact chunks a hop sends while it runs (a model's answer as it is
+ * written): each artifact's text goes to the work item's watchers and to its
+ * A2A task as it grows. Writing never waits and never throws; chunks are
+ * previews (some may be lost in a crash), the hop's result is what counts.
+ */
+export interface HopStream {
+  /** Adds `text` to the artifact `artifactId` (`name` is read on its first write). */
+  write(artifactId: string, text: string, options?: { name?: string }): void;
+  /** The artifact's text is whole: its last chunk goes out. */
+  end(artifactId: string): void;
+}
+
 /** What a handler receives for one hop: the role, the envelope, the item's context, effects and an abort signal. */
 export interface HopInput {
   /** The role this hop is for (the queue it came from). */
@@ -133,6 +146,11 @@ export interface HopInput {
   delivery: { id: string; deliveries: number };
   /** Aborted when the lease is lost or the worker stops without waiting. */
   signal: AbortSignal;
+  /**
+   * Artifact chunks to send while the hop runs (given by the worker harness;
+   * absent where a hop is run without one, e.g. a handler called by a test).
+   */
+  stream?: HopStream;
 }
 
 /** A role's handler: runs one hop and completes or suspends it; a throw fails the attempt (retried per the retry policy). */

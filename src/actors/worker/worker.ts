@@ -30,6 +30,7 @@ import { type SwitchboardMetrics, switchboardMetrics } from '../../telemetry/met
 import { NonRetryableError, WorkerError } from './errors.js';
 import type { Effects, HandlerResult, HopResume, Suspension, WorkHandler } from './handler.js';
 import { HopSpans } from './hop-spans.js';
+import { HopChunks } from './hop-stream.js';
 import { type WorkerOptions, type WorkerSettings, workerSettings } from './worker-options.js';
 
 export { NonRetryableError, WORKER_ERROR_CODES, WorkerError, type WorkerErrorCode } from './errors.js';
@@ -39,6 +40,7 @@ export {
   type HandlerResult,
   type HopInput,
   type HopResume,
+  type HopStream,
   type Suspension,
   type ChildSpawn,
   type WorkHandler,
@@ -383,19 +385,29 @@ class HarnessWorker implements Worker {
     }
     const scope = hopHeaders.idempotencyKey;
     const context = await hydrating;
-    const result = await hop.spans.handling(hopHeaders.hop, async () =>
-      this.handler({
-        role: this.role,
-        envelope,
-        headers: hopHeaders,
-        message: envelope.message,
-        context,
-        resume,
-        effects: this.effectsFor(scope),
-        delivery: { id: delivery.id, deliveries: delivery.deliveries },
-        signal: hop.controller.signal,
-      }),
-    );
+    const stream = new HopChunks({
+      bus: this.bus,
+      role: this.role,
+      resultsRole: hopHeaders.resultRole ?? this.resultsRole,
+      headers: hopHeaders,
+      log: this.hopLog(delivery),
+    });
+    const result = await hop.spans
+      .handling(hopHeaders.hop, async () =>
+        this.handler({
+          role: this.role,
+          envelope,
+          headers: hopHeaders,
+          message: envelope.message,
+          context,
+          resume,
+          effects: this.effectsFor(scope),
+          delivery: { id: delivery.id, deliveries: delivery.deliveries },
+          signal: hop.controller.signal,
+          stream,
+        }),
+      )
+      .finally(() => stream.flush());
     await hop.spans.publishing(async (published) => {
       const record = this.completionRecord(headers, hopHeaders, result, resume, published.fields);
       published.outcome(record.outcome);

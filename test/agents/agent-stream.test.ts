@@ -1,0 +1,95 @@
+import { simulateReadableStream } from 'ai';
+import { MockLanguageModelV3 } from 'ai/test';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ItemStatus } from '../../src/actors/coordinator/types.js';
+import { createModelAgent } from '../../src/agents/model-agent.js';
+import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
+import { type Fixture, deployments, openFixture } from '../coordinator/helpers.js';
+
+// A model agent's answer streams to the human edge as the model writes it:
+// artifact chunks of the hop go on the bus beside its result, and the
+// Coordinator makes them events of the item (`watch`) and artifact updates
+// of the item's A2A task. The model is the AI SDK's MockLanguageModelV3,
+// streaming its answer in pieces (no hosted model is reached).
+
+const answerOnce = parseWorkflowDefinition({
+  id: 'answer-once',
+  version: 1,
+  title: 'one model agent answers',
+  start: 'answer',
+  stages: { answer: { role: 'writer', next: [{ on: 'succeeded', end: 'completed' }] } },
+});
+
+const PIECES = ['The health ', 'endpoint answers ', '200 with ', 'the build ', 'version.'];
+const ANSWER = PIECES.join('');
+
+function streamingModel(pieces: readonly string[]): MockLanguageModelV3 {
+  return new MockLanguageModelV3({
+    modelId: 'gpt-4o-mini',
+    doStream: async () => ({
+      stream: simulateReadableStream({
+        initialDelayInMs: 0,
+        chunkDelayInMs: 40,
+        chunks: [
+          { type: 'stream-start', warnings: [] },
+          { type: 'text-start', id: 't1' },
+          ...pieces.map((delta) => ({ type: 'text-delta' as const, id: 't1', delta })),
+          { type: 'text-end', id: 't1' },
+          {
+            type: 'finish',
+            finishReason: { unified: 'stop', raw: 'stop' },
+            usage: {
+              inputTokens: { total: 100, noCache: 100, cacheRead: 0, cacheWrite: undefined },
+              outputTokens: { total: 20, text: 20, reasoning: 0 },
+            },
+          },
+        ],
+      }),
+    }),
+  });
+}
+
+describe("a model agent's answer, streamed", () => {
+  let f: Fixture | undefined;
+  afterEach(async () => {
+    await f?.close();
+    f = undefined;
+  });
+
+  it('reaches watch(itemId) in order, each character once, and the item task as one artifact', async () => {
+    const agent = createModelAgent({ model: streamingModel(PIECES), ask: false });
+    f = await openFixture({ definitions: [answerOnce], deployments: deployments({ writer: agent }) });
+    const { coordinator } = f;
+    const id = await coordinator.createWorkItem({ workflow: 'answer-once', input: 'Add a health endpoint' });
+    const seen: ItemStatus[] = [];
+    await new Promise<void>((resolve, reject) =>
+      coordinator.watch(id).subscribe({ next: (s) => seen.push(s), error: reject, complete: resolve }),
+    );
+    expect(seen.at(-1)?.state).toBe('completed');
+    const chunks = seen.filter((s) => s.event.kind === 'artifact-chunk').map((s) => s.event.artifact!);
+    // Several chunks (the model wrote five pieces, 40 ms apart), in order, with no gap and no overlap.
+    expect(chunks.length).toBeGreaterThan(1);
+    let offset = 0;
+    for (const [i, chunk] of chunks.entries()) {
+      expect(chunk.offset).toBe(offset);
+      expect(chunk.append).toBe(i > 0);
+      expect(chunk.lastChunk).toBe(i === chunks.length - 1);
+      expect(chunk.artifactId).toBe(chunks[0]!.artifactId);
+      offset += chunk.text.length;
+    }
+    expect(chunks.map((c) => c.text).join('')).toBe(ANSWER);
+    // Every chunk came before the hop's completion.
+    const completedAt = seen.findIndex((s) => s.event.kind === 'hop-completed');
+    expect(seen.findLastIndex((s) => s.event.kind === 'artifact-chunk')).toBeLessThan(completedAt);
+
+    // The item's A2A task, as its requester reads it: the streamed artifact whole, then the item's output.
+    await coordinator.mirrored();
+    const item = (await coordinator.getItem(id))!;
+    const requester = await coordinator.broker!.register({ name: 'edge', contextId: id, kind: 'parent' });
+    const { task } = await coordinator.broker!.getTask({ token: requester.token, id: item.taskId! });
+    const streamed = task.artifacts.find((a) => a.artifactId === chunks[0]!.artifactId);
+    expect(streamed?.parts.map((p) => (p.kind === 'text' ? p.text : '')).join('')).toBe(ANSWER);
+    expect(task.artifacts.find((a) => a.artifactId === 'item-output')?.parts).toEqual([{ kind: 'text', text: ANSWER }]);
+    expect(task.status.state).toBe('completed');
+  }, 30_000);
+});
