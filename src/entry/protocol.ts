@@ -25,6 +25,8 @@ export * from '../protocol/a2a-tool.js';
 // The work bus: envelopes and retry policies.
 export * from '../protocol/work-envelope.js';
 export * from '../protocol/retry-policy.js';
+// A hop's answer streamed while it runs (artifact chunks on the results role).
+export * from '../protocol/artifact-chunk.js';
 // Workflows, work items' outputs and the audit chain's entries.
 export * from '../protocol/workflow.js';
 export * from '../protocol/item-output.js';

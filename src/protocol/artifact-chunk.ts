@@ -23,6 +23,11 @@ export const MAX_CHUNK_CHARS = 2048;
 /** The most characters an artifact streamed by chunks grows to; text past it is not streamed (the hop's output still has it). */
 export const MAX_STREAMED_ARTIFACT_CHARS = 262_144;
 
+/**
+ * A piece of an answer a hop streams while it runs (`hop.stream`): sent on
+ * the results role, its text placed at `offset` of the artifact `artifactId`
+ * of the hop's work item; `lastChunk` ends the artifact.
+ */
 export const ArtifactChunkSchema = z.strictObject({
   type: z.literal(ARTIFACT_CHUNK_TYPE),
   /** The work item (the hop's `runId`). */

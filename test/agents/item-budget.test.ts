@@ -44,6 +44,8 @@ function architect(model: MockLanguageModelV3) {
     model,
     pricing: PRICE,
     ask: false,
+    // The mock answers generateText only (doGenerate): each call whole, not streamed.
+    stream: false,
     tools: {
       lookup: {
         description: 'look something up',
