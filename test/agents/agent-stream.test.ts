@@ -91,5 +91,28 @@ describe("a model agent's answer, streamed", () => {
     expect(streamed?.parts.map((p) => (p.kind === 'text' ? p.text : '')).join('')).toBe(ANSWER);
     expect(task.artifacts.find((a) => a.artifactId === 'item-output')?.parts).toEqual([{ kind: 'text', text: ANSWER }]);
     expect(task.status.state).toBe('completed');
+
+    // What the requester waits on: its durable events carry the chunks as artifact updates, in order,
+    // the first a new artifact, each after it appended, the last one ending it.
+    const updates: { text: string; append: boolean; lastChunk: boolean }[] = [];
+    for (let after = 0; ; ) {
+      const page = await coordinator.broker!.eventsSince({ token: requester.token, after, limit: 100 });
+      if (page.events.length === 0) break;
+      for (const e of page.events) {
+        after = e.seq;
+        if (e.method !== 'a2a.task.event' || e.params.event.kind !== 'artifact-update') continue;
+        const update = e.params.event;
+        if (update.artifact.artifactId !== chunks[0]!.artifactId) continue;
+        updates.push({
+          text: update.artifact.parts.map((p) => (p.kind === 'text' ? p.text : '')).join(''),
+          append: update.append ?? false,
+          lastChunk: update.lastChunk ?? false,
+        });
+      }
+    }
+    expect(updates.length).toBeGreaterThan(1);
+    expect(updates.map((u) => u.text).join('')).toBe(ANSWER);
+    expect(updates.map((u) => u.append)).toEqual(updates.map((_, i) => i > 0));
+    expect(updates.at(-1)?.lastChunk).toBe(true);
   }, 30_000);
 });
