@@ -125,6 +125,12 @@ export interface ConsoleItemDetail {
    * message is when the bus is the file's (else `bus` is null).
    */
   waiting: BusWait[];
+  /**
+   * What its hops streamed to its A2A task while they ran (a model agent's
+   * answer as it is written), each artifact by name with its text so far;
+   * read from the broker's tables when the file holds them (else empty).
+   */
+  streamed: { artifactId: string; name: string; parts: ShownPart[] }[];
   audit: ConsoleAuditRow[];
   /** The whole chain's verification (the item's rows are in it). */
   chain: { ok: boolean; entries: number; head: string | null; problem: string | null };
@@ -347,6 +353,7 @@ export class ConsoleData {
       hash: row.hash,
     }));
     const output = item.output;
+    const streamed = this.#streamed(item.taskId);
     return {
       item: consoleItem(item, now),
       input: shownParts(item.input, MAX_SHOWN_TEXT),
@@ -365,9 +372,34 @@ export class ConsoleData {
       children,
       hops,
       waiting,
+      streamed,
       audit,
       chain,
     };
+  }
+
+  /** The artifacts streamed to an item's task (all but its output), from the broker's tables in this file. */
+  #streamed(taskId: string | null): ConsoleItemDetail['streamed'] {
+    if (taskId === null || this.#db === undefined || !this.#has('a2a_artifacts')) return [];
+    const rows = this.#db
+      .prepare(
+        "SELECT artifact_id, body FROM a2a_artifacts WHERE task_id = ? AND artifact_id <> 'item-output' ORDER BY position",
+      )
+      .all(taskId) as { artifact_id: string; body: string }[];
+    return rows.flatMap((row) => {
+      try {
+        const artifact = JSON.parse(row.body) as { name?: string; parts?: Part[] };
+        return [
+          {
+            artifactId: row.artifact_id,
+            name: artifact.name ?? row.artifact_id,
+            parts: shownParts(joinedText(artifact.parts ?? []), MAX_SHOWN_TEXT),
+          },
+        ];
+      } catch {
+        return [];
+      }
+    });
   }
 
   /** What every running or suspended item waits for on the bus, oldest first (see `ConsoleItemDetail.waiting`). */
@@ -684,4 +716,12 @@ function redacted(value: unknown, secrets: readonly string[]): unknown {
 
 function clip(text: string): string {
   return text.length <= MAX_SHOWN_TEXT ? text : `${text.slice(0, MAX_SHOWN_TEXT)}…`;
+}
+
+/** Streamed text parts joined into one (a chunk is a part), other parts as they are. */
+function joinedText(parts: readonly Part[]): Part[] {
+  const texts = parts.filter((p) => p.kind === 'text');
+  const text = texts.map((p) => (p.kind === 'text' ? p.text : '')).join('');
+  const others = parts.filter((p) => p.kind !== 'text');
+  return texts.length === 0 ? others : [{ kind: 'text', text }, ...others];
 }

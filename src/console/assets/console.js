@@ -405,7 +405,7 @@ function cancelBox(item) {
 
 async function itemView(id) {
   const detail = await api(`/api/items/${encodeURIComponent(id)}`);
-  const { item, hops, waiting, audit, chain, input, result, workflow, path, children } = detail;
+  const { item, hops, waiting, streamed, audit, chain, input, result, workflow, path, children } = detail;
   const run = await machine('workflow-run');
   return [
     h('h1', {}, 'Work item ', h('code', {}, item.id), ' ', state(item.state)),
@@ -436,6 +436,15 @@ async function itemView(id) {
           result?.artifacts.map((a) =>
             h('div', { class: 'artifact' }, h('b', {}, `Artifact ${a.name}`), partsView(a.parts)),
           ),
+        )
+      : null,
+    // What its hops stream while they run (a model agent's answer as it is written); redrawn as it grows.
+    (streamed ?? []).length > 0 ? h('h2', {}, 'Streamed') : null,
+    (streamed ?? []).length > 0
+      ? h(
+          'div',
+          { class: 'panel', id: 'streamed' },
+          streamed.map((a) => h('div', { class: 'artifact' }, h('b', {}, a.name), partsView(a.parts))),
         )
       : null,
     h('h2', {}, 'Stages', workflow ? h('span', { class: 'muted' }, ` of ${workflow.id}@${workflow.version}`) : null),
