@@ -1,10 +1,9 @@
-import { simulateReadableStream } from 'ai';
-import { MockLanguageModelV3 } from 'ai/test';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ItemStatus } from '../../src/actors/coordinator/types.js';
 import { createModelAgent } from '../../src/agents/model-agent.js';
 import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
 import { type Fixture, deployments, openFixture } from '../coordinator/helpers.js';
+import { streamingModel } from './scripted-model.js';
 
 // A model agent's answer streams to the human edge as the model writes it:
 // artifact chunks of the hop go on the bus beside its result, and the
@@ -23,32 +22,6 @@ const answerOnce = parseWorkflowDefinition({
 const PIECES = ['The health ', 'endpoint answers ', '200 with ', 'the build ', 'version.'];
 const ANSWER = PIECES.join('');
 
-function streamingModel(pieces: readonly string[]): MockLanguageModelV3 {
-  return new MockLanguageModelV3({
-    modelId: 'gpt-4o-mini',
-    doStream: async () => ({
-      stream: simulateReadableStream({
-        initialDelayInMs: 0,
-        chunkDelayInMs: 40,
-        chunks: [
-          { type: 'stream-start', warnings: [] },
-          { type: 'text-start', id: 't1' },
-          ...pieces.map((delta) => ({ type: 'text-delta' as const, id: 't1', delta })),
-          { type: 'text-end', id: 't1' },
-          {
-            type: 'finish',
-            finishReason: { unified: 'stop', raw: 'stop' },
-            usage: {
-              inputTokens: { total: 100, noCache: 100, cacheRead: 0, cacheWrite: undefined },
-              outputTokens: { total: 20, text: 20, reasoning: 0 },
-            },
-          },
-        ],
-      }),
-    }),
-  });
-}
-
 describe("a model agent's answer, streamed", () => {
   let f: Fixture | undefined;
   afterEach(async () => {
@@ -57,7 +30,7 @@ describe("a model agent's answer, streamed", () => {
   });
 
   it('reaches watch(itemId) in order, each character once, and the item task as one artifact', async () => {
-    const agent = createModelAgent({ model: streamingModel(PIECES), ask: false });
+    const agent = createModelAgent({ model: streamingModel(PIECES, 40), ask: false });
     f = await openFixture({ definitions: [answerOnce], deployments: deployments({ writer: agent }) });
     const { coordinator } = f;
     const id = await coordinator.createWorkItem({ workflow: 'answer-once', input: 'Add a health endpoint' });

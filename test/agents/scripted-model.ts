@@ -1,3 +1,4 @@
+import { simulateReadableStream } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import type { Effects, HopInput, HopResume } from '../../src/actors/worker/handler.js';
 
@@ -75,4 +76,24 @@ export function hopInput(input: string, effects: Effects, resume?: HopResume): H
     delivery: { id: 'd1', deliveries: 1 },
     signal: new AbortController().signal,
   };
+}
+
+/** A model that streams its answer in `pieces`, `delayMs` apart (usage: 100 in, 20 out). */
+export function streamingModel(pieces: readonly string[], delayMs: number): MockLanguageModelV3 {
+  return new MockLanguageModelV3({
+    modelId: 'gpt-4o-mini',
+    doStream: async () => ({
+      stream: simulateReadableStream({
+        initialDelayInMs: 0,
+        chunkDelayInMs: delayMs,
+        chunks: [
+          { type: 'stream-start', warnings: [] },
+          { type: 'text-start', id: 't1' },
+          ...pieces.map((delta) => ({ type: 'text-delta' as const, id: 't1', delta })),
+          { type: 'text-end', id: 't1' },
+          { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage: usage(100, 20) },
+        ],
+      }),
+    }),
+  });
 }

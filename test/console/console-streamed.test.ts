@@ -1,8 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { simulateReadableStream } from 'ai';
-import { MockLanguageModelV3 } from 'ai/test';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Coordinator, createCoordinator } from '../../src/actors/coordinator/coordinator.js';
 import { createModelAgent } from '../../src/agents/model-agent.js';
@@ -10,6 +8,7 @@ import { ConsoleData } from '../../src/console/console-data.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
+import { streamingModel } from '../agents/scripted-model.js';
 import { deployments } from '../coordinator/helpers.js';
 
 /**
@@ -27,32 +26,6 @@ const definition = parseWorkflowDefinition({
 const PIECES = ['The health ', 'endpoint answers ', '200 with ', 'the build ', 'version.'];
 const ANSWER = PIECES.join('');
 
-function slowModel(): MockLanguageModelV3 {
-  return new MockLanguageModelV3({
-    modelId: 'gpt-4o-mini',
-    doStream: async () => ({
-      stream: simulateReadableStream({
-        initialDelayInMs: 0,
-        chunkDelayInMs: 250,
-        chunks: [
-          { type: 'stream-start', warnings: [] },
-          { type: 'text-start', id: 't1' },
-          ...PIECES.map((delta) => ({ type: 'text-delta' as const, id: 't1', delta })),
-          { type: 'text-end', id: 't1' },
-          {
-            type: 'finish',
-            finishReason: { unified: 'stop', raw: 'stop' },
-            usage: {
-              inputTokens: { total: 100, noCache: 100, cacheRead: 0, cacheWrite: undefined },
-              outputTokens: { total: 20, text: 20, reasoning: 0 },
-            },
-          },
-        ],
-      }),
-    }),
-  });
-}
-
 let cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
@@ -64,7 +37,7 @@ describe('the console: an answer streamed while the item runs', () => {
     const dir = mkdtempSync(join(tmpdir(), 'sb-console-streamed-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const path = join(dir, 'switchboard.db');
-    const agent = createModelAgent({ model: slowModel(), ask: false });
+    const agent = createModelAgent({ model: streamingModel(PIECES, 250), ask: false });
     const coordinator: Coordinator = await createCoordinator({
       path,
       definitions: [definition],
