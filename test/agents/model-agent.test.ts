@@ -1,85 +1,14 @@
 import { MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { Effects, HopInput, HopResume, Suspension } from '../../src/actors/worker/handler.js';
+import type { HopResume, Suspension } from '../../src/actors/worker/handler.js';
 import { createModelAgent } from '../../src/agents/model-agent.js';
 import { ModelAgentCheckpointSchema } from '../../src/protocol/model-agent-checkpoint.js';
+import { hopInput, journal, scripted, text, toolCall, usage } from './scripted-model.js';
 
 // createModelAgent as a worker handler, called as the worker calls it, with
 // the AI SDK's MockLanguageModelV3 scripted turn by turn and an in-memory
 // effects journal (the worker's is the Context Engine's).
-
-type Generate = Awaited<ReturnType<MockLanguageModelV3['doGenerate']>>;
-
-function usage(input: number, output: number, cached = 0, reasoning = 0): Generate['usage'] {
-  return {
-    inputTokens: { total: input, noCache: input - cached, cacheRead: cached, cacheWrite: undefined },
-    outputTokens: { total: output, text: output - reasoning, reasoning },
-  };
-}
-function text(value: string, u = usage(100, 20)): Generate {
-  return {
-    content: [{ type: 'text', text: value }],
-    finishReason: { unified: 'stop', raw: 'stop' },
-    usage: u,
-    warnings: [],
-  };
-}
-function toolCall(name: string, input: unknown, id: string, u = usage(100, 20)): Generate {
-  return {
-    content: [{ type: 'tool-call', toolCallId: id, toolName: name, input: JSON.stringify(input) }],
-    finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
-    usage: u,
-    warnings: [],
-  };
-}
-
-/** A mock that answers its turns in order, and counts its calls. */
-function scripted(turns: Generate[]) {
-  let n = 0;
-  const model = new MockLanguageModelV3({
-    modelId: 'gpt-4o-mini',
-    doGenerate: async () => {
-      const turn = turns[n++];
-      if (turn === undefined) throw new Error(`the script has no turn ${n}`);
-      return turn;
-    },
-  });
-  return model;
-}
-
-function journal(): Effects & { records: Map<string, unknown> } {
-  const records = new Map<string, unknown>();
-  return {
-    records,
-    key: (key) => `hop-key/${key}`,
-    async once(key, fn) {
-      if (records.has(key)) return records.get(key) as never;
-      const value = await fn();
-      records.set(key, JSON.parse(JSON.stringify(value)));
-      return value;
-    },
-    atomic() {
-      throw new Error('not used');
-    },
-  };
-}
-
-function hopInput(input: string, effects: Effects, resume?: HopResume): HopInput {
-  const headers = { taskId: 't1', runId: 'item-1', hop: 0, attempt: 1, idempotencyKey: 'item-1/0/1' };
-  const message = { role: 'user' as const, parts: [{ kind: 'text' as const, text: input }] };
-  return {
-    role: 'coding',
-    envelope: { kind: 'work', headers, message },
-    headers,
-    message,
-    context: { runId: 'item-1', outputs: [], memory: {} },
-    resume,
-    effects,
-    delivery: { id: 'd1', deliveries: 1 },
-    signal: new AbortController().signal,
-  };
-}
 
 function resumeWith(state: unknown, answer: string): HopResume {
   return {

@@ -8,25 +8,26 @@ import type { Effects, HopInput, HopResume } from '../../src/actors/worker/handl
 
 type Generate = Awaited<ReturnType<MockLanguageModelV3['doGenerate']>>;
 
-export function usage(input: number, output: number): Generate['usage'] {
+/** A step's usage as a provider reports it (`cached` of the input read from cache, `reasoning` of the output). */
+export function usage(input: number, output: number, cached = 0, reasoning = 0): Generate['usage'] {
   return {
-    inputTokens: { total: input, noCache: input, cacheRead: 0, cacheWrite: undefined },
-    outputTokens: { total: output, text: output, reasoning: 0 },
+    inputTokens: { total: input, noCache: input - cached, cacheRead: cached, cacheWrite: undefined },
+    outputTokens: { total: output, text: output - reasoning, reasoning },
   };
 }
-export function text(value: string): Generate {
+export function text(value: string, u = usage(100, 20)): Generate {
   return {
     content: [{ type: 'text', text: value }],
     finishReason: { unified: 'stop', raw: 'stop' },
-    usage: usage(100, 20),
+    usage: u,
     warnings: [],
   };
 }
-export function toolCall(name: string, input: unknown, id: string): Generate {
+export function toolCall(name: string, input: unknown, id: string, u = usage(100, 20)): Generate {
   return {
     content: [{ type: 'tool-call', toolCallId: id, toolName: name, input: JSON.stringify(input) }],
     finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
-    usage: usage(100, 20),
+    usage: u,
     warnings: [],
   };
 }
