@@ -31,6 +31,7 @@ const LAYERS = [
   { name: 'console', path: '^src/console/' },
   { name: 'demo', path: '^src/demo/' },
   { name: 'gateway', path: '^src/gateway/' },
+  { name: 'remote', path: '^src/remote/' },
   { name: 'cli', path: '^src/cli/' },
   { name: 'index', path: '^src/index[.]ts$' },
 ];

@@ -54,4 +54,104 @@ export const moduleThresholds = {
   'src/workflow/cost-ledger.ts': 95,
   // 87.2% when first measured; 97.5% with its rules as properties (quick run).
   'src/workflow/governance.ts': 97,
+  // 94.9% in the quick run with its rules as properties (176 mutants, 9 undetected).
+  // Equivalent: `index >= at.length` as `>` or false (an index past the end
+  // reads undefined, which reads as not found); `Array.isArray(a)` as false
+  // (a JSON array compares the same by its index keys); `Object.hasOwn(b, k)`
+  // as true (a missing member reads undefined, unequal to a defined one);
+  // `!at.found` as false and the last `lte` test as true (each then holds
+  // false as before). Two more (an index of two digits, members with equal
+  // names and unequal values) have example tests since, not yet re-measured.
+  'src/workflow/conditions.ts': 94,
+  // 90.5% (19 of 21). Both survivors are equivalent: `waitedMs >= owed` as
+  // `>`, and `sinceLastCallMs < PRUNE_IDLE_MS` as `<=`: at equality the wait
+  // left is min(0, ...) = 0, the same "go now".
+  'src/decisions/prune-pacing.ts': 90,
+  // The modules of work that branches and delegates (quick run, 2026-12-04; before: the quick
+  // run's selection without test/decisions/*-rules.property.test.ts and the join's rule tests).
+  // 0% before (no test of the quick run reached it; 93.5% in the full run); 100% (31 mutants).
+  'src/decisions/coordinator/tree-rollup.ts': 100,
+  // 51.2% before; 100% (86 mutants) with the index's own rules as properties.
+  'src/machines/workflow-run-join-index.ts': 100,
+  // 0% before (no test of the quick run reached it); 75.6% (90 mutants, 68 detected), every
+  // survivor equivalent (22): the `output` and `hops` spreads of the CHILD_SETTLED event made
+  // unconditional (an output of null and hops of undefined read as none); the guard of a
+  // hop's resume by its last child (13: eight of its parts made true, four of its `&&` made
+  // `||`, `joinBefore?.kind` made `joinBefore.kind`), as a spawn join alone waits with
+  // 'await-reply', a stage's join waits with 'await-children', and only a spawn join's last
+  // end makes the run dispatch that continuation (its last two clauses imply the others in
+  // every state a run reaches); the search for the suspended hop (6: four of its parts made
+  // true, two of its `&&` made `||`), as an item has one stage hop per hop number and one
+  // suspended at a time; `asking !== undefined` made true (that hop is always there).
+  'src/decisions/coordinator/child-settled.ts': 75,
+  // 5.2% before (191 mutants; only `childDeadline` was reached); 92.7% (177 detected), every
+  // survivor equivalent (14): in `outputValue`, `data.kind === 'data'` made true (the search
+  // matched that kind), and in the texts' map `p.kind === 'text'` made true and its '' made
+  // another string (the filter kept text parts only); in `spawn`, `join === null` made false
+  // (a spawn directive comes with its join), `stage.parallel === undefined` made true before
+  // `stage.workflow` (a parallel stage has no `workflow`), `workflow === null` made true
+  // (`branchDefinition` gives null for a workflow branch or stage), the branch given to
+  // `branchDefinition` made unconditional (a map's definition ignores it), the four optional
+  // chains on a branch of the join made plain (each branch a directive names is in the join),
+  // the event's `{ stage: d.stage }` made {} (an event's stage defaults to the run's, that
+  // fan-out stage); in `settleParent`, `output?.state` and `work.ctx?.childHops` made plain
+  // (an ending item has its output and its run).
+  'src/decisions/coordinator/child-spawn.ts': 92,
+  // Before: not measured (a run takes most of an hour). After: 94.6% (562 mutants, 532
+  // detected: 528 in a whole run, then four more in runs of lines 184 and 391-402 with tests
+  // of a parallel stage's join opening and of the branches a derived join stopped).
+  // Equivalent (30): `stage.parallel !== undefined` made false in `isFanOutStage` (a parallel
+  // stage has no role); in `carve`, the early null made false (an empty carve is null anyway);
+  // in `carveAll`, `sharers === 0` made false (no child reads that share), the copy of what is
+  // left made {} for none (an empty budget caps nothing), the early null for a child with no
+  // carve and no budget made false (it gets null anyway), `value !== undefined` made true (an
+  // undefined limit reads as none), `rest === null` made false (both arms make the same call),
+  // `capped !== null` made true (nothing to subtract); the early returns of `startBranches`
+  // (six: made false, `||` made `&&`, `>=` made `>`: the pass then starts none and returns the
+  // same join), of `runningBranches` and of `abandonedBranches` (four each: the pass gives []
+  // too); `at === null` made true in `branchRunning` and `index.at === null` made false in
+  // `settleBranch` (the pass over the branches gives the same); in `abandonedBranches`, the
+  // guard of the read by position (four: made false or true, `after.hop === before.hop` made
+  // true or `!==`: a join with its positions kept has its hop) and its block removed (the
+  // pass gives the same), and the empty set of a join of another hop made a set of one
+  // string no branch key is.
+  'src/machines/workflow-run-join.ts': 94,
+  // The rows that link a child to its parent, the creation of an item and a hop's own children
+  // (quick run, 2026-12-05; before: the quick run's selection before test/decisions/
+  // child-rows-rules, create-rules and child-suspension-rules.property.test.ts).
+  // 40.0% before (5 mutants, 2 detected; the three attribute names made "" survived); 100% with the
+  // names tied to the ones the stores' SQL reads.
+  'src/decisions/coordinator/child-rows.ts': 100,
+  // 20.0% before (45 mutants, 9 detected); 91.1% (41 detected), every survivor equivalent (4):
+  // the row's `state: 'pending'` made "" (`finish` writes the row's state from the run's, and
+  // nothing reads it before); `input.ancestors === undefined` made false (an undefined
+  // `ancestors` reads as none, `view.ancestors ?? []`); the audit's `startStage` spread made
+  // unconditional (`json` drops an undefined member); the START's `input.startStage ===
+  // undefined` made false (`{ type: 'START', stage: undefined }` starts at the definition's
+  // start, as `{ type: 'START' }` does).
+  'src/decisions/coordinator/create.ts': 91,
+  // 42.1% before (76 mutants, 32 detected); 90.8% (69 detected), every survivor equivalent (7):
+  // a child's `budget` spread in HOP_SUSPENDED made unconditional (an undefined carve reads as
+  // none); `work.run?.context` made `work.run.context` twice, for the join and the deadline (a
+  // live item's run is there: `send` never drops it); in `awaitsReply(work, token) && join !==
+  // null`, `join !== null` made true and the `&&` made `||` (the join is opened by the
+  // suspension itself and is null whenever the run does not take it: refused, or failed over
+  // its budget, as `fail` clears it); `join.branches[i]?.budget` made plain twice (the join has
+  // a branch per child).
+  'src/decisions/coordinator/child-suspension.ts': 90,
+  // The three below were first measured with those three test files in the selection: 95.7%
+  // (23 mutants, 22 detected); 100% with budgets told apart by `maxHops` too (the shared budget
+  // policies' key without it, detected in a run of line 51).
+  'src/workflow/governance-cascade.ts': 100,
+  // 100% as first measured (168 mutants, all detected), no new test.
+  'src/workflow/item-output.ts': 100,
+  // 100% as first measured (40 mutants, all detected), no new test.
+  'src/workflow/task-view.ts': 100,
+  // 0% before (no test of the quick run reached it); 97.1% (104 mutants, 101 detected) with
+  // test/workflow/item-tree-rules.property.test.ts. Equivalent (3): in `positionOf`,
+  // `typeof at === 'number'` made true (Number.isInteger is false for anything but a number); in
+  // `subtreeHops`, `parent !== null` made true (a root then sits under the key null, which no id
+  // looks up); in `treeOrderBy`, `parent === null` made false (the ids listed are strings, so
+  // `!listed.has(null)` makes a root of it all the same).
+  'src/workflow/item-tree.ts': 97,
 };

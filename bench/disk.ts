@@ -4,13 +4,10 @@
  *
  * 1. Bytes per task: N tasks (send, working, completed; 200-character texts
  *    from the requester and in the worker's answer) in the broker's SQLite
- *    file, against the same work stored the way `@a2a-js/sdk`'s
- *    `DatabaseTaskStore` stores it on SQLite, in the same run. That store
- *    runs on Kysely, which is not installed here (nor its SQLite dialect):
- *    its table, indexes and rows are reproduced exactly instead, with
- *    better-sqlite3 (the migration's DDL for the sqlite dialect, the row of
- *    its `toTaskRow` built with the SDK's own `Task` codec, one upsert per
- *    save: submitted, working, completed). Bytes are the file's used pages
+ *    file, against the same work stored by `@a2a-js/sdk`'s own
+ *    `DatabaseTaskStore` on SQLite (Kysely's SQLite dialect over
+ *    better-sqlite3, its table made by the SDK's migrator), in the same run:
+ *    one save per state, submitted, working, completed. Bytes are the file's used pages
  *    (page_count - freelist_count, times page_size) after a checkpoint.
  *    Target: ours below theirs.
  * 2. A prune of P ended tasks (default 100,000): how long it takes, and the
@@ -23,12 +20,19 @@
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { Task as SdkTask } from '@a2a-js/sdk';
+import { ServerCallContext } from '@a2a-js/sdk/server';
+import { DatabaseTaskStore } from '@a2a-js/sdk/server/database';
+import { Kysely, SqliteDialect } from 'kysely';
 import Database from 'better-sqlite3';
 import { type Broker, createBroker } from '../src/actors/broker/broker.js';
 
 const TASKS_PER_PAIR = 100;
+/** The SDK's own migrator (its `a2a-db` command). */
+const SDK_MIGRATOR = join(dirname(createRequire(import.meta.url).resolve('@a2a-js/sdk')), 'cli', 'a2a_db.js');
 const TEXT = 'x'.repeat(200);
 
 function arg(name: string, fallback: number): number {
@@ -53,6 +57,33 @@ function usedBytes(path: string): { used: number; file: number } {
     const pages = db.pragma('page_count', { simple: true }) as number;
     const free = db.pragma('freelist_count', { simple: true }) as number;
     return { used: (pages - free) * pageSize, file: pages * pageSize };
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Bytes per task of each table with its indexes, from the `dbstat` virtual
+ * table (whole pages; `index` the pages of its indexes, `payload` what rows
+ * and index entries use of both), largest first.
+ */
+function bytesByTable(path: string, n: number): string {
+  const db = new Database(path, { readonly: true });
+  try {
+    const rows = db
+      .prepare(
+        `SELECT COALESCE(m.tbl_name, d.name) AS tbl, SUM(CASE WHEN m.type = 'index' THEN d.pgsize ELSE 0 END) AS idx,
+           SUM(d.pgsize) AS bytes, SUM(d.payload) AS payload
+         FROM dbstat d LEFT JOIN sqlite_master m ON m.name = d.name GROUP BY tbl ORDER BY bytes DESC`,
+      )
+      .all() as { tbl: string; idx: number; bytes: number; payload: number }[];
+    return rows
+      .filter((r) => r.bytes / n >= 1)
+      .map(
+        (r) =>
+          `  ${r.tbl}: ${Math.round(r.bytes / n)} B/task (indexes ${Math.round(r.idx / n)}, payload ${Math.round(r.payload / n)})`,
+      )
+      .join('\n');
   } finally {
     db.close();
   }
@@ -84,89 +115,47 @@ async function runOurs(broker: Broker, n: number, clock?: { advance(): void }): 
   }
 }
 
-/** The DDL of `@a2a-js/sdk`'s task store migration for the sqlite dialect (its `tasks` table and two indexes). */
-const SDK_TASKS_DDL = `
-  CREATE TABLE tasks (
-    tenant varchar(255) collate binary not null,
-    owner varchar(255) collate binary not null,
-    id varchar(36) collate binary not null,
-    context_id varchar(36) collate binary not null,
-    status_last_updated bigint not null,
-    status_state varchar(255) collate binary,
-    status text, artifacts text, history text, metadata text,
-    protocol_version varchar(255),
-    constraint tasks_pkey primary key (tenant, owner, id)
-  );
-  CREATE INDEX tasks_scope_updated_idx ON tasks (tenant, owner, status_last_updated, id);
-  CREATE INDEX tasks_scope_context_updated_idx ON tasks (tenant, owner, context_id, status_last_updated, id);
-`;
-
-/** The same work saved the way `DatabaseTaskStore.save` saves it: one upsert of the task's row per save. */
-function runTheirs(path: string, n: number): void {
-  const db = new Database(path);
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
-  db.exec(SDK_TASKS_DDL);
-  const upsert = db.prepare(
-    `INSERT INTO tasks (tenant, owner, id, context_id, status_last_updated, status_state, status, artifacts, history, metadata, protocol_version)
-     VALUES (@tenant, @owner, @id, @context_id, @status_last_updated, @status_state, @status, @artifacts, @history, @metadata, @protocol_version)
-     ON CONFLICT (tenant, owner, id) DO UPDATE SET context_id = excluded.context_id,
-       status_last_updated = excluded.status_last_updated, status_state = excluded.status_state, status = excluded.status,
-       artifacts = excluded.artifacts, history = excluded.history, metadata = excluded.metadata,
-       protocol_version = excluded.protocol_version`,
-  );
-  const encode = (value: unknown) => (value === undefined ? null : JSON.stringify(value));
-  const save = (json: Record<string, unknown>) => {
-    // `toTaskRow`: the SDK's codec, then each part as JSON text.
-    const payload = SdkTask.toJSON(SdkTask.fromJSON(json)) as Record<string, unknown> & {
-      status?: { state?: string; timestamp?: string };
-    };
-    upsert.run({
-      tenant: '',
-      owner: '',
-      id: json.id,
-      context_id: json.contextId,
-      status_last_updated: Date.parse(payload.status?.timestamp ?? '') || 0,
-      status_state: payload.status?.state ?? null,
-      status: encode(payload.status),
-      artifacts: encode(payload.artifacts),
-      history: encode(payload.history),
-      metadata: encode(payload.metadata),
-      protocol_version: '1.0',
-    });
-  };
-  const run = db.transaction((from: number, to: number) => {
-    for (let i = from; i < to; i++) {
-      const id = crypto.randomUUID();
-      const contextId = crypto.randomUUID();
-      const now = () => new Date().toISOString();
-      const user = {
-        messageId: crypto.randomUUID(),
-        contextId,
-        taskId: id,
-        role: 'ROLE_USER',
-        parts: [{ text: TEXT }],
-      };
-      const answer = {
-        messageId: crypto.randomUUID(),
-        contextId,
-        taskId: id,
-        role: 'ROLE_AGENT',
-        parts: [{ text: TEXT }],
-      };
-      save({ id, contextId, status: { state: 'TASK_STATE_SUBMITTED', timestamp: now() }, history: [user] });
-      save({ id, contextId, status: { state: 'TASK_STATE_WORKING', timestamp: now() }, history: [user] });
-      save({
-        id,
-        contextId,
-        status: { state: 'TASK_STATE_COMPLETED', message: answer, timestamp: now() },
-        history: [user],
-      });
-    }
+/**
+ * The same work stored by `@a2a-js/sdk`'s own `DatabaseTaskStore` on SQLite
+ * (Kysely's SQLite dialect over better-sqlite3, the file made by the SDK's
+ * own migrator, `a2a-db upgrade`): three saves per task, submitted, working,
+ * completed, as the SDK's request handler makes them.
+ */
+async function runTheirs(path: string, n: number): Promise<void> {
+  const migrated = spawnSync(process.execPath, [SDK_MIGRATOR, 'upgrade', '--url', `sqlite:${path}`], {
+    encoding: 'utf8',
   });
-  // As many saves per transaction as the broker's group commit carries (the bytes do not depend on it).
-  for (let i = 0; i < n; i += TASKS_PER_PAIR) run(i, Math.min(n, i + TASKS_PER_PAIR));
-  db.close();
+  if (migrated.status !== 0) throw new Error(`a2a-db upgrade failed: ${migrated.stderr}`);
+  const database = new Database(path);
+  database.pragma('journal_mode = WAL');
+  database.pragma('synchronous = NORMAL');
+  const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database }) });
+  const store = new DatabaseTaskStore(db);
+  const context = new ServerCallContext();
+  const save = (json: Record<string, unknown>) => store.save(SdkTask.fromJSON(json), context);
+  for (let i = 0; i < n; i++) {
+    const id = crypto.randomUUID();
+    const contextId = crypto.randomUUID();
+    const now = () => new Date().toISOString();
+    const user = { messageId: crypto.randomUUID(), contextId, taskId: id, role: 'ROLE_USER', parts: [{ text: TEXT }] };
+    const answer = {
+      messageId: crypto.randomUUID(),
+      contextId,
+      taskId: id,
+      role: 'ROLE_AGENT',
+      parts: [{ text: TEXT }],
+    };
+    await save({ id, contextId, status: { state: 'TASK_STATE_SUBMITTED', timestamp: now() }, history: [user] });
+    await save({ id, contextId, status: { state: 'TASK_STATE_WORKING', timestamp: now() }, history: [user] });
+    await save({
+      id,
+      contextId,
+      status: { state: 'TASK_STATE_COMPLETED', message: answer, timestamp: now() },
+      history: [user],
+    });
+    if (i % 10_000 === 9_999) log(`  ${i + 1} tasks (@a2a-js/sdk)`);
+  }
+  await db.destroy();
 }
 
 /**
@@ -207,14 +196,16 @@ async function main(): Promise<void> {
     await broker.close();
     const oursBytes = usedBytes(ours);
     const theirs = join(dir, 'theirs.db');
-    runTheirs(theirs, n);
+    await runTheirs(theirs, n);
     const theirsBytes = usedBytes(theirs);
     const per = (b: number) => Math.round(b / n);
     process.stdout.write(
       `bytes per task (${n} tasks): switchboard ${per(oursBytes.used)} (file ${per(oursBytes.file)}), ` +
-        `@a2a-js/sdk DatabaseTaskStore layout ${per(theirsBytes.used)} (file ${per(theirsBytes.file)}); ` +
+        `@a2a-js/sdk DatabaseTaskStore ${per(theirsBytes.used)} (file ${per(theirsBytes.file)}); ` +
         `ratio ${(oursBytes.used / theirsBytes.used).toFixed(2)}\n`,
     );
+    process.stdout.write(`switchboard by table:\n${bytesByTable(ours, n)}\n`);
+    process.stdout.write(`@a2a-js/sdk DatabaseTaskStore by table:\n${bytesByTable(theirs, n)}\n`);
     if (pruneCount > 0) await benchPrune(dir, pruneCount);
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -243,7 +234,19 @@ async function benchPrune(dir: string, count: number): Promise<void> {
   await baseline.stop();
   const during = callLoop(broker, pair);
   const t0 = performance.now();
-  const result = await broker.pruneTasks({ endedBefore });
+  // A prune among steady calls takes 1% of the broker's time: minutes; say how it goes.
+  const reader = new Database(path, { readonly: true });
+  const tasksLeft = reader.prepare('SELECT count(*) AS n FROM a2a_tasks');
+  const progress = setInterval(() => {
+    const { n } = tasksLeft.get() as { n: number };
+    log(
+      `  pruning: ${Math.round((performance.now() - t0) / 1000)} s, ${n} tasks left, ${during.latencies.length} calls alongside`,
+    );
+  }, 30_000);
+  const result = await broker.pruneTasks({ endedBefore }).finally(() => {
+    clearInterval(progress);
+    reader.close();
+  });
   const seconds = (performance.now() - t0) / 1000;
   await during.stop();
   await broker.close();

@@ -21,7 +21,8 @@
  * DBOS running the same fan-out as child workflows on PostgreSQL is
  * measured by bench:fanout:postgres (bench/fanout-postgres.ts).
  *
- * Progress goes to stderr; the figures to stdout.
+ * Progress goes to stderr; the figures to stdout. To profile one scenario:
+ * `BENCH_ONLY=map BENCH_ROUNDS=1 node --cpu-prof --import tsx bench/fanout.ts`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -34,6 +35,10 @@ import { parseWorkflowDefinition } from '../src/workflow/definition.js';
 import { NOOP_USAGE, definition as chain, progress } from './four-stage-workflow.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+/** `BENCH_ONLY=map,parallel`: only these scenarios (to profile one; the ratios need the chain). */
+const ONLY = process.env.BENCH_ONLY?.split(',');
+/** `BENCH_BY_STEP=1`: also the Coordinator's CPU per hop by kind of step (result, decision, create, ...). */
+const BY_STEP = process.env.BENCH_BY_STEP === '1';
 const MAP_SIZE = 1_000;
 const BRANCHES = 50;
 
@@ -85,8 +90,13 @@ async function scenario(
   hops: number,
 ): Promise<Figures> {
   let cpuUs = 0;
-  const stop = observeCommits(coordinator, (_ns, _what, _inner, us) => {
+  const byStep = new Map<string, { us: number; inputs: number }>();
+  const stop = observeCommits(coordinator, (_ns, what, _inner, us) => {
     cpuUs += us;
+    const s = byStep.get(what) ?? { us: 0, inputs: 0 };
+    s.us += us;
+    s.inputs++;
+    byStep.set(what, s);
   });
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
@@ -103,6 +113,10 @@ async function scenario(
   const wallMs = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
   stop();
+  if (BY_STEP) {
+    const parts = [...byStep].map(([what, s]) => `${what} ${(s.us / hops).toFixed(0)} µs/hop (${s.inputs} inputs)`);
+    progress(`    by step: ${parts.join(', ')}`);
+  }
   return { coordinatorUsPerHop: cpuUs / hops, processUsPerHop: (cpu.user + cpu.system) / hops, wallMs };
 }
 
@@ -123,7 +137,7 @@ try {
     try {
       // Warm-up: one of each.
       await scenario(coordinator, { workflow: chain, count: 5, inFlight: 5 }, 20);
-      const order = (['chain', 'map', 'parallel'] as const).slice();
+      const order = (['chain', 'map', 'parallel'] as const).filter((w) => ONLY === undefined || ONLY.includes(w));
       if (round % 2 === 0) order.reverse();
       for (const which of order) {
         progress(`round ${round}: ${which}`);
@@ -142,10 +156,12 @@ try {
       await coordinator.close();
     }
   }
-  const base = median(results.chain.map((f) => f.coordinatorUsPerHop));
-  const baseProcess = median(results.chain.map((f) => f.processUsPerHop));
+  // Without the chain (BENCH_ONLY), the ratios print as NaN.
+  const base = results.chain.length === 0 ? Number.NaN : median(results.chain.map((f) => f.coordinatorUsPerHop));
+  const baseProcess = results.chain.length === 0 ? Number.NaN : median(results.chain.map((f) => f.processUsPerHop));
   process.stdout.write(`bench:fanout, ${ROUNDS} rounds, medians (ratio to the chain's in the same run)\n`);
   for (const which of ['chain', 'map', 'parallel'] as const) {
+    if (results[which].length === 0) continue;
     const c = median(results[which].map((f) => f.coordinatorUsPerHop));
     const p = median(results[which].map((f) => f.processUsPerHop));
     const w = median(results[which].map((f) => f.wallMs));

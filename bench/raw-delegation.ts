@@ -58,8 +58,8 @@ export function rawDelegations(dir: string, name: string, options: RawDelegation
          creation_message_id, history_count, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
     ),
     insertMessage: db.prepare(
-      `INSERT INTO a2a_messages (task_id, message_id, position, role, from_name, body)
-       VALUES (?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO a2a_messages (task, message_id, position, role, from_name, body)
+       VALUES ((SELECT task FROM a2a_tasks WHERE task_id = ?), ?, ?, ?, ?, ?)`,
     ),
     putActor: db.prepare('INSERT INTO a2a_task_actors (task_id, machine_version, snapshot) VALUES (?, 1, ?)'),
     sends: db.prepare('UPDATE a2a_agents SET sends = sends + 1 WHERE agent_id = ?'),
@@ -67,8 +67,8 @@ export function rawDelegations(dir: string, name: string, options: RawDelegation
       'SELECT COALESCE(MAX(seq), 0) AS seq FROM a2a_events WHERE party_context_id = ? AND party_name = ?',
     ),
     event: db.prepare(
-      `INSERT INTO a2a_events (party_context_id, party_name, seq, method, task_id, params, created_at)
-       VALUES (?, ?, ?, 'a2a.task.event', ?, ?, ?)`,
+      `INSERT INTO a2a_events (party_context_id, party_name, seq, method, task, params, created_at)
+       VALUES (?, ?, ?, 0, (SELECT task FROM a2a_tasks WHERE task_id = ?), ?, CAST(round(unixepoch(?, 'subsec') * 1000) AS INTEGER))`,
     ),
     head: db.prepare('SELECT * FROM a2a_tasks WHERE task_id = ?'),
     writeHead: db.prepare(

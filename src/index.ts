@@ -160,6 +160,13 @@ export type { PoolDeployment } from './machines/pool-machine.js';
 export { createModelAgent } from './agents/model-agent.js';
 export type { ModelAgent, ModelAgentOptions, AgentLanguageModel, AgentTool } from './agents/model-agent.js';
 export { McpServerError } from './agents/mcp/mcp-servers.js';
+export { RemoteAgentError } from './remote/remote-errors.js';
+export { addRemoteAgent, listRemoteAgents, removeRemoteAgent } from './remote/remote-agents.js';
+export type { AddRemoteAgentOptions } from './remote/remote-agents.js';
+export { startRemoteBridge } from './remote/remote-bridge.js';
+export type { RemoteBridge, RemoteBridgeOptions } from './remote/remote-bridge.js';
+export type { RemoteAgentRow } from './remote/remotes-file.js';
+export type { V1AgentCard } from './protocol/a2a-v1/schemas.js';
 export type {
   McpServerConfig,
   McpStdioServer,

@@ -1,4 +1,5 @@
 import type { CliCommand } from './command.js';
+import { agentsCommand } from './agents.js';
 import { approveCommand } from './approve.js';
 import { auditCommand } from './audit.js';
 import { consoleCommand } from './console.js';
@@ -31,6 +32,7 @@ export const COMMANDS: readonly CliCommand[] = [
   topCommand,
   consoleCommand,
   gatewayCommand,
+  agentsCommand,
   coordinatorCommand,
   workerCommand,
   submitCommand,

@@ -8,7 +8,9 @@ import {
   startGatewayServer,
 } from '../gateway/gateway-server.js';
 import { GatewayError, KeyRing, defaultKeysFile } from '../gateway/gateway-keys.js';
+import { pushFileOf } from '../gateway/gateway-push-store.js';
 import { createLogger } from '../log/logger.js';
+import { MAX_LINE_BYTES } from '../protocol/bounds.js';
 import { type SwitchboardClient, connect } from '../transport/client.js';
 import { VERSION } from '../version.js';
 import type { CliCommand } from './command.js';
@@ -27,15 +29,19 @@ import { stopSignal } from './stop-signal.js';
 
 export const GATEWAY_USAGE = `Usage: switchboard gateway --agents NAME[,NAME...] (--db PATH | --socket PATH [--keys FILE])
                           [--listen HOST:PORT] [--tls-cert FILE --tls-key FILE | --insecure] [--rate N]
+                          [--max-body BYTES]
        switchboard gateway keys add NAME --agents NAME[,NAME...]|list|revoke NAME (--db PATH | --keys FILE)
 
 An HTTP gateway that serves chosen agents of a broker to A2A v1.0 clients.
 Each agent NAME gets its base URL /agents/NAME/: its agent card at
 /agents/NAME/.well-known/agent-card.json (no key needed), and the JSON-RPC
 binding at POST /agents/NAME/ (SendMessage, SendStreamingMessage and
-SubscribeToTask over server-sent events, GetTask, ListTasks, CancelTask),
-and the HTTP+JSON binding of the same methods under it (message:send,
-message:stream, tasks, tasks/ID, tasks/ID:cancel, tasks/ID:subscribe).
+SubscribeToTask over server-sent events, GetTask, ListTasks, CancelTask,
+the push notification config methods), and the HTTP+JSON binding of the
+same methods under it (message:send, message:stream, tasks, tasks/ID,
+tasks/ID:cancel, tasks/ID:subscribe, tasks/ID/pushNotificationConfigs).
+Push configs are kept beside the keys file (PATH.gateway-push.json); the
+gateway POSTs each update of such a task to its webhook, from its host.
 Every request but a card's needs Authorization: Bearer KEY, a key of
 gateway keys add scoped to the agent. The gateway registers one broker
 agent per key, gateway-NAME (context "gateway"): it sends the tasks the key's
@@ -58,11 +64,13 @@ Options:
   --tls-key FILE     PEM private key of --tls-cert
   --insecure         plain HTTP on an address other than loopback
   --rate N           requests a second each key may send, bursts of twice it (default ${DEFAULT_GATEWAY_RATE})
+  --max-body BYTES   the largest request body (default ${MAX_LINE_BYTES}, the broker's line bound);
+                     larger ones are answered 413
   -h, --help         show this help
 
 Exit status: 0 after SIGINT or SIGTERM; 1 when the broker cannot be joined,
-the keys file cannot be read or the address cannot be listened on (or the
-broker goes away); 2 for a usage error.`;
+the keys file or the push configs file cannot be read, or the address
+cannot be listened on (or the broker goes away); 2 for a usage error.`;
 
 export const GATEWAY_FLAGS: FlagSpec = {
   agents: { type: 'string' },
@@ -74,6 +82,7 @@ export const GATEWAY_FLAGS: FlagSpec = {
   'tls-key': { type: 'string' },
   insecure: { type: 'boolean' },
   rate: { type: 'string' },
+  'max-body': { type: 'string' },
 };
 
 function isLoopback(host: string): boolean {
@@ -88,6 +97,7 @@ interface GatewayFlags {
   tls: { cert: string; key: string } | undefined;
   insecure: boolean;
   rate: number;
+  maxBodyBytes: number;
 }
 
 function parseGatewayFlags(argv: string[]): GatewayFlags {
@@ -118,6 +128,13 @@ function parseGatewayFlags(argv: string[]): GatewayFlags {
   if (!Number.isFinite(rate) || rate <= 0 || rate > 100_000) {
     throw new CliUsageError(`--rate takes a number of requests a second above 0 (got '${rateValue}')`);
   }
+  const maxBodyValue = stringFlag(args, 'max-body');
+  const maxBodyBytes = maxBodyValue === undefined ? MAX_LINE_BYTES : Number(maxBodyValue);
+  if (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 1024 || maxBodyBytes > MAX_LINE_BYTES) {
+    throw new CliUsageError(
+      `--max-body takes a whole number of bytes from 1024 to ${MAX_LINE_BYTES} (got '${maxBodyValue}')`,
+    );
+  }
   return {
     agents,
     broker: db === undefined ? { socket: socket as string } : { db },
@@ -126,6 +143,7 @@ function parseGatewayFlags(argv: string[]): GatewayFlags {
     tls: cert === undefined || key === undefined ? undefined : { cert, key },
     insecure,
     rate,
+    maxBodyBytes,
   };
 }
 
@@ -173,6 +191,8 @@ async function runGateway(argv: string[]): Promise<number> {
         port: flags.listen.port,
         ...(tls === undefined ? {} : { tls }),
         rate: flags.rate,
+        maxBodyBytes: flags.maxBodyBytes,
+        pushFile: pushFileOf(flags.keys),
         logger,
       });
     } catch (error) {

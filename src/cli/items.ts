@@ -3,7 +3,7 @@ import { WORKFLOW_RUN_STATES } from '../protocol/workflow.js';
 import type { ItemOutput } from '../protocol/item-output.js';
 import type { Part } from '../protocol/parts.js';
 import { outputSummary } from '../workflow/item-output.js';
-import type { HopRecord, ItemRecord, ItemState } from '../workflow/records.js';
+import type { HopRecord, ItemRecord, ItemState, TreeUsage } from '../workflow/records.js';
 import type { CliCommand } from './command.js';
 import {
   ITEM_CONTROL_HELP,
@@ -12,7 +12,7 @@ import {
   parseControlFlags,
   runItemControl,
 } from './item-controls.js';
-import { branchOf, ownUsage, parentOf, subtreeHops, treeOrder } from '../workflow/item-tree.js';
+import { branchOf, ownUsage, parentOf, siblingOrder, subtreeHops, treeOrder } from '../workflow/item-tree.js';
 import {
   CliUsageError,
   type FlagSpec,
@@ -54,7 +54,9 @@ Coordinator.
          approval, its hops (state, model, tokens, cost, time), its child
          work items (parallel branches, map elements, workflow stages) and
          its whole output. An item's usage is its rollup: its own hops'
-         and its children's; show also prints its own.
+         and its children's as they end; show also prints its own, and
+         "rolled up", live: its hops' and every descendant's charged so
+         far, while children still run.
 ${ITEM_CONTROL_HELP}
 
 Options:
@@ -149,8 +151,10 @@ function elapsedMs(item: ItemRecord, now: number): number {
   return Math.max(0, (item.finishedAt ?? now) - item.createdAt);
 }
 
-function tokens(item: ItemRecord | HopRecord): string {
-  return String(item.usage.inputTokens + item.usage.outputTokens);
+/** Its tokens; a child's from its live subtree usage (`tree`) when there is one. */
+function tokens(item: ItemRecord | HopRecord, tree?: TreeUsage): string {
+  const usage = tree?.usage ?? item.usage;
+  return String(usage.inputTokens + usage.outputTokens);
 }
 
 function cut(text: string, max: number): string {
@@ -304,7 +308,9 @@ function showItem(opened: OpenedDatabase, store: SqliteCoordinatorStore, flags: 
       const item = store.getItem(id);
       if (item === undefined) return undefined;
       const all = store.listItems({ limit: MAX_LIMIT });
-      return { item, hops: store.listHops(id), children: all.filter((c) => parentOf(c) === id), all };
+      const children = all.filter((c) => parentOf(c) === id);
+      const trees = store.treeUsage([id, ...children.map((c) => c.id)]);
+      return { item, hops: store.listHops(id), children, all, trees };
     })
     .deferred();
   // Where its hops' messages are: the file's own bus (a file with no bus table tells nothing).
@@ -334,7 +340,16 @@ function waitingLines(waits: readonly BusWait[]): string[] {
 }
 
 function printItem(
-  found: { item: ItemRecord; hops: HopRecord[]; children: ItemRecord[]; all: ItemRecord[] } | undefined,
+  found:
+    | {
+        item: ItemRecord;
+        hops: HopRecord[];
+        children: ItemRecord[];
+        all: ItemRecord[];
+        /** The live subtree usage of the item and its children (absent: nothing charged, or kept before it was). */
+        trees: ReadonlyMap<string, TreeUsage>;
+      }
+    | undefined,
   where: string,
   flags: ItemsFlags,
   lookup?: BusMessageLookup,
@@ -346,7 +361,10 @@ function printItem(
     );
     return 1;
   }
-  const { item, hops, children, all } = found;
+  const { item, hops, all, trees } = found;
+  // Its children in the order it started them (by hop, then position), in the table and in --json.
+  const children = siblingOrder(found.children);
+  const tree = trees.get(item.id) ?? null;
   const now = Date.now();
   const elapsed = elapsedMs(item, now);
   const own = ownUsage(hops);
@@ -354,7 +372,7 @@ function printItem(
   const rolledHops = (i: ItemRecord) => subtreeHops(i, all);
   if (flags.json) {
     process.stdout.write(
-      `${JSON.stringify({ item: { ...item, elapsedMs: elapsed }, hops, waiting, ownUsage: own, ownHops: item.hops, subtreeHops: rolledHops(item), children: children.map((c) => ({ id: c.id, branch: branchOf(c), state: c.state, workflow: c.workflow, usage: c.usage, hops: c.hops, subtreeHops: rolledHops(c) })) })}\n`,
+      `${JSON.stringify({ item: { ...item, elapsedMs: elapsed }, hops, waiting, ownUsage: own, ownHops: item.hops, subtreeHops: rolledHops(item), rolledUp: tree, children: children.map((c) => ({ id: c.id, branch: branchOf(c), state: c.state, workflow: c.workflow, usage: c.usage, hops: c.hops, subtreeHops: rolledHops(c), rolledUp: trees.get(c.id) ?? null })) })}\n`,
     );
     return 0;
   }
@@ -381,8 +399,14 @@ function printItem(
   }
   if (children.length > 0) {
     out.push(
-      `  own usage:  ${own.inputTokens} in / ${own.outputTokens} out tokens, ${formatUsd(own.costUsd)} (its hops; the usage above adds its ${children.length} children's)`,
+      `  own usage:  ${own.inputTokens} in / ${own.outputTokens} out tokens, ${formatUsd(own.costUsd)} (its hops; the usage above adds its ${children.length} children's as they end)`,
     );
+    if (tree !== null) {
+      out.push(
+        `  rolled up:  ${tree.usage.inputTokens} in / ${tree.usage.outputTokens} out tokens, ${formatUsd(tree.usage.costUsd)}, ` +
+          `${tree.hops} hops (live: its hops and every descendant's, charged so far)`,
+      );
+    }
   }
   if (hops.length > 0) out.push('', `Hops (${hops.length}):`, ...hopTable(hops).map((l) => `  ${l}`));
   out.push(...hopErrorLines(hops));
@@ -397,14 +421,14 @@ function printItem(
         { header: 'tokens', align: 'right' },
         { header: 'cost', align: 'right' },
       ],
-      treeOrder(children).map(({ item: c }) => [
+      children.map((c) => [
         branchOf(c) ?? '-',
         c.id,
         c.state,
         `${c.workflow.id}@${c.workflow.version}`,
         String(rolledHops(c)),
-        tokens(c),
-        formatUsd(c.usage.costUsd),
+        tokens(c, trees.get(c.id)),
+        formatUsd((trees.get(c.id)?.usage ?? c.usage).costUsd),
       ]),
     );
     out.push(
@@ -429,8 +453,9 @@ async function runItemsOnPostgres(url: string, flags: ItemsFlags): Promise<numbe
     const item = await store.readItem(flags.id!);
     const all = item === undefined ? [] : await store.readItems({ limit: MAX_LIMIT });
     const children = item === undefined ? [] : all.filter((c) => parentOf(c) === item.id);
+    const trees = item === undefined ? new Map() : await store.readTreeUsage([item.id, ...children.map((c) => c.id)]);
     return printItem(
-      item === undefined ? undefined : { item, hops: await store.readHops(item.id), children, all },
+      item === undefined ? undefined : { item, hops: await store.readHops(item.id), children, all, trees },
       opened.where,
       flags,
     );

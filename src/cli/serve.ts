@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { createBroker } from '../actors/broker/broker.js';
 import { LOG_LEVELS, type LogLevel, createLogger } from '../log/logger.js';
 import { type Durability, IN_MEMORY_PATH, isInMemoryPath } from '../persistence/kernel/database.js';
+import { hostRemoteAgents } from '../remote/remote-host.js';
 import { BrokerSession } from '../transport/broker-session.js';
 import { defaultSocketPath } from '../transport/host-paths.js';
 import { BrokerSocketServer } from '../transport/socket-server.js';
@@ -17,7 +18,8 @@ const DURABILITIES: readonly Durability[] = ['normal', 'full'];
 
 export const SERVE_USAGE = `Usage: switchboard serve [--db PATH] [--durability normal|full] [--log-level LEVEL]
                        [--listen unix[:PATH]] [--stdio] [--idle-exit SECONDS]
-                       [--task-retention DURATION] [--inspect[=[HOST:]PORT]]
+                       [--task-retention DURATION] [--no-remote-agents]
+                       [--inspect[=[HOST:]PORT]]
 
 Runs the A2A broker on stdin/stdout: JSON-RPC 2.0, one message per line
 (NDJSON, UTF-8). Requests are read from stdin; answers and the notifications
@@ -33,6 +35,11 @@ owns its database file: a second broker on a file a live one owns exits 1
 naming the owner and its socket. Agents registered through a connection
 are no longer live once it closes (their tasks are kept: registering again
 under the same contextId and name regains them).
+
+With a database file, it also runs the bridge of the broker's remote A2A
+agents once PATH.remotes.json exists (switchboard agents add-remote writes
+it): each remote is a local agent, its tasks carried over A2A v1.0
+(docs/remote-agents.md).
 
 Options:
   --db PATH            SQLite file holding tasks, messages and events; created
@@ -57,6 +64,8 @@ Options:
                        and every minute (default: keep every task). A task
                        named by a live task's history, or of a work item
                        that has not ended, is kept (docs/operations.md)
+  --no-remote-agents   do not run the bridge of the remote agents (run
+                       switchboard agents bridge --db PATH instead)
 ${INSPECT_USAGE}
   -h, --help           show this help
 
@@ -72,6 +81,8 @@ interface ServeFlags {
   stdio: boolean;
   idleExitMs: number | undefined;
   taskRetentionMs: number | undefined;
+  /** Run the bridge of the remote agents of the database file. */
+  remoteAgents: boolean;
 }
 
 function parseFlags(all: string[]): ServeFlags {
@@ -86,6 +97,7 @@ function parseFlags(all: string[]): ServeFlags {
       stdio: { type: 'boolean' },
       'idle-exit': { type: 'string' },
       'task-retention': { type: 'string' },
+      'no-remote-agents': { type: 'boolean' },
     },
     0,
   );
@@ -117,6 +129,7 @@ function parseFlags(all: string[]): ServeFlags {
     listen,
     stdio: listen === undefined || args.values.stdio === true,
     idleExitMs,
+    remoteAgents: args.values['no-remote-agents'] !== true,
   };
 }
 
@@ -196,6 +209,8 @@ async function runServe(argv: string[]): Promise<number> {
       return 1;
     }
   }
+  const remoteAgents =
+    flags.remoteAgents && !isInMemoryPath(flags.db) ? hostRemoteAgents(broker, flags.db, logger) : undefined;
   const session = flags.stdio
     ? new BrokerSession({ broker, input: process.stdin, output: process.stdout, logger, connectionScoped: true })
     : undefined;
@@ -218,6 +233,7 @@ async function runServe(argv: string[]): Promise<number> {
     if (session !== undefined) ended.push(session.closed);
     const why = await Promise.race(ended);
     if (why === 'idle') logger.info({ idleExitMs: flags.idleExitMs }, 'stopping: no connection for the idle period');
+    await remoteAgents?.stop();
     await Promise.all([session?.close(), socketServer?.close()]);
     await broker.close();
   } finally {

@@ -1,5 +1,5 @@
 import { SqliteCoordinatorStore } from '../persistence/coordinator/sqlite-store.js';
-import type { UsageGroup, UsageGrouping } from '../workflow/records.js';
+import type { TreeUsage, UsageGroup, UsageGrouping } from '../workflow/records.js';
 import { SchemaVersionError } from '../persistence/kernel/migrations.js';
 import type { CliCommand } from './command.js';
 import { branchOf, parentOf } from '../workflow/item-tree.js';
@@ -26,7 +26,9 @@ US dollars and hop time (the time workers spent running hops, summed),
 grouped by agent (the role that ran the hop), model, or task (work item),
 largest cost first, with the total. By task, each group is the item's own
 hops; a child work item (a parallel branch, a map element, a workflow
-stage) names its parent, and "with children" is the item's rolled-up cost. Read from the Coordinator's usage
+stage) names its parent, and "with children" is the item's rolled-up cost,
+live: its hops' and every descendant's charged so far, children still
+running counted. Read from the Coordinator's usage
 records (one per accrual; a hop that suspended and resumed accrues twice
 and counts once). The database is opened read-only.
 
@@ -39,8 +41,9 @@ Options:
   --json             print {"by","groups":[{"key","hops","inputTokens",
                      "outputTokens","costUsd","elapsedMs"}],"total":{...}} on
                      stdout (--by task adds "state", "workflow", "parentId"
-                     and "rolledUp": the item's usage with its child
-                     work items', beside its own hops' in the group)
+                     "rolledUp": the item's usage with its child work
+                     items', live, beside its own hops' in the group, and
+                     "rolledUpHops": the run hops of its subtree so far)
   -h, --help         show this help
 
 Exit status: 0 on success; 1 when --item names no work item or a PostgreSQL
@@ -106,15 +109,19 @@ function report(opened: OpenedDatabase, flags: UsageFlags): number {
   const items = new Map(
     flags.by === 'task' ? groups.map((g) => [g.key, store.getItem(g.key)] as const) : ([] as const),
   );
-  return print(groups, total, items, flags);
+  const trees = flags.by === 'task' ? store.treeUsage(groups.map((g) => g.key)) : new Map<string, TreeUsage>();
+  return print(groups, total, items, trees, flags);
 }
 
 function print(
   groups: readonly UsageGroup[],
   total: Total,
   items: ReadonlyMap<string, ItemRecord | undefined>,
+  trees: ReadonlyMap<string, TreeUsage>,
   flags: UsageFlags,
 ): number {
+  // An item's usage with its children's: live (charged so far, children still running counted), else as they ended.
+  const rolledUp = (key: string, item: ItemRecord | undefined) => trees.get(key)?.usage ?? item?.usage ?? null;
   if (flags.json) {
     const out = groups.map((g) => {
       if (flags.by !== 'task') return g;
@@ -124,7 +131,8 @@ function print(
         state: item?.state ?? null,
         workflow: item?.workflow ?? null,
         parentId: item === undefined ? null : parentOf(item),
-        rolledUp: item?.usage ?? null,
+        rolledUp: rolledUp(g.key, item),
+        rolledUpHops: trees.get(g.key)?.hops ?? null,
       };
     });
     process.stdout.write(`${JSON.stringify({ by: flags.by, groups: out, total })}\n`);
@@ -170,7 +178,7 @@ function print(
               item?.state ?? '?',
               item === undefined ? '?' : `${item.workflow.id}@${item.workflow.version}`,
               item === undefined ? '?' : parentOf(item) === null ? '-' : `${branchOf(item)} of ${parentOf(item)}`,
-              item === undefined ? '?' : formatUsd(item.usage.costUsd),
+              item === undefined ? '?' : formatUsd(rolledUp(g.key, item)!.costUsd),
             ]
           : [];
       return [g.key, ...cells, ...numbers(g)];
@@ -193,7 +201,9 @@ function reportOnPostgres(url: string, flags: UsageFlags): Promise<number> {
     const total = sum(flags.by === 'task' ? groups : await store.readUsageBy('task', filter));
     const items = new Map<string, ItemRecord | undefined>();
     if (flags.by === 'task') for (const g of groups) items.set(g.key, await store.readItem(g.key));
-    return print(groups, total, items, flags);
+    const trees =
+      flags.by === 'task' ? await store.readTreeUsage(groups.map((g) => g.key)) : new Map<string, TreeUsage>();
+    return print(groups, total, items, trees, flags);
   });
 }
 

@@ -1,7 +1,7 @@
 import type { AuditRow } from '../protocol/audit.js';
 import type { Part } from '../protocol/parts.js';
 import { WorkflowDefinitionSchema } from '../protocol/workflow.js';
-import { branchOf, ownUsage, parentOf, treeOrder } from '../workflow/item-tree.js';
+import { branchOf, ownUsage, parentOf, siblingOrder, treeOrder } from '../workflow/item-tree.js';
 import type { HopRecord, ItemRecord, ItemState } from '../workflow/records.js';
 
 /**
@@ -181,10 +181,8 @@ export function childTree(
       queue.push(child.id);
     }
   }
-  // The item's own children come first in tree order: by the hop that started them, then as started.
-  const hopOf = (i: ItemRecord) => Number((branchOf(i) ?? '0:').split(':')[0]);
-  descendants.sort((a, b) => hopOf(a) - hopOf(b) || a.createdAt - b.createdAt || a.id.localeCompare(b.id));
-  return treeOrder(descendants).map(({ item, depth }) => ({
+  // The item's own children come first in tree order: by the hop that started them, then by position.
+  return treeOrder(siblingOrder(descendants)).map(({ item, depth }) => ({
     id: item.id,
     depth: depth + 1,
     parent: parentOf(item) as string,

@@ -6,7 +6,8 @@
 
 export { decide } from './coordinator/decide.js';
 export { hopTimeout, timerDue } from './coordinator/timer.js';
-export { retryPolicyOf } from './coordinator/hop-start.js';
+export { TREE_BUDGET_POLICY, retryPolicyOf } from './coordinator/hop-start.js';
+export { ZERO_TREE_USAGE, spentAncestor, treeRollup, withCharge } from './coordinator/tree-rollup.js';
 export {
   SWITCHBOARD_METADATA_KEY,
   hopKey,
@@ -23,6 +24,7 @@ export {
 export {
   BRANCH_ATTRIBUTE,
   PARENT_ATTRIBUTE,
+  POSITION_ATTRIBUTE,
   type CancelChildBody,
   type SettleBody,
   type SpawnBody,

@@ -1,4 +1,5 @@
 import { outputSummary } from '../workflow/item-output.js';
+import { siblingOrder } from '../workflow/item-tree.js';
 import type { HopRecord, ItemRecord } from '../workflow/records.js';
 import type { ItemStatus } from '../actors/coordinator/types.js';
 import type { AuditVerification } from '../persistence/audit/chain-walk.js';
@@ -46,7 +47,7 @@ export function itemTable(
 ): string[] {
   const header = ['#', 'hop', 'stage', 'role', 'kind', 'state', 'model', 'in tok', 'out tok', 'cost', 'ms'];
   // A child work item's row: its branch, its workflow, and its rolled-up cost (its own children's in it).
-  const childRows = children.map((c) => {
+  const childRows = siblingOrder(children).map((c) => {
     const at = String(c.attributes?.['switchboard.branch'] ?? '');
     const split = at.indexOf(':');
     return {

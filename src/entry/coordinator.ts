@@ -83,6 +83,8 @@ export type {
   Committed,
   ItemChanges,
   RunRecord,
+  TreeRollup,
+  TreeUsage,
 } from '../workflow/records.js';
 export { COORDINATOR_ERROR_CODES, statusOf } from '../actors/coordinator/types.js';
 export { DEFAULT_MAX_HOPS } from '../actors/coordinator/policies.js';

@@ -11,8 +11,10 @@ export function agentBasePath(name: string): string {
 /**
  * The card the gateway serves for one agent, at its well-known path: the
  * broker's v1.0 card of the agent (when it is live) with the gateway's
- * JSON-RPC and HTTP+JSON interfaces, the bearer scheme its keys are, and no push
- * notifications (an HTTP client gets its events by streaming).
+ * JSON-RPC and HTTP+JSON interfaces, the bearer scheme its keys are, and push
+ * notifications (the gateway POSTs a task's updates to the webhooks of its configs). The extended
+ * card (`GetExtendedAgentCard`, for a key scoped to the agent) is the same
+ * card: the public one hides nothing.
  */
 export function gatewayCard(
   name: string,
@@ -36,7 +38,7 @@ export function gatewayCard(
       { url: baseUrl, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
       { url: baseUrl, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
     ],
-    capabilities: { ...base.capabilities, streaming: true, pushNotifications: false },
+    capabilities: { ...base.capabilities, streaming: true, pushNotifications: true, extendedAgentCard: true },
     securitySchemes: {
       [GATEWAY_SECURITY_SCHEME]: {
         httpAuthSecurityScheme: {

@@ -15,6 +15,8 @@ export const A2A_TASK_NOT_CANCELABLE = -32002;
 export const A2A_PUSH_NOT_SUPPORTED = -32003;
 /** A2A v1.0: the operation is not offered. */
 export const A2A_UNSUPPORTED_OPERATION = -32004;
+/** A2A v1.0: the request's media type is not one the binding takes (JSON). */
+export const A2A_CONTENT_TYPE_NOT_SUPPORTED = -32005;
 /** Gateway: no key, or a key the gateway does not hold (HTTP 401). */
 export const GATEWAY_UNAUTHENTICATED = -32040;
 /** Gateway: the key is not scoped to this agent (HTTP 403). */

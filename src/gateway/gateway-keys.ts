@@ -136,6 +136,13 @@ export class KeyRing {
     this.refresh();
   }
 
+  /** Whether a key of this name is live (not revoked), as the file says now. */
+  isLive(name: string): boolean {
+    this.refresh();
+    for (const row of this.byHash.values()) if (row.name === name) return true;
+    return false;
+  }
+
   /** The live key row a bearer key is, or undefined. */
   find(key: string): GatewayKeyRow | undefined {
     this.refresh();

@@ -1,4 +1,5 @@
 import {
+  A2A_CONTENT_TYPE_NOT_SUPPORTED,
   A2A_PUSH_NOT_SUPPORTED,
   A2A_TASK_NOT_CANCELABLE,
   A2A_TASK_NOT_FOUND,
@@ -75,8 +76,28 @@ export function restRoute(httpMethod: string, path: string, query: URLSearchPara
   if (verb === ':subscribe' && (httpMethod === 'POST' || httpMethod === 'GET')) {
     return { method: 'SubscribeToTask', params: { id }, body: false };
   }
-  if (verb?.startsWith('/pushNotificationConfigs')) {
-    return { method: 'CreateTaskPushNotificationConfig', params: { taskId: id }, body: false };
+  if (verb === '/pushNotificationConfigs') {
+    if (httpMethod === 'POST')
+      return { method: 'CreateTaskPushNotificationConfig', params: { taskId: id }, body: true };
+    if (httpMethod === 'GET') {
+      return {
+        method: 'ListTaskPushNotificationConfigs',
+        body: false,
+        params: defined({
+          taskId: id,
+          pageSize: numberOf(query.get('pageSize')),
+          pageToken: query.get('pageToken') ?? undefined,
+        }),
+      };
+    }
+  }
+  if (verb?.startsWith('/pushNotificationConfigs/')) {
+    const configId = decodeURIComponent(verb.slice('/pushNotificationConfigs/'.length));
+    if (httpMethod === 'GET')
+      return { method: 'GetTaskPushNotificationConfig', params: { taskId: id, id: configId }, body: false };
+    if (httpMethod === 'DELETE') {
+      return { method: 'DeleteTaskPushNotificationConfig', params: { taskId: id, id: configId }, body: false };
+    }
   }
   return undefined;
 }
@@ -87,6 +108,8 @@ const REST_ERRORS: ReadonlyMap<number, { status: number; reason: string }> = new
   [A2A_TASK_NOT_CANCELABLE, { status: 409, reason: 'TASK_NOT_CANCELABLE' }],
   [A2A_PUSH_NOT_SUPPORTED, { status: 400, reason: 'PUSH_NOTIFICATION_NOT_SUPPORTED' }],
   [A2A_UNSUPPORTED_OPERATION, { status: 400, reason: 'UNSUPPORTED_OPERATION' }],
+  [A2A_CONTENT_TYPE_NOT_SUPPORTED, { status: 400, reason: 'CONTENT_TYPE_NOT_SUPPORTED' }],
+  [-32009, { status: 400, reason: 'VERSION_NOT_SUPPORTED' }],
   [-32601, { status: 404, reason: 'UNSUPPORTED_OPERATION' }],
   [-32700, { status: 400, reason: 'INVALID_PARAMS' }],
   [-32600, { status: 400, reason: 'INVALID_PARAMS' }],
@@ -95,6 +118,18 @@ const REST_ERRORS: ReadonlyMap<number, { status: number; reason: string }> = new
   [GATEWAY_FORBIDDEN, { status: 403, reason: 'GATEWAY_FORBIDDEN' }],
   [GATEWAY_RATE_LIMITED, { status: 429, reason: 'GATEWAY_RATE_LIMITED' }],
   [GATEWAY_BODY_TOO_LARGE, { status: 413, reason: 'GATEWAY_BODY_TOO_LARGE' }],
+]);
+
+/** The google.rpc.Code name of an HTTP status, as the `status` of an error body. */
+const STATUS_NAMES: ReadonlyMap<number, string> = new Map([
+  [400, 'INVALID_ARGUMENT'],
+  [401, 'UNAUTHENTICATED'],
+  [403, 'PERMISSION_DENIED'],
+  [404, 'NOT_FOUND'],
+  [409, 'FAILED_PRECONDITION'],
+  [413, 'INVALID_ARGUMENT'],
+  [429, 'RESOURCE_EXHAUSTED'],
+  [500, 'INTERNAL'],
 ]);
 
 /** An error of the HTTP+JSON binding: `{error: {code, status, message, details}}`, as google.rpc.Status writes it. */
@@ -108,6 +143,7 @@ export function restErrorOf(rpc: { code: number; message: string; data?: unknown
     body: {
       error: {
         code: mapped.status,
+        status: STATUS_NAMES.get(mapped.status) ?? 'UNKNOWN',
         message: rpc.message,
         details: [
           {

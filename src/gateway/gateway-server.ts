@@ -9,19 +9,25 @@ import { MAX_LINE_BYTES } from '../protocol/bounds.js';
 import type { SwitchboardClient } from '../transport/client.js';
 import { VERSION } from '../version.js';
 import { agentBasePath, gatewayCard } from './gateway-card.js';
+import { GATEWAY_RATE_LIMITED, GatewayRefusal, rpcErrorOf } from './gateway-errors.js';
 import {
-  GATEWAY_BODY_TOO_LARGE,
-  GATEWAY_FORBIDDEN,
-  GATEWAY_RATE_LIMITED,
-  GATEWAY_UNAUTHENTICATED,
-  GatewayRefusal,
-  rpcErrorOf,
-} from './gateway-errors.js';
+  authenticate,
+  checkContentType,
+  isBrokerRefusal,
+  notFound,
+  readBody,
+  sendJson,
+  writeEvent,
+} from './gateway-http.js';
 import { GatewayError, type KeyRing } from './gateway-keys.js';
 import { GATEWAY_CONTEXT_ID, GatewayParties } from './gateway-parties.js';
+import { GatewayPush, isPushMethod } from './gateway-push.js';
+import { PushSender } from './gateway-push-sender.js';
+import { PushStore } from './gateway-push-store.js';
 import { RateLimiter } from './rate-limiter.js';
 import { type RestRoute, restErrorOf, restRoute } from './gateway-rest.js';
-import { callStreaming, callUnary, checkMethod, isStreamingMethod } from './gateway-rpc.js';
+import { callStreaming, callUnary, checkMethod, isStreamingMethod, isV1Method } from './gateway-rpc.js';
+import { checkVersion } from './gateway-v03.js';
 
 /** Where the gateway listens unless told: loopback only. */
 export const DEFAULT_GATEWAY_HOST = '127.0.0.1';
@@ -43,6 +49,8 @@ export interface GatewayServerOptions {
   tls?: { cert: Buffer; key: Buffer };
   /** Requests per second per key (the burst is twice it). */
   rate?: number;
+  /** The push notification configs' file (default: held in memory only; the CLI keeps it beside the keys file). */
+  pushFile?: string;
   /** Largest request body, in bytes (default MAX_LINE_BYTES, the wire's line bound). */
   maxBodyBytes?: number;
   logger: Logger;
@@ -60,6 +68,10 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
   const { client, keys, logger } = options;
   const served = new Map(options.agents.map((name) => [foldAgentName(name), name]));
   const parties = new GatewayParties(client, logger);
+  const pushSender = new PushSender(logger);
+  const push = new GatewayPush(client, parties, new PushStore(options.pushFile), pushSender, logger, (name) =>
+    keys.isLive(name),
+  );
   const limiter = new RateLimiter(options.rate ?? DEFAULT_GATEWAY_RATE);
   const maxBody = options.maxBodyBytes ?? MAX_LINE_BYTES;
   const host = options.host ?? '127.0.0.1';
@@ -84,25 +96,32 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
     return undefined;
   };
 
+  /** The card of a served agent (the public one, and the extended one: they are the same). */
+  const agentCard = async (agent: string): Promise<V1AgentCard> => {
+    let card: V1AgentCard | undefined;
+    try {
+      card = await brokerCard(agent);
+    } catch (error) {
+      logger.warn({ err: error, agent }, 'gateway: reading the agent card from the broker failed');
+    }
+    return gatewayCard(agent, `${origin}${agentBasePath(agent)}`, card, VERSION);
+  };
+
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://gateway');
     const match = /^\/agents\/([^/]+)(\/.*)?$/.exec(url.pathname);
     const agent = match === null ? undefined : served.get(foldAgentName(decodeURIComponent(match[1] as string)));
     const rest = match?.[2] ?? '';
     if (agent === undefined) {
-      sendJson(res, 404, {
-        error: `nothing here: the gateway serves ${[...served.values()].map((n) => `${agentBasePath(n)}`).join(', ')}`,
-      });
+      req.resume();
+      notFound(
+        res,
+        `nothing here: the gateway serves ${[...served.values()].map((n) => `${agentBasePath(n)}`).join(', ')}`,
+      );
       return;
     }
     if (rest === '/.well-known/agent-card.json' && req.method === 'GET') {
-      let card: V1AgentCard | undefined;
-      try {
-        card = await brokerCard(agent);
-      } catch (error) {
-        logger.warn({ err: error, agent }, 'gateway: reading the agent card from the broker failed');
-      }
-      sendJson(res, 200, gatewayCard(agent, `${origin}${agentBasePath(agent)}`, card, VERSION));
+      sendJson(res, 200, await agentCard(agent));
       return;
     }
     if ((rest === '' || rest === '/') && req.method === 'POST') {
@@ -121,10 +140,16 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
       await handleRest(req, res, agent, route);
       return;
     }
-    sendJson(res, 404, {
-      error: `POST JSON-RPC to ${agentBasePath(agent)}, use the HTTP+JSON paths under it (message:send, tasks, ...), or GET ${agentBasePath(agent)}.well-known/agent-card.json`,
-    });
+    req.resume();
+    notFound(
+      res,
+      `POST JSON-RPC to ${agentBasePath(agent)}, use the HTTP+JSON paths under it (message:send, tasks, ...), or GET ${agentBasePath(agent)}.well-known/agent-card.json`,
+    );
   };
+
+  /** Resolves when the HTTP client goes away before its answer is sent. */
+  const closed = (res: ServerResponse): Promise<void> =>
+    new Promise((resolve) => res.once('close', () => (res.writableFinished ? undefined : resolve())));
 
   /** The key's name once it is checked and under its rate (else a refusal). */
   const admit = (req: IncomingMessage, agent: string): string => {
@@ -144,19 +169,34 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
       const keyName = admit(req, agent);
       let params: unknown = route.params;
       if (route.body) {
+        checkContentType(req, 400);
         const body = await readBody(req, maxBody);
         try {
           params = JSON.parse(body);
         } catch {
           throw new GatewayRefusal(-32602, 400, 'the body is not JSON: send the A2A v1.0 request as JSON');
         }
+        // The path's params (a task id) win over the body's.
+        if (params !== null && typeof params === 'object' && !Array.isArray(params)) {
+          params = { ...(params as Record<string, unknown>), ...route.params };
+        }
       } else {
         req.resume();
       }
       checkMethod(route.method);
-      const caller = { keyName, agent };
+      const taken = push.takeFromSend(keyName, route.method, params);
+      params = taken.params;
+      const caller = { keyName, agent, ...(taken.created === undefined ? {} : { created: taken.created }) };
+      if (route.method === 'GetExtendedAgentCard') {
+        sendJson(res, 200, await agentCard(agent));
+        return;
+      }
+      if (isPushMethod(route.method)) {
+        sendJson(res, 200, await push.handle(keyName, route.method, params));
+        return;
+      }
       if (!isStreamingMethod(route.method)) {
-        sendJson(res, 200, await callUnary(client, parties, caller, route.method, params));
+        sendJson(res, 200, await callUnary(client, parties, caller, route.method, params, closed(res)));
         return;
       }
       await stream(
@@ -185,6 +225,7 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
     let method = '';
     try {
       const keyName = admit(req, agent);
+      checkContentType(req, 200);
       const body = await readBody(req, maxBody);
       let request: unknown;
       try {
@@ -205,10 +246,22 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
         );
       }
       method = r.method;
+      const header = req.headers['a2a-version'];
+      checkVersion(Array.isArray(header) ? header[0] : header, method, isV1Method(method));
       checkMethod(method);
-      const caller = { keyName, agent };
+      const taken = push.takeFromSend(keyName, method, r.params);
+      r.params = taken.params;
+      const caller = { keyName, agent, ...(taken.created === undefined ? {} : { created: taken.created }) };
+      if (method === 'GetExtendedAgentCard') {
+        sendJson(res, 200, { jsonrpc: '2.0', id, result: await agentCard(agent) });
+        return;
+      }
+      if (isPushMethod(method)) {
+        sendJson(res, 200, { jsonrpc: '2.0', id, result: await push.handle(keyName, method, r.params) });
+        return;
+      }
       if (!isStreamingMethod(r.method)) {
-        const result = await callUnary(client, parties, caller, r.method, r.params);
+        const result = await callUnary(client, parties, caller, r.method, r.params, closed(res));
         sendJson(res, 200, { jsonrpc: '2.0', id, result });
         return;
       }
@@ -272,8 +325,10 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
   const listener = (req: IncomingMessage, res: ServerResponse) => {
     handle(req, res).catch((error: unknown) => {
       logger.error({ err: error }, 'gateway: a request failed');
-      if (!res.headersSent) sendJson(res, 500, { error: 'internal error: see the gateway log' });
-      else res.end();
+      if (!res.headersSent) {
+        const refused = restErrorOf({ code: -32603, message: 'internal error: see the gateway log' });
+        sendJson(res, refused.status, refused.body);
+      } else res.end();
     });
   };
   const http: Server = options.tls
@@ -297,6 +352,8 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
     http.listen(requestedPort, host, () => resolve());
   });
   const port = (http.address() as AddressInfo).port;
+  // The keys with configs are watched from the start: their tasks' updates reach the webhooks again.
+  await push.start();
   origin = `${scheme}://${host.includes(':') ? `[${host}]` : host}:${port}`;
   return {
     url: origin,
@@ -304,6 +361,8 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
     port,
     async stop() {
       parties.close();
+      push.close();
+      pushSender.close();
       for (const res of streams) res.end();
       await new Promise<void>((resolve) => {
         http.close(() => resolve());
@@ -311,82 +370,4 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
       });
     },
   };
-}
-
-/** The key's name, or a refusal: no key (401), an unknown one (401), one not scoped to the agent (403). */
-function authenticate(req: IncomingMessage, keys: KeyRing, agent: string): string {
-  const header = req.headers.authorization;
-  const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (match === null) {
-    throw new GatewayRefusal(
-      GATEWAY_UNAUTHENTICATED,
-      401,
-      'send Authorization: Bearer KEY, with a key of switchboard gateway keys add NAME --agents ' + agent,
-    );
-  }
-  const row = keys.find(match[1] as string);
-  if (row === undefined) {
-    throw new GatewayRefusal(
-      GATEWAY_UNAUTHENTICATED,
-      401,
-      'this key is not one the gateway holds (or it was revoked): ask its operator for a key (switchboard gateway keys add)',
-    );
-  }
-  if (!row.agents.some((name) => foldAgentName(name) === foldAgentName(agent))) {
-    throw new GatewayRefusal(
-      GATEWAY_FORBIDDEN,
-      403,
-      `the key "${row.name}" may reach ${row.agents.join(', ')}, not ${agent}: use a key scoped to ${agent}`,
-      { agents: row.agents },
-    );
-  }
-  return row.name;
-}
-
-function readBody(req: IncomingMessage, max: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > max) {
-      req.resume();
-      reject(tooLarge(max));
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > max) {
-        req.removeAllListeners('data');
-        req.resume();
-        reject(tooLarge(max));
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
-}
-
-function tooLarge(max: number): GatewayRefusal {
-  return new GatewayRefusal(
-    GATEWAY_BODY_TOO_LARGE,
-    413,
-    `the request body is larger than ${max} bytes: send large files by url, not inline`,
-    { max },
-  );
-}
-
-function isBrokerRefusal(error: unknown): boolean {
-  return error instanceof Error && error.name === 'BrokerError';
-}
-
-function writeEvent(res: ServerResponse, value: unknown): void {
-  res.write(`data: ${JSON.stringify(value)}\n\n`);
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), ...headers });
-  res.end(text);
 }

@@ -2,7 +2,7 @@ import type { QueueStats } from '../bus/work-queue.js';
 import type { SqliteDatabase } from '../persistence/kernel/database.js';
 import { TASK_STATES, type TaskState } from '../protocol/task.js';
 import { ITEM_TOTALS_SQL } from '../persistence/coordinator/item-reads.js';
-import { treeOrderBy } from '../workflow/item-tree.js';
+import { positionOf, treeOrderBy } from '../workflow/item-tree.js';
 import type { ItemRecord } from '../workflow/records.js';
 
 /**
@@ -82,6 +82,8 @@ export interface ItemRow {
   parent: string | null;
   /** Where a child sits in its parent (`<hop>:<branch>`), else null. */
   branch: string | null;
+  /** Where a child sits among its hop's children (its `switchboard.position`), else null. */
+  position: number | null;
   /** How deep it is shown: 0 for a root (or a child whose parent is not listed). */
   depth: number;
   createdAt: number;
@@ -215,7 +217,8 @@ function readItems(db: SqliteDatabase, now: number, limit: number): ItemView {
   }
   const columns = `id, workflow_id, workflow_version, state, stage, hop, hops, cost_usd, input_tokens, output_tokens,
     updated_at, finished_at, created_at, json_extract(attributes, '$."switchboard.parent"') AS parent,
-    json_extract(attributes, '$."switchboard.branch"') AS branch`;
+    json_extract(attributes, '$."switchboard.branch"') AS branch,
+    json_extract(attributes, '$."switchboard.position"') AS position`;
   type Row = {
     id: string;
     workflow_id: string;
@@ -232,6 +235,7 @@ function readItems(db: SqliteDatabase, now: number, limit: number): ItemView {
     created_at: number;
     parent: unknown;
     branch: unknown;
+    position: unknown;
   };
   const live = db
     .prepare(`SELECT ${columns} FROM coord_items WHERE finished_at IS NULL ORDER BY created_at ASC LIMIT ?`)
@@ -262,6 +266,7 @@ function readItems(db: SqliteDatabase, now: number, limit: number): ItemView {
         finished: r.finished_at !== null,
         parent: typeof r.parent === 'string' ? r.parent : null,
         branch: typeof r.branch === 'string' ? r.branch : null,
+        position: typeof r.position === 'number' && Number.isInteger(r.position) ? r.position : null,
         depth: 0,
         createdAt: r.created_at,
       })),
@@ -290,6 +295,7 @@ export function itemRowOf(item: ItemRecord, now: number): ItemRow {
     finished: item.finishedAt !== null,
     parent: typeof item.attributes?.['switchboard.parent'] === 'string' ? item.attributes['switchboard.parent'] : null,
     branch: typeof item.attributes?.['switchboard.branch'] === 'string' ? item.attributes['switchboard.branch'] : null,
+    position: positionOf(item),
     depth: 0,
     createdAt: item.createdAt,
   };

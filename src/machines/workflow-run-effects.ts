@@ -9,9 +9,9 @@ import {
   budgetOverrun,
 } from './workflow-run-context.js';
 import {
+  abandonedBranches,
   isFanOutStage,
   openJoin,
-  runningBranches,
   settleBranch,
   spawnJoin,
   startBranches,
@@ -169,10 +169,8 @@ export function applyEffect(ctx: WorkflowRunContext, event: WorkflowRunEvent, ef
   // Children still running when the run leaves their join (decided, canceled, failed) are canceled.
   const before = ctx.join ?? null;
   if (before === null) return next;
-  const after = next.join ?? null;
-  const still = new Set(after !== null && after.hop === before.hop ? runningBranches(after) : []);
   const settled = event.type === 'CHILD_SETTLED' ? event.branch : null;
-  const abandoned = runningBranches(before).filter((key) => !still.has(key) && key !== settled);
+  const abandoned = abandonedBranches(before, next.join ?? null, settled);
   return abandoned.length === 0 ? next : { ...next, cancelChildren: { hop: before.hop, branches: abandoned } };
 }
 
@@ -291,7 +289,11 @@ function effectChanges(
       return fail(ctx, 'APPROVAL_DENIED', `approval denied by ${event.by}${event.reason ? `: ${event.reason}` : ''}`);
     case 'governance-deny':
       if (event.type !== 'GOVERNANCE_DENIED') return {};
-      return fail(ctx, 'GOVERNANCE_DENIED', event.policy ? `${event.policy}: ${event.reason}` : event.reason);
+      return fail(
+        ctx,
+        event.code ?? 'GOVERNANCE_DENIED',
+        event.policy ? `${event.policy}: ${event.reason}` : event.reason,
+      );
     case 'budget-exceeded':
       // The context's usage has the event's usage in it already.
       return fail(ctx, 'BUDGET_EXCEEDED', budgetReason(ctx, event));

@@ -2,6 +2,10 @@ import type { JsonValue } from '../protocol/audit.js';
 import type { BudgetCarve, Stage, WorkflowDefinition } from '../protocol/workflow.js';
 import { readPointer } from '../workflow/conditions.js';
 import type { ItemBudget } from '../workflow/records.js';
+import { changedSince, joinIndex, samePositions, withBranches } from './workflow-run-join-index.js';
+import type { BranchState, JoinBranch, RunJoin } from './workflow-run-join-shapes.js';
+
+export type { BranchState, JoinBranch, JoinKind, RunJoin } from './workflow-run-join-shapes.js';
 
 /**
  * The children of a parallel, map or workflow stage, as the run keeps them:
@@ -10,44 +14,6 @@ import type { ItemBudget } from '../workflow/records.js';
  * join when it enters such a stage, settles a branch per `CHILD_SETTLED`,
  * and routes the stage's outcome once `joinOutcome` says it is decided.
  */
-
-/** Where a branch stands: not started yet (a map's elements past `maxConcurrency`), running, or settled. */
-export type BranchState = 'waiting' | 'running' | 'succeeded' | 'failed' | 'canceled';
-
-/** One child of a join: its key (a branch's name, an element's index, or `child`), its state, output and budget. */
-export interface JoinBranch {
-  key: string;
-  state: BranchState;
-  output: JsonValue | null;
-  error: { type: string; message: string } | null;
-  /** What the child may spend (its carve of the parent's budget); `null`: no bound. */
-  budget: ItemBudget | null;
-  /**
-   * How long the child may run from its start, by its carve (ms; capped at
-   * the parent's deadline when it starts). Absent or `null`: the parent's
-   * deadline, inherited.
-   */
-  deadlineMs?: number | null;
-}
-
-/** What a join belongs to: a parallel, map or workflow stage, or a hop that started children itself (`spawn`). */
-export type JoinKind = 'parallel' | 'map' | 'workflow' | 'spawn';
-
-/** A stage's open join. */
-export interface RunJoin {
-  stage: string;
-  hop: number;
-  kind: JoinKind;
-  /** Successes that decide the join (`all`: every branch; `any`: one; `atLeast`: n). */
-  need: number;
-  /** Whether the join waits for every branch (`all`, a map, a workflow stage), not a count of successes. */
-  all: boolean;
-  /** Whether a branch's failure is kept in the output instead of failing the join. */
-  collect: boolean;
-  /** Children running at once. */
-  maxConcurrency: number;
-  branches: JoinBranch[];
-}
 
 /** How a decided join ends the stage: its output, or why it failed. */
 export type JoinOutcome =
@@ -296,20 +262,43 @@ function carvedBranches(
 
 /** The join with its next waiting branches started, up to `maxConcurrency` running; and the keys it started. */
 export function startBranches(join: RunJoin): { join: RunJoin; started: string[] } {
-  let running = join.branches.filter((b) => b.state === 'running').length;
+  const index = joinIndex(join);
+  let running = index.running;
+  const n = join.branches.length;
+  if (running >= join.maxConcurrency || index.firstWaiting >= n) return { join, started: [] };
+  // No branch before `firstWaiting` waits: the pass starts there and stops once `maxConcurrency` run.
   const started: string[] = [];
-  const branches = join.branches.map((b) => {
-    if (b.state !== 'waiting' || running >= join.maxConcurrency) return b;
+  const changed: number[] = [];
+  let branches: JoinBranch[] | undefined;
+  let i = index.firstWaiting;
+  for (; i < n && running < join.maxConcurrency; i++) {
+    const b = join.branches[i]!;
+    if (b.state !== 'waiting') continue;
+    branches ??= join.branches.slice();
+    branches[i] = { ...b, state: 'running' as const };
     running++;
     started.push(b.key);
-    return { ...b, state: 'running' as const };
-  });
-  return started.length === 0 ? { join, started } : { join: { ...join, branches }, started };
+    changed.push(i);
+  }
+  if (branches === undefined) return { join, started };
+  return { join: withBranches(join, index, branches, changed, i), started };
+}
+
+/** Where branch `key` sits in the join (its place in the stage, the list or the spawn), or undefined. */
+export function branchPosition(join: RunJoin, key: string): number | undefined {
+  const at = joinIndex(join).at;
+  if (at !== null) return at.get(key);
+  const i = join.branches.findIndex((b) => b.key === key);
+  return i < 0 ? undefined : i;
 }
 
 /** Whether `key` names a running branch of the join. */
 export function branchRunning(join: RunJoin | null, hop: number, key: string): boolean {
-  return join !== null && join.hop === hop && join.branches.some((b) => b.key === key && b.state === 'running');
+  if (join === null || join.hop !== hop) return false;
+  const at = joinIndex(join).at;
+  if (at === null) return join.branches.some((b) => b.key === key && b.state === 'running');
+  const i = at.get(key);
+  return i !== undefined && join.branches[i]!.state === 'running';
 }
 
 /** The join with branch `key` settled. */
@@ -324,22 +313,24 @@ export function settleBranch(
 ): RunJoin {
   const state: BranchState =
     settled.outcome === 'completed' ? 'succeeded' : settled.outcome === 'failed' ? 'failed' : 'canceled';
-  return {
-    ...join,
-    branches: join.branches.map((b) =>
-      b.key === key
-        ? {
-            ...b,
-            state,
-            output: settled.output ?? null,
-            error:
-              state === 'succeeded'
-                ? null
-                : (settled.error ?? { type: 'ChildCanceled', message: `branch ${key} was canceled` }),
-          }
-        : b,
-    ),
-  };
+  const settle = (b: JoinBranch): JoinBranch => ({
+    ...b,
+    state,
+    output: settled.output ?? null,
+    error:
+      state === 'succeeded'
+        ? null
+        : (settled.error ?? { type: 'ChildCanceled', message: `branch ${key} was canceled` }),
+  });
+  const index = joinIndex(join);
+  const i = index.at?.get(key);
+  if (index.at === null || i === undefined) {
+    return { ...join, branches: join.branches.map((b) => (b.key === key ? settle(b) : b)) };
+  }
+  const branches = join.branches.slice();
+  branches[i] = settle(join.branches[i]!);
+  // The branch no longer waits (if it did): no branch before the first waiting one waits still.
+  return withBranches(join, index, branches, [i], index.firstWaiting);
 }
 
 /** The joined output: a map's outputs in the list's order, a parallel stage's by branch name, a workflow's child's output. */
@@ -360,10 +351,26 @@ export function joinOutput(join: RunJoin): JsonValue {
 /** Whether the join is decided, and how. */
 export function joinOutcome(join: RunJoin): JoinOutcome {
   const n = join.branches.length;
-  const succeeded = join.branches.filter((b) => b.state === 'succeeded').length;
-  const failed = join.branches.filter((b) => b.state === 'failed' || b.state === 'canceled');
-  const pending = n - succeeded - failed.length;
-  const failure = (): JoinOutcome => ({
+  const index = joinIndex(join);
+  const succeeded = index.succeeded;
+  const pending = n - succeeded - index.failed;
+  const failure = (): JoinOutcome => {
+    const failed = join.branches.filter((b) => b.state === 'failed' || b.state === 'canceled');
+    return failureOf(join, failed, succeeded);
+  };
+  if (join.collect && join.all) {
+    return pending === 0 ? { status: 'succeeded', output: joinOutput(join) } : { status: 'open' };
+  }
+  if (succeeded >= join.need) return { status: 'succeeded', output: joinOutput(join) };
+  if (!join.collect && join.all && index.failed > 0) return failure();
+  if (succeeded + pending < join.need) return failure();
+  return { status: 'open' };
+}
+
+/** How a join failed: the failed branches (the first five named), the successes, what it needed. */
+function failureOf(join: RunJoin, failed: readonly JoinBranch[], succeeded: number): JoinOutcome {
+  const n = join.branches.length;
+  return {
     status: 'failed',
     errorType: join.kind === 'workflow' ? (failed[0]?.error?.type ?? 'ChildFailed') : 'BranchFailed',
     message:
@@ -373,19 +380,43 @@ export function joinOutcome(join: RunJoin): JoinOutcome {
             .slice(0, 5)
             .map((b) => `${b.key}: ${b.error?.type ?? b.state}`)
             .join(', ')}${failed.length > 5 ? ', ...' : ''}), ${succeeded} succeeded, ${join.need} needed`,
-  });
-  if (join.collect && join.all) {
-    return pending === 0 ? { status: 'succeeded', output: joinOutput(join) } : { status: 'open' };
-  }
-  if (succeeded >= join.need) return { status: 'succeeded', output: joinOutput(join) };
-  if (!join.collect && join.all && failed.length > 0) return failure();
-  if (succeeded + pending < join.need) return failure();
-  return { status: 'open' };
+  };
 }
 
 /** The branches still running (to cancel when the join is decided or abandoned). */
 export function runningBranches(join: RunJoin | null): string[] {
-  return join === null ? [] : join.branches.filter((b) => b.state === 'running').map((b) => b.key);
+  return join === null || joinIndex(join).running === 0
+    ? []
+    : join.branches.filter((b) => b.state === 'running').map((b) => b.key);
+}
+
+/**
+ * The branches running in `before` that are no longer running in `after`
+ * (`null`: the run left the join; a join of another hop counts as none) but
+ * `settled`, in order: the children to cancel when a run leaves or decides
+ * a join.
+ */
+export function abandonedBranches(before: RunJoin, after: RunJoin | null, settled: string | null): string[] {
+  if (after === before || joinIndex(before).running === 0) return [];
+  if (after !== null && after.hop === before.hop && samePositions(before, after)) {
+    const abandoned = (i: number) => {
+      const b = before.branches[i]!;
+      return b.state === 'running' && after.branches[i]!.state !== 'running' && b.key !== settled;
+    };
+    // Made from `before` by the join functions: only the positions they replaced can differ.
+    const changed = changedSince(before, after);
+    if (changed !== null) {
+      return [...new Set(changed)]
+        .sort((x, y) => x - y)
+        .filter(abandoned)
+        .map((i) => before.branches[i]!.key);
+    }
+    const out: string[] = [];
+    for (let i = 0; i < before.branches.length; i++) if (abandoned(i)) out.push(before.branches[i]!.key);
+    return out;
+  }
+  const still = new Set(after !== null && after.hop === before.hop ? runningBranches(after) : []);
+  return runningBranches(before).filter((key) => !still.has(key) && key !== settled);
 }
 
 /** What a child of the join is given as input: its list element (a map), else the previous stage's output. */

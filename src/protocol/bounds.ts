@@ -76,4 +76,4 @@ export const PROTOCOL_VERSION = 10;
 /** The protocol version of the wire that speaks A2A v1.0's shapes and method names (docs/interop.md). */
 export const A2A_V1_PROTOCOL_VERSION = 11;
 /** Version of the broker's SQLite schema, reported by the handshake as `schemaVersion`. */
-export const SCHEMA_VERSION = 15;
+export const SCHEMA_VERSION = 16;

@@ -57,8 +57,22 @@ export const RegisterResultSchema = z.object({
   card: named<AgentCard>(AgentCardSchema),
 });
 
-/** Params of the methods that take only the caller's token (`a2a.agents.deregister`, `a2a.agents.list`). */
+/** Params of the methods that take only the caller's token (`a2a.agents.list`). */
 export const TokenOnlyParamsSchema = z.object({ token: TokenSchema });
+/**
+ * Params of `a2a.agents.deregister`: the caller's token, and whether its open
+ * tasks end with the registration (the default) or are kept for the party's
+ * next registration, as when its connection closes.
+ */
+export const DeregisterParamsSchema = z.object({
+  token: TokenSchema,
+  keepTasks: z
+    .boolean()
+    .optional()
+    .describe(
+      'true: the open tasks are kept, as when the connection closes (the requesters of those it serves are told it left); the same (contextId, name) registering again regains them',
+    ),
+});
 /** Result of `a2a.agents.deregister`: `{deregistered: true}`. */
 export const DeregisterResultSchema = z.object({ deregistered: z.literal(true) });
 /**
@@ -187,8 +201,10 @@ export interface HandshakeResult extends z.infer<typeof HandshakeResultSchema> {
 export interface RegisterParams extends z.infer<typeof RegisterParamsSchema> {}
 /** Result of `a2a.agents.register` as on the wire (inferred from `RegisterResultSchema`). */
 export interface RegisterResult extends z.infer<typeof RegisterResultSchema> {}
-/** Params that carry only the caller's token (`a2a.agents.deregister`, `a2a.agents.list`) as on the wire (inferred from `TokenOnlyParamsSchema`). */
+/** Params that carry only the caller's token (`a2a.agents.list`) as on the wire (inferred from `TokenOnlyParamsSchema`). */
 export interface TokenOnlyParams extends z.infer<typeof TokenOnlyParamsSchema> {}
+/** Params of `a2a.agents.deregister` as on the wire (inferred from `DeregisterParamsSchema`). */
+export interface DeregisterParams extends z.infer<typeof DeregisterParamsSchema> {}
 /** Result of `a2a.agents.deregister` as on the wire (inferred from `DeregisterResultSchema`). */
 export interface DeregisterResult extends z.infer<typeof DeregisterResultSchema> {}
 /** Params of `a2a.agents.list` as on the wire (inferred from `ListAgentsParamsSchema`). */
@@ -243,7 +259,7 @@ function method<Params, Result>(
 export const METHODS = {
   'app.handshake': method<HandshakeParams, HandshakeResult>(HandshakeParamsSchema, HandshakeResultSchema),
   'a2a.agents.register': method<RegisterParams, RegisterResult>(RegisterParamsSchema, RegisterResultSchema),
-  'a2a.agents.deregister': method<TokenOnlyParams, DeregisterResult>(TokenOnlyParamsSchema, DeregisterResultSchema),
+  'a2a.agents.deregister': method<DeregisterParams, DeregisterResult>(DeregisterParamsSchema, DeregisterResultSchema),
   'a2a.agents.list': method<ListAgentsParams, ListAgentsResult>(ListAgentsParamsSchema, ListAgentsResultSchema),
   'a2a.message.send': method<SendParams, TaskResult>(SendParamsSchema, TaskResultSchema),
   'a2a.tasks.get': method<GetTaskParams, TaskResult>(GetTaskParamsSchema, TaskResultSchema),

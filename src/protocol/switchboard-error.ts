@@ -81,7 +81,15 @@ export const ERROR_CODES = {
   /** A model agent's MCP server: it cannot be reached, or its tools' names clash with other tools. */
   McpServerError: ['MCP_SERVER_UNREACHABLE', 'MCP_TOOL_NAME_TAKEN'],
   /** `switchboard gateway`: its keys file, a key name already live or unknown, an address it cannot serve. */
-  GatewayError: ['GATEWAY_KEY_EXISTS', 'GATEWAY_KEY_UNKNOWN', 'GATEWAY_KEYS_FILE', 'GATEWAY_LISTEN_FAILED'],
+  GatewayError: [
+    'GATEWAY_KEY_EXISTS',
+    'GATEWAY_KEY_UNKNOWN',
+    'GATEWAY_KEYS_FILE',
+    'GATEWAY_LISTEN_FAILED',
+    'GATEWAY_PUSH_FILE',
+  ],
+  /** Remote A2A agents: one that cannot be reached or has no usable card, the remotes file, a local name. */
+  RemoteAgentError: ['REMOTE_UNREACHABLE', 'REMOTE_CARD_INVALID', 'REMOTE_FILE', 'REMOTE_NAME_TAKEN', 'REMOTE_UNKNOWN'],
 } as const satisfies Record<string, readonly string[]>;
 
 /** The name of one error class of switchboard (a key of `ERROR_CODES`). */

@@ -424,6 +424,12 @@ export const WorkflowRunEventSchema = z.discriminatedUnion('type', [
     hop: HopNumberSchema,
     reason: ReasonSchema,
     policy: z.string().min(1).max(128).optional(),
+    /**
+     * `BUDGET_EXCEEDED` when the hop was denied because the item's `maxHops`
+     * (its children's hops counted in) is spent: the run fails with that
+     * code, as a cost or token overrun does (absent: `GOVERNANCE_DENIED`).
+     */
+    code: z.literal('BUDGET_EXCEEDED').optional(),
   }),
   z.strictObject({
     /**

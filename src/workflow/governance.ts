@@ -253,6 +253,21 @@ export function budgetPolicy(budget: Budget): NamedPolicy {
   };
 }
 
+/**
+ * Whether a hop is denied because the item's `maxHops` (its children's hops
+ * counted in) is spent: the limit and the hops taken before this one, or
+ * null when the budget sets no `maxHops` or has hops left. A hop so denied
+ * fails the item `BUDGET_EXCEEDED`, as a cost or token overrun does.
+ */
+export function hopBudgetSpent(
+  budget: Budget | null,
+  ctx: Pick<HopContext, 'hop' | 'childHops'>,
+): { maxHops: number; spent: number } | null {
+  if (budget === null || budget.maxHops === undefined) return null;
+  const spent = ctx.hop - 1 + (ctx.childHops ?? 0);
+  return spent >= budget.maxHops ? { maxHops: budget.maxHops, spent } : null;
+}
+
 /** Denies a hop to any role not listed. */
 export function roleAllowListPolicy(roles: Iterable<string>): NamedPolicy {
   const allowed = new Set(roles);

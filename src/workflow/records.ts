@@ -291,6 +291,41 @@ export interface ItemChanges {
   audit: AuditEntryInput[];
   /** The item ended in this decision (the audit head is signed in its transaction). */
   ended: boolean;
+  /**
+   * What this decision charged (its `usage` rows summed, and the run hops it
+   * took), added to the live subtree usage of the item and every ancestor in
+   * the same transaction (absent: nothing charged).
+   */
+  rollup?: TreeRollup;
+}
+
+/**
+ * What a work item's whole subtree has spent so far (its own hops and every
+ * descendant's, charged as their results arrive, not when they end): its
+ * usage and hops (run hop numbers reached). Kept per item by the store,
+ * added to by each decision's `rollup`, never written whole.
+ */
+export interface TreeUsage {
+  /** Tokens and cost charged in the subtree. */
+  usage: RunUsage;
+  /** Run hops taken in the subtree. */
+  hops: number;
+}
+
+/** What one decision adds to the live subtree usage of the item and each of its ancestors (`itemIds`: the item first, the root last). */
+export interface TreeRollup extends TreeUsage {
+  /** The item the decision was about, then each ancestor up to the root. */
+  itemIds: string[];
+}
+
+/** An ancestor of a work item as its decisions see it: its budget and its subtree's live usage (`TreeUsage`). */
+export interface AncestorRollup {
+  /** The ancestor's work item id. */
+  id: string;
+  /** Its budget (`null`: none). */
+  budget: ItemBudget | null;
+  /** What its subtree has spent so far. */
+  tree: TreeUsage;
 }
 
 /** A batch of decided changes to commit in one transaction, and published outbox rows to delete with it. */

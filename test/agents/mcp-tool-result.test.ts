@@ -57,7 +57,10 @@ describe('mcpToolOutput', () => {
   const result = fc.record(
     {
       content: fc.array(part, { maxLength: 4 }),
-      structuredContent: fc.dictionary(fc.string(), fc.jsonValue()),
+      // A result arrives as JSON text, so its values are what JSON.parse gives (never -0).
+      structuredContent: fc
+        .dictionary(fc.string(), fc.jsonValue())
+        .map((v) => JSON.parse(JSON.stringify(v)) as Record<string, unknown>),
       isError: fc.boolean(),
     },
     { requiredKeys: ['content'] },

@@ -85,6 +85,40 @@ describe('the audit entry check', () => {
     expect(checked.hop).toBe(entry.hop ?? null);
   });
 
+  test.prop(
+    [
+      fc.record(
+        {
+          kind: fc.constantFrom(...AUDIT_KINDS),
+          itemId: fc.oneof(
+            fc.string({ minLength: 0, maxLength: 2 }),
+            fc.constantFrom('x'.repeat(256), 'x'.repeat(257)),
+          ),
+          hop: fc.oneof(fc.nat(), fc.constantFrom(2 ** 53, 2 ** 53 - 1, -0, 0.5, null, undefined)),
+          actor: fc.oneof(fc.string({ maxLength: 2 }), fc.constantFrom('a'.repeat(256), 'a'.repeat(257), 'a\udc00')),
+          data: fc.oneof(
+            fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 2 })),
+            fc.constantFrom(Object.create(null), { d: new Date(0) }, { u: undefined }, { n: Number.NaN }, [1]),
+          ),
+          at: fc.oneof(fc.string({ maxLength: 2 }), fc.constantFrom('t'.repeat(64), 't'.repeat(65), undefined)),
+        },
+        { requiredKeys: ['kind', 'itemId', 'actor', 'data'] },
+      ),
+      fc.constantFrom('plain', 'no prototype', 'symbol key', 'class'),
+    ],
+    { numRuns: 400 },
+  )("entries near the bounds, of any prototype: the verdict is the schema's", (fields, shape) => {
+    class Entry {}
+    const entry: Record<string | symbol, unknown> =
+      shape === 'no prototype' ? Object.create(null) : shape === 'class' ? new Entry() : {};
+    Object.assign(entry, fields);
+    if (shape === 'symbol key') entry[Symbol('s')] = 1;
+    const parsed = AuditEntryInputSchema.safeParse(entry);
+    const got = verdict(entry);
+    if (parsed.success) expect(got).toBe('accepted');
+    else expect(got).toEqual({ code: 'AUDIT_INVALID_ENTRY', path: parsed.error.issues[0]!.path });
+  });
+
   it('refuses bad entries as AUDIT_INVALID_ENTRY, as the schema does', () => {
     for (const bad of [
       { kind: 'gossip', itemId: 'w', actor: 'a', data: {} },

@@ -64,7 +64,7 @@ describe('a killed broker process', () => {
       }
       // Reopening restores the live actors and migrates nothing.
       const broker = createBroker({ path });
-      expect(broker.opened.schema).toEqual({ from: 15, to: 15 });
+      expect(broker.opened.schema).toEqual({ from: 16, to: 16 });
       const db = new Database(path, { readonly: true });
       const tasks = db.prepare('SELECT task_id, state, history_count FROM a2a_tasks').all() as {
         task_id: string;
@@ -83,7 +83,11 @@ describe('a killed broker process', () => {
       // No task is in an impossible state: each call was all or nothing.
       for (const row of tasks) {
         const history = (
-          db.prepare('SELECT message_id FROM a2a_messages WHERE task_id = ? ORDER BY position').all(row.task_id) as {
+          db
+            .prepare(
+              'SELECT message_id FROM a2a_messages WHERE task = (SELECT task FROM a2a_tasks WHERE task_id = ?) ORDER BY position',
+            )
+            .all(row.task_id) as {
             message_id: string;
           }[]
         ).map((m) => m.message_id);

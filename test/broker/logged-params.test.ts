@@ -27,6 +27,13 @@ describe('logged params text', () => {
       seq: number;
       params: string;
     }[];
+    // Since schema 16 a compact event names its recipient by its registration's integer key.
+    const agentKeys = new Map(
+      (db.prepare('SELECT agent, agent_id FROM a2a_agents').all() as { agent: number; agent_id: string }[]).map((r) => [
+        r.agent_id,
+        r.agent,
+      ]),
+    );
     const positions = new Map(
       (
         db.prepare('SELECT message_id, position FROM a2a_messages').all() as { message_id: string; position: number }[]
@@ -36,7 +43,8 @@ describe('logged params text', () => {
     const live = [...wrk.received, ...req.received];
     expect(live).toHaveLength(2);
     for (const event of live) {
-      const row = rows.find((r) => r.seq === event.seq && r.params.includes(JSON.stringify(event.params.recipient)));
+      const party = wrk.received.includes(event) ? 'wrk' : 'req';
+      const row = rows.find((r) => r.seq === event.seq && r.party_name === party);
       expect(row).toBeDefined();
       // The row holds the status's message as a reference to its message row, and not what its columns hold.
       const message =
@@ -48,11 +56,13 @@ describe('logged params text', () => {
       // A status-update of its task's context: the array of its values, the message by its position.
       if (event.method === 'a2a.task.event' && event.params.event.kind === 'status-update') {
         const { status, final } = event.params.event;
+        // The recipient by its key, the task's own contextId as 0, the timestamp in milliseconds.
+        expect(agentKeys.get(event.params.recipient)).toBeGreaterThan(0);
         expect(JSON.parse(row?.params ?? '')).toEqual([
-          event.params.recipient,
-          event.params.contextId,
+          agentKeys.get(event.params.recipient),
+          0,
           status.state,
-          status.timestamp,
+          Date.parse(status.timestamp),
           final ? 1 : 0,
           positions.get(message?.messageId ?? ''),
         ]);
@@ -110,10 +120,12 @@ describe('message rows', () => {
     // The parent task its metadata names is a column of its own (what a prune checks), NULL when none.
     expect(bodies.map((b) => b.parent_task_id)).toEqual(['p', null]);
     for (const { body } of bodies) {
-      // Nor the task's contextId (rebuilt from the task row): the timestamp comes first.
-      expect(Object.keys(JSON.parse(body))[0]).toBe('timestamp');
       expect(body).not.toContain('"contextId"');
       expect(body).not.toContain(sent.task.id);
     }
+    // Nor the task's contextId (rebuilt from the task row): the timestamp comes first.
+    expect(Object.keys(JSON.parse(bodies[0]?.body ?? '{}'))).toEqual(['timestamp', 'parts', 'metadata']);
+    // A message of its timestamp and one text part only: `[milliseconds, text]`.
+    expect(JSON.parse(bodies[1]?.body ?? '')).toEqual([Date.parse(answered.task.status.timestamp), 'done']);
   });
 });

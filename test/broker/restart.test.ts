@@ -24,12 +24,12 @@ function withoutAgents(dump: Record<string, unknown[]>) {
 }
 
 describe('schema and migrations', () => {
-  it('creates schema version 15 on a new file', async () => {
+  it('creates schema version 16 on a new file', async () => {
     h = harness();
-    expect(h.broker.opened.schema).toEqual({ from: 0, to: 15 });
+    expect(h.broker.opened.schema).toEqual({ from: 0, to: 16 });
     await h.broker.close();
     const db = new Database(h.path, { readonly: true });
-    expect(schemaVersion(db, 'a2a')).toBe(15);
+    expect(schemaVersion(db, 'a2a')).toBe(16);
     const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map(
       (r) => r.name,
     );
@@ -38,11 +38,11 @@ describe('schema and migrations', () => {
       expect(tables).toContain(t);
     }
     h.open();
-    expect(h.broker.opened.schema).toEqual({ from: 15, to: 15 });
+    expect(h.broker.opened.schema).toEqual({ from: 16, to: 16 });
   });
 
   for (const version of [1, 11]) {
-    it(`migrates a database at version ${version} forward to 15 in one transaction`, async () => {
+    it(`migrates a database at version ${version} forward to 16 in one transaction`, async () => {
       const t = tempDir();
       const path = join(t.dir, 'old.db');
       const db = openDatabase(path);
@@ -50,7 +50,7 @@ describe('schema and migrations', () => {
       db.exec('CREATE TABLE other_component (x INTEGER)');
       db.close();
       const broker = createBroker({ path });
-      expect(broker.opened.schema).toEqual({ from: version, to: 15 });
+      expect(broker.opened.schema).toEqual({ from: version, to: 16 });
       const a = await broker.register({ name: 'a', contextId: 'c' });
       expect(a.agentId).toBeTruthy();
       await broker.close();
@@ -58,25 +58,25 @@ describe('schema and migrations', () => {
     });
   }
 
-  it('refuses a database newer than 15 and leaves it untouched', () => {
+  it('refuses a database newer than 16 and leaves it untouched', () => {
     const t = tempDir();
     const path = join(t.dir, 'new.db');
     const db = openDatabase(path);
-    migrate(db, { component: 'a2a', current: 16, migrations: [] });
+    migrate(db, { component: 'a2a', current: 17, migrations: [] });
     db.close();
     const before = readFileSync(path);
     expect(() => createBroker({ path })).toThrow(SchemaVersionError);
     const check = new Database(path, { readonly: true });
-    expect(schemaVersion(check, 'a2a')).toBe(16);
+    expect(schemaVersion(check, 'a2a')).toBe(17);
     expect(check.prepare("SELECT COUNT(*) AS n FROM sqlite_master WHERE name LIKE 'a2a_%'").get()).toEqual({ n: 0 });
     check.close();
     expect(readFileSync(path).length).toBe(before.length);
     t.cleanup();
   });
 
-  it('exports the migration set as component a2a, current 15', () => {
+  it('exports the migration set as component a2a, current 16', () => {
     expect(A2A_MIGRATION_SET.component).toBe('a2a');
-    expect(A2A_MIGRATION_SET.current).toBe(15);
+    expect(A2A_MIGRATION_SET.current).toBe(16);
   });
 });
 
@@ -315,7 +315,7 @@ describe('schema 14: retention', () => {
     const before = dumpDatabase13(path);
 
     const broker = createBroker({ path });
-    expect(broker.opened.schema).toEqual({ from: 13, to: 15 });
+    expect(broker.opened.schema).toEqual({ from: 13, to: 16 });
     // A row of schema 13 holds the status's message whole: it is read as it is.
     const wrk = await broker.register({ name: 'wrk', contextId: 'c' });
     const { events } = await broker.eventsSince({ token: wrk.token, after: 0, limit: 1000 });
@@ -350,7 +350,7 @@ describe('schema 14: retention', () => {
     const check = new Database(path, { readonly: true });
     expect(check.pragma('auto_vacuum', { simple: true })).toBe(2);
     expect(check.pragma('integrity_check', { simple: true })).toBe('ok');
-    expect(schemaVersion(check, 'a2a')).toBe(15);
+    expect(schemaVersion(check, 'a2a')).toBe(16);
     check.close();
     t.cleanup();
   });
@@ -414,7 +414,7 @@ describe('schema 15: fewer bytes per task', () => {
     const before = dumpDatabase13(path);
 
     const broker = createBroker({ path });
-    expect(broker.opened.schema).toEqual({ from: 14, to: 15 });
+    expect(broker.opened.schema).toEqual({ from: 14, to: 16 });
     const wrk = await broker.register({ name: 'wrk', contextId: 'c' });
     const answer = (i: number) => ({
       kind: 'message',
@@ -458,7 +458,105 @@ describe('schema 15: fewer bytes per task', () => {
       .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'a2a_messages' ORDER BY name")
       .all();
     expect(indexes).toEqual([{ name: 'a2a_messages_parent' }]);
-    expect(schemaVersion(check, 'a2a')).toBe(15);
+    expect(schemaVersion(check, 'a2a')).toBe(16);
+    check.close();
+    t.cleanup();
+  });
+});
+
+describe('schema 16: integer task keys', () => {
+  it('a file of schema 15 opens, keeps every row, reads its events and histories, and cursors go on without a gap', async () => {
+    const t = tempDir();
+    const path = join(t.dir, 'v15.db');
+    // The file as version 15 wrote it: text task keys, compact status events as arrays of strings.
+    const db = openDatabase(path);
+    migrate(db, {
+      component: 'a2a',
+      current: 15,
+      migrations: A2A_MIGRATION_SET.migrations.filter((m) => m.version <= 15),
+    });
+    const at = '2026-01-01T00:00:00.000Z';
+    db.exec(`INSERT INTO a2a_agents (agent_id, context_id, name, kind, description, skills, sends, registered_at)
+             VALUES ('ag1', 'c', 'req', 'subagent', '', '[]', 1, '${at}'), ('ag2', 'w', 'wrk', 'subagent', '', '[]', 0, '${at}')`);
+    const insertTask = db.prepare(
+      `INSERT INTO a2a_tasks (task_id, context_id, requester_name, agent_context_id, agent_name, state, status,
+         creation_message_id, history_count, created_at, updated_at) VALUES (?, 'c', 'req', 'w', 'wrk', 'completed', '{"message":{"$p":2}}', ?, 2, ?, ?)`,
+    );
+    const insertMessage = db.prepare(
+      `INSERT INTO a2a_messages (task_id, message_id, position, role, from_name, body, parent_task_id)
+       VALUES (?, ?, ?, ?, ?, ?, NULL)`,
+    );
+    const insertEvent = db.prepare(
+      `INSERT INTO a2a_events (party_context_id, party_name, seq, method, task_id, params, created_at)
+       VALUES ('c', 'req', ?, 'a2a.task.event', ?, ?, ?)`,
+    );
+    const body = (text: string) => JSON.stringify({ timestamp: at, parts: [{ kind: 'text', text }] });
+    // Message ids as the broker makes them (canonical UUIDs): held as 16 bytes from schema 16.
+    const uuid = (kind: number, i: number) => `0190a000-0000-7000-8000-${String(kind * 1000 + i).padStart(12, '0')}`;
+    for (let i = 1; i <= 100; i++) {
+      const id = `t${i}`;
+      insertTask.run(id, uuid(1, i), at, at);
+      insertMessage.run(id, uuid(1, i), 1, 'user', 'req', body(`ask ${i}`));
+      insertMessage.run(id, uuid(2, i), 2, 'agent', 'wrk', body(`answer ${i}`));
+      insertEvent.run(i, id, JSON.stringify(['ag1', 'c', 'completed', at, 1, 2]), at);
+    }
+    db.prepare(
+      `INSERT INTO a2a_artifacts (task_id, artifact_id, position, body, updated_at) VALUES ('t5', 'a', 1, '{"artifactId":"a","parts":[]}', ?)`,
+    ).run(at);
+    db.close();
+    const before = dumpDatabase13(path);
+
+    const broker = createBroker({ path });
+    expect(broker.opened.schema).toEqual({ from: 15, to: 16 });
+    const req = await broker.register({ name: 'req', contextId: 'c' });
+    const answer = (i: number) => ({
+      kind: 'message',
+      messageId: uuid(2, i),
+      role: 'agent',
+      from: 'wrk',
+      taskId: `t${i}`,
+      contextId: 'c',
+      timestamp: at,
+      parts: [{ kind: 'text', text: `answer ${i}` }],
+    });
+    const all = await broker.eventsSince({ token: req.token, after: 0, limit: 1000 });
+    expect(all.events.map((e) => e.seq)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
+    expect(all.events[41]?.params).toEqual({
+      recipient: 'ag1',
+      recipientName: 'req',
+      contextId: 'c',
+      seq: 42,
+      event: {
+        kind: 'status-update',
+        taskId: 't42',
+        contextId: 'c',
+        status: { state: 'completed', timestamp: at, message: answer(42) },
+        final: true,
+      },
+    });
+    const task = await broker.getTask({ token: req.token, id: 't7' });
+    expect(task.task.history.map((m) => m.messageId)).toEqual([uuid(1, 7), uuid(2, 7)]);
+    expect(task.task.status.message).toEqual(answer(7));
+    // A cursor taken before the migration reads on; the log goes on from 101 with no gap.
+    const wrk = await broker.register({ name: 'wrk', contextId: 'w' });
+    const sent = await broker.send({ token: req.token, to: wrk.agentId, message: text('after') });
+    await broker.setStatus({ token: wrk.token, id: sent.task.id, state: 'completed', message: text('done') });
+    const later = await broker.eventsSince({ token: req.token, after: 90, limit: 1000 });
+    expect(later.events.map((e) => e.seq)).toEqual(Array.from({ length: 11 }, (_, i) => i + 91));
+    expect((await broker.getTask({ token: req.token, id: sent.task.id })).task.history).toHaveLength(2);
+    await broker.close();
+    const after = dumpDatabase13(path);
+    // Every row of schema 15 is there, with the same values (the ids read back from their bytes).
+    const old = (table: string) =>
+      (after[table] ?? []).filter((r) => /^t[0-9]+$/.test((r as { task_id: string }).task_id));
+    for (const table of ['a2a_tasks', 'a2a_messages', 'a2a_events', 'a2a_artifacts']) {
+      expect(old(table), table).toEqual(before[table]);
+    }
+    const check = new Database(path, { readonly: true });
+    expect(check.pragma('integrity_check', { simple: true })).toBe('ok');
+    expect(check.pragma('foreign_key_check')).toEqual([]);
+    expect(check.prepare('SELECT typeof(message_id) AS t FROM a2a_messages LIMIT 1').get()).toEqual({ t: 'blob' });
+    expect(schemaVersion(check, 'a2a')).toBe(16);
     check.close();
     t.cleanup();
   });
@@ -468,6 +566,7 @@ describe('schema 15: fewer bytes per task', () => {
 function dumpDatabase13(path: string): Record<string, unknown[]> {
   const db = new Database(path, { readonly: true });
   try {
+    const keyed = db.prepare("SELECT 1 FROM pragma_table_info('a2a_tasks') WHERE name = 'task'").get() !== undefined;
     const out: Record<string, unknown[]> = {};
     for (const table of [
       'a2a_agents',
@@ -478,10 +577,32 @@ function dumpDatabase13(path: string): Record<string, unknown[]> {
       'a2a_events',
       'a2a_task_actors',
     ]) {
-      out[table] = db.prepare(`SELECT * FROM ${table} ORDER BY 1, 2, 3`).all();
+      const source = keyed ? (LOGICAL_13[table] ?? table) : table;
+      out[table] = db.prepare(`SELECT * FROM ${source} ORDER BY 1, 2, 3`).all();
     }
     return out;
   } finally {
     db.close();
   }
 }
+
+/**
+ * Since schema 16, messages and events hold their task's integer key, an
+ * event its method as 0 or 1 and its time in milliseconds: read back in the
+ * columns of schema 13 to 15 (the same values), to compare with a dump
+ * taken before the migration.
+ */
+const ID_TEXT = (column: string) =>
+  `CASE WHEN typeof(${column}) = 'blob' THEN lower(substr(hex(${column}), 1, 8) || '-' || substr(hex(${column}), 9, 4) || '-'
+    || substr(hex(${column}), 13, 4) || '-' || substr(hex(${column}), 17, 4) || '-' || substr(hex(${column}), 21)) ELSE ${column} END`;
+const LOGICAL_13: Record<string, string> = {
+  a2a_tasks: `(SELECT task_id, context_id, requester_name, agent_context_id, agent_name, state,
+    CASE WHEN status GLOB '[0-9]*' THEN '{"message":{"$p":' || status || '}}' ELSE status END AS status,
+    ${ID_TEXT('creation_message_id')} AS creation_message_id, history_count, created_at, updated_at, metadata FROM a2a_tasks)`,
+  a2a_messages: `(SELECT t.task_id, ${ID_TEXT('m.message_id')} AS message_id, m.position, m.role, m.from_name, m.body, m.parent_task_id
+    FROM a2a_messages m JOIN a2a_tasks t ON t.task = m.task)`,
+  a2a_events: `(SELECT e.party_context_id, e.party_name, e.seq,
+    CASE e.method WHEN 1 THEN 'a2a.push' ELSE 'a2a.task.event' END AS method, t.task_id, e.params,
+    strftime('%Y-%m-%dT%H:%M:%fZ', e.created_at / 1000.0, 'unixepoch') AS created_at
+    FROM a2a_events e JOIN a2a_tasks t ON t.task = e.task)`,
+};

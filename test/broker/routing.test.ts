@@ -257,6 +257,36 @@ describe('the broker own moves on deregistration', () => {
     expect((await h.broker.getTask({ token: wrk.token, id: open.id })).task.status.state).toBe('canceled');
     expect(h.broker.liveTaskCount()).toBe(0);
   });
+
+  it('with keepTasks, a requester and a worker leaving keep their open tasks for their next registration', async () => {
+    const { req, wrk } = await pair();
+    const asked = (await h.broker.send({ token: req.token, to: 'wrk', message: text('1') })).task;
+    const served = (await h.broker.send({ token: req.token, to: 'wrk', message: text('2') })).task;
+    await drain(wrk);
+    await drain(req);
+    await h.broker.deregister({ token: req.token, keepTasks: true });
+    // The worker hears nothing of it, and its task is still its own to end.
+    expect(await drain(wrk)).toEqual([]);
+    await h.broker.setStatus({ token: wrk.token, id: asked.id, state: 'completed' });
+    await h.broker.deregister({ token: wrk.token, keepTasks: true });
+    expect(h.broker.liveTaskCount()).toBe(1);
+    // The requester is back under a new token: its task's end waited in the log, its other task is open.
+    const req2 = await register(h.broker, 'req', 'ctx-a');
+    const log = await h.broker.eventsSince({ token: req2.token, after: 0 });
+    expect(log.events.map((e) => e.params)).toContainEqual(
+      expect.objectContaining({
+        event: expect.objectContaining({ taskId: asked.id, status: expect.objectContaining({ state: 'completed' }) }),
+      }),
+    );
+    expect((await h.broker.getTask({ token: req2.token, id: served.id })).task.status.state).toBe('submitted');
+    // The old tokens are dead either way.
+    await expect(h.broker.getTask({ token: req.token, id: served.id })).rejects.toMatchObject({
+      code: 'A2A_UNKNOWN_TOKEN',
+    });
+    const wrk2 = await register(h.broker, 'wrk', 'ctx-b');
+    await h.broker.setStatus({ token: wrk2.token, id: served.id, state: 'completed' });
+    expect((await h.broker.getTask({ token: req2.token, id: served.id })).task.status.state).toBe('completed');
+  });
 });
 
 describe('the durable log', () => {

@@ -32,15 +32,15 @@ function expectConsistent(path: string): void {
     expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
     const orphans = db
       .prepare(
-        `SELECT (SELECT COUNT(*) FROM a2a_messages WHERE task_id NOT IN (SELECT task_id FROM a2a_tasks))
-              + (SELECT COUNT(*) FROM a2a_events WHERE task_id NOT IN (SELECT task_id FROM a2a_tasks)) AS n`,
+        `SELECT (SELECT COUNT(*) FROM a2a_messages WHERE task NOT IN (SELECT task FROM a2a_tasks))
+              + (SELECT COUNT(*) FROM a2a_events WHERE task NOT IN (SELECT task FROM a2a_tasks)) AS n`,
       )
       .get() as { n: number };
     expect(orphans.n).toBe(0);
     const partial = db
       .prepare(
         `SELECT COUNT(*) AS n FROM a2a_tasks t
-         WHERE history_count != (SELECT COUNT(*) FROM a2a_messages m WHERE m.task_id = t.task_id)`,
+         WHERE history_count != (SELECT COUNT(*) FROM a2a_messages m WHERE m.task = t.task)`,
       )
       .get() as { n: number };
     expect(partial.n).toBe(0);

@@ -14,6 +14,7 @@ interface UsageJson {
     workflow?: { id: string; version: number };
     parentId?: string | null;
     rolledUp?: { costUsd: number } | null;
+    rolledUpHops?: number | null;
   })[];
   total: Omit<UsageGroup, 'key'>;
 }
@@ -36,7 +37,9 @@ describe('switchboard usage', () => {
       const { code, json } = await runJson<UsageJson>(['usage', '--db', coord.path, '--by', by]);
       expect(code).toBe(0);
       expect(json.by).toBe(by);
-      expect(json.groups.map(({ state, workflow, parentId, rolledUp, ...g }) => g)).toEqual(coord.usage[by]);
+      expect(json.groups.map(({ state, workflow, parentId, rolledUp, rolledUpHops, ...g }) => g)).toEqual(
+        coord.usage[by],
+      );
       expect(json.total.hops).toBe(hops);
       expect(json.total.costUsd).toBeCloseTo(cost, 9);
       expect(json.total.inputTokens + json.total.outputTokens).toBe(tokens);

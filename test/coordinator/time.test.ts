@@ -46,7 +46,9 @@ async function publishCompleted(
 }
 
 async function take(f: Fixture, role: string): Promise<Delivery & { envelope: WorkEnvelope }> {
-  for (let i = 0; i < 50; i++) {
+  // Ten seconds by the clock, however quickly a store's consume comes back empty.
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
     const [d] = await f.coordinator.bus.consume(role, {
       consumer: 'test',
       visibilityTimeoutMs: 60_000,
@@ -54,8 +56,9 @@ async function take(f: Fixture, role: string): Promise<Delivery & { envelope: Wo
       waitMs: 200,
     });
     if (d !== undefined) return d as Delivery & { envelope: WorkEnvelope };
+    await new Promise((resolve) => setTimeout(resolve, 20));
   }
-  throw new Error(`nothing on ${role}`);
+  throw new Error(`nothing on ${role} in 10 s`);
 }
 
 describe('stage timeouts and item deadlines', () => {
@@ -66,7 +69,8 @@ describe('stage timeouts and item deadlines', () => {
   });
 
   it('a hop whose message was lost is re-published under the same key by its stage timeout, and applied once', async () => {
-    const def = definition({}, { timeout: 150, retry: { maximumAttempts: 5 } });
+    // Long enough that a loaded machine takes and answers the message again before all five run out.
+    const def = definition({}, { timeout: 400, retry: { maximumAttempts: 5 } });
     f = await openFixture({ definitions: [def], deployments: {}, timerIntervalMs: 20 });
     const { coordinator } = f;
     const id = await coordinator.createWorkItem({ workflow: 'timed', input: 'go' });
@@ -91,7 +95,7 @@ describe('stage timeouts and item deadlines', () => {
     expect(timeouts[0]!.data).toMatchObject({
       what: 'hop',
       action: 'republished',
-      timeoutMs: 150,
+      timeoutMs: 400,
       timeouts: 1,
       idempotencyKey: `${id}/1/1`,
     });
@@ -205,7 +209,12 @@ describe('stage timeouts and item deadlines', () => {
     },
   );
 
-  /** A hop of `timed` that suspends asking `expert`; returns its work and the question's token. */
+  /**
+   * A hop of `timed` that suspends asking `expert`; returns its work and the
+   * question's token. The stage's `timeout` runs for the hop until its
+   * suspension is read, too: it must be long enough for a loaded machine to
+   * take the hop and publish the suspension, or the hop itself times out.
+   */
   async function suspendAsking(timeout: number, maximumAttempts: number) {
     const def = definition({}, { timeout, retry: { maximumAttempts } });
     f = await openFixture({
@@ -250,7 +259,7 @@ describe('stage timeouts and item deadlines', () => {
   }
 
   it("a query whose message was lost is re-published under the same key by the asking stage's timeout", async () => {
-    const { fx, coordinator, id, work, token, question } = await suspendAsking(500, 3);
+    const { fx, coordinator, id, work, token, question } = await suspendAsking(1_500, 3);
     await until(async () => (await coordinator.bus.stats('expert')).depth === 1, 5_000, 'the question queued');
     expect((await coordinator.listHops(id)).map((h) => `${h.kind}:${h.state}`)).toEqual([
       'stage:suspended',
@@ -283,7 +292,7 @@ describe('stage timeouts and item deadlines', () => {
       action: 'republished',
       role: 'expert',
       stage: 'work',
-      timeoutMs: 500,
+      timeoutMs: 1_500,
       timeouts: 1,
       idempotencyKey: `${token}:ask`,
     });
@@ -299,7 +308,7 @@ describe('stage timeouts and item deadlines', () => {
   });
 
   it("a query never answered fails by the asking stage's retry policy (HopTimedOut) and resumes the asker with the failure", async () => {
-    const { fx, coordinator, id, work, token } = await suspendAsking(400, 2);
+    const { fx, coordinator, id, work, token } = await suspendAsking(1_500, 2);
     const resumed = await completeResumed(fx, id, work.envelope);
     expect(resumed.metadata).toMatchObject({
       [REPLY_METADATA_KEY]: { role: 'expert', outcome: 'failed', error: { type: 'HopTimedOut' } },

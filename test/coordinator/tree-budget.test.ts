@@ -87,11 +87,17 @@ describe('budgets down the tree of child work items', () => {
       [b, 7],
     ] as const) {
       expect(child.state).toBe('failed');
-      expect(child.failure?.code).toBe('GOVERNANCE_DENIED');
+      expect(child.failure?.code).toBe('BUDGET_EXCEEDED');
       expect(child.failure?.reason).toContain(`${max} of ${max} hops`);
       const hops = await coordinator.listHops(child.id);
       // No child spent past its carve: its hops are exactly its carve.
       expect(hops.filter((h) => h.kind === 'stage')).toHaveLength(max);
+      // The denial's audit row names the limit and what was spent.
+      const denied = (await coordinator.audit.list({ itemId: child.id })).filter(
+        (r) => r.kind === 'governance' && (r.data as { decision?: string }).decision === 'deny',
+      );
+      expect(denied).toHaveLength(1);
+      expect(denied[0]!.data).toMatchObject({ budget: { limit: 'maxHops', maxHops: max, spent: max } });
     }
     // The parent's join collected both failures; the children's hops are in the parent's count.
     expect(done.state).toBe('completed');

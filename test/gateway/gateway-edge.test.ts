@@ -30,7 +30,7 @@ function startGateway(args: string[]): Promise<{ child: ChildProcess; url: strin
 function rpc(url: string, key: string, body: string) {
   return fetch(`${url}/agents/echo/`, {
     method: 'POST',
-    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${key}` },
+    headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', Authorization: `Bearer ${key}` },
     body,
   });
 }

@@ -1,57 +1,17 @@
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import {
   CancelTaskRequest,
   GetTaskRequest,
   ListTasksRequest,
-  SendMessageRequest,
   type StreamResponse,
   SubscribeToTaskRequest,
   TaskState,
 } from '@a2a-js/sdk';
-import {
-  type Client,
-  ClientFactory,
-  ClientFactoryOptions,
-  JsonRpcTransportFactory,
-  RestTransportFactory,
-} from '@a2a-js/sdk/client';
 import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SwitchboardClient, connect } from '../../src/transport/client.js';
 import { SocketServe, hostDir } from '../host/helpers.js';
-
-const BIN = join(import.meta.dirname, '..', '..', 'bin', 'switchboard.js');
-
-/** Runs `switchboard gateway keys ...`; answers stdout (fails the test on a non-zero exit). */
-function keysCli(args: string[]): string {
-  const run = spawnSync(process.execPath, [BIN, 'gateway', 'keys', ...args], { encoding: 'utf8' });
-  if (run.status !== 0) throw new Error(`gateway keys ${args.join(' ')} exited ${run.status}: ${run.stderr}`);
-  return run.stdout;
-}
-
-/** The first line `keys add` prints: the key. */
-function addKey(file: string, name: string, agents: string): string {
-  return keysCli(['add', name, '--agents', agents, '--keys', file]).split('\n')[0] as string;
-}
-
-/** A real `switchboard gateway` process; resolves with its base URL once it listens. */
-function startGateway(args: string[]): Promise<{ child: ChildProcess; url: string; stderr: () => string }> {
-  const child = spawn(process.execPath, [BIN, 'gateway', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stderr?.setEncoding('utf8').on('data', (t: string) => {
-    stderr += t;
-  });
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`gateway exited ${code}: ${stderr.slice(-2000)}`)));
-    child.stdout?.setEncoding('utf8').on('data', (t: string) => {
-      stdout += t;
-      const match = /switchboard gateway on (http\S+)/.exec(stdout);
-      if (match) resolve({ child, url: match[1] as string, stderr: () => stderr });
-    });
-  });
-}
+import { addKey, collect, keysCli, sdkClient, send, startGateway, stateOf } from './gateway-helpers.js';
 
 /** A worker agent over this package's client: answers each task by the text it was sent. */
 async function startWorker(socket: string, name: string) {
@@ -113,53 +73,6 @@ async function startWorker(socket: string, name: string) {
   };
 }
 
-/** An SDK client of one agent of the gateway, sending `key` (when given) as its bearer key. */
-async function sdkClient(
-  url: string,
-  agent: string,
-  key: string | undefined,
-  binding: 'jsonrpc' | 'rest' = 'jsonrpc',
-): Promise<Client> {
-  const fetchImpl: typeof fetch = (input, init) => {
-    const headers = new Headers(init?.headers);
-    if (key !== undefined) headers.set('Authorization', `Bearer ${key}`);
-    return fetch(input, { ...init, headers });
-  };
-  const factory = new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [
-        binding === 'jsonrpc' ? new JsonRpcTransportFactory({ fetchImpl }) : new RestTransportFactory({ fetchImpl }),
-      ],
-      preferredTransports: [binding === 'jsonrpc' ? 'JSONRPC' : 'HTTP+JSON'],
-    }),
-  );
-  return factory.createFromUrl(`${url}/agents/${agent}/`);
-}
-
-function send(text: string, taskId?: string) {
-  return SendMessageRequest.fromJSON({
-    message: {
-      messageId: `m-${Math.random().toString(36).slice(2)}`,
-      role: 'ROLE_USER',
-      parts: [{ text }],
-      ...(taskId === undefined ? {} : { taskId }),
-    },
-  });
-}
-
-async function collect(stream: AsyncGenerator<StreamResponse>): Promise<StreamResponse[]> {
-  const out: StreamResponse[] = [];
-  for await (const response of stream) out.push(response);
-  return out;
-}
-
-function stateOf(response: StreamResponse): TaskState | undefined {
-  const payload = response.payload;
-  if (payload?.$case === 'task') return payload.value.status?.state;
-  if (payload?.$case === 'statusUpdate') return payload.value.status?.state;
-  return undefined;
-}
-
 describe('switchboard gateway, with the official A2A SDK as its client', () => {
   const h = hostDir();
   const keysFile = join(h.dir, 'gateway-keys.json');
@@ -218,10 +131,26 @@ describe('switchboard gateway, with the official A2A SDK as its client', () => {
     expect((await fetch(`${gateway.url}/agents/nobody/.well-known/agent-card.json`)).status).toBe(404);
   });
 
+  it('serves the extended card to a key scoped to the agent, over both bindings, and to nobody else', async () => {
+    for (const binding of ['jsonrpc', 'rest'] as const) {
+      const client = await sdkClient(gateway.url, 'echo', alice, binding);
+      // The SDK's client reads the extended card when the card says there is one.
+      const card = await client.getAgentCard();
+      expect(card.name, binding).toBe('echo');
+      expect(card.capabilities?.extendedAgentCard, binding).toBe(true);
+      const none = await sdkClient(gateway.url, 'echo', undefined, binding);
+      await expect(none.getAgentCard(), binding).rejects.toMatchObject({ message: /Authorization: Bearer KEY/ });
+      const scoped = await sdkClient(gateway.url, 'echo', carol, binding);
+      await expect(scoped.getAgentCard(), binding).rejects.toMatchObject({ message: /may reach other, not echo/ });
+    }
+  });
+
   it('sends, gets and lists: the task is an ordinary broker task whose sender is the key’s agent', async () => {
     const client = await sdkClient(gateway.url, 'echo', alice);
     const sent = await client.sendMessage(send('hello'));
     expect('id' in sent && 'status' in sent).toBe(true);
+    // Sent without returnImmediately: answered once the task has ended, as A2A says.
+    expect((sent as { status?: { state?: TaskState } }).status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
     const taskId = (sent as { id: string }).id;
     let task = await client.getTask(GetTaskRequest.fromJSON({ id: taskId }));
     for (let i = 0; i < 200 && task.status?.state !== TaskState.TASK_STATE_COMPLETED; i++) {
@@ -274,7 +203,7 @@ describe('switchboard gateway, with the official A2A SDK as its client', () => {
 
   it('a stream opened on a working task carries what happens next, to the end', async () => {
     const client = await sdkClient(gateway.url, 'echo', alice);
-    const sent = (await client.sendMessage(send('slow'))) as { id: string };
+    const sent = (await client.sendMessage(send('slow', undefined, true))) as { id: string };
     const stream = client.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: sent.id }));
     const first = await stream.next();
     expect((first.value as StreamResponse).payload?.$case).toBe('task');
@@ -286,12 +215,25 @@ describe('switchboard gateway, with the official A2A SDK as its client', () => {
 
   it('cancels a working task; an ended one is not cancelable', async () => {
     const client = await sdkClient(gateway.url, 'echo', alice);
-    const sent = (await client.sendMessage(send('wait'))) as { id: string };
+    const sent = (await client.sendMessage(send('wait', undefined, true))) as { id: string };
     const canceled = await client.cancelTask(CancelTaskRequest.fromJSON({ id: sent.id }));
     expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
     await expect(client.cancelTask(CancelTaskRequest.fromJSON({ id: sent.id }))).rejects.toMatchObject({
       name: 'TaskNotCancelableError',
     });
+  });
+
+  it('a stream ends with the canceled status when its own key cancels the task, over both bindings', async () => {
+    for (const binding of ['jsonrpc', 'rest'] as const) {
+      const client = await sdkClient(gateway.url, 'echo', alice, binding);
+      const stream = client.sendMessageStream(send('wait'));
+      const first = (await stream.next()).value as StreamResponse;
+      const id = first.payload?.$case === 'task' ? first.payload.value.id : '';
+      expect(id).not.toBe('');
+      await client.cancelTask(CancelTaskRequest.fromJSON({ id }));
+      const rest = await collect(stream);
+      expect(stateOf(rest.at(-1) as StreamResponse), binding).toBe(TaskState.TASK_STATE_CANCELED);
+    }
   });
 
   it('reaches nobody else’s task: another key’s task is TaskNotFound', async () => {
@@ -349,7 +291,7 @@ describe('switchboard gateway, with the official A2A SDK as its client', () => {
     const again = await collect(client.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id })));
     expect(again[0]?.payload?.$case).toBe('task');
 
-    const waiting = (await client.sendMessage(send('wait'))) as { id: string };
+    const waiting = (await client.sendMessage(send('wait', undefined, true))) as { id: string };
     const canceled = await client.cancelTask(CancelTaskRequest.fromJSON({ id: waiting.id }));
     expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
     await expect(client.cancelTask(CancelTaskRequest.fromJSON({ id: waiting.id }))).rejects.toMatchObject({
@@ -364,6 +306,29 @@ describe('switchboard gateway, with the official A2A SDK as its client', () => {
       message: /Authorization: Bearer KEY/,
     });
   });
+  it('reads the A2A-Version header as the SDK’s server does: none or 0.3 is v0.3, 1.0 is v1.0, another is refused', async () => {
+    const post = async (method: string, params: unknown, version?: string) => {
+      const headers: Record<string, string> = { 'Content-Type': 'application/json', Authorization: `Bearer ${alice}` };
+      if (version !== undefined) headers['A2A-Version'] = version;
+      const response = await fetch(`${gateway.url}/agents/echo/`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ jsonrpc: '2.0', id: 3, method, params }),
+      });
+      return (await response.json()) as { result?: Record<string, unknown>; error?: { code: number; message: string } };
+    };
+    const sent = await post('message/send', {
+      message: { kind: 'message', messageId: `v-${Date.now()}`, role: 'user', parts: [{ kind: 'text', text: 'hi' }] },
+    });
+    expect(sent.result?.kind).toBe('task'); // v0.3's shape: the task itself
+    const id = String(sent.result?.id);
+    expect((await post('tasks/get', { id }, '0.3')).result?.id).toBe(id);
+    expect((await post('GetTask', { id }, '1.0')).result?.id).toBe(id);
+    expect((await post('GetTask', { id })).error).toMatchObject({ code: -32601, message: /A2A-Version: 1.0/ });
+    expect((await post('tasks/get', { id }, '1.0')).error).toMatchObject({ code: -32601 });
+    expect((await post('GetTask', { id }, '2.0')).error).toMatchObject({ code: -32009 });
+  });
+
   it('serves A2A v0.3 clients too (its method names), to the SDK’s v0.3 JSON-RPC transport', async () => {
     const fetchImpl: typeof fetch = (input, init) => {
       const headers = new Headers(init?.headers);
@@ -378,7 +343,7 @@ describe('switchboard gateway, with the official A2A SDK as its client', () => {
     const id = streamed[0]?.payload?.$case === 'task' ? streamed[0].payload.value.id : '';
     const task = await legacy.getTask(GetTaskRequest.fromJSON({ id }));
     expect(task.artifacts[0]?.parts[0]?.content).toEqual({ $case: 'text', value: 'echo: v0.3' });
-    const sent = await legacy.sendMessage(send('wait'));
+    const sent = await legacy.sendMessage(send('wait', undefined, true));
     const canceled = await legacy.cancelTask(CancelTaskRequest.fromJSON({ id: (sent as { id: string }).id }));
     expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
     const bobs = new LegacyJsonRpcTransport({

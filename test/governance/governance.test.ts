@@ -6,6 +6,7 @@ import {
   type Policy,
   budgetPolicy,
   budgetStatus,
+  hopBudgetSpent,
   maxHopsPolicy,
   roleAllowListPolicy,
   runGovernance,
@@ -219,6 +220,21 @@ describe('built-in policies', () => {
     const policy = maxHopsPolicy(3);
     expect(policy.check(hop({ hop: 3 }))).toEqual({ decision: 'allow' });
     expect(policy.check(hop({ hop: 4 }))).toEqual({ decision: 'deny', reason: 'hop 4 is over the limit of 3 hops' });
+  });
+
+  it('a spent maxHops is told apart from a spent cost or token budget (what fails BUDGET_EXCEEDED)', () => {
+    expect(hopBudgetSpent(null, { hop: 9 })).toBeNull();
+    expect(hopBudgetSpent({ maxTokens: 10 }, { hop: 9 })).toBeNull();
+    expect(hopBudgetSpent({ maxHops: 3 }, { hop: 3, childHops: 0 })).toBeNull();
+    expect(hopBudgetSpent({ maxHops: 3 }, { hop: 4 })).toEqual({ maxHops: 3, spent: 3 });
+    expect(hopBudgetSpent({ maxHops: 3 }, { hop: 2, childHops: 2 })).toEqual({ maxHops: 3, spent: 3 });
+    // It agrees with the budget policy: denied exactly when the hops are spent.
+    for (let h = 1; h <= 6; h++) {
+      for (let c = 0; c <= 3; c++) {
+        const denied = budgetPolicy({ maxHops: 4 }).check(hop({ hop: h, childHops: c })).decision === 'deny';
+        expect(hopBudgetSpent({ maxHops: 4 }, { hop: h, childHops: c }) !== null).toBe(denied);
+      }
+    }
   });
 
   it('refuse bad arguments with a typed error', () => {

@@ -251,6 +251,45 @@ export function runCoordinatorStoreContract(name: string, factory: CoordinatorSt
       expect((await store.loadLive()).map((x) => x.item.id)).toEqual(['a', 'b']);
     });
 
+    it("adds each change's rollup to the live subtree usage of its item and ancestors, in the commit, all or nothing", async () => {
+      s = await factory();
+      const { store } = s;
+      const charge = (itemIds: string[], tokens: number, hops: number) => ({
+        itemIds,
+        usage: { inputTokens: tokens, outputTokens: 1, costUsd: tokens / 1000, elapsedMs: 5 },
+        hops,
+      });
+      // With a definition kept (PostgreSQL: statement by statement), then without (one statement), two changes a batch.
+      await store.commit({ changes: [{ ...created('root'), rollup: charge(['root'], 0, 1) }], deleteOutbox: [] });
+      await store.commit({
+        changes: [
+          { ...created('root.1.a'), definition: undefined, rollup: charge(['root.1.a', 'root'], 10, 1) },
+          { ...created('root.1.b'), definition: undefined, rollup: charge(['root.1.b', 'root'], 7, 2) },
+        ],
+        deleteOutbox: [],
+      });
+      const trees = await store.loadTreeUsage(['root', 'root.1.a', 'root.1.b', 'none']);
+      expect(trees.get('root')).toEqual({
+        usage: { inputTokens: 17, outputTokens: 3, costUsd: 0.017, elapsedMs: 15 },
+        hops: 4,
+      });
+      expect(trees.get('root.1.a')).toEqual({
+        usage: { inputTokens: 10, outputTokens: 1, costUsd: 0.01, elapsedMs: 5 },
+        hops: 1,
+      });
+      expect(trees.has('none')).toBe(false);
+      // A batch that fails adds nothing.
+      const clash: ItemChanges = {
+        ...created('c'),
+        definition: undefined,
+        hops: [{ hop: hop('c', 1, { idempotencyKey: 'root/1/1' }), created: true }],
+        rollup: charge(['c', 'root'], 100, 1),
+      };
+      await expect(store.commit({ changes: [clash], deleteOutbox: [] })).rejects.toThrow();
+      expect((await store.readTreeUsage(['root'])).get('root')?.usage.inputTokens).toBe(17);
+      expect((await (await s.reopen()).loadTreeUsage(['root'])).get('root')?.hops).toBe(4);
+    });
+
     it('deletes published outbox rows with a batch, even an empty one; keeps a definition once', async () => {
       s = await factory();
       const { store } = s;

@@ -389,10 +389,10 @@ for (const sink of ['append', 'one statement'] as const)
     if (sink === 'one statement')
       it('the one-statement commit reads the rows it updates by their keys, however many rows the tables hold (a version-1 database is migrated to it)', async () => {
         const { pool, url } = await open();
-        // A database made before version 2 (and 3): the functions and the users' table go, and opening the
-        // store brings them back.
+        // A database made before version 2 (and 3, 4): the functions and the users' and rollups' tables go,
+        // and opening the store brings them back.
         await pool.query(
-          'DROP FUNCTION coord_batch_rows(jsonb); DROP FUNCTION coord_not_leading(); DROP TABLE coord_console_users',
+          'DROP FUNCTION coord_batch_rows(jsonb); DROP FUNCTION coord_not_leading(); DROP TABLE coord_console_users; DROP TABLE coord_rollups',
         );
         await pool.query("UPDATE schema_version SET version = 1 WHERE component = 'coordinator'");
         const reopened = await PostgresCoordinatorStore.open(pool);

@@ -241,13 +241,16 @@ describe('coordinator and worker processes on the default SQLite bus (no Redis)'
             '--lease-ms',
             '2000',
             '--log-level',
-            'warn',
+            'info',
           ],
           env,
         ),
       );
     const a = worker('a', ['architect', 'coding', 'testing']);
     let b = worker('b', ['coding', 'testing', 'devops']);
+    // Both workers take work before any is submitted: on a loaded machine a
+    // slow start of b would let a run every hop up to the approval gate alone.
+    await Promise.all([a, b].map((w) => w.waitForLine(isLog('worker ready'), 30_000, { seen: true })));
 
     const submit = (id: string, count: string) =>
       runCli([

@@ -43,7 +43,7 @@ function fakeHost(handshake: unknown) {
 describe('connect()', () => {
   it('performs the handshake with a spawned switchboard serve', async () => {
     const { client } = await spawnClient();
-    expect(client.host).toMatchObject({ protocolVersion: 10, schemaVersion: 15 });
+    expect(client.host).toMatchObject({ protocolVersion: 10, schemaVersion: 16 });
     expect(client.host.capabilities).toContain('a2a');
     expect(client.serveProcess?.pid).toBeGreaterThan(0);
   });

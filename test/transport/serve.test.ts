@@ -42,7 +42,7 @@ describe('switchboard serve', () => {
   it('answers the handshake and writes only JSON-RPC lines to stdout, logs to stderr (never a token)', async () => {
     const server = serve(undefined, ['--log-level', 'trace']);
     const result = await server.call('app.handshake', { protocolVersion: 10, client: { name: 't', version: '1' } });
-    expect(result).toMatchObject({ protocolVersion: 10, schemaVersion: 15, server: { name: 'switchboard' } });
+    expect(result).toMatchObject({ protocolVersion: 10, schemaVersion: 16, server: { name: 'switchboard' } });
     expect(result.capabilities).toContain('a2a');
     const worker = await register(server, 'w', 'c1');
     const requester = await register(server, 'r', 'c1');

@@ -27,8 +27,9 @@ const budgetArb = fc
   .record({
     maxTokens: fc.option(fc.integer({ min: 0, max: 3 }), { nil: undefined }),
     maxCostUsd: fc.option(fc.integer({ min: 0, max: 3 }), { nil: undefined }),
+    maxHops: fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined }),
   })
-  .filter((b) => b.maxTokens !== undefined || b.maxCostUsd !== undefined)
+  .filter((b) => b.maxTokens !== undefined || b.maxCostUsd !== undefined || b.maxHops !== undefined)
   .map((b) => Object.fromEntries(Object.entries(b).filter(([, v]) => v !== undefined)) as typeof b);
 
 describe('governanceCascade', () => {
@@ -36,7 +37,10 @@ describe('governanceCascade', () => {
     'one budget policy per distinct budget, the same one for an equal budget',
     (a, b) => {
       const cascade = governanceCascade({ knownRoles: ['coding'] });
-      const same = (a.maxTokens ?? null) === (b.maxTokens ?? null) && (a.maxCostUsd ?? null) === (b.maxCostUsd ?? null);
+      const same =
+        (a.maxTokens ?? null) === (b.maxTokens ?? null) &&
+        (a.maxCostUsd ?? null) === (b.maxCostUsd ?? null) &&
+        (a.maxHops ?? null) === (b.maxHops ?? null);
       expect(cascade.budgetEntry(a) === cascade.budgetEntry({ ...b })).toBe(same);
     },
   );

@@ -14,7 +14,7 @@ import { type Registration, foldedPartyKey, partyKey, skeletonPartyKey } from '.
 /**
  * The registration calls: an agent registers (a token, its card and actor),
  * deregisters (its open tasks end: the worker's fail, the requester's are
- * canceled) or its connection ends (its tasks kept; the requesters of those
+ * canceled; or, with `keepTasks`, they are kept) or its connection ends (its tasks kept; the requesters of those
  * it serves are told it left, and told again when it is back). Each change
  * is undone when its call is refused.
  */
@@ -101,6 +101,10 @@ export class AgentCalls {
 
   deregister(p: MethodParams<'a2a.agents.deregister'>, scope: CallScope): { deregistered: true } {
     const caller = this.state.caller(p.token);
+    if (p.keepTasks === true) {
+      this.endKeepingTasks(caller, scope);
+      return { deregistered: true };
+    }
     const at = this.state.now();
     // The broker's own moves: the worker's open tasks fail, the requester's are canceled.
     for (const head of this.state.store.openTasksOfParty(caller.party, 'worker')) {
@@ -130,6 +134,12 @@ export class AgentCalls {
     const registration =
       agentId === undefined ? undefined : this.state.registry.getSnapshot().context.byId.get(agentId);
     if (registration === undefined) return false;
+    this.endKeepingTasks(registration, scope);
+    return true;
+  }
+
+  /** Ends a registration as a closed connection does: its open tasks are kept for its next registration. */
+  private endKeepingTasks(registration: Registration, scope: CallScope): void {
     this.end(registration, scope, this.state.now(), 'disconnected');
     // Its tasks wait for it: their requesters learn that it left (a dead worker, not a slow one).
     if (this.tellRequesters(scope, registration.party, 'left') > 0) {
@@ -140,7 +150,6 @@ export class AgentCalls {
       }
     }
     this.state.logger.info({ agentId: registration.agentId }, 'a2a agent disconnected: registration ended, tasks kept');
-    return true;
   }
 
   /** An `agent-update` event to the requester of each open task the party serves; how many were told. */

@@ -106,6 +106,7 @@ export class CommitQueue {
    * queue instead, so it sees every call made before it.
    */
   read<T>(run: (scope: CallScope) => T): Promise<T> {
+    this.lastCallAt = performance.now();
     if (!this.quiet) return this.enqueue(run);
     return new Promise<T>((resolve, reject) => {
       this.reads.push({ run, resolve: resolve as (value: unknown) => void, reject });
@@ -116,8 +117,21 @@ export class CommitQueue {
     });
   }
 
+  /**
+   * When the last call came (`performance.now()`; -Infinity: none yet). The
+   * broker's own background work (a prune's batches) is not a call: it paces
+   * itself by this.
+   */
+  lastCallAt = Number.NEGATIVE_INFINITY;
+
   /** Queues a call; resolves with its result once its writes are committed. */
   enqueue<T>(run: (scope: CallScope) => T): Promise<T> {
+    this.lastCallAt = performance.now();
+    return this.enqueueBackground(run);
+  }
+
+  /** Queues the broker's own work, as `enqueue`, without counting it as a call that came. */
+  enqueueBackground<T>(run: (scope: CallScope) => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ run, resolve: resolve as (value: unknown) => void, reject });
       this.schedule();

@@ -4,7 +4,8 @@ import type { SqliteDatabase } from '../../persistence/kernel/database.js';
 import { type PruneCursor, TaskRetentionStore, emptyCounts } from '../../persistence/a2a/retention.js';
 import type { Party } from '../../persistence/a2a/store.js';
 import { freePages, incrementalVacuum } from '../../persistence/a2a/space.js';
-import type { CommitQueue } from './commit-queue.js';
+import { pruneWaitMs } from '../../decisions/prune-pacing.js';
+import type { CallScope, CommitQueue } from './commit-queue.js';
 
 /** Pages given back to the file system per transaction after a prune. */
 export const VACUUM_PAGES_PER_STEP = 64;
@@ -20,10 +21,11 @@ export const PRUNE_BATCH_BUDGET_MS = 0.5;
  *
  * A prune is a run of small batches, each one call of the commit queue (one
  * transaction, its own SAVEPOINT when it shares one with other calls) of at
- * most about `PRUNE_BATCH_BUDGET_MS` of work, queued one after the other
- * with a timer turn between two: the calls made meanwhile are committed
- * between two batches, so a prune of many tasks never holds the queue for
- * long. Each
+ * most about `PRUNE_BATCH_BUDGET_MS` of work. Between two batches it waits as
+ * `pruneWaitMs` (src/decisions/prune-pacing.ts) decides: while calls come in,
+ * the prune takes at most one percent of the broker's time, so about one call
+ * in a hundred at most waits behind a batch (the calls' p99 stays as it is
+ * without a prune); on an idle broker the batches follow each other at once. Each
  * batch removes whole tasks (a task is never half-removed: a batch that fails
  * is rolled back), and a broker killed in the middle leaves every batch it
  * committed done and the rest for the next prune. After a prune, the free
@@ -107,7 +109,9 @@ export class TaskPruner {
     do {
       if (this.closed) break;
       const from = cursor;
-      const batch = await this.queue.enqueue(() =>
+      if (batches > 0) await this.pace();
+      if (this.closed) break;
+      const batch = await this.timed(() =>
         this.store.pruneBatch(params.endedBefore, from, { dryRun, cuts, budgetMs: PRUNE_BATCH_BUDGET_MS }),
       );
       batches++;
@@ -120,8 +124,6 @@ export class TaskPruner {
       kept.workItems += batch.kept.workItems;
       if (!dryRun && batch.removed.tasks > 0) this.onRemoved();
       cursor = batch.next;
-      // Between two batches, the calls queued meanwhile go first, and the event loop gets a turn of its own.
-      await pause();
     } while (cursor !== undefined);
     // Also when nothing was removed now: a broker stopped while giving the space of an earlier prune back.
     const freedPages = dryRun ? 0 : await this.giveBackSpace();
@@ -132,20 +134,52 @@ export class TaskPruner {
   private async giveBackSpace(): Promise<number> {
     let freed = 0;
     while (!this.closed && freePages(this.db) > 0) {
-      const step = await this.queue.enqueue(() => incrementalVacuum(this.db, VACUUM_PAGES_PER_STEP));
+      await this.pace();
+      if (this.closed) break;
+      const step = await this.timed(() => incrementalVacuum(this.db, VACUUM_PAGES_PER_STEP));
       if (step === 0) break;
       freed += step;
-      await pause();
     }
     return freed;
   }
+
+  /** How long (ms) the last batch's own work took (its commit is shared with the calls queued beside it). */
+  private lastBatchMs = 0;
+
+  /** Runs a batch as the broker's own work in the commit queue, timing it. */
+  private timed<T>(run: (scope: CallScope) => T): Promise<T> {
+    return this.queue.enqueueBackground((scope) => {
+      const began = performance.now();
+      try {
+        return run(scope);
+      } finally {
+        this.lastBatchMs = performance.now() - began;
+      }
+    });
+  }
+
+  /** Waits until the next batch may run (`pruneWaitMs`), or the pruner is stopped. */
+  private async pace(): Promise<void> {
+    const since = performance.now();
+    for (;;) {
+      const now = performance.now();
+      const wait = pruneWaitMs({
+        batchMs: this.lastBatchMs,
+        waitedMs: now - since,
+        sinceLastCallMs: now - this.queue.lastCallAt,
+      });
+      // Even at once: a turn of the event loop, so what was read meanwhile is queued first.
+      if (wait === 0 || this.closed) return turn();
+      await sleep(wait);
+    }
+  }
 }
 
-/**
- * The pause between two batches: a timer turn (about a millisecond), so that
- * a prune takes at most about a third of the broker's time while calls come
- * in: what was read meanwhile is parsed and queued before the next batch.
- */
-function pause(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, 1));
+/** One turn of the event loop. */
+function turn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }

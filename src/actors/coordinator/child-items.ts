@@ -2,6 +2,7 @@ import {
   BRANCH_ATTRIBUTE,
   type CancelChildBody,
   PARENT_ATTRIBUTE,
+  POSITION_ATTRIBUTE,
   type SettleBody,
   type SpawnBody,
 } from '../../decisions/coordinator-decisions.js';
@@ -90,7 +91,12 @@ export class ChildItems {
         definition,
         input: body.input,
         budget: body.budget,
-        attributes: { [PARENT_ATTRIBUTE]: body.parentId, [BRANCH_ATTRIBUTE]: branch },
+        // A row from before positions were written has none: the engine reads it from the parent's join.
+        attributes: {
+          [PARENT_ATTRIBUTE]: body.parentId,
+          [BRANCH_ATTRIBUTE]: branch,
+          ...(body.position === undefined ? {} : { [POSITION_ATTRIBUTE]: body.position }),
+        },
         deadline:
           body.deadlineAt === null
             ? null

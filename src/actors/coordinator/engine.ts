@@ -6,8 +6,12 @@ import {
   type ItemView,
   type ResultHandling,
   decide,
+  PARENT_ATTRIBUTE,
+  POSITION_ATTRIBUTE,
   type SettleBody,
+  ZERO_TREE_USAGE,
   timerDue,
+  withCharge,
 } from '../../decisions/coordinator-decisions.js';
 import type { Logger } from '../../log/logger.js';
 import {
@@ -25,15 +29,25 @@ import type { Part } from '../../protocol/parts.js';
 import type { ResultEnvelope } from '../../protocol/work-envelope.js';
 import type { WorkflowDefinition } from '../../protocol/workflow.js';
 import type { WorkflowRegistry } from '../../workflow/definition.js';
-import type { HopRecord, ItemBudget, ItemChanges, ItemRecord, OutboxRow } from '../../workflow/records.js';
+import type {
+  AncestorRollup,
+  HopRecord,
+  ItemBudget,
+  ItemChanges,
+  ItemRecord,
+  OutboxRow,
+} from '../../workflow/records.js';
+import { parentOf } from '../../workflow/item-tree.js';
 import { type Context, ROOT_CONTEXT } from '../../telemetry/tracing.js';
-import { branchRunning } from '../../machines/workflow-run-join.js';
+import { branchPosition, branchRunning } from '../../machines/workflow-run-join.js';
+import type { RunJoin } from '../../machines/workflow-run-join-shapes.js';
 import type { RunDeadline } from '../../machines/workflow-run-context.js';
 import type { ActorInspector } from '../inspection.js';
 import { runDeadline } from '../../machines/workflow-run-transitions.js';
 import { DecisionSpans } from './decision-spans.js';
 import type { CoordinatorGovernance } from './policies.js';
 import { CoordinatorError, type ItemEvent, type ItemStatus, statusOf } from './types.js';
+import { TurnCpu } from './turn-cpu.js';
 
 export { hopKey } from '../../decisions/coordinator-decisions.js';
 export type { ResultHandling } from '../../decisions/coordinator-decisions.js';
@@ -68,8 +82,9 @@ export type TimedStep = 'create' | 'result' | 'decision';
 /**
  * One commit's timing: its wall time (deciding, the store's commit call, and
  * taking the new state; not the wait for the commit's Promise to settle), the
- * decisions' part of it, the process's CPU time over it, and how many steps
- * shared it (each figure is one step's share).
+ * decisions' part of it, the process's CPU time over its synchronous
+ * stretches (not over its awaits, when the process runs other work), and
+ * how many steps shared it (each figure is one step's share).
  */
 export type CommitObserver = (ns: number, what: TimedStep, innerNs: number, cpuUs: number, batch: number) => void;
 
@@ -105,6 +120,34 @@ interface Input {
   trace?: Context | undefined;
 }
 
+/** What `createChild` is given: the child, its parent's hop and branch, and what its run starts with. */
+export interface ChildParams {
+  itemId: string;
+  parentId: string;
+  hop: number;
+  branch: string;
+  definition: WorkflowDefinition;
+  input: Part[];
+  budget: ItemBudget | null;
+  attributes: Record<string, string | number | boolean>;
+  deadline: RunDeadline | null;
+  trace?: Context;
+}
+
+/** A child's creation or end, waiting for its turn. */
+type ChildCall = { kind: 'create'; params: ChildParams } | { kind: 'settle'; settle: SettleBody };
+
+/** Children's calls that share one turn, and whether another decision was queued since (`queuedAt`). */
+interface ChildGroup {
+  queuedAt: number;
+  calls: { call: ChildCall; resolve: (step: Step | undefined) => void; reject: (error: unknown) => void }[];
+}
+
+/** A step that changed nothing. */
+function emptyStep(): Step {
+  return { events: [], items: new Map(), outbox: [], rows: [], trace: ROOT_CONTEXT };
+}
+
 export class CoordinatorEngine {
   readonly #store: CoordinatorStore;
   readonly #registry: WorkflowRegistry;
@@ -120,6 +163,8 @@ export class CoordinatorEngine {
   readonly #live = new Map<string, ItemView>();
   /** With an inspector: one live actor per run, fed the events the run took once committed. */
   readonly #shown = new Map<string, Actor<WorkflowRunMachine>>();
+  /** Each ancestor's budget and parent (facts that never change), read once: a child's hops are governed against them. */
+  readonly #lineage = new Map<string, { budget: ItemBudget | null; parent: string | null }>();
   /** Definitions already kept in the tables (run snapshots refer to them). */
   readonly #kept = new Set<string>();
   /** Outbox rows published since the last commit: deleted by the next one. */
@@ -139,6 +184,8 @@ export class CoordinatorEngine {
         }[];
       }
     | undefined;
+  /** Children's creations and ends waiting for their turn, joined by those that arrive meanwhile (see `#childTurn`). */
+  #waitingChildren: ChildGroup | undefined;
   /** Nanoseconds spent deciding and committing, and how many steps. */
   readonly timing = { ns: 0n, count: 0 };
   /** Set by `observeCommits` (the bench and tests); not an option. */
@@ -429,46 +476,125 @@ export class CoordinatorEngine {
    * waits for (the join decided, the parent ended), is not created, and the
    * answer is `undefined`. Checked and created in one turn, so that a parent's
    * decision that abandons the branch comes before or after it, never between.
+   * Children's creations and ends that arrive together share a turn and a
+   * commit (see `#childTurn`).
    */
-  createChild(params: {
-    itemId: string;
-    parentId: string;
-    hop: number;
-    branch: string;
-    definition: WorkflowDefinition;
-    input: Part[];
-    budget: ItemBudget | null;
-    attributes: Record<string, string | number | boolean>;
-    deadline: RunDeadline | null;
-    trace?: Context;
-  }): Promise<Step | undefined> {
-    const { definition, trace, parentId, hop, branch, ...rest } = params;
-    const defKey = `${definition.id}@${definition.version}`;
-    return this.#exclusive(async () => {
-      if ((await this.#view(rest.itemId)) !== undefined) return undefined;
-      const parent = this.#live.get(parentId);
-      if (!branchRunning(parent?.run?.context.join ?? null, hop, branch)) return undefined;
+  createChild(params: ChildParams): Promise<Step | undefined> {
+    return this.#childTurn({ kind: 'create', params });
+  }
+
+  /** A child's end, told to its parent (a `settle` outbox row): applied once; a parent that ended takes nothing. */
+  async settleChild(settle: SettleBody): Promise<Step> {
+    return (await this.#childTurn({ kind: 'settle', settle })) ?? emptyStep();
+  }
+
+  /**
+   * Children's creations and ends arriving while a decision runs (the rows of
+   * one commit are carried out together) wait for the next turn together, and
+   * are decided and committed together, unless another decision was queued
+   * after them (it keeps its place): a parent whose children settled together
+   * writes its row once. If the shared commit fails, each is decided again
+   * alone, so one that fails fails alone.
+   */
+  #childTurn(call: ChildCall): Promise<Step | undefined> {
+    return new Promise((resolve, reject) => {
+      const waiting = this.#waitingChildren;
+      // Creations share a turn too: siblings made in one commit keep their order by the
+      // position each carries (`switchboard.position`), not by when they were made.
+      if (waiting !== undefined && waiting.queuedAt === this.#queued) {
+        waiting.calls.push({ call, resolve, reject });
+        return;
+      }
+      const group: ChildGroup = { queuedAt: 0, calls: [{ call, resolve, reject }] };
+      this.#waitingChildren = group;
+      this.#exclusive(async () => {
+        if (this.#waitingChildren === group) this.#waitingChildren = undefined;
+        return this.#childrenNow(group.calls.map((c) => c.call));
+      }).then(
+        (outcomes) => {
+          for (const [i, c] of group.calls.entries()) {
+            const outcome = outcomes[i]!;
+            if ('error' in outcome) c.reject(outcome.error);
+            else c.resolve(outcome.step);
+          }
+        },
+        (error: unknown) => {
+          for (const c of group.calls) c.reject(error);
+        },
+      );
+      group.queuedAt = this.#queued;
+    });
+  }
+
+  /** Decides and commits children's creations and ends in one commit; each alone if that fails. */
+  async #childrenNow(calls: readonly ChildCall[]): Promise<({ step: Step | undefined } | { error: unknown })[]> {
+    if (calls.length > 1) {
+      try {
+        return await this.#childrenTogether(calls);
+      } catch (error) {
+        this.#log.warn({ err: error, inputs: calls.length }, 'a shared commit failed: deciding its inputs one by one');
+      }
+    }
+    const alone: ({ step: Step | undefined } | { error: unknown })[] = [];
+    for (const call of calls) {
+      try {
+        alone.push({ step: await this.#childrenTogether([call]).then((o) => o[0]!.step) });
+      } catch (error) {
+        alone.push({ error });
+      }
+    }
+    return alone;
+  }
+
+  /**
+   * The creations first, each checked against the state before them (a
+   * child that exists, or one whose parent no longer waits for it, is not
+   * created: `undefined`), then the ends in the order they came (a parent
+   * that is not known takes nothing: an empty step): as if the creations
+   * had had a turn of their own just before.
+   */
+  async #childrenTogether(calls: readonly ChildCall[]): Promise<{ step: Step | undefined }[]> {
+    const out: { step: Step | undefined }[] = calls.map(() => ({ step: undefined }));
+    const inputs: Input[] = [];
+    const at: number[] = [];
+    const creating = new Set<string>();
+    const keeping = new Set<string>();
+    for (const [i, call] of calls.entries()) {
+      if (call.kind !== 'create') continue;
+      const { definition, trace, parentId, hop, branch, ...rest } = call.params;
+      if (creating.has(rest.itemId) || (await this.#view(rest.itemId)) !== undefined) continue;
+      const join = this.#live.get(parentId)?.run?.context.join ?? null;
+      if (!branchRunning(join, hop, branch)) continue;
+      const defKey = `${definition.id}@${definition.version}`;
       const input: CoordinatorInput = {
         kind: 'create',
         definition,
         ...rest,
+        attributes: withPosition(rest.attributes, join, branch),
         taskId: null,
-        keepDefinition: !this.#kept.has(defKey),
+        keepDefinition: !this.#kept.has(defKey) && !keeping.has(defKey),
       };
-      const [done] = await this.#decideAndCommit('create', [{ view: undefined, input, trace }]);
-      this.#kept.add(defKey);
-      return done!.step;
-    });
-  }
-
-  /** A child's end, told to its parent (a `settle` outbox row): applied once; a parent that ended takes nothing. */
-  settleChild(settle: SettleBody): Promise<Step> {
-    return this.#exclusive(async () => {
-      const view = await this.#view(settle.parentId);
-      if (view === undefined) return { events: [], items: new Map(), outbox: [], rows: [], trace: ROOT_CONTEXT };
-      const [done] = await this.#decideAndCommit('decision', [{ view, input: { kind: 'child', settle } }]);
-      return done!.step;
-    });
+      creating.add(rest.itemId);
+      keeping.add(defKey);
+      inputs.push({ view: undefined, input, trace });
+      at.push(i);
+    }
+    for (const [i, call] of calls.entries()) {
+      if (call.kind !== 'settle') continue;
+      const view = await this.#view(call.settle.parentId);
+      if (view === undefined) {
+        out[i] = { step: emptyStep() };
+        continue;
+      }
+      inputs.push({ view, input: { kind: 'child', settle: call.settle } });
+      at.push(i);
+    }
+    if (inputs.length === 0) return out;
+    const what = calls.every((c) => c.kind === 'create') ? 'create' : 'decision';
+    const done = await this.#decideAndCommit(what, inputs);
+    for (const key of keeping) this.#kept.add(key);
+    for (const [k, d] of done.entries()) out[at[k]!] = { step: d.step };
+    return out;
   }
 
   approve(itemId: string, approver: string): Promise<Step> {
@@ -500,6 +626,33 @@ export class CoordinatorEngine {
     return stored === undefined ? undefined : viewOf(stored, null);
   }
 
+  /** An item's budget and parent, from memory or the store (undefined: no such item). */
+  async #lineageOf(id: string): Promise<{ budget: ItemBudget | null; parent: string | null } | undefined> {
+    const known = this.#lineage.get(id);
+    if (known !== undefined) return known;
+    const item = this.#live.get(id)?.item ?? (await this.#store.loadItem(id))?.item;
+    if (item === undefined) return undefined;
+    // Bounded: the facts are read again once forgotten.
+    if (this.#lineage.size >= 10_000) this.#lineage.clear();
+    const facts = { budget: item.budget, parent: parentOf(item) };
+    this.#lineage.set(id, facts);
+    return facts;
+  }
+
+  /** The ancestors of a child whose parent is `parentId` (parent first), with their budgets. */
+  async #chain(parentId: string): Promise<{ id: string; budget: ItemBudget | null }[]> {
+    const chain: { id: string; budget: ItemBudget | null }[] = [];
+    const seen = new Set<string>();
+    for (let id: string | null = parentId; id !== null && !seen.has(id); ) {
+      seen.add(id);
+      const facts = await this.#lineageOf(id);
+      if (facts === undefined) break;
+      chain.push({ id, budget: facts.budget });
+      id = facts.parent;
+    }
+    return chain;
+  }
+
   /**
    * Decides each input in order (a later one sees the state an earlier one
    * left), commits all their changes in one batch, then takes the new states
@@ -510,15 +663,57 @@ export class CoordinatorEngine {
     inputs: readonly Input[],
   ): Promise<{ step: Step; handling: ResultHandling }[]> {
     const observe = this.observer !== undefined;
-    const cpu = observe ? process.cpuUsage() : undefined;
+    const cpu = observe ? new TurnCpu() : undefined;
     const start = process.hrtime.bigint();
     const overlay = new Map<string, ItemView | undefined>();
     const decisions: Decision[] = [];
+    // A child's ancestors (parent first), and each budgeted item's own subtree, with their live usage (one read
+    // for the batch): its hops are governed against them, its charges added to them.
+    const chains = new Map<string, { id: string; budget: ItemBudget | null }[]>();
+    const own = new Map<string, ItemBudget>();
+    for (const { view, input } of inputs) {
+      const id = idOf(view, input);
+      if (id === undefined) continue;
+      const attributes = input.kind === 'create' ? input.attributes : view?.item.attributes;
+      const parent = attributes?.[PARENT_ATTRIBUTE];
+      if (typeof parent === 'string' && !chains.has(id)) {
+        cpu?.pause();
+        chains.set(id, await this.#chain(parent));
+        cpu?.resume();
+      }
+      // A new item has no subtree yet; an ended one starts no hop.
+      const budget = input.kind === 'create' ? null : (view?.item.budget ?? null);
+      if (budget !== null && view!.item.finishedAt === null) own.set(id, budget);
+    }
+    // Each as the batch's decisions so far left it: a later decision sees what an earlier one charged to an
+    // item they share (all were read before the batch).
+    const charged = new Map<string, AncestorRollup>();
+    for (const [id, budget] of own) charged.set(id, { id, budget, tree: ZERO_TREE_USAGE });
+    for (const chain of chains.values()) {
+      for (const a of chain) if (!charged.has(a.id)) charged.set(a.id, { ...a, tree: ZERO_TREE_USAGE });
+    }
+    if (charged.size > 0) {
+      cpu?.pause();
+      const trees = await this.#store.loadTreeUsage([...charged.keys()]);
+      cpu?.resume();
+      for (const [id, a] of charged) {
+        const tree = trees.get(id);
+        if (tree !== undefined) charged.set(id, { ...a, tree });
+      }
+    }
     const spans = this.#spans;
     spans.begin();
-    for (const { view, input, trace } of inputs) {
-      const id = idOf(view, input);
-      const current = id !== undefined && overlay.has(id) ? overlay.get(id) : view;
+    for (const { view, input: given, trace } of inputs) {
+      const id = idOf(view, given);
+      const ancestors = id === undefined ? undefined : chains.get(id)?.map((a) => charged.get(a.id)!);
+      const tree = id !== undefined && own.has(id) ? charged.get(id)!.tree : undefined;
+      let current = id !== undefined && overlay.has(id) ? overlay.get(id) : view;
+      let input = given;
+      if (ancestors !== undefined) {
+        if (input.kind === 'create') input = { ...input, ancestors };
+        else if (current !== undefined) current = { ...current, ancestors };
+      }
+      if (tree !== undefined && current !== undefined) current = { ...current, tree };
       spans.deciding(input, id, trace);
       let decision: Decision;
       try {
@@ -543,6 +738,14 @@ export class CoordinatorEngine {
       }
       if (id !== undefined) overlay.set(id, decision.view);
       decisions.push(decision);
+      // A later decision of the batch sees what this one charged to the ancestors it shares.
+      const rollup = decision.changes?.rollup;
+      if (rollup !== undefined) {
+        for (const itemId of rollup.itemIds) {
+          const a = charged.get(itemId);
+          if (a !== undefined) charged.set(itemId, withCharge(a, rollup));
+        }
+      }
     }
     const innerNs = process.hrtime.bigint() - start;
     const changes = decisions.flatMap((d) => (d.changes === null ? [] : [d.changes]));
@@ -557,7 +760,9 @@ export class CoordinatorEngine {
       try {
         const pending = this.#store.commit({ changes, deleteOutbox: deleting });
         workNs = process.hrtime.bigint() - start;
+        cpu?.pause();
         committed = (await pending).outbox;
+        cpu?.resume();
       } catch (error) {
         this.#published.unshift(...deleting);
         spans.failed(error);
@@ -567,7 +772,9 @@ export class CoordinatorEngine {
       // Nothing to commit, so no commit's fence: the store is asked whether this Coordinator still leads before
       // the results are acked (a replaced leader's memory would drop a result its successor is waiting for).
       try {
+        cpu?.pause();
         await this.#store.checkFence?.();
+        cpu?.resume();
       } catch (error) {
         spans.failed(error);
         throw error;
@@ -592,10 +799,10 @@ export class CoordinatorEngine {
     this.timing.ns += ns;
     this.timing.count += inputs.length;
     if (cpu !== undefined) {
-      const used = process.cpuUsage(cpu);
+      const used = cpu.total();
       const n = inputs.length;
       for (let i = 0; i < n; i++) {
-        this.observer?.(Number(ns) / n, what, Number(innerNs) / n, (used.user + used.system) / n, n);
+        this.observer?.(Number(ns) / n, what, Number(innerNs) / n, used / n, n);
       }
     }
     return out;
@@ -653,6 +860,17 @@ export class CoordinatorEngine {
       return item === undefined ? [] : [statusOf(item, event)];
     });
   }
+}
+
+/** A child's attributes with its position, read from its parent's join when its spawn row carried none (a row from before positions). */
+function withPosition(
+  attributes: Record<string, string | number | boolean>,
+  join: RunJoin | null,
+  branch: string,
+): Record<string, string | number | boolean> {
+  if (attributes[POSITION_ATTRIBUTE] !== undefined || join === null) return attributes;
+  const position = branchPosition(join, branch);
+  return position === undefined ? attributes : { ...attributes, [POSITION_ATTRIBUTE]: position };
 }
 
 function idOf(view: ItemView | undefined, input: CoordinatorInput): string | undefined {

@@ -14,6 +14,13 @@ import type { ItemBudget } from '../../workflow/records.js';
 export const PARENT_ATTRIBUTE = 'switchboard.parent';
 /** The attribute naming a child's hop and branch in its parent (`<hop>:<branch>`). */
 export const BRANCH_ATTRIBUTE = 'switchboard.branch';
+/**
+ * The attribute giving a child's place among the children of its hop, from 0:
+ * its branch's in the stage, its element's in the list, its place among the
+ * children a handler spawned. Siblings are listed by it: children made in one
+ * commit share their creation time.
+ */
+export const POSITION_ATTRIBUTE = 'switchboard.position';
 
 /** A child's id: its parent's id, the hop of the stage that made it, and its branch. */
 export function childItemId(parentId: string, hop: number, branch: string): string {
@@ -34,6 +41,8 @@ export interface SpawnBody {
   budget: ItemBudget | null;
   /** The parent's deadline (ms since the epoch) the child inherits (`null`: none). */
   deadlineAt: number | null;
+  /** The child's place among its hop's children (absent in a row from before positions were written). */
+  position?: number;
 }
 
 /** A `settle` outbox row's body: a child's end, for its parent. */

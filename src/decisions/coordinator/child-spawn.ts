@@ -1,5 +1,5 @@
 import type { RunDirective } from '../../machines/workflow-run-context.js';
-import { branchInput } from '../../machines/workflow-run-join.js';
+import { branchInput, branchPosition } from '../../machines/workflow-run-join.js';
 import type { JsonValue } from '../../protocol/audit.js';
 import type { ItemOutput } from '../../protocol/item-output.js';
 import type { Part } from '../../protocol/parts.js';
@@ -58,8 +58,13 @@ export function spawn(work: Work, d: Extract<RunDirective, { kind: 'spawn' }>): 
   const def = ctx.definition;
   const stage = def.stages[d.stage]!;
   if (join === null) return;
-  for (const branch of d.branches) {
-    const b = join.branches.find((x) => x.key === branch);
+  // The fan-out stage's hop is taken when it starts its first children (later ones start under the same hop).
+  if (d.hop > work.hopBefore) work.hopsTaken += 1;
+  // Each branch's place in the join, read once (through the join's index: no pass over its branches).
+  const positions = d.branches.map((branch) => branchPosition(join, branch));
+  for (const [k, branch] of d.branches.entries()) {
+    const position = positions[k];
+    const b = position === undefined ? undefined : join.branches[position];
     const parallelBranch = stage.parallel?.branches[branch];
     const workflow = parallelBranch?.workflow ?? (stage.parallel === undefined ? stage.workflow : undefined) ?? null;
     const body: SpawnBody = {
@@ -75,6 +80,7 @@ export function spawn(work: Work, d: Extract<RunDirective, { kind: 'spawn' }>): 
       budget: b?.budget ?? null,
       deadlineAt: childDeadline(ctx.deadline?.at ?? null, b?.deadlineMs ?? null, work.env.now),
     };
+    if (position !== undefined) body.position = position;
     work.outbox.push({ kind: 'spawn', body });
   }
   work.audit.push({
@@ -84,16 +90,15 @@ export function spawn(work: Work, d: Extract<RunDirective, { kind: 'spawn' }>): 
     actor: COORDINATOR_ACTOR,
     data: json({
       stage: d.stage,
-      children: d.branches.map((branch) => ({
-        branch,
-        childId: childItemId(work.item.id, d.hop, branch),
-        budget: join.branches.find((x) => x.key === branch)?.budget ?? null,
-        deadlineAt: childDeadline(
-          ctx.deadline?.at ?? null,
-          join.branches.find((x) => x.key === branch)?.deadlineMs ?? null,
-          work.env.now,
-        ),
-      })),
+      children: d.branches.map((branch, k) => {
+        const b = positions[k] === undefined ? undefined : join.branches[positions[k]];
+        return {
+          branch,
+          childId: childItemId(work.item.id, d.hop, branch),
+          budget: b?.budget ?? null,
+          deadlineAt: childDeadline(ctx.deadline?.at ?? null, b?.deadlineMs ?? null, work.env.now),
+        };
+      }),
     }),
   });
   work.event(

@@ -82,6 +82,7 @@ export function suspendForChildren(
         input: child.input,
         budget: join.branches[i]?.budget ?? null,
         deadlineAt: work.run?.context.deadline?.at ?? null,
+        position: i,
       };
       work.outbox.push({ kind: 'spawn', body });
     });

@@ -40,6 +40,7 @@ export function create(input: Extract<CoordinatorInput, { kind: 'create' }>, env
         budget: input.budget,
         deadline: earliest(runDeadline(definition, now), input.deadline ?? null),
       }),
+      ...(input.ancestors === undefined ? {} : { ancestors: input.ancestors }),
     },
     env,
   );

@@ -1,7 +1,7 @@
 import { isFinalRunState } from '../../machines/workflow-run-transitions.js';
 import type { ItemState } from '../../workflow/records.js';
 import { spawn } from './child-spawn.js';
-import { dispatch, dispatched, govern, resume } from './hop-start.js';
+import { deniedEvent, dispatch, dispatched, govern, resume } from './hop-start.js';
 import { end } from './item-end.js';
 import { COORDINATOR_ACTOR, type Work, json } from './work.js';
 
@@ -28,8 +28,11 @@ export function drive(work: Work): void {
         query: false,
       });
       if (decision.decision === 'deny') {
-        work.send({ type: 'GOVERNANCE_DENIED', hop: d.hop, reason: decision.reason, policy: decision.policy });
+        work.send(deniedEvent(d.hop, decision.reason, decision));
         work.event('denied', d.hop, `${decision.policy}: ${decision.reason}`, { stage: d.stage, role: d.role });
+        if (decision.exceeded !== undefined) {
+          work.event('budget-exceeded', d.hop, decision.exceeded.detail, { stage: d.stage, role: d.role });
+        }
         continue;
       }
       if (decision.decision === 'require-approval') {

@@ -1,9 +1,11 @@
+import type { JsonObject } from '../../protocol/audit.js';
 import type { ItemBudgetHeader, RetryPolicy, WorkMessage } from '../../protocol/work-envelope.js';
-import type { WorkflowDefinition } from '../../protocol/workflow.js';
+import type { WorkflowDefinition, WorkflowRunEvent } from '../../protocol/workflow.js';
 import { stageRetryPolicy } from '../../workflow/definition.js';
-import type { GovernanceDecision, HopContext } from '../../workflow/governance.js';
-import { type HopRecord, dispatchedHop } from '../../workflow/records.js';
+import { type GovernanceDecision, type HopContext, hopBudgetSpent } from '../../workflow/governance.js';
+import { type HopRecord, type TreeUsage, dispatchedHop } from '../../workflow/records.js';
 import { SWITCHBOARD_METADATA_KEY, type StartBody, hopKey } from './types.js';
+import { addTreeUsage, spentAncestor, spentSubtree, treeRollup, withCharge } from './tree-rollup.js';
 import { COORDINATOR_ACTOR, type Work, json } from './work.js';
 
 /**
@@ -38,7 +40,7 @@ export function retryPolicyOf(def: WorkflowDefinition, stage: string): RetryPoli
 export function govern(
   work: Work,
   hop: { stage: string; role: string; hop: number; attempt: number; approvedBy: string | null; query: boolean },
-): GovernanceDecision {
+): GovernanceDecision & { exceeded?: BudgetDenial } {
   const ctx: HopContext = {
     itemId: work.item.id,
     workflow: work.item.workflow,
@@ -51,7 +53,43 @@ export function govern(
     approvedBy: hop.approvedBy,
     ...(work.item.attributes === null ? {} : { attributes: work.item.attributes }),
   };
-  const decision = work.env.governance.decide(work.item.budget, ctx);
+  let decision: GovernanceDecision = work.env.governance.decide(work.item.budget, ctx);
+  let exceeded: BudgetDenial | null = null;
+  if (decision.decision === 'deny') {
+    // A hop the item's budget denies for its spent `maxHops` fails the item BUDGET_EXCEEDED.
+    const spent = decision.policy === 'budget' ? hopBudgetSpent(work.item.budget, ctx) : null;
+    if (spent !== null) {
+      exceeded = {
+        detail: `budget exceeded: ${spent.spent} of ${spent.maxHops} hops`,
+        audit: { limit: 'maxHops', maxHops: spent.maxHops, spent: spent.spent },
+      };
+    }
+  } else {
+    // Every ancestor's budget, against its subtree's live usage: a tree spent at its root stops every hop under it.
+    // What this decision charged so far (the result that brought it) counts already.
+    const charged = treeRollup(work.item.id, work.ancestors, work.usage, work.hopsTaken);
+    const over = spentAncestor(charged === null ? work.ancestors : work.ancestors.map((a) => withCharge(a, charged)));
+    // The item's own budget against its own subtree's live usage: its children still running count already.
+    const mine = over === null ? spentSubtree(work.item.budget, ownTree(work, charged)) : null;
+    if (mine !== null) {
+      const tree = ownTree(work, charged)!;
+      ({ decision, exceeded } = treeDenial(decision, `${work.item.id} with its children: ${mine}`, {
+        limit: 'subtree',
+        itemId: work.item.id,
+        ...work.item.budget,
+        spent: spentOf(tree),
+      }));
+    }
+    if (over !== null) {
+      const { ancestor, reason } = over;
+      ({ decision, exceeded } = treeDenial(decision, reason, {
+        limit: 'ancestor',
+        itemId: ancestor.id,
+        ...ancestor.budget,
+        spent: spentOf(ancestor.tree),
+      }));
+    }
+  }
   work.governed.push({ ctx, decision });
   work.audit.push({
     kind: 'governance',
@@ -67,9 +105,41 @@ export function govern(
       reason: decision.decision === 'allow' ? undefined : decision.reason,
       approvedBy: hop.approvedBy,
       verdicts: decision.verdicts,
+      // The limit a BUDGET_EXCEEDED denial ran into, and what was spent against it.
+      ...(exceeded === null ? {} : { budget: exceeded.audit }),
     }),
   });
-  return decision;
+  return exceeded === null ? decision : { ...decision, exceeded };
+}
+
+/** The item's own subtree usage, live, with what this decision charged so far (undefined: not read). */
+function ownTree(work: Work, charged: TreeUsage | null): TreeUsage | undefined {
+  if (work.tree === undefined) return undefined;
+  return charged === null ? work.tree : addTreeUsage(work.tree, charged);
+}
+
+/** The policy name a hop denied by an ancestor's spent budget (or its own, by its subtree's) is audited under. */
+export const TREE_BUDGET_POLICY = 'tree-budget';
+
+/** A governance denial that fails the item `BUDGET_EXCEEDED`: one line for its event, and the limit and spend for its audit row. */
+export interface BudgetDenial {
+  detail: string;
+  audit: JsonObject;
+}
+
+/** The run event of a hop (or query) governance denied: `BUDGET_EXCEEDED` when a budget (its `maxHops`, an ancestor's) is spent. */
+export function deniedEvent(
+  hop: number,
+  reason: string,
+  decision: { policy?: string; exceeded?: BudgetDenial },
+): Extract<WorkflowRunEvent, { type: 'GOVERNANCE_DENIED' }> {
+  return {
+    type: 'GOVERNANCE_DENIED',
+    hop,
+    reason: reason.slice(0, 2000),
+    ...(decision.policy === undefined ? {} : { policy: decision.policy }),
+    ...(decision.exceeded === undefined ? {} : { code: 'BUDGET_EXCEEDED' as const }),
+  };
 }
 
 /** Whether the directive's hop is already out (after a restart, a directive may be acted on already). */
@@ -101,6 +171,7 @@ export function dispatch(work: Work, stage: string, role: string, hop: number, a
     activeSince: now + delayMs,
   });
   work.insertHop(record);
+  if (attempt === 1) work.hopsTaken += 1;
   work.item = { ...item, hops: item.hops + 1 };
   work.outbox.push({ kind: 'start', body: startBody(work, record, delayMs) });
   work.audit.push({
@@ -203,4 +274,26 @@ export function resume(work: Work, continuation: string): void {
     stage: asking.stage,
     role: asking.role,
   });
+}
+
+/** A hop denied by the tree's budget (policy `tree-budget`): the decision, and the item's BUDGET_EXCEEDED. */
+function treeDenial(
+  decision: GovernanceDecision,
+  reason: string,
+  audit: BudgetDenial['audit'],
+): { decision: GovernanceDecision; exceeded: BudgetDenial } {
+  return {
+    decision: {
+      decision: 'deny',
+      policy: TREE_BUDGET_POLICY,
+      reason,
+      verdicts: [...decision.verdicts, { policy: TREE_BUDGET_POLICY, decision: 'deny', reason }],
+    },
+    exceeded: { detail: `budget exceeded under ${reason}`, audit },
+  };
+}
+
+/** What a subtree spent, as a BUDGET_EXCEEDED audit row names it. */
+function spentOf(tree: { usage: { inputTokens: number; outputTokens: number; costUsd: number }; hops: number }) {
+  return { tokens: tree.usage.inputTokens + tree.usage.outputTokens, costUsd: tree.usage.costUsd, hops: tree.hops };
 }

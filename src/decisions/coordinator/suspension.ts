@@ -3,7 +3,7 @@ import type { ResultEnvelope } from '../../protocol/work-envelope.js';
 import { type Accrual, accrue } from '../../workflow/cost-ledger.js';
 import { type HopRecord, dispatchedHop } from '../../workflow/records.js';
 import { drive } from './drive.js';
-import { govern, queryBody } from './hop-start.js';
+import { deniedEvent, govern, queryBody } from './hop-start.js';
 import type { Decision } from './types.js';
 import { late, sendUsage, costRow } from './usage.js';
 import { COORDINATOR_ACTOR, type Work, json } from './work.js';
@@ -93,12 +93,7 @@ export function suspend(
     if (decision.decision !== 'allow') {
       const reason =
         decision.decision === 'deny' ? decision.reason : `a query cannot wait for an approval (${decision.reason})`;
-      work.send({
-        type: 'GOVERNANCE_DENIED',
-        hop: hop.hop,
-        reason,
-        ...(decision.decision === 'deny' ? { policy: decision.policy } : {}),
-      });
+      work.send(deniedEvent(hop.hop, reason, decision.decision === 'deny' ? decision : {}));
       work.event('denied', hop.hop, `query to ${ask.role} denied: ${reason}`, { stage: hop.stage });
     }
   }

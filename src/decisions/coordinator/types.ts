@@ -12,7 +12,15 @@ import type {
 import type { WorkflowDefinition, WorkflowRunEvent } from '../../protocol/workflow.js';
 import type { GovernanceCascade } from '../../workflow/governance-cascade.js';
 import type { GovernanceDecision, HopContext } from '../../workflow/governance.js';
-import type { HopRecord, ItemBudget, ItemChanges, ItemEvent, ItemRecord } from '../../workflow/records.js';
+import type {
+  AncestorRollup,
+  TreeUsage,
+  HopRecord,
+  ItemBudget,
+  ItemChanges,
+  ItemEvent,
+  ItemRecord,
+} from '../../workflow/records.js';
 
 /**
  * What the Coordinator's decisions take and give: a work item's state, one
@@ -32,6 +40,21 @@ export interface ItemView {
   item: ItemRecord;
   hops: ReadonlyMap<string, HopRecord>;
   run: RunState | null;
+  /**
+   * A child's ancestors (its parent first, the root last), each with its
+   * budget and its subtree's live usage as the store had it before this
+   * decision: every hop is governed against them too, and what the decision
+   * charges rolls up into each. Absent or empty for a root.
+   */
+  ancestors?: readonly AncestorRollup[];
+  /**
+   * The item's own subtree usage, live (its hops' and every descendant's, as
+   * the store had it before this decision), when it has a budget: its hops
+   * are governed against it too, so that children still running count
+   * against their parent's budget before they end. Absent: not read (no
+   * budget, or a store's caller that reads none).
+   */
+  tree?: TreeUsage;
 }
 
 /** A hop as the dispatcher starts it (the outbox body of a `start`). */
@@ -75,6 +98,8 @@ export type CoordinatorInput =
       deadline?: RunDeadline | null;
       /** The stage the run starts at (default: the definition's start): a retry from a stage. */
       startStage?: string;
+      /** A child's ancestors (parent first), as `ItemView.ancestors`: its first hops roll up into them. */
+      ancestors?: readonly AncestorRollup[];
     }
   /**
    * A hop's result, and when it was put on the bus (the publishing worker's

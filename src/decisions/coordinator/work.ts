@@ -9,14 +9,17 @@ import type { AuditEntryInput, JsonObject } from '../../protocol/audit.js';
 import type { ResultEnvelope } from '../../protocol/work-envelope.js';
 import type { WorkflowRunEvent } from '../../protocol/workflow.js';
 import type {
+  AncestorRollup,
   HopRecord,
   ItemChanges,
   ItemEvent,
   ItemEventKind,
   ItemRecord,
   ItemState,
+  TreeUsage,
 } from '../../workflow/records.js';
 import { type CancelChildBody, childItemId } from './child-rows.js';
+import { addTreeUsage, treeRollup, withCharge } from './tree-rollup.js';
 import type { Decision, DecisionEnv, DecisionRefusal, GovernanceCheck, ItemView, ResultHandling } from './types.js';
 
 /**
@@ -56,11 +59,28 @@ export class Work {
   /** The stage hop result being applied: what the item's output keeps if it ends the run. */
   result: ResultEnvelope | undefined;
 
+  /** A child's ancestors (parent first), with their subtree's live usage before this decision. */
+  readonly ancestors: readonly AncestorRollup[];
+  /** The item's own subtree usage, live, before this decision (undefined: not read). */
+  readonly tree: TreeUsage | undefined;
+  /** The run's hop number before this decision. */
+  readonly hopBefore: number;
+  /**
+   * Run hops this decision took (a stage hop's first attempt dispatched, a
+   * fan-out stage's hop that started children): counted into the rollup, as
+   * the item's own hop count counts them (a hop denied or waiting for an
+   * approval is not taken).
+   */
+  hopsTaken = 0;
+
   constructor(view: ItemView, env: DecisionEnv) {
     this.item = view.item;
     this.run = view.run;
     this.hops = new Map(view.hops);
     this.env = env;
+    this.ancestors = view.ancestors ?? [];
+    this.tree = view.tree;
+    this.hopBefore = view.item.hop;
   }
 
   get ctx() {
@@ -157,6 +177,7 @@ export class Work {
       };
     }
     const ended = this.audit.some((e) => ITEM_END_KINDS.has(e.kind));
+    const rollup = treeRollup(this.item.id, this.ancestors, this.usage, this.hopsTaken);
     const changes: ItemChanges = {
       itemId: this.item.id,
       item: this.item,
@@ -167,12 +188,21 @@ export class Work {
       outbox: this.outbox,
       audit: this.audit,
       ended,
+      ...(rollup === null ? {} : { rollup }),
       ...extra,
     };
     const final = this.run !== null && isFinalRunState(this.run.value);
+    const ancestors = rollup === null ? this.ancestors : this.ancestors.map((a) => withCharge(a, rollup));
+    const tree = this.tree === undefined || rollup === null ? this.tree : addTreeUsage(this.tree, rollup);
     return {
       handling,
-      view: { item: this.item, hops: this.hops, run: final ? null : this.run },
+      view: {
+        item: this.item,
+        hops: this.hops,
+        run: final ? null : this.run,
+        ...(ancestors.length === 0 ? {} : { ancestors }),
+        ...(tree === undefined ? {} : { tree }),
+      },
       changes,
       events: this.events,
       runEvents: this.runEvents,

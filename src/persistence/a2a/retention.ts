@@ -54,30 +54,30 @@ export class TaskRetentionStore {
   constructor(private readonly db: SqliteDatabase) {
     this.s = {
       candidates: db.prepare(
-        `SELECT rowid AS rowid, task_id, context_id, updated_at FROM a2a_tasks INDEXED BY a2a_tasks_ended
+        `SELECT task AS rowid, task_id, context_id, updated_at FROM a2a_tasks INDEXED BY a2a_tasks_ended
          WHERE state IN ${ENDED} AND updated_at < @before
-           AND (updated_at > @afterUpdatedAt OR (updated_at = @afterUpdatedAt AND rowid > @afterRowid))
-         ORDER BY updated_at, rowid LIMIT @limit`,
+           AND (updated_at > @afterUpdatedAt OR (updated_at = @afterUpdatedAt AND task > @afterRowid))
+         ORDER BY updated_at, task LIMIT @limit`,
       ),
       referencedByLive: db.prepare(
-        `SELECT 1 FROM a2a_messages m JOIN a2a_tasks l ON l.task_id = m.task_id
+        `SELECT 1 FROM a2a_messages m JOIN a2a_tasks l ON l.task = m.task
          WHERE m.parent_task_id = ? AND l.state IN ${LIVE} LIMIT 1`,
       ),
       partiesOfTask: db.prepare(
         `SELECT party_context_id AS contextId, party_name AS name, MAX(seq) AS seq
-         FROM a2a_events WHERE task_id = ? GROUP BY party_context_id, party_name`,
+         FROM a2a_events WHERE task = ? GROUP BY party_context_id, party_name`,
       ),
-      countMessages: db.prepare('SELECT COUNT(*) AS n FROM a2a_messages WHERE task_id = ?'),
+      countMessages: db.prepare('SELECT COUNT(*) AS n FROM a2a_messages WHERE task = ?'),
       countArtifacts: db.prepare('SELECT COUNT(*) AS n FROM a2a_artifacts WHERE task_id = ?'),
       countPushConfigs: db.prepare('SELECT COUNT(*) AS n FROM a2a_push_configs WHERE task_id = ?'),
       countEventsThrough: db.prepare(
         'SELECT COUNT(*) AS n FROM a2a_events WHERE party_context_id = ? AND party_name = ? AND seq <= ?',
       ),
-      deleteMessages: db.prepare('DELETE FROM a2a_messages WHERE task_id = ?'),
+      deleteMessages: db.prepare('DELETE FROM a2a_messages WHERE task = ?'),
       deleteArtifacts: db.prepare('DELETE FROM a2a_artifacts WHERE task_id = ?'),
       deletePushConfig: db.prepare('DELETE FROM a2a_push_configs WHERE task_id = ?'),
       deleteActor: db.prepare('DELETE FROM a2a_task_actors WHERE task_id = ?'),
-      deleteTask: db.prepare('DELETE FROM a2a_tasks WHERE task_id = ?'),
+      deleteTask: db.prepare('DELETE FROM a2a_tasks WHERE task = ?'),
       deleteEventsThrough: db.prepare(
         'DELETE FROM a2a_events WHERE party_context_id = ? AND party_name = ? AND seq <= ?',
       ),
@@ -137,7 +137,7 @@ export class TaskRetentionStore {
         kept.referenced++;
         continue;
       }
-      for (const p of this.s.partiesOfTask.all(row.task_id) as { contextId: string; name: string; seq: number }[]) {
+      for (const p of this.s.partiesOfTask.all(row.rowid) as { contextId: string; name: string; seq: number }[]) {
         const key = `${p.contextId.length}:${p.contextId}${p.name}`;
         const cut = cuts.get(key);
         if (cut === undefined || cut.seq < p.seq)
@@ -145,16 +145,16 @@ export class TaskRetentionStore {
       }
       removed.tasks++;
       if (options.dryRun) {
-        removed.messages += (this.s.countMessages.get(row.task_id) as { n: number }).n;
+        removed.messages += (this.s.countMessages.get(row.rowid) as { n: number }).n;
         removed.artifacts += (this.s.countArtifacts.get(row.task_id) as { n: number }).n;
         removed.pushConfigs += (this.s.countPushConfigs.get(row.task_id) as { n: number }).n;
         continue;
       }
-      removed.messages += this.s.deleteMessages.run(row.task_id).changes;
+      removed.messages += this.s.deleteMessages.run(row.rowid).changes;
       removed.artifacts += this.s.deleteArtifacts.run(row.task_id).changes;
       removed.pushConfigs += this.s.deletePushConfig.run(row.task_id).changes;
       this.s.deleteActor.run(row.task_id);
-      this.s.deleteTask.run(row.task_id);
+      this.s.deleteTask.run(row.rowid);
     }
     for (const [key, { party, seq }] of cuts) {
       if (options.dryRun) {

@@ -221,14 +221,144 @@ function keyMessagesByPosition(db: SqliteDatabase): void {
   `);
 }
 
+/**
+ * Version 16: integer task keys. `a2a_tasks` gets `task`, an INTEGER PRIMARY
+ * KEY (the rowid it had, so that tasks keep their order), and its `task_id`
+ * becomes UNIQUE; `a2a_messages` and `a2a_events` hold that integer (`task`)
+ * instead of the 36-character id, in their rows and in their keys and
+ * indexes. An event's `method` is 0 (`a2a.task.event`) or 1 (`a2a.push`),
+ * its `created_at` milliseconds since the epoch. `a2a_agents` gets `agent`,
+ * an INTEGER PRIMARY KEY too (its rowid), that an event names its recipient
+ * by. A message id that is a UUID in its canonical form (what the broker
+ * makes) is held as its 16 bytes (`a2a_messages.message_id`,
+ * `a2a_tasks.creation_message_id`, columns of type ANY), any other as its
+ * text. Every row is copied, with
+ * the same values in those forms; rows of the other tables are not touched
+ * (their `task_id` still names the task by its id). A message or event whose
+ * task is not in `a2a_tasks` (the broker never writes one) stops the
+ * migration, nothing changed.
+ *
+ * `a2a_tasks` is rebuilt through a temporary copy, with the foreign keys of
+ * the tables that refer to it deferred to the commit: dropping it leaves
+ * their rows without a parent until the copy is back under the same name.
+ */
+/** SQL of `idKey` (store.ts): the 16 bytes of a canonical UUID, any other id as it is. */
+function idKeySql(column: string): string {
+  const hex = (n: number) => '[0-9a-f]'.repeat(n);
+  const uuid = [hex(8), hex(4), hex(4), hex(4), hex(12)].join('-');
+  return `CASE WHEN ${column} GLOB '${uuid}' THEN unhex(replace(${column}, '-', '')) ELSE ${column} END`;
+}
+
+function keyTasksByInteger(db: SqliteDatabase): void {
+  const count = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
+  const orphans = count(
+    `SELECT (SELECT COUNT(*) FROM a2a_messages WHERE task_id NOT IN (SELECT task_id FROM a2a_tasks))
+      + (SELECT COUNT(*) FROM a2a_events WHERE task_id NOT IN (SELECT task_id FROM a2a_tasks)) AS n`,
+  );
+  if (orphans > 0) {
+    throw new Error(
+      `schema 16 migration: ${orphans} messages or events name a task that is not in a2a_tasks; ` +
+        'nothing was changed: restore the file from a backup or remove those rows, then open it again',
+    );
+  }
+  db.pragma('defer_foreign_keys = ON');
+  db.exec(`
+    CREATE TEMP TABLE a2a_tasks_v15 AS SELECT rowid AS task, * FROM a2a_tasks;
+
+    CREATE TEMP TABLE a2a_messages_v15 AS
+      SELECT t.task, m.position, m.message_id, m.role, m.from_name, m.body, m.parent_task_id
+      FROM a2a_messages m JOIN a2a_tasks_v15 t ON t.task_id = m.task_id;
+    DROP TABLE a2a_messages;
+
+    CREATE TABLE a2a_events_v16 (
+      party_context_id TEXT NOT NULL,
+      party_name TEXT NOT NULL,
+      seq INTEGER NOT NULL CHECK (seq >= 1),
+      method INTEGER NOT NULL CHECK (method IN (0, 1)),
+      task INTEGER NOT NULL,
+      params TEXT NOT NULL,
+      created_at INTEGER NOT NULL
+    ) STRICT;
+    INSERT INTO a2a_events_v16 (rowid, party_context_id, party_name, seq, method, task, params, created_at)
+      SELECT e.rowid, e.party_context_id, e.party_name, e.seq, CASE e.method WHEN 'a2a.push' THEN 1 ELSE 0 END,
+        t.task, e.params, CAST(round((julianday(e.created_at) - 2440587.5) * 86400000.0) AS INTEGER)
+      FROM a2a_events e JOIN a2a_tasks_v15 t ON t.task_id = e.task_id;
+    DROP TABLE a2a_events;
+
+    DROP TABLE a2a_tasks;
+    CREATE TABLE a2a_tasks (
+      task INTEGER PRIMARY KEY,
+      task_id TEXT NOT NULL UNIQUE,
+      context_id TEXT NOT NULL,
+      requester_name TEXT NOT NULL,
+      agent_context_id TEXT NOT NULL,
+      agent_name TEXT NOT NULL,
+      state TEXT NOT NULL CHECK (state IN ('submitted', 'working', 'input-required', 'auth-required',
+        'completed', 'canceled', 'failed', 'rejected')),
+      status TEXT NOT NULL,
+      creation_message_id ANY NOT NULL,
+      history_count INTEGER NOT NULL,
+      created_at TEXT NOT NULL,
+      updated_at TEXT NOT NULL,
+      metadata TEXT
+    ) STRICT;
+    INSERT INTO a2a_tasks (task, task_id, context_id, requester_name, agent_context_id, agent_name, state, status,
+        creation_message_id, history_count, created_at, updated_at, metadata)
+      SELECT task, task_id, context_id, requester_name, agent_context_id, agent_name, state, status,
+        ${idKeySql('creation_message_id')}, history_count, created_at, updated_at, metadata FROM a2a_tasks_v15;
+    DROP TABLE a2a_tasks_v15;
+    CREATE INDEX a2a_tasks_requester ON a2a_tasks (context_id, requester_name, creation_message_id);
+    CREATE INDEX a2a_tasks_worker ON a2a_tasks (agent_context_id, agent_name);
+    CREATE INDEX a2a_tasks_ended ON a2a_tasks (updated_at)
+      WHERE state IN ('completed', 'canceled', 'failed', 'rejected');
+
+    CREATE TABLE a2a_messages (
+      task INTEGER NOT NULL REFERENCES a2a_tasks (task),
+      position INTEGER NOT NULL,
+      message_id ANY NOT NULL,
+      role TEXT NOT NULL CHECK (role IN ('user', 'agent')),
+      from_name TEXT NOT NULL,
+      body TEXT NOT NULL,
+      parent_task_id TEXT,
+      PRIMARY KEY (task, position)
+    ) STRICT, WITHOUT ROWID;
+    INSERT INTO a2a_messages (task, position, message_id, role, from_name, body, parent_task_id)
+      SELECT task, position, ${idKeySql('message_id')}, role, from_name, body, parent_task_id FROM a2a_messages_v15 ORDER BY task, position;
+    DROP TABLE a2a_messages_v15;
+    CREATE INDEX a2a_messages_parent ON a2a_messages (parent_task_id) WHERE parent_task_id IS NOT NULL;
+    ALTER TABLE a2a_events_v16 RENAME TO a2a_events;
+
+    CREATE TABLE a2a_agents_v16 (
+      agent INTEGER PRIMARY KEY,
+      agent_id TEXT NOT NULL UNIQUE,
+      context_id TEXT NOT NULL,
+      name TEXT NOT NULL,
+      kind TEXT NOT NULL CHECK (kind IN ('subagent', 'parent')),
+      description TEXT NOT NULL,
+      skills TEXT NOT NULL,
+      sends INTEGER NOT NULL DEFAULT 0,
+      registered_at TEXT NOT NULL,
+      ended_at TEXT,
+      end_reason TEXT CHECK (end_reason IS NULL OR end_reason IN ('deregistered', 'restart', 'disconnected'))
+    ) STRICT;
+    INSERT INTO a2a_agents_v16 SELECT rowid, * FROM a2a_agents;
+    DROP TABLE a2a_agents;
+    ALTER TABLE a2a_agents_v16 RENAME TO a2a_agents;
+    CREATE INDEX a2a_agents_party ON a2a_agents (context_id, name);
+    CREATE UNIQUE INDEX a2a_events_party_seq ON a2a_events (party_context_id, party_name, seq);
+    CREATE INDEX a2a_events_task ON a2a_events (task);
+  `);
+}
+
 export const A2A_MIGRATIONS: readonly Migration[] = Object.freeze([
   { version: 12, name: 'a2a broker tables', up: createBrokerTables },
   { version: 13, name: 'the broker that owns the file', up: createOwnerTable },
   { version: 14, name: 'retention of ended tasks', up: createRetentionTables },
   { version: 15, name: 'fewer bytes per task', up: keyMessagesByPosition },
+  { version: 16, name: 'integer task keys', up: keyTasksByInteger },
 ]);
 
-/** The broker's schema: component `a2a`, current version 15. */
+/** The broker's schema: component `a2a`, current version 16. */
 export const A2A_MIGRATION_SET: MigrationSet = Object.freeze({
   component: A2A_COMPONENT,
   current: SCHEMA_VERSION,

@@ -101,14 +101,20 @@ function plainStatus(status: unknown): { state: string; timestamp: string; ref: 
  * holds only its state, timestamp and message (`statusEvent`'s) is stored as
  * the array of its values, `[recipient, contextId, state, timestamp, final,
  * message?]` (0 or 1 for `final`; the message's position, or its id):
- * a third of the bytes. The same object when nothing changes.
+ * a third of the bytes. Since schema 16 the array holds, where it can, the
+ * recipient as its registration's integer key (`a2a_agents.agent`, a
+ * number), the contextId as 0 when it is the task's, and the timestamp as
+ * milliseconds when it is the canonical ISO form of that instant
+ * (`compactValues`). The same object when nothing changes.
  */
 function storedParams(
   event: DurableEvent,
   party: Party,
-  taskId: string,
+  task: { taskId: string; contextId: string },
   refOf: (message: Message) => MessageRef,
+  agentKeyOf: (agentId: string) => number | undefined,
 ): unknown {
+  const taskId = task.taskId;
   const params = withStatusRef(event, refOf);
   if (event.method !== 'a2a.task.event') return params;
   const p = params as DurableEvent['params'] & { event: Record<string, unknown> };
@@ -130,7 +136,13 @@ function storedParams(
     typeof p.event.final === 'boolean' &&
     status !== undefined
   ) {
-    const values = [p.recipient, p.contextId, status.state, status.timestamp, p.event.final ? 1 : 0];
+    const values = [
+      agentKeyOf(p.recipient) ?? p.recipient,
+      p.contextId === task.contextId ? 0 : p.contextId,
+      status.state,
+      millisOf(status.timestamp) ?? status.timestamp,
+      p.event.final ? 1 : 0,
+    ];
     return status.ref === undefined ? values : [...values, status.ref];
   }
   const { kind, taskId: _taskId, ...rest } = p.event;
@@ -138,10 +150,17 @@ function storedParams(
 }
 
 /** The params of a stored event, as on the wire (a compact task event rebuilt; any other as it is). */
-function paramsOfRow(row: { seq: number; method: NotificationMethod; task_id: string; params: string }, party: Party) {
+function paramsOfRow(
+  row: { seq: number; method: NotificationMethod; task_id: string; context_id: string; params: string },
+  party: Party,
+  agentIdOf: (key: number) => string | undefined,
+) {
   const stored = JSON.parse(row.params) as Record<string, unknown> | unknown[];
   if (Array.isArray(stored)) {
-    const [recipient, contextId, state, timestamp, final, ref] = stored;
+    const [recipientValue, contextValue, state, time, final, ref] = stored;
+    const recipient = typeof recipientValue === 'number' ? agentIdOf(recipientValue) : recipientValue;
+    const contextId = contextValue === 0 ? row.context_id : contextValue;
+    const timestamp = typeof time === 'number' ? new Date(time).toISOString() : time;
     const status: Record<string, unknown> = { state, timestamp };
     if (typeof ref === 'number' || typeof ref === 'string') status.message = refObject(ref);
     return {
@@ -163,6 +182,12 @@ function paramsOfRow(row: { seq: number; method: NotificationMethod; task_id: st
   };
 }
 
+/** The milliseconds of an instant written in its canonical ISO form (`toISOString`'s), else undefined. */
+function millisOf(timestamp: string): number | undefined {
+  const ms = Date.parse(timestamp);
+  return Number.isFinite(ms) && new Date(ms).toISOString() === timestamp ? ms : undefined;
+}
+
 /** The message a stored status's `message` refers to (its id or its position), when it is a reference. */
 function messageRefOf(message: unknown): MessageRef | undefined {
   if (message === null || typeof message !== 'object' || 'kind' in message) return undefined;
@@ -172,19 +197,50 @@ function messageRefOf(message: unknown): MessageRef | undefined {
   return typeof position === 'number' ? position : undefined;
 }
 
-/** The columns a message is rebuilt from. */
-const MESSAGE_COLUMNS = 'task_id, message_id, role, from_name, body';
+/** A compact body is stored only below this many bytes, so that its size is read without reading a large row. */
+const COMPACT_BODY_MAX_BYTES = 1000;
+/**
+ * What a compact body (`[ms, text]`) weighs less than the object it stands
+ * for, `{"timestamp":"<24 characters>","parts":[{"kind":"text","text":…}]}`
+ * (the milliseconds as 13 digits).
+ */
+const COMPACT_BODY_SAVED_BYTES = 57;
+
+/** A UUID in its canonical (lowercase) text form: stored as its 16 bytes. */
+const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * A message id as its column holds it (since schema 16, `a2a_messages.message_id`
+ * and `a2a_tasks.creation_message_id`): the 16 bytes of a UUID in its
+ * canonical form (what the broker makes), any other id as its text. One id
+ * has one stored form, so that a row is found by it.
+ */
+export function idKey(id: string): string | Buffer {
+  return CANONICAL_UUID.test(id) ? Buffer.from(id.replaceAll('-', ''), 'hex') : id;
+}
+
+/** The id a stored message id stands for (`idKey`'s inverse). */
+export function idOf(value: string | Uint8Array): string {
+  if (typeof value === 'string') return value;
+  const h = Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+/** The columns a message is rebuilt from (its task's id is the caller's). */
+const MESSAGE_COLUMNS = 'message_id, role, from_name, body';
+/** A task's integer key (`a2a_tasks.task`, what its messages and events hold), from its id. */
+const TASK_KEY = '(SELECT task FROM a2a_tasks WHERE task_id = ?)';
 /**
  * A message's size on the wire, from its row without reading it: the body,
  * the columns it does not repeat, and the JSON around them (octet_length
  * reads a value's size from its record header).
  */
-const MESSAGE_BYTES =
-  'octet_length(body) + octet_length(message_id) + octet_length(from_name) + octet_length(task_id) + 80';
+const MESSAGE_BYTES = `octet_length(body) + CASE WHEN typeof(message_id) = 'blob' THEN 36 ELSE octet_length(message_id) END
+  + octet_length(from_name) + 80
+  + CASE WHEN octet_length(body) < ${COMPACT_BODY_MAX_BYTES} AND substr(body, 1, 1) = '[' THEN ${COMPACT_BODY_SAVED_BYTES} ELSE 0 END`;
 
 interface MessageRow {
-  task_id: string;
-  message_id: string;
+  message_id: string | Buffer;
   role: Message['role'];
   from_name: string;
   body: string;
@@ -200,9 +256,30 @@ function messageBody(message: Message, taskContextId: string | undefined): strin
   const { kind: _kind, messageId: _id, role: _role, from: _from, taskId: _task, ...rest } = message;
   if (taskContextId !== undefined && rest.contextId === taskContextId && Object.keys(rest)[0] === 'contextId') {
     const { contextId: _context, ...others } = rest;
-    return JSON.stringify(others);
+    return compactBody(others) ?? JSON.stringify(others);
   }
   return JSON.stringify(rest);
+}
+
+/**
+ * Since schema 16: the body of a message that holds only its timestamp
+ * (the canonical ISO form of an instant) and one text part, in that order
+ * (what most messages are), as `[milliseconds, text]`: a fourth of the bytes
+ * of a 200-character text's body. Else undefined.
+ */
+function compactBody(rest: Record<string, unknown>): string | undefined {
+  const keys = Object.keys(rest);
+  if (keys.length !== 2 || keys[0] !== 'timestamp' || keys[1] !== 'parts') return undefined;
+  const { timestamp, parts } = rest as { timestamp: unknown; parts: unknown };
+  if (typeof timestamp !== 'string' || !Array.isArray(parts) || parts.length !== 1) return undefined;
+  const ms = millisOf(timestamp);
+  if (ms === undefined || ms < 1e12 || ms >= 1e13) return undefined;
+  const part = parts[0] as Record<string, unknown>;
+  if (part === null || typeof part !== 'object' || typeof part.text !== 'string' || part.kind !== 'text')
+    return undefined;
+  if (!keysAre(Object.keys(part), ['kind', 'text'])) return undefined;
+  const body = JSON.stringify([ms, part.text]);
+  return Buffer.byteLength(body) < COMPACT_BODY_MAX_BYTES ? body : undefined;
 }
 
 /**
@@ -211,15 +288,18 @@ function messageBody(message: Message, taskContextId: string | undefined): strin
  * (`taskContextId`). A row of schema 13 holds the whole message (`kind`
  * first): it is read as it is.
  */
-function messageOfRow(row: MessageRow, taskContextId: string): Message {
-  const body = JSON.parse(row.body) as Partial<Message>;
-  if (body.kind !== undefined) return body as Message;
+function messageOfRow(row: MessageRow, taskId: string, taskContextId: string): Message {
+  const parsed = JSON.parse(row.body) as Partial<Message> | [number, string];
+  const body = Array.isArray(parsed)
+    ? { timestamp: new Date(parsed[0]).toISOString(), parts: [{ kind: 'text', text: parsed[1] }] }
+    : parsed;
+  if ('kind' in body && body.kind !== undefined) return body as Message;
   const head = {
     kind: 'message',
-    messageId: row.message_id,
+    messageId: idOf(row.message_id),
     role: row.role,
     from: row.from_name,
-    taskId: row.task_id,
+    taskId,
   };
   return ('contextId' in body ? { ...head, ...body } : { ...head, contextId: taskContextId, ...body }) as Message;
 }
@@ -283,7 +363,8 @@ const TASK_HEAD_COLUMNS =
  * The stored JSON text of a task's status (`a2a_tasks.status`): its message
  * as a reference and, when it holds only its state, timestamp and message
  * in that order with the timestamp the row's `updated_at`, without the two
- * (the row's columns hold them): `{}` or `{"message":{"$m":...}}`. Rebuilt by
+ * (the row's columns hold them): `{}`, `{"message":{"$m":...}}`, or (since
+ * schema 16) the message's position alone, such as `2`. Rebuilt by
  * `statusOfRow`.
  */
 function storedHeadStatus(head: TaskHead, refOf: (message: Message) => MessageRef): string {
@@ -292,12 +373,15 @@ function storedHeadStatus(head: TaskHead, refOf: (message: Message) => MessageRe
   if (plain === undefined || plain.timestamp !== head.updatedAt || plain.state !== head.status.state) {
     return JSON.stringify(stored);
   }
-  return plain.ref === undefined ? '{}' : JSON.stringify({ message: refObject(plain.ref) });
+  if (plain.ref === undefined) return '{}';
+  // Since schema 16, a message by its position is the number alone.
+  return typeof plain.ref === 'number' ? String(plain.ref) : JSON.stringify({ message: refObject(plain.ref) });
 }
 
 /** A task row's status: a compact one (`storedHeadStatus`) rebuilt from the row's columns; any other as it is. */
 function statusOfRow(raw: TaskHeadRaw): TaskStatus {
-  const stored = JSON.parse(raw.status) as Record<string, unknown>;
+  const parsed = JSON.parse(raw.status) as Record<string, unknown> | number;
+  const stored = typeof parsed === 'number' ? { message: refObject(parsed) } : parsed;
   if ('state' in stored) return stored as unknown as TaskStatus;
   return { state: raw.state, timestamp: raw.updated_at, ...stored } as TaskStatus;
 }
@@ -355,6 +439,9 @@ export class A2AStore {
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       taskHead: db.prepare(`SELECT ${TASK_HEAD_COLUMNS} FROM a2a_tasks WHERE task_id = ?`),
+      taskKey: db.prepare('SELECT task, context_id FROM a2a_tasks WHERE task_id = ?'),
+      agentKey: db.prepare('SELECT agent FROM a2a_agents WHERE agent_id = ?'),
+      agentIdOfKey: db.prepare('SELECT agent_id FROM a2a_agents WHERE agent = ?'),
       createdTask: db.prepare(
         'SELECT task_id FROM a2a_tasks WHERE context_id = ? AND requester_name = ? AND creation_message_id = ? LIMIT 1',
       ),
@@ -363,23 +450,25 @@ export class A2AStore {
         'UPDATE a2a_tasks SET state = ?, status = ?, history_count = ?, updated_at = ? WHERE task_id = ?',
       ),
       insertMessage: db.prepare(
-        `INSERT INTO a2a_messages (task_id, message_id, position, role, from_name, body, parent_task_id)
-         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO a2a_messages (task, message_id, position, role, from_name, body, parent_task_id)
+         VALUES (${TASK_KEY}, ?, ?, ?, ?, ?, ?)`,
       ),
-      hasMessage: db.prepare('SELECT 1 FROM a2a_messages WHERE task_id = ? AND message_id = ?'),
-      message: db.prepare(`SELECT ${MESSAGE_COLUMNS} FROM a2a_messages WHERE task_id = ? AND message_id = ?`),
-      messageAt: db.prepare(`SELECT ${MESSAGE_COLUMNS} FROM a2a_messages WHERE task_id = ? AND position = ?`),
-      positionOf: db.prepare('SELECT position FROM a2a_messages WHERE task_id = ? AND message_id = ?'),
-      isAt: db.prepare('SELECT 1 FROM a2a_messages WHERE task_id = ? AND position = ? AND message_id = ?'),
-      history: db.prepare(`SELECT ${MESSAGE_COLUMNS} FROM a2a_messages WHERE task_id = ? ORDER BY position`),
+      hasMessage: db.prepare(`SELECT 1 FROM a2a_messages WHERE task = ${TASK_KEY} AND message_id = ?`),
+      message: db.prepare(`SELECT ${MESSAGE_COLUMNS} FROM a2a_messages WHERE task = ${TASK_KEY} AND message_id = ?`),
+      messageAt: db.prepare(`SELECT ${MESSAGE_COLUMNS} FROM a2a_messages WHERE task = ${TASK_KEY} AND position = ?`),
+      positionOf: db.prepare(`SELECT position FROM a2a_messages WHERE task = ${TASK_KEY} AND message_id = ?`),
+      isAt: db.prepare(`SELECT 1 FROM a2a_messages WHERE task = ${TASK_KEY} AND position = ? AND message_id = ?`),
+      history: db.prepare(`SELECT ${MESSAGE_COLUMNS} FROM a2a_messages WHERE task = ${TASK_KEY} ORDER BY position`),
       historyTail: db.prepare(
-        `SELECT ${MESSAGE_COLUMNS} FROM (SELECT ${MESSAGE_COLUMNS}, position FROM a2a_messages WHERE task_id = ? ORDER BY position DESC LIMIT ?) ORDER BY position`,
+        `SELECT ${MESSAGE_COLUMNS} FROM (SELECT ${MESSAGE_COLUMNS}, position FROM a2a_messages WHERE task = ${TASK_KEY} ORDER BY position DESC LIMIT ?) ORDER BY position`,
       ),
       artifacts: db.prepare('SELECT body FROM a2a_artifacts WHERE task_id = ? ORDER BY position'),
       // octet_length reads a value's size from its record header, not the value itself.
-      historyBytes: db.prepare(`SELECT COALESCE(SUM(${MESSAGE_BYTES}), 0) AS n FROM a2a_messages WHERE task_id = ?`),
+      historyBytes: db.prepare(
+        `SELECT COALESCE(SUM(${MESSAGE_BYTES}), 0) AS n FROM a2a_messages WHERE task = ${TASK_KEY}`,
+      ),
       historyTailBytes: db.prepare(
-        `SELECT COALESCE(SUM(n), 0) AS n FROM (SELECT ${MESSAGE_BYTES} AS n FROM a2a_messages WHERE task_id = ? ORDER BY position DESC LIMIT ?)`,
+        `SELECT COALESCE(SUM(n), 0) AS n FROM (SELECT ${MESSAGE_BYTES} AS n FROM a2a_messages WHERE task = ${TASK_KEY} ORDER BY position DESC LIMIT ?)`,
       ),
       artifactBytes: db.prepare(
         'SELECT COALESCE(SUM(octet_length(body)), 0) AS n FROM a2a_artifacts WHERE task_id = ?',
@@ -426,12 +515,14 @@ export class A2AStore {
          ) AS seq`,
       ),
       insertEvent: db.prepare(
-        `INSERT INTO a2a_events (party_context_id, party_name, seq, method, task_id, params, created_at)
+        `INSERT INTO a2a_events (party_context_id, party_name, seq, method, task, params, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?)`,
       ),
       eventsSince: db.prepare(
-        `SELECT seq, method, task_id, params FROM a2a_events WHERE party_context_id = ? AND party_name = ? AND seq > ?
-         ORDER BY seq LIMIT ?`,
+        `SELECT e.seq, e.method, t.task_id, t.context_id, e.params
+         FROM a2a_events e JOIN a2a_tasks t ON t.task = e.task
+         WHERE e.party_context_id = ? AND e.party_name = ? AND e.seq > ?
+         ORDER BY e.seq LIMIT ?`,
       ),
       putActor: db.prepare(
         `INSERT INTO a2a_task_actors (task_id, machine_version, snapshot) VALUES (?, ?, ?)
@@ -452,10 +543,10 @@ export class A2AStore {
 
   /** A message of a task's history, by id or position (what a stored reference names). */
   private readonly messageOf = (taskId: string, contextId: string, ref: MessageRef): Message | undefined => {
-    const row = (typeof ref === 'number' ? this.s.messageAt.get(taskId, ref) : this.s.message.get(taskId, ref)) as
-      | MessageRow
-      | undefined;
-    return row === undefined ? undefined : messageOfRow(row, contextId);
+    const row = (
+      typeof ref === 'number' ? this.s.messageAt.get(taskId, ref) : this.s.message.get(taskId, idKey(ref))
+    ) as MessageRow | undefined;
+    return row === undefined ? undefined : messageOfRow(row, taskId, contextId);
   };
 
   /** The last message appended: the one the status written next usually carries. */
@@ -474,14 +565,18 @@ export class A2AStore {
         last !== undefined &&
         last.taskId === taskId &&
         last.messageId === message.messageId &&
-        this.s.isAt.get(taskId, last.position, message.messageId) !== undefined
+        this.s.isAt.get(taskId, last.position, idKey(message.messageId)) !== undefined
       ) {
         return last.position;
       }
-      const row = this.s.positionOf.get(taskId, message.messageId) as { position: number } | undefined;
+      const row = this.s.positionOf.get(taskId, idKey(message.messageId)) as { position: number } | undefined;
       return row?.position ?? message.messageId;
     };
   }
+
+  /** A registration's integer key (`a2a_agents.agent`), from its agentId. */
+  private readonly agentKeyOf = (agentId: string): number | undefined =>
+    (this.s.agentKey.get(agentId) as { agent: number } | undefined)?.agent;
 
   private head(raw: TaskHeadRaw): TaskHead {
     return toHead(raw, this.messageOf);
@@ -525,7 +620,7 @@ export class A2AStore {
       head.agentName,
       head.status.state,
       storedHeadStatus(head, this.refOf(head.taskId)),
-      creationMessageId,
+      idKey(creationMessageId),
       head.historyCount,
       head.createdAt,
       head.updatedAt,
@@ -539,7 +634,7 @@ export class A2AStore {
 
   /** The task a requester created with this message id, if any. */
   createdTaskId(requester: Party, messageId: string): string | undefined {
-    const row = this.s.createdTask.get(requester.contextId, requester.name, messageId) as
+    const row = this.s.createdTask.get(requester.contextId, requester.name, idKey(messageId)) as
       | { task_id: string }
       | undefined;
     return row?.task_id;
@@ -568,7 +663,7 @@ export class A2AStore {
   appendMessage(message: Message, position: number, taskContextId?: string): void {
     this.s.insertMessage.run(
       message.taskId,
-      message.messageId,
+      idKey(message.messageId),
       position,
       message.role,
       message.from,
@@ -579,7 +674,7 @@ export class A2AStore {
   }
 
   hasMessage(taskId: string, messageId: string): boolean {
-    return this.s.hasMessage.get(taskId, messageId) !== undefined;
+    return this.s.hasMessage.get(taskId, idKey(messageId)) !== undefined;
   }
 
   /**
@@ -596,7 +691,7 @@ export class A2AStore {
           : (this.s.historyTailBytes.get(head.taskId, historyLength) as { n: number }).n;
     // A body may leave its task's contextId out (`messageBody`): counted for every message.
     const messages = historyLength === undefined ? head.historyCount : Math.min(historyLength, head.historyCount);
-    const contexts = messages * Buffer.byteLength(head.contextId);
+    const contexts = messages * (Buffer.byteLength(head.contextId) + Buffer.byteLength(head.taskId));
     return history + contexts + (this.s.artifactBytes.get(head.taskId) as { n: number }).n;
   }
 
@@ -618,7 +713,7 @@ export class A2AStore {
       agentContextId: head.agentContextId,
       requesterName: head.requesterName,
       status: head.status,
-      history: historyRows.map((row) => messageOfRow(row, head.contextId)),
+      history: historyRows.map((row) => messageOfRow(row, head.taskId, head.contextId)),
       artifacts: artifactRows.map((r) => JSON.parse(r.body) as Artifact),
       createdAt: head.createdAt,
       updatedAt: head.updatedAt,
@@ -682,21 +777,46 @@ export class A2AStore {
    */
   appendEvent(party: Party, event: DurableEvent, taskId: string, at: string): void {
     const text = JSON.stringify(event.params);
-    const params = storedParams(event, party, taskId, this.refOf(taskId));
+    const task = this.s.taskKey.get(taskId) as { task: number; context_id: string } | undefined;
+    if (task === undefined) throw new Error(`appendEvent: no task ${taskId} (an event is written after its task)`);
+    const params = storedParams(
+      event,
+      party,
+      { taskId, contextId: task.context_id },
+      this.refOf(taskId),
+      this.agentKeyOf,
+    );
     const stored = params === event.params ? text : JSON.stringify(params);
-    this.s.insertEvent.run(party.contextId, party.name, event.seq, event.method, taskId, stored, at);
+    this.s.insertEvent.run(
+      party.contextId,
+      party.name,
+      event.seq,
+      event.method === 'a2a.push' ? 1 : 0,
+      task.task,
+      stored,
+      Date.parse(at),
+    );
     Object.defineProperty(event, LOGGED_PARAMS_TEXT, { value: text });
   }
 
   eventsSince(party: Party, after: number, limit: number): DurableEvent[] {
     const rows = this.s.eventsSince.all(party.contextId, party.name, after, limit) as {
       seq: number;
-      method: NotificationMethod;
+      method: 0 | 1;
       task_id: string;
+      context_id: string;
       params: string;
     }[];
-    return rows.map((r) => {
-      const event = { seq: r.seq, method: r.method, params: paramsOfRow(r, party) } as DurableEvent;
+    const agents = new Map<number, string | undefined>();
+    const agentIdOf = (key: number) => {
+      if (!agents.has(key)) {
+        agents.set(key, (this.s.agentIdOfKey.get(key) as { agent_id: string } | undefined)?.agent_id);
+      }
+      return agents.get(key);
+    };
+    return rows.map((raw) => {
+      const r = { ...raw, method: (raw.method === 1 ? 'a2a.push' : 'a2a.task.event') as NotificationMethod };
+      const event = { seq: r.seq, method: r.method, params: paramsOfRow(r, party, agentIdOf) } as DurableEvent;
       const status = statusOf(event);
       const ref = messageRefOf(status?.message);
       if (status !== undefined && ref !== undefined) {

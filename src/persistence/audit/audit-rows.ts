@@ -1,14 +1,17 @@
-import canonicalize from 'canonicalize';
 import type { z } from 'zod';
 import {
   AUDIT_KINDS,
   AuditEntryInputSchema,
   type AuditHead,
+  isWellFormedText,
+  jsonProblem,
   type AuditKind,
   type AuditRow,
   type JsonObject,
+  type JsonValue,
   MAX_AUDIT_DATA_BYTES,
 } from '../../protocol/audit.js';
+import { MAX_ID_CHARS } from '../../protocol/bounds.js';
 import type { Clock } from '../kernel/clock.js';
 import { AuditError } from './audit-error.js';
 
@@ -72,6 +75,10 @@ export type CheckedEntry = Omit<AuditRow, 'seq' | 'prevHash' | 'hash'> & { dataT
  * naming the path, and nothing is written.
  */
 export function checkAuditEntry(entry: unknown, now: () => string): CheckedEntry {
+  // The entries the runtime writes are plain objects the schema accepts: read as such without the schema's
+  // pass. Anything else (and every refusal, for its message and path) goes through the schema.
+  const plain = plainEntry(entry);
+  if (plain !== null) return checkedFrom(plain, now);
   const parsed = AuditEntryInputSchema.safeParse(entry);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -87,9 +94,37 @@ export function checkAuditEntry(entry: unknown, now: () => string): CheckedEntry
 
 type ParsedEntry = z.output<typeof AuditEntryInputSchema>;
 
+const KINDS: ReadonlySet<string> = new Set(AUDIT_KINDS);
+const ENTRY_KEYS: ReadonlySet<string> = new Set(['kind', 'itemId', 'hop', 'actor', 'data', 'at']);
+
+/** A string of `min` to `max` code units without a lone surrogate. */
+function textWithin(value: unknown, min: number, max: number): boolean {
+  return typeof value === 'string' && value.length >= min && value.length <= max && isWellFormedText(value);
+}
+
+/**
+ * The entry as `AuditEntryInputSchema` reads it, when it is a plain object
+ * that the schema accepts as it is (no key but the schema's, each value of
+ * its type and within its bounds, `data` plain JSON); null otherwise (the
+ * schema then decides). Accepts nothing the schema refuses.
+ */
+function plainEntry(entry: unknown): ParsedEntry | null {
+  if (entry === null || typeof entry !== 'object' || Object.getPrototypeOf(entry) !== Object.prototype) return null;
+  for (const key in entry) if (!ENTRY_KEYS.has(key)) return null;
+  if (Object.getOwnPropertySymbols(entry).length > 0) return null;
+  const e = entry as Record<string, unknown>;
+  const { kind, itemId, hop, actor, data, at } = e;
+  if (typeof kind !== 'string' || !KINDS.has(kind)) return null;
+  if (!textWithin(itemId, 1, MAX_ID_CHARS) || !textWithin(actor, 1, 256)) return null;
+  if (hop !== undefined && !(Number.isSafeInteger(hop) && (hop as number) >= 0)) return null;
+  if (at !== undefined && !textWithin(at, 1, 64)) return null;
+  if (data === null || typeof data !== 'object' || Array.isArray(data) || jsonProblem(data) !== null) return null;
+  return e as ParsedEntry;
+}
+
 function checkedFrom(e: ParsedEntry, now: () => string): CheckedEntry {
-  // `data` passed the schema's `jsonProblem`: plain JSON, so canonicalize writes it.
-  const dataText = canonicalize(e.data) ?? '{}';
+  // `data` passed the schema's `jsonProblem`: plain JSON (no cycle, no lone surrogate, nothing but JSON values).
+  const dataText = canonicalPlainJson(e.data);
   if (Buffer.byteLength(dataText, 'utf8') > MAX_AUDIT_DATA_BYTES) {
     throw new AuditError(
       'AUDIT_INVALID_ENTRY',
@@ -106,6 +141,28 @@ function checkedFrom(e: ParsedEntry, now: () => string): CheckedEntry {
     data: e.data,
     dataText,
   };
+}
+
+/**
+ * The RFC 8785 canonical JSON of plain JSON (a value `jsonProblem` passes),
+ * as `canonicalize` writes it: keys in code-unit order, numbers and strings
+ * as `JSON.stringify` writes them. Without `canonicalize`'s checks, which
+ * `jsonProblem` made already.
+ */
+function canonicalPlainJson(value: JsonValue): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (Array.isArray(value)) {
+    let out = '[';
+    for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + canonicalPlainJson(value[i]!);
+    return `${out}]`;
+  }
+  const keys = Object.keys(value).sort();
+  let out = '{';
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
+    out += `${i === 0 ? '' : ','}${JSON.stringify(key)}:${canonicalPlainJson(value[key]!)}`;
+  }
+  return `${out}}`;
 }
 
 /** A stored row read back, or what is wrong with it. */

@@ -8,6 +8,7 @@ import type {
   ItemState,
   OutboxRow,
   RunRecord,
+  TreeUsage,
   UsageGroup,
   UsageGrouping,
   UsageRow,
@@ -36,6 +37,12 @@ export interface CoordinatorStore {
   loadItem(itemId: string): Promise<StoredItem | undefined>;
   /** Outbox rows not yet deleted (after a crash: what may be unpublished), in order. */
   loadOutbox(): Promise<OutboxRow[]>;
+  /**
+   * The live subtree usage of each item (its own hops' and every
+   * descendant's, as `ItemChanges.rollup` added it); an item charged nothing
+   * is absent. A child's decisions are governed against its ancestors'.
+   */
+  loadTreeUsage(itemIds: readonly string[]): Promise<Map<string, TreeUsage>>;
   /** A kept workflow definition (as kept by the first item on it). */
   loadDefinition(ref: { id: string; version: number }): Promise<unknown>;
   /**
@@ -97,6 +104,8 @@ export interface CoordinatorTables {
   readHopsOfItems(itemIds: readonly string[]): Promise<Map<string, HopRecord[]>>;
   /** Cost and effort grouped by agent, model or task, largest cost first. */
   readUsageBy(grouping: UsageGrouping, options?: { itemId?: string }): Promise<UsageGroup[]>;
+  /** The live subtree usage of each item (as `CoordinatorStore.loadTreeUsage`); an item charged nothing is absent. */
+  readTreeUsage(itemIds: readonly string[]): Promise<Map<string, TreeUsage>>;
   /** Every accrual row of one item (or all), in order. */
   readUsageRows(options?: { itemId?: string }): Promise<UsageRow[]>;
   readContextForgottenAt(itemId: string): Promise<number | null>;

@@ -1,6 +1,7 @@
 import type { AuditHead } from '../../protocol/audit.js';
 import type { CommitBatch, HopRecord, ItemChanges, ItemRecord, RunRecord } from '../../workflow/records.js';
-import { hopUpdateValues, itemUpdateValues, usageValues } from './row-values.js';
+import { ROLLUP_UPSERT_TAIL, hopUpdateValues, itemUpdateValues, rollupValues, usageValues } from './row-values.js';
+import { runSnapshotText } from './run-snapshot-text.js';
 
 /**
  * A Coordinator commit as ONE PostgreSQL statement: every row of a batch
@@ -118,6 +119,15 @@ export const USAGE_INSERT: readonly Column[] = [
   ['elapsed_ms', 'double precision'],
   ['at', 'bigint'],
 ];
+/** A subtree usage row's columns, in the order of `rollupValues`. */
+export const ROLLUP_INSERT: readonly Column[] = [
+  ['item_id', 'text'],
+  ['input_tokens', 'bigint'],
+  ['output_tokens', 'bigint'],
+  ['cost_usd', 'double precision'],
+  ['elapsed_ms', 'double precision'],
+  ['hops', 'integer'],
+];
 const OUTBOX_INSERT: readonly Column[] = [
   ['item_id', 'text'],
   ['kind', 'text'],
@@ -141,8 +151,8 @@ export function columnNames(columns: readonly Column[]): string {
 }
 
 /** The names each connection prepares the commit statements under (parsed and planned once per connection). */
-export const COMMIT_STATEMENT_NAME = 'switchboard_coordinator_commit_v3';
-export const FENCED_COMMIT_STATEMENT_NAME = 'switchboard_coordinator_fenced_commit_v3';
+export const COMMIT_STATEMENT_NAME = 'switchboard_coordinator_commit_v4';
+export const FENCED_COMMIT_STATEMENT_NAME = 'switchboard_coordinator_fenced_commit_v4';
 
 /** The SQLSTATE `coord_not_leading()` raises: the lease row was not the one a fenced statement expected. */
 export const NOT_LEADING_SQLSTATE = 'SBL01';
@@ -210,6 +220,8 @@ function commitStatement(fenced: boolean): string {
       `${assign(ITEM_COLUMNS)}, ${RUN_COLUMNS.map(([name]) => `${name} = COALESCE(v.${name}, t.${name})`).join(', ')}`,
     )})`,
     `usage_in AS (${insert('coord_usage', 'usage', USAGE_INSERT)})`,
+    // One row per item (summed by `rollupValues`): an upsert may not touch a row twice.
+    `rollup_up AS (${insert('coord_rollups', 'rollup', ROLLUP_INSERT, ROLLUP_UPSERT_TAIL)})`,
     `outbox_in AS (${insert('coord_outbox', 'outbox', OUTBOX_INSERT, 'RETURNING id')})`,
     `head AS (UPDATE audit_head SET seq = $2::bigint, hash = $3::text
        WHERE id = 1 AND seq = $4::bigint AND hash = $5::text RETURNING 1)`,
@@ -231,7 +243,7 @@ const json = (v: unknown): string | null => (v === null || v === undefined ? nul
 
 /** A run's values of `RUN_COLUMNS` (nulls without one: the row's are kept). */
 export function runValues(run: RunRecord | undefined): unknown[] {
-  return run === undefined ? [null, null] : [run.machineVersion, JSON.stringify(run.snapshot)];
+  return run === undefined ? [null, null] : [run.machineVersion, runSnapshotText(run.snapshot)];
 }
 
 /** An item's values of `ITEM_INSERT`. */
@@ -315,6 +327,7 @@ export function commitParameters(
     hopsUp: hopUpdates,
     itemsUp: itemUpdates,
     usage,
+    rollup: rollupValues(batch.changes),
     outbox,
     audit: auditRows,
   };

@@ -8,11 +8,13 @@ import { COORDINATOR_SCHEMA } from './sqlite-schema.js';
  * SQLite's schema 8 has them; version 2 adds the functions of one-statement
  * commits (`coord_batch_rows`, the rows of a batch; `coord_not_leading`, the
  * refusal of a fenced statement); version 3 adds the console's users
- * (`coord_console_users`, as SQLite's schema 10).
+ * (`coord_console_users`, as SQLite's schema 10); version 4 each item's
+ * live subtree usage (`coord_rollups`, as SQLite's schema 11); version 5
+ * each child's `switchboard.position` (as SQLite's schema 12).
  */
 export const COORDINATOR_PG_SCHEMA: PgMigrationSet = {
   component: COORDINATOR_SCHEMA.component,
-  current: 3,
+  current: 5,
   migrations: [
     {
       version: 1,
@@ -135,6 +137,41 @@ export const COORDINATOR_PG_SCHEMA: PgMigrationSet = {
           created_at BIGINT NOT NULL,
           revoked_at BIGINT
         )`,
+      ],
+    },
+    {
+      version: 4,
+      name: "each work item's subtree usage, live: its own hops' and every descendant's, added as they are charged",
+      sql: [
+        `CREATE TABLE coord_rollups (
+          item_id TEXT PRIMARY KEY,
+          input_tokens BIGINT NOT NULL DEFAULT 0,
+          output_tokens BIGINT NOT NULL DEFAULT 0,
+          cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0,
+          elapsed_ms DOUBLE PRECISION NOT NULL DEFAULT 0,
+          hops INTEGER NOT NULL DEFAULT 0
+        )`,
+      ],
+    },
+    {
+      version: 5,
+      name: "each child work item's place among the children of its hop (its switchboard.position attribute)",
+      sql: [
+        // Children made before this version get theirs from the order they were made in: their creation
+        // time, then their id, shorter first (a map's elements of one time in their list's order).
+        `UPDATE coord_items AS i
+          SET attributes = (i.attributes::jsonb || jsonb_build_object('switchboard.position', p.position))::text
+          FROM (
+            SELECT id, ROW_NUMBER() OVER (
+                PARTITION BY a->>'switchboard.parent', split_part(a->>'switchboard.branch', ':', 1)
+                ORDER BY created_at, length(id), id) - 1 AS position
+            FROM (SELECT id, created_at, attributes::jsonb AS a FROM coord_items WHERE attributes IS NOT NULL) AS c
+            WHERE jsonb_typeof(a) = 'object'
+              AND jsonb_typeof(a->'switchboard.parent') = 'string'
+              AND jsonb_typeof(a->'switchboard.branch') = 'string'
+              AND NOT (a ? 'switchboard.position')
+          ) AS p
+          WHERE i.id = p.id`,
       ],
     },
   ],

@@ -41,7 +41,14 @@ import {
   isStaleAuditHead,
   sqlStateOf,
 } from './postgres-commit.js';
-import { hopUpdateValues, itemUpdateValues, usageValues } from './row-values.js';
+import {
+  ROLLUP_UPSERT_TAIL,
+  hopUpdateValues,
+  itemUpdateValues,
+  rollupValues,
+  treeUsageFrom,
+  usageValues,
+} from './row-values.js';
 import { COORDINATOR_PG_SCHEMA } from './postgres-schema.js';
 import {
   type PendingMarks,
@@ -66,6 +73,7 @@ import type {
   ItemState,
   OutboxKind,
   OutboxRow,
+  TreeUsage,
   UsageGroup,
   UsageGrouping,
   UsageRow,
@@ -375,6 +383,12 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
       `INSERT INTO coord_usage (${columnNames(USAGE_INSERT)})`,
       changes.flatMap((c) => c.usage.map(usageValues)),
     );
+    await insertRows(
+      tx,
+      'INSERT INTO coord_rollups (item_id, input_tokens, output_tokens, cost_usd, elapsed_ms, hops)',
+      rollupValues(changes),
+      ROLLUP_UPSERT_TAIL,
+    );
     const outboxRows = changes.flatMap((c) => c.outbox.map((o) => [c.itemId, o.kind, JSON.stringify(o.body)]));
     // Ids come back in the order of the VALUES rows (one sequence, the statements in order: ascending).
     const ids = (await insertRows(tx, 'INSERT INTO coord_outbox (item_id, kind, body)', outboxRows, 'RETURNING id'))
@@ -546,6 +560,20 @@ export class PostgresCoordinatorStore implements CoordinatorStore, CoordinatorTa
 
   readUsageRows(options: { itemId?: string } = {}): Promise<UsageRow[]> {
     return readUsageRowsOf(this.#pool, options.itemId);
+  }
+
+  async loadTreeUsage(itemIds: readonly string[]): Promise<Map<string, TreeUsage>> {
+    const out = new Map<string, TreeUsage>();
+    if (itemIds.length === 0) return out;
+    const rows = await this.#pool.query('SELECT * FROM coord_rollups WHERE item_id = ANY($1::text[])', [
+      [...new Set(itemIds)],
+    ]);
+    for (const row of rows.rows as Record<string, unknown>[]) out.set(row.item_id as string, treeUsageFrom(row));
+    return out;
+  }
+
+  readTreeUsage(itemIds: readonly string[]): Promise<Map<string, TreeUsage>> {
+    return this.loadTreeUsage(itemIds);
   }
 
   async readContextForgottenAt(itemId: string): Promise<number | null> {

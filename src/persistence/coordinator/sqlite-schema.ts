@@ -14,7 +14,7 @@ import type { MigrationSet } from '../kernel/migrations.js';
 
 export const COORDINATOR_SCHEMA: MigrationSet = {
   component: 'coordinator',
-  current: 10,
+  current: 12,
   migrations: [
     {
       version: 1,
@@ -226,6 +226,49 @@ export const COORDINATOR_SCHEMA: MigrationSet = {
             created_at INTEGER NOT NULL,
             revoked_at INTEGER
           ) STRICT;
+        `);
+      },
+    },
+    {
+      version: 11,
+      name: "each work item's subtree usage, live: its own hops' and every descendant's, added as they are charged",
+      up(db) {
+        // Items charged before this version have no row: their subtree reads as nothing charged.
+        db.exec(`
+          CREATE TABLE coord_rollups (
+            item_id TEXT PRIMARY KEY,
+            input_tokens INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            cost_usd REAL NOT NULL DEFAULT 0,
+            elapsed_ms REAL NOT NULL DEFAULT 0,
+            hops INTEGER NOT NULL DEFAULT 0
+          ) STRICT, WITHOUT ROWID;
+        `);
+      },
+    },
+    {
+      version: 12,
+      name: "each child work item's place among the children of its hop (its switchboard.position attribute)",
+      up(db) {
+        // Children made before this version get theirs from the order they were made in (their
+        // creation time, then their row's: the rows of one commit are written in the order decided).
+        db.exec(`
+          UPDATE coord_items SET attributes = json_set(attributes, '$."switchboard.position"', p.position)
+          FROM (
+            SELECT rid, ROW_NUMBER() OVER (PARTITION BY parent, hop ORDER BY created_at, rid) - 1 AS position
+            FROM (
+              SELECT rowid AS rid, created_at,
+                json_extract(attributes, '$."switchboard.parent"') AS parent,
+                substr(json_extract(attributes, '$."switchboard.branch"'), 1,
+                  instr(json_extract(attributes, '$."switchboard.branch"'), ':') - 1) AS hop
+              FROM coord_items
+              WHERE json_valid(attributes)
+                AND json_type(attributes, '$."switchboard.parent"') = 'text'
+                AND json_type(attributes, '$."switchboard.branch"') = 'text'
+                AND json_type(attributes, '$."switchboard.position"') IS NULL
+            )
+          ) AS p
+          WHERE coord_items.rowid = p.rid;
         `);
       },
     },

@@ -1,6 +1,14 @@
 import type { SqliteDatabase, SqliteStatement as Statement } from '../kernel/database.js';
 import { SchemaVersionError, migrate, schemaVersion } from '../kernel/migrations.js';
-import { hopUpdateValues, itemUpdateValues, usageValues } from './row-values.js';
+import {
+  ROLLUP_UPSERT_TAIL,
+  hopUpdateValues,
+  itemUpdateValues,
+  rollupValues,
+  treeUsageFrom,
+  usageValues,
+} from './row-values.js';
+import { runSnapshotText } from './run-snapshot-text.js';
 import { COORDINATOR_SCHEMA } from './sqlite-schema.js';
 import { type HopRow, type ItemRow, hopFrom, itemFrom } from './sqlite-rows.js';
 import type { AuditEntryInput } from '../../protocol/audit.js';
@@ -28,6 +36,8 @@ import type {
   ItemState,
   OutboxKind,
   OutboxRow,
+  RunRecord,
+  TreeUsage,
   UsageGroup,
   UsageGrouping,
   UsageRow,
@@ -69,6 +79,8 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
     run: Statement<[string], { run_version: number | null; run_snapshot: string | null }>;
     updateItemAndRun: Statement<unknown[]>;
     insertUsage: Statement<unknown[]>;
+    addRollup: Statement<unknown[]>;
+    rollup: Statement<[string], Record<string, unknown>>;
     addOutbox: Statement<[string, string, string]>;
     outbox: Statement<[], { id: number; item_id: string; kind: string; body: string }>;
     definition: Statement<[string, number], { body: string }>;
@@ -138,6 +150,11 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
         `INSERT INTO coord_usage (hop_id, item_id, agent, model, input_tokens, output_tokens, cost_usd, elapsed_ms, at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
+      addRollup: db.prepare(
+        `INSERT INTO coord_rollups (item_id, input_tokens, output_tokens, cost_usd, elapsed_ms, hops)
+         VALUES (?, ?, ?, ?, ?, ?) ${ROLLUP_UPSERT_TAIL}`,
+      ),
+      rollup: db.prepare('SELECT * FROM coord_rollups WHERE item_id = ?'),
       addOutbox: db.prepare('INSERT INTO coord_outbox (item_id, kind, body) VALUES (?, ?, ?)'),
       outbox: db.prepare('SELECT id, item_id, kind, body FROM coord_outbox ORDER BY id'),
       definition: db.prepare('SELECT body FROM coord_definitions WHERE id = ? AND version = ?'),
@@ -294,7 +311,7 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
   updateItem(item: ItemRecord, run?: { machineVersion: number; snapshot: unknown }): void {
     const fields = itemUpdateValues(item);
     if (run === undefined) this.#s.updateItem.run(...fields, item.id);
-    else this.#s.updateItemAndRun.run(...fields, run.machineVersion, JSON.stringify(run.snapshot), item.id);
+    else this.#s.updateItemAndRun.run(...fields, run.machineVersion, runSnapshotText(run.snapshot), item.id);
   }
 
   setItemTask(itemId: string, taskId: string): void {
@@ -415,8 +432,19 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
     if (batch.deleteOutbox.length > 0) this.deleteOutbox(batch.deleteOutbox);
     const outbox: OutboxRow[][] = [];
     const audit: AuditEntryInput[] = [];
+    // An item's row is written once, as the batch's last change of it leaves it (several decisions of one
+    // batch may change one item: a parent whose children settled together): its run snapshot, the largest
+    // value of the row, is written once, not once per decision. A change without a snapshot keeps the one
+    // an earlier change of the batch wrote.
+    const signing = this.#audit?.checkpoint !== undefined;
+    const last = new Map<string, number>();
+    const runs = new Map<string, RunRecord>();
+    batch.changes.forEach((c, i) => {
+      last.set(c.itemId, i);
+      if (c.run !== undefined) runs.set(c.itemId, c.run);
+    });
 
-    for (const c of batch.changes) {
+    for (const [i, c] of batch.changes.entries()) {
       if (c.definition !== undefined) this.saveDefinition(c.definition.ref, c.definition.body);
       const item = c.item;
       if (c.created) {
@@ -438,14 +466,18 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
           this.updateHop(hop);
         }
       }
-      this.updateItem(item, c.run);
+      if (last.get(c.itemId) === i) this.updateItem(item, runs.get(c.itemId));
       for (const row of c.usage) this.addUsage(row);
       outbox.push(c.outbox.map((o) => this.addOutbox(c.itemId, o.kind, o.body)));
       audit.push(...c.audit);
-      // Every item's end is signed: the head just after its entries (one append per end, one for the rest).
-      if (c.ended) this.#appendAudit(audit.splice(0), true);
+      // With a key, every item's end is signed: the head just after its entries (one append per end, one for
+      // the rest). Without one, the batch's entries go in by one append (the same rows, in the same order).
+      if (c.ended && signing) this.#appendAudit(audit.splice(0), true);
     }
     this.#appendAudit(audit, false);
+    // The batch's charges, summed per item: one row written per item charged (the root of a fan-out once,
+    // not once per child), as PostgreSQL's one-statement commit writes them.
+    for (const row of rollupValues(batch.changes)) this.#s.addRollup.run(...row);
     return { outbox };
   }
 
@@ -541,6 +573,24 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
 
   readUsageBy(grouping: UsageGrouping, options: { itemId?: string } = {}): Promise<UsageGroup[]> {
     return attempt(() => this.usageBy(grouping, options));
+  }
+
+  /** The live subtree usage of each item (its own hops' and every descendant's); an item charged nothing is absent. */
+  treeUsage(itemIds: readonly string[]): Map<string, TreeUsage> {
+    const out = new Map<string, TreeUsage>();
+    for (const id of new Set(itemIds)) {
+      const row = this.#s.rollup.get(id);
+      if (row !== undefined) out.set(id, treeUsageFrom(row));
+    }
+    return out;
+  }
+
+  loadTreeUsage(itemIds: readonly string[]): Promise<Map<string, TreeUsage>> {
+    return attempt(() => this.treeUsage(itemIds));
+  }
+
+  readTreeUsage(itemIds: readonly string[]): Promise<Map<string, TreeUsage>> {
+    return attempt(() => this.treeUsage(itemIds));
   }
 
   readUsageRows(options: { itemId?: string } = {}): Promise<UsageRow[]> {

@@ -298,10 +298,11 @@ export const V1_LOCAL_METHODS: Readonly<Record<string, V1Method>> = {
   },
   'a2a.agents.deregister': {
     serves: 'a2a.agents.deregister',
-    note: '`capability` for the token',
+    note: '`capability` for the token; `keepTasks` as on version 10',
     call(raw) {
-      const p = parseParams(z.object({ capability: Capability }), raw);
-      return { method: 'a2a.agents.deregister', params: { token: p.capability }, answer: (result) => result };
+      const p = parseParams(z.object({ capability: Capability, keepTasks: z.boolean().optional() }), raw);
+      const params = { token: p.capability, ...(p.keepTasks === undefined ? {} : { keepTasks: p.keepTasks }) };
+      return { method: 'a2a.agents.deregister', params, answer: (result) => result };
     },
   },
   'a2a.agents.list': {

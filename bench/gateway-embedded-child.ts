@@ -1,0 +1,66 @@
+/**
+ * The embedded side of `npm run bench:gateway`: one process that opens the
+ * broker on a SQLite file (`createBroker`), serves its agent `worker-0` over
+ * HTTP with the gateway (`startGatewayServer` over an in-process client) and
+ * runs that agent in process too (a second in-process client that completes
+ * each task it is sent at once), as a runtime that embeds switchboard and
+ * serves its agents to A2A clients would. argv: DB KEYS (the keys file, with a
+ * key scoped to worker-0). Prints `{"url":"http://127.0.0.1:PORT"}` once it
+ * listens; a line `prune` on stdin prunes the ended tasks and prints
+ * `{"pruned":{...}}`; end of stdin stops it.
+ */
+import { createInterface } from 'node:readline';
+import { createBroker } from '../src/actors/broker/broker.js';
+import { KeyRing } from '../src/gateway/gateway-keys.js';
+import { startGatewayServer } from '../src/gateway/gateway-server.js';
+import { createLogger } from '../src/log/logger.js';
+import { connectInProcess } from '../src/transport/in-process.js';
+
+const [db = '', keysFile = ''] = process.argv.slice(2);
+const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\n`);
+
+async function main() {
+  const logger = createLogger({ level: 'warn' });
+  const broker = createBroker({ path: db, logger });
+  const agent = await connectInProcess(broker, { logger });
+  const { token } = await agent.client.register({ name: 'worker-0', contextId: 'bench-workers' });
+  const done = { parts: [{ kind: 'text' as const, text: 'done' }] };
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      const events = await agent.client.wait({ token, timeoutSeconds: 1 });
+      for (const event of events) {
+        if (event.method !== 'a2a.task.event' || event.params.event.kind !== 'status-update') continue;
+        if (event.params.event.status.state !== 'submitted') continue;
+        void agent.client.setStatus({ token, id: event.params.event.taskId, state: 'completed', message: done });
+      }
+    }
+  })();
+  const gateway = await connectInProcess(broker, { logger });
+  const server = await startGatewayServer({
+    client: gateway.client,
+    keys: new KeyRing(keysFile),
+    agents: ['worker-0'],
+    host: '127.0.0.1',
+    port: 0,
+    rate: 100_000,
+    logger,
+  });
+  print({ url: server.url });
+  for await (const line of createInterface({ input: process.stdin })) {
+    if (line.trim() !== 'prune') continue;
+    const result = await broker.pruneTasks({ endedBefore: new Date(Date.now() + 1000).toISOString() });
+    print({ pruned: result });
+  }
+  stopped = true;
+  await loop;
+  await server.stop();
+  await gateway.client.close();
+  await agent.client.close();
+  await broker.close();
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench gateway embedded side failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});

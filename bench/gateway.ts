@@ -1,0 +1,350 @@
+/**
+ * `npm run bench:gateway`: the same A2A delegation served over HTTP by
+ *  - the official @a2a-js/sdk server (bench/peer-sdk-server.mjs: express,
+ *    DefaultRequestHandler, InMemoryTaskStore; its agent completes each task
+ *    at once, in memory), and
+ *  - `switchboard gateway` in front of `switchboard serve` on a real SQLite
+ *    file (durable tasks), with a worker process (bench/peer-socket-child.ts)
+ *    that completes each task it is sent at once, and
+ *  - the embedded gateway (bench/gateway-embedded-child.ts): broker, gateway
+ *    and agent in one process, the broker on a real SQLite file,
+ * all driven by the same SDK client processes (bench/gateway-child.ts:
+ * a blocking SendMessage, answered once the task has completed). Sequential
+ * (one client process, one at a time) and 32 in flight (4 processes, 8
+ * each); the rounds interleave the sides, each going first in turn. Figures:
+ * tasks/s, p50/p99, and server CPU per task (from /proc, all threads: the
+ * SDK server's process; the sum of gateway, broker and worker on ours).
+ * Target: ahead on both. A ratio is the median of the per-round ratios.
+ *
+ * The broker holds at most A2A_MAX_TASKS_PER_CONTEXT tasks in the gateway's
+ * context until a prune removes ended ones, so each run is that many tasks
+ * at most, and ended tasks are pruned between runs (outside the measure).
+ * Progress goes to stderr, figures to stdout. `BENCH_CPU_PROF=DIR`: the
+ * gateway side's three processes write CPU profiles (`--cpu-prof`) to DIR.
+ */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { A2A_MAX_TASKS_PER_CONTEXT } from '../src/protocol/bounds.js';
+import { type SwitchboardClient, connect } from '../src/transport/client.js';
+import { SWITCHBOARD_BIN } from '../src/transport/serve-process.js';
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
+/** Per run: what the context may hold (a few left for the warm-up's stragglers). */
+const TASKS = A2A_MAX_TASKS_PER_CONTEXT - 8;
+const CLIENTS = 4;
+const IN_FLIGHT = 32;
+
+/** Node flags of the gateway side's processes: CPU profiles into BENCH_CPU_PROF when set. */
+const PROFILE = process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] : [];
+
+const EMBEDDED = fileURLToPath(new URL('./gateway-embedded-child.ts', import.meta.url));
+const CLIENT = fileURLToPath(new URL('./gateway-child.ts', import.meta.url));
+const WORKER = fileURLToPath(new URL('./peer-socket-child.ts', import.meta.url));
+
+function cpuOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] as number;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
+}
+
+/** A process driven by JSON lines on stdin, answering one line per command. */
+class Child {
+  readonly process: ChildProcess;
+  private readonly replies: ((line: Record<string, unknown>) => void)[] = [];
+  readonly ready: Promise<unknown>;
+
+  constructor(args: string[], env: NodeJS.ProcessEnv = process.env, flags: string[] = []) {
+    this.process = spawn(process.execPath, [...flags, '--import', 'tsx', ...args], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+      env,
+    });
+    createInterface({ input: this.process.stdout as NodeJS.ReadableStream }).on('line', (line) => {
+      this.replies.shift()?.(JSON.parse(line) as Record<string, unknown>);
+    });
+    this.ready = this.next();
+  }
+
+  private next(): Promise<Record<string, unknown>> {
+    return new Promise((resolve) => this.replies.push(resolve));
+  }
+
+  /** Sends one line and waits for the answer. */
+  async command(line: string): Promise<Record<string, unknown>> {
+    const reply = this.next();
+    this.process.stdin?.write(`${line}\n`);
+    return reply;
+  }
+
+  async run(tasks: number, inFlight: number): Promise<number[]> {
+    const reply = this.next();
+    this.process.stdin?.write(`${JSON.stringify({ run: { tasks, inFlight } })}\n`);
+    return (await reply).latencies as number[];
+  }
+
+  async end(): Promise<void> {
+    const exited = new Promise((resolve) => this.process.once('exit', resolve));
+    this.process.stdin?.end();
+    await exited;
+  }
+}
+
+interface Side {
+  name: string;
+  /** The server's processes: their CPU is the server's. */
+  pids: number[];
+  clients: Child[];
+  /** Between runs, outside the measure. */
+  reset(): Promise<void>;
+}
+
+interface Run {
+  tasksPerSecond: number;
+  latencies: number[];
+  serverCpuMicros: number;
+  /** The same, per server process (in the order of `Side.pids`). */
+  perProcessMicros: number[];
+}
+
+async function drive(side: Side, inFlight: number, round: number): Promise<Run> {
+  const senders = inFlight === 1 ? [side.clients[round % side.clients.length] as Child] : side.clients;
+  const perSender = Math.floor(TASKS / senders.length);
+  const perLane = Math.max(1, Math.floor(inFlight / senders.length));
+  const before = side.pids.map(cpuOf);
+  const started = performance.now();
+  const latencies = (await Promise.all(senders.map((s) => s.run(perSender, perLane)))).flat();
+  const seconds = (performance.now() - started) / 1000;
+  const total = perSender * senders.length;
+  const perProcessMicros = side.pids.map((pid, i) => (cpuOf(pid) - (before[i] as number)) / total);
+  const run = {
+    tasksPerSecond: total / seconds,
+    latencies,
+    serverCpuMicros: perProcessMicros.reduce((a, b) => a + b, 0),
+    perProcessMicros,
+  };
+  await side.reset();
+  return run;
+}
+
+function lineOf(child: ChildProcess, pattern: RegExp, what: string): Promise<RegExpExecArray> {
+  let text = '';
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`${what} exited (${code}): ${text.slice(-2000)}`)));
+    const read = (chunk: Buffer) => {
+      text += chunk.toString('utf8');
+      const match = pattern.exec(text);
+      if (match) resolve(match);
+    };
+    child.stdout?.on('data', read);
+    child.stderr?.on('data', read);
+  });
+}
+
+async function sdkSide(): Promise<{ side: Side; stop: () => Promise<void> }> {
+  const script = fileURLToPath(new URL('./peer-sdk-server.mjs', import.meta.url));
+  const server = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = Number((await lineOf(server, /\{"port":(\d+)\}/, 'the SDK server'))[1]);
+  const clients = Array.from({ length: CLIENTS }, () => new Child([CLIENT, `http://127.0.0.1:${port}/`]));
+  await Promise.all(clients.map((c) => c.ready));
+  return {
+    side: { name: 'SDK server', pids: [server.pid as number], clients, reset: async () => {} },
+    stop: async () => {
+      await Promise.all(clients.map((c) => c.end()));
+      server.kill('SIGTERM');
+    },
+  };
+}
+
+async function gatewaySide(dir: string): Promise<{ side: Side; stop: () => Promise<void> }> {
+  const socket = join(dir, 'broker.sock');
+  const keys = join(dir, 'keys.json');
+  const serve = spawn(
+    process.execPath,
+    [
+      ...PROFILE,
+      SWITCHBOARD_BIN,
+      'serve',
+      '--db',
+      join(dir, 'broker.db'),
+      '--listen',
+      `unix:${socket}`,
+      '--log-level',
+      'info',
+    ],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
+  await lineOf(serve, /serving on unix:/, 'serve');
+  const worker = new Child([WORKER, 'worker', '0', socket], process.env, PROFILE);
+  await worker.ready;
+  const added = spawnSync(
+    process.execPath,
+    [SWITCHBOARD_BIN, 'gateway', 'keys', 'add', 'bench', '--agents', 'worker-0', '--keys', keys],
+    {
+      encoding: 'utf8',
+    },
+  );
+  if (added.status !== 0) throw new Error(`gateway keys add: ${added.stderr}`);
+  const key = added.stdout.split('\n')[0] as string;
+  const gateway = spawn(
+    process.execPath,
+    [
+      ...PROFILE,
+      SWITCHBOARD_BIN,
+      'gateway',
+      '--agents',
+      'worker-0',
+      '--socket',
+      socket,
+      '--keys',
+      keys,
+      '--listen',
+      '127.0.0.1:0',
+      '--rate',
+      '100000',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const url = (await lineOf(gateway, /switchboard gateway on (http\S+)/, 'the gateway'))[1] as string;
+  const clients = Array.from(
+    { length: CLIENTS },
+    () => new Child([CLIENT, `${url}/agents/worker-0/`], { ...process.env, BENCH_BEARER: key }),
+  );
+  await Promise.all(clients.map((c) => c.ready));
+  const admin: SwitchboardClient = await connect({ socket });
+  return {
+    side: {
+      name: 'switchboard gateway',
+      pids: [gateway.pid as number, serve.pid as number, worker.process.pid as number],
+      clients,
+      reset: async () => {
+        await admin.call('broker.tasks.prune', { endedBefore: new Date(Date.now() + 1000).toISOString() });
+      },
+    },
+    stop: async () => {
+      await Promise.all(clients.map((c) => c.end()));
+      await admin.close();
+      gateway.kill('SIGTERM');
+      await new Promise((resolve) => gateway.once('exit', resolve));
+      await worker.end();
+      serve.kill('SIGTERM');
+      await new Promise((resolve) => serve.once('exit', resolve));
+    },
+  };
+}
+
+/** Gateway, broker and agent in one process (bench/gateway-embedded-child.ts). */
+async function embeddedSide(dir: string): Promise<{ side: Side; stop: () => Promise<void> }> {
+  const keys = join(dir, 'embedded-keys.json');
+  const added = spawnSync(
+    process.execPath,
+    [SWITCHBOARD_BIN, 'gateway', 'keys', 'add', 'bench', '--agents', 'worker-0', '--keys', keys],
+    { encoding: 'utf8' },
+  );
+  if (added.status !== 0) throw new Error(`gateway keys add: ${added.stderr}`);
+  const key = added.stdout.split('\n')[0] as string;
+  const host = new Child([EMBEDDED, join(dir, 'embedded.db'), keys], process.env, PROFILE);
+  const { url } = (await host.ready) as { url: string };
+  const clients = Array.from(
+    { length: CLIENTS },
+    () => new Child([CLIENT, `${url}/agents/worker-0/`], { ...process.env, BENCH_BEARER: key }),
+  );
+  await Promise.all(clients.map((c) => c.ready));
+  return {
+    side: {
+      name: 'embedded gateway',
+      pids: [host.process.pid as number],
+      clients,
+      reset: async () => {
+        await host.command('prune');
+      },
+    },
+    stop: async () => {
+      await Promise.all(clients.map((c) => c.end()));
+      await host.end();
+    },
+  };
+}
+
+function fmt(n: number, digits = 0): string {
+  return n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+}
+
+async function main() {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-gateway-'));
+  const sdk = await sdkSide();
+  const ours = await gatewaySide(dir);
+  const embedded = await embeddedSide(dir);
+  const sides = [sdk.side, ours.side, embedded.side];
+  const runs = new Map(sides.map((s) => [s.name, { sequential: [] as Run[], concurrent: [] as Run[] }]));
+  try {
+    process.stderr.write('warming up\n');
+    for (const side of sides) {
+      await drive(side, IN_FLIGHT, 0);
+      await drive(side, 1, 0);
+    }
+    for (let round = 0; round < ROUNDS; round++) {
+      // Each side goes first in turn, the others after it in order.
+      const order = sides.map((_, i) => sides[(i + round) % sides.length] as Side);
+      for (const side of order) {
+        const r = runs.get(side.name) as { sequential: Run[]; concurrent: Run[] };
+        r.sequential.push(await drive(side, 1, round));
+        r.concurrent.push(await drive(side, IN_FLIGHT, round));
+      }
+      process.stderr.write(`round ${round + 1}/${ROUNDS}\n`);
+    }
+  } finally {
+    await sdk.stop();
+    await ours.stop();
+    await embedded.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const a = runs.get(sdk.side.name) as { sequential: Run[]; concurrent: Run[] };
+  const lines = [
+    `bench:gateway: ${ROUNDS} rounds of ${TASKS} tasks per side and mode; medians (load average ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')})`,
+  ];
+  for (const mode of ['sequential', 'concurrent'] as const) {
+    lines.push(`${mode === 'sequential' ? 'sequential' : `${IN_FLIGHT} in flight`}:`);
+    for (const side of sides) {
+      const r = runs.get(side.name) as { sequential: Run[]; concurrent: Run[] };
+      const latencies = r[mode].flatMap((run) => run.latencies).sort((x, y) => x - y);
+      lines.push(
+        `  ${side.name.padEnd(20)} ${fmt(median(r[mode].map((run) => run.tasksPerSecond))).padStart(6)} tasks/s  p50 ${fmt(percentile(latencies, 50), 2)} ms  p99 ${fmt(percentile(latencies, 99), 2)} ms  server CPU ${fmt(median(r[mode].map((run) => run.serverCpuMicros)))} µs/task`,
+      );
+    }
+    const b = runs.get(ours.side.name) as { sequential: Run[]; concurrent: Run[] };
+    const split = ['gateway', 'broker', 'worker'].map(
+      (name, i) => `${name} ${fmt(median(b[mode].map((run) => run.perProcessMicros[i] as number)))}`,
+    );
+    lines.push(`  ${ours.side.name}'s CPU per task by process (µs): ${split.join(', ')}`);
+    for (const side of [ours.side, embedded.side]) {
+      const r = runs.get(side.name) as { sequential: Run[]; concurrent: Run[] };
+      const rate = median(r[mode].map((run, i) => run.tasksPerSecond / (a[mode][i] as Run).tasksPerSecond));
+      const cpu = median(r[mode].map((run, i) => (a[mode][i] as Run).serverCpuMicros / run.serverCpuMicros));
+      lines.push(
+        `  ${side.name} against the SDK server (medians of the rounds' ratios): tasks/s ${rate.toFixed(2)}; server CPU per task SDK/ours ${cpu.toFixed(2)} (above 1: ours spends less)`,
+      );
+    }
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});

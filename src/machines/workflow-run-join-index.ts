@@ -1,0 +1,119 @@
+import type { BranchState, JoinBranch, RunJoin } from './workflow-run-join-shapes.js';
+
+/**
+ * What the join functions read of a join's branches without a pass over
+ * them: each key's position, how many branches are in each state, and where
+ * the waiting ones begin. A join of a map holds up to `maxItems` branches and
+ * its run takes one `CHILD_SETTLED` per branch: reading these in constant
+ * time keeps a branch's end from costing a pass over all of them.
+ *
+ * An index is derived from a join's branches, once per join object (a join is
+ * a value: the functions that change one return a new one), and kept beside it
+ * in a `WeakMap`; the join functions derive the index of the joins they return
+ * from the one they read, without a pass. The joins stay plain JSON (what a
+ * persisted snapshot holds), and every function that reads an index gives what
+ * a pass over the branches would.
+ */
+export interface JoinIndex {
+  /** Each key's position; `null` when two branches share a key (the join functions then read the branches). */
+  at: ReadonlyMap<string, number> | null;
+  running: number;
+  succeeded: number;
+  /** Branches failed or canceled. */
+  failed: number;
+  /** No branch before this position is waiting. */
+  firstWaiting: number;
+}
+
+const indexes = new WeakMap<RunJoin, JoinIndex>();
+
+/** A join made by `withBranches`: the join it was made from, and the positions it replaced. */
+const derivations = new WeakMap<RunJoin, { from: RunJoin; changed: readonly number[] }>();
+
+/** The index of a join's branches (one pass the first time a join object is read, none after). */
+export function joinIndex(join: RunJoin): JoinIndex {
+  const known = indexes.get(join);
+  if (known !== undefined) return known;
+  const at = new Map<string, number>();
+  let running = 0;
+  let succeeded = 0;
+  let failed = 0;
+  let firstWaiting = -1;
+  for (const [i, b] of join.branches.entries()) {
+    at.set(b.key, i);
+    if (b.state === 'running') running++;
+    else if (b.state === 'succeeded') succeeded++;
+    else if (b.state === 'failed' || b.state === 'canceled') failed++;
+    else if (firstWaiting < 0) firstWaiting = i;
+  }
+  const index: JoinIndex = {
+    at: at.size === join.branches.length ? at : null,
+    running,
+    succeeded,
+    failed,
+    firstWaiting: firstWaiting < 0 ? join.branches.length : firstWaiting,
+  };
+  indexes.set(join, index);
+  return index;
+}
+
+/** How a branch in `state` counts. */
+function counted(state: BranchState): 'running' | 'succeeded' | 'failed' | null {
+  if (state === 'running' || state === 'succeeded') return state;
+  return state === 'failed' || state === 'canceled' ? 'failed' : null;
+}
+
+/**
+ * The join `join` becomes with `branches` (the same keys in the same
+ * positions, those at `changed` replaced), its index derived from `index`
+ * (the index of `join`) without a pass; `firstWaiting`: a position before
+ * which no branch of the new join waits.
+ */
+export function withBranches(
+  join: RunJoin,
+  index: JoinIndex,
+  branches: JoinBranch[],
+  changed: readonly number[],
+  firstWaiting: number,
+): RunJoin {
+  const next: RunJoin = { ...join, branches };
+  const derived = { ...index, firstWaiting };
+  for (const i of changed) {
+    const was = counted(join.branches[i]!.state);
+    const now = counted(branches[i]!.state);
+    if (was !== null) derived[was]--;
+    if (now !== null) derived[now]++;
+  }
+  indexes.set(next, derived);
+  derivations.set(next, { from: join, changed });
+  return next;
+}
+
+/**
+ * The positions whose branches may differ between `before` and `after`, when
+ * `after` was made from `before` by at most `steps` calls of the join
+ * functions (each replacing the branches at the positions it names, sharing
+ * the rest); null when it was not (then only a pass over the branches tells).
+ */
+export function changedSince(before: RunJoin, after: RunJoin, steps = 4): number[] | null {
+  const changed: number[] = [];
+  let at: RunJoin = after;
+  for (let i = 0; i < steps && at !== before; i++) {
+    const made = derivations.get(at);
+    if (made === undefined) return null;
+    changed.push(...made.changed);
+    at = made.from;
+  }
+  return at === before ? changed : null;
+}
+
+/**
+ * Whether the branches of `after` are those of `before` (the same keys in
+ * the same positions): so when `after` was derived from `before` by the join
+ * functions (an index's key map is shared along the way).
+ */
+export function samePositions(before: RunJoin, after: RunJoin): boolean {
+  const a = indexes.get(before);
+  const b = indexes.get(after);
+  return a !== undefined && b !== undefined && a.at !== null && a.at === b.at;
+}

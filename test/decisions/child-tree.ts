@@ -1,0 +1,166 @@
+import { CoordinatorGovernance } from '../../src/actors/coordinator/policies.js';
+import {
+  BRANCH_ATTRIBUTE,
+  type CoordinatorInput,
+  type Decision,
+  type DecisionEnv,
+  type ItemView,
+  PARENT_ATTRIBUTE,
+  type SettleBody,
+  type SpawnBody,
+  type StartBody,
+  decide,
+} from '../../src/decisions/coordinator-decisions.js';
+import type { Part } from '../../src/protocol/parts.js';
+import type { ResultEnvelope } from '../../src/protocol/work-envelope.js';
+import type { WorkflowDefinition } from '../../src/protocol/workflow.js';
+import type { ItemBudget } from '../../src/workflow/records.js';
+
+/**
+ * A parent work item and its children driven by `decide` alone, as a store
+ * would keep them (each decision's view kept, its outbox rows collected): for
+ * the rules of the child-work decisions (a fan-out's `spawn` rows, a child's
+ * `settle` row, a parent taking a child's end).
+ */
+
+export const TREE_ROLES = ['lead', 'w', 'x', 'y', 'z'];
+
+/** One outbox row a decision wrote, with the item that wrote it. */
+export interface TreeRow {
+  itemId: string;
+  kind: string;
+  body: unknown;
+}
+
+export class ChildTree {
+  readonly views = new Map<string, ItemView>();
+  readonly rows: TreeRow[] = [];
+  readonly governance = new CoordinatorGovernance({ knownRoles: TREE_ROLES, maxHops: 100 });
+  now = 1_000_000;
+  #n = 0;
+
+  env(): DecisionEnv {
+    return { now: this.now, nextId: () => `id-${String(++this.#n).padStart(6, '0')}`, governance: this.governance };
+  }
+
+  /** Decides one input on the item's kept view, and keeps what a store would. */
+  decide(itemId: string, input: CoordinatorInput): Decision {
+    const d = decide(this.views.get(itemId), input, this.env());
+    if (d.changes !== null && d.view !== undefined) {
+      this.views.set(d.view.item.id, d.view);
+      for (const o of d.changes.outbox) this.rows.push({ itemId: d.view.item.id, kind: o.kind, body: o.body });
+    }
+    return d;
+  }
+
+  create(
+    itemId: string,
+    definition: WorkflowDefinition,
+    opts: {
+      input?: Part[];
+      budget?: ItemBudget | null;
+      attributes?: Record<string, string | number | boolean> | null;
+      deadline?: { at: number; ms: number } | null;
+    } = {},
+  ): Decision {
+    return this.decide(itemId, {
+      kind: 'create',
+      itemId,
+      taskId: null,
+      definition,
+      keepDefinition: false,
+      input: opts.input ?? [{ kind: 'text', text: 'go' }],
+      budget: opts.budget ?? null,
+      attributes: opts.attributes ?? null,
+      ...(opts.deadline === undefined ? {} : { deadline: opts.deadline }),
+    });
+  }
+
+  /** A child created as the Coordinator carries out its `spawn` row (a workflow by reference from `byRef`). */
+  createChild(body: SpawnBody, byRef: Record<string, WorkflowDefinition> = {}): Decision {
+    return this.create(body.childId, body.definition ?? byRef[body.workflow!]!, {
+      input: body.input,
+      budget: body.budget,
+      attributes: { [PARENT_ATTRIBUTE]: body.parentId, [BRANCH_ATTRIBUTE]: `${body.hop}:${body.branch}` },
+      deadline: null,
+    });
+  }
+
+  /** The hop of `itemId` that is out (its start row whose hop is dispatched), if any. */
+  out(itemId: string): StartBody | undefined {
+    const view = this.views.get(itemId);
+    return this.rows
+      .filter((r) => r.itemId === itemId && r.kind === 'start')
+      .map((r) => r.body as StartBody)
+      .find((s) => view?.hops.get(s.taskId)?.state === 'dispatched');
+  }
+
+  /** The result of the hop of `itemId` that is out: completed with `parts`, or failed with `error`. */
+  answer(
+    itemId: string,
+    result: {
+      parts?: Part[];
+      tokens?: number;
+      error?: { type: string; message: string };
+      spawn?: ResultEnvelope['spawn'];
+    } = {},
+  ): Decision {
+    const s = this.out(itemId);
+    if (s === undefined) throw new Error(`no hop of ${itemId} is out`);
+    const headers = {
+      taskId: s.taskId,
+      runId: s.runId,
+      hop: s.hop,
+      attempt: s.attempt,
+      idempotencyKey: s.idempotencyKey,
+    };
+    const usage = { inputTokens: result.tokens ?? 0, outputTokens: 0, costUsd: 0, model: 'm' };
+    const envelope: ResultEnvelope =
+      result.spawn !== undefined
+        ? {
+            kind: 'result',
+            headers,
+            role: s.role,
+            outcome: 'suspended',
+            parts: [],
+            artifacts: [],
+            usage,
+            spawn: result.spawn,
+          }
+        : result.error === undefined
+          ? {
+              kind: 'result',
+              headers,
+              role: s.role,
+              outcome: 'completed',
+              parts: result.parts ?? [],
+              artifacts: [],
+              usage,
+            }
+          : {
+              kind: 'result',
+              headers,
+              role: s.role,
+              outcome: 'failed',
+              parts: [],
+              artifacts: [],
+              usage,
+              error: result.error,
+              deliveries: 1,
+            };
+    return this.decide(itemId, { kind: 'result', result: envelope });
+  }
+
+  /** The rows of a kind an item wrote, in order. */
+  bodies<T>(itemId: string, kind: string): T[] {
+    return this.rows.filter((r) => r.itemId === itemId && r.kind === kind).map((r) => r.body as T);
+  }
+
+  spawns(itemId: string): SpawnBody[] {
+    return this.bodies<SpawnBody>(itemId, 'spawn');
+  }
+
+  settles(itemId: string): SettleBody[] {
+    return this.bodies<SettleBody>(itemId, 'settle');
+  }
+}
