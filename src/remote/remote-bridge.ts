@@ -217,6 +217,10 @@ class RemoteLink {
     } else if (state === 'working') {
       // The requester's answer to a task that needed input: it goes to the remote task.
       if (known === undefined || known.ended || e.status.message === undefined) return;
+      // The pass that wrote the question may still be winding down when the answer comes: the answer
+      // goes once it has ended. Stopped meanwhile: the event is replayed to the next bridge.
+      await this.passes.get(e.taskId)?.done;
+      if (!this.running) return;
       this.carry(e.taskId, e.status.message);
     } else if (state === 'canceled') {
       await this.cancel(e.taskId);
@@ -256,15 +260,8 @@ class RemoteLink {
 
   private carry(taskId: string, message: Message | undefined): void {
     if (!this.running) return;
-    const current = this.passes.get(taskId);
-    if (current !== undefined) {
-      if (message === undefined) {
-        this.logger.warn({ task: taskId }, 'remote agent: the task is being carried already');
-        return;
-      }
-      // The pass that wrote the question may still be winding down when the answer comes:
-      // the answer is carried once it has ended (never dropped).
-      void current.done.then(() => this.carry(taskId, message));
+    if (this.passes.has(taskId)) {
+      this.logger.warn({ task: taskId }, 'remote agent: the task is being carried already');
       return;
     }
     const abort = new AbortController();
