@@ -4,7 +4,7 @@
  * embedded default (one SQLite file; pools in process; handlers that
  * complete at once).
  *
- * - map: one work item whose plan lists 1,000 elements, mapped over by a
+ * - map: one work item whose plan lists 1,000 elements (`BENCH_MAP_SIZE`), mapped over by a
  *   role (50 at once): 1,001 hops, 1,000 child work items.
  * - parallel: 20 work items of a 50-branch parallel stage: 1,000 hops,
  *   1,000 child work items.
@@ -16,7 +16,8 @@
  * audit, cost, rows, the commit; a child's creation and its settling are
  * commits of their own and are counted), the whole process's CPU per hop
  * (workers, bus, broker mirror included) and the wall time. Rounds are
- * repeated; medians are printed with the ratio to the chain's.
+ * repeated; medians are printed with the ratio to the chain's, and the median
+ * of each round's ratio to that round's chain.
  *
  * DBOS running the same fan-out as child workflows on PostgreSQL is
  * measured by bench:fanout:postgres (bench/fanout-postgres.ts).
@@ -24,7 +25,7 @@
  * Progress goes to stderr; the figures to stdout. To profile one scenario:
  * `BENCH_ONLY=map BENCH_ROUNDS=1 node --cpu-prof --import tsx bench/fanout.ts`.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type RoleDeployment, createCoordinator } from '../src/actors/coordinator/coordinator.js';
@@ -39,7 +40,8 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const ONLY = process.env.BENCH_ONLY?.split(',');
 /** `BENCH_BY_STEP=1`: also the Coordinator's CPU per hop by kind of step (result, decision, create, ...). */
 const BY_STEP = process.env.BENCH_BY_STEP === '1';
-const MAP_SIZE = 1_000;
+/** `BENCH_MAP_SIZE=10000`: a longer map (its ratio to the chain then compares unlike numbers of hops). */
+const MAP_SIZE = Number(process.env.BENCH_MAP_SIZE ?? 1_000);
 const BRANCHES = 50;
 
 const mapFlow = parseWorkflowDefinition({
@@ -82,6 +84,20 @@ interface Figures {
   coordinatorUsPerHop: number;
   processUsPerHop: number;
   wallMs: number;
+  /** Bytes the process wrote (to the database file and its WAL, mostly) per hop; NaN where /proc is not. */
+  writtenBytesPerHop: number;
+}
+
+/** The bytes this process has written so far (`wchar` of /proc/self/io; Linux), or NaN. */
+function bytesWritten(): number {
+  try {
+    const line = readFileSync('/proc/self/io', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('wchar:'));
+    return line === undefined ? Number.NaN : Number(line.slice('wchar:'.length));
+  } catch {
+    return Number.NaN;
+  }
 }
 
 async function scenario(
@@ -99,6 +115,7 @@ async function scenario(
     byStep.set(what, s);
   });
   const cpu0 = process.cpuUsage();
+  const written0 = bytesWritten();
   const t0 = performance.now();
   let next = 0;
   const lane = async () => {
@@ -112,12 +129,18 @@ async function scenario(
   await Promise.all(Array.from({ length: Math.min(items.inFlight, items.count) }, lane));
   const wallMs = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
+  const written = bytesWritten() - written0;
   stop();
   if (BY_STEP) {
     const parts = [...byStep].map(([what, s]) => `${what} ${(s.us / hops).toFixed(0)} µs/hop (${s.inputs} inputs)`);
     progress(`    by step: ${parts.join(', ')}`);
   }
-  return { coordinatorUsPerHop: cpuUs / hops, processUsPerHop: (cpu.user + cpu.system) / hops, wallMs };
+  return {
+    coordinatorUsPerHop: cpuUs / hops,
+    processUsPerHop: (cpu.user + cpu.system) / hops,
+    wallMs,
+    writtenBytesPerHop: written / hops,
+  };
 }
 
 function median(xs: number[]): number {
@@ -149,7 +172,7 @@ try {
               : await scenario(coordinator, { workflow: parallelFlow, count: 20, inFlight: 20 }, 20 * BRANCHES);
         results[which].push(figures);
         progress(
-          `  ${which}: ${figures.coordinatorUsPerHop.toFixed(0)} µs Coordinator CPU per hop, ${figures.processUsPerHop.toFixed(0)} µs process CPU per hop, ${figures.wallMs.toFixed(0)} ms`,
+          `  ${which}: ${figures.coordinatorUsPerHop.toFixed(0)} µs Coordinator CPU per hop, ${figures.processUsPerHop.toFixed(0)} µs process CPU per hop, ${figures.wallMs.toFixed(0)} ms, ${(figures.writtenBytesPerHop / 1024).toFixed(1)} KiB written per hop`,
         );
       }
     } finally {
@@ -165,8 +188,15 @@ try {
     const c = median(results[which].map((f) => f.coordinatorUsPerHop));
     const p = median(results[which].map((f) => f.processUsPerHop));
     const w = median(results[which].map((f) => f.wallMs));
+    const b = median(results[which].map((f) => f.writtenBytesPerHop));
+    // Each round's ratio to that round's chain, their median: steadier than the ratio of the medians when
+    // the machine's load changes between rounds (a round's scenarios run back to back).
+    const perRound =
+      results.chain.length === results[which].length
+        ? median(results[which].map((f, i) => f.coordinatorUsPerHop / results.chain[i]!.coordinatorUsPerHop))
+        : Number.NaN;
     process.stdout.write(
-      `  ${which.padEnd(8)} Coordinator CPU/hop ${c.toFixed(0).padStart(6)} µs (${(c / base).toFixed(2)}x)  process CPU/hop ${p.toFixed(0).padStart(6)} µs (${(p / baseProcess).toFixed(2)}x)  wall ${w.toFixed(0)} ms\n`,
+      `  ${which.padEnd(8)} Coordinator CPU/hop ${c.toFixed(0).padStart(6)} µs (${(c / base).toFixed(2)}x; rounds' ratios ${perRound.toFixed(2)}x)  process CPU/hop ${p.toFixed(0).padStart(6)} µs (${(p / baseProcess).toFixed(2)}x)  wall ${w.toFixed(0)} ms  written ${(b / 1024).toFixed(1)} KiB/hop\n`,
     );
   }
 } finally {

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CoordinatorStore, CoordinatorTables } from '../../src/persistence/coordinator/coordinator-store.js';
 import type { AuditEntryInput } from '../../src/protocol/audit.js';
@@ -385,6 +386,113 @@ export function runCoordinatorStoreContract(name: string, factory: CoordinatorSt
         inputTokens: 12,
         outputTokens: 8,
       });
+    });
+
+    it("keeps a run's open join of any size through changed branches, new joins, a refused batch retried and restarts", async () => {
+      s = await factory();
+      const contract = s;
+      let writer: CoordinatorStore = contract.store;
+      // Reads go through another handle: a read through the writer would tell it what the rows hold.
+      const reader = await contract.reopen();
+      // An item whose creation a refused batch repeats (its row is there: the batch fails as a whole).
+      await writer.commit({ changes: [created('taken')], deleteOutbox: [] });
+      type Branch = { key: string; state: string; output: unknown; error: null; budget: null };
+      const joinOf = (branches: Branch[]) =>
+        branches.length === 0
+          ? null
+          : {
+              stage: 'fan',
+              hop: 2,
+              kind: 'map',
+              need: branches.length,
+              all: true,
+              collect: false,
+              maxConcurrency: 4,
+              branches,
+            };
+      const snapshotOf = (id: string, branches: Branch[], note: number) => ({
+        status: 'active',
+        value: 'fanning',
+        historyValue: {},
+        context: { runId: id, join: joinOf(branches), note },
+        children: {},
+      });
+      const change = (id: string, snapshot: unknown, at: number): ItemChanges => ({
+        itemId: id,
+        item: item(id, { updatedAt: at }),
+        created: false,
+        run: { machineVersion: 1, snapshot },
+        hops: [],
+        usage: [],
+        outbox: [],
+        audit: [],
+        ended: false,
+      });
+      const step = fc.oneof(
+        fc.record({
+          kind: fc.constant('join' as const),
+          size: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 40 })),
+        }),
+        fc.record({
+          kind: fc.constant('settle' as const),
+          at: fc.array(fc.nat(60), { minLength: 1, maxLength: 5 }),
+          out: fc.string({ maxLength: 6 }),
+        }),
+        fc.record({ kind: fc.constant('refused' as const), at: fc.array(fc.nat(60), { minLength: 1, maxLength: 3 }) }),
+        fc.record({ kind: fc.constant('restart' as const) }),
+      );
+      let run = 0;
+      await fc.assert(
+        fc.asyncProperty(fc.array(step, { minLength: 5, maxLength: 16 }), async (steps) => {
+          const id = `fan-${run++}`;
+          await writer.commit({ changes: [created(id)], deleteOutbox: [] });
+          let branches: Branch[] = [];
+          let at = 2000;
+          let expected: unknown = (await reader.loadItem(id))!.run!.snapshot;
+          const settled = (from: Branch[], positions: number[], out: string) => {
+            const next = [...from];
+            for (const p of positions) {
+              if (next.length === 0) break;
+              const i = p % next.length;
+              next[i] = { ...next[i]!, state: 'succeeded', output: { out, i, at } };
+            }
+            return next;
+          };
+          for (const st of steps) {
+            at++;
+            if (st.kind === 'restart') {
+              writer = await contract.reopen();
+            } else if (st.kind === 'refused') {
+              const tried = settled(branches, st.at, 'refused');
+              const snapshot = snapshotOf(id, tried, at);
+              await expect(
+                writer.commit({ changes: [change(id, snapshot, at), created('taken')], deleteOutbox: [] }),
+              ).rejects.toThrow();
+              expect((await reader.loadItem(id))!.run!.snapshot).toEqual(expected);
+              // Tried again, the same branch objects: now committed.
+              await writer.commit({ changes: [change(id, snapshot, at)], deleteOutbox: [] });
+              branches = tried;
+              expected = snapshot;
+            } else {
+              branches =
+                st.kind === 'join'
+                  ? Array.from({ length: st.size }, (_, i) => ({
+                      key: `k${i}`,
+                      state: 'running',
+                      output: null,
+                      error: null,
+                      budget: null,
+                    }))
+                  : settled(branches, st.at, st.out);
+              expected = snapshotOf(id, branches, at);
+              await writer.commit({ changes: [change(id, expected, at)], deleteOutbox: [] });
+            }
+            expect((await reader.loadItem(id))!.run!.snapshot).toEqual(expected);
+          }
+          expect((await writer.loadItem(id))!.run!.snapshot).toEqual(expected);
+        }),
+        { numRuns: 8 },
+      );
     });
   });
 }

@@ -14,7 +14,7 @@ import type { MigrationSet } from '../kernel/migrations.js';
 
 export const COORDINATOR_SCHEMA: MigrationSet = {
   component: 'coordinator',
-  current: 12,
+  current: 13,
   migrations: [
     {
       version: 1,
@@ -269,6 +269,21 @@ export const COORDINATOR_SCHEMA: MigrationSet = {
             )
           ) AS p
           WHERE coord_items.rowid = p.rid;
+        `);
+      },
+    },
+    {
+      version: 13,
+      name: "an open join's branches in rows of their own, one per branch, written only when the branch changes",
+      up(db) {
+        // Runs written before this version keep their branches in their snapshot's text, and load as they are.
+        db.exec(`
+          CREATE TABLE coord_join_branches (
+            item_id TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            body TEXT NOT NULL,
+            PRIMARY KEY (item_id, position)
+          ) STRICT, WITHOUT ROWID;
         `);
       },
     },

@@ -8,7 +8,8 @@ import {
   treeUsageFrom,
   usageValues,
 } from './row-values.js';
-import { runSnapshotText } from './run-snapshot-text.js';
+import { branchRowsOf, branchText, splitRunSnapshot } from './run-snapshot-text.js';
+import { WorkflowError } from '../../protocol/workflow-error.js';
 import { COORDINATOR_SCHEMA } from './sqlite-schema.js';
 import { type HopRow, type ItemRow, hopFrom, itemFrom } from './sqlite-rows.js';
 import type { AuditEntryInput } from '../../protocol/audit.js';
@@ -57,6 +58,14 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
   readonly db: SqliteDatabase;
   readonly #audit: AuditSink | undefined;
   readonly #commit: (batch: CommitBatch) => Committed;
+  readonly #readOnly: boolean;
+  /**
+   * The branch objects whose rows the file holds, by item (items whose open
+   * join is kept in rows): what was written or read here. Branches are
+   * values (a changed branch is a new object), so a position whose object is
+   * the one written needs no write. Moved only once a transaction committed.
+   */
+  readonly #branchRows = new Map<string, readonly object[]>();
   readonly #s: {
     item: Statement<[string], ItemRow>;
     items: Statement<[number], ItemRow>;
@@ -78,6 +87,9 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
     setHopTask: Statement<[string, string]>;
     run: Statement<[string], { run_version: number | null; run_snapshot: string | null }>;
     updateItemAndRun: Statement<unknown[]>;
+    putBranch: Statement<[string, number, string]>;
+    dropBranchesFrom: Statement<[string, number]>;
+    branchesOf: Statement<[string], { position: number; body: string }>;
     insertUsage: Statement<unknown[]>;
     addRollup: Statement<unknown[]>;
     rollup: Statement<[string], Record<string, unknown>>;
@@ -106,8 +118,14 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
         throw new SchemaVersionError(COORDINATOR_SCHEMA.component, found, COORDINATOR_SCHEMA.current);
       }
     } else migrate(db, COORDINATOR_SCHEMA);
-    const tx = db.transaction((batch: CommitBatch) => this.#apply(batch));
-    this.#commit = (batch) => tx.immediate(batch);
+    this.#readOnly = options.readOnly === true;
+    const tx = db.transaction((batch: CommitBatch, kept: KeptBranches) => this.#apply(batch, kept));
+    this.#commit = (batch) => {
+      const kept: KeptBranches = new Map();
+      const committed = tx.immediate(batch, kept);
+      this.#keep(kept);
+      return committed;
+    };
     this.#s = {
       item: db.prepare('SELECT * FROM coord_items WHERE id = ?'),
       items: db.prepare('SELECT * FROM coord_items ORDER BY created_at, id LIMIT ?'),
@@ -146,6 +164,12 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
            cost_usd = ?, elapsed_ms = ?, failure = ?, approval = ?, updated_at = ?, finished_at = ?, output = ?,
            run_version = ?, run_snapshot = ? WHERE id = ?`,
       ),
+      putBranch: db.prepare(
+        `INSERT INTO coord_join_branches (item_id, position, body) VALUES (?, ?, ?)
+         ON CONFLICT (item_id, position) DO UPDATE SET body = excluded.body`,
+      ),
+      dropBranchesFrom: db.prepare('DELETE FROM coord_join_branches WHERE item_id = ? AND position >= ?'),
+      branchesOf: db.prepare('SELECT position, body FROM coord_join_branches WHERE item_id = ? ORDER BY position'),
       insertUsage: db.prepare(
         `INSERT INTO coord_usage (hop_id, item_id, agent, model, input_tokens, output_tokens, cost_usd, elapsed_ms, at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -307,11 +331,56 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
     );
   }
 
-  /** Writes an item's row; with `run`, its run's persisted snapshot too (same row, same statement). */
+  /**
+   * Writes an item's row; with `run`, its run's persisted snapshot too (same
+   * row, same statement), in a transaction of its own; an open join of 16
+   * branches or more is kept in rows of its own (`coord_join_branches`),
+   * each written only when its branch changed.
+   */
   updateItem(item: ItemRecord, run?: { machineVersion: number; snapshot: unknown }): void {
+    if (run === undefined) {
+      this.#s.updateItem.run(...itemUpdateValues(item), item.id);
+      return;
+    }
+    const kept: KeptBranches = new Map();
+    this.db.transaction(() => this.#writeItem(item, run, kept))();
+    this.#keep(kept);
+  }
+
+  #writeItem(item: ItemRecord, run: { machineVersion: number; snapshot: unknown } | undefined, kept: KeptBranches) {
     const fields = itemUpdateValues(item);
-    if (run === undefined) this.#s.updateItem.run(...fields, item.id);
-    else this.#s.updateItemAndRun.run(...fields, run.machineVersion, runSnapshotText(run.snapshot), item.id);
+    if (run === undefined) {
+      this.#s.updateItem.run(...fields, item.id);
+      return;
+    }
+    const { text, branches } = splitRunSnapshot(run.snapshot);
+    this.#s.updateItemAndRun.run(...fields, run.machineVersion, text, item.id);
+    const before = kept.has(item.id) ? kept.get(item.id) : this.#branchRows.get(item.id);
+    if (branches === null) {
+      // Rows this store wrote or read go; rows it never knew of (none, unless the file was written by
+      // another store) are never read: a snapshot whose text holds its branches reads no rows.
+      if (before !== undefined && before !== null) {
+        this.#s.dropBranchesFrom.run(item.id, 0);
+        kept.set(item.id, null);
+      }
+      return;
+    }
+    for (let i = 0; i < branches.length; i++) {
+      const branch = branches[i]!;
+      if (before?.[i] !== branch) this.#s.putBranch.run(item.id, i, branchText(branch));
+    }
+    if (before === undefined || before === null || before.length > branches.length) {
+      this.#s.dropBranchesFrom.run(item.id, branches.length);
+    }
+    kept.set(item.id, branches);
+  }
+
+  /** What a committed transaction left in the branch rows, kept as known. */
+  #keep(kept: KeptBranches): void {
+    for (const [itemId, branches] of kept) {
+      if (branches === null) this.#branchRows.delete(itemId);
+      else this.#branchRows.set(itemId, branches);
+    }
   }
 
   setItemTask(itemId: string, taskId: string): void {
@@ -378,7 +447,22 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
   loadRun(itemId: string): { machineVersion: number; snapshot: unknown } | undefined {
     const row = this.#s.run.get(itemId);
     if (row === undefined || row.run_version === null || row.run_snapshot === null) return undefined;
-    return { machineVersion: row.run_version, snapshot: JSON.parse(row.run_snapshot) };
+    const snapshot: unknown = JSON.parse(row.run_snapshot);
+    const rows = branchRowsOf(snapshot);
+    if (rows !== null) {
+      const found = this.#s.branchesOf.all(itemId);
+      if (found.length !== rows || found.some((r, i) => r.position !== i)) {
+        throw new WorkflowError(
+          'WORKFLOW_RUN_SNAPSHOT_INVALID',
+          `cannot restore the run of work item ${itemId}: its snapshot stands for ${rows} join branches and the file holds ${found.length}; the file was changed outside switchboard: restore it from a backup`,
+          { details: { itemId, rows, found: found.length } },
+        );
+      }
+      const branches = found.map((r) => JSON.parse(r.body) as object);
+      (snapshot as { context: { join: { branches: unknown } } }).context.join.branches = branches;
+      if (!this.#readOnly) this.#branchRows.set(itemId, branches);
+    }
+    return { machineVersion: row.run_version, snapshot };
   }
 
   addUsage(row: UsageRow): void {
@@ -428,7 +512,7 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
     }
   }
 
-  #apply(batch: CommitBatch): Committed {
+  #apply(batch: CommitBatch, kept: KeptBranches): Committed {
     if (batch.deleteOutbox.length > 0) this.deleteOutbox(batch.deleteOutbox);
     const outbox: OutboxRow[][] = [];
     const audit: AuditEntryInput[] = [];
@@ -466,7 +550,7 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
           this.updateHop(hop);
         }
       }
-      if (last.get(c.itemId) === i) this.updateItem(item, runs.get(c.itemId));
+      if (last.get(c.itemId) === i) this.#writeItem(item, runs.get(c.itemId), kept);
       for (const row of c.usage) this.addUsage(row);
       outbox.push(c.outbox.map((o) => this.addOutbox(c.itemId, o.kind, o.body)));
       audit.push(...c.audit);
@@ -633,6 +717,9 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
     return { item, hops: this.listHops(item.id), run: this.loadRun(item.id) };
   }
 }
+
+/** The branch rows a transaction wrote, by item (null: it dropped them), kept as known once it committed. */
+type KeptBranches = Map<string, readonly object[] | null>;
 
 /** A synchronous read or write as a settled Promise (a throw becomes a rejection). */
 function attempt<T>(run: () => T): Promise<T> {
