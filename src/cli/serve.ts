@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { createBroker } from '../actors/broker/broker.js';
 import { LOG_LEVELS, type LogLevel, createLogger } from '../log/logger.js';
 import { type Durability, IN_MEMORY_PATH, isInMemoryPath } from '../persistence/kernel/database.js';
-import { hostRemoteAgents } from '../remote/remote-host.js';
+import { type HostedRemoteAgents, hostRemoteAgents } from '../remote/remote-host.js';
 import { BrokerSession } from '../transport/broker-session.js';
 import { defaultSocketPath } from '../transport/host-paths.js';
 import { BrokerSocketServer } from '../transport/socket-server.js';
@@ -56,7 +56,8 @@ Options:
   --stdio              with --listen, serve stdin/stdout as well (stops when
                        stdin ends)
   --idle-exit SECONDS  with --listen, stop after this long without any
-                       connection (default: never)
+                       connection and no remote agent's task being carried
+                       (default: never)
   --task-retention DURATION
                        remove a task that ended longer ago than this (30d,
                        12h, 90m, 45s, 2w...) with its messages, artifacts,
@@ -190,13 +191,16 @@ async function runServe(argv: string[]): Promise<number> {
     stopIdle = () => resolveIdle('idle');
   });
   let socketServer: BrokerSocketServer | undefined;
+  let remoteAgents: HostedRemoteAgents | undefined;
   if (flags.listen !== undefined) {
     try {
       socketServer = await BrokerSocketServer.listen({
         broker,
         path: flags.listen,
         logger,
-        ...(flags.idleExitMs === undefined ? {} : { idle: { ms: flags.idleExitMs, onIdle: stopIdle } }),
+        ...(flags.idleExitMs === undefined
+          ? {}
+          : { idle: { ms: flags.idleExitMs, onIdle: stopIdle, busy: () => remoteAgents?.busy() === true } }),
       });
     } catch (error) {
       const err = error as Error & { code?: unknown };
@@ -209,7 +213,7 @@ async function runServe(argv: string[]): Promise<number> {
       return 1;
     }
   }
-  const remoteAgents =
+  remoteAgents =
     flags.remoteAgents && !isInMemoryPath(flags.db) ? hostRemoteAgents(broker, flags.db, logger) : undefined;
   const session = flags.stdio
     ? new BrokerSession({ broker, input: process.stdin, output: process.stdout, logger, connectionScoped: true })

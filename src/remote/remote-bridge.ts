@@ -49,6 +49,8 @@ export interface RemoteBridgeOptions {
 export interface RemoteBridge {
   /** The local names of the remotes bridged now. */
   agents(): string[];
+  /** How many tasks are being carried now (a stream open or a poll running for each). */
+  carrying(): number;
   /** Stops carrying (open tasks are picked up again by the next bridge); the broker keeps every task. */
   stop(): Promise<void>;
 }
@@ -83,6 +85,11 @@ class RemoteLink {
   private loop: Promise<void> = Promise.resolve();
   private readonly passes = new Map<string, Pass>();
   private ctx!: CarryContext;
+
+  /** How many of this remote's tasks are being carried now. */
+  carrying(): number {
+    return this.passes.size;
+  }
 
   constructor(
     public row: RemoteAgentRow,
@@ -375,6 +382,11 @@ export async function startRemoteBridge(options: RemoteBridgeOptions): Promise<R
 
   return {
     agents: () => [...links.keys()],
+    carrying: () => {
+      let n = 0;
+      for (const link of links.values()) n += link.carrying();
+      return n;
+    },
     async stop() {
       stopped = true;
       clearInterval(timer);

@@ -11,6 +11,8 @@ const LOOK_MS = 1000;
 
 /** The bridge of the remote agents run by the process that owns the broker. */
 export interface HostedRemoteAgents {
+  /** Whether the bridge carries a task now: the process that owns the broker then stays up past its idle period. */
+  busy(): boolean;
   stop(): Promise<void>;
 }
 
@@ -63,6 +65,7 @@ export function hostRemoteAgents(broker: BrokerApi, db: string, logger: Logger):
   look();
 
   return {
+    busy: () => (bridge?.carrying() ?? 0) > 0,
     async stop() {
       stopped = true;
       clearInterval(timer);

@@ -40,9 +40,10 @@ export interface SocketServerOptions {
   /**
    * Called once when no connection has been open for this long (from the
    * start, or since the last one closed); a new connection rearms it.
-   * Absent: never.
+   * While `busy` says so (work the process carries on by itself, such as a
+   * remote agent's task), the period starts again instead. Absent: never.
    */
-  idle?: { ms: number; onIdle: () => void };
+  idle?: { ms: number; onIdle: () => void; busy?: () => boolean };
 }
 
 /**
@@ -223,7 +224,11 @@ export class BrokerSocketServer {
     if (idle === undefined || this.sessions.size > 0 || this.closing !== undefined) return;
     clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => {
-      if (this.sessions.size === 0 && this.closing === undefined) idle.onIdle();
+      if (this.sessions.size > 0 || this.closing !== undefined) return;
+      if (idle.busy?.() === true) {
+        this.logger.debug('idle, but work is being carried: the idle period starts again');
+        this.armIdle();
+      } else idle.onIdle();
     }, idle.ms);
   }
 }

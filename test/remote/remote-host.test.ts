@@ -44,6 +44,43 @@ describe('the process that owns the broker runs the bridge of its remote agents'
     }
   }, 60_000);
 
+  it('switchboard serve --idle-exit stays up while a remote task is carried, and stops once it ended', async () => {
+    const h = hostDir();
+    expect(agentsCli(['add-remote', remote.url, '--db', h.db, '--name', 'far']).status).toBe(0);
+    const serve = new SocketServe(h.db, ['--listen', `unix:${h.socket}`, '--idle-exit', '1']);
+    let reader: SocketServe | undefined;
+    try {
+      await serve.listening(h.socket);
+      const client = await connect({ socket: h.socket });
+      const { token } = await client.register({ name: 'lead', contextId: 'local' });
+      await named(client, token, 'far');
+      // The remote works for 4 s; the requester leaves as soon as the task is being carried.
+      const { task } = await client.send({ token, to: 'far', message: text('slow 4000') });
+      await followTask(client, token, task.id, ['working']);
+      const left = Date.now();
+      await client.close();
+      const exit = await Promise.race([
+        serve.exited,
+        new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 30_000)),
+      ]);
+      expect(exit).toEqual({ code: 0, signal: null });
+      // It stopped after the remote task ended (about 4 s), not after its idle period (1 s).
+      expect(Date.now() - left).toBeGreaterThan(2_000);
+      reader = new SocketServe(h.db, ['--listen', `unix:${h.socket}`, '--no-remote-agents']);
+      await reader.listening(h.socket);
+      const again = await connect({ socket: h.socket });
+      const { token: back } = await again.register({ name: 'lead', contextId: 'local' });
+      const { task: ended } = await again.getTask({ token: back, id: task.id });
+      expect(ended.status.state).toBe('completed');
+      expect(textOf(ended.artifacts[0]?.parts)).toBe('echo: slow 4000');
+      await again.close();
+    } finally {
+      await serve.stop();
+      await reader?.stop();
+      h.cleanup();
+    }
+  }, 60_000);
+
   it('the host broker started in the background for connect({ db }) bridges the recorded remotes', async () => {
     const h = hostDir();
     try {

@@ -8,6 +8,7 @@
 //              with the artifact "colour: X"
 //   "wait"  -> working until canceled
 //   "slow"  -> working, then the artifact and completed after 1.5 s
+//   "slow N" -> the same after N ms
 //   other X -> working ("on it"), the artifact "echo: X", completed ("done")
 import express from 'express';
 import { A2A_PROTOCOL_VERSION, AGENT_CARD_PATH, Role, TaskState } from '@a2a-js/sdk';
@@ -101,6 +102,8 @@ const worker = {
       return;
     }
     if (text === 'slow') await sleep(1500);
+    const slow = /^slow (\d+)$/.exec(text);
+    if (slow !== null) await sleep(Number(slow[1]));
     await sleep(20);
     eventBus.publish(artifact(taskId, contextId, `echo: ${text}`));
     eventBus.publish(status(taskId, contextId, TaskState.TASK_STATE_COMPLETED, 'done'));
