@@ -8,15 +8,8 @@ import {
   accrue,
   budgetOverrun,
 } from './workflow-run-context.js';
-import {
-  abandonedBranches,
-  isFanOutStage,
-  openJoin,
-  settleBranch,
-  spawnJoin,
-  startBranches,
-} from './workflow-run-join.js';
-import { type Route, routeOf, ruleKey, settledOf } from './workflow-run-routing.js';
+import { abandonedBranches, isFanOutStage, openJoin, spawnJoin, startBranches } from './workflow-run-join.js';
+import { type Route, joinSettledBy, routeOf, ruleKey } from './workflow-run-routing.js';
 
 /**
  * What an accepted WorkflowRun transition does to the run's context, by the
@@ -261,7 +254,7 @@ function effectChanges(
     case 'settle-branch': {
       const join = ctx.join ?? null;
       if (event.type !== 'CHILD_SETTLED' || join === null) return {};
-      const started = startBranches(settleBranch(join, event.branch, settledOf(event)));
+      const started = startBranches(joinSettledBy(join, event));
       return {
         join: started.join,
         directive:

@@ -6,6 +6,7 @@ import { checkCondition } from '../workflow/conditions.js';
 import { stageRetryPolicy } from '../workflow/definition.js';
 import type { RunFailureCode, WorkflowRunContext } from './workflow-run-context.js';
 import { branchRunning, joinOutcome, settleBranch } from './workflow-run-join.js';
+import type { RunJoin } from './workflow-run-join-shapes.js';
 
 /**
  * Where a run goes next, decided from its definition alone: a hop's outcome
@@ -172,7 +173,7 @@ function outcomeOf(ctx: WorkflowRunContext, event: WorkflowRunEvent): HopOutcome
   if (event.type === 'CHILD_SETTLED') {
     const join = ctx.join ?? null;
     if (join === null || !branchRunning(join, event.hop, event.branch)) return null;
-    const decided = joinOutcome(settleBranch(join, event.branch, settledOf(event)));
+    const decided = joinOutcome(joinSettledBy(join, event));
     if (decided.status === 'open') return null;
     if (decided.status === 'succeeded') return { outcome: 'succeeded', output: decided.output };
     return {
@@ -242,6 +243,29 @@ export function routeOf(ctx: WorkflowRunContext, event: WorkflowRunEvent): Route
   if (event.type === 'START') return routeStart(ctx.definition, event.stage);
   const report = outcomeOf(ctx, event);
   return report === null ? null : routeOutcome(ctx, report);
+}
+
+/** Joins settled by an event, by join and event (both values: neither is changed once made). */
+const settledJoins = new WeakMap<RunJoin, WeakMap<object, RunJoin>>();
+
+/**
+ * The join with the branch of a `CHILD_SETTLED` settled (`settleBranch`),
+ * made once per join and event: the routing, the machine's guard and its
+ * effect each ask it of one event, and a map's join copies its list of
+ * branches (up to `maxItems`) to make it.
+ */
+export function joinSettledBy(join: RunJoin, event: Extract<WorkflowRunEvent, { type: 'CHILD_SETTLED' }>): RunJoin {
+  let byEvent = settledJoins.get(join);
+  if (byEvent === undefined) {
+    byEvent = new WeakMap();
+    settledJoins.set(join, byEvent);
+  }
+  let settled = byEvent.get(event);
+  if (settled === undefined) {
+    settled = settleBranch(join, event.branch, settledOf(event));
+    byEvent.set(event, settled);
+  }
+  return settled;
 }
 
 /** What a `CHILD_SETTLED` says of its branch. */

@@ -14,9 +14,8 @@ import {
   budgetOverrun,
 } from './workflow-run-context.js';
 import type { RunEffect } from './workflow-run-effects.js';
-import { branchRunning, joinOutcome, settleBranch } from './workflow-run-join.js';
-import { settledOf } from './workflow-run-routing.js';
-import { type RouteKind, routeKind, routeOf } from './workflow-run-routing.js';
+import { branchRunning, joinOutcome } from './workflow-run-join.js';
+import { type RouteKind, joinSettledBy, routeKind, routeOf } from './workflow-run-routing.js';
 
 /**
  * The WorkflowRun's rules as data and pure functions: which event moves a
@@ -220,7 +219,7 @@ function isCurrentContinuation(ctx: WorkflowRunContext, event: WorkflowRunEvent)
 function joinDecidedBy(ctx: WorkflowRunContext, event: Extract<WorkflowRunEvent, { type: 'CHILD_SETTLED' }>): boolean {
   const join = ctx.join ?? null;
   if (join === null) return false;
-  return joinOutcome(settleBranch(join, event.branch, settledOf(event))).status !== 'open';
+  return joinOutcome(joinSettledBy(join, event)).status !== 'open';
 }
 
 /** Whether a row's condition holds. */

@@ -17,6 +17,7 @@ import {
   settleBranch,
   spawnJoin,
 } from '../../src/machines/workflow-run-join.js';
+import { joinSettledBy, settledOf } from '../../src/machines/workflow-run-routing.js';
 import type { JsonValue } from '../../src/protocol/audit.js';
 import type { BudgetCarve, WorkflowDefinition } from '../../src/protocol/workflow.js';
 import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
@@ -609,4 +610,48 @@ describe('what a child is given', () => {
     expect(branchInput(join, d, '0', { ys: ['a'] })).toBeNull();
     expect(branchInput(join, d, '0', undefined)).toBeNull();
   });
+});
+
+describe("a child's end settles the join once per event", () => {
+  const outcomeArb = fc.constantFrom('completed' as const, 'failed' as const, 'canceled' as const);
+  test.prop([
+    fc.integer({ min: 1, max: 40 }),
+    fc.nat(60),
+    outcomeArb,
+    fc.option(fc.jsonValue({ maxDepth: 1 }), { nil: undefined }),
+    fc.option(fc.record({ type: fc.string({ maxLength: 6 }), message: fc.string({ maxLength: 12 }) }), {
+      nil: undefined,
+    }),
+  ])(
+    'the join an event settles is what settleBranch makes, the same join however often it is asked',
+    (n, at, outcome, output, error) => {
+      const join = spawnJoin(
+        'fan',
+        2,
+        Array.from({ length: n }, (_, i) => ({ key: String(i) })),
+        null,
+        NO_USE,
+      );
+      const event = {
+        type: 'CHILD_SETTLED' as const,
+        hop: 2,
+        branch: String(at % (n + 2)),
+        outcome,
+        ...(output === undefined ? {} : { output: output as JsonValue }),
+        ...(error === undefined ? {} : { error }),
+        usage: NO_USE,
+      };
+      const settled = joinSettledBy(join, event);
+      expect(settled).toEqual(settleBranch(join, event.branch, settledOf(event)));
+      expect(joinSettledBy(join, event)).toBe(settled);
+      // Another event object saying the same: an equal join, made anew; another join: its own.
+      const again = { ...event };
+      expect(joinSettledBy(join, again)).toEqual(settled);
+      expect(joinSettledBy(join, again)).not.toBe(settled);
+      const other = { ...join, stage: 'other' };
+      expect(joinSettledBy(other, event)).toEqual({ ...settled, stage: 'other' });
+      // The join asked of is not changed.
+      expect(join.branches.every((b) => b.state === 'running')).toBe(true);
+    },
+  );
 });
