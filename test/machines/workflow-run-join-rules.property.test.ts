@@ -639,7 +639,7 @@ describe("a child's end settles the join once per event", () => {
         outcome,
         ...(output === undefined ? {} : { output: output as JsonValue }),
         ...(error === undefined ? {} : { error }),
-        usage: NO_USE,
+        usage: { ...NO_USE, elapsedMs: 0 },
       };
       const settled = joinSettledBy(join, event);
       expect(settled).toEqual(settleBranch(join, event.branch, settledOf(event)));

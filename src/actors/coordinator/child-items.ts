@@ -16,6 +16,9 @@ import type { CoordinatorEngine, Step } from './engine.js';
 import type { ItemTraces } from './item-traces.js';
 import { CoordinatorError } from './types.js';
 
+/** How many checked branch definitions are kept. */
+const CHECKED_DEFINITIONS = 64;
+
 /**
  * The Coordinator's own outbox rows for child work items, carried out after
  * the commit that wrote them: a child created (`spawn`), a parent told that
@@ -30,6 +33,8 @@ export class ChildItems {
   readonly #traces: ItemTraces;
   readonly #log: Logger;
   readonly #after: (step: Step) => Promise<void>;
+  /** Branch definitions checked already, by their JSON text (the oldest leaves first past the bound). */
+  readonly #checked = new Map<string, WorkflowDefinition | string>();
 
   constructor(options: {
     engine: CoordinatorEngine;
@@ -115,9 +120,17 @@ export class ChildItems {
 
   #definitionOf(body: SpawnBody): WorkflowDefinition | string {
     if (body.definition !== null) {
+      // A map's elements carry the same definition: checked once by its text, not once per child.
+      const text = JSON.stringify(body.definition);
+      const known = this.#checked.get(text);
+      if (known !== undefined) return known;
       const check = checkWorkflowDefinition(body.definition);
-      if (check.ok) return check.definition;
-      return `the branch's workflow is invalid: ${check.problems[0]?.message ?? 'unknown problem'}`;
+      const checked = check.ok
+        ? check.definition
+        : `the branch's workflow is invalid: ${check.problems[0]?.message ?? 'unknown problem'}`;
+      if (this.#checked.size >= CHECKED_DEFINITIONS) this.#checked.delete(this.#checked.keys().next().value!);
+      this.#checked.set(text, checked);
+      return checked;
     }
     const at = body.workflow?.lastIndexOf('@') ?? -1;
     const def =
