@@ -8,11 +8,12 @@ import {
 } from '../../decisions/coordinator-decisions.js';
 import type { Logger } from '../../log/logger.js';
 import type { WorkflowDefinition } from '../../protocol/workflow.js';
-import { contextWith, endSpanWithError, traceFieldsOf } from '../../telemetry/tracing.js';
+import { type Context, type Span, contextWith, endSpanWithError, traceFieldsOf } from '../../telemetry/tracing.js';
 import { type WorkflowRegistry, checkWorkflowDefinition } from '../../workflow/definition.js';
 import { ZERO_RUN_USAGE } from '../../protocol/workflow.js';
 import type { OutboxRow } from '../../workflow/records.js';
-import type { CoordinatorEngine, Step } from './engine.js';
+import type { ChildParams, CoordinatorEngine, Step } from './engine.js';
+import type { InlineChild } from './inline-children.js';
 import type { ItemTraces } from './item-traces.js';
 import { CoordinatorError } from './types.js';
 
@@ -62,6 +63,62 @@ export class ChildItems {
     if (row.kind === 'cancel-child') return this.#cancel(row.body as CancelChildBody);
   }
 
+  /**
+   * A `spawn` row's child, for the engine to create in the commit of the
+   * decision that wrote the row (`inline-children.ts`): its creation as
+   * `#spawn` would ask for it, under the same span. Undefined when its
+   * workflow cannot be found (the row, carried out, fails the branch).
+   */
+  prepareInline(body: SpawnBody): InlineChild | undefined {
+    const definition = this.#definitionOf(body);
+    if (typeof definition === 'string') return undefined;
+    const { params, span, trace } = this.#creation(body, definition);
+    return {
+      params,
+      trace,
+      finish: (error?: unknown) => {
+        if (error !== undefined) {
+          endSpanWithError(span, error);
+          return;
+        }
+        span.end();
+        this.#traces.keep(body.childId, trace, traceFieldsOf(trace));
+      },
+    };
+  }
+
+  /** A child's creation, under a span of its own continuing its parent's trace. */
+  #creation(body: SpawnBody, definition: WorkflowDefinition): { params: ChildParams; span: Span; trace: Context } {
+    const branch = `${body.hop}:${body.branch}`;
+    const span = this.#traces.begin(body.childId, definition, {
+      ctx: this.#traces.of(body.parentId),
+      itemId: body.parentId,
+      branch,
+    });
+    const trace = contextWith(this.#traces.of(body.parentId), span);
+    const params: ChildParams = {
+      itemId: body.childId,
+      parentId: body.parentId,
+      hop: body.hop,
+      branch: body.branch,
+      definition,
+      input: body.input,
+      budget: body.budget,
+      // A row from before positions were written has none: the engine reads it from the parent's join.
+      attributes: {
+        [PARENT_ATTRIBUTE]: body.parentId,
+        [BRANCH_ATTRIBUTE]: branch,
+        ...(body.position === undefined ? {} : { [POSITION_ATTRIBUTE]: body.position }),
+      },
+      deadline:
+        body.deadlineAt === null
+          ? null
+          : { at: body.deadlineAt, ms: Math.max(1, body.deadlineAt - this.#engine.now()) },
+      trace,
+    };
+    return { params, span, trace };
+  }
+
   async #spawn(body: SpawnBody): Promise<void> {
     const definition = this.#definitionOf(body);
     if (typeof definition === 'string') {
@@ -79,35 +136,10 @@ export class ChildItems {
       });
       return;
     }
-    const branch = `${body.hop}:${body.branch}`;
-    const span = this.#traces.begin(body.childId, definition, {
-      ctx: this.#traces.of(body.parentId),
-      itemId: body.parentId,
-      branch,
-    });
-    const trace = contextWith(this.#traces.of(body.parentId), span);
+    const { params, span, trace } = this.#creation(body, definition);
     let step: Step | undefined;
     try {
-      step = await this.#engine.createChild({
-        itemId: body.childId,
-        parentId: body.parentId,
-        hop: body.hop,
-        branch: body.branch,
-        definition,
-        input: body.input,
-        budget: body.budget,
-        // A row from before positions were written has none: the engine reads it from the parent's join.
-        attributes: {
-          [PARENT_ATTRIBUTE]: body.parentId,
-          [BRANCH_ATTRIBUTE]: branch,
-          ...(body.position === undefined ? {} : { [POSITION_ATTRIBUTE]: body.position }),
-        },
-        deadline:
-          body.deadlineAt === null
-            ? null
-            : { at: body.deadlineAt, ms: Math.max(1, body.deadlineAt - this.#engine.now()) },
-        trace,
-      });
+      step = await this.#engine.createChild(params);
     } catch (error) {
       endSpanWithError(span, error);
       throw error;

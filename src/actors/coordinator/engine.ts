@@ -9,6 +9,7 @@ import {
   PARENT_ATTRIBUTE,
   POSITION_ATTRIBUTE,
   type SettleBody,
+  type SpawnBody,
   ZERO_TREE_USAGE,
   timerDue,
   withCharge,
@@ -37,7 +38,6 @@ import type {
   ItemRecord,
   OutboxRow,
 } from '../../workflow/records.js';
-import { parentOf } from '../../workflow/item-tree.js';
 import { type Context, ROOT_CONTEXT } from '../../telemetry/tracing.js';
 import { branchPosition, branchRunning } from '../../machines/workflow-run-join.js';
 import type { RunJoin } from '../../machines/workflow-run-join-shapes.js';
@@ -48,6 +48,18 @@ import { DecisionSpans } from './decision-spans.js';
 import type { CoordinatorGovernance } from './policies.js';
 import { CoordinatorError, type ItemEvent, type ItemStatus, statusOf } from './types.js';
 import { TurnCpu } from './turn-cpu.js';
+import type { ChildParams, Step } from './engine-step.js';
+
+export type { ChildParams, Step } from './engine-step.js';
+import {
+  type InlineChild,
+  type InlineChildren,
+  freshSpawns,
+  inlineAncestors,
+  withStep,
+  withoutSpawns,
+} from './inline-children.js';
+import { ItemLineage } from './item-lineage.js';
 
 export { hopKey } from '../../decisions/coordinator-decisions.js';
 export type { ResultHandling } from '../../decisions/coordinator-decisions.js';
@@ -62,19 +74,6 @@ export type { ResultHandling } from '../../decisions/coordinator-decisions.js';
  * nothing, in the tables or in memory: there is nothing to roll back.
  * Decisions are serialized: one runs (decide, commit, take) at a time.
  */
-
-/** What one commit did, for the Coordinator to act on after it. */
-export interface Step {
-  events: ItemEvent[];
-  /** Items this step changed, as committed. */
-  items: Map<string, ItemRecord>;
-  /** The publishes this step added to the outbox (made after the commit). */
-  outbox: OutboxRow[];
-  /** The rows this step committed, by item (what the broker mirror follows). */
-  rows: { item: ItemRecord; hops: HopRecord[]; created: boolean }[];
-  /** The context of the decision's span: what the step's publishes continue (the root context when tracing is off). */
-  trace: Context;
-}
 
 /** What a timed commit did. */
 export type TimedStep = 'create' | 'result' | 'decision';
@@ -120,20 +119,6 @@ interface Input {
   trace?: Context | undefined;
 }
 
-/** What `createChild` is given: the child, its parent's hop and branch, and what its run starts with. */
-export interface ChildParams {
-  itemId: string;
-  parentId: string;
-  hop: number;
-  branch: string;
-  definition: WorkflowDefinition;
-  input: Part[];
-  budget: ItemBudget | null;
-  attributes: Record<string, string | number | boolean>;
-  deadline: RunDeadline | null;
-  trace?: Context;
-}
-
 /** A child's creation or end, waiting for its turn. */
 type ChildCall = { kind: 'create'; params: ChildParams } | { kind: 'settle'; settle: SettleBody };
 
@@ -164,7 +149,7 @@ export class CoordinatorEngine {
   /** With an inspector: one live actor per run, fed the events the run took once committed. */
   readonly #shown = new Map<string, Actor<WorkflowRunMachine>>();
   /** Each ancestor's budget and parent (facts that never change), read once: a child's hops are governed against them. */
-  readonly #lineage = new Map<string, { budget: ItemBudget | null; parent: string | null }>();
+  readonly #lineage: ItemLineage;
   /** Definitions already kept in the tables (run snapshots refer to them). */
   readonly #kept = new Set<string>();
   /** Outbox rows published since the last commit: deleted by the next one. */
@@ -190,9 +175,15 @@ export class CoordinatorEngine {
   readonly timing = { ns: 0n, count: 0 };
   /** Set by `observeCommits` (the bench and tests); not an option. */
   observer: CommitObserver | undefined;
+  /** Set by the Coordinator: children whose branch a decision started are created in its commit (see `inline-children.ts`). */
+  inlineChildren: InlineChildren | undefined;
 
   constructor(options: EngineOptions) {
     this.#store = options.store;
+    this.#lineage = new ItemLineage({
+      live: (id) => this.#live.get(id)?.item,
+      load: async (id) => (await this.#store.loadItem(id))?.item,
+    });
     this.#registry = options.registry;
     this.#governance = options.governance;
     this.#clock = options.clock;
@@ -626,33 +617,6 @@ export class CoordinatorEngine {
     return stored === undefined ? undefined : viewOf(stored, null);
   }
 
-  /** An item's budget and parent, from memory or the store (undefined: no such item). */
-  async #lineageOf(id: string): Promise<{ budget: ItemBudget | null; parent: string | null } | undefined> {
-    const known = this.#lineage.get(id);
-    if (known !== undefined) return known;
-    const item = this.#live.get(id)?.item ?? (await this.#store.loadItem(id))?.item;
-    if (item === undefined) return undefined;
-    // Bounded: the facts are read again once forgotten.
-    if (this.#lineage.size >= 10_000) this.#lineage.clear();
-    const facts = { budget: item.budget, parent: parentOf(item) };
-    this.#lineage.set(id, facts);
-    return facts;
-  }
-
-  /** The ancestors of a child whose parent is `parentId` (parent first), with their budgets. */
-  async #chain(parentId: string): Promise<{ id: string; budget: ItemBudget | null }[]> {
-    const chain: { id: string; budget: ItemBudget | null }[] = [];
-    const seen = new Set<string>();
-    for (let id: string | null = parentId; id !== null && !seen.has(id); ) {
-      seen.add(id);
-      const facts = await this.#lineageOf(id);
-      if (facts === undefined) break;
-      chain.push({ id, budget: facts.budget });
-      id = facts.parent;
-    }
-    return chain;
-  }
-
   /**
    * Decides each input in order (a later one sees the state an earlier one
    * left), commits all their changes in one batch, then takes the new states
@@ -677,9 +641,13 @@ export class CoordinatorEngine {
       const attributes = input.kind === 'create' ? input.attributes : view?.item.attributes;
       const parent = attributes?.[PARENT_ATTRIBUTE];
       if (typeof parent === 'string' && !chains.has(id)) {
-        cpu?.pause();
-        chains.set(id, await this.#chain(parent));
-        cpu?.resume();
+        let chain = this.#lineage.chainNow(parent);
+        if (chain === undefined) {
+          cpu?.pause();
+          chain = await this.#lineage.chain(parent);
+          cpu?.resume();
+        }
+        chains.set(id, chain);
       }
       // A new item has no subtree yet; an ended one starts no hop.
       const budget = input.kind === 'create' ? null : (view?.item.budget ?? null);
@@ -703,7 +671,28 @@ export class CoordinatorEngine {
     }
     const spans = this.#spans;
     spans.begin();
-    for (const { view, input: given, trace } of inputs) {
+    // Which input each decision is for (a child created in its parent's commit is its parent's input's).
+    const owners: number[] = [];
+    const inline: InlineChild[] = [];
+    // Definitions this batch keeps already (a create input's, then an inline child's).
+    const keeping = new Set<string>();
+    for (const { input } of inputs) {
+      if (input.kind === 'create' && input.keepDefinition)
+        keeping.add(`${input.definition.id}@${input.definition.version}`);
+    }
+    const failInline = (error: unknown) => {
+      for (const child of inline.splice(0)) child.finish(error);
+    };
+    // A later decision of the batch sees what an earlier one charged to the ancestors it shares.
+    const charge = (decision: Decision) => {
+      const rollup = decision.changes?.rollup;
+      if (rollup === undefined) return;
+      for (const itemId of rollup.itemIds) {
+        const a = charged.get(itemId);
+        if (a !== undefined) charged.set(itemId, withCharge(a, rollup));
+      }
+    };
+    for (const [k, { view, input: given, trace }] of inputs.entries()) {
       const id = idOf(view, given);
       const ancestors = id === undefined ? undefined : chains.get(id)?.map((a) => charged.get(a.id)!);
       const tree = id !== undefined && own.has(id) ? charged.get(id)!.tree : undefined;
@@ -720,6 +709,7 @@ export class CoordinatorEngine {
         decision = decide(current, input, this.#env());
       } catch (error) {
         spans.failed(error);
+        failInline(error);
         throw error;
       }
       // One span per policy of each cascade the decision ran, under the decision's span.
@@ -728,6 +718,7 @@ export class CoordinatorEngine {
       if (decision.refusal !== undefined) {
         const refusal = new CoordinatorError(decision.refusal.code, decision.refusal.message);
         spans.failed(refusal);
+        failInline(refusal);
         throw refusal;
       }
       for (const r of decision.refused) {
@@ -737,15 +728,53 @@ export class CoordinatorEngine {
         this.#log.warn({ taskId: input.result.headers.taskId }, 'a result for an unknown hop or query: ignored');
       }
       if (id !== undefined) overlay.set(id, decision.view);
+      const at = decisions.length;
       decisions.push(decision);
-      // A later decision of the batch sees what this one charged to the ancestors it shares.
-      const rollup = decision.changes?.rollup;
-      if (rollup !== undefined) {
-        for (const itemId of rollup.itemIds) {
-          const a = charged.get(itemId);
-          if (a !== undefined) charged.set(itemId, withCharge(a, rollup));
+      owners.push(k);
+      charge(decision);
+      const fresh = this.inlineChildren === undefined || id === undefined ? [] : freshSpawns(current, decision);
+      const created = new Set<SpawnBody>();
+      for (const body of fresh) {
+        const ancestors = inlineAncestors(body.parentId, decision, chains, charged);
+        if (ancestors === undefined) continue;
+        const child = this.inlineChildren!(body);
+        if (child === undefined) continue;
+        inline.push(child);
+        const { trace: _trace, parentId: _parent, hop: _hop, branch: _branch, definition, ...rest } = child.params;
+        const defKey = `${definition.id}@${definition.version}`;
+        const createInput: CoordinatorInput = {
+          kind: 'create',
+          definition,
+          ...rest,
+          taskId: null,
+          keepDefinition: !this.#kept.has(defKey) && !keeping.has(defKey),
+          ancestors,
+        };
+        keeping.add(defKey);
+        spans.deciding(createInput, rest.itemId, child.trace);
+        let made: Decision;
+        try {
+          made = decide(undefined, createInput, this.#env());
+        } catch (error) {
+          spans.failed(error);
+          failInline(error);
+          throw error;
         }
+        for (const g of made.governed) spans.governed(g.ctx, g.decision);
+        spans.decided(createInput, rest.itemId, made);
+        if (made.refusal !== undefined) {
+          const refusal = new CoordinatorError(made.refusal.code, made.refusal.message);
+          spans.failed(refusal);
+          failInline(refusal);
+          throw refusal;
+        }
+        overlay.set(rest.itemId, made.view);
+        decisions.push(made);
+        owners.push(k);
+        charge(made);
+        created.add(body);
       }
+      if (created.size > 0) decisions[at] = withoutSpawns(decision, created);
     }
     const innerNs = process.hrtime.bigint() - start;
     const changes = decisions.flatMap((d) => (d.changes === null ? [] : [d.changes]));
@@ -766,6 +795,7 @@ export class CoordinatorEngine {
       } catch (error) {
         this.#published.unshift(...deleting);
         spans.failed(error);
+        failInline(error);
         throw error;
       }
     } else if (what === 'result') {
@@ -782,8 +812,10 @@ export class CoordinatorEngine {
     }
     const taken = process.hrtime.bigint();
     // Committed: memory takes the new states.
+    for (const child of inline) child.finish();
+    for (const key of keeping) this.#kept.add(key);
     let c = 0;
-    const out = decisions.map((d, i) => {
+    const steps = decisions.map((d, i) => {
       const step: Step = { events: d.events, items: new Map(), outbox: [], rows: [], trace: spans.committed(i) };
       if (d.changes !== null) {
         step.outbox = committed[c++] ?? [];
@@ -795,6 +827,14 @@ export class CoordinatorEngine {
       }
       return { step, handling: d.handling };
     });
+    // One step per input: a child created in its parent's commit is part of its parent's input's step.
+    const out: { step: Step; handling: ResultHandling }[] = [];
+    for (const [i, s] of steps.entries()) {
+      const k = owners[i]!;
+      const first = out[k];
+      if (first === undefined) out[k] = s;
+      else withStep(first.step, s.step);
+    }
     const ns = workNs + (process.hrtime.bigint() - taken);
     this.timing.ns += ns;
     this.timing.count += inputs.length;

@@ -79,7 +79,8 @@ export class OutboxPublisher {
     if (step.outbox.length === 0) return Promise.resolve();
     for (const row of step.outbox) {
       this.#unsent.set(row.id, row);
-      if (step.trace !== ROOT_CONTEXT) this.#unsentTrace.set(row.id, step.trace);
+      const trace = step.rowTraces?.get(row.id) ?? step.trace;
+      if (trace !== ROOT_CONTEXT) this.#unsentTrace.set(row.id, trace);
     }
     return this.send();
   }

@@ -91,13 +91,22 @@ export class RunningCoordinator implements Coordinator {
     const after = (step: Step) => this.#after(step);
     this.#streams = new CoordinatorStreams({ storage, live: engine, clock: compiled.clock, closed });
     this.statuses$ = this.#streams.statuses$;
+    const children = new ChildItems({
+      engine,
+      registry: parts.registry,
+      traces: parts.traces,
+      log: compiled.log,
+      after,
+    });
+    // A decision's new children are created in its own commit; the rest are carried out from their rows.
+    engine.inlineChildren = (body) => children.prepareInline(body);
     this.#publisher = new OutboxPublisher({
       dispatcher: parts.dispatcher,
       engine,
       traces: parts.traces,
       log: compiled.log,
       closed,
-      local: new ChildItems({ engine, registry: parts.registry, traces: parts.traces, log: compiled.log, after }),
+      local: children,
     });
     this.#loop = new CoordinatorLoop({
       dispatcher: parts.dispatcher,
