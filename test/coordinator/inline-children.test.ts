@@ -7,10 +7,12 @@ import { type Fixture, auditRows, deployments, openFixture } from './helpers.js'
 
 /**
  * A child whose branch a decision started is created in that decision's own
- * commit: no turn and no commit of its own, no `spawn` row to carry out
- * later. A child the batch cannot create with its parent (a root with a
- * budget that fans out in its first stage: its subtree's usage is not read
- * yet) is still created from its row, after the commit, as before.
+ * commit (no turn and no commit of its own, no `spawn` row to carry out
+ * later), and a child's end is settled in its parent with the result that
+ * ended it (no `settle` row). A child the batch cannot create with its
+ * parent (a root with a budget that fans out in its first stage: its
+ * subtree's usage is not read yet) is still created from its row, after the
+ * commit, as before.
  */
 
 const flow = parseWorkflowDefinition({
@@ -38,7 +40,7 @@ const handlers: Record<string, WorkHandler> = {
   planner: () => complete({ parts: [{ kind: 'data', data: { list: LIST } }] }),
 };
 
-describe('children created in the commit that started them', () => {
+describe('children created and settled in the commit that led to it', () => {
   let f: Fixture | undefined;
   afterEach(async () => {
     await f?.close();
@@ -48,12 +50,17 @@ describe('children created in the commit that started them', () => {
   it('a map and a parallel stage: no commit of their own for the children, each made once with its place', async () => {
     f = await openFixture({ definitions: [flow], deployments: deployments(handlers) });
     const creates: number[] = [];
+    let settles = 0;
     observeCommits(f.coordinator, (_ns, what, _inner, _cpu, batch) => {
       if (what === 'create') creates.push(batch);
+      // A child's end carried out from its row (no timer is due in this run, no command is given).
+      if (what === 'decision') settles += 1;
     });
     const { coordinator } = f;
     const id = await coordinator.createWorkItem({ workflow: 'inline-flow', input: 'go' });
     expect((await coordinator.settled(id)).state).toBe('completed');
+    // Every child's end was settled in its parent with the result that ended it.
+    expect(settles).toBe(0);
     // The root's creation is the only input of kind `create` (one call per input): every child came with a
     // decision of its parent's.
     expect(creates).toEqual([1]);

@@ -9,7 +9,6 @@ import {
   PARENT_ATTRIBUTE,
   POSITION_ATTRIBUTE,
   type SettleBody,
-  type SpawnBody,
   ZERO_TREE_USAGE,
   timerDue,
   withCharge,
@@ -41,12 +40,11 @@ import type {
 import { type Context, ROOT_CONTEXT } from '../../telemetry/tracing.js';
 import { branchPosition, branchRunning } from '../../machines/workflow-run-join.js';
 import type { RunJoin } from '../../machines/workflow-run-join-shapes.js';
-import type { RunDeadline } from '../../machines/workflow-run-context.js';
 import type { ActorInspector } from '../inspection.js';
 import { runDeadline } from '../../machines/workflow-run-transitions.js';
 import { DecisionSpans } from './decision-spans.js';
 import type { CoordinatorGovernance } from './policies.js';
-import { CoordinatorError, type ItemEvent, type ItemStatus, statusOf } from './types.js';
+import { CoordinatorError, type ItemStatus, statusOf } from './types.js';
 import { TurnCpu } from './turn-cpu.js';
 import type { ChildParams, Step } from './engine-step.js';
 
@@ -56,8 +54,10 @@ import {
   type InlineChildren,
   freshSpawns,
   inlineAncestors,
+  settlesOf,
+  settlingView,
   withStep,
-  withoutSpawns,
+  withoutRows,
 } from './inline-children.js';
 import { ItemLineage } from './item-lineage.js';
 
@@ -692,17 +692,14 @@ export class CoordinatorEngine {
         if (a !== undefined) charged.set(itemId, withCharge(a, rollup));
       }
     };
-    for (const [k, { view, input: given, trace }] of inputs.entries()) {
-      const id = idOf(view, given);
-      const ancestors = id === undefined ? undefined : chains.get(id)?.map((a) => charged.get(a.id)!);
-      const tree = id !== undefined && own.has(id) ? charged.get(id)!.tree : undefined;
-      let current = id !== undefined && overlay.has(id) ? overlay.get(id) : view;
-      let input = given;
-      if (ancestors !== undefined) {
-        if (input.kind === 'create') input = { ...input, ancestors };
-        else if (current !== undefined) current = { ...current, ancestors };
-      }
-      if (tree !== undefined && current !== undefined) current = { ...current, tree };
+    /** Decides one input of the batch for input `k` (the item's state as the batch left it), and keeps it. */
+    const decideOne = (
+      current: ItemView | undefined,
+      input: CoordinatorInput,
+      id: string | undefined,
+      trace: Context | undefined,
+      k: number,
+    ): Decision => {
       spans.deciding(input, id, trace);
       let decision: Decision;
       try {
@@ -728,16 +725,25 @@ export class CoordinatorEngine {
         this.#log.warn({ taskId: input.result.headers.taskId }, 'a result for an unknown hop or query: ignored');
       }
       if (id !== undefined) overlay.set(id, decision.view);
-      const at = decisions.length;
       decisions.push(decision);
       owners.push(k);
       charge(decision);
-      const fresh = this.inlineChildren === undefined || id === undefined ? [] : freshSpawns(current, decision);
-      const created = new Set<SpawnBody>();
-      for (const body of fresh) {
+      return decision;
+    };
+    /**
+     * What a decision leads to that this batch can decide too (see
+     * `inline-children.ts`): the children it started, created; its item's
+     * end, settled in its parent while the parent is live; and what those
+     * lead to in turn. Their rows are then not written.
+     */
+    const follow = (id: string, before: ItemView | undefined, at: number, k: number): void => {
+      if (this.inlineChildren === undefined) return;
+      const decision = decisions[at]!;
+      const done = new Set<unknown>();
+      for (const body of freshSpawns(before, decision)) {
         const ancestors = inlineAncestors(body.parentId, decision, chains, charged);
         if (ancestors === undefined) continue;
-        const child = this.inlineChildren!(body);
+        const child = this.inlineChildren(body);
         if (child === undefined) continue;
         inline.push(child);
         const { trace: _trace, parentId: _parent, hop: _hop, branch: _branch, definition, ...rest } = child.params;
@@ -751,30 +757,37 @@ export class CoordinatorEngine {
           ancestors,
         };
         keeping.add(defKey);
-        spans.deciding(createInput, rest.itemId, child.trace);
-        let made: Decision;
-        try {
-          made = decide(undefined, createInput, this.#env());
-        } catch (error) {
-          spans.failed(error);
-          failInline(error);
-          throw error;
-        }
-        for (const g of made.governed) spans.governed(g.ctx, g.decision);
-        spans.decided(createInput, rest.itemId, made);
-        if (made.refusal !== undefined) {
-          const refusal = new CoordinatorError(made.refusal.code, made.refusal.message);
-          spans.failed(refusal);
-          failInline(refusal);
-          throw refusal;
-        }
-        overlay.set(rest.itemId, made.view);
-        decisions.push(made);
-        owners.push(k);
-        charge(made);
-        created.add(body);
+        const childId = rest.itemId;
+        chains.set(childId, ancestors);
+        decideOne(undefined, createInput, childId, child.trace, k);
+        done.add(body);
+        follow(childId, undefined, decisions.length - 1, k);
       }
-      if (created.size > 0) decisions[at] = withoutSpawns(decision, created);
+      for (const body of settlesOf(decision)) {
+        const parent = body.parentId;
+        const state = overlay.has(parent) ? overlay.get(parent) : this.#live.get(parent);
+        const settling = settlingView(state, parent, chains.get(id), charged);
+        if (settling === undefined) continue;
+        decideOne(settling.view, { kind: 'child', settle: body }, parent, undefined, k);
+        if (!chains.has(parent) && settling.chain !== undefined) chains.set(parent, settling.chain);
+        done.add(body);
+        follow(parent, settling.view, decisions.length - 1, k);
+      }
+      if (done.size > 0) decisions[at] = withoutRows(decisions[at]!, done);
+    };
+    for (const [k, { view, input: given, trace }] of inputs.entries()) {
+      const id = idOf(view, given);
+      const ancestors = id === undefined ? undefined : chains.get(id)?.map((a) => charged.get(a.id)!);
+      const tree = id !== undefined && own.has(id) ? charged.get(id)!.tree : undefined;
+      let current = id !== undefined && overlay.has(id) ? overlay.get(id) : view;
+      let input = given;
+      if (ancestors !== undefined) {
+        if (input.kind === 'create') input = { ...input, ancestors };
+        else if (current !== undefined) current = { ...current, ancestors };
+      }
+      if (tree !== undefined && current !== undefined) current = { ...current, tree };
+      decideOne(current, input, id, trace, k);
+      if (id !== undefined) follow(id, current, decisions.length - 1, k);
     }
     const innerNs = process.hrtime.bigint() - start;
     const changes = decisions.flatMap((d) => (d.changes === null ? [] : [d.changes]));

@@ -1,6 +1,7 @@
 import {
   type Decision,
   type ItemView,
+  type SettleBody,
   type SpawnBody,
   ZERO_TREE_USAGE,
 } from '../../decisions/coordinator-decisions.js';
@@ -12,17 +13,19 @@ import type { ChildParams, Step } from './engine-step.js';
 import type { Ancestor } from './item-lineage.js';
 
 /**
- * Children created in the commit of the decision that started them.
+ * Children made and settled in the commit of the decision that leads to it.
  *
- * A decision that starts a stage's children writes one `spawn` row for each;
- * carried out after the commit, each row is a turn and a commit of its own.
- * A child whose branch this very decision started cannot exist yet, so the
- * engine decides its creation in the same batch and commits both together:
- * its row, run and first hop are written with the decision that asked for
- * it, and its `spawn` row is not written at all. Anything else (a row whose
- * branch was running already, a child whose workflow cannot be found, a
- * parent whose budget the batch has not read) stays a row, carried out as
- * before.
+ * A decision that starts a stage's children writes one `spawn` row for each,
+ * and a child's end a `settle` row for its parent; carried out after the
+ * commit, each row is a turn and a commit of its own. A child whose branch
+ * this very decision started cannot exist yet, so the engine decides its
+ * creation in the same batch; a child's end is settled in its parent in the
+ * same batch when the parent is live (in memory), as the row's turn would
+ * have settled it. Each is committed with the decision that led to it, and
+ * its row is not written at all. Anything else (a row whose branch was
+ * running already, a child whose workflow cannot be found, a parent not in
+ * memory, one whose budget the batch has not read) stays a row, carried out
+ * as before.
  */
 
 /** What the Coordinator gives the engine for a child created in its parent's commit. */
@@ -59,11 +62,52 @@ export function freshSpawns(before: ItemView | undefined, decision: Decision): S
   return fresh;
 }
 
-/** `decision` without the `spawn` rows of the children created with it. */
-export function withoutSpawns(decision: Decision, created: ReadonlySet<SpawnBody>): Decision {
+/** The `settle` rows of `decision`: its item's end, for its parent. */
+export function settlesOf(decision: Decision): SettleBody[] {
   const changes = decision.changes;
-  if (changes === null || created.size === 0) return decision;
-  const outbox = changes.outbox.filter((row) => !(row.kind === 'spawn' && created.has(row.body as SpawnBody)));
+  if (changes === null) return [];
+  const settles: SettleBody[] = [];
+  for (const row of changes.outbox) if (row.kind === 'settle') settles.push(row.body as SettleBody);
+  return settles;
+}
+
+/**
+ * The parent's state a child's end is settled in within the batch, as the
+ * carried-out `settle` row's turn would see it (its ancestors and its own
+ * subtree's usage from what the batch has read and charged, `childChain`
+ * being the settling child's ancestors): undefined when the parent is not
+ * live here, or the batch has not read what it needs (the row is then
+ * carried out after the commit).
+ */
+export function settlingView(
+  state: ItemView | undefined,
+  parentId: string,
+  childChain: readonly Ancestor[] | undefined,
+  charged: ReadonlyMap<string, AncestorRollup>,
+): { view: ItemView; chain: Ancestor[] } | undefined {
+  if (state === undefined || state.run === null || state.item.finishedAt !== null) return undefined;
+  if (childChain === undefined || childChain[0]?.id !== parentId) return undefined;
+  const chain = childChain.slice(1).map((a) => ({ id: a.id, budget: a.budget }));
+  const ancestors: AncestorRollup[] = [];
+  for (const a of chain) {
+    const known = charged.get(a.id);
+    if (known === undefined) return undefined;
+    ancestors.push(known);
+  }
+  let view: ItemView = ancestors.length === 0 ? state : { ...state, ancestors };
+  if (state.item.budget !== null) {
+    const own = charged.get(parentId);
+    if (own === undefined) return undefined;
+    view = { ...view, tree: own.tree };
+  }
+  return { view, chain };
+}
+
+/** `decision` without the rows (`spawn`, `settle`) whose bodies this batch carried out itself. */
+export function withoutRows(decision: Decision, done: ReadonlySet<unknown>): Decision {
+  const changes = decision.changes;
+  if (changes === null || done.size === 0) return decision;
+  const outbox = changes.outbox.filter((row) => !done.has(row.body));
   return { ...decision, changes: { ...changes, outbox } };
 }
 
