@@ -1,0 +1,227 @@
+import { fc, test } from '@fast-check/vitest';
+import { describe, expect } from 'vitest';
+import { BRANCH_ATTRIBUTE, PARENT_ATTRIBUTE } from '../../src/decisions/coordinator-decisions.js';
+import type { WorkflowDefinition } from '../../src/protocol/workflow.js';
+import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
+import { ChildTree } from './child-tree.js';
+
+/**
+ * The rules of an item's end as `decide` writes it (a cancel, the last
+ * hop's success, a failure), each stated on its own: the item's row ends
+ * at the decision's time with the output of its final state, one audit
+ * entry of that state's kind with what ended it, one event saying so, and
+ * a child's end told to its parent in one `settle` row (a root writes
+ * none). An ended item takes no cancel.
+ */
+
+/** A chain of `length` role stages s0 → s1 → … */
+function chain(length: number): WorkflowDefinition {
+  const stages: Record<string, object> = {};
+  for (let i = 0; i < length; i++) {
+    stages[`s${i}`] = { role: 'w', ...(i + 1 < length ? { next: [{ on: 'succeeded', goto: `s${i + 1}` }] } : {}) };
+  }
+  return parseWorkflowDefinition({ id: 'ends', version: 1, start: 's0', stages });
+}
+
+interface Case {
+  length: number;
+  /** Hops that succeed before the end (fewer than `length` for a cancel or a failure). */
+  done: number;
+  child: { parent: string; hop: number; branch: string } | null;
+  by: string | null;
+  reason: string | null;
+  tokens: number;
+}
+
+const caseArb: fc.Arbitrary<Case> = fc.integer({ min: 1, max: 4 }).chain((length) =>
+  fc.record({
+    length: fc.constant(length),
+    done: fc.integer({ min: 0, max: length - 1 }),
+    child: fc.option(
+      fc.record({
+        parent: fc.stringMatching(/^p[a-z]{0,3}$/),
+        hop: fc.integer({ min: 1, max: 9 }),
+        branch: fc.stringMatching(/^[a-z0-9]{1,4}$/),
+      }),
+      { nil: null },
+    ),
+    by: fc.option(fc.stringMatching(/^[a-z]{1,6}$/), { nil: null }),
+    reason: fc.option(fc.stringMatching(/^[a-z ]{1,12}$/), { nil: null }),
+    tokens: fc.integer({ min: 0, max: 50 }),
+  }),
+);
+
+/** The item created and its first `done` hops succeeded, at a clock that moves. */
+function started(c: Case): { tree: ChildTree; id: string } {
+  const tree = new ChildTree();
+  const id = 'item';
+  tree.create(id, chain(c.length), {
+    attributes:
+      c.child === null
+        ? null
+        : { [PARENT_ATTRIBUTE]: c.child.parent, [BRANCH_ATTRIBUTE]: `${c.child.hop}:${c.child.branch}` },
+  });
+  for (let i = 0; i < c.done; i++) {
+    tree.now += 10;
+    tree.answer(id, { parts: [{ kind: 'text', text: `hop ${i}` }], tokens: c.tokens });
+  }
+  tree.now += 7;
+  return { tree, id };
+}
+
+function settleRows(tree: ChildTree, id: string) {
+  return tree.rows.filter((r) => r.itemId === id && r.kind === 'settle').map((r) => r.body);
+}
+
+describe('an item ends', () => {
+  test.prop([caseArb])('a cancel ends the item canceled, once, with who and why, and tells its parent', (c) => {
+    const { tree, id } = started(c);
+    const d = tree.decide(id, { kind: 'cancel', by: c.by, reason: c.reason });
+    expect(d.refusal).toBeUndefined();
+    expect(d.handling).toBe('applied');
+    const item = d.view!.item;
+    expect(item.state).toBe('canceled');
+    expect(item.finishedAt).toBe(tree.now);
+    expect(item.approval).toBeNull();
+    expect(item.output?.state).toBe('canceled');
+    const ends = d.changes!.audit.filter((a) => a.kind.startsWith('item-'));
+    expect(ends.map((a) => a.kind)).toEqual(['item-canceled']);
+    const data = JSON.parse(JSON.stringify(ends[0]!.data)) as Record<string, unknown>;
+    expect(data.state).toBe('canceled');
+    expect(data.cancellation).toEqual({ by: c.by, reason: c.reason });
+    expect(data.usage).toEqual(item.usage);
+    expect(data.hops).toBe(item.hops);
+    expect(ends[0]!.hop).toBe(item.hop);
+    const events = d.events.filter((e) => e.kind === 'canceled');
+    expect(events.map((e) => e.detail)).toEqual([`work item canceled${c.by === null ? '' : ` by ${c.by}`}`]);
+    expect(d.changes!.ended).toBe(true);
+    // The item's row is updated, not made again.
+    expect(d.changes!.created).toBe(false);
+    const settles = settleRows(tree, id);
+    if (c.child === null) expect(settles).toEqual([]);
+    else {
+      expect(settles).toEqual([
+        expect.objectContaining({
+          parentId: c.child.parent,
+          childId: id,
+          hop: c.child.hop,
+          branch: c.child.branch,
+          outcome: 'canceled',
+          output: null,
+          error: null,
+          usage: item.usage,
+        }),
+      ]);
+    }
+    // Ended: a second cancel is refused and changes nothing.
+    const again = tree.decide(id, { kind: 'cancel', by: c.by, reason: c.reason });
+    expect(again.refusal?.code).toBe('COORD_ITEM_FINAL');
+    expect(again.changes).toBeNull();
+  });
+
+  test.prop([caseArb])('the last hop succeeds: the item completes with its last output, and tells its parent', (c) => {
+    const { tree, id } = started({ ...c, done: c.length - 1 });
+    const d = tree.answer(id, { parts: [{ kind: 'data', data: { last: c.tokens } }], tokens: c.tokens });
+    const item = d.view!.item;
+    expect(item.state).toBe('completed');
+    expect(item.finishedAt).toBe(tree.now);
+    expect(item.output?.state).toBe('completed');
+    const ends = d.changes!.audit.filter((a) => a.kind.startsWith('item-'));
+    expect(ends.map((a) => a.kind)).toEqual(['item-completed']);
+    const data = JSON.parse(JSON.stringify(ends[0]!.data)) as Record<string, unknown>;
+    expect(data).toMatchObject({ state: 'completed', failure: null, usage: item.usage, hops: item.hops });
+    expect(d.events.filter((e) => e.kind === 'completed').map((e) => e.detail)).toEqual(['work item completed']);
+    const settles = settleRows(tree, id);
+    if (c.child === null) expect(settles).toEqual([]);
+    else {
+      expect(settles).toEqual([
+        expect.objectContaining({ childId: id, outcome: 'completed', output: { last: c.tokens }, error: null }),
+      ]);
+    }
+  });
+
+  test.prop([caseArb])('a hop fails for good: the item fails with its code and reason, and tells its parent', (c) => {
+    const { tree, id } = started(c);
+    const d = tree.answer(id, { error: { type: 'Broken', message: 'it broke' } });
+    const item = d.view!.item;
+    expect(item.state).toBe('failed');
+    expect(item.finishedAt).toBe(tree.now);
+    expect(item.output?.state).toBe('failed');
+    const ends = d.changes!.audit.filter((a) => a.kind.startsWith('item-'));
+    expect(ends.map((a) => a.kind)).toEqual(['item-failed']);
+    const data = JSON.parse(JSON.stringify(ends[0]!.data)) as {
+      state: string;
+      failure: { code: string; reason: string };
+    };
+    expect(data.state).toBe('failed');
+    const failure = data.failure;
+    expect(failure.code).toBe(item.failure?.code);
+    expect(failure.reason).toContain('it broke');
+    expect(d.events.filter((e) => e.kind === 'failed').map((e) => e.detail)).toEqual([
+      `work item failed: ${failure.code}: ${failure.reason}`,
+    ]);
+    const settles = settleRows(tree, id);
+    if (c.child === null) expect(settles).toEqual([]);
+    else {
+      expect(settles).toEqual([
+        expect.objectContaining({ childId: id, outcome: 'failed', output: null, error: expect.any(Object) }),
+      ]);
+    }
+  });
+
+  test.prop([
+    fc.uniqueArray(fc.stringMatching(/^[a-z]{1,4}$/), { minLength: 1, maxLength: 4 }),
+    fc.integer({ min: 0, max: 99 }),
+  ])(
+    'a run completed by its join ends with the joined output as its data part, and its parent is told it',
+    (names, n) => {
+      const tree = new ChildTree();
+      const branches: Record<string, { role: string }> = {};
+      for (const name of names) branches[name] = { role: 'w' };
+      const def = parseWorkflowDefinition({
+        id: 'joins',
+        version: 1,
+        start: 'fan',
+        stages: { fan: { parallel: { branches } } },
+      });
+      tree.create('item', def, { attributes: { [PARENT_ATTRIBUTE]: 'top', [BRANCH_ATTRIBUTE]: '2:x' } });
+      const spawns = tree.spawns('item');
+      expect(spawns.map((b) => b.branch)).toEqual(names);
+      let d = undefined as ReturnType<ChildTree['decide']> | undefined;
+      for (const [i, b] of spawns.entries()) {
+        tree.now += 5;
+        d = tree.decide('item', {
+          kind: 'child',
+          settle: {
+            parentId: 'item',
+            childId: b.childId,
+            hop: b.hop,
+            branch: b.branch,
+            outcome: 'completed',
+            output: { n: n + i },
+            error: null,
+            usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, elapsedMs: 0 },
+            hops: 1,
+          },
+        });
+      }
+      const item = d!.view!.item;
+      expect(item.state).toBe('completed');
+      expect(item.finishedAt).toBe(tree.now);
+      const joined = Object.fromEntries(names.map((name, i) => [name, { n: n + i }]));
+      // The joined output as the item's one data part, from the stage the join closed.
+      expect(item.output).toMatchObject({ state: 'completed', parts: [{ kind: 'data', data: joined }] });
+      expect(d!.events.filter((e) => e.kind === 'completed').map((e) => e.detail)).toEqual(['work item completed']);
+      expect(tree.settles('item')).toEqual([
+        expect.objectContaining({
+          parentId: 'top',
+          childId: 'item',
+          hop: 2,
+          branch: 'x',
+          outcome: 'completed',
+          output: joined,
+        }),
+      ]);
+    },
+  );
+});
