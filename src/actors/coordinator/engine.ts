@@ -47,8 +47,6 @@ import type { CoordinatorGovernance } from './policies.js';
 import { CoordinatorError, type ItemStatus, statusOf } from './types.js';
 import { TurnCpu } from './turn-cpu.js';
 import type { ChildParams, Step } from './engine-step.js';
-
-export type { ChildParams, Step } from './engine-step.js';
 import {
   type InlineChild,
   type InlineChildren,
@@ -60,6 +58,8 @@ import {
   withoutRows,
 } from './inline-children.js';
 import { ItemLineage } from './item-lineage.js';
+
+export type { ChildParams, Step } from './engine-step.js';
 
 export { hopKey } from '../../decisions/coordinator-decisions.js';
 export type { ResultHandling } from '../../decisions/coordinator-decisions.js';
@@ -175,7 +175,7 @@ export class CoordinatorEngine {
   readonly timing = { ns: 0n, count: 0 };
   /** Set by `observeCommits` (the bench and tests); not an option. */
   observer: CommitObserver | undefined;
-  /** Set by the Coordinator: children whose branch a decision started are created in its commit (see `inline-children.ts`). */
+  /** Set by the Coordinator: children a decision starts are created, and a child's end settled, in its commit (`inline-children.ts`). */
   inlineChildren: InlineChildren | undefined;
 
   constructor(options: EngineOptions) {
@@ -769,7 +769,7 @@ export class CoordinatorEngine {
         const settling = settlingView(state, parent, chains.get(id), charged);
         if (settling === undefined) continue;
         decideOne(settling.view, { kind: 'child', settle: body }, parent, undefined, k);
-        if (!chains.has(parent) && settling.chain !== undefined) chains.set(parent, settling.chain);
+        if (!chains.has(parent)) chains.set(parent, settling.chain);
         done.add(body);
         follow(parent, settling.view, decisions.length - 1, k);
       }

@@ -98,7 +98,8 @@ export class RunningCoordinator implements Coordinator {
       log: compiled.log,
       after,
     });
-    // A decision's new children are created in its own commit; the rest are carried out from their rows.
+    // A decision's new children are created, and a child's end settled in its live parent, in its own commit;
+    // the rest are carried out from their rows.
     engine.inlineChildren = (body) => children.prepareInline(body);
     this.#publisher = new OutboxPublisher({
       dispatcher: parts.dispatcher,
