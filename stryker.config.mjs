@@ -16,7 +16,17 @@ const config = {
   testRunner: 'vitest',
   vitest: { configFile: 'vitest.mutate.config.ts' },
   plugins: ['@stryker-mutator/vitest-runner'],
-  mutate: ['src/machines/**/*.ts', 'src/decisions/**/*.ts', 'src/workflow/**/*.ts'],
+  mutate: [
+    'src/machines/**/*.ts',
+    'src/decisions/**/*.ts',
+    'src/workflow/**/*.ts',
+    // The model agents' pure modules: their conversation, steps, prices, the calls that suspend them, MCP results.
+    'src/agents/conversation.ts',
+    'src/agents/steps.ts',
+    'src/agents/pricing.ts',
+    'src/agents/suspending-tools.ts',
+    'src/agents/mcp/tool-result.ts',
+  ],
   coverageAnalysis: 'perTest',
   concurrency: 2,
   timeoutMS: 20_000,

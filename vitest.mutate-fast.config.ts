@@ -20,6 +20,10 @@ export default defineConfig({
       'test/machines/workflow-run-join-index.property.test.ts',
       'test/decisions/*-rules.property.test.ts',
       'test/coordinator/cost-ledger.test.ts',
+      // The model agents' pure modules.
+      'test/agents/pricing.test.ts',
+      'test/agents/mcp-tool-result.test.ts',
+      'test/agents/*-rules.property.test.ts',
       'test/machines/*-rules.property.test.ts',
       'test/machines/agent-machine.test.ts',
       'test/machines/task-machine.test.ts',
