@@ -1,6 +1,7 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect } from 'vitest';
 import { BRANCH_ATTRIBUTE, PARENT_ATTRIBUTE } from '../../src/decisions/coordinator-decisions.js';
+import type { Part } from '../../src/protocol/parts.js';
 import type { WorkflowDefinition } from '../../src/protocol/workflow.js';
 import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
 import { ChildTree } from './child-tree.js';
@@ -11,7 +12,13 @@ import { ChildTree } from './child-tree.js';
  * at the decision's time with the output of its final state, one audit
  * entry of that state's kind with what ended it, one event saying so, and
  * a child's end told to its parent in one `settle` row (a root writes
- * none). An ended item takes no cancel.
+ * none). An ended item takes no cancel. The output: a completed item keeps
+ * the parts and role of the hop result that completed it (a run completed
+ * by its join, or by a timed-out hop's failure rule, has no result of its
+ * own and keeps the run's last output as one data part of its stage, or no
+ * part when the run has none); a
+ * failed one its failure and the failing hop's error; a canceled one who
+ * canceled it and why.
  */
 
 /** A chain of `length` role stages s0 → s1 → … */
@@ -83,7 +90,7 @@ describe('an item ends', () => {
     expect(item.state).toBe('canceled');
     expect(item.finishedAt).toBe(tree.now);
     expect(item.approval).toBeNull();
-    expect(item.output?.state).toBe('canceled');
+    expect(item.output).toEqual({ state: 'canceled', stage: item.stage, hop: item.hop, by: c.by, reason: c.reason });
     const ends = d.changes!.audit.filter((a) => a.kind.startsWith('item-'));
     expect(ends.map((a) => a.kind)).toEqual(['item-canceled']);
     const data = JSON.parse(JSON.stringify(ends[0]!.data)) as Record<string, unknown>;
@@ -119,26 +126,41 @@ describe('an item ends', () => {
     expect(again.changes).toBeNull();
   });
 
-  test.prop([caseArb])('the last hop succeeds: the item completes with its last output, and tells its parent', (c) => {
-    const { tree, id } = started({ ...c, done: c.length - 1 });
-    const d = tree.answer(id, { parts: [{ kind: 'data', data: { last: c.tokens } }], tokens: c.tokens });
-    const item = d.view!.item;
-    expect(item.state).toBe('completed');
-    expect(item.finishedAt).toBe(tree.now);
-    expect(item.output?.state).toBe('completed');
-    const ends = d.changes!.audit.filter((a) => a.kind.startsWith('item-'));
-    expect(ends.map((a) => a.kind)).toEqual(['item-completed']);
-    const data = JSON.parse(JSON.stringify(ends[0]!.data)) as Record<string, unknown>;
-    expect(data).toMatchObject({ state: 'completed', failure: null, usage: item.usage, hops: item.hops });
-    expect(d.events.filter((e) => e.kind === 'completed').map((e) => e.detail)).toEqual(['work item completed']);
-    const settles = settleRows(tree, id);
-    if (c.child === null) expect(settles).toEqual([]);
-    else {
-      expect(settles).toEqual([
-        expect.objectContaining({ childId: id, outcome: 'completed', output: { last: c.tokens }, error: null }),
-      ]);
-    }
-  });
+  test.prop([caseArb, fc.array(fc.stringMatching(/^[a-z ]{0,8}$/), { maxLength: 2 })])(
+    "the last hop succeeds: the item completes with its last result's parts and role, and tells its parent",
+    (c, texts) => {
+      const { tree, id } = started({ ...c, done: c.length - 1 });
+      const parts: Part[] = [
+        { kind: 'data', data: { last: c.tokens } },
+        ...texts.map((text): Part => ({ kind: 'text', text })),
+      ];
+      const d = tree.answer(id, { parts, tokens: c.tokens });
+      const item = d.view!.item;
+      expect(item.state).toBe('completed');
+      expect(item.finishedAt).toBe(tree.now);
+      // The hop result's own parts and role, not the run's output made a data part of its stage.
+      expect(item.output).toEqual({
+        state: 'completed',
+        stage: `s${c.length - 1}`,
+        hop: c.length,
+        role: 'w',
+        parts,
+        artifacts: [],
+      });
+      const ends = d.changes!.audit.filter((a) => a.kind.startsWith('item-'));
+      expect(ends.map((a) => a.kind)).toEqual(['item-completed']);
+      const data = JSON.parse(JSON.stringify(ends[0]!.data)) as Record<string, unknown>;
+      expect(data).toMatchObject({ state: 'completed', failure: null, usage: item.usage, hops: item.hops });
+      expect(d.events.filter((e) => e.kind === 'completed').map((e) => e.detail)).toEqual(['work item completed']);
+      const settles = settleRows(tree, id);
+      if (c.child === null) expect(settles).toEqual([]);
+      else {
+        expect(settles).toEqual([
+          expect.objectContaining({ childId: id, outcome: 'completed', output: { last: c.tokens }, error: null }),
+        ]);
+      }
+    },
+  );
 
   test.prop([caseArb])('a hop fails for good: the item fails with its code and reason, and tells its parent', (c) => {
     const { tree, id } = started(c);
@@ -146,7 +168,15 @@ describe('an item ends', () => {
     const item = d.view!.item;
     expect(item.state).toBe('failed');
     expect(item.finishedAt).toBe(tree.now);
-    expect(item.output?.state).toBe('failed');
+    // The failure, with the error of the hop whose failure ended the run.
+    expect(item.output).toEqual({
+      state: 'failed',
+      stage: `s${c.done}`,
+      hop: c.done + 1,
+      code: item.failure?.code,
+      message: item.failure?.reason,
+      error: { type: 'Broken', message: 'it broke' },
+    });
     const ends = d.changes!.audit.filter((a) => a.kind.startsWith('item-'));
     expect(ends.map((a) => a.kind)).toEqual(['item-failed']);
     const data = JSON.parse(JSON.stringify(ends[0]!.data)) as {
@@ -210,7 +240,14 @@ describe('an item ends', () => {
       expect(item.finishedAt).toBe(tree.now);
       const joined = Object.fromEntries(names.map((name, i) => [name, { n: n + i }]));
       // The joined output as the item's one data part, from the stage the join closed.
-      expect(item.output).toMatchObject({ state: 'completed', parts: [{ kind: 'data', data: joined }] });
+      expect(item.output).toEqual({
+        state: 'completed',
+        stage: 'fan',
+        hop: 1,
+        role: 'fan',
+        parts: [{ kind: 'data', data: joined }],
+        artifacts: [],
+      });
       expect(d!.events.filter((e) => e.kind === 'completed').map((e) => e.detail)).toEqual(['work item completed']);
       expect(tree.settles('item')).toEqual([
         expect.objectContaining({
@@ -222,6 +259,47 @@ describe('an item ends', () => {
           output: joined,
         }),
       ]);
+    },
+  );
+
+  test.prop([fc.array(fc.option(fc.integer({ min: 0, max: 99 }), { nil: null }), { maxLength: 2 })])(
+    "a run completed by a timed-out hop's failure rule keeps the run's last output as its data part, or none",
+    (before) => {
+      // Stages s0 … s<k>: each hop before the last succeeds with a data part `{ n }`, or a text part only
+      // (the run keeps the output it had); s<k>'s hop times out, and its failure rule completes the run.
+      const k = before.length;
+      const stages: Record<string, object> = {};
+      for (let i = 0; i <= k; i++) {
+        stages[`s${i}`] =
+          i < k
+            ? { role: 'w', next: [{ on: 'succeeded', goto: `s${i + 1}` }] }
+            : { role: 'x', timeout: 100, retry: { maximumAttempts: 1 }, next: [{ on: 'failed', end: 'completed' }] };
+      }
+      const tree = new ChildTree();
+      tree.create('item', parseWorkflowDefinition({ id: 'timeouts', version: 1, start: 's0', stages }));
+      for (const n of before) {
+        tree.now += 5;
+        tree.answer('item', {
+          parts: n === null ? [{ kind: 'text', text: 'no data' }] : [{ kind: 'data', data: { n } }],
+        });
+      }
+      const last = before.filter((n) => n !== null).at(-1);
+      const output = last === undefined ? null : { n: last };
+      expect(tree.views.get('item')!.run!.context.output).toEqual(output);
+      tree.now += 100;
+      const d = tree.decide('item', { kind: 'timer' });
+      const item = d.view!.item;
+      expect(item.state).toBe('completed');
+      expect(item.finishedAt).toBe(tree.now);
+      expect(item.output).toEqual({
+        state: 'completed',
+        stage: `s${k}`,
+        hop: k + 1,
+        role: output === null ? null : `s${k}`,
+        parts: output === null ? [] : [{ kind: 'data', data: output }],
+        artifacts: [],
+      });
+      expect(d.changes!.audit.filter((a) => a.kind.startsWith('item-')).map((a) => a.kind)).toEqual(['item-completed']);
     },
   );
 });
