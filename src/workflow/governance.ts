@@ -84,6 +84,10 @@ function invalidPolicy(message: string): WorkflowError {
   return new WorkflowError('GOVERNANCE_INVALID_POLICY', message);
 }
 
+/** The most approvers a verdict may name, and the longest name: what a run's wait for approval takes. */
+const MAX_APPROVERS = 32;
+const MAX_APPROVER_CHARS = 128;
+
 function policyName(entry: PolicyEntry, index: number): string {
   if (typeof entry === 'function') return entry.name || `policy-${index + 1}`;
   return entry.name;
@@ -102,6 +106,10 @@ function verdictProblem(value: unknown): string | null {
     const a = v.approvers;
     if (!Array.isArray(a) || a.length === 0 || !a.every((x) => typeof x === 'string' && x.length > 0)) {
       return 'approvers must be a non-empty list of names';
+    }
+    // What a run's approval wait can hold (ApproverNameSchema, at most MAX_APPROVERS of them).
+    if (a.length > MAX_APPROVERS || a.some((x: string) => x.length > MAX_APPROVER_CHARS)) {
+      return `approvers must be at most ${MAX_APPROVERS} names of at most ${MAX_APPROVER_CHARS} characters each`;
     }
   }
   return null;

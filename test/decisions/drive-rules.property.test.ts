@@ -71,6 +71,17 @@ function chain(
 }
 
 /** The stage hops of `id` in order. */
+/** Creates the item over the chain `all` and completes its hops up to the first `y` stage, entered by the last decision. */
+function untilFirstY(t: ChildTree, all: string[]): { d: Decision; at: number } {
+  let d = t.create('item', chain(all));
+  const at = all.indexOf('y');
+  for (let i = 0; i < at; i++) {
+    t.now += 3;
+    d = t.answer('item', { parts: [] });
+  }
+  return { d, at };
+}
+
 function stageHops(t: ChildTree, id: string): HopRecord[] {
   return [...t.views.get(id)!.hops.values()].filter((h) => h.kind === 'stage');
 }
@@ -142,12 +153,7 @@ describe('following the run: a hop governance denies', () => {
         { name: policy, check: (ctx) => (ctx.role === 'y' ? { decision: 'deny', reason } : { decision: 'allow' }) },
       ]);
       const all = [...roles, 'y'];
-      let d = t.create('item', chain(all));
-      const at = all.indexOf('y');
-      for (let i = 0; i < at; i++) {
-        t.now += 3;
-        d = t.answer('item', { parts: [] });
-      }
+      const { d, at } = untilFirstY(t, all);
       const hop = at + 1;
       expect(stageHops(t, 'item').map((h) => h.stage)).toEqual(all.slice(0, at).map((_, k) => `s${k}`));
       expect(d.runEvents.filter((e) => e.type === 'GOVERNANCE_DENIED')).toEqual([
@@ -204,12 +210,7 @@ describe('following the run: a hop that needs an approval', () => {
       };
       const t = new GovernedTree([asked]);
       const all = [...roles, 'y'];
-      let d = t.create('item', chain(all));
-      const at = all.indexOf('y');
-      for (let i = 0; i < at; i++) {
-        t.now += 3;
-        d = t.answer('item', { parts: [] });
-      }
+      const { d, at } = untilFirstY(t, all);
       const hop = at + 1;
       const stage = `s${at}`;
       const told = `ask: ${reason}`.slice(0, 2_000);
@@ -414,4 +415,33 @@ describe('following the run: waiting', () => {
       expect(d.view!.item.state).toBe('running');
     },
   );
+});
+
+describe("a verdict the run's wait could not hold", () => {
+  test.prop([fc.integer({ min: 129, max: 400 })])(
+    'a deny by a policy with a very long name fails the item, naming the policy by its first 128 characters',
+    (length) => {
+      const name = 'p'.repeat(length);
+      const t = new GovernedTree([{ name, check: () => ({ decision: 'deny', reason: 'no' }) }]);
+      const d = t.create('item', chain(['w']));
+      expect(d.view!.item.state).toBe('failed');
+      expect(d.runEvents.filter((e) => e.type === 'GOVERNANCE_DENIED')).toEqual([
+        expect.objectContaining({ policy: name.slice(0, 128) }),
+      ]);
+    },
+  );
+
+  test.prop([
+    fc.oneof(
+      fc.integer({ min: 33, max: 60 }).map((n) => Array.from({ length: n }, (_, i) => `a${i}`)),
+      fc.integer({ min: 129, max: 300 }).map((n) => ['ok', 'a'.repeat(n)]),
+    ),
+  ])('approvers past what a wait holds deny the hop, saying what approvers may be', (approvers) => {
+    const t = new GovernedTree([
+      { name: 'gate', check: () => ({ decision: 'require-approval', reason: 'ask', approvers }) },
+    ]);
+    const d = t.create('item', chain(['w']));
+    expect(d.view!.item.state).toBe('failed');
+    expect(d.view!.item.failure?.reason).toContain('approvers must be at most 32 names of at most 128 characters each');
+  });
 });

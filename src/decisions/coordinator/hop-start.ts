@@ -137,7 +137,8 @@ export function deniedEvent(
     type: 'GOVERNANCE_DENIED',
     hop,
     reason: reason.slice(0, 2000),
-    ...(decision.policy === undefined ? {} : { policy: decision.policy }),
+    // A policy's name is the user's: the run's event keeps its first 128 characters (the audit keeps it whole).
+    ...(decision.policy === undefined ? {} : { policy: decision.policy.slice(0, 128) }),
     ...(decision.exceeded === undefined ? {} : { code: 'BUDGET_EXCEEDED' as const }),
   };
 }
