@@ -103,5 +103,7 @@ describe("an MCP tool's result", () => {
       value: 'a',
     });
     expect(mcpToolOutput({ content, toolResult: { old: true } }, 't')).toEqual({ type: 'text', value: 'a' });
+    // Neither content nor an old result: no text.
+    expect(mcpToolOutput({}, 't')).toEqual({ type: 'text', value: '' });
   });
 });
