@@ -14,7 +14,8 @@ import {
 import type { Part } from '../../src/protocol/parts.js';
 import type { ResultEnvelope } from '../../src/protocol/work-envelope.js';
 import type { WorkflowDefinition } from '../../src/protocol/workflow.js';
-import type { ItemBudget } from '../../src/workflow/records.js';
+import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
+import type { HopRecord, ItemBudget } from '../../src/workflow/records.js';
 
 /**
  * A parent work item and its children driven by `decide` alone, as a store
@@ -163,4 +164,30 @@ export class ChildTree {
   settles(itemId: string): SettleBody[] {
     return this.bodies<SettleBody>(itemId, 'settle');
   }
+}
+
+/** A chain of `length` stages of role `w`, s0 → s1 → …, as workflow `id@version`. */
+export function roleChain(id: string, length: number, version = 1): WorkflowDefinition {
+  const stages: Record<string, object> = {};
+  for (let i = 0; i < length; i++) {
+    stages[`s${i}`] = { role: 'w', ...(i + 1 < length ? { next: [{ on: 'succeeded', goto: `s${i + 1}` }] } : {}) };
+  }
+  return parseWorkflowDefinition({ id, version, start: 's0', stages });
+}
+
+/** The headers of a result for `hop`. */
+export function hopHeaders(hop: HopRecord): ResultEnvelope['headers'] {
+  return { taskId: hop.id, runId: hop.itemId, hop: hop.hop, attempt: hop.attempt, idempotencyKey: hop.idempotencyKey };
+}
+
+/** The headers of the answer to the query of `view` out under `token`: it names the hop that asked. */
+export function answerHeaders(view: ItemView, token: string): ResultEnvelope['headers'] {
+  const query = [...view.hops.values()].find((h) => h.continuation === token)!;
+  const asking = view.hops.get(query.askedBy!)!;
+  return {
+    ...hopHeaders(asking),
+    attempt: 1,
+    idempotencyKey: query.idempotencyKey,
+    askedBy: { role: asking.role, continuationToken: token, taskId: asking.id, hop: asking.hop },
+  };
 }

@@ -4,7 +4,7 @@ import { BRANCH_ATTRIBUTE, PARENT_ATTRIBUTE } from '../../src/decisions/coordina
 import type { Part } from '../../src/protocol/parts.js';
 import type { WorkflowDefinition } from '../../src/protocol/workflow.js';
 import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
-import { ChildTree } from './child-tree.js';
+import { ChildTree, roleChain } from './child-tree.js';
 
 /**
  * The rules of an item's end as `decide` writes it (a cancel, the last
@@ -21,14 +21,7 @@ import { ChildTree } from './child-tree.js';
  * canceled it and why.
  */
 
-/** A chain of `length` role stages s0 → s1 → … */
-function chain(length: number): WorkflowDefinition {
-  const stages: Record<string, object> = {};
-  for (let i = 0; i < length; i++) {
-    stages[`s${i}`] = { role: 'w', ...(i + 1 < length ? { next: [{ on: 'succeeded', goto: `s${i + 1}` }] } : {}) };
-  }
-  return parseWorkflowDefinition({ id: 'ends', version: 1, start: 's0', stages });
-}
+const chain = (length: number): WorkflowDefinition => roleChain('ends', length, 1);
 
 interface Case {
   length: number;

@@ -3,9 +3,8 @@ import { describe, expect } from 'vitest';
 import type { Decision, StartBody } from '../../src/decisions/coordinator-decisions.js';
 import { type ResultEnvelope, UNKNOWN_CONTINUATION } from '../../src/protocol/work-envelope.js';
 import type { WorkflowDefinition } from '../../src/protocol/workflow.js';
-import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
 import type { HopRecord } from '../../src/workflow/records.js';
-import { ChildTree } from './child-tree.js';
+import { ChildTree, answerHeaders, hopHeaders, roleChain } from './child-tree.js';
 
 /**
  * The rules of a resumed hop whose worker lost its checkpoint (a failure of
@@ -20,14 +19,7 @@ import { ChildTree } from './child-tree.js';
  * that error type, are taken as they always are: no start over.
  */
 
-/** A chain of `length` stages of role `w`: s0 → s1 → … */
-function chain(length: number): WorkflowDefinition {
-  const stages: Record<string, object> = {};
-  for (let i = 0; i < length; i++) {
-    stages[`s${i}`] = { role: 'w', ...(i + 1 < length ? { next: [{ on: 'succeeded', goto: `s${i + 1}` }] } : {}) };
-  }
-  return parseWorkflowDefinition({ id: 'lost', version: 3, start: 's0', stages });
-}
+const chain = (length: number): WorkflowDefinition => roleChain('lost', length, 3);
 
 const usage = (tokens: number) => ({ inputTokens: tokens, outputTokens: 1, costUsd: 0, model: 'm' });
 
@@ -36,9 +28,7 @@ function outHop(t: ChildTree, id: string): HopRecord {
   return [...t.views.get(id)!.hops.values()].find((h) => h.kind === 'stage' && h.state === 'dispatched')!;
 }
 
-function headersOf(hop: HopRecord) {
-  return { taskId: hop.id, runId: hop.itemId, hop: hop.hop, attempt: hop.attempt, idempotencyKey: hop.idempotencyKey };
-}
+const headersOf = hopHeaders;
 
 /** The hop out asks `x` a question under `token`. */
 function ask(t: ChildTree, id: string, token: string): Decision {
@@ -58,17 +48,9 @@ function ask(t: ChildTree, id: string, token: string): Decision {
 
 /** The query out under `token` is answered (or fails): the hop that asked resumes. */
 function reply(t: ChildTree, id: string, token: string, failed: boolean): Decision {
-  const view = t.views.get(id)!;
-  const query = [...view.hops.values()].find((h) => h.continuation === token)!;
-  const asking = view.hops.get(query.askedBy!)!;
   const result: ResultEnvelope = {
     kind: 'result',
-    headers: {
-      ...headersOf(asking),
-      attempt: 1,
-      idempotencyKey: query.idempotencyKey,
-      askedBy: { role: asking.role, continuationToken: token, taskId: asking.id, hop: asking.hop },
-    },
+    headers: answerHeaders(t.views.get(id)!, token),
     role: 'x',
     outcome: failed ? 'failed' : 'completed',
     parts: [{ kind: 'text', text: 'a' }],

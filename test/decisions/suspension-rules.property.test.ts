@@ -4,10 +4,9 @@ import { CoordinatorGovernance } from '../../src/actors/coordinator/policies.js'
 import type { Decision, DecisionEnv, StartBody } from '../../src/decisions/coordinator-decisions.js';
 import type { ResultEnvelope } from '../../src/protocol/work-envelope.js';
 import type { WorkflowDefinition } from '../../src/protocol/workflow.js';
-import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
 import type { PolicyEntry } from '../../src/workflow/governance.js';
 import type { HopRecord } from '../../src/workflow/records.js';
-import { ChildTree, TREE_ROLES } from './child-tree.js';
+import { ChildTree, TREE_ROLES, answerHeaders, hopHeaders, roleChain } from './child-tree.js';
 
 /**
  * The rules of a hop that asks another role a question, each stated on its
@@ -38,20 +37,11 @@ class GovernedTree extends ChildTree {
   }
 }
 
-/** Stages s0 → s1 → … of role `w`. */
-function chain(length: number): WorkflowDefinition {
-  const stages: Record<string, object> = {};
-  for (let i = 0; i < length; i++) {
-    stages[`s${i}`] = { role: 'w', ...(i + 1 < length ? { next: [{ on: 'succeeded', goto: `s${i + 1}` }] } : {}) };
-  }
-  return parseWorkflowDefinition({ id: 'asking', version: 1, start: 's0', stages });
-}
+const chain = (length: number): WorkflowDefinition => roleChain('asking', length, 1);
 
 const usage = (tokens: number) => ({ inputTokens: tokens, outputTokens: 2, costUsd: 0, model: 'mm' });
 
-function headersOf(hop: HopRecord) {
-  return { taskId: hop.id, runId: hop.itemId, hop: hop.hop, attempt: hop.attempt, idempotencyKey: hop.idempotencyKey };
-}
+const headersOf = hopHeaders;
 
 /** The stage hop of `id` that is out. */
 function outHop(t: ChildTree, id: string): HopRecord {
@@ -103,15 +93,9 @@ function answerOf(
 ): ResultEnvelope {
   const view = t.views.get(id)!;
   const query = [...view.hops.values()].find((h) => h.continuation === token)!;
-  const asking = view.hops.get(query.askedBy!)!;
   return {
     kind: 'result',
-    headers: {
-      ...headersOf(asking),
-      attempt: 1,
-      idempotencyKey: query.idempotencyKey,
-      askedBy: { role: asking.role, continuationToken: token, taskId: asking.id, hop: asking.hop },
-    },
+    headers: answerHeaders(view, token),
     role: query.role,
     outcome: how.failed ? 'failed' : 'completed',
     parts: [{ kind: 'text', text: 'an answer' }],

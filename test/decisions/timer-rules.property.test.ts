@@ -12,7 +12,7 @@ import type { ResultEnvelope } from '../../src/protocol/work-envelope.js';
 import type { WorkflowDefinition } from '../../src/protocol/workflow.js';
 import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
 import type { HopRecord } from '../../src/workflow/records.js';
-import { ChildTree } from './child-tree.js';
+import { ChildTree, answerHeaders, hopHeaders } from './child-tree.js';
 
 /**
  * The rules of time passing (`timer`), each stated on its own: a hop's
@@ -97,9 +97,7 @@ const defaultArb = fc.option(fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 
 /** The timeout a hop of stage `a` gets. */
 const timeoutOf = (f: Flow, def: number | undefined) => f.timeout ?? (def !== undefined && def > 0 ? def : undefined);
 
-function headersOf(hop: HopRecord) {
-  return { taskId: hop.id, runId: hop.itemId, hop: hop.hop, attempt: hop.attempt, idempotencyKey: hop.idempotencyKey };
-}
+const headersOf = hopHeaders;
 
 /** The stage hop of `id` out (dispatched or suspended). */
 function stageHop(t: ChildTree, id: string): HopRecord {
@@ -126,17 +124,9 @@ function ask(t: ChildTree, id: string, token: string): HopRecord {
 
 /** The answer to the query under `token`. */
 function reply(t: ChildTree, id: string, token: string): ResultEnvelope {
-  const view = t.views.get(id)!;
-  const query = [...view.hops.values()].find((h) => h.continuation === token)!;
-  const asking = view.hops.get(query.askedBy!)!;
   const result: ResultEnvelope = {
     kind: 'result',
-    headers: {
-      ...headersOf(asking),
-      attempt: 1,
-      idempotencyKey: query.idempotencyKey,
-      askedBy: { role: asking.role, continuationToken: token, taskId: asking.id, hop: asking.hop },
-    },
+    headers: answerHeaders(t.views.get(id)!, token),
     role: 'x',
     outcome: 'completed',
     parts: [{ kind: 'text', text: 'a' }],
