@@ -1,5 +1,6 @@
 import { WorkflowError } from '../protocol/workflow-error.js';
-import type { RunUsage, WorkflowRef } from '../protocol/workflow.js';
+import type { z } from 'zod';
+import { type RunUsage, type WorkflowRef, WorkflowRunEventSchema } from '../protocol/workflow.js';
 
 /**
  * Governance: before every hop, the Coordinator runs an ordered cascade of
@@ -84,9 +85,12 @@ function invalidPolicy(message: string): WorkflowError {
   return new WorkflowError('GOVERNANCE_INVALID_POLICY', message);
 }
 
-/** The most approvers a verdict may name, and the longest name: what a run's wait for approval takes. */
-const MAX_APPROVERS = 32;
-const MAX_APPROVER_CHARS = 128;
+/** The approvers a run's wait for approval takes: its APPROVAL_REQUIRED event's list, where their bounds are set. */
+const RUN_APPROVERS = (
+  WorkflowRunEventSchema.options.find((o) => o.shape.type.value === 'APPROVAL_REQUIRED')!.shape as {
+    approvers: z.ZodOptional<z.ZodArray<z.ZodString>>;
+  }
+).approvers.unwrap();
 
 function policyName(entry: PolicyEntry, index: number): string {
   if (typeof entry === 'function') return entry.name || `policy-${index + 1}`;
@@ -107,9 +111,9 @@ function verdictProblem(value: unknown): string | null {
     if (!Array.isArray(a) || a.length === 0 || !a.every((x) => typeof x === 'string' && x.length > 0)) {
       return 'approvers must be a non-empty list of names';
     }
-    // What a run's approval wait can hold (ApproverNameSchema, at most MAX_APPROVERS of them).
-    if (a.length > MAX_APPROVERS || a.some((x: string) => x.length > MAX_APPROVER_CHARS)) {
-      return `approvers must be at most ${MAX_APPROVERS} names of at most ${MAX_APPROVER_CHARS} characters each`;
+    const fits = RUN_APPROVERS.safeParse(a);
+    if (!fits.success) {
+      return `approvers must be names a run's approval can wait for: ${fits.error.issues[0]?.message ?? 'refused'}`;
     }
   }
   return null;

@@ -442,6 +442,6 @@ describe("a verdict the run's wait could not hold", () => {
     ]);
     const d = t.create('item', chain(['w']));
     expect(d.view!.item.state).toBe('failed');
-    expect(d.view!.item.failure?.reason).toContain('approvers must be at most 32 names of at most 128 characters each');
+    expect(d.view!.item.failure?.reason).toContain("approvers must be names a run's approval can wait for: Too big");
   });
 });

@@ -1,6 +1,7 @@
 import type { JsonObject } from '../../protocol/audit.js';
 import type { ItemBudgetHeader, RetryPolicy, WorkMessage } from '../../protocol/work-envelope.js';
-import type { WorkflowDefinition, WorkflowRunEvent } from '../../protocol/workflow.js';
+import type { z } from 'zod';
+import { type WorkflowDefinition, type WorkflowRunEvent, WorkflowRunEventSchema } from '../../protocol/workflow.js';
 import { stageRetryPolicy } from '../../workflow/definition.js';
 import { type GovernanceDecision, type HopContext, hopBudgetSpent } from '../../workflow/governance.js';
 import { type HopRecord, type TreeUsage, dispatchedHop } from '../../workflow/records.js';
@@ -127,6 +128,14 @@ export interface BudgetDenial {
   audit: JsonObject;
 }
 
+/** The longest policy name a GOVERNANCE_DENIED event takes (its schema's bound). */
+const DENIED_POLICY_CHARS =
+  (
+    WorkflowRunEventSchema.options.find((o) => o.shape.type.value === 'GOVERNANCE_DENIED')!.shape as {
+      policy: z.ZodOptional<z.ZodString>;
+    }
+  ).policy.unwrap().maxLength ?? undefined;
+
 /** The run event of a hop (or query) governance denied: `BUDGET_EXCEEDED` when a budget (its `maxHops`, an ancestor's) is spent. */
 export function deniedEvent(
   hop: number,
@@ -137,8 +146,8 @@ export function deniedEvent(
     type: 'GOVERNANCE_DENIED',
     hop,
     reason: reason.slice(0, 2000),
-    // A policy's name is the user's: the run's event keeps its first 128 characters (the audit keeps it whole).
-    ...(decision.policy === undefined ? {} : { policy: decision.policy.slice(0, 128) }),
+    // A policy's name is the user's: the run's event keeps what its schema takes of it (the audit keeps it whole).
+    ...(decision.policy === undefined ? {} : { policy: decision.policy.slice(0, DENIED_POLICY_CHARS) }),
     ...(decision.exceeded === undefined ? {} : { code: 'BUDGET_EXCEEDED' as const }),
   };
 }
