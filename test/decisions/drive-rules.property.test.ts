@@ -428,6 +428,13 @@ describe("a verdict the run's wait could not hold", () => {
       expect(d.runEvents.filter((e) => e.type === 'GOVERNANCE_DENIED')).toEqual([
         expect.objectContaining({ policy: name.slice(0, 128) }),
       ]);
+      // And a deny's very long reason: the run takes its first 2,000 characters.
+      const why = 'r'.repeat(length * 10);
+      const long = new GovernedTree([{ name: 'p', check: () => ({ decision: 'deny', reason: why }) }]);
+      const denied = long.create('item', chain(['w']));
+      expect(denied.runEvents.filter((e) => e.type === 'GOVERNANCE_DENIED')).toEqual([
+        expect.objectContaining({ reason: why.slice(0, 2_000) }),
+      ]);
     },
   );
 
