@@ -100,7 +100,11 @@ export interface HopRecord {
   usage: RunUsage;
   /** A failed hop's error: its type, message and, when the handler threw, the error's stack (bounded). */
   error: WorkError | null;
-  /** For an answered query: the answer's result envelope (what resumes the hop that asked). */
+  /**
+   * For an answered query: the answer's result envelope (what resumes the hop
+   * that asked). For a stage hop its children resumed: their outcomes, the
+   * reply that resumed it last.
+   */
   reply: unknown;
   /** For a query: the question as it was published (re-published as is when it times out). */
   question: WorkMessage | null;

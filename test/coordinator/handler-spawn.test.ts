@@ -96,6 +96,39 @@ describe('a handler spawns child work items and stands down', () => {
     expect(verification.ok).toBe(true);
   }, 60_000);
 
+  it('a hop that starts children again after they resumed it gets new children, each run once', async () => {
+    let runs = 0;
+    const twice: Record<string, WorkHandler> = {
+      lead: ({ resume }) => {
+        const round = (resume?.state as { round?: number } | undefined)?.round ?? 0;
+        const heard = resume === undefined ? [] : [resume.reply.parts[0]!];
+        if (round < 2) {
+          return spawn([{ workflow: 'research@1', input: `round ${round}` }], { state: { round: round + 1 }, usage });
+        }
+        return complete({ parts: heard, usage });
+      },
+      researcher: ({ message }) => {
+        runs++;
+        const text = message.parts.find((p) => p.kind === 'text');
+        return complete({ parts: [{ kind: 'data', data: { found: text?.kind === 'text' ? text.text : '' } }], usage });
+      },
+    };
+    f = await openFixture({ definitions: [lead, research], deployments: deployments(twice) });
+    const id = await f.coordinator.createWorkItem({ workflow: 'lead-flow', input: 'go' });
+    const done = await f.coordinator.settled(id);
+    expect(done.state).toBe('completed');
+    expect(runs).toBe(2);
+    const item = (await f.coordinator.getItem(id))!;
+    expect(item.output).toMatchObject({
+      parts: [
+        { kind: 'data', data: { children: [{ key: 's1', outcome: 'completed', output: { found: 'round 1' } }] } },
+      ],
+    });
+    const children = (await f.coordinator.listItems()).filter((i) => i.attributes?.['switchboard.parent'] === id);
+    expect(children.map((c) => c.attributes?.['switchboard.branch']).sort()).toEqual(['1:s0', '1:s1']);
+    expect(children.every((c) => c.state === 'completed')).toBe(true);
+  }, 60_000);
+
   it('a child of an unknown workflow is a failed child, and the hop still resumes with it', async () => {
     const bad: Record<string, WorkHandler> = {
       ...handlers,

@@ -310,15 +310,32 @@ describe('a hop that asks', () => {
     },
   );
 
-  test.prop([caseArb], { numRuns: 30 })(
-    'a question to a role the run cannot wait on is refused by the run: its query fails, the hop stays suspended',
-    (c) => {
+  test.prop([caseArb, fc.constantFrom('a/b', '$x', 'w/x', `r${'x'.repeat(128)}`)], { numRuns: 30 })(
+    'a question to a role no run can wait on fails its hop for good (InvalidSuspension): nothing is asked, the item fails',
+    (c, role) => {
       const { t, id, hop } = ready({ ...c, before: 0 });
-      const d = t.decide(id, { kind: 'result', result: asked(hop, { ...c, role: 'a/b' }) });
-      expect(d.refused.map((r) => r.event)).toEqual(['HOP_SUSPENDED']);
-      expect(d.view!.item.state).toBe('running');
-      expect(d.view!.hops.get(hop.id)!.state).toBe('suspended');
-      expectDropped(t, d, { ...c, role: 'a/b' }, 'RunRefused', 'the run does not wait for this answer (it is running)');
+      const rowsBefore = t.rows.length;
+      const d = t.decide(id, { kind: 'result', result: asked(hop, { ...c, role }) });
+      expect(d.handling).toBe('applied');
+      expect(d.refused).toEqual([]);
+      const failed = d.view!.hops.get(hop.id)!;
+      expect(failed).toMatchObject({ state: 'failed', error: { type: 'InvalidSuspension' } });
+      expect(failed.error!.message).toContain(
+        `the question's role ${JSON.stringify(role)} is not a role a run can wait on`,
+      );
+      expect(failed.error!.message).toContain('ask a role by the name its workers serve');
+      // Not retried: the item fails at once, with what the result cost.
+      expect(d.view!.item).toMatchObject({ state: 'failed', failure: { code: 'NON_RETRYABLE' } });
+      expect(d.view!.item.usage.inputTokens).toBe(c.tokens);
+      expect([...d.view!.hops.values()].filter((h) => h.kind === 'query')).toEqual([]);
+      expect(t.rows.slice(rowsBefore).filter((r) => r.kind === 'start')).toEqual([]);
+      expect(d.changes!.audit.filter((e) => e.kind === 'failure')).toEqual([
+        expect.objectContaining({
+          data: expect.objectContaining({ errorType: 'InvalidSuspension' }),
+        }),
+      ]);
+      // Delivered again, it changes nothing.
+      expect(t.decide(id, { kind: 'result', result: asked(hop, { ...c, role }) }).handling).toBe('duplicate');
     },
   );
 

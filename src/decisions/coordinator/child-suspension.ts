@@ -19,9 +19,27 @@ import { COORDINATOR_ACTOR, type Work, json } from './work.js';
  * and outputs as its reply.
  */
 
-/** A hop's child's key: `s<index>` in the order its handler gave them. */
+/**
+ * A hop's child's key: `s<index>`, numbered in the order its handler gave
+ * them and on across the hop's spawns (a hop that starts children again
+ * after they resumed it gets new keys, so new child work items).
+ */
 export function spawnKey(index: number): string {
   return `s${index}`;
+}
+
+/** The index of the first key a spawn of `hop` takes: after the keys of the children that resumed it last. */
+export function firstSpawnIndex(hop: HopRecord): number {
+  const children = (hop.reply as { parts?: { kind?: unknown; data?: { children?: unknown } }[] } | null | undefined)
+    ?.parts?.[0]?.data?.children;
+  if (!Array.isArray(children)) return 0;
+  let next = 0;
+  for (const child of children) {
+    const key = (child as { key?: unknown } | null)?.key;
+    const index = typeof key === 'string' && /^s\d{1,6}$/.test(key) ? Number(key.slice(1)) : -1;
+    if (index >= next) next = index + 1;
+  }
+  return next;
 }
 
 export function suspendForChildren(
@@ -34,7 +52,8 @@ export function suspendForChildren(
 ): Decision {
   work.updateHop({ ...accrual.hop, state: 'suspended' });
   const token = spawn.continuationToken;
-  const keys = spawn.children.map((_, i) => spawnKey(i));
+  const first = firstSpawnIndex(hop);
+  const keys = spawn.children.map((_, i) => spawnKey(first + i));
   work.audit.push(
     {
       kind: 'suspend',
@@ -129,11 +148,16 @@ export function childrenReply(work: Work, asking: HopRecord, continuation: strin
   };
 }
 
-/** Resumes the hop that waited for its children: it is out again, and its reply goes to its worker. */
+/**
+ * Resumes the hop that waited for its children: it is out again, and its
+ * reply goes to its worker. The reply is kept on the hop (`reply`): what
+ * re-publishing the hop sends, and where its next spawn's keys start.
+ */
 export function resumeWithChildren(work: Work, asking: HopRecord, continuation: string, join: RunJoin): void {
   const now = work.env.now;
-  work.updateHop({ ...asking, state: 'dispatched', activeSince: now });
-  work.outbox.push({ kind: 'signal', body: childrenReply(work, asking, continuation, join) });
+  const reply = childrenReply(work, asking, continuation, join);
+  work.updateHop({ ...asking, state: 'dispatched', activeSince: now, reply });
+  work.outbox.push({ kind: 'signal', body: reply });
   work.audit.push({
     kind: 'resume',
     itemId: work.item.id,

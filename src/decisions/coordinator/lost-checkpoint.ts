@@ -3,6 +3,7 @@ import { type ResultEnvelope, UNKNOWN_CONTINUATION } from '../../protocol/work-e
 import type { Accrual } from '../../workflow/cost-ledger.js';
 import type { HopRecord } from '../../workflow/records.js';
 import { startBody } from './hop-start.js';
+import { resumingReply } from './resuming-reply.js';
 import { COORDINATOR_ACTOR, type Work, json } from './work.js';
 
 /**
@@ -32,10 +33,8 @@ export function restartLostCheckpoint(
   cost: AuditEntryInput,
 ): boolean {
   if (result.outcome !== 'failed' || result.error?.type !== UNKNOWN_CONTINUATION) return false;
-  const answered = [...work.hops.values()]
-    .filter((q) => q.kind === 'query' && q.askedBy === hop.id && q.reply !== null)
-    .at(-1);
-  if (answered === undefined) return false;
+  const answered = resumingReply(work, hop)?.query ?? null;
+  if (answered === null) return false;
   const restarted: HopRecord = { ...accrual.hop, state: 'dispatched', activeSince: work.env.now };
   work.updateHop(restarted);
   work.outbox.push({ kind: 'start', body: startBody(work, restarted, 0) });

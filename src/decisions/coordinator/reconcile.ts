@@ -1,4 +1,5 @@
 import { queryBody, startBody } from './hop-start.js';
+import { resumingReply } from './resuming-reply.js';
 import type { Decision, DecisionEnv, ItemView } from './types.js';
 import { COORDINATOR_ACTOR, Work, json, unchanged } from './work.js';
 
@@ -6,7 +7,8 @@ import { COORDINATOR_ACTOR, Work, json, unchanged } from './work.js';
  * The bus lost its state (a Redis server restarted empty, a FLUSHALL): every
  * hop this item has out is published again under its own idempotency key,
  * as it went out: a stage hop's start (or, for a hop resumed by an answer,
- * the reply that resumed it), a query's question. A message the bus still
+ * the reply that resumed it: its question's answer, or its children's
+ * outcomes), a query's question. A message the bus still
  * holds is a duplicate it ignores; a lost one is found again, and a worker
  * whose lease went with the bus meets the hop anew (its effects are keyed by
  * the hop). Nothing of the run changes; one `reconcile` audit entry names
@@ -24,13 +26,9 @@ export function reconcile(view: ItemView | undefined, env: DecisionEnv, reason: 
       if (asking === undefined || hop.question === null || hop.continuation === null) continue;
       work.outbox.push({ kind: 'start', body: queryBody(work, hop, asking, hop.question) });
     } else {
-      const answered = [...work.hops.values()]
-        .filter((q) => q.kind === 'query' && q.askedBy === hop.id && q.reply !== null)
-        .at(-1);
+      const reply = resumingReply(work, hop);
       work.outbox.push(
-        answered === undefined
-          ? { kind: 'start', body: startBody(work, hop, 0) }
-          : { kind: 'signal', body: answered.reply! },
+        reply === undefined ? { kind: 'start', body: startBody(work, hop, 0) } : { kind: 'signal', body: reply.body },
       );
     }
     republished.push({ hopId: hop.id, kind: hop.kind, role: hop.role, idempotencyKey: hop.idempotencyKey });

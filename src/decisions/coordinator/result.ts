@@ -7,8 +7,9 @@ import { accrue } from '../../workflow/cost-ledger.js';
 import type { HopRecord } from '../../workflow/records.js';
 import { drive } from './drive.js';
 import { restartLostCheckpoint } from './lost-checkpoint.js';
+import { continuationOf } from './resuming-reply.js';
 import { suspendForChildren } from './child-suspension.js';
-import { answer, suspend } from './suspension.js';
+import { INVALID_SUSPENSION, answer, askedRoleProblem, suspend } from './suspension.js';
 import type { Decision, DecisionEnv, ItemView, PurgeDeadLetterBody } from './types.js';
 import { costRow, late, sendUsage } from './usage.js';
 import { Work, json, unchanged } from './work.js';
@@ -24,6 +25,21 @@ export function result(
   result: ResultEnvelope,
   env: DecisionEnv,
   publishedAt?: number,
+): Decision {
+  // A question to a role no run can wait on fails its hop, for good, instead of leaving it stood down.
+  const unfit = result.outcome === 'suspended' && result.ask !== undefined ? askedRoleProblem(result.ask.role) : null;
+  if (unfit === null) return applyResult(view, result, env, publishedAt);
+  const { ask: _ask, ...rest } = result;
+  const failed: ResultEnvelope = { ...rest, outcome: 'failed', error: { type: INVALID_SUSPENSION, message: unfit } };
+  return applyResult(view, failed, env, publishedAt, 'non-retryable');
+}
+
+function applyResult(
+  view: ItemView | undefined,
+  result: ResultEnvelope,
+  env: DecisionEnv,
+  publishedAt: number | undefined,
+  final?: 'non-retryable',
 ): Decision {
   if (view === undefined) return unchanged(view, 'unknown');
   const now = env.now;
@@ -43,7 +59,10 @@ export function result(
   if (hop.state !== 'dispatched') return unchanged(view, 'duplicate');
   const work = new Work(view, env);
   work.result = result;
-  if (result.ask !== undefined && work.hopByContinuation(result.ask.continuationToken) !== undefined) {
+  // A suspension is taken once per continuation: a question's is kept on its query, the children's reply that
+  // resumed the hop on the hop.
+  const token = result.ask?.continuationToken ?? result.spawn?.continuationToken;
+  if (token !== undefined && (work.hopByContinuation(token) !== undefined || continuationOf(hop.reply) === token)) {
     return unchanged(view, 'duplicate');
   }
   // A failed hop's usage travels with its error (what it spent before failing).
@@ -142,6 +161,7 @@ export function result(
       errorType: error.type.slice(0, 128),
       message: error.message.slice(0, 2000),
       deliveries: result.deliveries ?? 1,
+      ...(final === undefined ? {} : { final }),
       usage: accrual.added,
     };
     const run = work.run;

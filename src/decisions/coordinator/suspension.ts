@@ -1,5 +1,7 @@
 import type { AuditEntryInput } from '../../protocol/audit.js';
 import type { ResultEnvelope } from '../../protocol/work-envelope.js';
+import { WorkflowRunEventSchema } from '../../protocol/workflow.js';
+import type { z } from 'zod';
 import { type Accrual, accrue } from '../../workflow/cost-ledger.js';
 import { type HopRecord, dispatchedHop } from '../../workflow/records.js';
 import { drive } from './drive.js';
@@ -13,6 +15,29 @@ import { COORDINATOR_ACTOR, type Work, json } from './work.js';
  * like a hop and published from the outbox; the answer (or the query's
  * failure) that resumes it.
  */
+
+/** The error type of a hop whose suspension no run can take (a question to a role no run can wait on). */
+export const INVALID_SUSPENSION = 'InvalidSuspension';
+
+/** The run's own check of the role a suspended hop asks (`HOP_SUSPENDED`'s `askedRole`). */
+const ASKED_ROLE = (
+  WorkflowRunEventSchema.options.find((o) => o.shape.type.value === 'HOP_SUSPENDED')!.shape as {
+    askedRole: z.ZodOptional<z.ZodString>;
+  }
+).askedRole.unwrap();
+
+/**
+ * Why a question to `role` cannot stand a hop down (the run's event would
+ * refuse it, leaving the hop waiting on nothing), or null when it can.
+ */
+export function askedRoleProblem(role: string): string | null {
+  const checked = ASKED_ROLE.safeParse(role);
+  if (checked.success) return null;
+  return (
+    `the question's role ${JSON.stringify(role.slice(0, 140))} is not a role a run can wait on ` +
+    `(${checked.error.issues[0]?.message ?? 'refused'}): ask a role by the name its workers serve`
+  );
+}
 
 /**
  * A stage hop's result that suspends it (`ask`): its row, its cost (`cost`,

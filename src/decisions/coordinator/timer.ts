@@ -5,6 +5,7 @@ import { accrue } from '../../workflow/cost-ledger.js';
 import type { HopRecord } from '../../workflow/records.js';
 import { drive } from './drive.js';
 import { queryBody, startBody } from './hop-start.js';
+import { resumingReply } from './resuming-reply.js';
 import { recordAnswer, replyHeaders } from './suspension.js';
 import type { Decision, DecisionEnv, ItemView } from './types.js';
 import { costRow, noteOverrun } from './usage.js';
@@ -104,14 +105,10 @@ export function timer(view: ItemView | undefined, env: DecisionEnv): Decision {
     const base = { hopId: hop.id, stage: hop.stage, role: hop.role, timeoutMs: timeout, timeouts };
     if ((work.ctx?.republish ?? null) !== null) {
       // Re-published as it went out: its start (same key), or the reply that resumed it.
-      const answered = [...work.hops.values()]
-        .filter((q) => q.kind === 'query' && q.askedBy === hop.id && q.reply !== null)
-        .at(-1);
+      const reply = resumingReply(work, hop);
       work.updateHop({ ...hop, timeouts });
       work.outbox.push(
-        answered === undefined
-          ? { kind: 'start', body: startBody(work, hop, 0) }
-          : { kind: 'signal', body: answered.reply },
+        reply === undefined ? { kind: 'start', body: startBody(work, hop, 0) } : { kind: 'signal', body: reply.body },
       );
       work.audit.push({
         kind: 'timeout',

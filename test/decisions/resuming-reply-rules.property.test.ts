@@ -1,0 +1,191 @@
+import { fc, test } from '@fast-check/vitest';
+import { describe, expect } from 'vitest';
+import type { Decision, SettleBody, SpawnBody } from '../../src/decisions/coordinator-decisions.js';
+import { type ResultEnvelope, UNKNOWN_CONTINUATION } from '../../src/protocol/work-envelope.js';
+import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
+import type { HopRecord } from '../../src/workflow/records.js';
+import { ChildTree, answerHeaders, hopHeaders } from './child-tree.js';
+
+/**
+ * A stage hop that stands down more than once (it asks a question, or starts
+ * children, and is resumed, again and again) is re-published with the reply
+ * that resumed it last, its children's outcomes as well as an answer: never
+ * with its start, which its worker would answer by replaying its first
+ * suspension. Each of its spawns makes new children, and the suspension it
+ * was resumed from, delivered again, changes nothing.
+ */
+
+const TIMEOUT = 5_000;
+const flow = parseWorkflowDefinition({
+  id: 'lead-flow',
+  version: 1,
+  start: 'lead',
+  stages: {
+    lead: { role: 'lead', timeout: TIMEOUT, next: [{ on: 'succeeded', goto: 'after' }] },
+    after: { role: 'w' },
+  },
+});
+
+type Stand = { kind: 'spawn'; children: number } | { kind: 'ask' };
+const standArb: fc.Arbitrary<Stand> = fc.oneof(
+  fc.integer({ min: 1, max: 4 }).map((children) => ({ kind: 'spawn' as const, children })),
+  fc.constant({ kind: 'ask' as const }),
+);
+
+interface Run {
+  t: ChildTree;
+  hop: HopRecord;
+  /** Each stand-down's suspension result, in order. */
+  suspensions: ResultEnvelope[];
+  /** The reply the last resume published. */
+  last: unknown;
+  lastKind: Stand['kind'];
+}
+
+function suspension(hop: HopRecord, token: string, stand: Stand): ResultEnvelope {
+  return {
+    kind: 'result',
+    headers: hopHeaders(hop),
+    role: 'lead',
+    outcome: 'suspended',
+    parts: [],
+    artifacts: [],
+    ...(stand.kind === 'ask'
+      ? {
+          ask: { role: 'w', continuationToken: token, message: { role: 'user', parts: [{ kind: 'text', text: '?' }] } },
+        }
+      : {
+          spawn: {
+            continuationToken: token,
+            children: Array.from({ length: stand.children }, (_, i) => ({
+              workflow: 'sub@1',
+              input: [{ kind: 'text' as const, text: `${token}/${i}` }],
+            })),
+          },
+        }),
+  };
+}
+
+function settle(row: SpawnBody): SettleBody {
+  return {
+    parentId: 'p',
+    childId: row.childId,
+    hop: row.hop,
+    branch: row.branch,
+    outcome: 'completed',
+    output: { from: row.branch },
+    error: null,
+    usage: { inputTokens: 1, outputTokens: 0, costUsd: 0, elapsedMs: 0 },
+  };
+}
+
+function signalOf(d: Decision): unknown {
+  const signals = d.changes?.outbox.filter((o) => o.kind === 'signal') ?? [];
+  expect(signals).toHaveLength(1);
+  return signals[0]!.body;
+}
+
+/** The parent's `lead` hop standing down and resumed once per stand, in order. */
+function standDown(stands: readonly Stand[]): Run {
+  const t = new ChildTree();
+  t.create('p', flow);
+  const hop = t.views.get('p')!.hops.get(t.out('p')!.taskId)!;
+  const suspensions: ResultEnvelope[] = [];
+  let last: unknown = null;
+  for (const [i, stand] of stands.entries()) {
+    const token = `tok-${i}`;
+    const s = suspension(hop, token, stand);
+    suspensions.push(s);
+    const spawnsBefore = t.spawns('p').length;
+    expect(t.decide('p', { kind: 'result', result: s }).handling).toBe('applied');
+    t.now += 10;
+    if (stand.kind === 'ask') {
+      const answer: ResultEnvelope = {
+        kind: 'result',
+        headers: answerHeaders(t.views.get('p')!, token),
+        role: 'w',
+        outcome: 'completed',
+        parts: [{ kind: 'text', text: `answer ${i}` }],
+        artifacts: [],
+      };
+      last = signalOf(t.decide('p', { kind: 'result', result: answer }));
+    } else {
+      let d: Decision | undefined;
+      for (const row of t.spawns('p').slice(spawnsBefore)) d = t.decide('p', { kind: 'child', settle: settle(row) });
+      last = signalOf(d!);
+    }
+    t.now += 10;
+  }
+  return { t, hop, suspensions, last, lastKind: stands.at(-1)!.kind };
+}
+
+const standsArb = fc.array(standArb, { minLength: 1, maxLength: 5 });
+
+describe('a hop that stood down and was resumed', () => {
+  test.prop([standsArb])('is published again by a reconcile with the reply that resumed it last', (stands) => {
+    const { t, hop, last } = standDown(stands);
+    const d = t.decide('p', { kind: 'reconcile', reason: 'the bus lost its messages' });
+    expect(d.changes!.outbox).toEqual([{ kind: 'signal', body: last }]);
+    expect(d.view!.hops.get(hop.id)!.state).toBe('dispatched');
+  });
+
+  test.prop([standsArb])('is published again past its timeout with the reply that resumed it last', (stands) => {
+    const { t, last } = standDown(stands);
+    t.now += TIMEOUT + 1;
+    const d = t.decide('p', { kind: 'timer' });
+    expect(d.changes!.outbox).toEqual([{ kind: 'signal', body: last }]);
+  });
+
+  test.prop([standsArb])(
+    'makes new children at each spawn: keys numbered on across the hop, ids all distinct',
+    (stands) => {
+      const { t } = standDown(stands);
+      const rows = t.spawns('p');
+      const total = stands.reduce((n, s) => n + (s.kind === 'spawn' ? s.children : 0), 0);
+      expect(rows.map((r) => r.branch)).toEqual(Array.from({ length: total }, (_, i) => `s${i}`));
+      expect(new Set(rows.map((r) => r.childId)).size).toBe(total);
+    },
+  );
+
+  test.prop([standsArb])(
+    'takes the suspension it was resumed from, delivered again, as a duplicate that changes nothing',
+    (stands) => {
+      const { t, suspensions } = standDown(stands);
+      const before = t.views.get('p')!;
+      const d = t.decide('p', { kind: 'result', result: suspensions.at(-1)! });
+      expect(d.handling).toBe('duplicate');
+      expect(d.changes).toBeNull();
+      expect(t.views.get('p')).toBe(before);
+    },
+  );
+
+  test.prop([standsArb])('takes any question it asked, delivered again, as a duplicate', (stands) => {
+    const { t, suspensions } = standDown(stands);
+    for (const s of suspensions.filter((r) => r.ask !== undefined)) {
+      expect(t.decide('p', { kind: 'result', result: s }).handling).toBe('duplicate');
+    }
+  });
+
+  test.prop([standsArb])(
+    'whose checkpoint is lost starts over only when an answer resumed it last (children would be started again)',
+    (stands) => {
+      const { t, hop, lastKind } = standDown(stands);
+      const lost: ResultEnvelope = {
+        kind: 'result',
+        headers: hopHeaders(hop),
+        role: 'lead',
+        outcome: 'failed',
+        parts: [],
+        artifacts: [],
+        error: { type: UNKNOWN_CONTINUATION, message: 'no checkpoint' },
+        deliveries: 1,
+      };
+      const d = t.decide('p', { kind: 'result', result: lost });
+      const restarted = d.changes!.outbox.filter(
+        (o) => o.kind === 'start' && (o.body as { taskId: string }).taskId === hop.id,
+      );
+      expect(restarted).toHaveLength(lastKind === 'ask' ? 1 : 0);
+      expect(d.changes!.audit.some((e) => e.kind === 'reconcile')).toBe(lastKind === 'ask');
+    },
+  );
+});
