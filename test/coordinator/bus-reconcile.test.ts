@@ -4,10 +4,11 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createBroker } from '../../src/actors/broker/broker.js';
 import { type Coordinator, createCoordinator } from '../../src/actors/coordinator/coordinator.js';
-import { complete, createWorker } from '../../src/actors/worker/worker.js';
+import { type WorkHandler, complete, createWorker, spawn } from '../../src/actors/worker/worker.js';
 import { createRedisQueue } from '../../src/bus/redis/queue.js';
 import { createSqliteQueue } from '../../src/bus/sqlite/queue.js';
 import { createRedisContextStore } from '../../src/persistence/context/redis-store.js';
+import { createSqliteContextStore } from '../../src/persistence/context/sqlite-store.js';
 import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
 import { REDIS_URL, deleteRedisPrefix, redisGate } from '../redis-availability.js';
@@ -33,6 +34,20 @@ const noTimeouts = parseWorkflowDefinition({
     plan: { role: 'plan', next: [{ on: 'succeeded', goto: 'ship' }] },
     ship: { role: 'ship', next: [{ on: 'succeeded', end: 'completed' }] },
   },
+});
+
+/** A hop that starts a child of `research` itself, and the child's workflow. */
+const leadFlow = parseWorkflowDefinition({
+  id: 'lead-flow',
+  version: 1,
+  start: 'lead',
+  stages: { lead: { role: 'lead' } },
+});
+const research = parseWorkflowDefinition({
+  id: 'research',
+  version: 1,
+  start: 'look',
+  stages: { look: { role: 'researcher' } },
 });
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
@@ -127,6 +142,83 @@ describe.runIf(runRedis)('the bus loses its state: the Coordinator publishes aga
     ]);
     expect((await c.verifyAudit()).ok).toBe(true);
   }, 60_000);
+
+  it('after a hop was resumed by its children: their reply is published again, not its start; each child runs once', async () => {
+    const dir = tempDir();
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const prefix = `reconcile-${randomUUID().slice(0, 8)}`;
+    cleanups.push(() => deleteRedisPrefix(prefix));
+    const path = join(dir, 'coord.db');
+    const db = openDatabase(path);
+    cleanups.push(() => db.close());
+    const bus = await createRedisQueue({ url: REDIS_URL, prefix });
+    // Checkpoints and completion records on a store the bus's loss leaves whole.
+    const contextStore = createSqliteContextStore({ database: join(dir, 'context.db') });
+    cleanups.push(
+      () => bus.close(),
+      () => contextStore.close(),
+    );
+    const broker = createBroker({ path });
+    const c = await createCoordinator({
+      db,
+      broker,
+      bus,
+      contextStore,
+      definitions: [leadFlow, research],
+      timerIntervalMs: 100,
+    });
+    cleanups.push(async () => {
+      await c.close();
+      broker.close();
+    });
+    const calls = { lead: 0, resumed: [] as unknown[], research: 0 };
+    const lead: WorkHandler = ({ resume }) => {
+      calls.lead++;
+      if (resume === undefined) return spawn([{ workflow: 'research@1', input: 'look' }], { state: { asked: 1 } });
+      calls.resumed.push(resume.reply.parts[0]);
+      return complete({ parts: [resume.reply.parts[0]!] });
+    };
+    const startLead = () => {
+      const w = createWorker({ role: 'lead', handler: lead, bus, contextStore });
+      w.start();
+      return w;
+    };
+    const researcher = createWorker({
+      role: 'researcher',
+      handler: () => {
+        calls.research++;
+        return complete({ parts: [{ kind: 'data', data: { found: 'it' } }] });
+      },
+      bus,
+      contextStore,
+    });
+    researcher.start();
+    cleanups.push(() => researcher.stop({ graceMs: 100 }));
+    const first = startLead();
+    const id = await c.createWorkItem({ workflow: 'lead-flow', input: 'go' });
+    await until(async () => calls.lead === 1, 10_000, 'the lead hop to stand down');
+    await first.stop({ graceMs: 100 });
+    // The child ends, the hop is resumed: its reply waits on the bus for a lead worker.
+    await until(async () => (await bus.stats('lead')).depth === 1, 20_000, 'the reply on the bus');
+    expect(calls.research).toBe(1);
+    await deleteRedisPrefix(prefix);
+    await until(async () => (await bus.stats('lead')).depth === 1, 20_000, 'the reply published again');
+    const second = startLead();
+    cleanups.push(() => second.stop({ graceMs: 100 }));
+    expect((await c.settled(id, { timeoutMs: 30_000 })).state).toBe('completed');
+    expect(calls.lead).toBe(2);
+    expect(calls.resumed).toEqual([
+      { kind: 'data', data: { children: [{ key: 's0', outcome: 'completed', output: { found: 'it' }, error: null }] } },
+    ]);
+    expect(calls.research).toBe(1);
+    const children = (await c.listItems()).filter((i) => i.attributes?.['switchboard.parent'] === id);
+    expect(children.map((i) => i.state)).toEqual(['completed']);
+    const reconciled = (await c.audit.list({ itemId: id })).filter((r) => r.kind === 'reconcile');
+    expect(reconciled.map((r) => r.data)).toEqual([
+      expect.objectContaining({ republished: [expect.objectContaining({ kind: 'stage', role: 'lead' })] }),
+    ]);
+    expect((await c.verifyAudit()).ok).toBe(true);
+  }, 90_000);
 
   it('a bus that keeps its state (SQLite) has no generation: nothing is published again at a start', async () => {
     const dir = tempDir();
