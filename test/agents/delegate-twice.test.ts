@@ -2,8 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { WorkHandler } from '../../src/actors/worker/worker.js';
 import { complete } from '../../src/actors/worker/worker.js';
 import { createModelAgent } from '../../src/agents/model-agent.js';
-import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
 import { type Fixture, deployments, openFixture } from '../coordinator/helpers.js';
+import { leadFlow, researchFlow } from '../coordinator/lead-flows.js';
 import { scripted, text, toolCall } from './scripted-model.js';
 
 // A model agent that delegates twice in one hop, in a real Coordinator with
@@ -11,18 +11,6 @@ import { scripted, text, toolCall } from './scripted-model.js';
 // conversation, delegates again and stands down for the second, then
 // answers. Each child is a work item of its own, run once.
 
-const lead = parseWorkflowDefinition({
-  id: 'lead-flow',
-  version: 1,
-  start: 'lead',
-  stages: { lead: { role: 'lead' } },
-});
-const review = parseWorkflowDefinition({
-  id: 'review',
-  version: 1,
-  start: 'look',
-  stages: { look: { role: 'reviewer' } },
-});
 const PRICE = { inputPerMTok: 1, outputPerMTok: 10 };
 
 let f: Fixture | undefined;
@@ -34,8 +22,8 @@ afterEach(async () => {
 describe('a model agent that delegates twice in one hop', () => {
   it('stands down for each child, resumes from its conversation, and answers: two children, each run once', async () => {
     const model = scripted([
-      toolCall('delegate', { workflow: 'review@1', input: 'review the API' }, 'd1'),
-      toolCall('delegate', { workflow: 'review@1', input: 'review the docs' }, 'd2'),
+      toolCall('delegate', { workflow: 'research@1', input: 'review the API' }, 'd1'),
+      toolCall('delegate', { workflow: 'research@1', input: 'review the docs' }, 'd2'),
       text('Both reviewed.'),
     ]);
     const reviewed: string[] = [];
@@ -46,7 +34,10 @@ describe('a model agent that delegates twice in one hop', () => {
       return complete({ parts: [{ kind: 'data', data: { reviewed: said } }] });
     };
     const agent = createModelAgent({ model, pricing: PRICE, delegate: true, stream: false });
-    f = await openFixture({ definitions: [lead, review], deployments: deployments({ lead: agent, reviewer }) });
+    f = await openFixture({
+      definitions: [leadFlow, researchFlow],
+      deployments: deployments({ lead: agent, researcher: reviewer }),
+    });
     const id = await f.coordinator.createWorkItem({ workflow: 'lead-flow', input: 'Ship it' });
     const done = await f.coordinator.settled(id);
     expect(done.state).toBe('completed');

@@ -13,6 +13,7 @@ import { openDatabase } from '../../src/persistence/kernel/database.js';
 import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
 import { REDIS_URL, deleteRedisPrefix, redisGate } from '../redis-availability.js';
 import { tempDir, until } from './helpers.js';
+import { leadFlow, researchFlow } from './lead-flows.js';
 
 /**
  * The bus loses its state (every key of the deployment deleted, as a Redis
@@ -36,26 +37,18 @@ const noTimeouts = parseWorkflowDefinition({
   },
 });
 
-/** A hop that starts a child of `research` itself, and the child's workflow. */
-const leadFlow = parseWorkflowDefinition({
-  id: 'lead-flow',
-  version: 1,
-  start: 'lead',
-  stages: { lead: { role: 'lead' } },
-});
-const research = parseWorkflowDefinition({
-  id: 'research',
-  version: 1,
-  start: 'look',
-  stages: { look: { role: 'researcher' } },
-});
-
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function deployment() {
+/**
+ * A Coordinator on a SQLite file with a Redis bus, and its workers. The
+ * Context Engine is on the same Redis (it loses its state with the bus), or
+ * on a SQLite file (`context: 'sqlite'`: checkpoints and completion records
+ * outlive the bus's loss).
+ */
+async function deployment(options: { context?: 'redis' | 'sqlite' } = {}) {
   const dir = tempDir();
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   const prefix = `reconcile-${randomUUID().slice(0, 8)}`;
@@ -64,7 +57,10 @@ async function deployment() {
   const db = openDatabase(path);
   cleanups.push(() => db.close());
   const bus = await createRedisQueue({ url: REDIS_URL, prefix });
-  const contextStore = await createRedisContextStore({ url: REDIS_URL, prefix });
+  const contextStore =
+    options.context === 'sqlite'
+      ? createSqliteContextStore({ database: join(dir, 'context.db') })
+      : await createRedisContextStore({ url: REDIS_URL, prefix });
   cleanups.push(
     () => bus.close(),
     () => contextStore.close(),
@@ -76,7 +72,7 @@ async function deployment() {
       broker,
       bus,
       contextStore,
-      definitions: [noTimeouts],
+      definitions: [noTimeouts, leadFlow, researchFlow],
       timerIntervalMs: 100,
     });
     let stopped = false;
@@ -96,7 +92,7 @@ async function deployment() {
       cleanups.push(() => w.stop({ graceMs: 100 }));
     }
   };
-  return { prefix, bus, coordinator, workers };
+  return { prefix, bus, contextStore, coordinator, workers };
 }
 
 describe.runIf(runRedis)('the bus loses its state: the Coordinator publishes again what it has out', () => {
@@ -144,33 +140,9 @@ describe.runIf(runRedis)('the bus loses its state: the Coordinator publishes aga
   }, 60_000);
 
   it('after a hop was resumed by its children: their reply is published again, not its start; each child runs once', async () => {
-    const dir = tempDir();
-    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    const prefix = `reconcile-${randomUUID().slice(0, 8)}`;
-    cleanups.push(() => deleteRedisPrefix(prefix));
-    const path = join(dir, 'coord.db');
-    const db = openDatabase(path);
-    cleanups.push(() => db.close());
-    const bus = await createRedisQueue({ url: REDIS_URL, prefix });
     // Checkpoints and completion records on a store the bus's loss leaves whole.
-    const contextStore = createSqliteContextStore({ database: join(dir, 'context.db') });
-    cleanups.push(
-      () => bus.close(),
-      () => contextStore.close(),
-    );
-    const broker = createBroker({ path });
-    const c = await createCoordinator({
-      db,
-      broker,
-      bus,
-      contextStore,
-      definitions: [leadFlow, research],
-      timerIntervalMs: 100,
-    });
-    cleanups.push(async () => {
-      await c.close();
-      broker.close();
-    });
+    const { prefix, bus, contextStore, coordinator } = await deployment({ context: 'sqlite' });
+    const { c } = await coordinator();
     const calls = { lead: 0, resumed: [] as unknown[], research: 0 };
     const lead: WorkHandler = ({ resume }) => {
       calls.lead++;

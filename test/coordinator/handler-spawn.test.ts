@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type WorkHandler, complete, spawn } from '../../src/actors/worker/worker.js';
-import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
 import { type Fixture, deployments, openFixture } from './helpers.js';
+import { leadFlow, researchFlow } from './lead-flows.js';
 
 /**
  * A handler that hands sub-tasks to another workflow and stands down: its
@@ -10,18 +10,8 @@ import { type Fixture, deployments, openFixture } from './helpers.js';
  * in whichever worker, with their outcomes and outputs as its reply.
  */
 
-const lead = parseWorkflowDefinition({
-  id: 'lead-flow',
-  version: 1,
-  start: 'lead',
-  stages: { lead: { role: 'lead' } },
-});
-const research = parseWorkflowDefinition({
-  id: 'research',
-  version: 1,
-  start: 'look',
-  stages: { look: { role: 'researcher' } },
-});
+const lead = leadFlow;
+const research = researchFlow;
 
 const usage = { model: 'm', inputTokens: 100, outputTokens: 10, costUsd: 0.001 };
 let leadCalls = 0;
