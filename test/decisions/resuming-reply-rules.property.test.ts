@@ -1,6 +1,9 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect } from 'vitest';
-import type { Decision, SettleBody, SpawnBody } from '../../src/decisions/coordinator-decisions.js';
+import { firstSpawnIndex } from '../../src/decisions/coordinator/child-suspension.js';
+import { continuationOf, resumingReply } from '../../src/decisions/coordinator/resuming-reply.js';
+import { Work } from '../../src/decisions/coordinator/work.js';
+import type { Decision, ItemView, SettleBody, SpawnBody } from '../../src/decisions/coordinator-decisions.js';
 import { type ResultEnvelope, UNKNOWN_CONTINUATION } from '../../src/protocol/work-envelope.js';
 import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
 import type { HopRecord } from '../../src/workflow/records.js';
@@ -188,4 +191,104 @@ describe('a hop that stood down and was resumed', () => {
       expect(d.changes!.audit.some((e) => e.kind === 'reconcile')).toBe(lastKind === 'ask');
     },
   );
+});
+
+/** The hop's replies as recorded: its answered queries' (in order) and its own (its children's). */
+function recorded(view: ItemView, hop: HopRecord) {
+  const answered = [...view.hops.values()].filter(
+    (q) => q.kind === 'query' && q.askedBy === hop.id && q.reply !== null,
+  );
+  return { answered, own: view.hops.get(hop.id)!.reply ?? null };
+}
+
+describe('the reply a hop is out on, read from its records', () => {
+  const directiveArb = fc.constantFrom('none', 'other-hop', 'other-attempt', 'no-run');
+
+  test.prop([standsArb, directiveArb])(
+    "without a directive naming the hop, is the last recorded: its last answered query's, else its children's",
+    (stands, which) => {
+      const { t, hop } = standDown(stands);
+      const view = t.views.get('p')!;
+      const run = view.run!;
+      const directive = run.context.directive;
+      const moved =
+        which === 'no-run'
+          ? null
+          : {
+              ...run,
+              context: {
+                ...run.context,
+                directive:
+                  which === 'none'
+                    ? ({ kind: 'none' } as const)
+                    : directive.kind === 'dispatch'
+                      ? {
+                          ...directive,
+                          ...(which === 'other-hop' ? { hop: directive.hop + 1 } : { attempt: directive.attempt + 1 }),
+                        }
+                      : directive,
+              },
+            };
+      const work = new Work({ ...view, run: moved }, t.env());
+      const current = work.hops.get(hop.id)!;
+      const { answered, own } = recorded(view, hop);
+      const last = answered.at(-1);
+      const expected =
+        last !== undefined ? { body: last.reply, query: last } : own === null ? undefined : { body: own, query: null };
+      expect(resumingReply(work, current)).toEqual(expected);
+    },
+  );
+
+  test.prop([standsArb])(
+    'for a hop out on its start (the directive resumes nothing) is none, whatever it recorded',
+    (stands) => {
+      const { t, hop } = standDown(stands);
+      const view = t.views.get('p')!;
+      const run = view.run!;
+      const directive = run.context.directive;
+      if (directive.kind !== 'dispatch') throw new Error('the hop is out: its directive dispatches it');
+      const fresh = { ...run, context: { ...run.context, directive: { ...directive, resume: null } } };
+      const work = new Work({ ...view, run: fresh }, t.env());
+      expect(resumingReply(work, work.hops.get(hop.id)!)).toBeUndefined();
+    },
+  );
+
+  test.prop([fc.string({ minLength: 1, maxLength: 8 })])(
+    'names the continuation a reply resumes only when it is text',
+    (token) => {
+      expect(continuationOf({ headers: { askedBy: { continuationToken: token } } })).toBe(token);
+      for (const reply of [null, undefined, {}, { headers: {} }, { headers: { askedBy: {} } }, 7]) {
+        expect(continuationOf(reply)).toBeUndefined();
+      }
+      expect(continuationOf({ headers: { askedBy: { continuationToken: token.length } } })).toBeUndefined();
+    },
+  );
+});
+
+describe("a hop's next spawn", () => {
+  const hopWith = (reply: unknown): HopRecord => ({ ...standDown([{ kind: 'ask' }]).hop, reply });
+  const replyOf = (children: unknown): unknown => ({ parts: [{ kind: 'data', data: { children } }] });
+
+  test.prop([fc.array(fc.integer({ min: 0, max: 999_999 }), { minLength: 1, maxLength: 6 })])(
+    'starts after the largest key of the children that resumed it last, in whatever order they are',
+    (indexes) => {
+      const hop = hopWith(replyOf(indexes.map((i) => ({ key: `s${i}` }))));
+      expect(firstSpawnIndex(hop)).toBe(Math.max(...indexes) + 1);
+    },
+  );
+
+  test.prop([fc.constantFrom('xs5', 's5x', 's', 's1234567', 'S5', 5, null, undefined)])(
+    'counts no key that is not s<index>, and no child without one',
+    (key) => {
+      expect(firstSpawnIndex(hopWith(replyOf([{ key }])))).toBe(0);
+      expect(firstSpawnIndex(hopWith(replyOf([{ key }, { key: 's2' }])))).toBe(3);
+      expect(firstSpawnIndex(hopWith(replyOf([null, { key: 's12' }])))).toBe(13);
+    },
+  );
+
+  test.prop([
+    fc.constantFrom(null, undefined, {}, { parts: [] }, { parts: [{}] }, { parts: [{ data: {} }] }, replyOf('s1')),
+  ])('starts at s0 for a hop no children resumed', (reply) => {
+    expect(firstSpawnIndex(hopWith(reply))).toBe(0);
+  });
 });
