@@ -2,6 +2,8 @@ import { fc, test } from '@fast-check/vitest';
 import { describe, expect } from 'vitest';
 import { CoordinatorGovernance } from '../../src/actors/coordinator/policies.js';
 import type { Decision, DecisionEnv, StartBody } from '../../src/decisions/coordinator-decisions.js';
+import { awaitsReply, takeAnswer } from '../../src/decisions/coordinator/suspension.js';
+import { Work } from '../../src/decisions/coordinator/work.js';
 import type { ResultEnvelope } from '../../src/protocol/work-envelope.js';
 import type { WorkflowDefinition } from '../../src/protocol/workflow.js';
 import type { PolicyEntry } from '../../src/workflow/governance.js';
@@ -23,6 +25,9 @@ import { ChildTree, TREE_ROLES, answerHeaders, hopHeaders, roleChain } from './c
  * item ended (`ItemEnded`, a late result). An answer (or a failed one) is
  * written on the query (its reply, its cost, its `result` audit entry, its
  * `answered` event) and resumes the hop; after the item ended it is late.
+ * Neither writes the item's row anew. A run waits for the answer under the
+ * continuation it was suspended with and no other: not while running, not
+ * once ended, not for a question asked before.
  */
 
 /** A tree whose decisions are governed by `policies` too. */
@@ -184,6 +189,7 @@ describe('a hop that asks', () => {
       const { t, id, view, hop } = ready(c);
       const d = t.decide(id, { kind: 'result', result: asked(hop, c) });
       expect(d.handling).toBe('applied');
+      expect(d.changes!.created).toBe(false);
       const seq = view.item.hops + 1;
       const query = queryHop(t, d, hop, c, seq);
       expect(d.view!.hops.get(hop.id)).toEqual(suspendedHop(hop, c.tokens));
@@ -398,6 +404,7 @@ describe('an answer', () => {
         ...(publishedAt === undefined ? {} : { publishedAt }),
       });
       expect(d.handling).toBe('applied');
+      expect(d.changes!.created).toBe(false);
       // Its running segment: until its answer was published (within it), else until now.
       const ms = publishedAt === undefined ? 20 : Math.min(20, Math.max(0, 10 + how.published!));
       const error = how.failed
@@ -470,6 +477,43 @@ describe('an answer', () => {
       ]);
       expect(d.changes!.outbox).toEqual([]);
       expect(d.changes!.audit.map((a) => a.kind)).toEqual(['result', 'cost']);
+    },
+  );
+});
+
+describe('the answer a run waits for', () => {
+  test.prop([caseArb.map((c) => ({ ...c, budget: null })), fc.stringMatching(/^d[a-z0-9]{1,10}$/)], { numRuns: 30 })(
+    'is the one under the continuation its hop was suspended with: none while the hop is out, none once the item ended',
+    (c, other) => {
+      const { t, id, hop } = ready(c);
+      const env = t.env();
+      const waits = (token: string) => awaitsReply(new Work(t.views.get(id)!, env), token);
+      const earlier = Array.from({ length: c.before }, (_, r) => `before-${r}`);
+      expect([c.token, other, ...earlier].map(waits)).toEqual([false, false, ...earlier.map(() => false)]);
+      t.decide(id, { kind: 'result', result: asked(hop, c) });
+      expect([c.token, other, ...earlier].map(waits)).toEqual([true, false, ...earlier.map(() => false)]);
+      t.decide(id, { kind: 'cancel', by: null, reason: null });
+      expect(t.views.get(id)!.run).toBeNull();
+      expect([c.token, other, ...earlier].map(waits)).toEqual([false, false, ...earlier.map(() => false)]);
+    },
+  );
+
+  test.prop([caseArb.map((c) => ({ ...c, before: c.before + 1, budget: null })), fc.boolean()], { numRuns: 30 })(
+    'the answer to a question asked before is written on its query but resumes nothing',
+    (c, failed) => {
+      const { t, id, hop } = ready(c);
+      t.decide(id, { kind: 'result', result: asked(hop, c) });
+      t.now += 3;
+      const view = t.views.get(id)!;
+      const token = `before-${c.before - 1}`;
+      const earlier = [...view.hops.values()].find((h) => h.continuation === token)!;
+      const reply = answerOf(t, id, token, { failed, error: true, tokens: 5 });
+      const work = new Work(view, t.env());
+      expect(takeAnswer(work, reply, earlier, t.now)).toBe(false);
+      expect(work.runEvents).toEqual([]);
+      expect(work.hops.get(earlier.id)).toMatchObject({ state: failed ? 'failed' : 'completed', reply });
+      expect(work.hops.get(hop.id)!.state).toBe('suspended');
+      expect(work.run).toBe(view.run);
     },
   );
 });
