@@ -316,7 +316,9 @@ describe('a hop that asks', () => {
     },
   );
 
-  test.prop([caseArb, fc.constantFrom('a/b', '$x', 'w/x', `r${'x'.repeat(128)}`)], { numRuns: 30 })(
+  test.prop([caseArb, fc.constantFrom('a/b', '$x', 'w/x', `r${'x'.repeat(128)}`, `r${'y'.repeat(300)}`)], {
+    numRuns: 30,
+  })(
     'a question to a role no run can wait on fails its hop for good (InvalidSuspension): nothing is asked, the item fails',
     (c, role) => {
       const { t, id, hop } = ready({ ...c, before: 0 });
@@ -327,9 +329,12 @@ describe('a hop that asks', () => {
       const failed = d.view!.hops.get(hop.id)!;
       expect(failed).toMatchObject({ state: 'failed', error: { type: 'InvalidSuspension' } });
       expect(failed.error!.message).toContain(
-        `the question's role ${JSON.stringify(role)} is not a role a run can wait on`,
+        `the question's role ${JSON.stringify(role.slice(0, 140))} is not a role a run can wait on`,
       );
       expect(failed.error!.message).toContain('ask a role by the name its workers serve');
+      // The run's own check says why; a long name is cut.
+      expect(failed.error!.message).toContain('(expected a role name without spaces (at most 128))');
+      if (role.length > 140) expect(failed.error!.message).not.toContain(role);
       // Not retried: the item fails at once, with what the result cost.
       expect(d.view!.item).toMatchObject({ state: 'failed', failure: { code: 'NON_RETRYABLE' } });
       expect(d.view!.item.usage.inputTokens).toBe(c.tokens);
@@ -342,6 +347,19 @@ describe('a hop that asks', () => {
       ]);
       // Delivered again, it changes nothing.
       expect(t.decide(id, { kind: 'result', result: asked(hop, { ...c, role }) }).handling).toBe('duplicate');
+    },
+  );
+
+  test.prop([caseArb], { numRuns: 20 })(
+    'a completed result that also names a question to such a role completes its hop: it asks nothing',
+    (c) => {
+      const { t, id, hop } = ready({ ...c, before: 0 });
+      const d = t.decide(id, {
+        kind: 'result',
+        result: { ...asked(hop, { ...c, role: 'a/b' }), outcome: 'completed' },
+      });
+      expect(d.view!.hops.get(hop.id)!.state).toBe('completed');
+      expect([...d.view!.hops.values()].filter((h) => h.kind === 'query')).toEqual([]);
     },
   );
 
