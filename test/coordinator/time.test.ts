@@ -69,8 +69,8 @@ describe('stage timeouts and item deadlines', () => {
   });
 
   it('a hop whose message was lost is re-published under the same key by its stage timeout, and applied once', async () => {
-    // Long enough that a loaded machine takes and answers the message again before all five run out.
-    const def = definition({}, { timeout: 400, retry: { maximumAttempts: 5 } });
+    // Long enough that a loaded machine (a load average of 9 seen) takes and answers the message again before all five run out.
+    const def = definition({}, { timeout: 1000, retry: { maximumAttempts: 5 } });
     f = await openFixture({ definitions: [def], deployments: {}, timerIntervalMs: 20 });
     const { coordinator } = f;
     const id = await coordinator.createWorkItem({ workflow: 'timed', input: 'go' });
@@ -95,7 +95,7 @@ describe('stage timeouts and item deadlines', () => {
     expect(timeouts[0]!.data).toMatchObject({
       what: 'hop',
       action: 'republished',
-      timeoutMs: 400,
+      timeoutMs: 1000,
       timeouts: 1,
       idempotencyKey: `${id}/1/1`,
     });
