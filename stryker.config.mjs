@@ -158,8 +158,10 @@ export const moduleThresholds = {
   // as none below). Not yet analysed (12): the `answered` filter's three tests made true and its
   // `&&` made `||`; `own !== null && continuationOf(own) === resume` made true; the `find`'s
   // predicate made false or `() => undefined`; `query !== undefined` made true, false or `===`;
-  // the last return's `own === null` made false. The reconcile and timeout properties should
-  // detect several of these; the run gave them as undetected.
+  // the last return's `own === null` made false. Applied by hand, `own !== null && ...` made true
+  // fails three of resuming-reply-rules' properties under this run's seed and vitest config, so
+  // the run's test selection for this module misses tests that detect it; `query !== undefined`
+  // made true fails none (a directive that resumes the hop always names a reply it recorded).
   'src/decisions/coordinator/resuming-reply.ts': 79,
   // The three below were first measured with those three test files in the selection: 95.7%
   // (23 mutants, 22 detected); 100% with budgets told apart by `maxHops` too (the shared budget
