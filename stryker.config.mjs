@@ -215,17 +215,17 @@ export const moduleThresholds = {
   // a run that ends canceled or failed, or with a hop's result of its own (line 13), and the
   // failure's and cancellation's optional chains (lines 30-31).
   'src/decisions/coordinator/cancel.ts': 100,
-  // item-end.ts then 84.7% (59 mutants, 50 detected) with its rules extended, every survivor
-  // equivalent (9): `work.item.finishedAt !== null` made false (`end` is reached once per decision,
-  // from `drive`, on an item live when the decision began, and only `end` sets it); `state ===
-  // 'completed'` made true (a failed or canceled run's output is the same: `itemOutput` ignores
-  // `last` for a cancel and reads an error from it only when failed); `ctx.output !== undefined`
-  // made true (a completed run's output is never undefined: the `complete` effect writes `?? null`);
-  // `ctx.stage ?? ''` with another string (a run completed without a result of its own is at a
-  // stage); `failure?.code`, `failure?.reason` made plain and their fallbacks 'FAILED' and '' made
-  // other strings (a failed run always has its failure); `ctx.cancellation?.by` made plain (the
-  // cancel effect always sets it).
-  'src/decisions/coordinator/item-end.ts': 84,
+  // item-end.ts then 84.7% (59 mutants, 50 detected) with its rules extended; then 87.5% (56
+  // mutants, 49 detected): the end written once whatever calls `end` again (the `finishedAt`
+  // guard, detected by its own rule), and the joined output read as `ctx.output ?? null` (one
+  // test, where `!== undefined` made true was equivalent). Every survivor equivalent (7): `state
+  // === 'completed'` made true (a failed or canceled run's output is the same: `itemOutput` ignores
+  // `last` for a cancel and reads an error from it only when failed); `failure?.code`,
+  // `failure?.reason` and `ctx.cancellation?.by` made plain (a failed run always has its failure,
+  // the cancel effect always sets who); three strings no run reaches (not covered): the stage's
+  // fallback '' of a run completed without a result of its own (such a run is at a stage), and a
+  // failure's fallbacks 'FAILED' and ''.
+  'src/decisions/coordinator/item-end.ts': 87,
   // The inputs of a running item (quick run, 2026-12-05; before: the quick run's selection before
   // test/decisions/{approval,reconcile,result,usage,route-audit,drive,lost-checkpoint}-rules).
   // approval.ts: 0% before (55 mutants, none reached); 100%.
@@ -272,8 +272,20 @@ export const moduleThresholds = {
   // `hop.state !== 'dispatched'` made false (a hop not out has no `activeSince`);
   // `work.ctx?.failure` made plain (the item was checked to have a run); the deadline's failure
   // test made true, `||` or plain seven ways (a TICK moves a run only past its deadline, failing it
-  // DEADLINE_EXCEEDED). Its lines 81-239 (republish, fail, a query's timeout) have rule tests not
-  // measured yet: the threshold is the measured part's.
+  // DEADLINE_EXCEEDED). Its lines 81-239 (republish, fail, a query's timeout): 86.5% (148 mutants,
+  // 128 detected), then four of its survivors gone with the run read as there (`work.run!`: the
+  // timer returns before it when the view has none), so 88.9% (144, 128 detected). Every survivor
+  // left equivalent (16): the loop's `hop.state !== 'dispatched' || hop.activeSince === null` made
+  // false, `&&` or either side false (four: `pastTimeout` finds no timeout without `activeSince`,
+  // and only a hop out has one); `timeout === undefined` made false twice (`pastTimeout` tests it);
+  // a hop's message built with `questionKept` false, and a query's with its kind '' (the message
+  // reads the flag only for a query, and tells a hop by `kind === 'hop'`); a query's asking hop
+  // looked up when `askedBy` is null, and its guard `asking === undefined || query.continuation ===
+  // null` made false, `&&`, either side false, or its `return false` made true (six: a query always
+  // has the hop that asked it and its continuation; not covered, the last); `!work.send(event)`'s
+  // `return false` made true (not covered: a run waiting on a query takes its timeout); the
+  // republish's `query.question !== null` made true (a run republishes a query only when its
+  // question was kept). The threshold is the lower of the two parts'.
   'src/decisions/coordinator/timer.ts': 84,
   // suspension.ts: 86.4% before, its rule test as it was (154 mutants, 133 detected); 92.2% (142
   // detected) with it extended (neither a suspension nor an answer writes the item's row anew; a run

@@ -4,6 +4,8 @@ import { BRANCH_ATTRIBUTE, PARENT_ATTRIBUTE } from '../../src/decisions/coordina
 import type { Part } from '../../src/protocol/parts.js';
 import type { WorkflowDefinition } from '../../src/protocol/workflow.js';
 import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
+import { end } from '../../src/decisions/coordinator/item-end.js';
+import { Work } from '../../src/decisions/coordinator/work.js';
 import { ChildTree, roleChain } from './child-tree.js';
 
 /**
@@ -293,6 +295,30 @@ describe('an item ends', () => {
         artifacts: [],
       });
       expect(d.changes!.audit.filter((a) => a.kind.startsWith('item-')).map((a) => a.kind)).toEqual(['item-completed']);
+    },
+  );
+});
+
+describe("an item's end, written by `end`", () => {
+  test.prop([caseArb, fc.integer({ min: 1, max: 3 })])(
+    'is written once: called again on the same decision, it writes no second row, entry, event or settle',
+    (c, calls) => {
+      const { tree, id } = started(c);
+      const work = new Work(tree.views.get(id)!, tree.env());
+      expect(work.send({ type: 'CANCEL', ...(c.by === null ? {} : { by: c.by }) })).toBe(true);
+      end(work, 'canceled');
+      const item = work.item;
+      const written = { audit: work.audit.length, events: work.events.length, outbox: work.outbox.length };
+      expect(written.audit).toBe(1);
+      tree.now += 5;
+      const later = new Work(tree.views.get(id)!, { ...tree.env(), now: tree.now });
+      for (let i = 0; i < calls; i++) end(work, 'canceled');
+      expect(work.item).toBe(item);
+      expect({ audit: work.audit.length, events: work.events.length, outbox: work.outbox.length }).toEqual(written);
+      // A work copy of the item still live ends it at its own time: the guard is the item's end, not the call.
+      expect(later.send({ type: 'CANCEL' })).toBe(true);
+      end(later, 'canceled');
+      expect(later.item.finishedAt).toBe(tree.now);
     },
   );
 });

@@ -265,6 +265,88 @@ describe('the reply a hop is out on, read from its records', () => {
   );
 });
 
+/**
+ * The view with records that are not this hop's replies, last in its map (so
+ * that a rule reading every record, in order, would meet them last): an
+ * answered query another hop asked, and a question of this hop still
+ * unanswered.
+ */
+function withOthers(view: ItemView, hop: HopRecord): ItemView {
+  const hops = new Map(view.hops);
+  const query = (id: string, askedBy: string, continuation: string, reply: unknown): HopRecord => ({
+    ...hop,
+    id,
+    kind: 'query',
+    role: 'w',
+    askedBy,
+    continuation,
+    state: reply === null ? 'dispatched' : 'completed',
+    reply,
+  });
+  hops.set('other-query', query('other-query', 'another-hop', 'other-c', { from: 'another hop' }));
+  hops.set('open-query', query('open-query', hop.id, 'open-c', null));
+  return { ...view, hops };
+}
+
+describe('the reply a hop is out on, when the directive names the hop', () => {
+  /** The work with the run's directive resuming `resume` on the hop (its other fields as the run left them). */
+  function resumingOn(stands: readonly Stand[], resume: (recorded: string[]) => string) {
+    const { t, hop } = standDown(stands);
+    const view = withOthers(t.views.get('p')!, hop);
+    const run = view.run!;
+    const directive = run.context.directive;
+    if (directive.kind !== 'dispatch') throw new Error('the hop is out: its directive dispatches it');
+    const { answered, own } = recorded(view, hop);
+    const tokens = [...answered.map((q) => q.continuation!), ...(own === null ? [] : [continuationOf(own)!])];
+    const named = resume(tokens);
+    const moved = { ...run, context: { ...run.context, directive: { ...directive, resume: named } } };
+    const work = new Work({ ...view, run: moved }, t.env());
+    return { work, hop: work.hops.get(hop.id)!, answered, own, named };
+  }
+
+  test.prop([standsArb, fc.nat()])(
+    "is the reply of the continuation it names, whichever was recorded: an answer, or the children's",
+    (stands, pick) => {
+      const { work, hop, answered, own, named } = resumingOn(stands, (tokens) => tokens[pick % tokens.length]!);
+      const query = answered.find((q) => q.continuation === named);
+      const expected = query !== undefined ? { body: query.reply, query } : { body: own, query: null };
+      expect(continuationOf(expected.body)).toBe(named);
+      expect(resumingReply(work, hop)).toEqual(expected);
+    },
+  );
+
+  test.prop([standsArb])(
+    "naming a continuation nothing recorded, is the last recorded: its last answered query's, else its children's",
+    (stands) => {
+      const { work, hop, answered, own } = resumingOn(stands, () => 'never-recorded');
+      const last = answered.at(-1);
+      const expected = last !== undefined ? { body: last.reply, query: last } : { body: own, query: null };
+      expect(resumingReply(work, hop)).toEqual(expected);
+    },
+  );
+
+  test.prop([fc.constantFrom(null, undefined), fc.constantFrom('none', 'names-it', 'unknown')])(
+    'is none for a hop that recorded no reply, its reply null or missing alike',
+    (reply, which) => {
+      const t = new ChildTree();
+      t.create('p', flow);
+      const view = t.views.get('p')!;
+      const start = view.hops.get(t.out('p')!.taskId)!;
+      const hop = { ...start, reply };
+      const run = view.run!;
+      const directive = run.context.directive;
+      if (directive.kind !== 'dispatch') throw new Error('the hop is out: its directive dispatches it');
+      const next =
+        which === 'none'
+          ? ({ kind: 'none' } as const)
+          : { ...directive, resume: which === 'names-it' ? 'tok-0' : 'never-recorded' };
+      const { hops } = withOthers({ ...view, hops: new Map(view.hops).set(hop.id, hop) }, hop);
+      const work = new Work({ ...view, hops, run: { ...run, context: { ...run.context, directive: next } } }, t.env());
+      expect(resumingReply(work, work.hops.get(hop.id)!)).toBeUndefined();
+    },
+  );
+});
+
 describe("a hop's next spawn", () => {
   const hopWith = (reply: unknown): HopRecord => ({ ...standDown([{ kind: 'ask' }]).hop, reply });
   const replyOf = (children: unknown): unknown => ({ parts: [{ kind: 'data', data: { children } }] });

@@ -208,6 +208,19 @@ describe('the pool supervisor', () => {
     expect([...live]).toEqual(['coder#2']);
   });
 
+  it('counts a worker it was not told about among its replicas: no start past maxReplicas, stops down to minReplicas', () => {
+    const { actor, inputs } = pool({ minReplicas: 1, maxReplicas: 2, idleTimeoutMs: 0, concurrency: 1 });
+    actor.send({ type: 'OBSERVE', now: 10, depth: 2, workers: [] });
+    expect(actor.getSnapshot().context.workers).toEqual(['coder#1', 'coder#2']);
+    // Work waiting, neither worker reported yet: both count (busy), so none is started past maxReplicas.
+    actor.send({ type: 'OBSERVE', now: 20, depth: 10, workers: [] });
+    expect(inputs.map((i) => i.workerId)).toEqual(['coder#1', 'coder#2']);
+    expect(actor.getSnapshot().context.starts).toBe(2);
+    // Nothing waiting, coder#1 idle, coder#2 unreported (busy): two replicas, so coder#1 goes, down to minReplicas.
+    actor.send({ type: 'OBSERVE', now: 1_000, depth: 0, workers: [{ id: 'coder#1', idleSince: 0 }] });
+    expect(actor.getSnapshot().context).toMatchObject({ workers: ['coder#2'], stops: 1 });
+  });
+
   it('follows a new deployment from the next observation on', () => {
     const { actor } = pool({ minReplicas: 0, maxReplicas: 1, idleTimeoutMs: 0, concurrency: 1 });
     const warm = { minReplicas: 2, maxReplicas: 4, idleTimeoutMs: 50, concurrency: 3 };

@@ -96,6 +96,10 @@ describe('pool machine', () => {
       'running:CONFIGURE->running',
       'running:STOP->stopped',
     ]);
+    // Each says, for people reading the table (docs, the console), what the move does: no two alike, none blank.
+    const does = POOL_TRANSITIONS.map((t) => t.does.trim());
+    expect(does.every((d) => d.length > 0)).toBe(true);
+    expect(new Set(does).size).toBe(does.length);
     expect(checkDeployment({ minReplicas: 0, maxReplicas: 1, idleTimeoutMs: 0, concurrency: 1 })).toEqual([]);
     expect(checkDeployment({ minReplicas: 2, maxReplicas: 1, idleTimeoutMs: 0, concurrency: 1 })).toHaveLength(1);
   });

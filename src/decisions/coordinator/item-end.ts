@@ -9,9 +9,10 @@ export function end(work: Work, state: FinalRunState): void {
   if (work.item.finishedAt !== null) return;
   const ctx = work.run!.context;
   // A run completed by a join (no hop result ends it) keeps the joined output as its data part.
+  const output = ctx.output ?? null;
   const last =
-    work.result === undefined && state === 'completed' && ctx.output !== undefined && ctx.output !== null
-      ? { role: ctx.stage ?? '', outcome: 'completed' as const, parts: [dataPart(ctx.output)], artifacts: [] }
+    work.result === undefined && state === 'completed' && output !== null
+      ? { role: ctx.stage ?? '', outcome: 'completed' as const, parts: [dataPart(output)], artifacts: [] }
       : work.result;
   work.item = { ...work.item, finishedAt: work.env.now, approval: null, output: itemOutput(state, ctx, last) };
   const failure = ctx.failure;

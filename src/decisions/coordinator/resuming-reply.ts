@@ -26,12 +26,13 @@ export function resumingReply(work: Work, hop: HopRecord): ResumingReply | undef
   const answered = [...work.hops.values()].filter(
     (q) => q.kind === 'query' && q.askedBy === hop.id && q.reply !== null,
   );
-  const own = hop.reply === null || hop.reply === undefined ? null : hop.reply;
+  const own = hop.reply ?? null;
   const directive = work.ctx?.directive;
   if (directive?.kind === 'dispatch' && directive.hop === hop.hop && directive.attempt === hop.attempt) {
     const resume = directive.resume;
     if (resume === null) return undefined;
-    if (own !== null && continuationOf(own) === resume) return { body: own, query: null };
+    // A reply that names no continuation (none recorded) never equals the one the directive resumes.
+    if (continuationOf(own) === resume) return { body: own, query: null };
     const query = answered.find((q) => q.continuation === resume);
     if (query !== undefined) return { body: query.reply, query };
   }

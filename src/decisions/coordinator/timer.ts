@@ -91,7 +91,7 @@ export function timer(view: ItemView | undefined, env: DecisionEnv): Decision {
     const timeouts = hop.timeouts + 1;
     // What the hop cost, should the run fail it.
     const accrual = accrue(hop, work.item, undefined, now);
-    const before = work.run?.value;
+    const before = work.run!.value;
     const event: WorkflowRunEvent = {
       type: 'HOP_TIMED_OUT',
       hop: hop.hop,
@@ -103,7 +103,7 @@ export function timer(view: ItemView | undefined, env: DecisionEnv): Decision {
     if (!work.send(event)) continue;
     changed = true;
     const base = { hopId: hop.id, stage: hop.stage, role: hop.role, timeoutMs: timeout, timeouts };
-    if ((work.ctx?.republish ?? null) !== null) {
+    if ((work.run!.context.republish ?? null) !== null) {
       // Re-published as it went out: its start (same key), or the reply that resumed it.
       const reply = resumingReply(work, hop);
       work.updateHop({ ...hop, timeouts });
@@ -167,7 +167,7 @@ function queryTimedOut(work: Work, query: HopRecord): boolean {
   const questionKept = query.question !== null;
   // What the query cost, should the run fail it (as an answer would accrue it).
   const added = accrue(query, work.item, undefined, now).added;
-  const before = work.run?.value;
+  const before = work.run!.value;
   const event: WorkflowRunEvent = {
     type: 'HOP_TIMED_OUT',
     hop: asking.hop,
@@ -187,7 +187,7 @@ function queryTimedOut(work: Work, query: HopRecord): boolean {
     timeoutMs: timeout,
     timeouts,
   };
-  if ((work.ctx?.republish ?? null) !== null && query.question !== null) {
+  if ((work.run!.context.republish ?? null) !== null && query.question !== null) {
     work.updateHop({ ...query, timeouts });
     work.outbox.push({ kind: 'start', body: queryBody(work, query, asking, query.question) });
     work.audit.push({
