@@ -49,7 +49,11 @@ export default config;
  *
  * Equivalent mutants left alive, by module (a survivor that behaves exactly
  * as the original; every other survivor is a missing test):
- * - src/decisions/lease-decision.ts: none (191 mutants, all detected).
+ * - src/decisions/lease-decision.ts (191 mutants): all detected in the working tree, then 189 on a
+ *   fresh clone under the run's fixed seed (99.0%): `deadline <= now` made `<` (an acquire answered
+ *   exactly at its lease's end), now detected by a property that draws that end itself; and, in a
+ *   tick, `state.role === 'leader'` made true (equivalent: a standby has no deadline, and `now >=
+ *   undefined` is false).
  * - src/workflow/governance.ts (320 mutants, 312 detected in the quick run):
  *   equivalent: the four `budget.maxX !== undefined` guards of
  *   `budgetStatus` made `true` (a comparison with undefined is false anyway).
@@ -153,16 +157,20 @@ export const moduleThresholds = {
   // that matches only without it has a letter after its first character: `Number` reads NaN).
   'src/decisions/coordinator/child-suspension.ts': 91,
   // resuming-reply.ts (the reply a hop is out on): 45.9% at first (74 mutants), 79.7% (59 detected)
-  // with its direct rules. Equivalent: `hop.reply === null || hop.reply === undefined` made false
-  // and either side made false (three: a hop's reply is null when none was written, and null reads
-  // as none below). Not yet analysed (12): the `answered` filter's three tests made true and its
-  // `&&` made `||`; `own !== null && continuationOf(own) === resume` made true; the `find`'s
-  // predicate made false or `() => undefined`; `query !== undefined` made true, false or `===`;
-  // the last return's `own === null` made false. Applied by hand, `own !== null && ...` made true
-  // fails three of resuming-reply-rules' properties under this run's seed and vitest config, so
-  // the run's test selection for this module misses tests that detect it; `query !== undefined`
-  // made true fails none (a directive that resumes the hop always names a reply it recorded).
-  'src/decisions/coordinator/resuming-reply.ts': 79,
+  // with its direct rules; then 98.4% (64 mutants, 63 detected) with the rules of a directive that
+  // names the hop (the reply of whichever continuation it names; the last recorded when it names
+  // none recorded; none when nothing is recorded, a reply null or missing alike) over views that
+  // hold records not the hop's (another hop's answered query, the hop's unanswered one), and
+  // with two checks dropped that a reply's continuation already makes (`hop.reply ?? null`, and
+  // `continuationOf(own) === resume` without `own !== null`: `continuationOf(null)` is undefined,
+  // never the string a directive resumes). The survivor once thought missed by Stryker's test
+  // selection was that `own !== null` made true (columns 9-21, equivalent for that reason), not
+  // the whole condition made true (detected). The one survivor left is equivalent: the `answered`
+  // filter's `q.kind === 'query'` made true (only a query has `askedBy` set).
+  'src/decisions/coordinator/resuming-reply.ts': 98,
+  // decide.ts (the dispatch of an input to its decision): 100% as first measured (16 mutants, all
+  // detected; 2026-12-05, the quick run), no new test.
+  'src/decisions/coordinator/decide.ts': 100,
   // The three below were first measured with those three test files in the selection: 95.7%
   // (23 mutants, 22 detected); 100% with budgets told apart by `maxHops` too (the shared budget
   // policies' key without it, detected in a run of line 51).
@@ -194,6 +202,14 @@ export const moduleThresholds = {
   'src/machines/task-machine.ts': 87,
   // 100% as first measured (110 mutants, all detected; 2026-12-05), no new test.
   'src/machines/delivery-machine.ts': 100,
+  // pool-machine.ts (a role's pool): 93.4% as first measured (166 mutants, 155 detected; quick run,
+  // 2026-12-05); its lines 105-112 and 160-175 then 100% (36 mutants) with a worker the pool
+  // started but was not told about counted among its replicas (no start past `maxReplicas`, stops
+  // down to `minReplicas`) and each transition described: 97.0% (161 of 166). Every survivor left
+  // is equivalent (5): `observation.depth > 0` made true or `>=` (with nothing waiting, the wanted
+  // count is at most zero), `replicas > deployment.maxReplicas` made true or `>=` (the loop stops
+  // at once when the pool is within its bound), and `types` of `setup` made {} (types only).
+  'src/machines/pool-machine.ts': 97,
   // Where a hop's outcome leads (quick run, 2026-12-05): 43.1% before (311 mutants, 134 detected:
   // no test of the quick run stated its rules); 86.2% (268 detected) with
   // test/machines/workflow-run-routing-rules.property.test.ts against a reference model of the
