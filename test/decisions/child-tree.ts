@@ -191,3 +191,17 @@ export function answerHeaders(view: ItemView, token: string): ResultEnvelope['he
     askedBy: { role: asking.role, continuationToken: token, taskId: asking.id, hop: asking.hop },
   };
 }
+
+/** The `settle` row of the child a `spawn` row started, completed with `output`, having used `inputTokens`. */
+export function completedSettle(row: SpawnBody, output: SettleBody['output'], inputTokens = 0): SettleBody {
+  return {
+    parentId: row.parentId,
+    childId: row.childId,
+    hop: row.hop,
+    branch: row.branch,
+    outcome: 'completed',
+    output,
+    error: null,
+    usage: { inputTokens, outputTokens: 0, costUsd: 0, elapsedMs: 0 },
+  };
+}

@@ -7,7 +7,7 @@ import type { Decision, ItemView, SettleBody, SpawnBody } from '../../src/decisi
 import { type ResultEnvelope, UNKNOWN_CONTINUATION } from '../../src/protocol/work-envelope.js';
 import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
 import type { HopRecord } from '../../src/workflow/records.js';
-import { ChildTree, answerHeaders, hopHeaders } from './child-tree.js';
+import { ChildTree, answerHeaders, completedSettle, hopHeaders } from './child-tree.js';
 
 /**
  * A stage hop that stands down more than once (it asks a question, or starts
@@ -70,16 +70,7 @@ function suspension(hop: HopRecord, token: string, stand: Stand): ResultEnvelope
 }
 
 function settle(row: SpawnBody): SettleBody {
-  return {
-    parentId: 'p',
-    childId: row.childId,
-    hop: row.hop,
-    branch: row.branch,
-    outcome: 'completed',
-    output: { from: row.branch },
-    error: null,
-    usage: { inputTokens: 1, outputTokens: 0, costUsd: 0, elapsedMs: 0 },
-  };
+  return completedSettle(row, { from: row.branch }, 1);
 }
 
 function signalOf(d: Decision): unknown {

@@ -2,10 +2,10 @@ import { fc, test } from '@fast-check/vitest';
 import { describe, expect } from 'vitest';
 import { addTreeUsage } from '../../src/decisions/coordinator/tree-rollup.js';
 import { Work, unchanged } from '../../src/decisions/coordinator/work.js';
-import type { CancelChildBody, SettleBody } from '../../src/decisions/coordinator-decisions.js';
+import type { CancelChildBody } from '../../src/decisions/coordinator-decisions.js';
 import { WORKFLOW_RUN_MACHINE_VERSION, restoreRun } from '../../src/machines/workflow-run-machine.js';
 import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
-import { ChildTree, roleChain } from './child-tree.js';
+import { ChildTree, completedSettle, roleChain } from './child-tree.js';
 
 /**
  * What every decision's working copy (`Work`) writes, whatever the input:
@@ -41,16 +41,7 @@ describe('a decided join', () => {
       const spawns = t.spawns('p');
       expect(spawns).toHaveLength(n);
       const winner = spawns[pick % n]!;
-      const settle: SettleBody = {
-        parentId: 'p',
-        childId: winner.childId,
-        hop: winner.hop,
-        branch: winner.branch,
-        outcome: 'completed',
-        output: { won: winner.branch },
-        error: null,
-        usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, elapsedMs: 0 },
-      };
+      const settle = completedSettle(winner, { won: winner.branch });
       const d = t.decide('p', { kind: 'child', settle });
       expect(d.view!.item.state).toBe('completed');
       const cancels = d.changes!.outbox.filter((o) => o.kind === 'cancel-child').map((o) => o.body as CancelChildBody);
