@@ -106,6 +106,24 @@ export class ChildTree {
       spawn?: ResultEnvelope['spawn'];
     } = {},
   ): Decision {
+    return this.decide(itemId, { kind: 'result', result: this.resultOf(itemId, result) });
+  }
+
+  /**
+   * The result envelope of the hop of `itemId` that is out (not decided):
+   * suspended with `spawn`, failed with `error`, else completed with
+   * `parts`; its usage `usage`, else `tokens` input tokens.
+   */
+  resultOf(
+    itemId: string,
+    result: {
+      parts?: Part[];
+      tokens?: number;
+      usage?: NonNullable<ResultEnvelope['usage']>;
+      error?: { type: string; message: string };
+      spawn?: ResultEnvelope['spawn'];
+    } = {},
+  ): ResultEnvelope {
     const s = this.out(itemId);
     if (s === undefined) throw new Error(`no hop of ${itemId} is out`);
     const headers = {
@@ -115,41 +133,11 @@ export class ChildTree {
       attempt: s.attempt,
       idempotencyKey: s.idempotencyKey,
     };
-    const usage = { inputTokens: result.tokens ?? 0, outputTokens: 0, costUsd: 0, model: 'm' };
-    const envelope: ResultEnvelope =
-      result.spawn !== undefined
-        ? {
-            kind: 'result',
-            headers,
-            role: s.role,
-            outcome: 'suspended',
-            parts: [],
-            artifacts: [],
-            usage,
-            spawn: result.spawn,
-          }
-        : result.error === undefined
-          ? {
-              kind: 'result',
-              headers,
-              role: s.role,
-              outcome: 'completed',
-              parts: result.parts ?? [],
-              artifacts: [],
-              usage,
-            }
-          : {
-              kind: 'result',
-              headers,
-              role: s.role,
-              outcome: 'failed',
-              parts: [],
-              artifacts: [],
-              usage,
-              error: result.error,
-              deliveries: 1,
-            };
-    return this.decide(itemId, { kind: 'result', result: envelope });
+    const usage = result.usage ?? { inputTokens: result.tokens ?? 0, outputTokens: 0, costUsd: 0, model: 'm' };
+    const base = { kind: 'result' as const, headers, role: s.role, parts: [], artifacts: [], usage };
+    if (result.spawn !== undefined) return { ...base, outcome: 'suspended', spawn: result.spawn };
+    if (result.error === undefined) return { ...base, outcome: 'completed', parts: result.parts ?? [] };
+    return { ...base, outcome: 'failed', error: result.error, deliveries: 1 };
   }
 
   /** The rows of a kind an item wrote, in order. */

@@ -15,7 +15,7 @@ import type { ResultEnvelope } from '../../src/protocol/work-envelope.js';
 import type { WorkflowDefinition } from '../../src/protocol/workflow.js';
 import { parseWorkflowDefinition, stageRetryPolicy } from '../../src/workflow/definition.js';
 import type { AncestorRollup, HopRecord, ItemBudget } from '../../src/workflow/records.js';
-import { ChildTree, TREE_ROLES, answerHeaders, hopHeaders } from './child-tree.js';
+import { ChildTree, TREE_ROLES, answerHeaders } from './child-tree.js';
 
 /**
  * The rules of starting a hop, each stated on its own: every hop is first
@@ -124,21 +124,8 @@ const stepArb = fc.record({
 
 /** The result of the stage hop of `id` that is out. */
 function resultOf(t: ChildTree, id: string, step: { ok: boolean; tokens: number; cents: number }): ResultEnvelope {
-  const s = t.out(id)!;
   const usage = { inputTokens: step.tokens, outputTokens: 1, costUsd: step.cents / 100, model: 'm' };
-  const headers = hopHeaders(t.views.get(id)!.hops.get(s.taskId)!);
-  return step.ok
-    ? { kind: 'result', headers, role: s.role, outcome: 'completed', parts: [], artifacts: [], usage }
-    : {
-        kind: 'result',
-        headers,
-        role: s.role,
-        outcome: 'failed',
-        parts: [],
-        artifacts: [],
-        usage,
-        error: { type: 'Boom', message: 'it broke' },
-      };
+  return t.resultOf(id, { usage, ...(step.ok ? {} : { error: { type: 'Boom', message: 'it broke' } }) });
 }
 
 /** The stage hops a decision made, in order. */
