@@ -128,6 +128,31 @@ function resultOf(t: ChildTree, id: string, step: { ok: boolean; tokens: number;
   return t.resultOf(id, { usage, ...(step.ok ? {} : { error: { type: 'Boom', message: 'it broke' } }) });
 }
 
+/**
+ * The tree's budget denied the hop `d` governed, for `reason`: after the
+ * cascade's own verdicts (it allowed), and audited with `audit`'s fields.
+ */
+function expectTreeDenied(
+  t: GovernedTree,
+  d: Decision,
+  budget: ItemBudget | null,
+  reason: string,
+  audit: Record<string, unknown>,
+): void {
+  const [g] = d.governed;
+  const cascade = t.cascade.decide(budget, g!.ctx);
+  expect(cascade.decision).toBe('allow');
+  expect(g!.decision).toEqual({
+    decision: 'deny',
+    policy: 'tree-budget',
+    reason,
+    verdicts: [...cascade.verdicts, { policy: 'tree-budget', decision: 'deny', reason }],
+  });
+  expect(d.changes!.audit.filter((a) => a.kind === 'governance').map((a) => a.data)).toEqual([
+    expect.objectContaining({ decision: 'deny', reason, ...audit }),
+  ]);
+}
+
 /** The stage hops a decision made, in order. */
 function made(d: Decision): HopRecord[] {
   return d.changes!.hops.filter((h) => h.created && h.hop.kind === 'stage').map((h) => h.hop);
@@ -599,18 +624,7 @@ describe("a hop under a tree's budget", () => {
           return;
         }
         const { reason, audit } = denial;
-        // The cascade's own verdicts (it allowed), then the tree's.
-        const cascade = t.cascade.decide(t.views.get(id)!.item.budget, g!.ctx);
-        expect(cascade.decision).toBe('allow');
-        expect(g!.decision).toEqual({
-          decision: 'deny',
-          policy: 'tree-budget',
-          reason,
-          verdicts: [...cascade.verdicts, { policy: 'tree-budget', decision: 'deny', reason }],
-        });
-        expect(d.changes!.audit.filter((a) => a.kind === 'governance').map((a) => a.data)).toEqual([
-          expect.objectContaining({ decision: 'deny', reason, budget: audit }),
-        ]);
+        expectTreeDenied(t, d, t.views.get(id)!.item.budget, reason, { budget: audit });
         expect(d.runEvents).toContainEqual({
           type: 'GOVERNANCE_DENIED',
           hop,
@@ -703,16 +717,7 @@ describe("a hop approved under the tree's budgets", () => {
               spent: { tokens: parent!.tokens, costUsd: 0, hops: 1 },
             }
           : { limit: 'subtree', itemId: id, maxTokens: max, spent: { tokens, costUsd: 0, hops } };
-      const cascade = t.cascade.decide(view.item.budget, g!.ctx);
-      expect(g!.decision).toEqual({
-        decision: 'deny',
-        policy: 'tree-budget',
-        reason,
-        verdicts: [...cascade.verdicts, { policy: 'tree-budget', decision: 'deny', reason }],
-      });
-      expect(d.changes!.audit.filter((a) => a.kind === 'governance').map((a) => a.data)).toEqual([
-        expect.objectContaining({ decision: 'deny', reason, approvedBy: 'boss', budget }),
-      ]);
+      expectTreeDenied(t, d, view.item.budget, reason, { approvedBy: 'boss', budget });
       expect(made(d)).toEqual([]);
       expect(d.view!.item).toMatchObject({ state: 'failed', failure: { code: 'BUDGET_EXCEEDED' } });
     },
