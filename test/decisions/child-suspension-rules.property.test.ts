@@ -4,6 +4,12 @@ import { type SettleBody, type SpawnBody, childItemId } from '../../src/decision
 import type { BudgetCarve } from '../../src/protocol/child-work.js';
 import type { WorkflowDefinition } from '../../src/protocol/workflow.js';
 import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
+import {
+  MAX_SPAWNS_LISTED,
+  SPAWNS_METADATA_KEY,
+  childrenReply,
+  spawnsTaken,
+} from '../../src/decisions/coordinator/child-suspension.js';
 import { ChildTree } from './child-tree.js';
 
 /**
@@ -262,6 +268,7 @@ describe('the last child of a hop that started them itself', () => {
         outcome: 'completed',
         parts: [{ kind: 'data', data: { children: expect.any(Array) } }],
         artifacts: [],
+        metadata: { [SPAWNS_METADATA_KEY]: [CONT] },
       });
       expect(d.changes!.audit.filter((e) => e.kind === 'resume')).toEqual([
         {
@@ -285,4 +292,67 @@ describe('the last child of a hop that started them itself', () => {
       ]);
     },
   );
+});
+
+describe('a hop that starts children again after they resumed it', () => {
+  /** `p`'s lead hop spawns `n` times (one child each, under `cont-0` … ), each child completing and resuming it. */
+  function spawnedTimes(n: number) {
+    const t = new ChildTree();
+    t.create('p', leadFlow(undefined));
+    const results = [];
+    for (let i = 0; i < n; i++) {
+      const r = t.resultOf('p', {
+        spawn: {
+          continuationToken: `cont-${i}`,
+          children: [{ workflow: 'sub@1', input: [{ kind: 'text', text: 'x' }] }],
+        },
+      });
+      results.push(r);
+      expect(t.decide('p', { kind: 'result', result: r }).handling).toBe('applied');
+      const row = t.spawns('p').at(-1)!;
+      expect(t.decide('p', { kind: 'child', settle: settle(row, 'completed') }).handling).toBe('applied');
+    }
+    return { t, results };
+  }
+
+  test.prop([fc.integer({ min: 1, max: 5 }), fc.nat()], { numRuns: 40 })(
+    'takes each spawn once: an earlier one delivered again, however many spawns later, is a duplicate and changes nothing',
+    (n, pick) => {
+      const { t, results } = spawnedTimes(n);
+      const hopId = results[0]!.headers.taskId;
+      expect(t.views.get('p')!.hops.get(hopId)!.state).toBe('dispatched');
+      expect(spawnsTaken(t.views.get('p')!.hops.get(hopId)!.reply)).toEqual(results.map((_, i) => `cont-${i}`));
+      const again = results[pick % n]!;
+      const d = t.decide('p', { kind: 'result', result: again });
+      expect(d.handling).toBe('duplicate');
+      expect(d.changes).toBeNull();
+      expect(t.spawns('p')).toHaveLength(n);
+      // A spawn under a continuation not taken yet is taken.
+      const fresh = t.resultOf('p', {
+        spawn: {
+          continuationToken: 'cont-new',
+          children: [{ workflow: 'sub@1', input: [{ kind: 'text', text: 'y' }] }],
+        },
+      });
+      expect(t.decide('p', { kind: 'result', result: fresh }).handling).toBe('applied');
+      expect(t.spawns('p')).toHaveLength(n + 1);
+    },
+  );
+
+  it(`lists the newest ${MAX_SPAWNS_LISTED} spawns on its reply; a reply written before the list names its one`, () => {
+    const { t } = spawnedTimes(1);
+    const view = t.views.get('p')!;
+    const hop = [...view.hops.values()].find((h) => h.kind === 'stage' && h.role === 'lead')!;
+    const listed = Array.from({ length: MAX_SPAWNS_LISTED }, (_, i) => `old-${i}`);
+    const reply = childrenReply(
+      { item: view.item } as never,
+      { ...hop, reply: { metadata: { [SPAWNS_METADATA_KEY]: listed } } },
+      'next',
+      { kind: 'spawn', branches: [] } as never,
+    );
+    expect(spawnsTaken(reply)).toEqual([...listed.slice(1), 'next']);
+    const { metadata: _m, ...older } = hop.reply as { metadata: unknown };
+    expect(spawnsTaken(older)).toEqual(['cont-0']);
+    expect(spawnsTaken(null)).toEqual([]);
+  });
 });

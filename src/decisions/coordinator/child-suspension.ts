@@ -6,6 +6,7 @@ import type { HopRecord } from '../../workflow/records.js';
 import type { RunJoin } from '../../machines/workflow-run-join.js';
 import { type SpawnBody, childItemId } from './child-rows.js';
 import { drive } from './drive.js';
+import { continuationOf } from './resuming-reply.js';
 import { awaitsReply, replyHeaders } from './suspension.js';
 import type { Decision } from './types.js';
 import { late, sendUsage } from './usage.js';
@@ -127,9 +128,32 @@ export function suspendForChildren(
 }
 
 /**
+ * Where the children's reply lists the continuations of the spawns its hop
+ * took (in its `metadata`, which the reply routed to the worker does not
+ * carry): a result that suspends under one of them again is a duplicate,
+ * however many spawns later it comes back.
+ */
+export const SPAWNS_METADATA_KEY = 'switchboardSpawns';
+/** How many of a hop's spawns its reply lists, the newest (a list of 128 ids stays well inside metadata's bound). */
+export const MAX_SPAWNS_LISTED = 128;
+
+/**
+ * The continuations of the spawns a hop took, oldest first, read from the
+ * reply that resumed it last: its list, or, for a reply written before the
+ * list was kept, the one continuation it names.
+ */
+export function spawnsTaken(reply: unknown): string[] {
+  const listed = (reply as { metadata?: Record<string, unknown> } | null | undefined)?.metadata?.[SPAWNS_METADATA_KEY];
+  if (Array.isArray(listed)) return listed.filter((t): t is string => typeof t === 'string');
+  const last = continuationOf(reply);
+  return last === undefined ? [] : [last];
+}
+
+/**
  * The reply that resumes a hop whose children all ended: one data part
  * `{ children: [{ workflow, outcome, output, error }] }` in the order its
- * handler gave them, routed to the hop's worker under its continuation.
+ * handler gave them, routed to the hop's worker under its continuation;
+ * its metadata lists the spawns the hop took (`SPAWNS_METADATA_KEY`).
  */
 export function childrenReply(work: Work, asking: HopRecord, continuation: string, join: RunJoin): ResultEnvelope {
   const children = join.branches.map((b) => ({
@@ -145,6 +169,7 @@ export function childrenReply(work: Work, asking: HopRecord, continuation: strin
     outcome: 'completed',
     parts: [{ kind: 'data', data: { children } }],
     artifacts: [],
+    metadata: { [SPAWNS_METADATA_KEY]: [...spawnsTaken(asking.reply), continuation].slice(-MAX_SPAWNS_LISTED) },
   };
 }
 

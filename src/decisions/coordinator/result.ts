@@ -7,8 +7,7 @@ import { accrue } from '../../workflow/cost-ledger.js';
 import type { HopRecord } from '../../workflow/records.js';
 import { drive } from './drive.js';
 import { restartLostCheckpoint } from './lost-checkpoint.js';
-import { continuationOf } from './resuming-reply.js';
-import { suspendForChildren } from './child-suspension.js';
+import { spawnsTaken, suspendForChildren } from './child-suspension.js';
 import { INVALID_SUSPENSION, answer, askedRoleProblem, suspend } from './suspension.js';
 import type { Decision, DecisionEnv, ItemView, PurgeDeadLetterBody } from './types.js';
 import { costRow, late, sendUsage } from './usage.js';
@@ -59,10 +58,10 @@ function applyResult(
   if (hop.state !== 'dispatched') return unchanged(view, 'duplicate');
   const work = new Work(view, env);
   work.result = result;
-  // A suspension is taken once per continuation: a question's is kept on its query, the children's reply that
-  // resumed the hop on the hop.
+  // A suspension is taken once per continuation: a question's is kept on its query, the spawns the hop took on
+  // the children's reply that resumed it last.
   const token = result.ask?.continuationToken ?? result.spawn?.continuationToken;
-  if (token !== undefined && (work.hopByContinuation(token) !== undefined || continuationOf(hop.reply) === token)) {
+  if (token !== undefined && (work.hopByContinuation(token) !== undefined || spawnsTaken(hop.reply).includes(token))) {
     return unchanged(view, 'duplicate');
   }
   // A failed hop's usage travels with its error (what it spent before failing).
