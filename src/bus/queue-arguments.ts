@@ -117,6 +117,11 @@ export function checkNack(options: NackOptions): NackOptions {
   if (typeof options.retryable !== 'boolean') throw invalid('nack retryable must be a boolean');
   const out: NackOptions = { error: error.data, retryable: options.retryable };
   if (options.delayMs !== undefined) out.delayMs = checkDuration('delayMs', options.delayMs, 0);
+  if (options.counted !== undefined) {
+    if (typeof options.counted !== 'boolean')
+      throw invalid('nack counted must be a boolean (false: the retry uses up no attempt)');
+    out.counted = options.counted;
+  }
   return out;
 }
 

@@ -156,6 +156,14 @@ export interface NackOptions {
   retryable: boolean;
   /** Retry after exactly this delay instead of the policy's backoff. */
   delayMs?: number;
+  /**
+   * False: the failure was the consumer's, not the message's (its database
+   * was unreachable, it lost its leadership): the retry uses up none of the
+   * message's attempts (`maximumAttempts`, `maxDeliveries`), so an outage
+   * never dead-letters it. Needs `retryable: true`. Default true. A lease
+   * that expires still counts its deliveries.
+   */
+  counted?: boolean;
 }
 
 /** What a nack did: scheduled a retry, dead-lettered the message, or found its lease lost. */

@@ -91,6 +91,12 @@ export interface NackInput {
   retryable: boolean;
   /** An explicit delay asked by the consumer; overrides the backoff. */
   delayMs?: number;
+  /**
+   * False: the failure was the consumer's, not the message's (its store was
+   * down, it lost its leadership): the retry uses up none of the message's
+   * attempts, however many deliveries it took. Default true.
+   */
+  counted?: boolean;
   jitterRatio: number;
   random: () => number;
 }
@@ -110,7 +116,7 @@ export function decideNack(input: NackInput): NackDecision {
   if (!input.retryable) return { to: 'dead', reason: 'non-retryable' };
   if (input.policy.nonRetryableErrorTypes.includes(input.error.type))
     return { to: 'dead', reason: 'non-retryable-type' };
-  if (attemptsExhausted(input.policy, input.deliveries, input.maxDeliveries)) {
+  if (input.counted !== false && attemptsExhausted(input.policy, input.deliveries, input.maxDeliveries)) {
     return { to: 'dead', reason: 'attempts-exhausted' };
   }
   if (input.delayMs !== undefined) return { to: 'ready', delayMs: Math.max(0, Math.round(input.delayMs)) };

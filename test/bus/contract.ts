@@ -551,6 +551,41 @@ export function runWorkQueueContract(name: string, factory: WorkQueueFactory): v
         expect(await queue.stats(role)).toMatchObject({ depth: 0, delayed: 0, inFlight: 0, deadLetters: 1 });
       });
 
+      it('an uncounted retry (counted: false) uses up no attempt: past maximumAttempts and maxDeliveries it is retried, and a counted nack then dead-letters it', async () => {
+        const { queue, role } = await setup({ defaults: { retryPolicy: policy, maxDeliveries: 4 } });
+        await queue.publish(role, workEnvelope(1), { idempotencyKey: 'k' });
+        for (let i = 1; i <= 6; i++) {
+          const [d] = await queue.consume(role, { consumer: 'c', visibilityTimeoutMs: 60_000 });
+          expect(d!.deliveries).toBe(i);
+          expect(
+            await queue.nack(d!, { error: { type: 'Down', message: `outage ${i}` }, retryable: true, counted: false }),
+          ).toMatchObject({ outcome: 'retry' });
+        }
+        // Not retryable still dead-letters at once, counted or not; a counted nack past the attempts dead-letters.
+        const [d] = await queue.consume(role, { consumer: 'c', visibilityTimeoutMs: 60_000 });
+        expect(await queue.nack(d!, { error: { type: 'Flaky', message: 'its own' }, retryable: true })).toMatchObject({
+          outcome: 'dead-letter',
+        });
+        expect((await queue.deadLetters.list(role)).map((x) => [x.deliveries, x.lastError.type])).toEqual([
+          [7, 'Flaky'],
+        ]);
+        await queue.publish(role, workEnvelope(2), { idempotencyKey: 'k2' });
+        const [e] = await queue.consume(role, { consumer: 'c', visibilityTimeoutMs: 60_000 });
+        expect(
+          await queue.nack(e!, { error: { type: 'Bad', message: 'm' }, retryable: false, counted: false }),
+        ).toMatchObject({ outcome: 'dead-letter' });
+      });
+
+      it('refuses a nack whose counted is not a boolean and leaves the lease alone', async () => {
+        const { queue, role } = await setup();
+        await queue.publish(role, workEnvelope(1), { idempotencyKey: 'k' });
+        const [d] = await queue.consume(role, { consumer: 'c', visibilityTimeoutMs: 5000 });
+        await expect(
+          queue.nack(d!, { error: { type: 'E', message: 'm' }, retryable: true, counted: 'no' } as never),
+        ).rejects.toMatchObject({ code: 'BUS_INVALID_ARGUMENT', message: expect.stringContaining('counted') });
+        expect(await queue.ack(d!)).toBe(true);
+      });
+
       it('dead-letters at once when not retryable or the error type is non-retryable', async () => {
         const { queue, role } = await setup({ defaults: { retryPolicy: policy } });
         await publishN(queue, role, 2);

@@ -146,16 +146,25 @@ describe('nack and expiry', () => {
     fc.constantFrom('A', 'B', 'Transient'),
     fc.boolean(),
     fc.option(fc.double({ min: -100, max: 100_000, noNaN: true }), { nil: undefined }),
+    fc.constantFrom(true, false, undefined),
   ])(
-    'a nack dead-letters for the first reason that applies, else retries after the asked delay or the backoff',
-    (policy, deliveries, maxDeliveries, type, retryable, delayMs) => {
+    'a nack dead-letters for the first reason that applies (spent attempts only when counted), else retries after the asked delay or the backoff',
+    (policy, deliveries, maxDeliveries, type, retryable, delayMs, counted) => {
       const decision = decideNack(
-        nack({ policy, deliveries, maxDeliveries, error: { type, message: 'x' }, retryable, delayMs }),
+        nack({
+          policy,
+          deliveries,
+          maxDeliveries,
+          error: { type, message: 'x' },
+          retryable,
+          delayMs,
+          ...(counted === undefined ? {} : { counted }),
+        }),
       );
       if (!retryable) expect(decision).toEqual({ to: 'dead', reason: 'non-retryable' });
       else if (policy.nonRetryableErrorTypes.includes(type)) {
         expect(decision).toEqual({ to: 'dead', reason: 'non-retryable-type' });
-      } else if (attemptsExhausted(policy, deliveries, maxDeliveries)) {
+      } else if (counted !== false && attemptsExhausted(policy, deliveries, maxDeliveries)) {
         expect(decision).toEqual({ to: 'dead', reason: 'attempts-exhausted' });
       } else if (delayMs !== undefined) {
         expect(decision).toEqual({ to: 'ready', delayMs: Math.max(0, Math.round(delayMs)) });

@@ -2,7 +2,8 @@ import type { Dispatcher, ResultDelivery } from '../../bus/dispatcher.js';
 import type { Logger } from '../../log/logger.js';
 import type { CoordinatorTables } from '../../persistence/coordinator/coordinator-store.js';
 import type { ArtifactChunk } from '../../protocol/artifact-chunk.js';
-import type { ResultEnvelope } from '../../protocol/work-envelope.js';
+import { RESULTS_ROLE, type ResultEnvelope } from '../../protocol/work-envelope.js';
+import { resultRetry } from '../../decisions/result-retry.js';
 import type { SwitchboardMetrics } from '../../telemetry/metrics.js';
 import { ATTR, SPAN, SpanKind, contextOf, tracingOn } from '../../telemetry/tracing.js';
 import { type TracedSpan, openSpan } from '../../telemetry/with-span.js';
@@ -210,18 +211,33 @@ export class CoordinatorLoop {
       if ('error' in outcome) {
         const { error } = outcome;
         span?.endWithError(error);
+        const retry = resultRetry(error, rd.delivery.deliveries);
+        const where = { err: error, delivery: rd.delivery.id, deliveries: rd.delivery.deliveries };
         if ((error as { code?: unknown } | undefined)?.code === 'COORD_FENCED') {
-          log.warn(
-            { err: error, delivery: rd.delivery.id },
-            'fenced: this Coordinator no longer leads; the result goes back to the bus for the leader',
+          log.warn(where, 'fenced: this Coordinator no longer leads; the result goes back to the bus for the leader');
+        } else if (retry.cause === 'unavailable') {
+          log.error(
+            { ...where, retryInMs: retry.delayMs },
+            'could not apply a result: the store is unavailable; it is retried without using up its attempts',
           );
-        } else log.error({ err: error, delivery: rd.delivery.id }, 'could not apply a result: it will be retried');
+        } else log.error({ ...where, retryInMs: retry.delayMs }, 'could not apply a result: it will be retried');
         this.#track(
-          rd.nack({
-            error: { type: 'CoordinatorError', message: (error as Error)?.message ?? String(error) },
-            retryable: true,
-            delayMs: 1000,
-          }),
+          rd
+            .nack({
+              error: { type: 'CoordinatorError', message: (error as Error)?.message ?? String(error) },
+              retryable: true,
+              delayMs: retry.delayMs,
+              ...(retry.counted ? {} : { counted: false }),
+            })
+            .then((nacked) => {
+              if (nacked.outcome !== 'dead-letter') return;
+              log.error(
+                { ...where, itemId: rd.result.headers.runId, hop: rd.result.headers.hop, role: rd.result.role },
+                `a result failed to apply on each of its ${rd.delivery.deliveries} deliveries and was dead-lettered ` +
+                  `on ${RESULTS_ROLE}: its hop stays out until its timeout; fix the cause logged above, then ` +
+                  `\`switchboard dlq replay --db PATH|--bus URL --role ${RESULTS_ROLE} --id ${rd.delivery.id}\` applies it`,
+              );
+            }),
         );
         continue;
       }

@@ -379,6 +379,7 @@ export class SqliteQueue implements WorkQueue {
         error: opts.error,
         retryable: opts.retryable,
         ...(opts.delayMs === undefined ? {} : { delayMs: opts.delayMs }),
+        ...(opts.counted === undefined ? {} : { counted: opts.counted }),
         jitterRatio: this.options.jitterRatio,
         random: this.options.random,
       });
