@@ -64,6 +64,8 @@ const OWN = [
   'COORD_UNKNOWN_ITEM',
   'COORD_FENCED_NOT',
   'ECONNREFUSEDX',
+  'A08006',
+  'X40001',
   'WORKFLOW_RUN_SNAPSHOT_INVALID',
 ];
 const UNAVAILABLE_MESSAGES = [
@@ -119,7 +121,18 @@ describe('the retry of a result that failed to apply', () => {
     fc.oneof(
       fc.constantFrom(...OWN).map((code) => Object.assign(new Error('its own'), { code })),
       fc.string().map((message) => new Error(`boom ${message.replace(/conn/gi, '')}`)),
-      fc.constantFrom(null, undefined, 'a string', 42, { code: 7 }, { message: 9 }),
+      fc.constantFrom(
+        null,
+        undefined,
+        'a string',
+        42,
+        { code: 7 },
+        { message: 9 },
+        // Not strings, though they read as one that would say unavailable.
+        { code: 40001 },
+        { code: ['SQLITE_BUSY'] },
+        { message: ['connection terminated'] },
+      ),
     ),
     fc.integer({ min: 0, max: 4 }),
     deliveriesArb,
@@ -127,6 +140,14 @@ describe('the retry of a result that failed to apply', () => {
     const e = wrapped(error, depth);
     expect(unavailable(e)).toBe(false);
     expect(resultRetry(e, deliveries)).toEqual({ cause: 'failed', counted: true, delayMs: FAILED_DELAY_MS });
+  });
+
+  it('every unavailable code and message, each on its own', () => {
+    for (const code of UNAVAILABLE) {
+      expect(resultRetry(Object.assign(new Error('down'), { code }), 1)).toMatchObject({ cause: 'unavailable' });
+    }
+    for (const message of UNAVAILABLE_MESSAGES) expect(unavailable(new Error(message))).toBe(true);
+    for (const code of OWN) expect(unavailable(Object.assign(new Error('its own'), { code }))).toBe(false);
   });
 
   it('reads five errors down at most: a cause below that is not looked at', () => {
