@@ -1,5 +1,9 @@
 import { fc, test } from '@fast-check/vitest';
-import { describe, expect } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { auditRoute } from '../../src/decisions/coordinator/route-audit.js';
+import { Work } from '../../src/decisions/coordinator/work.js';
+import type { RunState } from '../../src/machines/workflow-run-machine.js';
+import type { WorkflowRunEvent } from '../../src/protocol/workflow.js';
 import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
 import { ChildTree } from './child-tree.js';
 
@@ -183,4 +187,64 @@ describe("a route's audit", () => {
       }
     },
   );
+});
+
+describe("a route's audit, called on its own", () => {
+  /** The working copy of the item at judge, hop out, and the success that routes it to other. */
+  function atJudge() {
+    const t = new ChildTree();
+    t.create('item', definition(false));
+    const work = new Work(t.views.get('item')!, t.env());
+    const run = work.run!;
+    expect(run.value).toBe('running');
+    const event: WorkflowRunEvent = {
+      type: 'HOP_SUCCEEDED',
+      hop: run.context.hop,
+      attempt: 1,
+      output: { verdict: 'next', score: 0 },
+    };
+    /** The run as if it took the event: the next hop, at `stage`. */
+    const moved = (stage: string): RunState => ({
+      value: 'running',
+      context: { ...run.context, hop: run.context.hop + 1, stage },
+    });
+    return { work, run, event, moved };
+  }
+
+  it('writes the row once the run went the routed way (the next hop, at the routed stage)', () => {
+    const { work, run, event, moved } = atJudge();
+    const written = auditRoute(work, event);
+    work.run = moved('other');
+    written();
+    expect(work.audit).toEqual([
+      {
+        kind: 'route',
+        itemId: 'item',
+        hop: run.context.hop,
+        actor: 'coordinator',
+        data: { stage: 'judge', pointer: '/verdict', read: 'next', to: 'other' },
+      },
+    ]);
+  });
+
+  it('writes nothing when the run went elsewhere: the next hop at another stage, the same hop, or no run left', () => {
+    for (const after of ['plain', 'same hop', 'none'] as const) {
+      const { work, run, event, moved } = atJudge();
+      const written = auditRoute(work, event);
+      work.run = after === 'plain' ? moved('plain') : after === 'same hop' ? { ...run, value: 'running' } : null;
+      written();
+      expect(work.audit).toEqual([]);
+    }
+  });
+
+  it('writes nothing for a run not running when the event came, or no run at all, whatever follows', () => {
+    for (const value of ['pending', 'suspended', 'awaiting-approval', 'none'] as const) {
+      const { work, run, event, moved } = atJudge();
+      work.run = value === 'none' ? null : { ...run, value: value as RunState['value'] };
+      const written = auditRoute(work, event);
+      work.run = moved('other');
+      written();
+      expect(work.audit).toEqual([]);
+    }
+  });
 });

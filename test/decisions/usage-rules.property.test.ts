@@ -1,9 +1,11 @@
 import { fc, test } from '@fast-check/vitest';
-import { describe, expect } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Decision } from '../../src/decisions/coordinator-decisions.js';
 import type { ResultEnvelope, Usage } from '../../src/protocol/work-envelope.js';
 import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
-import { ChildTree } from './child-tree.js';
+import { noteOverrun, sendUsage } from '../../src/decisions/coordinator/usage.js';
+import { Work } from '../../src/decisions/coordinator/work.js';
+import { ChildTree, roleChain } from './child-tree.js';
 
 /**
  * The rules of what a hop's usage writes down, whatever the result that
@@ -188,4 +190,46 @@ describe("a hop's usage", () => {
       }
     },
   );
+});
+
+describe('an overrun written down once, by the event that made it', () => {
+  /** The working copy of a live item's decision, its run as `value` with `failure`. */
+  function workWith(value: string, failure: { code: string; reason: string } | null): Work {
+    const t = new ChildTree();
+    t.create('item', roleChain('flow', 2));
+    const work = new Work(t.views.get('item')!, t.env());
+    work.run = { value: value as never, context: { ...work.run!.context, failure: failure as never } };
+    return work;
+  }
+  const over = { code: 'BUDGET_EXCEEDED', reason: 'tokens 12 of 10' };
+
+  it('a run the event failed over its budget: one budget-exceeded event at the item hop, with the reason', () => {
+    const work = workWith('failed', over);
+    noteOverrun(work, 'running');
+    expect(work.events.map((e) => [e.kind, e.hop, e.detail])).toEqual([
+      ['budget-exceeded', work.item.hop, over.reason],
+    ]);
+  });
+
+  it('a run already failed over its budget before the event, one failed otherwise, one still running: none', () => {
+    for (const [work, before] of [
+      [workWith('failed', over), 'failed'],
+      [workWith('failed', { code: 'GOVERNANCE_DENIED', reason: 'no' }), 'running'],
+      [workWith('running', null), 'running'],
+      [workWith('running', null), 'pending'],
+    ] as const) {
+      noteOverrun(work, before);
+      expect(work.events).toEqual([]);
+    }
+  });
+
+  it('work without a run (a decision that dropped it): nothing written, nothing thrown', () => {
+    const work = workWith('running', null);
+    work.run = null;
+    noteOverrun(work, 'running');
+    noteOverrun(work, undefined);
+    sendUsage(work, { type: 'HOP_SUCCEEDED', hop: 1, attempt: 1 } as never);
+    expect(work.events).toEqual([]);
+    expect(work.refused).toEqual([]);
+  });
 });
