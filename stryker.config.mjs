@@ -363,19 +363,15 @@ export const moduleThresholds = {
   // there). Whole module as measured: 203 of 232 (87.5%); with the six tests since, 209 (90.1%).
   'src/decisions/coordinator/hop-start.ts': 87,
   // usage.ts: not measured before; 81.5% (27 mutants, 22 detected), every survivor equivalent
-  // (5): `work.run?.value` made plain and `run === null` made false (`sendUsage` and
-  // `noteOverrun` run on a live item's work, whose run is there); `before === run.value` made
-  // false, and the guard's `||` made `&&` or false (it matters only for a run failed
-  // BUDGET_EXCEEDED before the event, and a decision sends one usage-carrying event to a live run).
-  'src/decisions/coordinator/usage.ts': 81,
-  // route-audit.ts: not measured before; 88.3% (60 mutants, 53 detected), every survivor
-  // equivalent (7): its guard on a run that is not there or not running, four ways (the run is
-  // never null there, and the one call on a run not running, a child's end settling a suspended
-  // hop's children, resumes at the same hop and stage, so the route is found not taken);
-  // `route.kind !== 'enter' && route.kind !== 'complete'` made false (only those routes carry a
-  // condition); `after !== null` made true (a decision never drops its run); `after.context.stage
-  // === route.stage` made true (a run's hop moves on only by entering the routed stage).
-  'src/decisions/coordinator/route-audit.ts': 88,
+  // in the decisions that call it (a live item's run is there; one usage-carrying event per
+  // decision); then 100% with rules of the overrun note and the usage event called on their own
+  // (a run that is not there, one already failed over budget before the event).
+  'src/decisions/coordinator/usage.ts': 100,
+  // route-audit.ts: not measured before; 88.3% (60 mutants, 53 detected); then 98.3% (59) with
+  // rules of the audit called on its own (a run not there or not running when the event came, a
+  // run gone elsewhere or dropped after it). Equivalent (1): `route.kind !== 'enter' &&
+  // route.kind !== 'complete'` made false (only those routes carry a condition).
+  'src/decisions/coordinator/route-audit.ts': 98,
   // The model agents' pure modules (quick run, 2026-12-05; not in the selection before, so not
   // measured before; pricing.ts's lines 46-144 and suspending-tools.ts's lines 55-93 only: the price
   // table and the tools' descriptions are data). First with test/agents/{conversation,steps}-rules

@@ -86,13 +86,12 @@ export function busWaitsOf(
 }
 
 /**
- * The bus message a hop out is carried by, to look up: its role and the key
+ * The bus message a hop out (`dispatched`) is carried by, to look up: its role and the key
  * it was published under. A stage hop that was resumed (a query it asked was
  * answered, or its children ended) is carried by the reply instead: `null`,
  * its place is not looked up.
  */
 function busMessageOf(hop: HopRecord, hops: readonly HopRecord[]): { role: string; key: string } | null {
-  if (hop.state !== 'dispatched') return null;
   if (hop.kind === 'query') return { role: hop.role, key: hop.idempotencyKey };
   const asked = hops.some((q) => q.askedBy === hop.id);
   // A first attempt goes out at once: active later than its dispatch, it was resumed.

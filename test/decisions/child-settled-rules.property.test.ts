@@ -120,6 +120,17 @@ describe("a parent takes its children's ends", () => {
           continue;
         }
         expect(d.handling).toBe('applied');
+        // The event the run took (what an inspector is shown): an output and a hops count only when the end has them.
+        expect(d.runEvents[0]).toStrictEqual({
+          type: 'CHILD_SETTLED',
+          hop: 1,
+          branch,
+          outcome: end.outcome,
+          ...(end.output === null ? {} : { output: end.output }),
+          ...(end.error === null ? {} : { error: end.error }),
+          usage: end.usage,
+          ...(end.hops === undefined ? {} : { hops: end.hops }),
+        });
         taken.set(branch, end);
         usage = sum(usage, end.usage);
         childHops += end.hops ?? 0;
