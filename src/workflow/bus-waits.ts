@@ -95,6 +95,6 @@ function busMessageOf(hop: HopRecord, hops: readonly HopRecord[]): { role: strin
   if (hop.kind === 'query') return { role: hop.role, key: hop.idempotencyKey };
   const asked = hops.some((q) => q.askedBy === hop.id);
   // A first attempt goes out at once: active later than its dispatch, it was resumed.
-  const resumed = asked || (hop.attempt === 1 && hop.activeSince !== null && hop.activeSince > hop.dispatchedAt);
+  const resumed = asked || (hop.attempt === 1 && (hop.activeSince ?? hop.dispatchedAt) > hop.dispatchedAt);
   return resumed ? null : { role: hop.role, key: hop.idempotencyKey };
 }

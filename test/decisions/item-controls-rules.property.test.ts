@@ -100,7 +100,10 @@ describe('what an operator command may do to an item', () => {
   });
 
   test.prop([
-    itemArb,
+    // A failed item half the time: the one a retry may apply to.
+    fc
+      .tuple(itemArb, fc.boolean())
+      .map(([item, failed]) => (failed ? { ...item, state: 'failed' as const, finishedAt: 3 } : item)),
     fc.option(fc.constantFrom(...STAGES, 'deploy'), { nil: undefined }),
     fc.option(fc.subarray(STAGES, { minLength: 1 }), { nil: undefined }),
   ])(

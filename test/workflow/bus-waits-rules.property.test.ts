@@ -23,7 +23,8 @@ const hopArb = fc.record({
   hop: fc.integer({ min: 1, max: 4 }),
   attempt: fc.integer({ min: 1, max: 3 }),
   dispatchedAt: fc.integer({ min: 1_000, max: 1_100 }),
-  active: fc.option(fc.integer({ min: -20, max: 60 }), { nil: null }),
+  // Active at its dispatch itself as often as at any other time.
+  active: fc.option(fc.oneof(fc.constant(0), fc.integer({ min: -20, max: 60 })), { nil: null }),
   askedBy: fc.option(fc.nat({ max: 5 }), { nil: null }),
   role: fc.constantFrom('architect', 'coding', 'qa'),
   timeouts: fc.nat({ max: 2 }),
