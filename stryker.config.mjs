@@ -159,6 +159,11 @@ export const moduleThresholds = {
   // detected (91.3%); its two survivors are equivalent: `typeof key === 'string'` made true (a
   // regular expression's test of a non-string never matches `^s\d{1,6}$`) and the `^` dropped (a key
   // that matches only without it has a letter after its first character: `Number` reads NaN).
+  // The continuations of every spawn a hop took, listed on its children's reply (lines 130-175,
+  // with result.ts's check of them at lines 60-67: 45 mutants, 41 detected), then rules for what on a
+  // stored list is not a continuation and for the list's stored name. Equivalent: in result.ts,
+  // `token !== undefined` made true (no hop's continuation and no listed spawn is undefined; it
+  // spares a completed result the search).
   'src/decisions/coordinator/child-suspension.ts': 91,
   // resuming-reply.ts (the reply a hop is out on): 45.9% at first (74 mutants), 79.7% (59 detected)
   // with its direct rules; then 98.4% (64 mutants, 63 detected) with the rules of a directive that

@@ -354,5 +354,9 @@ describe('a hop that starts children again after they resumed it', () => {
     const { metadata: _m, ...older } = hop.reply as { metadata: unknown };
     expect(spawnsTaken(older)).toEqual(['cont-0']);
     expect(spawnsTaken(null)).toEqual([]);
+    // What is not a continuation on a stored list is not one.
+    expect(spawnsTaken({ metadata: { [SPAWNS_METADATA_KEY]: ['a', 7, null, { t: 'b' }, 'c'] } })).toEqual(['a', 'c']);
+    // Stored replies keep the list under this name: another would lose the lists already written.
+    expect(SPAWNS_METADATA_KEY).toBe('switchboardSpawns');
   });
 });
