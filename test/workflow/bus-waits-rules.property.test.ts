@@ -2,6 +2,7 @@ import { fc, test } from '@fast-check/vitest';
 import { describe, expect } from 'vitest';
 import { type BusMessageState, busWaitsOf } from '../../src/workflow/bus-waits.js';
 import { type HopRecord, type ItemRecord, dispatchedHop } from '../../src/workflow/records.js';
+import { itemRecord } from './item-record.js';
 
 /**
  * The rules of what a work item waits for on the bus, over any item and any
@@ -39,25 +40,7 @@ const caseArb = fc.record({
 });
 
 function itemOf(state: ItemRecord['state'], ended: boolean): ItemRecord {
-  return {
-    id: 'item-1',
-    taskId: null,
-    workflow: { id: 'flow', version: 1 },
-    state,
-    stage: 'plan',
-    hop: 1,
-    hops: 2,
-    input: [],
-    budget: null,
-    attributes: null,
-    usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, elapsedMs: 0 },
-    failure: null,
-    approval: null,
-    createdAt: 1_000,
-    updatedAt: 1_000,
-    finishedAt: ended ? 1_200 : null,
-    output: null,
-  } as unknown as ItemRecord;
+  return itemRecord({ state, finishedAt: ended ? 1_200 : null });
 }
 
 describe('what an item waits for on the bus', () => {

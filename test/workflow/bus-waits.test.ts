@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { busWaitsOf } from '../../src/workflow/bus-waits.js';
 import { type HopRecord, type ItemRecord, dispatchedHop } from '../../src/workflow/records.js';
+import { itemRecord } from './item-record.js';
 
 /**
  * `busWaitsOf`: what a running or suspended item waits for on the bus, from
@@ -8,27 +9,7 @@ import { type HopRecord, type ItemRecord, dispatchedHop } from '../../src/workfl
  * its message is when a lookup is given; a resumed hop's message (the
  * reply) is not looked up, and no idempotency key ever comes out.
  */
-function item(state: ItemRecord['state']): ItemRecord {
-  return {
-    id: 'item-1',
-    taskId: null,
-    workflow: { id: 'flow', version: 1 },
-    state,
-    stage: 'plan',
-    hop: 1,
-    hops: 2,
-    input: [],
-    budget: null,
-    attributes: null,
-    usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, elapsedMs: 0 },
-    failure: null,
-    approval: null,
-    createdAt: 1_000,
-    updatedAt: 1_000,
-    finishedAt: null,
-    output: null,
-  } as unknown as ItemRecord;
-}
+const item = (state: ItemRecord['state']): ItemRecord => itemRecord({ state });
 
 const hop = (over: Partial<HopRecord> & Pick<HopRecord, 'id'>): HopRecord => ({
   ...dispatchedHop({
