@@ -285,6 +285,12 @@ describe('the definition a branch runs as', () => {
     },
   );
 
+  it("a carve's deadline at the definition's own is fine, one later a problem", () => {
+    const stage = { workflow: 'sub@1', budget: { deadline: 100 }, next: [] } as unknown as Stage;
+    expect(carveProblems(defOf({ s: stage }, { deadline: 100 }), 's', stage)).toEqual([]);
+    expect(carveProblems(defOf({ s: stage }, { deadline: 99 }), 's', stage)).toHaveLength(1);
+  });
+
   it('a derived id of 128 characters is fine, of 129 a problem', () => {
     const stage = { role: 'coder', next: [] } as unknown as Stage;
     expect(derivedIdProblems({ ...defOf({ s: stage }), id: 'f'.repeat(125) })).toEqual([]);
