@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { childTree, itemPath, shownParts, workflowDiagram } from '../../src/console/item-view.js';
 import { SQLITE_PLACEHOLDER, itemPageRead } from '../../src/persistence/coordinator/item-reads.js';
 import type { HopRecord, ItemRecord } from '../../src/workflow/records.js';
+import { itemRecord } from '../workflow/item-record.js';
 
 // The item view's pure parts: the stages drawn from a definition, the path
 // an item took (hops, routes, stages run as children), the child tree with
@@ -33,27 +34,7 @@ const definition = {
 };
 
 function item(over: Partial<ItemRecord>): ItemRecord {
-  return {
-    id: 'i',
-    taskId: null,
-    workflow: { id: 'flow', version: 1 },
-    state: 'running',
-    stage: 'plan',
-    hop: 1,
-    hops: 0,
-    input: [],
-    budget: null,
-    attributes: null,
-    usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, elapsedMs: 0 },
-    failure: null,
-    approval: null,
-    createdAt: 1,
-    updatedAt: 1,
-    finishedAt: null,
-    output: null,
-    mirrored: false,
-    ...over,
-  } as ItemRecord;
+  return itemRecord({ id: 'i', hops: 0, createdAt: 1, updatedAt: 1, ...over });
 }
 
 const hop = (n: number, stage: string, costUsd = 0): HopRecord =>

@@ -2,6 +2,7 @@ import { fc, test } from '@fast-check/vitest';
 import { describe, expect } from 'vitest';
 import { approvalVerdict, cancelVerdict, retryVerdict } from '../../src/decisions/item-controls.js';
 import type { ItemRecord } from '../../src/workflow/records.js';
+import { itemRecord } from '../workflow/item-record.js';
 
 /**
  * The rules of what an operator's command may do to a work item, each verdict
@@ -29,7 +30,7 @@ const approvalArb = fc.option(
   fc.record({
     stage: fc.constantFrom(...STAGES),
     hop: fc.integer({ min: 1, max: 9 }),
-    source: fc.constantFrom('gate', 'policy'),
+    source: fc.constantFrom('gate' as const, 'governance' as const),
     approvers: fc.option(fc.uniqueArray(fc.constantFrom(...NAMES), { minLength: 1, maxLength: 3 }), { nil: null }),
     reason: fc.constantFrom('r', 'a gate'),
   }),
@@ -45,34 +46,24 @@ const itemArb: fc.Arbitrary<ItemRecord> = fc
     other: fc.option(fc.constantFrom('x', 7), { nil: undefined }),
     approval: approvalArb,
   })
-  .map(
-    ({ id, state, version, parent, other, approval }) =>
-      ({
-        id,
-        taskId: null,
-        workflow: { id: 'wf', version },
-        state,
-        stage: 'code',
-        hop: 2,
-        hops: 2,
-        input: [{ kind: 'text', text: 'x' }],
-        budget: null,
-        attributes:
-          parent === undefined && other === undefined
-            ? null
-            : {
-                ...(parent === undefined ? {} : { 'switchboard.parent': parent }),
-                ...(other === undefined ? {} : { team: other }),
-              },
-        usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, elapsedMs: 0 },
-        failure: null,
-        approval,
-        createdAt: 1,
-        updatedAt: 2,
-        finishedAt: FINAL.includes(state) ? 3 : null,
-        output: null,
-        mirrored: false,
-      }) as ItemRecord,
+  .map(({ id, state, version, parent, other, approval }) =>
+    itemRecord({
+      id,
+      workflow: { id: 'wf', version },
+      state,
+      stage: 'code',
+      hop: 2,
+      input: [{ kind: 'text', text: 'x' }],
+      attributes:
+        parent === undefined && other === undefined
+          ? null
+          : {
+              ...(parent === undefined ? {} : { 'switchboard.parent': parent }),
+              ...(other === undefined ? {} : { team: other }),
+            },
+      approval,
+      finishedAt: FINAL.includes(state) ? 3 : null,
+    }),
   );
 
 const unknown = (id: string) => ({

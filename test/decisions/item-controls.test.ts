@@ -1,29 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import { approvalVerdict, cancelVerdict, retryVerdict } from '../../src/decisions/item-controls.js';
 import type { ItemRecord } from '../../src/workflow/records.js';
+import { itemRecord } from '../workflow/item-record.js';
 
 function item(over: Partial<ItemRecord>): ItemRecord {
-  return {
+  return itemRecord({
     id: 'i1',
-    taskId: null,
     workflow: { id: 'wf', version: 1 },
-    state: 'running',
     stage: 'a',
-    hop: 1,
     hops: 1,
     input: [{ kind: 'text', text: 'x' }],
-    budget: null,
-    attributes: null,
-    usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, elapsedMs: 0 },
-    failure: null,
-    approval: null,
     createdAt: 1,
     updatedAt: 1,
-    finishedAt: null,
-    output: null,
-    mirrored: false,
     ...over,
-  } as ItemRecord;
+  });
 }
 
 describe('what an operator command may do to an item', () => {

@@ -16,8 +16,6 @@ import {
  */
 
 const UNAVAILABLE = [
-  'COORD_FENCED',
-  'COORD_CLOSED',
   'ECONNREFUSED',
   'ECONNRESET',
   'ETIMEDOUT',
@@ -102,6 +100,21 @@ describe('the retry of a result that failed to apply', () => {
         counted: false,
         delayMs: backoff(deliveries),
       });
+    },
+  );
+
+  test.prop([fc.constantFrom('COORD_FENCED', 'COORD_CLOSED'), fc.integer({ min: 0, max: 4 }), deliveriesArb])(
+    'a Coordinator that no longer leads or is closing: back to the leader after 1 s, not counted, however many deliveries',
+    (code, depth, deliveries) => {
+      const error = wrapped(Object.assign(new Error('not the leader'), { code }), depth);
+      expect(unavailable(error)).toBe(false);
+      expect(resultRetry(error, deliveries)).toEqual({ cause: 'elsewhere', counted: false, delayMs: FAILED_DELAY_MS });
+      // Whatever else its causes say.
+      const down = Object.assign(new Error('down'), {
+        code,
+        cause: Object.assign(new Error('x'), { code: 'ECONNRESET' }),
+      });
+      expect(resultRetry(down, deliveries).cause).toBe('elsewhere');
     },
   );
 

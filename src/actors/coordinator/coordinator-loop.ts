@@ -213,8 +213,11 @@ export class CoordinatorLoop {
         span?.endWithError(error);
         const retry = resultRetry(error, rd.delivery.deliveries);
         const where = { err: error, delivery: rd.delivery.id, deliveries: rd.delivery.deliveries };
-        if ((error as { code?: unknown } | undefined)?.code === 'COORD_FENCED') {
-          log.warn(where, 'fenced: this Coordinator no longer leads; the result goes back to the bus for the leader');
+        if (retry.cause === 'elsewhere') {
+          log.warn(
+            where,
+            'this Coordinator no longer leads or is closing: the result goes back to the bus for the leader',
+          );
         } else if (retry.cause === 'unavailable') {
           log.error(
             { ...where, retryInMs: retry.delayMs },
