@@ -3,6 +3,7 @@ import { TASK_STATES, type TaskState, isTerminalState } from '../protocol/task.j
 import {
   TASK_TRANSITIONS,
   type TaskMove,
+  type TaskMoveCheck,
   type TaskMoveRefusal,
   type TaskTransition,
   checkTaskMove,
@@ -35,7 +36,6 @@ function stateConfig(state: TaskState) {
         ...rows.map((row: TaskTransition) => ({
           guard: { type: 'isMove' as const, params: { to: row.to, by: row.by, via: row.via } },
           target: row.to,
-          reenter: row.to === row.from,
           actions: { type: 'accept' as const, params: { from: row.from } },
         })),
         { actions: { type: 'refuse' as const, params: { from: state } } },
@@ -71,11 +71,9 @@ export const taskMachine = setup({
       refusal: null,
     })),
     refuse: assign(({ event }, params: { from: TaskState }) => {
-      const check = checkTaskMove(params.from, event);
-      const refusal: TaskMoveRefusal = check.ok
-        ? { errorCode: 'A2A_INVALID_TRANSITION', from: params.from, to: event.to, reason: 'not-in-table' }
-        : check;
-      return { refusal: stripOk(refusal) };
+      // Only a move that no row of its state takes is refused, and the table's check refuses it too.
+      const check = checkTaskMove(params.from, event) as Extract<TaskMoveCheck, { ok: false }>;
+      return { refusal: stripOk(check) };
     }),
   },
 }).createMachine({

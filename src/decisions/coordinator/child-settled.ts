@@ -1,6 +1,7 @@
 import { type WorkflowRunEvent, addRunUsage } from '../../protocol/workflow.js';
 import { settleBranch } from '../../machines/workflow-run-join.js';
 import { settledOf } from '../../machines/workflow-run-routing.js';
+import type { RunDirective } from '../../machines/workflow-run-context.js';
 import { resumeWithChildren } from './child-suspension.js';
 import { drive } from './drive.js';
 import { auditRoute } from './route-audit.js';
@@ -34,24 +35,20 @@ export function childSettled(
   const accepted = work.send(event);
   if (!accepted) return unchanged(view, 'duplicate');
   routed();
-  // The last child of a hop that started them itself: the hop resumes with their outcomes.
-  const run = work.run!;
-  if (
-    joinBefore?.kind === 'spawn' &&
-    waiting.kind === 'await-reply' &&
-    run.value === 'running' &&
-    run.context.directive.kind === 'dispatch' &&
-    run.context.directive.resume === waiting.continuation
-  ) {
+  // A suspended run made running by a child's end took its only such row, `resume-children`: the
+  // last child of a hop that started them itself. The run waited on that hop's reply, under the
+  // join of its children, and the hop resumes with their outcomes.
+  if (before === 'suspended' && work.run!.value === 'running') {
+    const reply = waiting as Extract<RunDirective, { kind: 'await-reply' }>;
     const asking = [...work.hops.values()].find(
-      (h) => h.kind === 'stage' && h.hop === waiting.hop && h.state === 'suspended',
-    );
+      (h) => h.kind === 'stage' && h.hop === reply.hop && h.state === 'suspended',
+    )!;
     const settled = settleBranch(
-      joinBefore,
+      joinBefore!,
       s.branch,
       settledOf(event as Extract<WorkflowRunEvent, { type: 'CHILD_SETTLED' }>),
     );
-    if (asking !== undefined) resumeWithChildren(work, asking, waiting.continuation, settled);
+    resumeWithChildren(work, asking, reply.continuation, settled);
   }
   work.item = { ...work.item, usage: addRunUsage(work.item.usage, s.usage) };
   noteOverrun(work, before);

@@ -5,18 +5,17 @@ import { deniedEvent, dispatch, dispatched, govern, resume } from './hop-start.j
 import { end } from './item-end.js';
 import { COORDINATOR_ACTOR, type Work, json } from './work.js';
 
-/** Follows the run's directive until it waits (a hop out, an approval, a reply) or ends. */
+/**
+ * Follows the run's directive until it waits (a hop out, an approval, a reply, children) or ends. A
+ * run that has not started (a refused START) is left as it is.
+ */
 export function drive(work: Work): void {
   for (let guard = 0; guard < 32; guard++) {
-    const run = work.run;
-    if (run === null) return;
+    // Every decision that drives has the item's run: an ended item's view has none, and is refused before.
+    const run = work.run!;
     const ctx = run.context;
     const state = run.value as ItemState;
     const d = ctx.directive;
-    if (d.kind === 'start') {
-      work.send({ type: 'START' });
-      continue;
-    }
     if (d.kind === 'dispatch') {
       if (dispatched(work, d.hop, d.attempt, d.resume)) return;
       const decision = govern(work, {
@@ -92,7 +91,7 @@ export function drive(work: Work): void {
       }
       continue;
     }
-    if (d.kind === 'await-reply' || d.kind === 'await-children') return;
+    // Anything else waits (a hop's reply, its children) or has ended (a final run's directive is 'none').
     if (isFinalRunState(state)) end(work, state);
     return;
   }

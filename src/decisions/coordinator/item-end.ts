@@ -8,13 +8,15 @@ import { COORDINATOR_ACTOR, type Work, json } from './work.js';
 export function end(work: Work, state: FinalRunState): void {
   if (work.item.finishedAt !== null) return;
   const ctx = work.run!.context;
-  // A run completed by a join (no hop result ends it) keeps the joined output as its data part.
+  // A run completed by a join (no hop result ends it, and the run is at the join's stage) keeps the
+  // joined output as its data part.
   const output = ctx.output ?? null;
   const last =
     work.result === undefined && state === 'completed' && output !== null
-      ? { role: ctx.stage ?? '', outcome: 'completed' as const, parts: [dataPart(output)], artifacts: [] }
+      ? { role: ctx.stage!, outcome: 'completed' as const, parts: [dataPart(output)], artifacts: [] }
       : work.result;
   work.item = { ...work.item, finishedAt: work.env.now, approval: null, output: itemOutput(state, ctx, last) };
+  // A run fails with its failure and is canceled with its cancellation: the effect that ends it sets them.
   const failure = ctx.failure;
   const kind = state === 'completed' ? 'item-completed' : state === 'failed' ? 'item-failed' : 'item-canceled';
   work.audit.push({
@@ -28,8 +30,8 @@ export function end(work: Work, state: FinalRunState): void {
     state === 'completed'
       ? 'work item completed'
       : state === 'failed'
-        ? `work item failed: ${failure?.code ?? 'FAILED'}: ${failure?.reason ?? ''}`
-        : `work item canceled${ctx.cancellation?.by ? ` by ${ctx.cancellation.by}` : ''}`;
+        ? `work item failed: ${failure!.code}: ${failure!.reason}`
+        : `work item canceled${ctx.cancellation!.by ? ` by ${ctx.cancellation!.by}` : ''}`;
   work.event(state as ItemEventKind, ctx.hop, detail);
   settleParent(work, state);
 }
