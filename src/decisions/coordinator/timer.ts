@@ -34,7 +34,8 @@ function pastTimeout(hop: HopRecord, timeout: number | undefined, now: number): 
  * every live item; `timer` decides on the items it picks.
  */
 export function timerDue(view: ItemView, now: number, hopTimeoutMs?: number): boolean {
-  if (view.run === null || view.item.finishedAt !== null) return false;
+  // An ended item's view has no run.
+  if (view.run === null) return false;
   const ctx = view.run.context;
   const deadline = ctx.deadline ?? null;
   if (deadline !== null && now >= deadline.at) return true;
@@ -57,14 +58,15 @@ export function timerDue(view: ItemView, now: number, hopTimeoutMs?: number): bo
  * the run routes the failure. Each is audited (`timeout`).
  */
 export function timer(view: ItemView | undefined, env: DecisionEnv): Decision {
-  if (view === undefined || view.run === null || view.item.finishedAt !== null) return unchanged(view, 'applied');
+  if (view === undefined || view.run === null) return unchanged(view, 'applied');
   const def = view.run.context.definition;
   const now = env.now;
   const work = new Work(view, env);
   if ((view.run.context.deadline ?? null) !== null) {
     work.send({ type: 'TICK', now });
-    const failure = work.ctx?.failure ?? null;
-    if (work.run !== null && work.run.value === 'failed' && failure?.code === 'DEADLINE_EXCEEDED') {
+    // A TICK moves a run only past its deadline, failing it DEADLINE_EXCEEDED.
+    if (work.run!.value === 'failed') {
+      const failure = work.ctx!.failure!;
       const deadline = view.run.context.deadline!;
       const ageMs = now - view.item.createdAt;
       work.audit.push({
@@ -81,7 +83,8 @@ export function timer(view: ItemView | undefined, env: DecisionEnv): Decision {
   }
   let changed = false;
   for (const hop of [...work.hops.values()]) {
-    if (hop.state !== 'dispatched' || hop.activeSince === null) continue;
+    // A hop out (`pastTimeout` reads when it became active).
+    if (hop.state !== 'dispatched') continue;
     if (hop.kind === 'query') {
       if (queryTimedOut(work, hop)) changed = true;
       continue;
@@ -161,8 +164,9 @@ function queryTimedOut(work: Work, query: HopRecord): boolean {
   const now = work.env.now;
   const timeout = hopTimeout(def, query.stage, work.env.hopTimeoutMs);
   if (timeout === undefined || !pastTimeout(query, timeout, now)) return false;
-  const asking = query.askedBy === null ? undefined : work.hops.get(query.askedBy);
-  if (asking === undefined || query.continuation === null) return false;
+  // A query is written with the hop that asked it and the continuation it answers.
+  const asking = work.hops.get(query.askedBy!)!;
+  const continuation = query.continuation!;
   const timeouts = query.timeouts + 1;
   const questionKept = query.question !== null;
   // What the query cost, should the run fail it (as an answer would accrue it).
@@ -174,7 +178,7 @@ function queryTimedOut(work: Work, query: HopRecord): boolean {
     attempt: asking.attempt,
     timeouts,
     timeoutMs: timeout,
-    continuation: query.continuation,
+    continuation,
     ...(questionKept ? {} : { questionKept }),
     usage: added,
   };
@@ -223,7 +227,7 @@ function queryTimedOut(work: Work, query: HopRecord): boolean {
   // The hop that asked resumes (the run took the timeout as its answer) with the failure, as with a query that failed.
   const failure: ResultEnvelope = {
     kind: 'result',
-    headers: replyHeaders(work, asking, query.continuation, query.idempotencyKey),
+    headers: replyHeaders(work, asking, continuation, query.idempotencyKey),
     role: query.role,
     outcome: 'failed',
     parts: [],
