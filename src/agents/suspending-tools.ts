@@ -81,10 +81,11 @@ const DelegateInputSchema = z.object({
 export function parseDelegate(input: unknown): ChildSpawn | { error: string } {
   const parsed = DelegateInputSchema.safeParse(input);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
+    // A refused parse has at least one issue; its path is empty when the whole input is wrong.
+    const issue = parsed.error.issues[0]!;
+    const at = issue.path.length === 0 ? '' : `${issue.path.join('.')} `;
     return {
-      error:
-        `delegate takes { workflow: "id@version", input, budget?: { maxTokens?, maxCostUsd?, maxHops?, deadline? } }: ${issue?.path.join('.') ?? ''} ${issue?.message ?? ''}`.trim(),
+      error: `delegate takes { workflow: "id@version", input, budget?: { maxTokens?, maxCostUsd?, maxHops?, deadline? } }: ${at}${issue.message}`,
     };
   }
   const child: ChildSpawn = { workflow: parsed.data.workflow, input: parsed.data.input };

@@ -159,4 +159,24 @@ describe('the calls that suspend a model agent', () => {
     expect(wrong.startsWith(field)).toBe(true);
     expect(wrong.length).toBeGreaterThan(field.length + 1);
   });
+
+  test.prop([fc.oneof(fc.constant(null), fc.string(), fc.integer(), fc.array(fc.integer(), { maxLength: 3 }))])(
+    'a delegate that is not an object says what it takes and what it got, with no path',
+    (input) => {
+      const r = parseDelegate(input);
+      const error = (r as { error: string }).error;
+      const shape =
+        'delegate takes { workflow: "id@version", input, budget?: { maxTokens?, maxCostUsd?, maxHops?, deadline? } }: ';
+      expect(error.startsWith(shape)).toBe(true);
+      const wrong = error.slice(shape.length);
+      // zod's own words for the whole input, neither led nor followed by a space.
+      expect(wrong).toMatch(/^Invalid input: expected object, received \w+$/);
+    },
+  );
+
+  test('a delegate with a wrong field names its path, then what is wrong with it', () => {
+    const r = parseDelegate({ workflow: 'w@1', input: 'x', budget: { maxTokens: -1 } }) as { error: string };
+    expect(r.error).toMatch(/\}: budget\.maxTokens [A-Z][^ ]/);
+    expect(r.error).not.toMatch(/\s$/);
+  });
 });
