@@ -156,10 +156,10 @@ export function deniedEvent(
 export function dispatched(work: Work, hop: number, attempt: number, resume: string | null): boolean {
   if (resume === null) return work.hopByKey(hopKey(work.item.id, hop, attempt)) !== undefined;
   const query = work.hopByContinuation(resume);
-  // A hop resumed by its children has no query: it is out again once its reply was written.
-  if (query === undefined) return work.hopByKey(hopKey(work.item.id, hop, attempt))?.state === 'dispatched';
-  if (query.askedBy === null) return false;
-  return work.hops.get(query.askedBy)?.state === 'dispatched';
+  // A hop resumed by its children has no query: the decision that wrote their reply put it out again.
+  if (query === undefined) return true;
+  // A query is written with the hop that asked it, a hop of the same item.
+  return work.hops.get(query.askedBy!)!.state === 'dispatched';
 }
 
 export function dispatch(work: Work, stage: string, role: string, hop: number, attempt: number, delayMs: number): void {
@@ -265,14 +265,13 @@ export function queryBody(work: Work, query: HopRecord, asking: HopRecord, quest
 }
 
 export function resume(work: Work, continuation: string): void {
-  const query = work.hopByContinuation(continuation);
-  const asking = query?.askedBy === null || query === undefined ? undefined : work.hops.get(query.askedBy);
-  if (query === undefined || asking === undefined || query.reply === null) {
-    throw new Error(`no answer recorded for continuation ${continuation}`);
-  }
+  // The run resumes a hop with a query's answer only on HOP_RESUMED, sent once that answer is
+  // written: the query, the hop that asked it and the reply are there.
+  const query = work.hopByContinuation(continuation)!;
+  const asking = work.hops.get(query.askedBy!)!;
   const now = work.env.now;
   work.updateHop({ ...asking, state: 'dispatched', activeSince: now });
-  work.outbox.push({ kind: 'signal', body: query.reply });
+  work.outbox.push({ kind: 'signal', body: query.reply! });
   work.audit.push({
     kind: 'resume',
     itemId: work.item.id,
