@@ -22,6 +22,12 @@ const SELECTIONS: Record<string, string[]> = {
     'test/decisions/hop-timeout-default.test.ts',
     'test/workflow/composition.test.ts',
   ],
+  // The model agents' pure modules (their schemas are built as the modules load).
+  agents: [
+    'test/agents/*-rules.property.test.ts',
+    'test/agents/pricing.test.ts',
+    'test/agents/mcp-tool-result.test.ts',
+  ],
   // The checks a workflow definition passes as it loads.
   'stage-checks': [
     'test/workflow/stage-checks-rules.property.test.ts',
