@@ -117,7 +117,12 @@ export const moduleThresholds = {
   // suspended at a time; `asking !== undefined` made true (that hop is always there).
   // Then 77.8% (70 of 90) with the exact event a child's end sends the run (its output and hops only
   // when it has them): the spreads' survivors detected; the 20 of the resume's guard and search remain.
-  'src/decisions/coordinator/child-settled.ts': 77,
+  // Then, on 2026-12-06, 91.7% (72 mutants, 66 detected) once the resume is told by the run's own move
+  // (a suspended run made running by a child's end took its one such row, `resume-children`) instead
+  // of the guard and the `asking !== undefined` check. Equivalent (6): the search for the suspended
+  // hop, its three parts made true and its `&&` made `||` (an item has one stage hop per hop number,
+  // and one suspended at a time).
+  'src/decisions/coordinator/child-settled.ts': 91,
   // 5.2% before (191 mutants; only `childDeadline` was reached); 92.7% (177 detected), every
   // survivor equivalent (14): in `outputValue`, `data.kind === 'data'` made true (the search
   // matched that kind), and in the texts' map `p.kind === 'text'` made true and its '' made
@@ -236,7 +241,10 @@ export const moduleThresholds = {
   // covered: made {}, its errorCode or its reason made ""), as `refuse` runs only when no row's
   // guard matched, and those guards are the table's rows from that state, so the check is never
   // ok there.
-  'src/machines/task-machine.ts': 87,
+  // Then, on 2026-12-06, 98.0% (49 mutants, 48 detected) without `reenter` (no task state has entry
+  // or exit actions) and with a refused move taken as the table's own refusal. Equivalent (1):
+  // `types` of `setup` made {}.
+  'src/machines/task-machine.ts': 98,
   // 100% as first measured (110 mutants, all detected; 2026-12-05), no new test.
   'src/machines/delivery-machine.ts': 100,
   // pool-machine.ts (a role's pool): 93.4% as first measured (166 mutants, 155 detected; quick run,
@@ -278,7 +286,10 @@ export const moduleThresholds = {
   // the cancel effect always sets who); three strings no run reaches (not covered): the stage's
   // fallback '' of a run completed without a result of its own (such a run is at a stage), and a
   // failure's fallbacks 'FAILED' and ''.
-  'src/decisions/coordinator/item-end.ts': 87,
+  // Then, on 2026-12-06, 97.9% (47 mutants, 46 detected) with the failure, cancellation and stage
+  // read as the ending effect set them (no `?.` and fallbacks no run reaches). Equivalent (1):
+  // `state === 'completed'` made true (as above).
+  'src/decisions/coordinator/item-end.ts': 97,
   // The inputs of a running item (quick run, 2026-12-05; before: the quick run's selection before
   // test/decisions/{approval,reconcile,result,usage,route-audit,drive,lost-checkpoint}-rules).
   // approval.ts: 0% before (55 mutants, none reached); 100%.
@@ -317,7 +328,16 @@ export const moduleThresholds = {
   // message) were reached only by a governance verdict the run's event schema refused (a policy
   // name or approvers longer than a run takes), which made the run never settle: such verdicts
   // are now denied or cut before the run sees them, so nothing reaches the guard.
-  'src/decisions/coordinator/drive.ts': 82,
+  // Then, on 2026-12-06, 92.7% (96 mutants, 89 detected) without the 'start' directive's branch (a
+  // run takes START from pending whatever it names), the wait check (a final run's directive is
+  // 'none') and the run's null check; then the immediate failure's `{ stage }` dropped (the event's
+  // stage is the run's, the same), its one survivor, so 89 of 95 by count. Equivalent (6): the loop's
+  // `guard < 32` made `<=` and `guard++` made `--` (every run settles in a few steps), and its error
+  // message (not covered); the approval written only when `approval === null`, made true (no
+  // decision drives a run that already waits for an approval without moving it); the approval
+  // event's `stages[d.stage]?.role` made plain (the stage is the definition's); the immediate
+  // failure's message cut at 2000 (a map's failure names a pointer the stage checks bound).
+  'src/decisions/coordinator/drive.ts': 92,
   // timer.ts: 0% before (266 mutants, none reached); its lines 15-80 (`hopTimeout`, `timerDue`, the
   // deadline) then 84.2% (101 mutants, 85 detected), every survivor equivalent (16): an undefined
   // default timeout or stage timeout tested (it compares false, as NaN does; a hop out always has

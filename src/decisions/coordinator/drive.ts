@@ -79,7 +79,7 @@ export function drive(work: Work): void {
       if (im.outcome === 'succeeded') {
         work.send({ type: 'HOP_SUCCEEDED', hop: d.hop, attempt: ctx.attempt, output: im.output });
       } else {
-        work.event('hop-failed', d.hop, `failed: ${im.errorType}: ${im.message.slice(0, 200)}`, { stage: d.stage });
+        work.event('hop-failed', d.hop, `failed: ${im.errorType}: ${im.message.slice(0, 200)}`);
         work.send({
           type: 'HOP_FAILED',
           hop: d.hop,
