@@ -7,7 +7,8 @@ import { type AnyStateMachine, createActor } from 'xstate';
  * (XState throws at creation for a compound machine without a known initial
  * state), a fresh actor starts in the lifecycle's first state, and the
  * machine's id is the name the Stately inspection labels its root actors by
- * (`agent <id>`, `task <id>`, `pool <role>`; src/inspect/stately-inspection.ts).
+ * (`agent <id>`, `task <id>`, `pool <role>`; src/inspect/stately-inspection.ts), and
+ * the work item's run is `workflow-run`.
  *
  * The modules are imported inside the property, not at the top of the file:
  * a module that throws while it loads must fail a test here, not only the
@@ -35,6 +36,15 @@ const MACHINES = {
       deployment: { minReplicas: 0, maxReplicas: 1, idleTimeoutMs: 0, concurrency: 1 },
     },
     first: 'running',
+  },
+  'workflow-run': {
+    load: async (): Promise<AnyStateMachine> =>
+      (await import('../../src/machines/workflow-run-machine.js')).workflowRunMachine,
+    input: {
+      runId: 'item-1',
+      definition: { id: 'w', version: 1, start: 'only', stages: { only: { role: 'coding' } } },
+    },
+    first: 'pending',
   },
 } as const;
 
