@@ -375,6 +375,13 @@ export const moduleThresholds = {
   // `return false` made true (not covered: a run waiting on a query takes its timeout); the
   // republish's `query.question !== null` made true (a run republishes a query only when its
   // question was kept). The threshold is the lower of the two parts'.
+  // Then, on 2026-12-06, the checks no state reaches removed (an ended item told by its missing run;
+  // `activeSince` tested once, in `pastTimeout`; a TICK's failure read as its deadline's; a query's
+  // asking hop and continuation read as written), and the lines they were in measured
+  // (`--mutate ...timer.ts:36-46,...timer.ts:59-92,...timer.ts:159-168`): 95.8% (72 mutants, 69
+  // detected). Equivalent (3): `hop.state !== 'dispatched'` made false in both loops (a hop not out
+  // has no `activeSince`) and the query's `timeout === undefined` made false (`pastTimeout` tests
+  // it). The whole module was not measured again; its threshold stays the lower part's.
   'src/decisions/coordinator/timer.ts': 84,
   // suspension.ts: 86.4% before, its rule test as it was (154 mutants, 133 detected); 92.2% (142
   // detected) with it extended (neither a suspension nor an answer writes the item's row anew; a run
@@ -420,6 +427,11 @@ export const moduleThresholds = {
   // plain, the block emptied and its message made "": the run resumes a hop only on HOP_RESUMED,
   // sent once its query's answer is written, so the query, the hop that asked and the reply are
   // there). Whole module as measured: 203 of 232 (87.5%); with the six tests since, 209 (90.1%).
+  // Then, on 2026-12-06, `resume` reads its query, the hop that asked and the answer as HOP_RESUMED
+  // guarantees them (the throw no state reached is gone) and `dispatched` takes a hop resumed by
+  // its children as out again: their lines (`--mutate ...hop-start.ts:155-162,...hop-start.ts:262-284`)
+  // 100% (23 mutants), where the guard's 13 equivalent survivors were. The whole module was not
+  // measured again.
   'src/decisions/coordinator/hop-start.ts': 87,
   // usage.ts: not measured before; 81.5% (27 mutants, 22 detected), every survivor equivalent
   // in the decisions that call it (a live item's run is there; one usage-carrying event per
