@@ -7,7 +7,7 @@ import { COORDINATOR_ACTOR, type Work, json } from './work.js';
 
 /**
  * Follows the run's directive until it waits (a hop out, an approval, a reply, children) or ends. A
- * run that has not started (a refused START) is left as it is.
+ * run not started yet is left as it is: `create` sends its START first, and a run always takes it.
  */
 export function drive(work: Work): void {
   for (let guard = 0; guard < 32; guard++) {
