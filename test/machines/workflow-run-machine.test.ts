@@ -1186,6 +1186,41 @@ describe('other definitions', () => {
     expect(() => restoreWorkflowRun(broken[4])).toThrow(
       'its definition is invalid: start: start "nowhere" is not a stage',
     );
+    // Each is refused for what is wrong with it, told in its message and its details.
+    const { context: _context, ...noContext } = good;
+    const { workflow: _workflow, ...noWorkflow } = good.context;
+    const reasons: [unknown, string][] = [
+      [null, 'not an object'],
+      ['a run', 'not an object'],
+      [{ ...good, value: 'dancing' }, 'unknown state "dancing"'],
+      [{ ...good, value: 3 }, 'unknown state 3'],
+      [{ ...good, status: 'error' }, 'unexpected status "error"'],
+      [noContext, 'no run id in the context'],
+      [{ ...good, context: null }, 'no run id in the context'],
+      [{ ...good, context: { ...good.context, runId: 7 } }, 'no run id in the context'],
+      [
+        { ...good, context: { ...good.context, workflow: { id: 'dev-sdlc', version: 2 } } },
+        'its workflow reference does not match its definition',
+      ],
+      [
+        { ...good, context: { ...good.context, workflow: { id: 'other', version: 1 } } },
+        'its workflow reference does not match its definition',
+      ],
+      [{ ...good, context: noWorkflow }, 'its workflow reference does not match its definition'],
+    ];
+    for (const [snapshot, reason] of reasons) {
+      let thrown: unknown;
+      try {
+        restoreWorkflowRun(snapshot);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown, reason).toMatchObject({
+        code: 'WORKFLOW_RUN_SNAPSHOT_INVALID',
+        message: `cannot restore a workflow run: ${reason}`,
+        details: { reason },
+      });
+    }
   });
 
   it('keeps the definition it started with in its snapshot', () => {
