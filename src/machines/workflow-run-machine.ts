@@ -15,6 +15,7 @@ import {
   type RunCondition,
   type RunDeadline,
   type RunEffect,
+  type RunRefusal,
   WORKFLOW_RUN_TRANSITIONS,
   type WorkflowRunContext,
   applyEffect,
@@ -36,6 +37,20 @@ export interface WorkflowRunInput {
   budget?: ItemBudget | null;
   /** When the work item is past its deadline (default: none); see `runDeadline`. */
   deadline?: RunDeadline | null;
+}
+
+/**
+ * What a refused event leaves in the context: the event's type (an event
+ * without a string type, which only `stepRun` can be given, is named by
+ * `String`), the state that refused it and why.
+ */
+function refusalOf(state: WorkflowRunState, context: WorkflowRunContext, event: unknown): RunRefusal {
+  const type = (event as { type?: unknown } | null | undefined)?.type;
+  return {
+    event: typeof type === 'string' ? type : String(event),
+    state,
+    reason: refusalReason(state, context, event),
+  };
 }
 
 type EventConfig = {
@@ -97,11 +112,7 @@ export const workflowRunMachine = setup({
   actions: {
     apply: assign(({ context, event }, params: { effect: RunEffect }) => applyEffect(context, event, params.effect)),
     refuse: assign(({ context, event }, params: { state: WorkflowRunState }) => ({
-      refusal: {
-        event: typeof (event as { type?: unknown })?.type === 'string' ? event.type : String(event),
-        state: params.state,
-        reason: refusalReason(params.state, context, event),
-      },
+      refusal: refusalOf(params.state, context, event),
     })),
   },
 }).createMachine({
@@ -145,14 +156,7 @@ export function stepRun(run: RunState, event: WorkflowRunEvent): RunState {
   if (isFinalRunState(state)) return run;
   const refuse = (): RunState => ({
     value: state,
-    context: {
-      ...run.context,
-      refusal: {
-        event: typeof (event as { type?: unknown })?.type === 'string' ? event.type : String(event),
-        state,
-        reason: refusalReason(state, run.context, event),
-      },
-    },
+    context: { ...run.context, refusal: refusalOf(state, run.context, event) },
   });
   if (!WorkflowRunEventSchema.safeParse(event).success) return refuse();
   for (const row of WORKFLOW_RUN_TRANSITIONS) {
@@ -213,6 +217,7 @@ export function restoreWorkflowRun(
   }
   return createActor(workflowRunMachine, {
     snapshot: persisted as Snapshot<unknown>,
+    // XState's types ask for the input; a restored actor starts from its snapshot and never reads it.
     input: { runId: context.runId, definition: check.definition },
     inspect: options.inspect,
   });

@@ -1,7 +1,7 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
-import { type AnyMachineSnapshot, initialTransition, transition } from 'xstate';
-import { workflowRunMachine } from '../../src/machines/workflow-run-machine.js';
+import { type AnyMachineSnapshot, createActor, initialTransition, transition } from 'xstate';
+import { initialRun, runStateOf, stepRun, workflowRunMachine } from '../../src/machines/workflow-run-machine.js';
 import type { WorkflowRunContext } from '../../src/machines/workflow-run-transitions.js';
 import { WorkflowRunEventSchema } from '../../src/protocol/workflow.js';
 import { DEV_SDLC } from '../workflow/fixtures.js';
@@ -89,5 +89,68 @@ describe('the run machine event check', () => {
       expect(refusalOf(running, event)?.reason).toBe('malformed');
       expect(WorkflowRunEventSchema.safeParse(event).success).toBe(false);
     }
+  });
+});
+
+/** `stepRun`, the same machine as a pure function, checks an event's shape the same way: by the schema, first. */
+describe('the run machine event check, stepped', () => {
+  const runPending = initialRun({ runId: 'item-1', definition: DEV_SDLC });
+  const runRunning = stepRun(runPending, { type: 'START' });
+
+  test.prop([eventLike, fc.boolean()], { numRuns: 500 })(
+    'refuses as malformed exactly what the schema refuses, and a malformed event changes nothing but the refusal',
+    (event, started) => {
+      const before = started ? runRunning : runPending;
+      const after = stepRun(before, event as never);
+      const malformed = !WorkflowRunEventSchema.safeParse(event).success;
+      expect(after.context.refusal?.reason === 'malformed').toBe(malformed);
+      if (malformed) {
+        expect(after.value).toBe(before.value);
+        expect({ ...after.context, refusal: null }).toEqual({ ...before.context, refusal: null });
+        expect(after.context.refusal).toEqual({ event: event.type, state: before.value, reason: 'malformed' });
+      }
+    },
+  );
+
+  it('a well-named event of a taken type with a field the schema refuses moves nothing (a CANCEL by a number)', () => {
+    const after = stepRun(runRunning, { type: 'CANCEL', by: 42 } as never);
+    expect(after.value).toBe('running');
+    expect(after.context.refusal).toEqual({ event: 'CANCEL', state: 'running', reason: 'malformed' });
+    // The same event well formed is taken.
+    expect(stepRun(runRunning, { type: 'CANCEL', by: 'ops' }).value).toBe('canceled');
+  });
+
+  it('names an event without a string type by String, as malformed', () => {
+    for (const [event, name] of [
+      [null, 'null'],
+      [undefined, 'undefined'],
+      [42, '42'],
+      ['START', 'START'],
+      [{ type: 7 }, '[object Object]'],
+      [{}, '[object Object]'],
+    ] as const) {
+      const after = stepRun(runRunning, event as never);
+      expect(after.value).toBe('running');
+      expect(after.context.refusal).toEqual({ event: name, state: 'running', reason: 'malformed' });
+    }
+  });
+
+  it('the actor names a refused event by its type, as stepRun does', () => {
+    const [next] = transition(workflowRunMachine, running, { type: 'CANCEL', by: 42 } as never);
+    expect(next.context.refusal).toEqual({ event: 'CANCEL', state: 'running', reason: 'malformed' });
+    const [late] = transition(workflowRunMachine, running, { type: 'HOP_SUCCEEDED', hop: 9, attempt: 1 });
+    expect(late.context.refusal).toEqual({ event: 'HOP_SUCCEEDED', state: 'running', reason: 'stale-hop' });
+  });
+
+  it('runStateOf reads the state of a live snapshot and of a persisted one', () => {
+    expect(runStateOf(running)).toBe('running');
+    expect(runStateOf(pending)).toBe('pending');
+    const actor = createActor(workflowRunMachine, { input: { runId: 'item-2', definition: DEV_SDLC } });
+    actor.start();
+    actor.send({ type: 'START' });
+    actor.send({ type: 'CANCEL', by: 'ops' });
+    const persisted = JSON.parse(JSON.stringify(actor.getPersistedSnapshot()));
+    expect(runStateOf(persisted)).toBe('canceled');
+    actor.stop();
   });
 });

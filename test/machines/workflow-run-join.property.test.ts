@@ -59,7 +59,9 @@ type Act =
     }
   | { kind: 'cancel' }
   | { kind: 'tick'; late: boolean }
-  | { kind: 'restore' };
+  | { kind: 'restore' }
+  /** The bus delivers the spawn's confirmation again, after the run took it. */
+  | { kind: 'spawned-again' };
 
 const actArb: fc.Arbitrary<Act> = fc.oneof(
   {
@@ -78,6 +80,7 @@ const actArb: fc.Arbitrary<Act> = fc.oneof(
   { weight: 1, arbitrary: fc.constant({ kind: 'cancel' as const }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('tick' as const), late: fc.boolean() }) },
   { weight: 2, arbitrary: fc.constant({ kind: 'restore' as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'spawned-again' as const }) },
 );
 
 const scenarioArb = fc.record({
@@ -181,6 +184,15 @@ describe('joins of the run machine against a reference model', () => {
       if (act.kind === 'restore') {
         run = restoreRun(JSON.parse(JSON.stringify(persistRun(run))));
         expect(run).toEqual(before);
+        continue;
+      }
+      if (act.kind === 'spawned-again') {
+        // The driver answered the spawn when it was asked: a confirmation of the current hop again is a
+        // duplicate, refused (a live run) or ignored (a final one), changing nothing but the refusal.
+        run = stepRun(run, { type: 'CHILDREN_SPAWNED', hop: before.context.hop });
+        expect(run.value).toBe(before.value);
+        expect({ ...run.context, refusal: null }).toEqual({ ...before.context, refusal: null });
+        if (!ended) expect(run.context.refusal?.reason).toBe('stale-hop');
         continue;
       }
       if (act.kind === 'cancel') {
