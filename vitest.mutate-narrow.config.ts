@@ -30,9 +30,10 @@ const SELECTIONS: Record<string, string[]> = {
     'test/agents/pricing.test.ts',
     'test/agents/mcp-tool-result.test.ts',
   ],
-  // The checks a workflow definition passes as it loads.
+  // The checks a workflow definition passes as it loads (its stages' and its graph's).
   'stage-checks': [
     'test/workflow/stage-checks-rules.property.test.ts',
+    'test/workflow/definition-graph-rules.property.test.ts',
     'test/workflow/branching-definitions.test.ts',
     'test/workflow/workflow-definition.test.ts',
   ],
