@@ -61,7 +61,9 @@ type Act =
   | { kind: 'tick'; late: boolean }
   | { kind: 'restore' }
   /** The bus delivers the spawn's confirmation again, after the run took it. */
-  | { kind: 'spawned-again' };
+  | { kind: 'spawned-again' }
+  /** A timeout of the fan-out stage's own hop (which has nothing out: its children do the work). */
+  | { kind: 'hop-timeout' };
 
 const actArb: fc.Arbitrary<Act> = fc.oneof(
   {
@@ -81,6 +83,7 @@ const actArb: fc.Arbitrary<Act> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('tick' as const), late: fc.boolean() }) },
   { weight: 2, arbitrary: fc.constant({ kind: 'restore' as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'spawned-again' as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'hop-timeout' as const }) },
 );
 
 const scenarioArb = fc.record({
@@ -193,6 +196,16 @@ describe('joins of the run machine against a reference model', () => {
         expect(run.value).toBe(before.value);
         expect({ ...run.context, refusal: null }).toEqual({ ...before.context, refusal: null });
         if (!ended) expect(run.context.refusal?.reason).toBe('stale-hop');
+        continue;
+      }
+      if (act.kind === 'hop-timeout') {
+        // While the join is open the stage's hop is not out: a timeout of it is refused, whatever it says.
+        if (before.value !== 'running' || (before.context.join ?? null) === null) continue;
+        const { hop, attempt } = before.context;
+        run = stepRun(run, { type: 'HOP_TIMED_OUT', hop, attempt, timeouts: 1 });
+        expect(run.value).toBe('running');
+        expect({ ...run.context, refusal: null }).toEqual({ ...before.context, refusal: null });
+        expect(run.context.refusal?.reason).toBe('wrong-continuation');
         continue;
       }
       if (act.kind === 'cancel') {

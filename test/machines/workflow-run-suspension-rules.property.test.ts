@@ -14,6 +14,10 @@ import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
  *   attempt and continuation: published again while the stage's retry policy
  *   has attempts left and the question was kept, else the hop resumes with
  *   the failure;
+ * - once the answer resumed the hop, a late timeout of that query changes
+ *   nothing;
+ * - a hop that stood down on children of its own takes each child's end once,
+ *   for its hop only, and resumes when the last of them has ended;
  * - a refused event changes nothing but the refusal.
  */
 
@@ -110,6 +114,70 @@ describe('what a suspended hop takes', () => {
       } else {
         expect(after.value).toBe('running');
         expect(after.context.directive).toMatchObject({ kind: 'dispatch', hop: 1, resume: 'k1' });
+      }
+    },
+  );
+
+  test.prop([fc.integer({ min: 1, max: 2 }), fc.constantFrom(0, 3), fc.integer({ min: 1, max: 3 })])(
+    'once the answer resumed the hop, a late timeout of its query changes nothing',
+    (attempts, maximumAttempts, timeouts) => {
+      const before = stepRun(suspended(maximumAttempts, attempts), { type: 'HOP_RESUMED', hop: 1, continuation: 'k1' });
+      expect(before.value).toBe('running');
+      const after = stepRun(before, { type: 'HOP_TIMED_OUT', hop: 1, attempt: attempts, timeouts, continuation: 'k1' });
+      unchanged(after, before);
+      expect(after.context.refusal).toEqual({ event: 'HOP_TIMED_OUT', state: 'running', reason: 'wrong-continuation' });
+      // The hop's own timeout (no continuation) is still taken.
+      const own = stepRun(before, { type: 'HOP_TIMED_OUT', hop: 1, attempt: attempts, timeouts });
+      expect(own.context.refusal).toBeNull();
+    },
+  );
+
+  const settleArb = fc.record({
+    hop: near.hop,
+    branch: fc.constantFrom('c0', 'c1', 'c2', 'zz'),
+    outcome: fc.constantFrom('completed' as const, 'failed' as const, 'canceled' as const),
+  });
+
+  test.prop([fc.array(settleArb, { maxLength: 12 })])(
+    "a hop that stood down on its own children takes each child's end once, for its hop, and resumes after the last",
+    (settles) => {
+      let run = stepRun(initialRun({ runId: 'item', definition: definition(3) }), { type: 'START' });
+      run = stepRun(run, {
+        type: 'HOP_SUSPENDED',
+        hop: 1,
+        attempt: 1,
+        continuation: 'k1',
+        children: [{ key: 'c0' }, { key: 'c1' }, { key: 'c2' }],
+      });
+      expect(run.value).toBe('suspended');
+      const ended = new Set<string>();
+      for (const settle of settles) {
+        const before = run;
+        run = stepRun(before, {
+          type: 'CHILD_SETTLED',
+          hop: settle.hop,
+          branch: settle.branch,
+          outcome: settle.outcome,
+          ...(settle.outcome === 'completed' ? { output: { from: settle.branch } } : {}),
+          ...(settle.outcome === 'failed' ? { error: { type: 'X', message: 'x' } } : {}),
+        });
+        const takes =
+          before.value === 'suspended' && settle.hop === 1 && settle.branch !== 'zz' && !ended.has(settle.branch);
+        if (!takes) {
+          unchanged(run, before);
+          if (before.value === 'suspended') expect(run.context.refusal?.reason).toBe('stale-hop');
+          continue;
+        }
+        ended.add(settle.branch);
+        expect(run.context.refusal).toBeNull();
+        if (ended.size < 3) {
+          expect(run.value).toBe('suspended');
+          expect(run.context.directive).toEqual(before.context.directive);
+        } else {
+          expect(run.value).toBe('running');
+          expect(run.context.join ?? null).toBeNull();
+          expect(run.context.directive).toMatchObject({ kind: 'dispatch', hop: 1, resume: 'k1' });
+        }
       }
     },
   );
