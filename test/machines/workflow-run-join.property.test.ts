@@ -54,7 +54,8 @@ type Act =
       branch: number;
       outcome: 'completed' | 'failed' | 'canceled';
       tokens: number;
-      hops: number;
+      /** Absent: a child that reports no hops (counted as none). */
+      hops: number | undefined;
       staleHop: boolean;
     }
   | { kind: 'cancel' }
@@ -75,7 +76,7 @@ const actArb: fc.Arbitrary<Act> = fc.oneof(
         'completed' | 'failed' | 'canceled'
       >,
       tokens: fc.nat({ max: 300 }),
-      hops: fc.nat({ max: 6 }),
+      hops: fc.option(fc.nat({ max: 6 }), { nil: undefined, freq: 4 }),
       staleHop: fc.boolean().map((b) => b && Math.random() < 0.2),
     }),
   },
@@ -167,9 +168,16 @@ describe('joins of the run machine against a reference model', () => {
     const drive = () => {
       const d = run.context.directive;
       if (d.kind === 'spawn' && d.immediate === null) {
+        // A spawn asks for at least one child; once written, the run waits for the stage's children.
+        expect(d.branches.length).toBeGreaterThan(0);
         spawnedKeys.push(...d.branches);
         run = stepRun(run, { type: 'CHILDREN_SPAWNED', hop: d.hop });
         expect(run.context.refusal).toBeNull();
+        expect(run.context.directive).toEqual({ kind: 'await-children', stage: d.stage, hop: d.hop });
+      }
+      // Every branch the join holds as running was asked for.
+      for (const b of run.context.join?.branches ?? []) {
+        if (b.state === 'running') expect(spawnedKeys).toContain(b.key);
       }
     };
     drive();
@@ -223,7 +231,7 @@ describe('joins of the run machine against a reference model', () => {
           ...(act.outcome === 'completed' ? { output: { from: key } } : {}),
           ...(act.outcome === 'failed' ? { error: { type: 'X', message: 'x' } } : {}),
           usage: USE(act.tokens),
-          hops: act.hops,
+          ...(act.hops === undefined ? {} : { hops: act.hops }),
         };
         run = stepRun(run, event);
         const wasRunning = before.context.join?.branches.find((b) => b.key === key)?.state === 'running';
@@ -240,7 +248,7 @@ describe('joins of the run machine against a reference model', () => {
         }
         accepted++;
         usage += act.tokens;
-        childHops += act.hops;
+        childHops += act.hops ?? 0;
         outcomes.set(index, act.outcome);
         expect(run.context.usage.inputTokens).toBe(usage);
         if (s.budget !== null && usage > s.budget) {
@@ -269,6 +277,8 @@ describe('joins of the run machine against a reference model', () => {
       }
       // Children still running when the run left the join are canceled, once.
       const took = run !== before && run.context.refusal === null;
+      // A step names children to cancel only when it abandoned some.
+      if (run.context.cancelChildren != null) expect(run.context.cancelChildren.branches.length).toBeGreaterThan(0);
       for (const key of took ? (run.context.cancelChildren?.branches ?? []) : []) {
         expect(canceled.has(key)).toBe(false);
         canceled.add(key);
@@ -283,7 +293,11 @@ describe('joins of the run machine against a reference model', () => {
       drive();
       const j = run.context.join ?? null;
       if (j !== null) {
-        expect(j.branches.filter((b) => b.state === 'running').length).toBeLessThanOrEqual(maxRunning);
+        // At most the bound at once, and never fewer while branches wait: the join keeps its children going.
+        const runningNow = j.branches.filter((b) => b.state === 'running').length;
+        const waiting = j.branches.filter((b) => b.state === 'waiting').length;
+        expect(runningNow).toBeLessThanOrEqual(maxRunning);
+        if (waiting > 0) expect(runningNow).toBe(maxRunning);
       }
     }
     // No branch was asked for twice.
@@ -299,14 +313,25 @@ describe('joins of the run machine against a reference model', () => {
     let run = initialRun({ runId: 'x', definition: def });
     run = stepRun(run, { type: 'START' });
     run = stepRun(run, { type: 'HOP_SUCCEEDED', hop: 1, attempt: 1, output: { list: [] } });
-    expect(run.context.directive).toMatchObject({ kind: 'spawn', immediate: { outcome: 'succeeded', output: [] } });
+    // Nothing to start: no branch, the stage's outcome at once.
+    expect(run.context.directive).toEqual({
+      kind: 'spawn',
+      stage: 'fan',
+      hop: 2,
+      branches: [],
+      immediate: { outcome: 'succeeded', output: [] },
+    });
     let bad = initialRun({ runId: 'y', definition: def });
     bad = stepRun(bad, { type: 'START' });
     bad = stepRun(bad, { type: 'HOP_SUCCEEDED', hop: 1, attempt: 1, output: { list: 'nope' } });
     expect(bad.context.directive).toMatchObject({
       kind: 'spawn',
+      stage: 'fan',
+      hop: 2,
+      branches: [],
       immediate: { outcome: 'failed', errorType: 'MapInputInvalid' },
     });
+    expect((bad.context.directive as { branches: unknown[] }).branches).toEqual([]);
   });
 
   it('a map longer than maxItems fails the stage with MapTooLarge', () => {
