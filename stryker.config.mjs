@@ -260,6 +260,20 @@ export const moduleThresholds = {
   // continuation check (1), `mayRepublish`'s guards (5), `isCurrentContinuation`'s parts (7),
   // `join-decided`'s conjunction (5), the approver check's `DENIED` test (1), and `refusalReason`'s
   // approver reason made unconditional (1).
+  // Then, on 2026-12-06 (second session), its conditions (lines 183-290, 296 mutants) measured apart:
+  // 83.8% (248 detected) with the tests as they were, 92.6% (274 detected) with the rules written for
+  // them (test/machines/workflow-run-suspension-rules, workflow-run-budget-rules, and the join model's
+  // duplicate spawn confirmation and its fan-out hop's timeout). Every survivor left is equivalent
+  // (22): each condition's test of its event's type made true or false (nine: a condition is named
+  // only by rows of that event, and the test narrows its type), `ctx.directive.hop === event.hop` for
+  // CHILDREN_SPAWNED (a spawn directive is the current hop's), `d.kind === 'await-reply'` beside a
+  // continuation's match and in `isCurrentContinuation` (only that directive has a continuation),
+  // `ctx.stage === null` in `mayRepublish` (a hop out is at a stage), `joinDecidedBy`'s `join ===
+  // null` (two), the approver check's guard (five, with its `return false`: APPROVED and DENIED have
+  // rows only while the run awaits an approval), `route !== null` in the routed rows' check (a null
+  // route is refused before it: a stale or undecided settle, a query's timeout), and
+  // `refusalReason`'s approver reason made unconditional and its last 'not-in-state' (no other
+  // refused event reaches them).
   'src/machines/workflow-run-transitions.ts': 93,
   // The machine built from that table (restore, step, persist): unmeasured before; on 2026-12-06 with
   // the same narrow selection 84.9% (159 mutants, 135 detected). 16 of its 24 survivors were in
@@ -269,7 +283,39 @@ export const moduleThresholds = {
   // not measured again. Not yet analysed: the refusal's event name for an event without a string
   // type (four), the restore's `input` made {}, `runStateOf` (not covered), `types` of `setup`
   // made {} (equivalent), the step's schema check made false. Held to the score it has.
-  'src/machines/workflow-run-machine.ts': 84,
+  // Then, on 2026-12-06 (second session), 94.3% (159 mutants, 150 detected) with that test. Of its 9
+  // survivors, 6 fail a test written since (by hand): the refused event's name for an event without a
+  // string type (four; the actor and `stepRun` now build a refusal in one place, `refusalOf`), the
+  // step's schema check made false (`stepRun`'s check as a property), `runStateOf` (tested). Reported
+  // survived though it fails the bad-snapshot test by hand: the unknown-state check made false.
+  // Equivalent (2): `context.workflow?.version` made plain (a missing workflow fails on its id first)
+  // and the restore's `input` made {} (XState reads no input when it restores a snapshot; its types
+  // ask for one).
+  'src/machines/workflow-run-machine.ts': 94,
+  // The run's context: 96.6% as first measured (29 mutants, 28 detected; the same narrow run, 2026-12-06).
+  // Its one survivor, `'usage' in event && ...` made `||`, fails a test written since (an event whose
+  // usage is present but undefined costs nothing), by hand.
+  'src/machines/workflow-run-context.ts': 96,
+  // The run's effects: 70.6% as first measured (313 mutants, 221 detected; the same narrow run). Tests
+  // written since for what the model tests left unread, each checked by hand against the survivors it
+  // names, not measured again (57 of the 92 survivors fail one, so 88.8% by hand): the reason of a hop
+  // that stopped on a spent budget (18, with a run that holds no budget); the output kept across a
+  // failure route, to a stage and to a completed run, and a success's own output on completing (six);
+  // a gate's default reason (two); a denial's reason, given or not (one); an empty map's and a map
+  // over no list's directive (two); the carves after earlier children's hops, for a fan-out stage and
+  // for a hop's own children (five); the children's hops counted only from a CHILD_SETTLED that
+  // reports them (three); children to cancel named only when some were abandoned (one); a settle's
+  // spawn of the next waiting branches and the wait after the driver's confirmation (seven); a hop's
+  // resume by its own children (twelve). Equivalent (35): each effect's guard on its event's type
+  // (`if (event.type !== 'X') return {}` made false, and the resume's, the settle's and the spawn's
+  // compound guards: an effect is named only by rows of that event, in states where the join or the
+  // directive it reads is there, and the guard narrows their types), `route === null` made false (a
+  // row that names a route holds only when there is one), the dispatch's `stages[stage]?.role ?? ''`
+  // (two: a dispatch is always of a role stage), `?.approval` made plain, the settled branch read for
+  // another event (`abandonedBranches` reads it only for a settle), the 'none' case removed (the
+  // default changes nothing too), and the 'budget exceeded' fallback (a run over its budget has the
+  // budget's words). Held to the score measured.
+  'src/machines/workflow-run-effects.ts': 70,
   // 100% as first measured (110 mutants, all detected; 2026-12-05), no new test.
   'src/machines/delivery-machine.ts': 100,
   // pool-machine.ts (a role's pool): 93.4% as first measured (166 mutants, 155 detected; quick run,

@@ -101,4 +101,62 @@ describe('the effects of a run move', () => {
     const carves = run.context.join!.branches.map((b) => b.budget?.maxHops);
     expect(carves).toEqual([12, 12]);
   });
+
+  it('a denial says who denied it, and why when it says', () => {
+    const gated = stepRun(atWork(), { type: 'HOP_FAILED', hop: 2, attempt: 1, errorType: 'Again' });
+    expect(stepRun(gated, { type: 'DENIED', by: 'chief' }).context.failure?.reason).toBe('approval denied by chief');
+    expect(stepRun(gated, { type: 'DENIED', by: 'chief', reason: 'not now' }).context.failure?.reason).toBe(
+      'approval denied by chief: not now',
+    );
+  });
+
+  it("a run completed by a stage's success holds that success's output, not the one before", () => {
+    const def = parseWorkflowDefinition({
+      id: 'last-word',
+      version: 1,
+      start: 'a',
+      stages: { a: { role: 'lead', next: [{ on: 'succeeded', goto: 'b' }] }, b: { role: 'lead' } },
+    });
+    let run = stepRun(initialRun({ runId: 'item', definition: def }), { type: 'START' });
+    run = stepRun(run, { type: 'HOP_SUCCEEDED', hop: 1, attempt: 1, output: { first: true } });
+    run = stepRun(run, { type: 'HOP_SUCCEEDED', hop: 2, attempt: 1, output: { last: true } });
+    expect(run.value).toBe('completed');
+    expect(run.context.output).toEqual({ last: true });
+  });
+
+  it("a hop's own children are carved what the run has left, its children's hops counted in", () => {
+    const def = parseWorkflowDefinition({
+      id: 'fan-then-ask',
+      version: 1,
+      start: 'first',
+      stages: {
+        first: { role: 'lead', next: [{ on: 'succeeded', goto: 'fan' }] },
+        fan: { parallel: { branches: { a: { role: 'w' } } }, next: [{ on: 'succeeded', goto: 'ask' }] },
+        ask: { role: 'lead' },
+      },
+    });
+    let run = initialRun({ runId: 'item', definition: def, budget: { maxHops: 40, maxTokens: 1_000 } });
+    run = stepRun(run, { type: 'START' });
+    run = stepRun(run, {
+      type: 'HOP_SUCCEEDED',
+      hop: 1,
+      attempt: 1,
+      usage: { inputTokens: 100, outputTokens: 0, costUsd: 0, elapsedMs: 1 },
+    });
+    run = stepRun(run, { type: 'CHILDREN_SPAWNED', hop: 2 });
+    run = stepRun(run, { type: 'CHILD_SETTLED', hop: 2, branch: 'a', outcome: 'completed', output: 1, hops: 7 });
+    expect(run.context.stage).toBe('ask');
+    run = stepRun(run, {
+      type: 'HOP_SUSPENDED',
+      hop: 3,
+      attempt: 1,
+      continuation: 'k1',
+      children: [{ key: 's0' }, { key: 's1' }],
+    });
+    // 40 hops, 3 of the run's own and 7 of its children's used: 30 left; 900 tokens left.
+    expect(run.context.join!.branches.map((b) => b.budget)).toEqual([
+      expect.objectContaining({ maxHops: 15, maxTokens: 450 }),
+      expect.objectContaining({ maxHops: 15, maxTokens: 450 }),
+    ]);
+  });
 });
