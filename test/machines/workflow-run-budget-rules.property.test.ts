@@ -55,8 +55,7 @@ describe("a run's end on its budget", () => {
     fc.constantFrom(0, 0, 0, 1),
   ])(
     'a failure of the current hop ends the run on the budget when the rules say so',
-    (spentBefore, tokens, errorType, message, stale) => {
-      const spent = Math.min(spentBefore, MAX_TOKENS);
+    (spent, tokens, errorType, message, stale) => {
       const before = running(spent);
       const attempt = before.context.attempt;
       const event: WorkflowRunEvent = {
