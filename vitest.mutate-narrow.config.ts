@@ -30,6 +30,13 @@ const SELECTIONS: Record<string, string[]> = {
     'test/agents/pricing.test.ts',
     'test/agents/mcp-tool-result.test.ts',
   ],
+  // The definition's own checks (its schema's problems, its graph's, its JSON) without the stages' rules.
+  definition: [
+    'test/workflow/definition-rules.property.test.ts',
+    'test/workflow/definition-graph-rules.property.test.ts',
+    'test/workflow/branching-definitions.test.ts',
+    'test/workflow/workflow-definition.test.ts',
+  ],
   // The checks a workflow definition passes as it loads (its stages' and its graph's).
   'stage-checks': [
     'test/workflow/stage-checks-rules.property.test.ts',
