@@ -172,8 +172,9 @@ function outcomeOf(ctx: WorkflowRunContext, event: WorkflowRunEvent): HopOutcome
   if (event.type === 'HOP_SUCCEEDED') return { outcome: 'succeeded', output: event.output as JsonValue | undefined };
   if (event.type === 'CHILD_SETTLED') {
     const join = ctx.join ?? null;
-    if (join === null || !branchRunning(join, event.hop, event.branch)) return null;
-    const decided = joinOutcome(joinSettledBy(join, event));
+    // A branch runs only in an open join: past this, the join is there.
+    if (!branchRunning(join, event.hop, event.branch)) return null;
+    const decided = joinOutcome(joinSettledBy(join!, event));
     if (decided.status === 'open') return null;
     if (decided.status === 'succeeded') return { outcome: 'succeeded', output: decided.output };
     return {

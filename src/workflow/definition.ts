@@ -105,7 +105,8 @@ export function parseWorkflowDefinitionJson(text: string, options: WorkflowCheck
 function schemaProblems(error: z.ZodError): WorkflowProblem[] {
   return error.issues.map((issue) => ({
     code: 'SCHEMA' as const,
-    path: issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p)),
+    // A definition is JSON: its paths hold names and indexes, never symbols.
+    path: issue.path as (string | number)[],
     message: issue.message,
   }));
 }
@@ -259,7 +260,7 @@ function unboundedCycles(def: WorkflowDefinition): string[][] {
     counter++;
     stack.push(v);
     onStack.add(v);
-    for (const w of edges.get(v) ?? []) {
+    for (const w of edges.get(v)!) {
       if (!index.has(w)) {
         visit(w);
         low.set(v, Math.min(low.get(v)!, low.get(w)!));
@@ -275,8 +276,8 @@ function unboundedCycles(def: WorkflowDefinition): string[][] {
         onStack.delete(w);
         group.push(w);
       } while (w !== v);
-      const selfLoop = group.length === 1 && (edges.get(v) ?? []).includes(v);
-      if (group.length > 1 || selfLoop) groups.push(group);
+      // A group of one is a loop only through a rule back to itself.
+      if (group.length > 1 || edges.get(v)!.includes(v)) groups.push(group);
     }
   };
   for (const v of free) if (!index.has(v)) visit(v);
@@ -293,7 +294,7 @@ function cycleThrough(group: string[], edges: Map<string, string[]>, order: stri
   const seen = new Set([startAt]);
   while (queue.length > 0) {
     const at = queue.shift()!;
-    for (const next of edges.get(at) ?? []) {
+    for (const next of edges.get(at)!) {
       if (!members.has(next)) continue;
       if (next === startAt) {
         const path = [at];
@@ -346,7 +347,8 @@ function isChecked(value: WorkflowDefinition): boolean {
 }
 
 function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+  // Primitives (and null) count as frozen.
+  if (!Object.isFrozen(value)) {
     Object.freeze(value);
     for (const child of Object.values(value as Record<string, unknown>)) deepFreeze(child);
   }

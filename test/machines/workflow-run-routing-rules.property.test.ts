@@ -388,25 +388,53 @@ describe('the outcome an event reports', () => {
       eventArb,
       fc.option(fc.integer({ min: 1, max: 3 }), { nil: null }),
       fc.boolean(),
+      fc.boolean(),
     ],
     { numRuns: 400 },
-  )('a hop or a join that decides is routed as its outcome; anything else is not routed', ([, base], event, n, all) => {
-    const join =
-      n === null
-        ? null
-        : {
-            ...spawnJoin(
-              'a',
-              2,
-              Array.from({ length: n }, (_, i) => ({ key: String(i) })),
-              null,
-              NO_USE,
-            ),
-            ...(all ? {} : { need: 1, all: false }),
-          };
-    const ctx = { ...base, hop: 2, join } as WorkflowRunContext;
-    const report = reported(ctx, event);
-    expect(routeOf(ctx, event)).toEqual(report === null ? null : routeOutcome(ctx, report));
+  )(
+    'a hop or a join that decides is routed as its outcome; anything else is not routed',
+    ([, base], event, n, all, collect) => {
+      const join =
+        n === null
+          ? null
+          : {
+              ...spawnJoin(
+                'a',
+                2,
+                Array.from({ length: n }, (_, i) => ({ key: String(i) })),
+                null,
+                NO_USE,
+              ),
+              ...(all ? {} : { need: 1, all: false }),
+              collect,
+            };
+      const ctx = { ...base, hop: 2, join } as WorkflowRunContext;
+      const report = reported(ctx, event);
+      expect(routeOf(ctx, event)).toEqual(report === null ? null : routeOutcome(ctx, report));
+    },
+  );
+
+  it("a join that fails with no rule to take it fails the run as the join's failure, never retried", () => {
+    const def = {
+      id: 'w',
+      version: 1,
+      start: 'a',
+      stages: { a: { role: 'r', next: [], retry: { maximumAttempts: 5 } } },
+    } as unknown as WorkflowDefinition;
+    // A parallel stage's join: a branch's failure fails it (a hop's own children's join collects them).
+    const join = { ...spawnJoin('a', 2, [{ key: '0' }, { key: '1' }], null, NO_USE), collect: false };
+    const ctx = { definition: def, stage: 'a', hop: 2, attempt: 1, visits: {}, traversals: {}, join };
+    const route = routeOf(ctx as unknown as WorkflowRunContext, {
+      type: 'CHILD_SETTLED',
+      hop: 2,
+      branch: '1',
+      outcome: 'failed',
+      error: { type: 'X', message: 'bad' },
+    });
+    expect(route).toMatchObject({ kind: 'fail', code: 'JOIN_FAILED' });
+    // A child's end with no join open reports nothing.
+    const settled = { type: 'CHILD_SETTLED', hop: 2, branch: '1', outcome: 'completed' } as const;
+    expect(routeOf({ ...ctx, join: null } as unknown as WorkflowRunContext, settled)).toBeNull();
   });
 
   it('a start enters its stage; a timeout at no stage is not routed', () => {

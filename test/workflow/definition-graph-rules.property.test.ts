@@ -174,6 +174,17 @@ describe('the checks of a definition graph, against a reference', () => {
         expect(group).toContain(cycle[i]);
         expect(freeEdge(cycle[i]!, cycle[i + 1]!)).toBe(true);
       }
+      // And a shortest one: no loop through its first stage inside the group takes fewer rules.
+      const start = group[0]!;
+      let frontier = [start];
+      const seen = new Set<string>();
+      let shortest = 0;
+      for (let steps = 1; shortest === 0 && frontier.length > 0; steps++) {
+        const reached = frontier.flatMap((a) => group.filter((b) => freeEdge(a, b)));
+        if (reached.includes(start)) shortest = steps;
+        frontier = reached.filter((b) => !seen.has(b) && seen.add(b));
+      }
+      expect(cycle.length - 1).toBe(shortest);
     }
     // Each hidden rule names the earliest rule that hides it, and what it matches.
     for (const p of problems.filter((q) => q.code === 'UNREACHABLE_RULE')) {

@@ -75,13 +75,20 @@ describe('a problem as its author reads it', () => {
       head,
       ...problems.map((p) => `  - ${formatPath(p.path)}: ${p.message} [${p.code}]`),
     ]);
-    expect(error.details).toEqual(source === undefined ? { problems } : { problems, source });
+    expect(error.details).toStrictEqual(source === undefined ? { problems } : { problems, source });
     expect(workflowProblems(error)).toEqual(problems);
   });
 
-  it('no other error has problems', () => {
+  it('no other error has problems, nor one that lists none', () => {
+    const problems = [{ code: 'SCHEMA', path: [], message: 'x' }];
     expect(workflowProblems(new Error('x'))).toEqual([]);
-    expect(workflowProblems(new WorkflowError('WORKFLOW_NOT_FOUND' as never, 'no such workflow'))).toEqual([]);
+    expect(
+      workflowProblems(new WorkflowError('RETRY_POLICY_INVALID', 'bad policy', { details: { problems } })),
+    ).toEqual([]);
+    expect(workflowProblems(new WorkflowError('WORKFLOW_INVALID', 'invalid'))).toEqual([]);
+    expect(workflowProblems(new WorkflowError('WORKFLOW_INVALID', 'invalid', { details: { problems } }))).toEqual(
+      problems,
+    );
     expect(workflowProblems(undefined)).toEqual([]);
   });
 
@@ -144,6 +151,65 @@ describe('a problem as its author reads it', () => {
         path: ['stages', 'a', 'next', 3],
         message: 'rule 3 is never used: rule 2 always matches "succeeded" first',
       },
+    ]);
+  });
+
+  it('a rule with a condition hides nothing: the rule after it is its fallback', () => {
+    const check = checkWorkflowDefinition(
+      def('w', 1, {
+        stages: {
+          a: {
+            role: 'r',
+            next: [
+              { on: 'succeeded', when: { pointer: '/ok', equals: true }, goto: 'b' },
+              { on: 'succeeded', goto: 'c' },
+            ],
+          },
+          b: { role: 's' },
+          c: { role: 's' },
+        },
+      }),
+    );
+    expect(check.ok).toBe(true);
+  });
+
+  it('a rule that ends the run is never used up, even beside a stage named "undefined" that is bounded', () => {
+    const problems = problemsOf(
+      def('w', 1, {
+        stages: {
+          a: {
+            role: 'r',
+            next: [
+              { on: 'failed', end: 'failed' },
+              { on: 'failed', goto: 'undefined' },
+              { on: 'succeeded', goto: 'undefined' },
+            ],
+          },
+          undefined: { role: 's', maxVisits: 2 },
+        },
+      }),
+    );
+    expect(problems.map((p) => [p.code, p.path])).toEqual([['UNREACHABLE_RULE', ['stages', 'a', 'next', 1]]]);
+  });
+
+  it('names the shortest unbounded loop through the first of its stages', () => {
+    const problems = problemsOf(
+      def('w', 1, {
+        stages: {
+          a: {
+            role: 'r',
+            next: [
+              { on: 'succeeded', goto: 'b' },
+              { on: 'failed', goto: 'c' },
+            ],
+          },
+          b: { role: 'r', next: [{ on: 'succeeded', goto: 'c' }] },
+          c: { role: 'r', next: [{ on: 'succeeded', goto: 'a' }] },
+        },
+      }),
+    );
+    expect(problems.map((p) => p.message)).toEqual([
+      'stages a -> c -> a form a loop with no bound: set maxVisits on one of these stages or maxTraversals on one of the rules between them',
     ]);
   });
 
@@ -224,6 +290,12 @@ describe('a checked definition', () => {
     expect(Object.isFrozen(checked.stages.b!.approval!.approvers)).toBe(true);
     expect(stageRetryPolicy(checked, 'a')).toMatchObject({ maximumAttempts: 2, initialInterval: 100 });
     expect(stageRetryPolicy(checked, 'b')).toMatchObject({ maximumAttempts: 5, initialInterval: 100 });
+    // Without defaults, and for a stage it does not have: the built-in policy.
+    const plain = parseWorkflowDefinition(def('w', 1));
+    expect(stageRetryPolicy(plain, 'a')).toEqual(stageRetryPolicy(plain, 'nowhere'));
+    expect(stageRetryPolicy(plain, 'nowhere')).toEqual(
+      stageRetryPolicy(parseWorkflowDefinition(def('w', 1, { defaults: {} })), 'b'),
+    );
     expect(workflowKey(workflowRef(checked))).toBe('w@1');
     expect(workflowRef(checked)).toEqual({ id: 'w', version: 1 });
   });
@@ -255,7 +327,65 @@ describe('the registry of definitions', () => {
     registry.add(parseWorkflowDefinition(reordered(def('w', 1, { description: 'd' }))));
     registry.add(parseWorkflowDefinition(def('w', 1, { description: 'd', title: undefined })));
     expect(registry.list()).toEqual([first]);
+    // And the other way round: held with an undefined field, given without it.
+    const other = new WorkflowRegistry();
+    other.add(parseWorkflowDefinition(def('w', 1, { description: 'd', title: undefined })));
+    other.add(parseWorkflowDefinition(def('w', 1, { description: 'd' })));
+    expect(other.list()).toHaveLength(1);
   });
+
+  it('refuses an id with "--" at its path, saying what to write instead', () => {
+    let caught: unknown;
+    try {
+      new WorkflowRegistry().add(parseWorkflowDefinition(def('a--b', 1)));
+    } catch (error) {
+      caught = error;
+    }
+    expect(workflowProblems(caught)).toEqual([
+      {
+        code: 'RESERVED_ID',
+        path: ['id'],
+        message: `"--" in an id is kept for the child workflows of a stage's branches: use "-" or "." instead`,
+      },
+    ]);
+  });
+
+  /** A definition whose first rule's condition compares with `value` (a fallback rule after it). */
+  const comparing = (value: unknown) =>
+    parseWorkflowDefinition(
+      def('w', 4, {
+        stages: {
+          a: {
+            role: 'r',
+            next: [
+              { on: 'succeeded', when: { pointer: '/v', equals: value }, goto: 'b' },
+              { on: 'succeeded', end: 'completed' },
+            ],
+          },
+          b: { role: 's' },
+        },
+      }),
+    );
+
+  // JSON values that are alike but not the same: a text and the object of its characters, null and
+  // an object, a list and an object, either way round.
+  const unlike: [unknown, unknown][] = [
+    ['ab', { 0: 'a', 1: 'b' }],
+    [{ 0: 'a', 1: 'b' }, 'ab'],
+    [null, {}],
+    [{}, null],
+    [[], {}],
+    [{}, []],
+    [['x'], { 0: 'x' }],
+  ];
+  for (const [held, given] of unlike) {
+    it(`tells ${JSON.stringify(held)} and ${JSON.stringify(given)} apart in a condition`, () => {
+      const registry = new WorkflowRegistry();
+      registry.add(comparing(held));
+      registry.add(comparing(held));
+      expect(() => registry.add(comparing(given))).toThrow(/already registered with different content/);
+    });
+  }
 
   const changes: Record<string, Record<string, unknown>> = {
     'a field added': { title: 't' },
