@@ -68,6 +68,22 @@ describe('the effects of a run move', () => {
     });
   });
 
+  it('a hop that stopped on a budget its run has just spent (not passed) gives what was spent', () => {
+    let run = initialRun({ runId: 'item', definition: routed, budget: { maxCostUsd: 1 } });
+    run = stepRun(run, { type: 'START' });
+    run = stepRun(run, { type: 'HOP_SUCCEEDED', hop: 1, attempt: 1 });
+    run = stepRun(run, {
+      type: 'HOP_FAILED',
+      hop: 2,
+      attempt: 1,
+      errorType: ITEM_BUDGET_EXCEEDED,
+      message: 'no more',
+      usage: { inputTokens: 0, outputTokens: 0, costUsd: 1, elapsedMs: 0 },
+    });
+    expect(run.value).toBe('failed');
+    expect(run.context.failure?.reason).toBe('budget spent: 1 of 1 USD (hop 2 stopped: no more)');
+  });
+
   it('an event whose usage is present but undefined costs nothing', () => {
     const before = atWork();
     const after = stepRun(before, { type: 'HOP_FAILED', hop: 2, attempt: 1, errorType: 'Other', usage: undefined });
