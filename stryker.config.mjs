@@ -338,9 +338,10 @@ export const moduleThresholds = {
   // survived, 11 not covered). Since: that test file (the problems' paths, messages and codes, the
   // listing error, a conditional rule's fallback, a rule that ends the run beside a bounded stage
   // named "undefined", the registry telling alike JSON values apart, undefined fields either way,
-  // versions served and listed, the shortest loop named), and the checks no input reaches folded
-  // away (a JSON path holds no symbol; every free stage has its edges; primitives count as
-  // frozen: 4, 3 and 6 of the survivors gone with them). Each other survivor was applied by hand
+  // versions served and listed, the shortest loop named, a symbol key of a value built in code
+  // named as text and an index kept a number), and the checks no input reaches folded away (every
+  // free stage has its edges; primitives count as frozen: 3 and 6 of the survivors gone with
+  // them). Each other survivor was applied by hand
   // against the new tests: all fail them but these, equivalent (6): `return [startAt]` made []
   // and the search's `seen` begun empty, `queue.length > 0` made `>=` and `!members.has(next)`
   // made false in `cycleThrough` (a group with a loop always leads back to its first stage, and

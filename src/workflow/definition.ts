@@ -105,8 +105,8 @@ export function parseWorkflowDefinitionJson(text: string, options: WorkflowCheck
 function schemaProblems(error: z.ZodError): WorkflowProblem[] {
   return error.issues.map((issue) => ({
     code: 'SCHEMA' as const,
-    // A definition is JSON: its paths hold names and indexes, never symbols.
-    path: issue.path as (string | number)[],
+    // A value built in code may have a symbol key (JSON has none): named as text.
+    path: issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p)),
     message: issue.message,
   }));
 }

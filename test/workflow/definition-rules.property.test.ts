@@ -79,6 +79,17 @@ describe('a problem as its author reads it', () => {
     expect(workflowProblems(error)).toEqual(problems);
   });
 
+  it('a key that is a symbol (a value built in code) is named as text in its path', () => {
+    const problems = problemsOf({ ...def('w', 1), stages: { a: { role: 'r' }, [Symbol('x')]: 1 } });
+    expect(problems.map((p) => p.path)).toEqual([['stages', 'Symbol(x)']]);
+    expect(invalidWorkflow(problems).message).toContain('  - stages.Symbol(x): ');
+    // An index stays a number.
+    const indexed = problemsOf(
+      def('w', 1, { stages: { a: { role: 'r', next: [{ on: 'maybe', end: 'completed' }] } } }),
+    );
+    expect(indexed.map((p) => p.path)).toEqual([['stages', 'a', 'next', 0, 'on']]);
+  });
+
   it('no other error has problems, nor one that lists none', () => {
     const problems = [{ code: 'SCHEMA', path: [], message: 'x' }];
     expect(workflowProblems(new Error('x'))).toEqual([]);
