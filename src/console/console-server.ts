@@ -177,12 +177,16 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
   let beats = 0;
   /** Whether the last poll could not read the store (logged once per outage, not once per poll). */
   let unreachable = false;
-  let polling = false;
+  /** The poll's read in flight, if any: `stop` waits for it, so that no read outlives the store it reads. */
+  let polling: Promise<void> | undefined;
+  let stopped = false;
   const pollOnce = async (): Promise<void> => {
     let version: string;
     try {
       version = await data.version();
     } catch (error) {
+      // A read that fails as the console stops is not an outage.
+      if (stopped) return;
       if (!unreachable) {
         logger.warn({ err: { message: (error as Error).message } }, 'console could not read the database');
         unreachable = true;
@@ -204,10 +208,9 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
   };
   const poll = setInterval(() => {
     // A slow read (a store over the network) is not stacked: the next tick waits for it.
-    if (polling) return;
-    polling = true;
-    void pollOnce().finally(() => {
-      polling = false;
+    if (polling !== undefined) return;
+    polling = pollOnce().finally(() => {
+      polling = undefined;
     });
   }, options.pollMs ?? CONSOLE_POLL_MS);
   poll.unref();
@@ -240,6 +243,8 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     token,
     async stop() {
       clearInterval(poll);
+      stopped = true;
+      await polling;
       for (const stream of streams) stream.end();
       streams.clear();
       await new Promise<void>((resolve) => {
