@@ -280,7 +280,8 @@ describe('a stage hop dispatched', () => {
                 role: 'user',
                 parts: r.input.map((text) => ({ kind: 'text', text })),
                 metadata: {
-                  [SWITCHBOARD_METADATA_KEY]: {
+                  // The key is the contract (docs/coordinator.md: `metadata.switchboard`), written out here.
+                  switchboard: {
                     itemId: item.id,
                     hopId: hop.id,
                     workflow: `${r.shape.workflow.id}@${r.shape.workflow.version}`,
