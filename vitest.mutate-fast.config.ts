@@ -19,6 +19,8 @@ export default defineConfig({
       'test/machines/workflow-run-join.property.test.ts',
       'test/machines/workflow-run-join-index.property.test.ts',
       'test/decisions/*-rules.property.test.ts',
+      // The deployment's default hop timeout, decided purely (timer.ts's `hopTimeoutMs > 0`).
+      'test/decisions/hop-timeout-default.test.ts',
       'test/coordinator/cost-ledger.test.ts',
       // The model agents' pure modules.
       'test/agents/pricing.test.ts',

@@ -91,6 +91,18 @@ describe('the exported table', () => {
     }
   });
 
+  it('holds exactly the moves the reference model accepts, each once and nothing else', () => {
+    const expected = new Set<string>();
+    for (const from of ALL_STATES) {
+      for (const move of allMoves()) {
+        if (specMove(from, move).ok) expected.add(JSON.stringify([from, move.to, move.by, move.via]));
+      }
+    }
+    const rows = TASK_TRANSITIONS.map((t) => JSON.stringify([t.from, t.to, t.by, t.via]));
+    expect(new Set(rows).size).toBe(rows.length);
+    expect(new Set(rows)).toEqual(expected);
+  });
+
   it('has no move out of a terminal state and none into submitted', () => {
     for (const t of TASK_TRANSITIONS) {
       expect(TERMINALS).not.toContain(t.from);
