@@ -106,12 +106,14 @@ async function scenario(
   hops: number,
 ): Promise<Figures> {
   let cpuUs = 0;
-  const byStep = new Map<string, { us: number; inputs: number }>();
-  const stop = observeCommits(coordinator, (_ns, what, _inner, us) => {
+  const byStep = new Map<string, { us: number; inputs: number; commits: number }>();
+  const stop = observeCommits(coordinator, (_ns, what, _inner, us, batch) => {
     cpuUs += us;
-    const s = byStep.get(what) ?? { us: 0, inputs: 0 };
+    const s = byStep.get(what) ?? { us: 0, inputs: 0, commits: 0 };
     s.us += us;
     s.inputs++;
+    // The observer is called once per input of a batch: a commit of `batch` inputs adds 1/batch per call.
+    s.commits += 1 / batch;
     byStep.set(what, s);
   });
   const cpu0 = process.cpuUsage();
@@ -132,7 +134,9 @@ async function scenario(
   const written = bytesWritten() - written0;
   stop();
   if (BY_STEP) {
-    const parts = [...byStep].map(([what, s]) => `${what} ${(s.us / hops).toFixed(0)} µs/hop (${s.inputs} inputs)`);
+    const parts = [...byStep].map(
+      ([what, s]) => `${what} ${(s.us / hops).toFixed(0)} µs/hop (${s.inputs} inputs, ${Math.round(s.commits)} commits)`,
+    );
     progress(`    by step: ${parts.join(', ')}`);
   }
   return {

@@ -27,8 +27,30 @@ export interface JoinIndex {
 
 const indexes = new WeakMap<RunJoin, JoinIndex>();
 
-/** A join made by `withBranches`: the join it was made from, and the positions it replaced. */
-const derivations = new WeakMap<RunJoin, { from: RunJoin; changed: readonly number[] }>();
+/** How many calls of the join functions back `changedSince` can look. */
+const DERIVATION_STEPS = 4;
+
+/** A number for each join `withBranches` made or made one from: how derivations name joins. */
+const serials = new WeakMap<RunJoin, number>();
+let lastSerial = 0;
+
+function serialOf(join: RunJoin): number {
+  let serial = serials.get(join);
+  if (serial === undefined) {
+    serial = ++lastSerial;
+    serials.set(join, serial);
+  }
+  return serial;
+}
+
+/**
+ * A join made by `withBranches`: the joins it was made from, the latest
+ * first (at most `DERIVATION_STEPS`), each by its serial with the positions
+ * replaced since it. Serials, never the joins themselves: a join that held
+ * the one it was made from would keep every earlier join of the run alive
+ * (a map's thousand settles, a thousand copies of its branches).
+ */
+const derivations = new WeakMap<RunJoin, readonly { from: number; changed: readonly number[] }[]>();
 
 /** The index of a join's branches (one pass the first time a join object is read, none after). */
 export function joinIndex(join: RunJoin): JoinIndex {
@@ -85,7 +107,8 @@ export function withBranches(
     if (now !== null) derived[now]++;
   }
   indexes.set(next, derived);
-  derivations.set(next, { from: join, changed });
+  const earlier = derivations.get(join) ?? [];
+  derivations.set(next, [{ from: serialOf(join), changed }, ...earlier.slice(0, DERIVATION_STEPS - 1)]);
   return next;
 }
 
@@ -95,16 +118,17 @@ export function withBranches(
  * functions (each replacing the branches at the positions it names, sharing
  * the rest); null when it was not (then only a pass over the branches tells).
  */
-export function changedSince(before: RunJoin, after: RunJoin, steps = 4): number[] | null {
+export function changedSince(before: RunJoin, after: RunJoin, steps = DERIVATION_STEPS): number[] | null {
+  if (after === before) return [];
+  const from = serials.get(before);
+  const made = derivations.get(after);
+  if (from === undefined || made === undefined) return null;
   const changed: number[] = [];
-  let at: RunJoin = after;
-  for (let i = 0; i < steps && at !== before; i++) {
-    const made = derivations.get(at);
-    if (made === undefined) return null;
-    changed.push(...made.changed);
-    at = made.from;
+  for (const step of made.slice(0, steps)) {
+    changed.push(...step.changed);
+    if (step.from === from) return changed;
   }
-  return at === before ? changed : null;
+  return null;
 }
 
 /**

@@ -1,5 +1,7 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { fc, test } from '@fast-check/vitest';
-import { describe, expect } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   type BranchState,
   type JoinBranch,
@@ -12,7 +14,7 @@ import {
   settleBranch,
   startBranches,
 } from '../../src/machines/workflow-run-join.js';
-import { joinIndex, samePositions, withBranches } from '../../src/machines/workflow-run-join-index.js';
+import { changedSince, joinIndex, samePositions, withBranches } from '../../src/machines/workflow-run-join-index.js';
 
 /**
  * The join functions read a join through an index kept beside each join
@@ -292,4 +294,71 @@ describe('the index of a join', () => {
       expect(abandonedBranches(before, before, settled)).toEqual([]);
     },
   );
+});
+
+/** The distinct join objects of `joins` (a start that starts nothing returns the join it was given). */
+const distinct = (joins: readonly RunJoin[]): RunJoin[] => joins.filter((j, i) => i === 0 || j !== joins[i - 1]);
+
+/** The positions whose branch objects differ between two joins of the same branches. */
+const differing = (a: RunJoin, b: RunJoin): number[] =>
+  a.branches.flatMap((branch, i) => (branch === b.branches[i] ? [] : [i]));
+
+describe('what changed between two joins', () => {
+  test.prop([joinArb, fc.array(actArb, { maxLength: 12 })], { numRuns: 300 })(
+    'is told within four steps of the join functions (every position that differs among them), and never beyond',
+    (initial, acts) => {
+      const joins = distinct(played(initial, acts, true));
+      // Keys that repeat, or a settle of a key the join lacks: the functions then copy without deriving.
+      const derivedAll = joinIndex(initial).at !== null;
+      for (let i = 0; i < joins.length; i++) {
+        for (let j = i; j < joins.length; j++) {
+          const changed = changedSince(joins[i]!, joins[j]!);
+          if (changed !== null) for (const at of differing(joins[i]!, joins[j]!)) expect(changed).toContain(at);
+          if (derivedAll) expect(changed === null).toBe(j - i > 4);
+          // Another object of the same value was not made from it.
+          if (j > i) expect(changedSince(copy(joins[i]!), joins[j]!)).toBeNull();
+          if (j > i) expect(changedSince(joins[j]!, joins[i]!)).toBeNull();
+        }
+      }
+    },
+  );
+
+  it('keeps none of the joins a join was made from alive: a long map holds one copy of its branches', async () => {
+    // The test asks the collector to run (node --expose-gc, set for this process from here).
+    setFlagsFromString('--expose-gc');
+    const collect = runInNewContext('gc') as () => void;
+    const n = 400;
+    let join: RunJoin = {
+      stage: 'work',
+      hop: 2,
+      kind: 'map',
+      need: n,
+      all: true,
+      collect: false,
+      maxConcurrency: 8,
+      branches: Array.from({ length: n }, (_, i) => ({
+        key: String(i),
+        state: 'waiting' as const,
+        output: null,
+        error: null,
+        budget: null,
+      })),
+    };
+    const made: WeakRef<RunJoin>[] = [];
+    join = startBranches(join).join;
+    for (let i = 0; i < n; i++) {
+      join = settleBranch(join, String(i), { outcome: 'completed', output: i });
+      made.push(new WeakRef(join));
+      join = startBranches(join).join;
+      made.push(new WeakRef(join));
+    }
+    // A WeakRef keeps its target until the job that made it ends.
+    await new Promise((resolve) => setImmediate(resolve));
+    collect();
+    const alive = made.filter((ref) => ref.deref() !== undefined).length;
+    // The last join is alive (this test holds it); the collector may keep a few young ones.
+    expect(alive).toBeGreaterThanOrEqual(1);
+    expect(alive).toBeLessThan(made.length / 10);
+    expect(joinOutcome(join).status).toBe('succeeded');
+  });
 });
