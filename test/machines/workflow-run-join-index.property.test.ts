@@ -314,14 +314,51 @@ describe('what changed between two joins', () => {
         for (let j = i; j < joins.length; j++) {
           const changed = changedSince(joins[i]!, joins[j]!);
           if (changed !== null) for (const at of differing(joins[i]!, joins[j]!)) expect(changed).toContain(at);
+          // Only positions of the join are named.
+          for (const at of changed ?? []) expect(joins[i]!.branches[at]).toBeDefined();
           if (derivedAll) expect(changed === null).toBe(j - i > 4);
-          // Another object of the same value was not made from it.
+          // Fewer steps back when asked; never more than four, whatever is asked.
+          for (const steps of [1, 2, 10]) {
+            const within = changedSince(joins[i]!, joins[j]!, steps);
+            if (derivedAll) expect(within === null).toBe(j - i > Math.min(steps, 4));
+            if (within !== null) expect(within).toEqual(changed);
+          }
+          // Another object of the same value was not made from it, nor was it made from one.
           if (j > i) expect(changedSince(copy(joins[i]!), joins[j]!)).toBeNull();
+          expect(changedSince(joins[i]!, copy(joins[j]!))).toBeNull();
           if (j > i) expect(changedSince(joins[j]!, joins[i]!)).toBeNull();
         }
       }
     },
   );
+
+  it('is told for each of two joins made from the same one, whichever was made first', () => {
+    const join: RunJoin = {
+      stage: 'fan',
+      hop: 3,
+      kind: 'parallel',
+      need: 3,
+      all: true,
+      collect: false,
+      maxConcurrency: 3,
+      branches: ['a', 'b', 'c'].map((key) => ({
+        key,
+        state: 'waiting' as const,
+        output: null,
+        error: null,
+        budget: null,
+      })),
+    };
+    const started = startBranches(join).join;
+    const first = settleBranch(started, 'a', { outcome: 'completed' });
+    const second = settleBranch(started, 'c', { outcome: 'failed' });
+    const later = settleBranch(first, 'b', { outcome: 'completed' });
+    expect(changedSince(started, first)).toEqual([0]);
+    expect(changedSince(started, second)).toEqual([2]);
+    expect(changedSince(started, later)).toEqual([1, 0]);
+    expect(changedSince(join, later)).toEqual([1, 0, 0, 1, 2]);
+    expect(changedSince(first, second)).toBeNull();
+  });
 
   it('keeps none of the joins a join was made from alive: a long map holds one copy of its branches', async () => {
     // The test asks the collector to run (node --expose-gc, set for this process from here).
