@@ -23,17 +23,22 @@
  * measured by bench:fanout:postgres (bench/fanout-postgres.ts).
  *
  * Progress goes to stderr; the figures to stdout. To profile one scenario:
- * `BENCH_ONLY=map BENCH_ROUNDS=1 node --cpu-prof --import tsx bench/fanout.ts`.
+ * `npm run build && BENCH_ONLY=map BENCH_ROUNDS=1 node --cpu-prof --import tsx bench/fanout.ts`.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type RoleDeployment, createCoordinator } from '../src/actors/coordinator/coordinator.js';
-import { observeCommits } from '../src/actors/coordinator/commit-timing.js';
-import { complete } from '../src/actors/worker/worker.js';
-import type { WorkflowDefinition } from '../src/protocol/workflow.js';
-import { parseWorkflowDefinition } from '../src/workflow/definition.js';
-import { NOOP_USAGE, definition as chain, progress } from './four-stage-workflow.js';
+// The built package (`npm run build`, as `npm run bench:fanout` does first): what users run, not src/
+// through tsx's transform (which makes the join functions alone several times slower than tsc's output).
+import { type RoleDeployment, createCoordinator } from '../dist/actors/coordinator/coordinator.js';
+import { observeCommits } from '../dist/actors/coordinator/commit-timing.js';
+import { complete } from '../dist/actors/worker/worker.js';
+import type { WorkflowDefinition } from '../dist/protocol/workflow.js';
+import { parseWorkflowDefinition } from '../dist/workflow/definition.js';
+import { NOOP_USAGE, definition as fourStages, progress } from './four-stage-workflow.js';
+
+/** The chain: the four-stage workflow, checked by the built package. */
+const chain = parseWorkflowDefinition(JSON.parse(JSON.stringify(fourStages)));
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 /** `BENCH_ONLY=map,parallel`: only these scenarios (to profile one; the ratios need the chain). */
