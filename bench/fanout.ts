@@ -140,7 +140,8 @@ async function scenario(
   stop();
   if (BY_STEP) {
     const parts = [...byStep].map(
-      ([what, s]) => `${what} ${(s.us / hops).toFixed(0)} µs/hop (${s.inputs} inputs, ${Math.round(s.commits)} commits)`,
+      ([what, s]) =>
+        `${what} ${(s.us / hops).toFixed(0)} µs/hop (${s.inputs} inputs, ${Math.round(s.commits)} commits)`,
     );
     progress(`    by step: ${parts.join(', ')}`);
   }
