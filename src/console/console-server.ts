@@ -177,8 +177,8 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
   let beats = 0;
   /** Whether the last poll could not read the store (logged once per outage, not once per poll). */
   let unreachable = false;
-  /** The poll's read in flight, if any: `stop` waits for it, so that no read outlives the store it reads. */
-  let polling: Promise<void> | undefined;
+  let polling = false;
+  /** Set by `stop`: a read still in flight then may fail as the store closes, which is no outage. */
   let stopped = false;
   const pollOnce = async (): Promise<void> => {
     let version: string;
@@ -208,9 +208,10 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
   };
   const poll = setInterval(() => {
     // A slow read (a store over the network) is not stacked: the next tick waits for it.
-    if (polling !== undefined) return;
-    polling = pollOnce().finally(() => {
-      polling = undefined;
+    if (polling) return;
+    polling = true;
+    void pollOnce().finally(() => {
+      polling = false;
     });
   }, options.pollMs ?? CONSOLE_POLL_MS);
   poll.unref();
@@ -244,7 +245,6 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     async stop() {
       clearInterval(poll);
       stopped = true;
-      await polling;
       for (const stream of streams) stream.end();
       streams.clear();
       await new Promise<void>((resolve) => {

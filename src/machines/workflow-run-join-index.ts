@@ -115,8 +115,9 @@ export function withBranches(
 /**
  * The positions whose branches may differ between `before` and `after`, when
  * `after` was made from `before` by at most `steps` calls of the join
- * functions (each replacing the branches at the positions it names, sharing
- * the rest); null when it was not (then only a pass over the branches tells).
+ * functions (four at most, whatever `steps` says; each replacing the
+ * branches at the positions it names, sharing the rest); null when it was
+ * not (then only a pass over the branches tells).
  */
 export function changedSince(before: RunJoin, after: RunJoin, steps = DERIVATION_STEPS): number[] | null {
   if (after === before) return [];
