@@ -30,27 +30,26 @@ const indexes = new WeakMap<RunJoin, JoinIndex>();
 /** How many calls of the join functions back `changedSince` can look. */
 const DERIVATION_STEPS = 4;
 
-/** A number for each join `withBranches` made or made one from: how derivations name joins. */
-const serials = new WeakMap<RunJoin, number>();
-let lastSerial = 0;
+/** A token for each join `withBranches` made one from: how derivations name joins. */
+const tokens = new WeakMap<RunJoin, object>();
 
-function serialOf(join: RunJoin): number {
-  let serial = serials.get(join);
-  if (serial === undefined) {
-    serial = ++lastSerial;
-    serials.set(join, serial);
+function tokenOf(join: RunJoin): object {
+  let token = tokens.get(join);
+  if (token === undefined) {
+    token = {};
+    tokens.set(join, token);
   }
-  return serial;
+  return token;
 }
 
 /**
  * A join made by `withBranches`: the joins it was made from, the latest
- * first (at most `DERIVATION_STEPS`), each by its serial with the positions
- * replaced since it. Serials, never the joins themselves: a join that held
+ * first (at most `DERIVATION_STEPS`), each by its token with the positions
+ * replaced since it. Tokens, never the joins themselves: a join that held
  * the one it was made from would keep every earlier join of the run alive
  * (a map's thousand settles, a thousand copies of its branches).
  */
-const derivations = new WeakMap<RunJoin, readonly { from: number; changed: readonly number[] }[]>();
+const derivations = new WeakMap<RunJoin, readonly { from: object; changed: readonly number[] }[]>();
 
 /** The index of a join's branches (one pass the first time a join object is read, none after). */
 export function joinIndex(join: RunJoin): JoinIndex {
@@ -108,7 +107,7 @@ export function withBranches(
   }
   indexes.set(next, derived);
   const earlier = derivations.get(join) ?? [];
-  derivations.set(next, [{ from: serialOf(join), changed }, ...earlier.slice(0, DERIVATION_STEPS - 1)]);
+  derivations.set(next, [{ from: tokenOf(join), changed }, ...earlier.slice(0, DERIVATION_STEPS - 1)]);
   return next;
 }
 
@@ -121,9 +120,10 @@ export function withBranches(
  */
 export function changedSince(before: RunJoin, after: RunJoin, steps = DERIVATION_STEPS): number[] | null {
   if (after === before) return [];
-  const from = serials.get(before);
+  // A join nothing was made from has no token: no step names it.
+  const from = tokens.get(before);
   const made = derivations.get(after);
-  if (from === undefined || made === undefined) return null;
+  if (made === undefined) return null;
   const changed: number[] = [];
   for (const step of made.slice(0, steps)) {
     changed.push(...step.changed);
