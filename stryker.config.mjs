@@ -120,7 +120,8 @@ export const moduleThresholds = {
   // joins (fewer steps when asked, never more than four, two joins made from one, copies) detect
   // six of its seven survivors by hand; the seventh (`++lastSerial` made `--`) was equivalent, so
   // serials became tokens (an object per join, compared by identity), and the check that the
-  // earlier join has one went with it (no step names a join without one).
+  // earlier join has one went with it (no step names a join without one): 100% in the quick run
+  // (111 mutants).
   'src/machines/workflow-run-join-index.ts': 100,
   // 0% before (no test of the quick run reached it); 75.6% (90 mutants, 68 detected), every
   // survivor equivalent (22): the `output` and `hops` spreads of the CHILD_SETTLED event made
