@@ -185,7 +185,6 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     try {
       version = await data.version();
     } catch (error) {
-      // A read that fails as the console stops is not an outage.
       if (stopped) return;
       if (!unreachable) {
         logger.warn({ err: { message: (error as Error).message } }, 'console could not read the database');
