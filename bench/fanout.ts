@@ -88,9 +88,24 @@ function deployments(): Record<string, RoleDeployment> {
 interface Figures {
   coordinatorUsPerHop: number;
   processUsPerHop: number;
+  /** The main thread's CPU per hop (NaN where /proc is not). */
+  mainThreadUsPerHop: number;
   wallMs: number;
   /** Bytes the process wrote (to the database file and its WAL, mostly) per hop; NaN where /proc is not. */
   writtenBytesPerHop: number;
+}
+
+/**
+ * The main thread's CPU time so far, in µs (`/proc/thread-self/schedstat`, Linux; NaN elsewhere): the
+ * Coordinator, the in-process workers and the bus run on it; SQLite's checkpoints and the collector's helper
+ * threads, which `process.cpuUsage()` counts too, do not. Steadier between runs than the whole process's.
+ */
+function mainThreadCpuUs(): number {
+  try {
+    return Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1000;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 /** The bytes this process has written so far (`wchar` of /proc/self/io; Linux), or NaN. */
@@ -122,6 +137,7 @@ async function scenario(
     byStep.set(what, s);
   });
   const cpu0 = process.cpuUsage();
+  const main0 = mainThreadCpuUs();
   const written0 = bytesWritten();
   const t0 = performance.now();
   let next = 0;
@@ -136,6 +152,7 @@ async function scenario(
   await Promise.all(Array.from({ length: Math.min(items.inFlight, items.count) }, lane));
   const wallMs = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
+  const mainUs = mainThreadCpuUs() - main0;
   const written = bytesWritten() - written0;
   stop();
   if (BY_STEP) {
@@ -148,6 +165,7 @@ async function scenario(
   return {
     coordinatorUsPerHop: cpuUs / hops,
     processUsPerHop: (cpu.user + cpu.system) / hops,
+    mainThreadUsPerHop: mainUs / hops,
     wallMs,
     writtenBytesPerHop: written / hops,
   };
@@ -182,7 +200,7 @@ try {
               : await scenario(coordinator, { workflow: parallelFlow, count: 20, inFlight: 20 }, 20 * BRANCHES);
         results[which].push(figures);
         progress(
-          `  ${which}: ${figures.coordinatorUsPerHop.toFixed(0)} µs Coordinator CPU per hop, ${figures.processUsPerHop.toFixed(0)} µs process CPU per hop, ${figures.wallMs.toFixed(0)} ms, ${(figures.writtenBytesPerHop / 1024).toFixed(1)} KiB written per hop`,
+          `  ${which}: ${figures.coordinatorUsPerHop.toFixed(0)} µs Coordinator CPU per hop, ${figures.processUsPerHop.toFixed(0)} µs process CPU per hop, ${figures.mainThreadUsPerHop.toFixed(0)} µs main thread CPU per hop, ${figures.wallMs.toFixed(0)} ms, ${(figures.writtenBytesPerHop / 1024).toFixed(1)} KiB written per hop`,
         );
       }
     } finally {
@@ -199,6 +217,8 @@ try {
     const p = median(results[which].map((f) => f.processUsPerHop));
     const w = median(results[which].map((f) => f.wallMs));
     const b = median(results[which].map((f) => f.writtenBytesPerHop));
+    const m = median(results[which].map((f) => f.mainThreadUsPerHop));
+    const baseMain = results.chain.length === 0 ? Number.NaN : median(results.chain.map((f) => f.mainThreadUsPerHop));
     // Each round's ratio to that round's chain, their median: steadier than the ratio of the medians when
     // the machine's load changes between rounds (a round's scenarios run back to back).
     const perRound =
@@ -206,7 +226,7 @@ try {
         ? median(results[which].map((f, i) => f.coordinatorUsPerHop / results.chain[i]!.coordinatorUsPerHop))
         : Number.NaN;
     process.stdout.write(
-      `  ${which.padEnd(8)} Coordinator CPU/hop ${c.toFixed(0).padStart(6)} µs (${(c / base).toFixed(2)}x; rounds' ratios ${perRound.toFixed(2)}x)  process CPU/hop ${p.toFixed(0).padStart(6)} µs (${(p / baseProcess).toFixed(2)}x)  wall ${w.toFixed(0)} ms  written ${(b / 1024).toFixed(1)} KiB/hop\n`,
+      `  ${which.padEnd(8)} Coordinator CPU/hop ${c.toFixed(0).padStart(6)} µs (${(c / base).toFixed(2)}x; rounds' ratios ${perRound.toFixed(2)}x)  process CPU/hop ${p.toFixed(0).padStart(6)} µs (${(p / baseProcess).toFixed(2)}x)  main thread CPU/hop ${m.toFixed(0).padStart(6)} µs (${(m / baseMain).toFixed(2)}x)  wall ${w.toFixed(0)} ms  written ${(b / 1024).toFixed(1)} KiB/hop\n`,
     );
   }
 } finally {

@@ -10,11 +10,11 @@
  * `{"pruned":{...}}`; end of stdin stops it.
  */
 import { createInterface } from 'node:readline';
-import { createBroker } from '../src/actors/broker/broker.js';
-import { KeyRing } from '../src/gateway/gateway-keys.js';
-import { startGatewayServer } from '../src/gateway/gateway-server.js';
-import { createLogger } from '../src/log/logger.js';
-import { connectInProcess } from '../src/transport/in-process.js';
+import { createBroker } from '../dist/actors/broker/broker.js';
+import { KeyRing } from '../dist/gateway/gateway-keys.js';
+import { startGatewayServer } from '../dist/gateway/gateway-server.js';
+import { createLogger } from '../dist/log/logger.js';
+import { connectInProcess } from '../dist/transport/in-process.js';
 
 const [db = '', keysFile = ''] = process.argv.slice(2);
 const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\n`);

@@ -11,7 +11,7 @@
 import { createInterface } from 'node:readline';
 import { Role, TaskState } from '@a2a-js/sdk';
 import { ClientFactory } from '@a2a-js/sdk/client';
-import { type SwitchboardClient, connect } from '../src/transport/client.js';
+import { type SwitchboardClient, connect } from '../dist/transport/client.js';
 
 const [role = '', indexText = '0', target = ''] = process.argv.slice(2);
 const index = Number(indexText);
