@@ -25,35 +25,39 @@ export interface JoinIndex {
   firstWaiting: number;
 }
 
-const indexes = new WeakMap<RunJoin, JoinIndex>();
-
 /** How many calls of the join functions back `changedSince` can look. */
 const DERIVATION_STEPS = 4;
 
-/** A token for each join `withBranches` made one from: how derivations name joins. */
-const tokens = new WeakMap<RunJoin, object>();
-
-function tokenOf(join: RunJoin): object {
-  let token = tokens.get(join);
-  if (token === undefined) {
-    token = {};
-    tokens.set(join, token);
-  }
-  return token;
+/**
+ * What is kept beside one join object, in one `WeakMap` entry (a `WeakMap`
+ * entry costs far more than a field; a settle reads and makes several joins):
+ *
+ * - `index`: its index;
+ * - `token`: an object that names it in later joins' derivations, made the
+ *   first time one is made from it;
+ * - `derivation`: for a join made by `withBranches`, the joins it was made
+ *   from, the latest first (at most `DERIVATION_STEPS`), each by its token
+ *   with the positions replaced since it. Tokens, never the joins themselves:
+ *   a join that held the one it was made from would keep every earlier join
+ *   of the run alive (a map's thousand settles, a thousand copies of its
+ *   branches);
+ * - `settled`: the latest join made from it by settling one branch, with the
+ *   event that asked (`settledBy`): the routing, the run machine's guard and
+ *   its effect each ask it of one event. It holds a join made from this one,
+ *   never an earlier one, so no chain of joins is kept alive through it.
+ */
+interface JoinRecord {
+  index: JoinIndex;
+  token?: object;
+  derivation: readonly { from: object; changed: readonly number[] }[];
+  settled?: { by: object; join: RunJoin };
 }
 
-/**
- * A join made by `withBranches`: the joins it was made from, the latest
- * first (at most `DERIVATION_STEPS`), each by its token with the positions
- * replaced since it. Tokens, never the joins themselves: a join that held
- * the one it was made from would keep every earlier join of the run alive
- * (a map's thousand settles, a thousand copies of its branches).
- */
-const derivations = new WeakMap<RunJoin, readonly { from: object; changed: readonly number[] }[]>();
+const records = new WeakMap<RunJoin, JoinRecord>();
 
-/** The index of a join's branches (one pass the first time a join object is read, none after). */
-export function joinIndex(join: RunJoin): JoinIndex {
-  const known = indexes.get(join);
+/** The record of a join: made with its index (one pass) the first time a join object is read. */
+function recordOf(join: RunJoin): JoinRecord {
+  const known = records.get(join);
   if (known !== undefined) return known;
   const at = new Map<string, number>();
   let running = 0;
@@ -67,15 +71,36 @@ export function joinIndex(join: RunJoin): JoinIndex {
     else if (b.state === 'failed' || b.state === 'canceled') failed++;
     else if (firstWaiting < 0) firstWaiting = i;
   }
-  const index: JoinIndex = {
-    at: at.size === join.branches.length ? at : null,
-    running,
-    succeeded,
-    failed,
-    firstWaiting: firstWaiting < 0 ? join.branches.length : firstWaiting,
+  const record: JoinRecord = {
+    index: {
+      at: at.size === join.branches.length ? at : null,
+      running,
+      succeeded,
+      failed,
+      firstWaiting: firstWaiting < 0 ? join.branches.length : firstWaiting,
+    },
+    derivation: [],
   };
-  indexes.set(join, index);
-  return index;
+  records.set(join, record);
+  return record;
+}
+
+/** The index of a join's branches (one pass the first time a join object is read, none after). */
+export function joinIndex(join: RunJoin): JoinIndex {
+  return recordOf(join).index;
+}
+
+/**
+ * The join `make()` gives for `join` and `by` (an event), made once per join
+ * and event, the latest event only: for a branch settled by an event, asked
+ * of one join by several readers in turn.
+ */
+export function settledOnce(join: RunJoin, by: object, make: () => RunJoin): RunJoin {
+  const record = recordOf(join);
+  if (record.settled?.by === by) return record.settled.join;
+  const settled = make();
+  record.settled = { by, join: settled };
+  return settled;
 }
 
 /** How a branch in `state` counts. */
@@ -105,9 +130,12 @@ export function withBranches(
     if (was !== null) derived[was]--;
     if (now !== null) derived[now]++;
   }
-  indexes.set(next, derived);
-  const earlier = derivations.get(join) ?? [];
-  derivations.set(next, [{ from: tokenOf(join), changed }, ...earlier.slice(0, DERIVATION_STEPS - 1)]);
+  const from = recordOf(join);
+  from.token ??= {};
+  records.set(next, {
+    index: derived,
+    derivation: [{ from: from.token, changed }, ...from.derivation.slice(0, DERIVATION_STEPS - 1)],
+  });
   return next;
 }
 
@@ -121,8 +149,8 @@ export function withBranches(
 export function changedSince(before: RunJoin, after: RunJoin, steps = DERIVATION_STEPS): number[] | null {
   if (after === before) return [];
   // A join nothing was made from has no token: no step names it.
-  const from = tokens.get(before);
-  const made = derivations.get(after);
+  const from = records.get(before)?.token;
+  const made = records.get(after)?.derivation;
   if (made === undefined) return null;
   const changed: number[] = [];
   for (const step of made.slice(0, steps)) {
@@ -138,7 +166,7 @@ export function changedSince(before: RunJoin, after: RunJoin, steps = DERIVATION
  * functions (an index's key map is shared along the way).
  */
 export function samePositions(before: RunJoin, after: RunJoin): boolean {
-  const a = indexes.get(before);
-  const b = indexes.get(after);
+  const a = records.get(before)?.index;
+  const b = records.get(after)?.index;
   return a !== undefined && b !== undefined && a.at !== null && a.at === b.at;
 }

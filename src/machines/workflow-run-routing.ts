@@ -7,6 +7,7 @@ import { stageRetryPolicy } from '../workflow/definition.js';
 import type { RunFailureCode, WorkflowRunContext } from './workflow-run-context.js';
 import { branchRunning, joinOutcome, settleBranch } from './workflow-run-join.js';
 import type { RunJoin } from './workflow-run-join-shapes.js';
+import { settledOnce } from './workflow-run-join-index.js';
 
 /**
  * Where a run goes next, decided from its definition alone: a hop's outcome
@@ -246,9 +247,6 @@ export function routeOf(ctx: WorkflowRunContext, event: WorkflowRunEvent): Route
   return report === null ? null : routeOutcome(ctx, report);
 }
 
-/** Joins settled by an event, by join and event (both values: neither is changed once made). */
-const settledJoins = new WeakMap<RunJoin, WeakMap<object, RunJoin>>();
-
 /**
  * The join with the branch of a `CHILD_SETTLED` settled (`settleBranch`),
  * made once per join and event: the routing, the machine's guard and its
@@ -256,17 +254,7 @@ const settledJoins = new WeakMap<RunJoin, WeakMap<object, RunJoin>>();
  * branches (up to `maxItems`) to make it.
  */
 export function joinSettledBy(join: RunJoin, event: Extract<WorkflowRunEvent, { type: 'CHILD_SETTLED' }>): RunJoin {
-  let byEvent = settledJoins.get(join);
-  if (byEvent === undefined) {
-    byEvent = new WeakMap();
-    settledJoins.set(join, byEvent);
-  }
-  let settled = byEvent.get(event);
-  if (settled === undefined) {
-    settled = settleBranch(join, event.branch, settledOf(event));
-    byEvent.set(event, settled);
-  }
-  return settled;
+  return settledOnce(join, event, () => settleBranch(join, event.branch, settledOf(event)));
 }
 
 /** What a `CHILD_SETTLED` says of its branch. */

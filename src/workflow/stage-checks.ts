@@ -165,6 +165,41 @@ export function branchDefinition(
   stageName: string,
   branch: string | null,
 ): WorkflowDefinition | null {
+  let byStage = derivedDefinitions.get(def);
+  if (byStage === undefined) {
+    byStage = new Map();
+    derivedDefinitions.set(def, byStage);
+  }
+  let byBranch = byStage.get(stageName);
+  if (byBranch === undefined) {
+    byBranch = new Map();
+    byStage.set(stageName, byBranch);
+  }
+  // A map's elements all run the stage's role: one definition for the stage, whichever element asks.
+  const key = branch === null || def.stages[stageName]?.forEach !== undefined ? null : branch;
+  let derived = byBranch.get(key);
+  if (derived === undefined) {
+    derived = deriveBranchDefinition(def, stageName, key);
+    byBranch.set(key, derived);
+  }
+  return derived;
+}
+
+/**
+ * The definitions derived from a parent definition, by stage and branch: made
+ * once, so that a map's children carry one object (checked once by the
+ * Coordinator, by identity). Callers never change what they are given.
+ */
+const derivedDefinitions = new WeakMap<
+  WorkflowDefinition,
+  Map<string, Map<string | null, WorkflowDefinition | null>>
+>();
+
+function deriveBranchDefinition(
+  def: WorkflowDefinition,
+  stageName: string,
+  branch: string | null,
+): WorkflowDefinition | null {
   const stage = def.stages[stageName];
   if (stage === undefined) return null;
   let roles: string[];
@@ -194,13 +229,20 @@ export function branchDefinition(
     const next = i + 1 < roles.length ? [{ on: 'succeeded' as const, goto: `step-${i + 2}` }] : [];
     stages[`step-${i + 1}`] = { role, ...own, next };
   });
-  return {
+  // Frozen, as the definitions it is derived from are: one object serves every child that asks for it.
+  for (const stage of Object.values(stages)) {
+    for (const rule of stage.next) Object.freeze(rule);
+    Object.freeze(stage.next);
+    Object.freeze(stage);
+  }
+  Object.freeze(stages);
+  return Object.freeze({
     id,
     version: def.version,
     start: 'step-1',
     ...(def.defaults === undefined ? {} : { defaults: def.defaults }),
     stages,
-  };
+  });
 }
 
 /** The problems of a definition's derived child ids: too long for an id. */

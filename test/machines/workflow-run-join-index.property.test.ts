@@ -15,6 +15,9 @@ import {
   startBranches,
 } from '../../src/machines/workflow-run-join.js';
 import { changedSince, joinIndex, samePositions, withBranches } from '../../src/machines/workflow-run-join-index.js';
+import { joinSettledBy } from '../../src/machines/workflow-run-routing.js';
+import type { JsonValue } from '../../src/protocol/audit.js';
+import type { WorkflowRunEvent } from '../../src/protocol/workflow.js';
 
 /**
  * The join functions read a join through an index kept beside each join
@@ -365,22 +368,7 @@ describe('what changed between two joins', () => {
     setFlagsFromString('--expose-gc');
     const collect = runInNewContext('gc') as () => void;
     const n = 400;
-    let join: RunJoin = {
-      stage: 'work',
-      hop: 2,
-      kind: 'map',
-      need: n,
-      all: true,
-      collect: false,
-      maxConcurrency: 8,
-      branches: Array.from({ length: n }, (_, i) => ({
-        key: String(i),
-        state: 'waiting' as const,
-        output: null,
-        error: null,
-        budget: null,
-      })),
-    };
+    let join = mapJoin(n);
     const made: WeakRef<RunJoin>[] = [];
     join = startBranches(join).join;
     for (let i = 0; i < n; i++) {
@@ -398,4 +386,70 @@ describe('what changed between two joins', () => {
     expect(alive).toBeLessThan(made.length / 10);
     expect(joinOutcome(join).status).toBe('succeeded');
   });
+
+  it('keeps none alive through the join a settle made, asked once per reader as the run machine asks it', async () => {
+    setFlagsFromString('--expose-gc');
+    const collect = runInNewContext('gc') as () => void;
+    const n = 400;
+    let join: RunJoin = startBranches(mapJoin(n)).join;
+    const made: WeakRef<RunJoin>[] = [];
+    for (let i = 0; i < n; i++) {
+      const event = settledEvent(String(i), i);
+      // The routing, the guard and the effect each ask for the settled join: one is made.
+      const settled = joinSettledBy(join, event);
+      expect(joinSettledBy(join, event)).toBe(settled);
+      expect(joinSettledBy(join, event)).toBe(settled);
+      made.push(new WeakRef(join), new WeakRef(settled));
+      join = startBranches(settled).join;
+    }
+    await new Promise((resolve) => setImmediate(resolve));
+    collect();
+    const alive = made.filter((ref) => ref.deref() !== undefined).length;
+    expect(alive).toBeLessThan(made.length / 10);
+    expect(joinOutcome(join).status).toBe('succeeded');
+  });
 });
+
+describe('the join a settle makes', () => {
+  it('is made once per join and event: the same for the same event, a new one for another', () => {
+    const join = startBranches(mapJoin(4)).join;
+    const first = settledEvent('0', 'a');
+    const settled = joinSettledBy(join, first);
+    expect(settled).toEqual(settleBranch(join, '0', { outcome: 'completed', output: 'a' }));
+    expect(joinSettledBy(join, first)).toBe(settled);
+    // An equal event that is another object is another ask: the join it gives is equal, not the same.
+    const again = joinSettledBy(join, settledEvent('0', 'a'));
+    expect(again).not.toBe(settled);
+    expect(again).toEqual(settled);
+    const other = joinSettledBy(join, settledEvent('1', 'b'));
+    expect(other).toEqual(settleBranch(join, '1', { outcome: 'completed', output: 'b' }));
+    expect(other.branches[0]!.state).toBe('running');
+    // The join asked of is unchanged.
+    expect(join.branches.filter((b) => b.state === 'running')).toHaveLength(4);
+  });
+});
+
+/** A map's join of `n` waiting branches, 8 at once. */
+function mapJoin(n: number): RunJoin {
+  return {
+    stage: 'work',
+    hop: 2,
+    kind: 'map',
+    need: n,
+    all: true,
+    collect: false,
+    maxConcurrency: 8,
+    branches: Array.from({ length: n }, (_, i) => ({
+      key: String(i),
+      state: 'waiting' as const,
+      output: null,
+      error: null,
+      budget: null,
+    })),
+  };
+}
+
+/** A completed child's `CHILD_SETTLED` for branch `key` of hop 2. */
+function settledEvent(key: string, output: JsonValue): Extract<WorkflowRunEvent, { type: 'CHILD_SETTLED' }> {
+  return { type: 'CHILD_SETTLED', hop: 2, branch: key, outcome: 'completed', output };
+}

@@ -109,7 +109,8 @@ export function runCoordinatorStoreContract(name: string, factory: CoordinatorSt
         { id: expect.any(Number), itemId: 'a', kind: 'start', body: { role: 'planner', taskId: 'a-hop-1' } },
       ]);
       const loaded = await store.loadItem('a');
-      expect(loaded?.item).toMatchObject({ id: 'a', state: 'running', stage: 'plan', hops: 1, taskId: 'task-a' });
+      // Every field as committed (the new item's row is written whole, in one statement).
+      expect(loaded?.item).toEqual(created('a').item);
       expect(loaded?.item.input).toEqual([{ kind: 'text', text: 'input of a' }]);
       expect(loaded?.item.budget).toEqual({ maxTokens: 1000 });
       expect(loaded?.hops).toEqual([hop('a', 1)]);
@@ -125,6 +126,27 @@ export function runCoordinatorStoreContract(name: string, factory: CoordinatorSt
       const other = await s.reopen();
       expect((await other.loadItem('a'))?.hops).toEqual([hop('a', 1)]);
       expect(await store.loadItem('nope')).toBeUndefined();
+    });
+
+    it('writes an item created and changed again in one batch as the later change leaves it', async () => {
+      s = await factory();
+      const { store } = s;
+      const later: ItemChanges = {
+        ...created('c'),
+        item: item('c', { stage: 'build', hop: 2, hops: 2, updatedAt: 1500, usage: { ...ZERO, inputTokens: 3 } }),
+        created: false,
+        run: { machineVersion: 1, snapshot: { value: 'running', context: { runId: 'c', hop: 2 } } },
+        hops: [],
+        usage: [],
+        outbox: [],
+        audit: [],
+        definition: undefined,
+      };
+      await store.commit({ changes: [created('c'), later], deleteOutbox: [] });
+      const loaded = await store.loadItem('c');
+      expect(loaded?.item).toEqual(later.item);
+      expect(loaded?.run).toEqual(later.run);
+      expect(loaded?.hops).toEqual([hop('c', 1)]);
     });
 
     it('applies later changes in order: hop updates, new hops, usage; ended items leave the live ones and each end signs the head', async () => {

@@ -144,6 +144,13 @@ describe('branching definitions at load time', () => {
     const m = branchDefinition(def, 'm', '3')!;
     expect(m.id).toBe('w--m');
     expect(m.stages['step-1']!.retry).toEqual({ maximumAttempts: 5 });
+    // Made once per definition, stage and branch: a map's elements share one (the Coordinator checks it once).
+    expect(branchDefinition(def, 'm', '4')).toBe(m);
+    expect(branchDefinition(def, 'a', 'y')).toBe(y);
+    expect(branchDefinition(def, 'a', 'x')).not.toBe(y);
+    const copy = parseWorkflowDefinition(JSON.parse(JSON.stringify(def)));
+    expect(branchDefinition(copy, 'm', '3')).not.toBe(m);
+    expect(branchDefinition(copy, 'm', '3')).toEqual(m);
   });
 });
 

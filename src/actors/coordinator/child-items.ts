@@ -36,6 +36,8 @@ export class ChildItems {
   readonly #after: (step: Step) => Promise<void>;
   /** Branch definitions checked already, by their JSON text (the oldest leaves first past the bound). */
   readonly #checked = new Map<string, WorkflowDefinition | string>();
+  /** The same, by the definition object a spawn body carried. */
+  readonly #checkedBy = new WeakMap<object, WorkflowDefinition | string>();
 
   constructor(options: {
     engine: CoordinatorEngine;
@@ -152,16 +154,23 @@ export class ChildItems {
 
   #definitionOf(body: SpawnBody): WorkflowDefinition | string {
     if (body.definition !== null) {
-      // A map's elements carry the same definition: checked once by its text, not once per child.
+      // A map's elements carry the same definition (one object, made once by the decision; or equal texts, read
+      // from outbox rows): checked once, not once per child.
+      const same = this.#checkedBy.get(body.definition);
+      if (same !== undefined) return same;
       const text = JSON.stringify(body.definition);
       const known = this.#checked.get(text);
-      if (known !== undefined) return known;
+      if (known !== undefined) {
+        this.#checkedBy.set(body.definition, known);
+        return known;
+      }
       const check = checkWorkflowDefinition(body.definition);
       const checked = check.ok
         ? check.definition
         : `the branch's workflow is invalid: ${check.problems[0]?.message ?? 'unknown problem'}`;
       if (this.#checked.size >= CHECKED_DEFINITIONS) this.#checked.delete(this.#checked.keys().next().value!);
       this.#checked.set(text, checked);
+      this.#checkedBy.set(body.definition, checked);
       return checked;
     }
     const at = body.workflow?.lastIndexOf('@') ?? -1;

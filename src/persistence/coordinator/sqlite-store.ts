@@ -87,6 +87,7 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
     setHopTask: Statement<[string, string]>;
     run: Statement<[string], { run_version: number | null; run_snapshot: string | null }>;
     updateItemAndRun: Statement<unknown[]>;
+    insertItemAndRun: Statement<unknown[]>;
     putBranch: Statement<[string, number, string]>;
     dropBranchesFrom: Statement<[string, number]>;
     branchesOf: Statement<[string], { position: number; body: string }>;
@@ -163,6 +164,13 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
         `UPDATE coord_items SET state = ?, stage = ?, hop = ?, hops = ?, input_tokens = ?, output_tokens = ?,
            cost_usd = ?, elapsed_ms = ?, failure = ?, approval = ?, updated_at = ?, finished_at = ?, output = ?,
            run_version = ?, run_snapshot = ? WHERE id = ?`,
+      ),
+      // A new item's row as its first batch leaves it: one statement where an insert and an update were two.
+      insertItemAndRun: db.prepare(
+        `INSERT INTO coord_items (id, task_id, workflow_id, workflow_version, input, budget, attributes, created_at,
+           state, stage, hop, hops, input_tokens, output_tokens, cost_usd, elapsed_ms, failure, approval, updated_at,
+           finished_at, output, run_version, run_snapshot)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       putBranch: db.prepare(
         `INSERT INTO coord_join_branches (item_id, position, body) VALUES (?, ?, ?)
@@ -347,14 +355,36 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
     this.#keep(kept);
   }
 
-  #writeItem(item: ItemRecord, run: { machineVersion: number; snapshot: unknown } | undefined, kept: KeptBranches) {
+  /** Writes an item's row (inserts it whole with `created`: a new item with its run), and its join's branch rows. */
+  #writeItem(
+    item: ItemRecord,
+    run: { machineVersion: number; snapshot: unknown } | undefined,
+    kept: KeptBranches,
+    created = false,
+  ) {
     const fields = itemUpdateValues(item);
     if (run === undefined) {
       this.#s.updateItem.run(...fields, item.id);
       return;
     }
     const { text, branches } = splitRunSnapshot(run.snapshot);
-    this.#s.updateItemAndRun.run(...fields, run.machineVersion, text, item.id);
+    if (created) {
+      this.#s.insertItemAndRun.run(
+        item.id,
+        item.taskId,
+        item.workflow.id,
+        item.workflow.version,
+        JSON.stringify(item.input),
+        item.budget === null ? null : JSON.stringify(item.budget),
+        item.attributes === null ? null : JSON.stringify(item.attributes),
+        item.createdAt,
+        ...fields,
+        run.machineVersion,
+        text,
+      );
+    } else {
+      this.#s.updateItemAndRun.run(...fields, run.machineVersion, text, item.id);
+    }
     const before = kept.has(item.id) ? kept.get(item.id) : this.#branchRows.get(item.id);
     if (branches === null) {
       // Rows this store wrote or read go; rows it never knew of (none, unless the file was written by
@@ -531,7 +561,10 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
     for (const [i, c] of batch.changes.entries()) {
       if (c.definition !== undefined) this.saveDefinition(c.definition.ref, c.definition.body);
       const item = c.item;
-      if (c.created) {
+      // A new item whose row this change leaves as the batch does, run and all: inserted whole, once.
+      const whole = c.created && last.get(c.itemId) === i && runs.has(c.itemId);
+      if (whole) this.#writeItem(item, runs.get(c.itemId), kept, true);
+      else if (c.created) {
         this.insertItem({
           id: item.id,
           taskId: item.taskId,
@@ -550,7 +583,7 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
           this.updateHop(hop);
         }
       }
-      if (last.get(c.itemId) === i) this.#writeItem(item, runs.get(c.itemId), kept);
+      if (last.get(c.itemId) === i && !whole) this.#writeItem(item, runs.get(c.itemId), kept);
       for (const row of c.usage) this.addUsage(row);
       outbox.push(c.outbox.map((o) => this.addOutbox(c.itemId, o.kind, o.body)));
       audit.push(...c.audit);
