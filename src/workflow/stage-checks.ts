@@ -176,7 +176,7 @@ export function branchDefinition(
     byStage.set(stageName, byBranch);
   }
   // A map's elements all run the stage's role: one definition for the stage, whichever element asks.
-  const key = branch === null || def.stages[stageName]?.forEach !== undefined ? null : branch;
+  const key = def.stages[stageName]?.forEach === undefined ? branch : null;
   let derived = byBranch.get(key);
   if (derived === undefined) {
     derived = deriveBranchDefinition(def, stageName, key);
@@ -203,7 +203,8 @@ function deriveBranchDefinition(
   const stage = def.stages[stageName];
   if (stage === undefined) return null;
   let roles: string[];
-  if (branch === null || stage.forEach !== undefined) {
+  // `branch` is null for a map (its elements share the stage's definition).
+  if (branch === null) {
     if (stage.role === undefined) return null;
     roles = [stage.role];
   } else {
@@ -213,9 +214,7 @@ function deriveBranchDefinition(
     else if (b.sequence !== undefined) roles = b.sequence;
     else return null;
   }
-  const id = [def.id, stageName, ...(branch === null || stage.forEach !== undefined ? [] : [branch])].join(
-    DERIVED_ID_SEPARATOR,
-  );
+  const id = [def.id, stageName, ...(branch === null ? [] : [branch])].join(DERIVED_ID_SEPARATOR);
   // A map over a role runs each element's hop under the stage's own retry and timeout.
   const own =
     stage.forEach === undefined

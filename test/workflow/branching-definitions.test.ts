@@ -151,6 +151,21 @@ describe('branching definitions at load time', () => {
     const copy = parseWorkflowDefinition(JSON.parse(JSON.stringify(def)));
     expect(branchDefinition(copy, 'm', '3')).not.toBe(m);
     expect(branchDefinition(copy, 'm', '3')).toEqual(m);
+    // Shared, so frozen through and through, as the definitions it is derived from are.
+    for (const d of [m, y]) {
+      expect(Object.isFrozen(d)).toBe(true);
+      expect(Object.isFrozen(d.stages)).toBe(true);
+      for (const stage of Object.values(d.stages)) {
+        expect(Object.isFrozen(stage)).toBe(true);
+        expect(Object.isFrozen(stage.next)).toBe(true);
+        for (const rule of stage.next) expect(Object.isFrozen(rule)).toBe(true);
+      }
+    }
+    expect(y.stages['step-1']!.next).toHaveLength(1);
+    // No such stage, or no such branch: nothing to derive.
+    expect(branchDefinition(def, 'nope', 'x')).toBeNull();
+    expect(branchDefinition(def, 'nope', null)).toBeNull();
+    expect(branchDefinition(def, 'a', 'nope')).toBeNull();
   });
 });
 
