@@ -210,6 +210,7 @@ try {
   // Without the chain (BENCH_ONLY), the ratios print as NaN.
   const base = results.chain.length === 0 ? Number.NaN : median(results.chain.map((f) => f.coordinatorUsPerHop));
   const baseProcess = results.chain.length === 0 ? Number.NaN : median(results.chain.map((f) => f.processUsPerHop));
+  const baseMain = results.chain.length === 0 ? Number.NaN : median(results.chain.map((f) => f.mainThreadUsPerHop));
   process.stdout.write(`bench:fanout, ${ROUNDS} rounds, medians (ratio to the chain's in the same run)\n`);
   for (const which of ['chain', 'map', 'parallel'] as const) {
     if (results[which].length === 0) continue;
@@ -218,7 +219,6 @@ try {
     const w = median(results[which].map((f) => f.wallMs));
     const b = median(results[which].map((f) => f.writtenBytesPerHop));
     const m = median(results[which].map((f) => f.mainThreadUsPerHop));
-    const baseMain = results.chain.length === 0 ? Number.NaN : median(results.chain.map((f) => f.mainThreadUsPerHop));
     // Each round's ratio to that round's chain, their median: steadier than the ratio of the medians when
     // the machine's load changes between rounds (a round's scenarios run back to back).
     const perRound =

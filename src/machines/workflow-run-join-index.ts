@@ -42,7 +42,7 @@ const DERIVATION_STEPS = 4;
  *   of the run alive (a map's thousand settles, a thousand copies of its
  *   branches);
  * - `settled`: the latest join made from it by settling one branch, with the
- *   event that asked (`settledBy`): the routing, the run machine's guard and
+ *   event that asked (`settledOnce`): the routing, the run machine's guard and
  *   its effect each ask it of one event. It holds a join made from this one,
  *   never an earlier one, so no chain of joins is kept alive through it.
  */

@@ -331,9 +331,7 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
       item.workflow.id,
       item.workflow.version,
       item.state,
-      JSON.stringify(item.input),
-      item.budget === null ? null : JSON.stringify(item.budget),
-      item.attributes === null ? null : JSON.stringify(item.attributes),
+      ...keptColumns(item),
       item.now,
       item.now,
     );
@@ -374,9 +372,7 @@ export class SqliteCoordinatorStore implements CoordinatorStore, CoordinatorTabl
         item.taskId,
         item.workflow.id,
         item.workflow.version,
-        JSON.stringify(item.input),
-        item.budget === null ? null : JSON.stringify(item.budget),
-        item.attributes === null ? null : JSON.stringify(item.attributes),
+        ...keptColumns(item),
         item.createdAt,
         ...fields,
         run.machineVersion,
@@ -761,4 +757,17 @@ function attempt<T>(run: () => T): Promise<T> {
   } catch (error) {
     return Promise.reject(error);
   }
+}
+
+/** What a new item's row keeps as it was made, in the insert statements' order: its input, budget and attributes (JSON). */
+function keptColumns(item: {
+  input: Part[];
+  budget: ItemBudget | null;
+  attributes: Record<string, string | number | boolean> | null;
+}): (string | null)[] {
+  return [
+    JSON.stringify(item.input),
+    item.budget === null ? null : JSON.stringify(item.budget),
+    item.attributes === null ? null : JSON.stringify(item.attributes),
+  ];
 }
