@@ -17,14 +17,21 @@ import { isPostgresUrl, readOnPostgres } from './read-postgres.js';
 import type { ItemRecord } from '../workflow/records.js';
 import { formatDuration, formatUsd, renderTable } from './table.js';
 
-const GROUPINGS: readonly UsageGrouping[] = ['agent', 'model', 'task'];
+/** What `--by` takes: `item` groups by work item (`task`, the unit of accounting, is its older name). */
+const BY_CHOICES = ['agent', 'model', 'item', 'task'] as const;
+type By = (typeof BY_CHOICES)[number];
 
-export const USAGE_USAGE = `Usage: switchboard usage --db PATH|URL [--by agent|model|task] [--item ID] [--json]
+/** The store's grouping of a `--by` choice. */
+function groupingOf(by: By): UsageGrouping {
+  return by === 'item' ? 'task' : by;
+}
+
+export const USAGE_USAGE = `Usage: switchboard usage --db PATH|URL [--by agent|model|item] [--item ID] [--json]
 
 What the Coordinator's work cost: hops, input and output tokens, cost in
 US dollars and hop time (the time workers spent running hops, summed),
-grouped by agent (the role that ran the hop), model, or task (work item),
-largest cost first, with the total. By task, each group is the item's own
+grouped by agent (the role that ran the hop), model, or work item,
+largest cost first, with the total. By item, each group is the item's own
 hops; a child work item (a parallel branch, a map element, a workflow
 stage) names its parent, and "with children" is the item's rolled-up cost,
 live: its hops' and every descendant's charged so far, children still
@@ -36,11 +43,12 @@ Options:
   --db PATH          the SQLite file the Coordinator wrote (required; never
                      created), or postgres://USER[:PASSWORD]@HOST:PORT/DB:
                      the PostgreSQL database of a Coordinator run with it
-  --by GROUPING      agent, model or task (default: agent)
+  --by GROUPING      agent, model or item (default: agent; task is item's
+                     older name)
   --item ID          only this work item
   --json             print {"by","groups":[{"key","hops","inputTokens",
                      "outputTokens","costUsd","elapsedMs"}],"total":{...}} on
-                     stdout (--by task adds "state", "workflow", "parentId"
+                     stdout (--by item adds "state", "workflow", "parentId"
                      "rolledUp": the item's usage with its child work
                      items', live, beside its own hops' in the group, and
                      "rolledUpHops": the run hops of its subtree so far)
@@ -52,7 +60,9 @@ database with Coordinator tables.`;
 
 interface UsageFlags {
   db: string | undefined;
-  by: UsageGrouping;
+  /** As asked (the JSON's `by` says it back). */
+  by: By;
+  grouping: UsageGrouping;
   item: string | undefined;
   json: boolean;
 }
@@ -67,9 +77,11 @@ export const USAGE_FLAGS: FlagSpec = {
 
 function parseFlags(argv: string[]): UsageFlags {
   const args = parseCommandArgs(argv, USAGE_FLAGS, 0);
+  const by = choiceFlag(args, 'by', BY_CHOICES, 'agent');
   return {
     db: stringFlag(args, 'db'),
-    by: choiceFlag(args, 'by', GROUPINGS, 'agent'),
+    by,
+    grouping: groupingOf(by),
     item: stringFlag(args, 'item'),
     json: booleanFlag(args, 'json'),
   };
@@ -100,16 +112,16 @@ function report(opened: OpenedDatabase, flags: UsageFlags): number {
   // One snapshot for the groups and the total, even while a Coordinator writes.
   const { groups, total } = opened.db
     .transaction(() => {
-      const groups = store.usageBy(flags.by, filter);
+      const groups = store.usageBy(flags.grouping, filter);
       // A hop belongs to one work item: the per-task groups add up to the exact hop count.
-      const total = sum(flags.by === 'task' ? groups : store.usageBy('task', filter));
+      const total = sum(flags.grouping === 'task' ? groups : store.usageBy('task', filter));
       return { groups, total };
     })
     .deferred();
   const items = new Map(
-    flags.by === 'task' ? groups.map((g) => [g.key, store.getItem(g.key)] as const) : ([] as const),
+    flags.grouping === 'task' ? groups.map((g) => [g.key, store.getItem(g.key)] as const) : ([] as const),
   );
-  const trees = flags.by === 'task' ? store.treeUsage(groups.map((g) => g.key)) : new Map<string, TreeUsage>();
+  const trees = flags.grouping === 'task' ? store.treeUsage(groups.map((g) => g.key)) : new Map<string, TreeUsage>();
   return print(groups, total, items, trees, flags);
 }
 
@@ -124,7 +136,7 @@ function print(
   const rolledUp = (key: string, item: ItemRecord | undefined) => trees.get(key)?.usage ?? item?.usage ?? null;
   if (flags.json) {
     const out = groups.map((g) => {
-      if (flags.by !== 'task') return g;
+      if (flags.grouping !== 'task') return g;
       const item = items.get(g.key);
       return {
         ...g,
@@ -151,7 +163,7 @@ function print(
     formatDuration(g.elapsedMs),
   ];
   const extra =
-    flags.by === 'task'
+    flags.grouping === 'task'
       ? [
           { header: 'state' },
           { header: 'workflow' },
@@ -161,7 +173,7 @@ function print(
       : [];
   const lines = renderTable(
     [
-      { header: flags.by === 'task' ? 'work item' : flags.by },
+      { header: flags.grouping === 'task' ? 'work item' : flags.grouping },
       ...extra,
       { header: 'hops', align: 'right' },
       { header: 'in tok', align: 'right' },
@@ -173,7 +185,7 @@ function print(
     groups.map((g) => {
       const item = items.get(g.key);
       const cells =
-        flags.by === 'task'
+        flags.grouping === 'task'
           ? [
               item?.state ?? '?',
               item === undefined ? '?' : `${item.workflow.id}@${item.workflow.version}`,
@@ -197,12 +209,12 @@ function reportOnPostgres(url: string, flags: UsageFlags): Promise<number> {
       process.stderr.write(`switchboard usage: no work item ${flags.item} in ${opened.where}\n`);
       return 1;
     }
-    const groups = await store.readUsageBy(flags.by, filter);
-    const total = sum(flags.by === 'task' ? groups : await store.readUsageBy('task', filter));
+    const groups = await store.readUsageBy(flags.grouping, filter);
+    const total = sum(flags.grouping === 'task' ? groups : await store.readUsageBy('task', filter));
     const items = new Map<string, ItemRecord | undefined>();
-    if (flags.by === 'task') for (const g of groups) items.set(g.key, await store.readItem(g.key));
+    if (flags.grouping === 'task') for (const g of groups) items.set(g.key, await store.readItem(g.key));
     const trees =
-      flags.by === 'task' ? await store.readTreeUsage(groups.map((g) => g.key)) : new Map<string, TreeUsage>();
+      flags.grouping === 'task' ? await store.readTreeUsage(groups.map((g) => g.key)) : new Map<string, TreeUsage>();
     return print(groups, total, items, trees, flags);
   });
 }

@@ -176,11 +176,10 @@ export interface Branch extends z.infer<typeof BranchSchema> {}
 export interface BranchInput extends z.input<typeof BranchSchema> {}
 
 /** How a parallel stage's branches are joined: every one, the first success, or at least `n` successes. */
-export const JoinModeSchema = z.union([
-  z.literal('all'),
-  z.literal('any'),
-  z.strictObject({ atLeast: z.number().int().min(1).max(64) }),
-]);
+export const JoinModeSchema = z.union(
+  [z.literal('all'), z.literal('any'), z.strictObject({ atLeast: z.number().int().min(1).max(64) })],
+  { error: 'a join is "all" (every branch), "any" (the first success) or { "atLeast": n } with n from 1 to 64' },
+);
 /** How branches are joined (inferred from `JoinModeSchema`). */
 export type JoinMode = z.infer<typeof JoinModeSchema>;
 

@@ -3,6 +3,7 @@ import { checkRetryPolicy, resolveRetryPolicy } from '../protocol/retry-policy.j
 import { WorkflowError } from '../protocol/workflow-error.js';
 import type { WorkflowProblem } from './workflow-problems.js';
 import type { RetryPolicy } from '../protocol/work-envelope.js';
+import { fieldsAt, unknownFieldsMessage } from './schema-hints.js';
 import {
   DERIVED_ID_SEPARATOR,
   carveProblems,
@@ -107,7 +108,11 @@ function schemaProblems(error: z.ZodError): WorkflowProblem[] {
     code: 'SCHEMA' as const,
     // A value built in code may have a symbol key (JSON has none): named as text.
     path: issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p)),
-    message: issue.message,
+    // A field the object does not take: the fields it does, and the one probably meant.
+    message:
+      issue.code === 'unrecognized_keys'
+        ? unknownFieldsMessage(issue.keys, fieldsAt(WorkflowDefinitionSchema, issue.path))
+        : issue.message,
   }));
 }
 

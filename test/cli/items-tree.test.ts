@@ -79,8 +79,8 @@ describe('items and their children', () => {
     expect(refused.code).toBe(2);
   }, 60_000);
 
-  it("usage --by task gives each item its own hops and its rollup, and names a child's parent", async () => {
-    const usage = await runNode([bin, 'usage', '--db', db, '--by', 'task', '--json']);
+  it("usage --by item gives each item its own hops and its rollup, and names a child's parent", async () => {
+    const usage = await runNode([bin, 'usage', '--db', db, '--by', 'item', '--json']);
     expect(usage.code, usage.stderr).toBe(0);
     const { groups } = JSON.parse(usage.stdout) as {
       groups: { key: string; inputTokens: number; parentId: string | null; rolledUp: { inputTokens: number } }[];

@@ -28,7 +28,7 @@ describe('switchboard usage', () => {
   }, 30_000);
   afterAll(() => tmp.cleanup());
 
-  it("reports the Coordinator's usage by agent, model and task, with totals that match the items' rollups", async () => {
+  it("reports the Coordinator's usage by agent, model and work item, with totals that match the items' rollups", async () => {
     const before = fingerprint(coord.path);
     const hops = coord.items.reduce((n, i) => n + i.hops, 0);
     const cost = coord.items.reduce((n, i) => n + i.usage.costUsd, 0);
@@ -44,7 +44,15 @@ describe('switchboard usage', () => {
       expect(json.total.costUsd).toBeCloseTo(cost, 9);
       expect(json.total.inputTokens + json.total.outputTokens).toBe(tokens);
     }
-    const byTask = await runJson<UsageJson>(['usage', '--db', coord.path, '--by', 'task']);
+    // `item` is the name for work items; `task`, the older one, answers the same groups.
+    const byTask = await runJson<UsageJson>(['usage', '--db', coord.path, '--by', 'item']);
+    expect(byTask.code).toBe(0);
+    expect(byTask.json.by).toBe('item');
+    expect(byTask.json.groups.map(({ state, workflow, parentId, rolledUp, rolledUpHops, ...g }) => g)).toEqual(
+      coord.usage.task,
+    );
+    const olderName = await runJson<UsageJson>(['usage', '--db', coord.path, '--by', 'task']);
+    expect(olderName.json.groups).toEqual(byTask.json.groups);
     for (const item of coord.items) {
       const group = byTask.json.groups.find((g) => g.key === item.id)!;
       expect(group).toMatchObject({ hops: item.hops, state: 'completed', workflow: item.workflow, parentId: null });
@@ -77,7 +85,7 @@ describe('switchboard usage', () => {
   it('exits 2 for bad usage or a database without Coordinator tables (creating none)', async () => {
     for (const [args, message] of [
       [['usage'], '--db PATH is required'],
-      [['usage', '--db', coord.path, '--by', 'colour'], '--by must be one of agent, model, task'],
+      [['usage', '--db', coord.path, '--by', 'colour'], '--by must be one of agent, model, item, task'],
       [['usage', '--db', coord.path, 'extra'], "unexpected argument 'extra'"],
     ] as [string[], string][]) {
       const r = await runCli(args);
