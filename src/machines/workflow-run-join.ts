@@ -121,6 +121,16 @@ export function carveAll(
   });
 }
 
+/** What a previous output holds, for a map's refusal: its fields, or what kind of value it is. */
+function outputShape(output: unknown): string {
+  if (output === null || output === undefined) return 'there is none';
+  if (Array.isArray(output)) return 'a list';
+  if (typeof output !== 'object') return typeof output === 'string' ? 'a text' : `a ${typeof output}`;
+  const keys = Object.keys(output);
+  if (keys.length === 0) return 'an empty object';
+  return `an object with ${keys.slice(0, 8).join(', ')}${keys.length > 8 ? ', ...' : ''}`;
+}
+
 /**
  * The join a run opens on entering a fan-out stage at `hop`, from the
  * previous stage's `output` (a map reads its list there), the parent's
@@ -144,7 +154,7 @@ export function openJoin(
       return {
         kind: 'invalid',
         errorType: 'MapInputInvalid',
-        message: `stage ${stageName}: forEach "${stage.forEach}" ${list.found ? 'is not a list' : 'is not in the previous output'}: the previous stage's data part must hold a list there`,
+        message: `stage ${stageName}: forEach "${stage.forEach}" ${list.found ? 'is not a list' : `is not in the previous output (${outputShape(output)})`}: the data part of the stage run just before this one must hold a list there`,
       };
     }
     const max = stage.maxItems ?? DEFAULT_MAP_MAX_ITEMS;

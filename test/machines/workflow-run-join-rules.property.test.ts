@@ -233,14 +233,26 @@ describe('the join of a map', () => {
     expect(openJoin(d, 'map', 1, { xs: 'nope' }, null, NO_USE)).toEqual({
       kind: 'invalid',
       errorType: 'MapInputInvalid',
-      message: `stage map: forEach "/xs" is not a list: the previous stage's data part must hold a list there`,
+      message: `stage map: forEach "/xs" is not a list: the data part of the stage run just before this one must hold a list there`,
     });
-    const missing = `stage map: forEach "/xs" is not in the previous output: the previous stage's data part must hold a list there`;
-    for (const output of [{ ys: [1] }, null, undefined]) {
+    // What the previous output holds instead is named: a map entered again from a later stage reads that stage's.
+    const tail = 'the data part of the stage run just before this one must hold a list there';
+    const nine = Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`k${i}`, i]));
+    for (const [output, shape] of [
+      [{ ys: [1], qa: { verdict: 'ok' } }, 'an object with ys, qa'],
+      [nine, 'an object with k0, k1, k2, k3, k4, k5, k6, k7, ...'],
+      [{}, 'an empty object'],
+      [[1, 2], 'a list'],
+      ['text', 'a text'],
+      [3, 'a number'],
+      [true, 'a boolean'],
+      [null, 'there is none'],
+      [undefined, 'there is none'],
+    ] as const) {
       expect(openJoin(d, 'map', 1, output, null, NO_USE)).toEqual({
         kind: 'invalid',
         errorType: 'MapInputInvalid',
-        message: missing,
+        message: `stage map: forEach "/xs" is not in the previous output (${shape}): ${tail}`,
       });
     }
   });
