@@ -255,12 +255,19 @@ function effectChanges(
       const join = ctx.join ?? null;
       if (event.type !== 'CHILD_SETTLED' || join === null) return {};
       const started = startBranches(joinSettledBy(join, event));
+      if (started.started.length === 0) return { join: started.join, directive: ctx.directive };
+      // Children of this join asked for and not yet written (the driver settles several ends before it
+      // writes what they started) are still asked for: the new ones go after them.
+      const asked = ctx.directive.kind === 'spawn' && ctx.directive.hop === join.hop ? ctx.directive.branches : [];
       return {
         join: started.join,
-        directive:
-          started.started.length === 0
-            ? ctx.directive
-            : { kind: 'spawn', stage: join.stage, hop: join.hop, branches: started.started, immediate: null },
+        directive: {
+          kind: 'spawn',
+          stage: join.stage,
+          hop: join.hop,
+          branches: asked.length === 0 ? started.started : [...asked, ...started.started],
+          immediate: null,
+        },
       };
     }
     case 'resume-children':

@@ -69,6 +69,11 @@ describe('children created and settled in the commit that led to it', () => {
     expect(children.every((c) => c.state === 'completed')).toBe(true);
     const map = children.filter((c) => String(c.attributes?.['switchboard.branch']).startsWith('2:'));
     expect(map.map(positionOf).sort((a, b) => a! - b!)).toEqual(LIST.map((_, i) => i));
+    // Each element asked for once, whichever ends were settled together (their `spawn` entry lists them all).
+    const spawned = (await auditRows(coordinator))
+      .filter((r) => r.kind === 'spawn' && r.itemId === id)
+      .flatMap((r) => (r.data as { children: { childId: string }[] }).children.map((c) => c.childId));
+    expect(spawned.sort()).toEqual(children.map((c) => c.id).sort());
     // One `item-created` per child, and the audit holds together.
     const created = (await auditRows(coordinator)).filter((r) => r.kind === 'item-created');
     expect(created.map((r) => r.itemId).sort()).toEqual([id, ...children.map((c) => c.id)].sort());

@@ -57,7 +57,7 @@ import {
   withStep,
   withoutRows,
 } from './inline-children.js';
-import { ItemLineage } from './item-lineage.js';
+import { type Ancestor, ItemLineage } from './item-lineage.js';
 
 export type { ChildParams, Step } from './engine-step.js';
 
@@ -763,17 +763,47 @@ export class CoordinatorEngine {
         done.add(body);
         follow(childId, undefined, decisions.length - 1, k);
       }
+      // A child's end is settled in its parent once the batch has no more ends for it (`settleInParents`).
       for (const body of settlesOf(decision)) {
-        const parent = body.parentId;
-        const state = overlay.has(parent) ? overlay.get(parent) : this.#live.get(parent);
-        const settling = settlingView(state, parent, chains.get(id), charged);
-        if (settling === undefined) continue;
-        decideOne(settling.view, { kind: 'child', settle: body }, parent, undefined, k);
-        if (!chains.has(parent)) chains.set(parent, settling.chain);
-        done.add(body);
-        follow(parent, settling.view, decisions.length - 1, k);
+        const chain = chains.get(id);
+        if (chain === undefined) continue;
+        const group = settling.get(body.parentId);
+        if (group === undefined) settling.set(body.parentId, { chain, ends: [{ body, at }], k });
+        else group.ends.push({ body, at });
       }
       if (done.size > 0) decisions[at] = withoutRows(decisions[at]!, done);
+    };
+    /**
+     * The ends this batch decided, settled in their parents while the parents are live: each parent's in
+     * one decision (what they start is written once). Before an input for one of those parents, and after
+     * the last input, so that a parent takes its children's ends in the order a decision per end would.
+     */
+    const settling = new Map<
+      string,
+      { chain: readonly Ancestor[]; ends: { body: SettleBody; at: number }[]; k: number }
+    >();
+    const settleInParents = (only?: string): void => {
+      while (settling.size > 0) {
+        const parent = only ?? settling.keys().next().value!;
+        const group = settling.get(parent);
+        if (group === undefined) return;
+        settling.delete(parent);
+        const state = overlay.has(parent) ? overlay.get(parent) : this.#live.get(parent);
+        const view = settlingView(state, parent, group.chain, charged);
+        if (view === undefined) continue;
+        const [first, ...rest] = group.ends.map((e) => e.body);
+        const input: CoordinatorInput = {
+          kind: 'child',
+          settle: first!,
+          ...(rest.length === 0 ? {} : { siblings: rest }),
+        };
+        decideOne(view.view, input, parent, undefined, group.k);
+        if (!chains.has(parent)) chains.set(parent, view.chain);
+        // The rows the parent's decision carried out are not written.
+        for (const { body, at } of group.ends) decisions[at] = withoutRows(decisions[at]!, new Set([body]));
+        follow(parent, view.view, decisions.length - 1, group.k);
+        if (only !== undefined) return;
+      }
     };
     for (const [k, { view, input: given, trace }] of inputs.entries()) {
       const id = idOf(view, given);
@@ -786,9 +816,17 @@ export class CoordinatorEngine {
         else if (current !== undefined) current = { ...current, ancestors };
       }
       if (tree !== undefined && current !== undefined) current = { ...current, tree };
+      // Ends this batch settles in this item go first, as they came before this input.
+      if (id !== undefined && settling.has(id)) {
+        settleInParents(id);
+        current = overlay.has(id) ? overlay.get(id) : current;
+        if (current !== undefined && ancestors !== undefined) current = { ...current, ancestors };
+        if (tree !== undefined && current !== undefined) current = { ...current, tree: charged.get(id)!.tree };
+      }
       decideOne(current, input, id, trace, k);
       if (id !== undefined) follow(id, current, decisions.length - 1, k);
     }
+    settleInParents();
     const innerNs = process.hrtime.bigint() - start;
     const changes = decisions.flatMap((d) => (d.changes === null ? [] : [d.changes]));
     // Published outbox rows are deleted in bulk (a few pages every 64 publishes, not a statement per commit).

@@ -1,7 +1,8 @@
 import { type WorkflowRunEvent, addRunUsage } from '../../protocol/workflow.js';
 import { settleBranch } from '../../machines/workflow-run-join.js';
 import { settledOf } from '../../machines/workflow-run-routing.js';
-import type { RunDirective } from '../../machines/workflow-run-context.js';
+import { type RunDirective, isFinalRunState } from '../../machines/workflow-run-context.js';
+import type { SettleBody } from './child-rows.js';
 import { resumeWithChildren } from './child-suspension.js';
 import { drive } from './drive.js';
 import { auditRoute } from './route-audit.js';
@@ -9,17 +10,54 @@ import type { CoordinatorInput, Decision, DecisionEnv, ItemView } from './types.
 import { noteOverrun } from './usage.js';
 import { COORDINATOR_ACTOR, Work, json, unchanged } from './work.js';
 
-/** A child's end reaches its parent: the run settles the branch (a late one, for a branch no longer waited for, changes nothing). */
+/**
+ * Children's ends reach their parent: the run settles each branch in order
+ * (a late one, for a branch no longer waited for, changes nothing), as one
+ * decision. What the settles start (a map's next waiting elements) is
+ * written once, after the last one: one `spawn` for them all, where a
+ * decision per end writes one each. An end that takes the run out of its
+ * join (deciding it, or ending the run) is settled after what the earlier
+ * ones started is written, so the outcome is the one a decision per end
+ * gives: the same children made, the same ones canceled.
+ */
 export function childSettled(
   view: ItemView | undefined,
   input: Extract<CoordinatorInput, { kind: 'child' }>,
   env: DecisionEnv,
 ): Decision {
   if (view === undefined || view.run === null || view.item.finishedAt !== null) return unchanged(view, 'late');
-  const s = input.settle;
   const work = new Work(view, env);
-  const before = work.run!.value;
-  const event: WorkflowRunEvent = {
+  let accepted = 0;
+  // Children the settles so far started, not written yet.
+  let asked = false;
+  for (const s of [input.settle, ...(input.siblings ?? [])]) {
+    // An end past the item's own end changes nothing, as a decision of its own would find the item ended.
+    if (work.item.finishedAt !== null || work.run === null || isFinalRunState(work.run.value)) break;
+    const event = settleEvent(s);
+    let taken = settleOne(work, s, event, asked);
+    if (taken === 'write-first') {
+      drive(work);
+      asked = false;
+      if (work.item.finishedAt !== null || isFinalRunState(work.run.value)) break;
+      taken = settleOne(work, s, event, false);
+    }
+    if (taken !== 'taken') continue;
+    accepted++;
+    const d = work.run.context.directive;
+    if (work.run.value === 'running' && d.kind === 'spawn' && d.immediate === null) asked = true;
+    else {
+      drive(work);
+      asked = false;
+    }
+  }
+  if (accepted === 0) return unchanged(view, 'duplicate');
+  if (asked) drive(work);
+  return work.finish('applied', false);
+}
+
+/** The run event of a child's end. */
+function settleEvent(s: SettleBody): WorkflowRunEvent {
+  return {
     type: 'CHILD_SETTLED',
     hop: s.hop,
     branch: s.branch,
@@ -29,11 +67,38 @@ export function childSettled(
     usage: s.usage,
     ...(s.hops === undefined ? {} : { hops: s.hops }),
   };
+}
+
+/**
+ * One child's end settled in its parent's run: its usage, audit entry and
+ * event (`taken`). The work is left as it was when the run refused the end
+ * (`refused`: a duplicate or late one), and when children started earlier
+ * are still to be written (`asked`) and the end would take the run out of
+ * its join (`write-first`: they are written, then the end settled).
+ */
+function settleOne(
+  work: Work,
+  s: SettleBody,
+  event: WorkflowRunEvent,
+  asked: boolean,
+): 'taken' | 'refused' | 'write-first' {
+  const prior = work.run!;
+  const before = prior.value;
   const routed = auditRoute(work, event);
-  const joinBefore = work.run!.context.join ?? null;
-  const waiting = work.run!.context.directive;
+  const joinBefore = prior.context.join ?? null;
+  const waiting = prior.context.directive;
+  const rows = work.outbox.length;
   const accepted = work.send(event);
-  if (!accepted) return unchanged(view, 'duplicate');
+  const after = work.run!;
+  const left = after.value !== 'running' || (after.context.join ?? null)?.hop !== joinBefore?.hop;
+  if (!accepted || (asked && left)) {
+    work.run = prior;
+    work.runEvents.pop();
+    if (!accepted) work.refused.pop();
+    // The rows its send wrote (children it abandoned): not written.
+    work.outbox.length = rows;
+    return accepted ? 'write-first' : 'refused';
+  }
   routed();
   // A suspended run made running by a child's end took its only such row, `resume-children`: the
   // last child of a hop that started them itself. The run waited on that hop's reply, under the
@@ -68,6 +133,5 @@ export function childSettled(
   work.event('child-settled', s.hop, `child ${s.branch} ${s.outcome}${s.error === null ? '' : `: ${s.error.type}`}`, {
     usage: s.usage,
   });
-  drive(work);
-  return work.finish('applied', false);
+  return 'taken';
 }

@@ -114,8 +114,11 @@ export type CoordinatorInput =
   | { kind: 'timer' }
   /** The bus lost its state (`reason` says how it was seen): every hop out is published again. */
   | { kind: 'reconcile'; reason: string }
-  /** A child work item ended: its parent's join takes its outcome. */
-  | { kind: 'child'; settle: SettleBody };
+  /**
+   * A child work item ended: its parent's join takes its outcome; `siblings`,
+   * other children's ends settled after it in the same decision, in order.
+   */
+  | { kind: 'child'; settle: SettleBody; siblings?: readonly SettleBody[] };
 
 /** What the decisions are given besides the state and the input: the time, ids and the governance cascade. */
 export interface DecisionEnv {
