@@ -127,8 +127,12 @@ describe("a parent takes several children's ends in one decision", () => {
     const spawnEntries = (ds: Decision[]) =>
       ds.flatMap((d) => d.changes?.audit ?? []).filter((a) => a.kind === 'spawn');
     expect(spawnEntries(batched).length).toBeLessThanOrEqual(spawnEntries(each).length);
-    // Nothing taken: nothing written.
-    for (const d of batched) if (d.handling !== 'applied') expect(d.changes).toBeNull();
+    // Nothing taken: nothing written. An end refused beside others is not a refusal of the decision's (as it
+    // is none when decided alone): nothing is logged for it.
+    for (const d of batched) {
+      if (d.handling !== 'applied') expect(d.changes).toBeNull();
+      expect(d.refused).toEqual([]);
+    }
   });
 
   it('writes what three ends start as one spawn entry, and the children in the order they were started', () => {

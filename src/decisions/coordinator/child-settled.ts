@@ -27,31 +27,23 @@ export function childSettled(
 ): Decision {
   if (view === undefined || view.run === null || view.item.finishedAt !== null) return unchanged(view, 'late');
   const work = new Work(view, env);
-  let accepted = 0;
-  // Children the settles so far started, not written yet.
-  let asked = false;
-  for (const s of [input.settle, ...(input.siblings ?? [])]) {
-    // An end past the item's own end changes nothing, as a decision of its own would find the item ended.
-    if (work.item.finishedAt !== null || work.run === null || isFinalRunState(work.run.value)) break;
+  // Whether an end was taken: the run's directive (what the ends started, or where the run goes next)
+  // is then carried out once, after the last one.
+  let taken = false;
+  const ends = input.siblings === undefined ? [input.settle] : [input.settle, ...input.siblings];
+  for (const s of ends) {
+    // An end past the run's own end changes nothing, as a decision of its own would find the item ended.
+    if (isFinalRunState(work.run!.value)) break;
     const event = settleEvent(s);
-    let taken = settleOne(work, s, event, asked);
-    if (taken === 'write-first') {
+    let outcome = settleOne(work, s, event, taken);
+    if (outcome === 'write-first') {
       drive(work);
-      asked = false;
-      if (work.item.finishedAt !== null || isFinalRunState(work.run.value)) break;
-      taken = settleOne(work, s, event, false);
+      outcome = settleOne(work, s, event, false);
     }
-    if (taken !== 'taken') continue;
-    accepted++;
-    const d = work.run.context.directive;
-    if (work.run.value === 'running' && d.kind === 'spawn' && d.immediate === null) asked = true;
-    else {
-      drive(work);
-      asked = false;
-    }
+    if (outcome === 'taken') taken = true;
   }
-  if (accepted === 0) return unchanged(view, 'duplicate');
-  if (asked) drive(work);
+  if (!taken) return unchanged(view, 'duplicate');
+  drive(work);
   return work.finish('applied', false);
 }
 
@@ -72,15 +64,16 @@ function settleEvent(s: SettleBody): WorkflowRunEvent {
 /**
  * One child's end settled in its parent's run: its usage, audit entry and
  * event (`taken`). The work is left as it was when the run refused the end
- * (`refused`: a duplicate or late one), and when children started earlier
- * are still to be written (`asked`) and the end would take the run out of
- * its join (`write-first`: they are written, then the end settled).
+ * (`refused`: a duplicate or late one), and when the run's directive is
+ * still to be carried out for ends taken before (`owed`: children they
+ * started, say) and this end would take the run out of its join
+ * (`write-first`: the directive is carried out, then the end settled).
  */
 function settleOne(
   work: Work,
   s: SettleBody,
   event: WorkflowRunEvent,
-  asked: boolean,
+  owed: boolean,
 ): 'taken' | 'refused' | 'write-first' {
   const prior = work.run!;
   const before = prior.value;
@@ -90,8 +83,9 @@ function settleOne(
   const rows = work.outbox.length;
   const accepted = work.send(event);
   const after = work.run!;
-  const left = after.value !== 'running' || (after.context.join ?? null)?.hop !== joinBefore?.hop;
-  if (!accepted || (asked && left)) {
+  // Out of its join: decided, or the run ended (either way the join is gone).
+  const left = (after.context.join ?? null)?.hop !== joinBefore?.hop;
+  if (!accepted || (owed && left)) {
     work.run = prior;
     work.runEvents.pop();
     if (!accepted) work.refused.pop();
