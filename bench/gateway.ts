@@ -2,7 +2,10 @@
  * `npm run bench:gateway`: the same A2A delegation served over HTTP by
  *  - the official @a2a-js/sdk server (bench/peer-sdk-server.mjs: express,
  *    DefaultRequestHandler, InMemoryTaskStore; its agent completes each task
- *    at once, in memory), and
+ *    at once, in memory): the reference of the target,
+ *  - the same with the SDK's own durable store (DatabaseTaskStore on a SQLite
+ *    file, WAL with synchronous=NORMAL as ours), for tasks durable on both
+ *    sides, and
  *  - `switchboard gateway` in front of `switchboard serve` on a real SQLite
  *    file (durable tasks), with a worker process (bench/peer-socket-child.ts)
  *    that completes each task it is sent at once, and
@@ -11,8 +14,10 @@
  * all driven by the same SDK client processes (bench/gateway-child.ts:
  * a blocking SendMessage, answered once the task has completed). Sequential
  * (one client process, one at a time) and 32 in flight (4 processes, 8
- * each); the rounds interleave the sides, each going first in turn. Figures:
- * tasks/s, p50/p99, and server CPU per task (from /proc, all threads: the
+ * each); after BENCH_WARMUP runs of each (default 15: V8 is still compiling
+ * the hot path before), the rounds interleave the sides, each going first in
+ * turn. Figures:
+ * tasks/s, p50/p99, and server CPU per task (from /proc's schedstat, all threads: the
  * SDK server's process; the sum of gateway, broker and worker on ours).
  * Target: ahead on both. A ratio is the median of the per-round ratios.
  *
@@ -23,7 +28,7 @@
  * gateway side's three processes write CPU profiles (`--cpu-prof`) to DIR.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -33,6 +38,13 @@ import { type SwitchboardClient, connect } from '../src/transport/client.js';
 import { SWITCHBOARD_BIN } from '../src/transport/serve-process.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
+/**
+ * Warm-up runs per side and mode before the measured rounds. V8 goes on
+ * compiling the hot path for a few thousand tasks: a side measured before
+ * that is measured half cold: one at a time, both sides spent about twice
+ * their steady CPU per task over their first 1,000 tasks.
+ */
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 15);
 /** Per run: what the context may hold (a few left for the warm-up's stragglers). */
 const TASKS = A2A_MAX_TASKS_PER_CONTEXT - 8;
 const CLIENTS = 4;
@@ -45,10 +57,21 @@ const EMBEDDED = fileURLToPath(new URL('./gateway-embedded-child.ts', import.met
 const CLIENT = fileURLToPath(new URL('./gateway-child.ts', import.meta.url));
 const WORKER = fileURLToPath(new URL('./peer-socket-child.ts', import.meta.url));
 
+/**
+ * A process's CPU time in µs, all its threads: the sum of their run times in
+ * /proc/PID/task/TID/schedstat (nanoseconds). /proc/PID/stat counts in clock
+ * ticks of 10 ms, more than the whole of a run of 120 tasks spends at times.
+ */
 function cpuOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100;
+  let ns = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // A thread that ended between the listing and the read.
+    }
+  }
+  return ns / 1000;
 }
 
 function median(values: number[]): number {
@@ -152,14 +175,21 @@ function lineOf(child: ChildProcess, pattern: RegExp, what: string): Promise<Reg
   });
 }
 
-async function sdkSide(): Promise<{ side: Side; stop: () => Promise<void> }> {
+/** The SDK's server: its tasks in memory, or with `sqlite` in its own `DatabaseTaskStore` on a SQLite file. */
+async function sdkSide(sqlite?: string): Promise<{ side: Side; stop: () => Promise<void> }> {
   const script = fileURLToPath(new URL('./peer-sdk-server.mjs', import.meta.url));
-  const server = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const args = sqlite === undefined ? [script] : [script, '--sqlite', sqlite];
+  const server = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = Number((await lineOf(server, /\{"port":(\d+)\}/, 'the SDK server'))[1]);
   const clients = Array.from({ length: CLIENTS }, () => new Child([CLIENT, `http://127.0.0.1:${port}/`]));
   await Promise.all(clients.map((c) => c.ready));
   return {
-    side: { name: 'SDK server', pids: [server.pid as number], clients, reset: async () => {} },
+    side: {
+      name: sqlite === undefined ? 'SDK server' : 'SDK server, SQLite',
+      pids: [server.pid as number],
+      clients,
+      reset: async () => {},
+    },
     stop: async () => {
       await Promise.all(clients.map((c) => c.end()));
       server.kill('SIGTERM');
@@ -286,15 +316,18 @@ function fmt(n: number, digits = 0): string {
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'bench-gateway-'));
   const sdk = await sdkSide();
+  const sdkSqlite = await sdkSide(join(dir, 'sdk.db'));
   const ours = await gatewaySide(dir);
   const embedded = await embeddedSide(dir);
-  const sides = [sdk.side, ours.side, embedded.side];
+  const sides = [sdk.side, sdkSqlite.side, ours.side, embedded.side];
   const runs = new Map(sides.map((s) => [s.name, { sequential: [] as Run[], concurrent: [] as Run[] }]));
   try {
-    process.stderr.write('warming up\n');
-    for (const side of sides) {
-      await drive(side, IN_FLIGHT, 0);
-      await drive(side, 1, 0);
+    for (let w = 0; w < WARMUP; w++) {
+      for (const side of sides) {
+        await drive(side, IN_FLIGHT, w);
+        await drive(side, 1, w);
+      }
+      process.stderr.write(`warming up ${w + 1}/${WARMUP}\n`);
     }
     for (let round = 0; round < ROUNDS; round++) {
       // Each side goes first in turn, the others after it in order.
@@ -308,13 +341,13 @@ async function main() {
     }
   } finally {
     await sdk.stop();
+    await sdkSqlite.stop();
     await ours.stop();
     await embedded.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-  const a = runs.get(sdk.side.name) as { sequential: Run[]; concurrent: Run[] };
   const lines = [
-    `bench:gateway: ${ROUNDS} rounds of ${TASKS} tasks per side and mode; medians (load average ${loadavg()
+    `bench:gateway: ${ROUNDS} rounds of ${TASKS} tasks per side and mode after ${WARMUP} of warm-up; medians (load average ${loadavg()
       .map((l) => l.toFixed(1))
       .join(' ')})`,
   ];
@@ -334,11 +367,14 @@ async function main() {
     lines.push(`  ${ours.side.name}'s CPU per task by process (µs): ${split.join(', ')}`);
     for (const side of [ours.side, embedded.side]) {
       const r = runs.get(side.name) as { sequential: Run[]; concurrent: Run[] };
-      const rate = median(r[mode].map((run, i) => run.tasksPerSecond / (a[mode][i] as Run).tasksPerSecond));
-      const cpu = median(r[mode].map((run, i) => (a[mode][i] as Run).serverCpuMicros / run.serverCpuMicros));
-      lines.push(
-        `  ${side.name} against the SDK server (medians of the rounds' ratios): tasks/s ${rate.toFixed(2)}; server CPU per task SDK/ours ${cpu.toFixed(2)} (above 1: ours spends less)`,
-      );
+      for (const reference of [sdk.side, sdkSqlite.side]) {
+        const against = (runs.get(reference.name) as { sequential: Run[]; concurrent: Run[] })[mode];
+        const rate = median(r[mode].map((run, i) => run.tasksPerSecond / (against[i] as Run).tasksPerSecond));
+        const cpu = median(r[mode].map((run, i) => (against[i] as Run).serverCpuMicros / run.serverCpuMicros));
+        lines.push(
+          `  ${side.name} against the ${reference.name} (medians of the rounds' ratios): tasks/s ${rate.toFixed(2)}; server CPU per task SDK/ours ${cpu.toFixed(2)} (above 1: ours spends less)`,
+        );
+      }
     }
   }
   process.stdout.write(`${lines.join('\n')}\n`);
