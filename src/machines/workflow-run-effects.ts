@@ -265,7 +265,7 @@ function effectChanges(
           kind: 'spawn',
           stage: join.stage,
           hop: join.hop,
-          branches: asked.length === 0 ? started.started : [...asked, ...started.started],
+          branches: [...asked, ...started.started],
           immediate: null,
         },
       };

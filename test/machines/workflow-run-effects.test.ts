@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { applyEffect } from '../../src/machines/workflow-run-effects.js';
 import { initialRun, stepRun } from '../../src/machines/workflow-run-machine.js';
 import { ITEM_BUDGET_EXCEEDED } from '../../src/protocol/work-envelope.js';
 import { parseWorkflowDefinition } from '../../src/workflow/definition.js';
@@ -174,5 +175,37 @@ describe('the effects of a run move', () => {
       expect.objectContaining({ maxHops: 15, maxTokens: 450 }),
       expect.objectContaining({ maxHops: 15, maxTokens: 450 }),
     ]);
+  });
+
+  it('a settle carries the spawn still to write of its own join only, and the branches it starts after it', () => {
+    const mapped = parseWorkflowDefinition({
+      id: 'mapped',
+      version: 1,
+      start: 'plan',
+      stages: {
+        plan: { role: 'lead', next: [{ on: 'succeeded', goto: 'each' }] },
+        each: { role: 'w', forEach: '/xs', maxConcurrency: 1 },
+      },
+    });
+    let run = stepRun(initialRun({ runId: 'item', definition: mapped }), { type: 'START' });
+    run = stepRun(run, { type: 'HOP_SUCCEEDED', hop: 1, attempt: 1, output: { xs: ['a', 'b', 'c'] } });
+    run = stepRun(run, { type: 'CHILDREN_SPAWNED', hop: 2 });
+    const [first] = run.context.join!.branches;
+    const end = {
+      type: 'CHILD_SETTLED' as const,
+      hop: 2,
+      branch: first!.key,
+      outcome: 'completed' as const,
+      output: 1,
+    };
+    const spawn = (hop: number) => ({ kind: 'spawn' as const, stage: 'each', hop, branches: ['w'], immediate: null });
+    const keys = (ctx: typeof run.context) => (ctx.directive.kind === 'spawn' ? ctx.directive.branches : null);
+    // Settled in the usual way: the next element is asked for.
+    const next = keys(applyEffect(run.context, end, 'settle-branch')) ?? [];
+    expect(next).toEqual([run.context.join!.branches[1]!.key]);
+    // A spawn of this join not yet written is still asked for, the new branch after it.
+    expect(keys(applyEffect({ ...run.context, directive: spawn(2) }, end, 'settle-branch'))).toEqual(['w', ...next]);
+    // One of another hop is not this join's: it is not carried.
+    expect(keys(applyEffect({ ...run.context, directive: spawn(1) }, end, 'settle-branch'))).toEqual(next);
   });
 });
