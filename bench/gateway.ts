@@ -19,7 +19,8 @@
  * turn. Figures:
  * tasks/s, p50/p99, and server CPU per task (from /proc's schedstat, all threads: the
  * SDK server's process; the sum of gateway, broker and worker on ours).
- * Target: ahead on both. A ratio is the median of the per-round ratios.
+ * Target: ahead of the in-memory SDK server on both. A ratio is the median of
+ * the per-round ratios.
  *
  * The broker holds at most A2A_MAX_TASKS_PER_CONTEXT tasks in the gateway's
  * context until a prune removes ended ones, so each run is that many tasks
@@ -61,6 +62,9 @@ const WORKER = fileURLToPath(new URL('./peer-socket-child.ts', import.meta.url))
  * A process's CPU time in µs, all its threads: the sum of their run times in
  * /proc/PID/task/TID/schedstat (nanoseconds). /proc/PID/stat counts in clock
  * ticks of 10 ms, more than the whole of a run of 120 tasks spends at times.
+ * A thread that ends during a run takes its time with it; none of the
+ * servers here starts or ends one per run (their threads live as long as
+ * they do: V8's, the loader's, the broker's checkpoint thread).
  */
 function cpuOf(pid: number): number {
   let ns = 0;
