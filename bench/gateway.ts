@@ -10,7 +10,10 @@
  *    file (durable tasks), with a worker process (bench/peer-socket-child.ts)
  *    that completes each task it is sent at once, and
  *  - the embedded gateway (bench/gateway-embedded-child.ts): broker, gateway
- *    and agent in one process, the broker on a real SQLite file,
+ *    and agent in one process, the broker on a real SQLite file, and
+ *  - the floor (bench/gateway-floor-server.mjs): node:http and two SQLite
+ *    transactions per task, nothing else; what any durable server spends
+ *    here at the least (the machine's floor, not a contender),
  * all driven by the same SDK client processes (bench/gateway-child.ts:
  * a blocking SendMessage, answered once the task has completed). Sequential
  * (one client process, one at a time) and 32 in flight (4 processes, 8
@@ -179,17 +182,23 @@ function lineOf(child: ChildProcess, pattern: RegExp, what: string): Promise<Reg
   });
 }
 
-/** The SDK's server: its tasks in memory, or with `sqlite` in its own `DatabaseTaskStore` on a SQLite file. */
-async function sdkSide(sqlite?: string): Promise<{ side: Side; stop: () => Promise<void> }> {
-  const script = fileURLToPath(new URL('./peer-sdk-server.mjs', import.meta.url));
-  const args = sqlite === undefined ? [script] : [script, '--sqlite', sqlite];
+/**
+ * A plain server of the A2A bench agent: the SDK's (its tasks in memory, or
+ * with `sqlite` in its own `DatabaseTaskStore` on a SQLite file), or with
+ * `floor` the bare durable server (bench/gateway-floor-server.mjs on that file).
+ */
+async function sdkSide(sqlite?: string, floor = false): Promise<{ side: Side; stop: () => Promise<void> }> {
+  const script = fileURLToPath(
+    new URL(floor ? './gateway-floor-server.mjs' : './peer-sdk-server.mjs', import.meta.url),
+  );
+  const args = sqlite === undefined ? [script] : floor ? [script, sqlite] : [script, '--sqlite', sqlite];
   const server = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = Number((await lineOf(server, /\{"port":(\d+)\}/, 'the SDK server'))[1]);
   const clients = Array.from({ length: CLIENTS }, () => new Child([CLIENT, `http://127.0.0.1:${port}/`]));
   await Promise.all(clients.map((c) => c.ready));
   return {
     side: {
-      name: sqlite === undefined ? 'SDK server' : 'SDK server, SQLite',
+      name: floor ? 'floor (bare, durable)' : sqlite === undefined ? 'SDK server' : 'SDK server, SQLite',
       pids: [server.pid as number],
       clients,
       reset: async () => {},
@@ -323,7 +332,8 @@ async function main() {
   const sdkSqlite = await sdkSide(join(dir, 'sdk.db'));
   const ours = await gatewaySide(dir);
   const embedded = await embeddedSide(dir);
-  const sides = [sdk.side, sdkSqlite.side, ours.side, embedded.side];
+  const floor = await sdkSide(join(dir, 'floor.db'), true);
+  const sides = [sdk.side, sdkSqlite.side, ours.side, embedded.side, floor.side];
   const runs = new Map(sides.map((s) => [s.name, { sequential: [] as Run[], concurrent: [] as Run[] }]));
   try {
     for (let w = 0; w < WARMUP; w++) {
@@ -348,6 +358,7 @@ async function main() {
     await sdkSqlite.stop();
     await ours.stop();
     await embedded.stop();
+    await floor.stop();
     rmSync(dir, { recursive: true, force: true });
   }
   const lines = [
@@ -379,6 +390,9 @@ async function main() {
           `  ${side.name} against the ${reference.name} (medians of the rounds' ratios): tasks/s ${rate.toFixed(2)}; server CPU per task SDK/ours ${cpu.toFixed(2)} (above 1: ours spends less)`,
         );
       }
+      const floorRuns = (runs.get(floor.side.name) as { sequential: Run[]; concurrent: Run[] })[mode];
+      const overFloor = median(r[mode].map((run, i) => run.serverCpuMicros / (floorRuns[i] as Run).serverCpuMicros));
+      lines.push(`  ${side.name}: server CPU per task ${overFloor.toFixed(2)} times the floor's`);
     }
   }
   process.stdout.write(`${lines.join('\n')}\n`);

@@ -13,7 +13,14 @@ export type { Dispatch, JsonRpcServerOptions } from '../transport/jsonrpc-server
 export { BrokerSession } from '../transport/broker-session.js';
 export { BrokerSocketServer, prepareSocketPath } from '../transport/socket-server.js';
 export type { SocketServerOptions } from '../transport/socket-server.js';
-export type { BrokerSessionOptions } from '../transport/broker-session.js';
+export type {
+  BrokerSessionOptions,
+  SessionCommonOptions,
+  StreamSessionOptions,
+  LinkedSessionOptions,
+  SessionLink,
+  SessionDispatch,
+} from '../transport/broker-session.js';
 export { AgentInbox, MAX_BUFFERED_EVENTS } from '../transport/agent-inbox.js';
 export type { FetchEventsSince, ScreenEvents } from '../transport/agent-inbox.js';
 // A client is a `ClientBase` (handshake, inboxes, reconnect) with one call per

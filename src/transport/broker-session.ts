@@ -12,17 +12,10 @@ import { VERSION } from '../version.js';
 import { EventRelay, type EventSink } from './event-relay.js';
 import { JsonRpcServer } from './jsonrpc-server.js';
 
-export interface BrokerSessionOptions {
+/** What every broker session takes, whatever carries its calls. */
+export interface SessionCommonOptions {
   broker: BrokerApi;
-  /** Requests (e.g. `process.stdin`). */
-  input: Readable;
-  /** Answers and notifications (e.g. `process.stdout`). */
-  output: Writable;
   logger?: Logger;
-  /** Bytes of one line (default 32 MiB). */
-  maxLineBytes?: number;
-  /** Characters of output held back before input pauses and events wait in the log (default 1 MiB). */
-  outputHighWaterMark?: number;
   /**
    * Connection-scoped agents: when the connection closes, however it closes
    * (end of input, a reset, a killed peer), the registrations made through it
@@ -30,6 +23,82 @@ export interface BrokerSessionOptions {
    * Default false: they outlive the session.
    */
   connectionScoped?: boolean;
+}
+
+/** A session over JSON lines on a pair of streams. */
+export interface StreamSessionOptions extends SessionCommonOptions {
+  /** Requests (e.g. `process.stdin`). */
+  input: Readable;
+  /** Answers and notifications (e.g. `process.stdout`). */
+  output: Writable;
+  /** Bytes of one line (default 32 MiB). */
+  maxLineBytes?: number;
+  /** Characters of output held back before input pauses and events wait in the log (default 1 MiB). */
+  outputHighWaterMark?: number;
+  link?: undefined;
+}
+
+/**
+ * A session whose peer is in this process (`DirectChannel`): it calls the
+ * session and takes its notifications without JSON lines.
+ */
+export interface LinkedSessionOptions extends SessionCommonOptions {
+  link: (dispatch: SessionDispatch) => SessionLink;
+}
+
+export type BrokerSessionOptions = StreamSessionOptions | LinkedSessionOptions;
+
+/** How a link hands the session a call: the answer, or a rejection the link turns into an error answer. */
+export type SessionDispatch = (method: string, params: unknown) => unknown;
+
+/**
+ * The session's side of its connection: where its notifications go, how
+ * congested that is, and when the peer has gone. JSON lines on a pair of
+ * streams (a `JsonRpcServer`), or a peer in this process (`DirectChannel`).
+ */
+export interface SessionLink {
+  /** A notification whose params are values. */
+  notify(method: string, params: unknown): void;
+  /** A notification whose params are already JSON text (the text the broker logged). */
+  notifyText(method: string, paramsJson: string): void;
+  readonly congested: boolean;
+  /** True once nothing more can be delivered (the peer went away). */
+  readonly closed: boolean;
+  whenDrained(): Promise<void>;
+  /** Characters of output waiting for the peer to read. */
+  readonly backlog: number;
+  /** Resolves once the peer has gone and every call is answered (and flushed). */
+  readonly ended: Promise<void>;
+  /** Takes no more calls, answers those under way; resolves as `ended`. */
+  stop(): Promise<void>;
+}
+
+/** The JSON-lines link: a `JsonRpcServer` on the session's streams. */
+function linesLink(options: StreamSessionOptions, dispatch: SessionDispatch, logger: Logger): SessionLink {
+  const server = new JsonRpcServer({
+    input: options.input,
+    output: options.output,
+    dispatch,
+    logger,
+    maxLineBytes: options.maxLineBytes,
+    outputHighWaterMark: options.outputHighWaterMark,
+  });
+  return {
+    notify: (method, params) => server.notify(method, params),
+    notifyText: (method, text) => server.notifyText(method, text),
+    get congested() {
+      return server.writer.congested;
+    },
+    get closed() {
+      return server.writer.closed;
+    },
+    whenDrained: () => server.writer.whenDrained(),
+    get backlog() {
+      return server.writer.backlog;
+    },
+    ended: server.closed,
+    stop: () => server.stop(),
+  };
 }
 
 /**
@@ -40,7 +109,7 @@ export interface BrokerSessionOptions {
  * when `connectionScoped`.
  */
 export class BrokerSession {
-  private readonly server: JsonRpcServer;
+  private readonly link: SessionLink;
   private readonly broker: BrokerApi;
   private readonly logger: Logger;
   /** Relays by the token of their registration. */
@@ -62,34 +131,28 @@ export class BrokerSession {
   constructor(options: BrokerSessionOptions) {
     this.broker = options.broker;
     this.logger = options.logger ?? silentLogger();
-    this.server = new JsonRpcServer({
-      input: options.input,
-      output: options.output,
-      dispatch: (method, params) => this.dispatch(method, params),
-      logger: this.logger,
-      maxLineBytes: options.maxLineBytes,
-      outputHighWaterMark: options.outputHighWaterMark,
-    });
-    const server = this.server;
+    const dispatch: SessionDispatch = (method, params) => this.dispatch(method, params);
+    const link = options.link === undefined ? linesLink(options, dispatch, this.logger) : options.link(dispatch);
+    this.link = link;
     this.sink = {
       write: (event: DurableEvent) => {
         if (this.protocolVersion === A2A_V1_PROTOCOL_VERSION) {
-          server.notify(event.method, notificationToV1(event.method, event.params));
+          link.notify(event.method, notificationToV1(event.method, event.params));
         } else {
-          // The params text the broker logged: the line is not serialized again.
-          server.notifyText(event.method, paramsText(event));
+          // The params text the broker logged: it is not serialized again.
+          link.notifyText(event.method, paramsText(event));
         }
       },
       get congested() {
-        return server.writer.congested;
+        return link.congested;
       },
       get closed() {
-        return server.writer.closed;
+        return link.closed;
       },
-      whenDrained: () => server.writer.whenDrained(),
+      whenDrained: () => link.whenDrained(),
     };
     this.scoped = options.connectionScoped ?? false;
-    this.released = this.server.closed.then(() => {
+    this.released = link.ended.then(() => {
       this.closing = true;
       this.stopRelays();
       return this.releaseAgents();
@@ -111,7 +174,7 @@ export class BrokerSession {
 
   /** Characters of output waiting for the peer to read. */
   get outputBacklog(): number {
-    return this.server.writer.backlog;
+    return this.link.backlog;
   }
 
   /** How many times a relay let go of the live stream (the peer was not reading, or a gap) and caught up from the log. */
@@ -127,7 +190,7 @@ export class BrokerSession {
   /** Stops reading, finishes the calls in flight, flushes output, stops relaying. */
   async close(): Promise<void> {
     this.closing = true;
-    await this.server.stop();
+    await this.link.stop();
     this.stopRelays();
     await this.released;
   }

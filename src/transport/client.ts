@@ -13,7 +13,7 @@ import {
 import { isTerminalState } from '../protocol/task.js';
 import { VERSION } from '../version.js';
 import { AgentInbox, eventTaskId } from './agent-inbox.js';
-import { RpcConnection } from './rpc-connection.js';
+import { type NotificationListener, type RpcChannel, RpcConnection } from './rpc-connection.js';
 import { ServeProcess, type SpawnServeOptions } from './serve-process.js';
 import { connectSocket, joinHostBroker } from './host-broker.js';
 import { TransportError } from './transport-error.js';
@@ -140,7 +140,7 @@ export type SwitchboardClient = ClientBase & ClientMethods;
  */
 export class ClientBase {
   private readonly options: ConnectOptions;
-  private connection!: RpcConnection;
+  private connection!: RpcChannel;
   private process: ServeProcess | undefined;
   private handshakeResult!: HandshakeResult;
   private readonly byToken = new Map<string, Registration>();
@@ -198,16 +198,23 @@ export class ClientBase {
   }
 
   private async openOnce(streams?: StreamPair | Duplex): Promise<void> {
-    const pair = await this.openStreams(streams);
-    this.connection = new RpcConnection({
-      readable: pair.readable,
-      writable: pair.writable,
-      onNotification: (method, params) => this.onNotification(method, params),
-      onClose: (reason) => {
-        if (this.closing) return;
-        for (const listener of this.disconnectListeners) listener(reason);
-      },
-    });
+    const onNotification: NotificationListener = (method, params) => this.onNotification(method, params);
+    const onClose = (reason: TransportError) => {
+      if (this.closing) return;
+      for (const listener of this.disconnectListeners) listener(reason);
+    };
+    const channel = channelFactories.get(this.options);
+    if (channel !== undefined && streams === undefined) {
+      this.connection = channel({ onNotification, onClose });
+    } else {
+      const pair = await this.openStreams(streams);
+      this.connection = new RpcConnection({
+        readable: pair.readable,
+        writable: pair.writable,
+        onNotification,
+        onClose,
+      });
+    }
     try {
       const raw = await this.connection.call('app.handshake', {
         protocolVersion: PROTOCOL_VERSION,
@@ -475,6 +482,30 @@ export class ClientBase {
     // log: the catch-up that follows the registration reads it.
     this.byAgentId.get(recipient)?.inbox.accept({ seq, method, params } as DurableEvent);
   }
+}
+
+/** Opens a channel to a broker in this process: a new one for the first connection and for each `reconnect()`. */
+export type ChannelFactory = (events: {
+  onNotification: NotificationListener;
+  onClose: (reason: TransportError) => void;
+}) => RpcChannel;
+
+/** The channel factory of a client connected with `connectChannel`, by its options. */
+const channelFactories = new WeakMap<ConnectOptions, ChannelFactory>();
+
+/**
+ * Connects over channels `open` makes (a broker in this process, without
+ * JSON lines: `connectInProcess`) and performs the handshake.
+ */
+export async function connectChannel(
+  open: ChannelFactory,
+  client?: ConnectOptions['client'],
+): Promise<SwitchboardClient> {
+  const options: ConnectOptions = client === undefined ? {} : { client };
+  channelFactories.set(options, open);
+  const connection = new ClientBase(options);
+  await connection.open();
+  return connection as SwitchboardClient;
 }
 
 /**

@@ -280,7 +280,9 @@ export class JsonRpcServer {
       ? undefined
       : errorLine(
           idText,
-          toJsonRpcError(answerBudgetSpent(batch.spent ?? 'MAX_LINE_BYTES', maxOf(batch), false, hintFor(method))),
+          toJsonRpcError(
+            answerBudgetSpent(batch.spent ?? 'MAX_LINE_BYTES', maxOf(batch), false, answerHintFor(method)),
+          ),
         );
     this.finishJob(job, line, idText);
   }
@@ -437,8 +439,8 @@ export class JsonRpcServer {
     );
     const error =
       batch.spent === 'MAX_LINE_BYTES'
-        ? answerTooLarge(bytes, true, hintFor(method))
-        : answerBudgetSpent('CONNECTION_ANSWER_BUDGET_BYTES', maxOf(batch), true, hintFor(method));
+        ? answerTooLarge(bytes, true, answerHintFor(method))
+        : answerBudgetSpent('CONNECTION_ANSWER_BUDGET_BYTES', maxOf(batch), true, answerHintFor(method));
     return errorLine(idText, toJsonRpcError(error));
   }
 
@@ -494,7 +496,10 @@ export class JsonRpcServer {
     const batch = job.batch;
     if (batch?.spent !== undefined) {
       // Its batch is spent: the answer would be refused, so it is never serialized.
-      return errorLine(idText, toJsonRpcError(answerBudgetSpent(batch.spent, maxOf(batch), true, hintFor(method))));
+      return errorLine(
+        idText,
+        toJsonRpcError(answerBudgetSpent(batch.spent, maxOf(batch), true, answerHintFor(method))),
+      );
     }
     let json: string | undefined;
     try {
@@ -508,7 +513,7 @@ export class JsonRpcServer {
     const bytes = utf8Bytes(line);
     if (bytes > MAX_LINE_BYTES) {
       this.logger.warn({ method, bytes }, 'an answer was longer than the line bound');
-      return errorLine(idText, toJsonRpcError(answerTooLarge(bytes, false, hintFor(method))));
+      return errorLine(idText, toJsonRpcError(answerTooLarge(bytes, false, answerHintFor(method))));
     }
     return batch === undefined ? line : this.admitToBatch(job, batch, line, bytes, idText, method);
   }
@@ -549,7 +554,8 @@ function methodOf(message: unknown): string | undefined {
 }
 
 /** How to ask a method for a smaller answer. */
-function hintFor(method: string | undefined): string {
+/** What to do instead when a method's answer is longer than a line may be. */
+export function answerHintFor(method: string | undefined): string {
   if (method === 'a2a.agents.list') return 'ask a2a.agents.list for smaller pages (limit) and follow nextCursor';
   if (method === 'a2a.events.since') return 'ask a2a.events.since for fewer events (limit)';
   return 'read the task with a2a.tasks.get and a smaller historyLength (a2a.message.send and a2a.tasks.status take historyLength too)';

@@ -11,6 +11,20 @@ interface PendingCall {
   reject(error: unknown): void;
 }
 
+/**
+ * What a client calls a broker through: JSON-RPC over NDJSON on a pair of
+ * streams (`RpcConnection`), or a session in the same process
+ * (`DirectChannel`).
+ */
+export interface RpcChannel {
+  readonly closed: boolean;
+  call(method: string, params: unknown): Promise<unknown>;
+  /** Takes no more calls; those under way are still answered. */
+  end(): Promise<void>;
+  /** Drops the channel at once: pending calls reject with CONNECTION_CLOSED. */
+  destroy(reason?: string): void;
+}
+
 export interface RpcConnectionOptions {
   /** The server's output (answers and notifications come from here). */
   readable: Readable;
@@ -26,7 +40,7 @@ export interface RpcConnectionOptions {
  * by id (in any order), notifications handed to a listener. Requests of one
  * turn of the event loop go out in one write.
  */
-export class RpcConnection {
+export class RpcConnection implements RpcChannel {
   private readonly readable: Readable;
   private readonly writable: Writable;
   private readonly writer: LineWriter;

@@ -1,0 +1,104 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { type Broker, createBroker } from '../../src/actors/broker/broker.js';
+import { BrokerError } from '../../src/protocol/broker-error.js';
+import { connectInProcess } from '../../src/transport/in-process.js';
+import { TransportError } from '../../src/transport/transport-error.js';
+import { tempDir, text } from './helpers.js';
+
+let cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+  cleanups = [];
+});
+
+function openBroker(): Broker {
+  const tmp = tempDir();
+  const broker = createBroker({ path: tmp.db });
+  cleanups.push(async () => {
+    await broker.close();
+    tmp.cleanup();
+  });
+  return broker;
+}
+
+describe('connectInProcess: a client without JSON lines', () => {
+  it('carries copies: what a caller changes after a call reaches neither the broker nor another party', async () => {
+    const broker = openBroker();
+    const { client } = await connectInProcess(broker);
+    cleanups.push(() => client.close());
+    const worker = await client.register({ name: 'w', contextId: 'c', description: 'the worker' });
+    const requester = await client.register({ name: 'r', contextId: 'c' });
+    const data = { step: 1, items: ['a'] };
+    const message = { parts: [{ kind: 'data' as const, data }] };
+    const { task } = await client.send({ token: requester.token, to: 'w', message });
+    // Changed once the call is answered: the log, the worker's event and the task keep what was sent.
+    data.step = 2;
+    data.items.push('b');
+    message.parts.length = 0;
+    const answered = task.history[0]?.parts[0];
+    expect(answered).toEqual({ kind: 'data', data: { step: 1, items: ['a'] } });
+    (answered as unknown as { data: { step: number } }).data.step = 3;
+    const [event] = await client.wait({ token: worker.token, taskId: task.id, timeoutSeconds: 5 });
+    expect(event?.method === 'a2a.task.event' && event.params.event.kind === 'status-update').toBe(true);
+    const carried =
+      event?.method === 'a2a.task.event' && event.params.event.kind === 'status-update'
+        ? event.params.event.status.message
+        : undefined;
+    expect(carried?.parts).toEqual([{ kind: 'data', data: { step: 1, items: ['a'] } }]);
+    const { task: read } = await client.getTask({ token: worker.token, id: task.id });
+    expect(read.history[0]?.parts).toEqual([{ kind: 'data', data: { step: 1, items: ['a'] } }]);
+    // An answer built from the broker's memory (the registry's cards) is a copy too.
+    const listed = await client.listAgents({ token: requester.token });
+    const card = listed.agents.find((a) => a.name === 'w');
+    expect(card?.description).toBe('the worker');
+    (card as { description: string }).description = 'changed by a caller';
+    const again = await client.listAgents({ token: requester.token });
+    expect(again.agents.find((a) => a.name === 'w')?.description).toBe('the worker');
+  });
+
+  it('refuses a value JSON cannot carry, as the wire does, and changes nothing', async () => {
+    const broker = openBroker();
+    const { client } = await connectInProcess(broker);
+    cleanups.push(() => client.close());
+    await client.register({ name: 'w', contextId: 'c' });
+    const requester = await client.register({ name: 'r', contextId: 'c' });
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    await expect(
+      client.send({ token: requester.token, to: 'w', message: { parts: [{ kind: 'data', data: cyclic }] } }),
+    ).rejects.toThrow(TypeError);
+    await expect(
+      client.send({ token: requester.token, to: 'w', message: { parts: [{ kind: 'data', data: { n: 1n } }] } }),
+    ).rejects.toThrow(TypeError);
+    expect((await client.listTasks({ token: requester.token })).tasks).toEqual([]);
+    // A refusal of the broker is its BrokerError, as over stdio.
+    const refused = await client.getTask({ token: requester.token, id: 'no-such-task' }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(BrokerError);
+    expect((refused as BrokerError).code).toBe('A2A_UNKNOWN_TASK');
+  });
+
+  it('close() answers the calls already made, refuses later ones, and ends the session', async () => {
+    const broker = openBroker();
+    const { client, session } = await connectInProcess(broker);
+    await client.register({ name: 'w', contextId: 'c' });
+    const requester = await client.register({ name: 'r', contextId: 'c' });
+    const sends = Array.from({ length: 5 }, (_, i) =>
+      client.send({ token: requester.token, to: 'w', message: text(`m${i}`) }),
+    );
+    const closing = client.close();
+    const answered = await Promise.allSettled(sends);
+    await closing;
+    await session.closed;
+    // Made before close: each answered.
+    expect(answered.map((o) => o.status)).toEqual(Array(5).fill('fulfilled'));
+    const late = await client.listAgents({ token: requester.token }).catch((e: unknown) => e);
+    expect(late).toBeInstanceOf(TransportError);
+    expect((late as TransportError).code).toBe('CONNECTION_CLOSED');
+    // The broker lives on, with what was committed, and so do the agents (their tokens still work).
+    expect(broker.closed).toBe(false);
+    const other = await connectInProcess(broker);
+    cleanups.push(() => other.client.close());
+    const { tasks } = await other.client.listTasks({ token: requester.token });
+    expect(tasks.length).toBe(5);
+  });
+});
