@@ -12,6 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import Database from 'better-sqlite3';
+import { benchAgentCard } from './bench-agent-card.mjs';
 
 const db = new Database(process.argv[2] ?? ':memory:');
 db.pragma('journal_mode = WAL');
@@ -37,25 +38,6 @@ const complete = db.transaction((task, message, status) => {
   insertEvent.run('client', task, status);
 });
 
-function card(port) {
-  return {
-    name: 'floor',
-    description: 'completes every task, durably, and nothing more',
-    supportedInterfaces: [
-      { url: `http://127.0.0.1:${port}/`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' },
-    ],
-    version: '1.0.0',
-    capabilities: { streaming: false, pushNotifications: false, extensions: [], extendedAgentCard: false },
-    securitySchemes: {},
-    securityRequirements: [],
-    defaultInputModes: ['text'],
-    defaultOutputModes: ['text'],
-    skills: [],
-    documentationUrl: '',
-    signatures: [],
-  };
-}
-
 function send(res, value) {
   const body = JSON.stringify(value);
   res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
@@ -64,7 +46,9 @@ function send(res, value) {
 
 const server = http.createServer((req, res) => {
   if (req.method === 'GET') {
-    send(res, card(server.address().port));
+    const url = `http://127.0.0.1:${server.address().port}/`;
+    const description = 'completes every task, durably, and nothing more';
+    send(res, benchAgentCard({ name: 'floor', description, url, protocolVersion: '1.0' }));
     return;
   }
   const chunks = [];

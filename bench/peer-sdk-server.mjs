@@ -14,6 +14,7 @@ import express from 'express';
 import { A2A_PROTOCOL_VERSION, AGENT_CARD_PATH, Role, TaskState } from '@a2a-js/sdk';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import { UserBuilder, agentCardHandler, jsonRpcHandler } from '@a2a-js/sdk/server/express';
+import { benchAgentCard } from './bench-agent-card.mjs';
 
 function textPart(value) {
   return { content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: 'text/plain' };
@@ -84,21 +85,12 @@ async function main() {
     const server = app.listen(0, '127.0.0.1', (error) => (error ? reject(error) : resolve(server.address().port)));
   });
   const url = `http://127.0.0.1:${port}/`;
-  const card = {
+  const card = benchAgentCard({
     name: 'bench worker',
     description: 'completes every task',
-    supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: A2A_PROTOCOL_VERSION }],
-    provider: undefined,
-    version: '1.0.0',
-    capabilities: { streaming: false, pushNotifications: false, extensions: [], extendedAgentCard: false },
-    securitySchemes: {},
-    securityRequirements: [],
-    defaultInputModes: ['text'],
-    defaultOutputModes: ['text'],
-    skills: [],
-    documentationUrl: '',
-    signatures: [],
-  };
+    url,
+    protocolVersion: A2A_PROTOCOL_VERSION,
+  });
   const requestHandler = new DefaultRequestHandler(card, await taskStore(), worker);
   app.get('/rss', (_req, res) => res.json({ rss: process.memoryUsage.rss() }));
   app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler }));

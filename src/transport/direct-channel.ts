@@ -2,9 +2,9 @@ import type { BrokerApi } from '../actors/broker/api.js';
 import type { Logger } from '../log/logger.js';
 import { silentLogger } from '../log/logger.js';
 import { MAX_LINE_BYTES } from '../protocol/bounds.js';
-import { answerTooLarge, isBrokerError } from '../protocol/broker-error.js';
+import { answerTooLarge } from '../protocol/broker-error.js';
 import { BrokerSession, type SessionDispatch, type SessionLink } from './broker-session.js';
-import { fromJsonRpcError, toJsonRpcError } from './jsonrpc-errors.js';
+import { fromJsonRpcError, logInternalFailure, toJsonRpcError } from './jsonrpc-errors.js';
 import { answerHintFor } from './jsonrpc-server.js';
 import type { NotificationListener, RpcChannel } from './rpc-connection.js';
 import { TransportError } from './transport-error.js';
@@ -182,15 +182,7 @@ export class DirectChannel implements RpcChannel {
 
   /** The error the wire would give for a refused or failed call. */
   private refusal(method: string, error: unknown): Error {
-    if (!isBrokerError(error)) {
-      this.logger.error(
-        {
-          method,
-          err: error instanceof Error ? { message: error.message, stack: error.stack } : { value: typeof error },
-        },
-        'a call failed inside the broker',
-      );
-    }
+    logInternalFailure(this.logger, method, error);
     return fromJsonRpcError(toJsonRpcError(error));
   }
 

@@ -5,6 +5,7 @@ import {
   type BrokerErrorCode,
   isA2AErrorCode,
 } from '../protocol/broker-error.js';
+import type { Logger } from '../log/logger.js';
 
 /**
  * The one place where string error codes meet JSON-RPC numbers. The broker
@@ -95,4 +96,20 @@ export function fromJsonRpcError(error: JsonRpcErrorObject): BrokerError {
     return new BrokerError('INTERNAL_ERROR', error.message, { details: { ...(data ?? {}), jsonRpcCode: error.code } });
   }
   return new BrokerError(code, error.message, data === undefined ? {} : { details: data });
+}
+
+/**
+ * Logs a call that failed with something other than a `BrokerError` (a
+ * defect, not a refusal): its method and the error's message and stack,
+ * never its params. Its caller answers `INTERNAL_ERROR`.
+ */
+export function logInternalFailure(logger: Logger, method: string, error: unknown): void {
+  if (error instanceof BrokerError) return;
+  logger.error(
+    {
+      method,
+      err: error instanceof Error ? { message: error.message, stack: error.stack } : { value: typeof error },
+    },
+    'internal error while handling a call',
+  );
 }

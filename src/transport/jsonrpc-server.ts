@@ -8,6 +8,7 @@ import {
   JSONRPC_INVALID_REQUEST,
   JSONRPC_PARSE_ERROR,
   type JsonRpcErrorObject,
+  logInternalFailure,
   toJsonRpcError,
 } from './jsonrpc-errors.js';
 import { AnswerBudget, type BatchTally } from './answer-budget.js';
@@ -519,15 +520,7 @@ export class JsonRpcServer {
   }
 
   private toError(method: string, error: unknown): JsonRpcErrorObject {
-    if (!isBrokerError(error)) {
-      this.logger.error(
-        {
-          method,
-          err: error instanceof Error ? { message: error.message, stack: error.stack } : { value: typeof error },
-        },
-        'internal error while handling a call',
-      );
-    }
+    logInternalFailure(this.logger, method, error);
     return toJsonRpcError(error);
   }
 
