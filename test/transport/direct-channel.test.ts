@@ -1,6 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Broker, createBroker } from '../../src/actors/broker/broker.js';
 import { BrokerError } from '../../src/protocol/broker-error.js';
+import { MAX_LINE_BYTES } from '../../src/protocol/bounds.js';
+import type { BrokerApi } from '../../src/actors/broker/api.js';
+import { createLogger } from '../../src/log/logger.js';
 import { connectInProcess } from '../../src/transport/in-process.js';
 import { TransportError } from '../../src/transport/transport-error.js';
 import { tempDir, text } from './helpers.js';
@@ -100,5 +103,37 @@ describe('connectInProcess: a client without JSON lines', () => {
     cleanups.push(() => other.client.close());
     const { tasks } = await other.client.listTasks({ token: requester.token });
     expect(tasks.length).toBe(5);
+  });
+
+  it('answers a defect inside the broker as INTERNAL_ERROR, logged, and an answer longer than a line with the wire refusal', async () => {
+    const broker = openBroker();
+    // The real broker, with two faults injected at its entry: a defect on one method, an oversized answer on another.
+    const faulty: BrokerApi = Object.create(broker, {
+      dispatch: {
+        value: (method: string, params: unknown) => {
+          if (method === 'a2a.agents.list') return Promise.reject(new TypeError('a defect'));
+          if (method === 'a2a.events.since') return Promise.resolve({ events: [], pad: 'x'.repeat(MAX_LINE_BYTES) });
+          return broker.dispatch(method, params);
+        },
+      },
+    });
+    const lines: string[] = [];
+    const logger = createLogger({ level: 'error', destination: { write: (line: string) => lines.push(line) } });
+    const { client } = await connectInProcess(faulty, { logger });
+    cleanups.push(() => client.close());
+    const agent = await client.register({ name: 'w', contextId: 'c' });
+    const defect = await client.listAgents({ token: agent.token }).catch((e: unknown) => e);
+    expect(defect).toBeInstanceOf(BrokerError);
+    expect((defect as BrokerError).code).toBe('INTERNAL_ERROR');
+    expect((defect as BrokerError).message).toBe('Internal error');
+    expect(lines.some((line) => line.includes('a defect') && line.includes('a2a.agents.list'))).toBe(true);
+    const large = await client.eventsSince({ token: agent.token, after: 0 }).catch((e: unknown) => e);
+    expect(large).toBeInstanceOf(BrokerError);
+    expect((large as BrokerError).message).toMatch(/bytes/);
+    expect((large as BrokerError).message).toMatch(/fewer events/);
+    // The channel is still up: the next call is answered.
+    expect(await client.getTask({ token: agent.token, id: 'none' }).catch((e: BrokerError) => e.code)).toBe(
+      'A2A_UNKNOWN_TASK',
+    );
   });
 });
