@@ -103,8 +103,9 @@ function linesLink(options: StreamSessionOptions, dispatch: SessionDispatch, log
 
 /**
  * One connection to a broker: the `a2a.*` methods and `app.handshake` served
- * as JSON-RPC over NDJSON, plus the notifications of every agent registered
- * through this connection. The broker outlives the session: closing a
+ * as JSON-RPC over NDJSON (or, linked to a peer in this process, handed over
+ * as values), plus the notifications of every agent registered through this
+ * connection. The broker outlives the session: closing a
  * session does not close the broker, and ends its agents' registrations only
  * when `connectionScoped`.
  */

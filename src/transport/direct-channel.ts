@@ -100,11 +100,6 @@ export class DirectChannel implements RpcChannel {
     });
   }
 
-  /** Nothing is buffered: resolves at once. */
-  flush(): Promise<void> {
-    return Promise.resolve();
-  }
-
   /** Takes no more calls; resolves once the calls under way are answered (the session then ends). */
   end(): Promise<void> {
     this.ending = true;
