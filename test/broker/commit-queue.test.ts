@@ -139,6 +139,26 @@ describe('the commit queue', () => {
     expect(rows(d)).toEqual(['c']);
   });
 
+  it('tells of every rollback (a refused call alone, one in a batch, a failed COMMIT) before the next call runs', async () => {
+    const d = open();
+    const told: string[] = [];
+    const q = new CommitQueue(d, silentLogger(), undefined, () => told.push('rollback'));
+    const call = (v: string, how: 'ok' | 'refuse' | 'orphan') =>
+      q.enqueue(() => {
+        told.push(v);
+        d.prepare('INSERT INTO log (v) VALUES (?)').run(v);
+        if (how === 'orphan') d.prepare('INSERT INTO child (id, parent) VALUES (1, 42)').run();
+        if (how === 'refuse') throw a2aError('A2A_UNKNOWN_TASK', 'refused');
+        return v;
+      });
+    await expect(call('alone', 'refuse')).rejects.toMatchObject({ code: 'A2A_UNKNOWN_TASK' });
+    await Promise.allSettled([call('a', 'ok'), call('b', 'refuse'), call('c', 'ok')]);
+    await Promise.allSettled([call('d', 'ok'), call('e', 'orphan')]);
+    await expect(call('f', 'ok')).resolves.toBe('f');
+    expect(told).toEqual(['alone', 'rollback', 'a', 'b', 'rollback', 'c', 'd', 'e', 'rollback', 'f']);
+    expect(rows(d)).toEqual(['a', 'c', 'f']);
+  });
+
   it('alone in its transaction, a refused call still rolls back its rows and its in-memory changes', async () => {
     const d = open();
     const q = new CommitQueue(d, silentLogger());

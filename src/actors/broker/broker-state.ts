@@ -80,9 +80,9 @@ export class BrokerState {
    * told to read the task with a smaller historyLength.
    */
   answer(scope: CallScope, head: TaskHead, historyLength?: number): Task {
-    const bytes = this.store.taskBytes(head, historyLength);
-    if (bytes <= MAX_LINE_BYTES) return this.store.loadTask(head, historyLength);
-    scope.answerWith(answerTooLarge(bytes));
+    const task = this.store.taskWithin(head, historyLength, MAX_LINE_BYTES);
+    if (typeof task !== 'number') return task;
+    scope.answerWith(answerTooLarge(task));
     // Never seen by the caller (`answerWith` replaced the answer): the head alone.
     const { taskId, contextId, agentName, agentContextId, requesterName, status, createdAt, updatedAt } = head;
     return {

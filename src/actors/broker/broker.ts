@@ -170,6 +170,7 @@ class EmbeddedBroker implements Broker {
       db,
       this.logger,
       checkpointer === undefined ? undefined : () => checkpointer.committed(),
+      () => this.store.forgetHints(),
     );
     const state = new BrokerState(
       this.store,
@@ -184,7 +185,13 @@ class EmbeddedBroker implements Broker {
     const events = new EventRouter(state);
     this.agentCalls = new AgentCalls(state, events);
     this.taskCalls = new TaskCalls(state, events);
-    this.pruner = new TaskPruner(db, this.queue, this.logger, () => this.taskCalls.forgetTaskCounts());
+    this.pruner = new TaskPruner(
+      db,
+      this.queue,
+      this.logger,
+      () => this.taskCalls.forgetTaskCounts(),
+      () => this.store.forgetHints(),
+    );
     this.reads = new Reads(state, (party) => this.pruner.eventFloor(party));
     try {
       const tookOver = this.ownership?.tookOverFrom;

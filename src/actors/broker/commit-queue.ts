@@ -70,6 +70,11 @@ export class CommitQueue {
     private readonly logger: Logger,
     /** Called after every successful COMMIT (before any call of it is answered). */
     private readonly onCommit: () => void = () => {},
+    /**
+     * Called whenever writes are rolled back (a refused call's, or a whole
+     * batch's), before the next call runs: what remembers rows forgets them.
+     */
+    private readonly onRollback: () => void = () => {},
   ) {
     this.single = db.transaction((outcome: Outcome) => {
       outcome.value = outcome.job.run(this.scopeOf(outcome));
@@ -86,6 +91,7 @@ export class CommitQueue {
           outcome.value = savepoint(outcome);
           outcome.ok = true;
         } catch (error) {
+          this.onRollback();
           runUndos(outcome.undos, logger);
           outcome.undos = [];
           outcome.effects = [];
@@ -237,6 +243,7 @@ export class CommitQueue {
       if (outcomes.length === 1) this.single.immediate(outcomes[0] as Outcome);
       else this.batch.immediate(outcomes);
     } catch (error) {
+      this.onRollback();
       if (outcomes.length === 1 && !outcomes[0]?.ok) {
         // The call itself refused or failed: everything it wrote is rolled back.
         const outcome = outcomes[0] as Outcome;

@@ -46,8 +46,10 @@ export class TaskPruner {
     private readonly logger: Logger,
     /** Told after a batch that removed tasks committed (the broker forgets its task counts). */
     private readonly onRemoved: () => void,
+    /** Told, inside the batch's transaction, whenever it deleted task rows. */
+    onDelete?: () => void,
   ) {
-    this.store = new TaskRetentionStore(db);
+    this.store = new TaskRetentionStore(db, onDelete);
   }
 
   /** The seq through which a party's event log was cut (0: never). */

@@ -51,7 +51,11 @@ export class TaskRetentionStore {
   private readonly s;
   private workItemCheck: { get(id: string): unknown } | null | undefined;
 
-  constructor(private readonly db: SqliteDatabase) {
+  constructor(
+    private readonly db: SqliteDatabase,
+    /** Told, inside the transaction, whenever task rows were deleted (what remembers rows forgets them). */
+    private readonly onDelete: () => void = () => {},
+  ) {
     this.s = {
       candidates: db.prepare(
         `SELECT task AS rowid, task_id, context_id, updated_at FROM a2a_tasks INDEXED BY a2a_tasks_ended
@@ -155,6 +159,7 @@ export class TaskRetentionStore {
       removed.pushConfigs += this.s.deletePushConfig.run(row.task_id).changes;
       this.s.deleteActor.run(row.task_id);
       this.s.deleteTask.run(row.rowid);
+      this.onDelete();
     }
     for (const [key, { party, seq }] of cuts) {
       if (options.dryRun) {

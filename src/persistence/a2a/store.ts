@@ -197,6 +197,9 @@ function messageRefOf(message: unknown): MessageRef | undefined {
   return typeof position === 'number' ? position : undefined;
 }
 
+/** Registrations whose integer keys the store remembers at most (it forgets them all past this). */
+const AGENT_KEYS_KEPT = 4096;
+
 /** A compact body is stored only below this many bytes, so that its size is read without reading a large row. */
 const COMPACT_BODY_MAX_BYTES = 1000;
 /**
@@ -343,6 +346,8 @@ export interface TaskActorRow {
 }
 
 interface TaskHeadRaw {
+  /** The task's integer key (`a2a_tasks.task`). */
+  task: number;
   task_id: string;
   context_id: string;
   requester_name: string;
@@ -357,7 +362,7 @@ interface TaskHeadRaw {
 }
 
 const TASK_HEAD_COLUMNS =
-  'task_id, context_id, requester_name, agent_context_id, agent_name, state, status, history_count, created_at, updated_at, metadata';
+  'task, task_id, context_id, requester_name, agent_context_id, agent_name, state, status, history_count, created_at, updated_at, metadata';
 
 /**
  * The stored JSON text of a task's status (`a2a_tasks.status`): its message
@@ -457,21 +462,21 @@ export class A2AStore {
       message: db.prepare(`SELECT ${MESSAGE_COLUMNS} FROM a2a_messages WHERE task = ${TASK_KEY} AND message_id = ?`),
       messageAt: db.prepare(`SELECT ${MESSAGE_COLUMNS} FROM a2a_messages WHERE task = ${TASK_KEY} AND position = ?`),
       positionOf: db.prepare(`SELECT position FROM a2a_messages WHERE task = ${TASK_KEY} AND message_id = ?`),
-      isAt: db.prepare(`SELECT 1 FROM a2a_messages WHERE task = ${TASK_KEY} AND position = ? AND message_id = ?`),
       history: db.prepare(`SELECT ${MESSAGE_COLUMNS} FROM a2a_messages WHERE task = ${TASK_KEY} ORDER BY position`),
       historyTail: db.prepare(
         `SELECT ${MESSAGE_COLUMNS} FROM (SELECT ${MESSAGE_COLUMNS}, position FROM a2a_messages WHERE task = ${TASK_KEY} ORDER BY position DESC LIMIT ?) ORDER BY position`,
       ),
       artifacts: db.prepare('SELECT body FROM a2a_artifacts WHERE task_id = ? ORDER BY position'),
       // octet_length reads a value's size from its record header, not the value itself.
-      historyBytes: db.prepare(
-        `SELECT COALESCE(SUM(${MESSAGE_BYTES}), 0) AS n FROM a2a_messages WHERE task = ${TASK_KEY}`,
-      ),
       historyTailBytes: db.prepare(
         `SELECT COALESCE(SUM(n), 0) AS n FROM (SELECT ${MESSAGE_BYTES} AS n FROM a2a_messages WHERE task = ${TASK_KEY} ORDER BY position DESC LIMIT ?)`,
       ),
-      artifactBytes: db.prepare(
-        'SELECT COALESCE(SUM(octet_length(body)), 0) AS n FROM a2a_artifacts WHERE task_id = ?',
+      artifactSizes: db.prepare(
+        'SELECT COALESCE(SUM(octet_length(body)), 0) AS n, COUNT(*) AS count FROM a2a_artifacts WHERE task_id = ?',
+      ),
+      historyAndArtifactSizes: db.prepare(
+        `SELECT (SELECT COALESCE(SUM(${MESSAGE_BYTES}), 0) FROM a2a_messages WHERE task = ${TASK_KEY}) AS history,
+           COALESCE(SUM(octet_length(body)), 0) AS n, COUNT(*) AS count FROM a2a_artifacts WHERE task_id = ?`,
       ),
       artifact: db.prepare('SELECT body FROM a2a_artifacts WHERE task_id = ? AND artifact_id = ?'),
       insertArtifact: db.prepare(
@@ -549,8 +554,25 @@ export class A2AStore {
     return row === undefined ? undefined : messageOfRow(row, taskId, contextId);
   };
 
-  /** The last message appended: the one the status written next usually carries. */
+  /**
+   * What the store remembers of rows it wrote or read, so as not to read
+   * them again: the last message appended (the one the status written next
+   * usually carries), the integer key of the last task written or read (its
+   * events are written next), and registrations' integer keys. Each is a
+   * row of the database as the current transaction sees it: the broker
+   * forgets them all (`forgetHints`) whenever a call's writes are rolled
+   * back and whenever rows are deleted.
+   */
   private lastAppended: { taskId: string; messageId: string; position: number } | undefined;
+  private lastTask: { taskId: string; key: number; contextId: string } | undefined;
+  private readonly agentKeys = new Map<string, number>();
+
+  /** Forgets every row remembered (see `lastAppended`): after a rollback, after a delete. */
+  forgetHints(): void {
+    this.lastAppended = undefined;
+    this.lastTask = undefined;
+    this.agentKeys.clear();
+  }
 
   /**
    * How a status of the task stores its message: by position when its row is
@@ -560,25 +582,35 @@ export class A2AStore {
   private refOf(taskId: string): (message: Message) => MessageRef {
     return (message) => {
       const last = this.lastAppended;
-      // A hint only (the call that appended it may have been rolled back): checked by the primary key.
-      if (
-        last !== undefined &&
-        last.taskId === taskId &&
-        last.messageId === message.messageId &&
-        this.s.isAt.get(taskId, last.position, idKey(message.messageId)) !== undefined
-      ) {
-        return last.position;
-      }
+      if (last !== undefined && last.taskId === taskId && last.messageId === message.messageId) return last.position;
       const row = this.s.positionOf.get(taskId, idKey(message.messageId)) as { position: number } | undefined;
       return row?.position ?? message.messageId;
     };
   }
 
   /** A registration's integer key (`a2a_agents.agent`), from its agentId. */
-  private readonly agentKeyOf = (agentId: string): number | undefined =>
-    (this.s.agentKey.get(agentId) as { agent: number } | undefined)?.agent;
+  private readonly agentKeyOf = (agentId: string): number | undefined => {
+    const known = this.agentKeys.get(agentId);
+    if (known !== undefined) return known;
+    const key = (this.s.agentKey.get(agentId) as { agent: number } | undefined)?.agent;
+    if (key !== undefined) {
+      if (this.agentKeys.size >= AGENT_KEYS_KEPT) this.agentKeys.clear();
+      this.agentKeys.set(agentId, key);
+    }
+    return key;
+  };
+
+  /** A task's integer key and contextId: the last task written or read, else its row. */
+  private taskKeyOf(taskId: string): { key: number; contextId: string } | undefined {
+    if (this.lastTask?.taskId === taskId) return this.lastTask;
+    const row = this.s.taskKey.get(taskId) as { task: number; context_id: string } | undefined;
+    if (row === undefined) return undefined;
+    this.lastTask = { taskId, key: row.task, contextId: row.context_id };
+    return this.lastTask;
+  }
 
   private head(raw: TaskHeadRaw): TaskHead {
+    this.lastTask = { taskId: raw.task_id, key: raw.task, contextId: raw.context_id };
     return toHead(raw, this.messageOf);
   }
 
@@ -612,7 +644,7 @@ export class A2AStore {
   /** A new task row; its messages follow with `appendMessage`. */
   insertTask(head: TaskHead, creationMessageId: string): void {
     // Positional parameters: binding by name looks each one up in an object, per call.
-    this.s.insertTask.run(
+    const { lastInsertRowid } = this.s.insertTask.run(
       head.taskId,
       head.contextId,
       head.requesterName,
@@ -625,6 +657,7 @@ export class A2AStore {
       head.createdAt,
       head.updatedAt,
     );
+    this.lastTask = { taskId: head.taskId, key: Number(lastInsertRowid), contextId: head.contextId };
   }
 
   taskHead(taskId: string): TaskHead | undefined {
@@ -683,20 +716,46 @@ export class A2AStore {
    * answer carrying the task weighs, before it is built.
    */
   taskBytes(head: TaskHead, historyLength?: number): number {
-    const history =
-      historyLength === undefined
-        ? (this.s.historyBytes.get(head.taskId) as { n: number }).n
-        : historyLength === 0
-          ? 0
-          : (this.s.historyTailBytes.get(head.taskId, historyLength) as { n: number }).n;
+    return this.sizes(head, historyLength).bytes;
+  }
+
+  /**
+   * The task as `loadTask` returns it when its answer weighs at most
+   * `maxBytes` (`taskBytes`), else that weight, and nothing is loaded.
+   */
+  taskWithin(head: TaskHead, historyLength: number | undefined, maxBytes: number): Task | number {
+    const { bytes, artifacts } = this.sizes(head, historyLength);
+    return bytes > maxBytes ? bytes : this.loadTask(head, historyLength, artifacts);
+  }
+
+  /** `taskBytes`, and how many artifacts the task has: one statement when the whole history counts. */
+  private sizes(head: TaskHead, historyLength: number | undefined): { bytes: number; artifacts: number } {
+    let history: number;
+    let artifacts: { n: number; count: number };
+    if (historyLength === undefined) {
+      const row = this.s.historyAndArtifactSizes.get(head.taskId, head.taskId) as {
+        history: number;
+        n: number;
+        count: number;
+      };
+      history = row.history;
+      artifacts = row;
+    } else {
+      history = historyLength === 0 ? 0 : (this.s.historyTailBytes.get(head.taskId, historyLength) as { n: number }).n;
+      artifacts = this.s.artifactSizes.get(head.taskId) as { n: number; count: number };
+    }
     // A body may leave its task's contextId out (`messageBody`): counted for every message.
     const messages = historyLength === undefined ? head.historyCount : Math.min(historyLength, head.historyCount);
     const contexts = messages * (Buffer.byteLength(head.contextId) + Buffer.byteLength(head.taskId));
-    return history + contexts + (this.s.artifactBytes.get(head.taskId) as { n: number }).n;
+    return { bytes: history + contexts + artifacts.n, artifacts: artifacts.count };
   }
 
-  /** The whole task as the wire shows it; `historyLength` keeps the last N messages. */
-  loadTask(head: TaskHead, historyLength?: number): Task {
+  /**
+   * The whole task as the wire shows it; `historyLength` keeps the last N
+   * messages. `artifacts`: how many the task has, when the caller has just
+   * read it (none are read when it is 0).
+   */
+  loadTask(head: TaskHead, historyLength?: number, artifacts?: number): Task {
     const historyRows = (
       historyLength === undefined
         ? this.s.history.all(head.taskId)
@@ -704,7 +763,7 @@ export class A2AStore {
           ? []
           : this.s.historyTail.all(head.taskId, historyLength)
     ) as MessageRow[];
-    const artifactRows = this.s.artifacts.all(head.taskId) as { body: string }[];
+    const artifactRows = artifacts === 0 ? [] : (this.s.artifacts.all(head.taskId) as { body: string }[]);
     return {
       kind: 'task',
       id: head.taskId,
@@ -777,12 +836,12 @@ export class A2AStore {
    */
   appendEvent(party: Party, event: DurableEvent, taskId: string, at: string): void {
     const text = JSON.stringify(event.params);
-    const task = this.s.taskKey.get(taskId) as { task: number; context_id: string } | undefined;
+    const task = this.taskKeyOf(taskId);
     if (task === undefined) throw new Error(`appendEvent: no task ${taskId} (an event is written after its task)`);
     const params = storedParams(
       event,
       party,
-      { taskId, contextId: task.context_id },
+      { taskId, contextId: task.contextId },
       this.refOf(taskId),
       this.agentKeyOf,
     );
@@ -792,7 +851,7 @@ export class A2AStore {
       party.name,
       event.seq,
       event.method === 'a2a.push' ? 1 : 0,
-      task.task,
+      task.key,
       stored,
       Date.parse(at),
     );
