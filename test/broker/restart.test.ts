@@ -203,13 +203,19 @@ describe('restart', () => {
     expect(woken.task.status.state).toBe('working');
   });
 
-  it('keeps no snapshot row for a terminal task', async () => {
+  it("keeps a snapshot row from a task's first move on, and none once it is terminal", async () => {
     h = harness();
     const req = await register(h.broker, 'req', 'ctx-a');
     const wrk = await register(h.broker, 'wrk', 'ctx-b');
     const { task } = await h.broker.send({ token: req.token, to: 'wrk', message: text('1') });
-    expect(dumpDatabase(h.path).a2a_task_actors).toHaveLength(1);
-    await h.broker.setStatus({ token: wrk.token, id: task.id, state: 'rejected' });
+    // Submitted: the machine's initial snapshot, not written.
+    expect(dumpDatabase(h.path).a2a_task_actors).toHaveLength(0);
+    await h.broker.setStatus({ token: wrk.token, id: task.id, state: 'working' });
+    expect(dumpDatabase(h.path).a2a_task_actors).toMatchObject([{ task_id: task.id }]);
+    await h.broker.setStatus({ token: wrk.token, id: task.id, state: 'completed' });
+    expect(dumpDatabase(h.path).a2a_task_actors).toHaveLength(0);
+    const { task: rejected } = await h.broker.send({ token: req.token, to: 'wrk', message: text('2') });
+    await h.broker.setStatus({ token: wrk.token, id: rejected.id, state: 'rejected' });
     expect(dumpDatabase(h.path).a2a_task_actors).toHaveLength(0);
   });
 });

@@ -412,6 +412,11 @@ class EmbeddedBroker implements Broker {
       }
       for (const row of this.store.liveTasksWithoutActor()) {
         this.tasks.restore(row.taskId, row.state, TASK_MACHINE_VERSION, null);
+        // A task still submitted never moved: its snapshot is the machine's initial one, never written.
+        if (row.state === 'submitted') {
+          restoredTasks++;
+          continue;
+        }
         this.store.putActorSnapshot(row.taskId, TASK_MACHINE_VERSION, this.tasks.persisted(row.taskId));
         rebuiltTasks++;
       }

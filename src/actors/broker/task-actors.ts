@@ -71,8 +71,8 @@ function inertTaskScope(): ActorScope<TaskSnapshot, EventFromLogic<TaskMachine>>
  * start, take its moves and stop. Otherwise each move is the machine's pure
  * transition from the task's snapshot, in one shared scope: the same
  * machine, the same snapshots, without an actor's start and stop per task.
- * A task restored on open keeps only its state and context until its first
- * move; a task that reaches a terminal state is dropped (its history lives in
+ * A task restored on open, and (uninspected) a new one, keeps only its
+ * state and context until its first move; a task that reaches a terminal state is dropped (its history lives in
  * SQLite only). A move the machine refuses puts the task back as it was (an
  * actor that refused it is stopped).
  */
@@ -81,8 +81,18 @@ export class TaskActors {
   private readonly scope: ActorScope<TaskSnapshot, EventFromLogic<TaskMachine>> | undefined;
 
   /** `inspect`: given to every task actor (each is its own root); without it, tasks step by pure transitions. */
+  /** The machine's initial snapshot (for a task id of ''): a new or rebuilt task's state and context. */
+  private readonly initial: TaskSnapshot;
+
   constructor(private readonly inspect?: ActorInspector) {
-    this.scope = inspect === undefined ? inertTaskScope() : undefined;
+    const scope = inertTaskScope();
+    this.initial = taskMachine.getInitialSnapshot(scope, { taskId: '' });
+    this.scope = inspect === undefined ? scope : undefined;
+  }
+
+  /** The machine's initial context for a task: its only input is the task's id. */
+  private freshContext(taskId: string): TaskContext {
+    return { ...this.initial.context, taskId };
   }
 
   get size(): number {
@@ -109,13 +119,17 @@ export class TaskActors {
     return task !== undefined && (task.actor !== undefined || task.snapshot !== undefined);
   }
 
-  /** A new task (in `submitted`): its actor started, or its initial snapshot. */
-  create(taskId: string): { snapshot: PersistedTaskSnapshot; undo: () => void } {
+  /**
+   * A new task, in the machine's initial state: inspected, its actor
+   * started; else its initial state and context (the machine's initial
+   * snapshot for the task's id), stepped from on its first move. Its
+   * snapshot is not written until then: the machine's initial one is what
+   * a task restored in that state gets.
+   */
+  create(taskId: string): { undo: () => void } {
     if (this.scope !== undefined) {
-      const snapshot = taskMachine.getInitialSnapshot(this.scope, { taskId });
-      this.live.set(taskId, { snapshot });
+      this.live.set(taskId, { state: this.initial.value, context: this.freshContext(taskId) });
       return {
-        snapshot: taskMachine.getPersistedSnapshot(snapshot) as PersistedTaskSnapshot,
         undo: () => {
           this.live.delete(taskId);
         },
@@ -124,7 +138,6 @@ export class TaskActors {
     const actor = this.start(taskId, undefined);
     this.live.set(taskId, { actor });
     return {
-      snapshot: actor.getPersistedSnapshot() as PersistedTaskSnapshot,
       undo: () => {
         actor.stop();
         this.live.delete(taskId);
@@ -148,7 +161,7 @@ export class TaskActors {
         return 'restored';
       }
     }
-    this.live.set(taskId, { state, context: freshContext(taskId) });
+    this.live.set(taskId, { state, context: this.freshContext(taskId) });
     return 'rebuilt';
   }
 
@@ -173,7 +186,7 @@ export class TaskActors {
     const current = had === undefined ? undefined : snapshotOf(had);
     const before: PendingTask =
       had === undefined
-        ? { state: from, context: freshContext(taskId) }
+        ? { state: from, context: this.freshContext(taskId) }
         : current === undefined
           ? (had as PendingTask)
           : { state: current.value, context: current.context };
@@ -228,10 +241,6 @@ export class TaskActors {
 function snapshotOf(task: LiveTask): TaskSnapshot | undefined {
   if (task.actor !== undefined) return task.actor.getSnapshot();
   return task.snapshot;
-}
-
-function freshContext(taskId: string): TaskContext {
-  return { taskId, moves: 0, lastMove: null, refusal: null };
 }
 
 /** The machine snapshot of a task in `state` with `context` (a rebuilt one has a fresh context: the row is the record of truth). */

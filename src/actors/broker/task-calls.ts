@@ -1,4 +1,3 @@
-import { TASK_MACHINE_VERSION } from '../../machines/task-machine.js';
 import { type TaskMove, type TaskMover, checkTaskMove } from '../../machines/task-transitions.js';
 import { A2A_MAX_SENDS_PER_RUN, A2A_MAX_TASK_HISTORY, A2A_MAX_TASKS_PER_CONTEXT } from '../../protocol/bounds.js';
 import { type BrokerError, a2aError, boundError } from '../../protocol/broker-error.js';
@@ -74,9 +73,8 @@ export class TaskCalls {
     this.state.store.insertTask(head, message.messageId);
     this.countTask(scope, contextId, tasksInContext);
     this.state.store.appendMessage(message, 1, head.contextId);
-    const created = this.state.tasks.create(taskId);
-    scope.onUndo(created.undo);
-    this.state.store.putActorSnapshot(taskId, TASK_MACHINE_VERSION, created.snapshot);
+    // Its snapshot is the machine's initial one: no row until its first move (see `BrokerState.moveTask`).
+    scope.onUndo(this.state.tasks.create(taskId).undo);
     this.countSend(scope, caller);
     // Task creation addresses the worker; the event carries the first message.
     this.events.notify(scope, worker.party, head, statusEvent(head, false, message));

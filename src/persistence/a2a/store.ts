@@ -904,7 +904,11 @@ export class A2AStore {
     ).map((r) => ({ taskId: r.task_id, machineVersion: r.machine_version, snapshot: r.snapshot, state: r.state }));
   }
 
-  /** Non-terminal tasks that have no snapshot row (never expected; repaired on open). */
+  /**
+   * Non-terminal tasks that have no snapshot row: those still submitted
+   * (a task's snapshot is written from its first move on: before, it is the
+   * machine's initial one) and, never expected, others (repaired on open).
+   */
   liveTasksWithoutActor(): { taskId: string; state: TaskState }[] {
     return (this.s.liveTasksWithoutActor.all() as { task_id: string; state: TaskState }[]).map((r) => ({
       taskId: r.task_id,
