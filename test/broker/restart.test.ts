@@ -203,6 +203,21 @@ describe('restart', () => {
     expect(woken.task.status.state).toBe('working');
   });
 
+  it('pushes on the terminal status of a task whose push config was set before a restart', async () => {
+    h = harness();
+    const req = await register(h.broker, 'req', 'ctx-a');
+    await register(h.broker, 'wrk', 'ctx-b');
+    const { task } = await h.broker.send({ token: req.token, to: 'wrk', message: text('1') });
+    await h.broker.setPushConfig({ token: req.token, id: task.id, config: { token: 'hook' } });
+    const b = await h.reopen();
+    const req2 = await register(b, 'req', 'ctx-a');
+    const wrk2 = await register(b, 'wrk', 'ctx-b');
+    await b.setStatus({ token: wrk2.token, id: task.id, state: 'completed' });
+    const { events } = await b.eventsSince({ token: req2.token, after: 0, limit: 100 });
+    expect(events.map((e) => e.method)).toEqual(['a2a.task.event', 'a2a.push']);
+    expect(events[1]?.params).toMatchObject({ taskId: task.id, token: 'hook', status: { state: 'completed' } });
+  });
+
   it("keeps a snapshot row from a task's first move on, and none once it is terminal", async () => {
     h = harness();
     const req = await register(h.broker, 'req', 'ctx-a');

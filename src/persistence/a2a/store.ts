@@ -544,6 +544,7 @@ export class A2AStore {
          AND NOT EXISTS (SELECT 1 FROM a2a_task_actors a WHERE a.task_id = t.task_id)`,
       ),
     };
+    this.mayHavePushConfigs = db.prepare('SELECT 1 FROM a2a_push_configs LIMIT 1').get() !== undefined;
   }
 
   /** A message of a task's history, by id or position (what a stored reference names). */
@@ -566,6 +567,13 @@ export class A2AStore {
   private lastAppended: { taskId: string; messageId: string; position: number } | undefined;
   private lastTask: { taskId: string; key: number; contextId: string } | undefined;
   private readonly agentKeys = new Map<string, number>();
+
+  /**
+   * False while the file has never held a push config since the store was
+   * made: a task's is then not looked for (most brokers never have one).
+   * Set by the first one written, rolled back or not, and kept.
+   */
+  private mayHavePushConfigs: boolean;
 
   /** Forgets every row remembered (see `lastAppended`): after a rollback, after a delete. */
   forgetHints(): void {
@@ -813,11 +821,13 @@ export class A2AStore {
   // ---- push configs ----
 
   pushConfig(taskId: string): PushConfig | null {
+    if (!this.mayHavePushConfigs) return null;
     const row = this.s.pushConfig.get(taskId) as { config: string } | undefined;
     return row === undefined ? null : (JSON.parse(row.config) as PushConfig);
   }
 
   setPushConfig(taskId: string, config: PushConfig, by: Party, at: string): void {
+    this.mayHavePushConfigs = true;
     this.s.setPushConfig.run(taskId, JSON.stringify(config), by.contextId, by.name, at);
   }
 
