@@ -3,7 +3,8 @@
  * broker on a SQLite file (`createBroker`), serves its agent `worker-0` over
  * HTTP with the gateway (`startGatewayServer` over an in-process client) and
  * runs that agent in process too (a second in-process client that completes
- * each task it is sent at once), as a runtime that embeds switchboard and
+ * each task it is sent at once, with `historyLength: 0`: it does not read
+ * the task back), as a runtime that embeds switchboard and
  * serves its agents to A2A clients would. argv: DB KEYS (the keys file, with a
  * key scoped to worker-0). Prints `{"url":"http://127.0.0.1:PORT"}` once it
  * listens; a line `prune` on stdin prunes the ended tasks and prints
@@ -32,7 +33,13 @@ async function main() {
       for (const event of events) {
         if (event.method !== 'a2a.task.event' || event.params.event.kind !== 'status-update') continue;
         if (event.params.event.status.state !== 'submitted') continue;
-        void agent.client.setStatus({ token, id: event.params.event.taskId, state: 'completed', message: done });
+        void agent.client.setStatus({
+          token,
+          id: event.params.event.taskId,
+          state: 'completed',
+          message: done,
+          historyLength: 0,
+        });
       }
     }
   })();

@@ -30,7 +30,14 @@ async function worker(client: SwitchboardClient): Promise<() => Promise<void>> {
       for (const event of events) {
         if (event.method !== 'a2a.task.event' || event.params.event.kind !== 'status-update') continue;
         if (event.params.event.status.state !== 'submitted') continue;
-        void client.setStatus({ token, id: event.params.event.taskId, state: 'completed', message: done });
+        // It does not read the task back: no history in the answer.
+        void client.setStatus({
+          token,
+          id: event.params.event.taskId,
+          state: 'completed',
+          message: done,
+          historyLength: 0,
+        });
       }
     }
   })();
