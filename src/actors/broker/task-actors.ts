@@ -72,18 +72,18 @@ function inertTaskScope(): ActorScope<TaskSnapshot, EventFromLogic<TaskMachine>>
  * transition from the task's snapshot, in one shared scope: the same
  * machine, the same snapshots, without an actor's start and stop per task.
  * A task restored on open, and (uninspected) a new one, keeps only its
- * state and context until its first move; a task that reaches a terminal state is dropped (its history lives in
- * SQLite only). A move the machine refuses puts the task back as it was (an
- * actor that refused it is stopped).
+ * state and context until its first move; a task that reaches a terminal
+ * state is dropped (its history lives in SQLite only). A move the machine
+ * refuses puts the task back as it was (an actor that refused it is stopped).
  */
 export class TaskActors {
   private readonly live = new Map<string, LiveTask>();
   private readonly scope: ActorScope<TaskSnapshot, EventFromLogic<TaskMachine>> | undefined;
 
-  /** `inspect`: given to every task actor (each is its own root); without it, tasks step by pure transitions. */
   /** The machine's initial snapshot (for a task id of ''): a new or rebuilt task's state and context. */
   private readonly initial: TaskSnapshot;
 
+  /** `inspect`: given to every task actor (each is its own root); without it, tasks step by pure transitions. */
   constructor(private readonly inspect?: ActorInspector) {
     const scope = inertTaskScope();
     this.initial = taskMachine.getInitialSnapshot(scope, { taskId: '' });
