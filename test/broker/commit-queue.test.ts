@@ -159,6 +159,31 @@ describe('the commit queue', () => {
     expect(rows(d)).toEqual(['a', 'c', 'f']);
   });
 
+  it('fails the whole batch when SQLite rolled its transaction back during a call: no later call commits on its own', async () => {
+    const d = open();
+    const q = new CommitQueue(d, silentLogger());
+    const memory: string[] = [];
+    const call = (v: string, lost: boolean) =>
+      q.enqueue((scope) => {
+        d.prepare('INSERT INTO log (v) VALUES (?)').run(v);
+        memory.push(v);
+        scope.onUndo(() => memory.pop());
+        if (lost) {
+          // What SQLite does on a full disk or an I/O error: the whole transaction is rolled back.
+          d.exec('ROLLBACK');
+          throw new Error('disk I/O error');
+        }
+        return v;
+      });
+    const results = await Promise.allSettled([call('a', false), call('b', true), call('c', false)]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    expect(rows(d)).toEqual([]);
+    expect(memory).toEqual([]);
+    expect(q.stats().failedCommits).toBe(1);
+    await expect(call('d', false)).resolves.toBe('d');
+    expect(rows(d)).toEqual(['d']);
+  });
+
   it('alone in its transaction, a refused call still rolls back its rows and its in-memory changes', async () => {
     const d = open();
     const q = new CommitQueue(d, silentLogger());

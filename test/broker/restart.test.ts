@@ -218,6 +218,19 @@ describe('restart', () => {
     expect(events[1]?.params).toMatchObject({ taskId: task.id, token: 'hook', status: { state: 'completed' } });
   });
 
+  it('restores a submitted task without a snapshot row and writes none on open', async () => {
+    h = harness();
+    const req = await register(h.broker, 'req', 'ctx-a');
+    await register(h.broker, 'wrk', 'ctx-b');
+    const { task } = await h.broker.send({ token: req.token, to: 'wrk', message: text('1') });
+    const b = await h.reopen();
+    expect(b.opened).toMatchObject({ restoredTasks: 1, rebuiltTasks: 0 });
+    expect(dumpDatabase(h.path).a2a_task_actors).toHaveLength(0);
+    const wrk2 = await register(b, 'wrk', 'ctx-b');
+    await b.setStatus({ token: wrk2.token, id: task.id, state: 'working' });
+    expect(dumpDatabase(h.path).a2a_task_actors).toMatchObject([{ task_id: task.id }]);
+  });
+
   it("keeps a snapshot row from a task's first move on, and none once it is terminal", async () => {
     h = harness();
     const req = await register(h.broker, 'req', 'ctx-a');

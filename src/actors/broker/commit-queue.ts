@@ -97,6 +97,10 @@ export class CommitQueue {
           outcome.effects = [];
           delete outcome.answer;
           outcome.value = error;
+          // SQLite rolled the whole transaction back (a full disk, an I/O error):
+          // the calls before are gone too, and a call run now would commit on
+          // its own. The batch fails as one.
+          if (!db.inTransaction) throw error;
         }
       }
       this.runFinalWrites();
