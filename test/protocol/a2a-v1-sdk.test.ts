@@ -26,7 +26,7 @@ import { MessageSendSchema, TaskSchema } from '../../src/protocol/task.js';
 import { agentCardArb, taskArb, taskEventArb } from './a2a-v1-arbitraries.js';
 
 /** Members of a oneof: ProtoJSON writes them even at their default. */
-const ONEOF_MEMBERS = new Set(['text', 'raw', 'url']);
+const ONEOF_MEMBERS = new Set(['text', 'raw', 'url', 'data']);
 
 /** The ProtoJSON form: members at their default (empty string or list) left out, as the SDK writes them. */
 function canonical(value: unknown): unknown {
