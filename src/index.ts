@@ -74,7 +74,7 @@ export type { ActorInspector } from './actors/inspection.js';
 // The broker, embedded in process.
 export { createBroker } from './actors/broker/broker.js';
 export type { Broker, BrokerOptions, BrokerOpenReport } from './actors/broker/broker.js';
-export type { BrokerApi, BrokerMethod } from './actors/broker/api.js';
+export type { BrokerApi, BrokerMethod, CallOptions } from './actors/broker/api.js';
 // A prune of ended tasks (`Broker.pruneTasks`, the `broker.tasks.prune` method).
 export type { PruneParams, PruneResult, PruneCounts } from './protocol/retention.js';
 

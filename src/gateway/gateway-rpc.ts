@@ -7,6 +7,7 @@ import type { EventsSinceResult, TaskResult } from '../protocol/methods.js';
 import { type TaskState, isTerminalState } from '../protocol/task.js';
 import type { SwitchboardClient } from '../transport/client.js';
 import { eventTaskId } from '../transport/agent-inbox.js';
+import { BLOCKING_SEND_CAPABILITY } from '../protocol/handshake.js';
 import { VERSION } from '../version.js';
 import { GatewayRefusal } from './gateway-errors.js';
 import { ANY_TASK, type GatewayParties } from './gateway-parties.js';
@@ -84,6 +85,18 @@ export async function callUnary(
     if (method === 'CancelTask' || method === 'tasks/cancel') parties.ended(caller.keyName, (raw as TaskResult).task);
     return call.answer(raw);
   }
+  // The broker answers once the task settles; a send that carries a push config is kept
+  // before its task can settle, so it waits here instead.
+  if (caller.created === undefined && client.host.capabilities.includes(BLOCKING_SEND_CAPABILITY)) {
+    const made = callRenewing(client, parties, caller, method, params, true);
+    const first = await (gone === undefined ? made : Promise.race([made, gone.then(() => undefined)]));
+    if (first === undefined) {
+      // Answered to no one: the broker's answer, when it comes, is dropped.
+      made.catch(() => {});
+      throw new GatewayRefusal(-32603, 200, 'the client went away before its task ended');
+    }
+    return first.call.answer(first.raw);
+  }
   // Listening to the key's tasks before the send: the new task's end cannot pass unheard.
   const watch = new EndWatch();
   const stop = await parties.listen(caller.keyName, ANY_TASK, (event) => watch.see(event));
@@ -125,13 +138,15 @@ async function callRenewing(
   caller: RpcCaller,
   method: string,
   params: unknown,
+  blocking = false,
 ): Promise<{ call: V1Call; raw: unknown; capability: string }> {
   let call: V1Call | undefined;
   let capability = '';
   const raw = await parties.call(caller.keyName, (token) => {
     capability = token;
     call = brokerCall(method, params, caller, token);
-    return client.call(call.method, call.params);
+    const brokerParams = blocking ? { ...(call.params as Record<string, unknown>), blocking: true } : call.params;
+    return client.call(call.method, brokerParams);
   });
   const id = (raw as Partial<TaskResult> | undefined)?.task?.id;
   if (caller.created !== undefined && typeof id === 'string') await caller.created(id);

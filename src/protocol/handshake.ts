@@ -3,8 +3,14 @@ import { type HandshakeResult, METHODS } from './methods.js';
 import { parseParams } from './parse.js';
 
 export const SERVER_NAME = 'switchboard';
-/** `a2a`: the wire of version 10 (A2A v0.3 shapes); `a2a.v1`: version 11 (A2A v1.0 shapes) is served too. */
-export const BASE_CAPABILITIES = ['a2a', 'a2a.v1'] as const;
+/** The capability of a server whose `a2a.message.send` reads `blocking`. */
+export const BLOCKING_SEND_CAPABILITY = 'a2a.send.blocking';
+/**
+ * `a2a`: the wire of version 10 (A2A v0.3 shapes); `a2a.v1`: version 11 (A2A
+ * v1.0 shapes) is served too; `a2a.send.blocking`: `a2a.message.send` reads
+ * `blocking` (answered once the task settles).
+ */
+export const BASE_CAPABILITIES = ['a2a', 'a2a.v1', BLOCKING_SEND_CAPABILITY] as const;
 
 /**
  * The version a server answers a client that asked for `requested`: 11 (A2A

@@ -112,6 +112,12 @@ export const SendParamsSchema = z
     to: z.string().min(1).max(256).optional(),
     taskId: IdSchema.optional(),
     historyLength: HistoryLengthSchema,
+    /**
+     * Answer once the task settles (it ends, or needs its requester:
+     * `input-required`, `auth-required`) instead of at once; servers with the
+     * capability `a2a.send.blocking` read it.
+     */
+    blocking: z.boolean().optional(),
   })
   .superRefine((params, ctx) => {
     if (params.to !== undefined && params.taskId !== undefined) {

@@ -67,6 +67,8 @@ export interface SessionLink {
   whenDrained(): Promise<void>;
   /** Characters of output waiting for the peer to read. */
   readonly backlog: number;
+  /** Resolves once the peer sends no more calls (those under way may still be unanswered). */
+  readonly callsEnded: Promise<void>;
   /** Resolves once the peer has gone and every call is answered (and flushed). */
   readonly ended: Promise<void>;
   /** Takes no more calls, answers those under way; resolves as `ended`. */
@@ -96,6 +98,7 @@ function linesLink(options: StreamSessionOptions, dispatch: SessionDispatch, log
     get backlog() {
       return server.writer.backlog;
     },
+    callsEnded: server.callsEnded,
     ended: server.closed,
     stop: () => server.stop(),
   };
@@ -122,6 +125,8 @@ export class BrokerSession {
   /** Tokens registered through this connection and not deregistered (connection-scoped sessions). */
   private readonly owned = new Set<string>();
   private readonly released: Promise<void>;
+  /** Aborted once the peer sends no more calls: its blocking sends are answered at once. */
+  private readonly callsEnded = new AbortController();
   /**
    * The protocol version the last handshake settled: 10 (v0.3 shapes, the
    * default) or 11 (A2A v1.0 shapes and method names, mapped here at the
@@ -153,6 +158,7 @@ export class BrokerSession {
       whenDrained: () => link.whenDrained(),
     };
     this.scoped = options.connectionScoped ?? false;
+    void link.callsEnded.then(() => this.callsEnded.abort());
     this.released = link.ended.then(() => {
       this.closing = true;
       this.stopRelays();
@@ -270,8 +276,12 @@ export class BrokerSession {
 
   /** A call of version 10 to the broker (version 11 calls arrive here mapped). */
   private routeBroker(method: string, params: unknown): Promise<unknown> {
-    // The broker answers every method of the table, `app.handshake` included.
-    const call = this.broker.dispatch(method, params);
+    // The broker answers every method of the table, `app.handshake` included. A blocking
+    // send is answered at once when the peer sends no more calls: its close waits for no task.
+    const call =
+      method === 'a2a.message.send'
+        ? this.broker.dispatch(method, params, { signal: this.callsEnded.signal })
+        : this.broker.dispatch(method, params);
     if (method === 'a2a.agents.register') {
       return call.then((result) => {
         const registration = result as RegisterResult;

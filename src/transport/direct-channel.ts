@@ -46,12 +46,17 @@ export class DirectChannel implements RpcChannel {
   private readonly pendingCalls = new Set<(reason: TransportError) => void>();
   private readonly ended: Promise<void>;
   private resolveEnded!: () => void;
+  private readonly callsEnded: Promise<void>;
+  private resolveCallsEnded!: () => void;
 
   constructor(options: DirectChannelOptions) {
     this.options = options;
     this.logger = options.logger ?? silentLogger();
     this.ended = new Promise((resolve) => {
       this.resolveEnded = resolve;
+    });
+    this.callsEnded = new Promise((resolve) => {
+      this.resolveCallsEnded = resolve;
     });
     this.session = new BrokerSession({
       broker: options.broker,
@@ -102,14 +107,14 @@ export class DirectChannel implements RpcChannel {
 
   /** Takes no more calls; resolves once the calls under way are answered (the session then ends). */
   end(): Promise<void> {
-    this.ending = true;
+    this.stopTakingCalls();
     this.endIfIdle();
     return this.ended;
   }
 
   /** Drops the channel at once: pending calls reject with CONNECTION_CLOSED (the session still finishes them). */
   destroy(reason = 'connection closed by the client'): void {
-    this.ending = true;
+    this.stopTakingCalls();
     this.fail(new TransportError('CONNECTION_CLOSED', reason));
     this.endIfIdle();
   }
@@ -125,10 +130,11 @@ export class DirectChannel implements RpcChannel {
       },
       whenDrained: () => Promise.resolve(),
       backlog: 0,
+      callsEnded: this.callsEnded,
       ended: this.ended,
       stop: () => {
         // The session stops: the client learns it once the calls under way are answered.
-        this.ending = true;
+        this.stopTakingCalls();
         this.endIfIdle();
         return this.ended;
       },
@@ -179,6 +185,11 @@ export class DirectChannel implements RpcChannel {
   private refusal(method: string, error: unknown): Error {
     logInternalFailure(this.logger, method, error);
     return fromJsonRpcError(toJsonRpcError(error));
+  }
+
+  private stopTakingCalls(): void {
+    this.ending = true;
+    this.resolveCallsEnded();
   }
 
   private fail(reason: TransportError): void {

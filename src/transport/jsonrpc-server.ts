@@ -99,6 +99,8 @@ export class JsonRpcServer {
   private idleWaiters: (() => void)[] = [];
   private readonly done: Promise<void>;
   private resolveDone!: () => void;
+  private readonly noMoreCalls: Promise<void>;
+  private resolveNoMoreCalls!: () => void;
 
   constructor(options: JsonRpcServerOptions) {
     this.input = options.input;
@@ -117,6 +119,9 @@ export class JsonRpcServer {
     this.done = new Promise((resolve) => {
       this.resolveDone = resolve;
     });
+    this.noMoreCalls = new Promise((resolve) => {
+      this.resolveNoMoreCalls = resolve;
+    });
     this.input.on('data', this.onData);
     this.input.on('end', this.onInputEnd);
     this.input.on('error', this.onInputError);
@@ -126,6 +131,11 @@ export class JsonRpcServer {
   /** Calls read and not yet answered. */
   get pending(): number {
     return this.unanswered;
+  }
+
+  /** Resolves once no more calls will be read: input ended, or `stop` was called (calls may still be unanswered). */
+  get callsEnded(): Promise<void> {
+    return this.noMoreCalls;
   }
 
   /** Resolves once input has ended (or `stop` was called), every call is answered and output is flushed. */
@@ -189,6 +199,7 @@ export class JsonRpcServer {
   }
 
   private async finish(): Promise<void> {
+    this.resolveNoMoreCalls();
     await this.whenIdle();
     await this.writer.flush();
     this.writer.detach();

@@ -5,6 +5,16 @@ import type { MethodName, MethodParams, MethodResult } from '../../protocol/meth
 /** The A2A methods a broker serves (every method of the table but the handshake). */
 export type BrokerMethod = Exclude<MethodName, 'app.handshake'>;
 
+/** Options of one call. */
+export interface CallOptions {
+  /**
+   * A blocking send (`blocking: true`) whose signal aborts before its task
+   * settles is answered at once, with its task as it is then (as a send that
+   * does not block). A transport aborts it when its peer sends no more calls.
+   */
+  signal?: AbortSignal;
+}
+
 /**
  * The broker's public face, one method per row of the method table in docs/protocol.md.
  * Params and results are exactly the wire shapes (already parsed: use
@@ -19,8 +29,12 @@ export interface BrokerApi {
   deregister(params: MethodParams<'a2a.agents.deregister'>): Promise<MethodResult<'a2a.agents.deregister'>>;
   /** The cards of the peers the caller may address (not its own). */
   listAgents(params: MethodParams<'a2a.agents.list'>): Promise<MethodResult<'a2a.agents.list'>>;
-  /** Sends a message to a named agent (a new task) or into an existing task, never both; resolves with the task. */
-  send(params: MethodParams<'a2a.message.send'>): Promise<MethodResult<'a2a.message.send'>>;
+  /**
+   * Sends a message to a named agent (a new task) or into an existing task,
+   * never both; resolves with the task, or with `blocking: true` once the
+   * task settles (it ends, or needs its requester).
+   */
+  send(params: MethodParams<'a2a.message.send'>, options?: CallOptions): Promise<MethodResult<'a2a.message.send'>>;
   /** A task of the caller's, with at most `historyLength` of its newest history messages. */
   getTask(params: MethodParams<'a2a.tasks.get'>): Promise<MethodResult<'a2a.tasks.get'>>;
   /** The caller's tasks, filtered by its role in them and by state. */
@@ -49,7 +63,7 @@ export interface BrokerApi {
    * A2A_PAYLOAD_TOO_LARGE) and calls the method; `app.handshake` is answered
    * with `answerHandshake`. Unknown methods are -32601.
    */
-  dispatch(method: string, params: unknown): Promise<unknown>;
+  dispatch(method: string, params: unknown, options?: CallOptions): Promise<unknown>;
 
   /**
    * The live notifications (`a2a.task.event`, `a2a.push`) addressed to one

@@ -29,13 +29,14 @@ import { ensureIncrementalVacuum } from '../../persistence/a2a/space.js';
 import type { PruneParams, PruneResult } from '../../protocol/retention.js';
 import { VERSION } from '../../version.js';
 import { AgentCalls } from './agent-calls.js';
-import type { BrokerApi, BrokerMethod } from './api.js';
+import type { BrokerApi, BrokerMethod, CallOptions } from './api.js';
 import { type BrokerOptions, type BrokerSettings, brokerSettings } from './broker-options.js';
 import { BrokerState, IsoClock } from './broker-state.js';
 import { tracedCall } from './call-spans.js';
 import { type CallScope, CommitQueue } from './commit-queue.js';
 import { EventRouter } from './event-routing.js';
 import { READS, Reads } from './reads.js';
+import { SettlingSends, settlesSend } from './settling-sends.js';
 import { TaskCalls } from './task-calls.js';
 import { TokenAuthority } from './tokens.js';
 import { inspectStore } from '../inspection.js';
@@ -133,6 +134,7 @@ class EmbeddedBroker implements Broker {
   private readonly taskCalls: TaskCalls;
   private readonly reads: Reads;
   private readonly pruner: TaskPruner;
+  private readonly settling: SettlingSends;
   private isClosed = false;
   private closing: Promise<void> | null = null;
 
@@ -182,7 +184,8 @@ class EmbeddedBroker implements Broker {
       this.logger,
       settings.inspect,
     );
-    const events = new EventRouter(state);
+    this.settling = new SettlingSends(this.store);
+    const events = new EventRouter(state, this.settling);
     this.agentCalls = new AgentCalls(state, events);
     this.taskCalls = new TaskCalls(state, events);
     this.pruner = new TaskPruner(
@@ -255,8 +258,8 @@ class EmbeddedBroker implements Broker {
   listAgents(params: MethodParams<'a2a.agents.list'>) {
     return this.invoke('a2a.agents.list', params);
   }
-  send(params: MethodParams<'a2a.message.send'>) {
-    return this.invoke('a2a.message.send', params);
+  send(params: MethodParams<'a2a.message.send'>, options?: CallOptions) {
+    return this.invoke('a2a.message.send', params, options?.signal);
   }
   getTask(params: MethodParams<'a2a.tasks.get'>) {
     return this.invoke('a2a.tasks.get', params);
@@ -289,7 +292,7 @@ class EmbeddedBroker implements Broker {
     return this.invoke('broker.tasks.prune', params);
   }
 
-  dispatch(method: string, params: unknown): Promise<unknown> {
+  dispatch(method: string, params: unknown, options?: CallOptions): Promise<unknown> {
     if (!isMethodName(method)) return Promise.reject(methodNotFound(method));
     if (method === 'app.handshake') {
       try {
@@ -299,7 +302,7 @@ class EmbeddedBroker implements Broker {
       }
     }
     // `invoke` never throws: it rejects.
-    return this.invoke(method, params);
+    return this.invoke(method, params, options?.signal);
   }
 
   events(agentId: string): Observable<DurableEvent> {
@@ -326,6 +329,12 @@ class EmbeddedBroker implements Broker {
       .stop()
       .then(() => this.queue.idle())
       .then(async () => {
+        this.settling.refuseAll(
+          new BrokerError(
+            'INTERNAL_ERROR',
+            'the broker closed before the task of this blocking send settled: the send stands; read the task with a2a.tasks.get once the broker is open again',
+          ),
+        );
         await this.checkpointer?.close();
         const { byId } = this.registry.getSnapshot().context;
         for (const registration of byId.values()) {
@@ -349,14 +358,15 @@ class EmbeddedBroker implements Broker {
   // ---- plumbing ----
 
   /** A broker call under its span (`call-spans.ts`). */
-  private invoke<M extends BrokerMethod>(method: M, raw: unknown): Promise<MethodResult<M>> {
-    return tracedCall(method, raw, this.callNow);
+  private invoke<M extends BrokerMethod>(method: M, raw: unknown, signal?: AbortSignal): Promise<MethodResult<M>> {
+    if (signal === undefined) return tracedCall(method, raw, this.callNow);
+    return tracedCall(method, raw, (m: M, r) => this.call(m, r, signal));
   }
 
   /** `call`, bound once (a call allocates no closure to be traced). */
   private readonly callNow = <M extends BrokerMethod>(method: M, raw: unknown) => this.call(method, raw);
 
-  private call<M extends BrokerMethod>(method: M, raw: unknown): Promise<MethodResult<M>> {
+  private call<M extends BrokerMethod>(method: M, raw: unknown, signal?: AbortSignal): Promise<MethodResult<M>> {
     if (this.isClosed) return Promise.reject(brokerClosedError());
     let params: MethodParams<M>;
     try {
@@ -370,9 +380,59 @@ class EmbeddedBroker implements Broker {
       p: MethodParams<M>,
       scope: CallScope,
     ) => MethodResult<M>;
+    if (method === 'a2a.message.send' && (params as MethodParams<'a2a.message.send'>).blocking === true) {
+      return this.sendBlocking(params as MethodParams<'a2a.message.send'>, signal) as Promise<MethodResult<M>>;
+    }
     // A read is answered from committed state when nothing is queued; behind a queued call it waits for it.
     if (READS.has(method)) return this.queue.read((scope) => handler(params, scope));
     return this.queue.enqueue((scope) => handler(params, scope));
+  }
+
+  /**
+   * A send answered once its task settles (`settlesSend`): at once when the
+   * send finds it settled (a retry of a task that ended), else when a later
+   * call commits the status that settles it, or, once `signal` aborts, with
+   * the task as it is then.
+   */
+  private sendBlocking(
+    p: MethodParams<'a2a.message.send'>,
+    signal: AbortSignal | undefined,
+  ): Promise<MethodResult<'a2a.message.send'>> {
+    let waiting: ReturnType<SettlingSends['wait']> | undefined;
+    return this.queue
+      .enqueue((scope) => {
+        const sent = this.taskCalls.send(p, scope);
+        if (!settlesSend(sent.task.status.state)) waiting = this.settling.wait(scope, sent.task.id, p.historyLength);
+        return sent;
+      })
+      .then(
+        (sent) => (waiting === undefined ? sent : this.untilSettled(p, waiting, signal)),
+        (error: unknown) => {
+          // Committed, but its answer could not be given (too large): nobody waits for the task.
+          waiting?.cancel();
+          throw error;
+        },
+      );
+  }
+
+  private async untilSettled(
+    p: MethodParams<'a2a.message.send'>,
+    waiting: ReturnType<SettlingSends['wait']>,
+    signal: AbortSignal | undefined,
+  ): Promise<MethodResult<'a2a.message.send'>> {
+    if (signal === undefined) return { task: await waiting.settled };
+    let stop = () => {};
+    const aborted = new Promise<undefined>((resolve) => {
+      stop = this.settling.onAbort(signal, () => resolve(undefined));
+    });
+    try {
+      const task = await Promise.race([waiting.settled, aborted]);
+      if (task !== undefined) return { task };
+    } finally {
+      stop();
+    }
+    waiting.cancel();
+    return this.getTask({ token: p.token, id: waiting.taskId, historyLength: p.historyLength });
   }
 
   private readonly handlers: { [M in QueuedMethod]: (p: MethodParams<M>, scope: CallScope) => MethodResult<M> } = {
@@ -431,4 +491,4 @@ class EmbeddedBroker implements Broker {
   }
 }
 
-export type { BrokerApi, BrokerMethod, MethodName };
+export type { BrokerApi, BrokerMethod, CallOptions, MethodName };

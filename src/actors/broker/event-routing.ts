@@ -4,6 +4,7 @@ import type { Party, TaskHead } from '../../persistence/a2a/store.js';
 import type { BrokerState } from './broker-state.js';
 import type { CallScope } from './commit-queue.js';
 import { type Registration, partyKey } from './registry.js';
+import type { SettlingSends } from './settling-sends.js';
 
 /**
  * The events a call commits for the parties of a task (task events and
@@ -11,10 +12,15 @@ import { type Registration, partyKey } from './registry.js';
  * and handed to the party's live registration once the call commits.
  */
 export class EventRouter {
-  constructor(private readonly state: BrokerState) {}
+  constructor(
+    private readonly state: BrokerState,
+    /** Told of every status event: the blocking sends of a task that settles are answered. */
+    private readonly settling: SettlingSends,
+  ) {}
 
   /** Commits a task event (and the push that may follow it) for one party. */
   notify(scope: CallScope, party: Party, head: TaskHead, event: TaskEvent): void {
+    if (event.kind === 'status-update') this.settling.statusCommitted(scope, head);
     const live = this.liveRegistrationOf(party);
     const recipient = live?.agentId ?? this.state.store.latestAgentIdOfParty(party) ?? party.name;
     const seq = this.nextSeq(scope, party, live);
