@@ -121,15 +121,28 @@ export function revokeKey(file: string, name: string, now = Date.now()): void {
   writeKeys(file, keys);
 }
 
+/** Keys presented and found, remembered so that a request does not hash its key again (at most this many). */
+const FOUND_KEYS_KEPT = 1024;
+
 /**
  * The keys of a file as the gateway checks them: read again whenever the
  * file changes, so that a key added or revoked while the gateway runs counts
- * from the next request on.
+ * for every request sent after the change. The file is looked at (a `stat`)
+ * once per turn of the event loop at most: the requests that arrive together
+ * were all sent before that turn began, so a change made before any of them
+ * was sent is seen by the look its turn takes. A key presented and found is
+ * remembered until the file changes, so that it is not hashed again.
  */
 export class KeyRing {
   private readonly file: string;
   private stamp = '';
   private byHash = new Map<string, GatewayKeyRow>();
+  /** Keys presented and found since the file last changed. */
+  private found = new Map<string, GatewayKeyRow>();
+  private lookedThisTurn = false;
+  private readonly nextTurn = () => {
+    this.lookedThisTurn = false;
+  };
 
   constructor(file: string) {
     this.file = file;
@@ -146,15 +159,22 @@ export class KeyRing {
   /** The live key row a bearer key is, or undefined. */
   find(key: string): GatewayKeyRow | undefined {
     this.refresh();
+    const known = this.found.get(key);
+    if (known !== undefined) return known;
     const hash = sha256(key);
     const row = this.byHash.get(hash);
     if (row === undefined) return undefined;
     // The map lookup is by hash already; compare in constant time all the same.
     if (!timingSafeEqual(Buffer.from(row.sha256, 'hex'), Buffer.from(hash, 'hex'))) return undefined;
+    if (this.found.size >= FOUND_KEYS_KEPT) this.found.clear();
+    this.found.set(key, row);
     return row;
   }
 
   private refresh(): void {
+    if (this.lookedThisTurn) return;
+    this.lookedThisTurn = true;
+    setImmediate(this.nextTurn);
     let stamp = 'absent';
     try {
       const stat = statSync(this.file);
@@ -167,10 +187,12 @@ export class KeyRing {
     try {
       rows = stamp === 'absent' ? [] : readKeys(this.file);
     } catch {
-      // A file caught mid-replace or damaged: keep the keys read last (the next request reads it again).
+      // A file caught mid-replace or damaged: keep the keys read last (the next turn reads it again).
+      this.found = new Map();
       return;
     }
     this.byHash = new Map(rows.filter((r) => r.revokedAt === undefined).map((r) => [r.sha256, r]));
+    this.found = new Map();
     this.stamp = stamp;
   }
 }
