@@ -6,11 +6,11 @@
  * over a spawned `switchboard serve` on real pipes.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Broker, createBroker } from '../../src/actors/broker/broker.js';
+import type { Broker } from '../../src/actors/broker/broker.js';
 import { BLOCKING_SEND_CAPABILITY } from '../../src/protocol/handshake.js';
 import { type SwitchboardClient, connect } from '../../src/transport/client.js';
 import { connectInProcess } from '../../src/transport/in-process.js';
-import { tempDir, text } from './helpers.js';
+import { openTempBroker, tempDir, text } from './helpers.js';
 
 let cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -19,13 +19,7 @@ afterEach(async () => {
 });
 
 function openBroker(): Broker {
-  const tmp = tempDir();
-  const broker = createBroker({ path: tmp.db });
-  cleanups.push(async () => {
-    await broker.close();
-    tmp.cleanup();
-  });
-  return broker;
+  return openTempBroker(cleanups);
 }
 
 /** A worker registered through `client` that completes each task it is sent with "done". */

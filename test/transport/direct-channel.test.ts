@@ -1,12 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Broker, createBroker } from '../../src/actors/broker/broker.js';
+import type { Broker } from '../../src/actors/broker/broker.js';
 import { BrokerError } from '../../src/protocol/broker-error.js';
 import { MAX_LINE_BYTES } from '../../src/protocol/bounds.js';
 import type { BrokerApi } from '../../src/actors/broker/api.js';
 import { createLogger } from '../../src/log/logger.js';
 import { connectInProcess } from '../../src/transport/in-process.js';
 import { TransportError } from '../../src/transport/transport-error.js';
-import { tempDir, text } from './helpers.js';
+import { openTempBroker, text } from './helpers.js';
 
 let cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -15,13 +15,7 @@ afterEach(async () => {
 });
 
 function openBroker(): Broker {
-  const tmp = tempDir();
-  const broker = createBroker({ path: tmp.db });
-  cleanups.push(async () => {
-    await broker.close();
-    tmp.cleanup();
-  });
-  return broker;
+  return openTempBroker(cleanups);
 }
 
 describe('connectInProcess: a client without JSON lines', () => {

@@ -2,12 +2,24 @@ import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type Broker, createBroker } from '../../src/actors/broker/broker.js';
 import { SWITCHBOARD_BIN } from '../../src/transport/serve-process.js';
 
 /** A fresh directory for one test's database files; `cleanup` removes it. */
 export function tempDir(): { dir: string; db: string; cleanup: () => void } {
   const dir = mkdtempSync(join(tmpdir(), 'switchboard-transport-'));
   return { dir, db: join(dir, 'broker.db'), cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** A broker on a fresh file; what closes it and removes the file is handed to `cleanups`. */
+export function openTempBroker(cleanups: (() => Promise<void> | void)[]): Broker {
+  const tmp = tempDir();
+  const broker = createBroker({ path: tmp.db });
+  cleanups.push(async () => {
+    await broker.close();
+    tmp.cleanup();
+  });
+  return broker;
 }
 
 export type Line = Record<string, unknown> & { id?: unknown; method?: string; params?: unknown };
