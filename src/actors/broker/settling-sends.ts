@@ -31,13 +31,6 @@ export class SettlingSends {
 
   constructor(private readonly store: A2AStore) {}
 
-  /** How many sends wait (for stats and tests). */
-  get size(): number {
-    let n = 0;
-    for (const waiters of this.byTask.values()) n += waiters.size;
-    return n;
-  }
-
   /**
    * The task once it settles, as the send's `historyLength` asks; undone with
    * the send's call. `cancel` stops waiting (a send whose own answer failed).
