@@ -9,7 +9,7 @@
 export { LineWriter } from '../transport/line-writer.js';
 export type { LineWriterOptions } from '../transport/line-writer.js';
 export { JsonRpcServer } from '../transport/jsonrpc-server.js';
-export type { Dispatch, JsonRpcServerOptions } from '../transport/jsonrpc-server.js';
+export type { Dispatch, DispatchedCall, JsonRpcServerOptions } from '../transport/jsonrpc-server.js';
 export { BrokerSession } from '../transport/broker-session.js';
 export { BrokerSocketServer, prepareSocketPath } from '../transport/socket-server.js';
 export type { SocketServerOptions } from '../transport/socket-server.js';

@@ -126,12 +126,10 @@ const FOUND_KEYS_KEPT = 1024;
 
 /**
  * The keys of a file as the gateway checks them: read again whenever the
- * file changes, so that a key added or revoked while the gateway runs counts
- * for every request sent after the change. The file is looked at (a `stat`)
- * once per turn of the event loop at most: the requests that arrive together
- * were all sent before that turn began, so a change made before any of them
- * was sent is seen by the look its turn takes. A key presented and found is
- * remembered until the file changes, so that it is not hashed again.
+ * file changes (it is looked at, a `stat`, on every check), so that a key
+ * added or revoked while the gateway runs counts from the next request on.
+ * A key presented and found is remembered until the file changes, so that it
+ * is not hashed again.
  */
 export class KeyRing {
   private readonly file: string;
@@ -139,10 +137,6 @@ export class KeyRing {
   private byHash = new Map<string, GatewayKeyRow>();
   /** Keys presented and found since the file last changed. */
   private found = new Map<string, GatewayKeyRow>();
-  private lookedThisTurn = false;
-  private readonly nextTurn = () => {
-    this.lookedThisTurn = false;
-  };
 
   constructor(file: string) {
     this.file = file;
@@ -172,9 +166,6 @@ export class KeyRing {
   }
 
   private refresh(): void {
-    if (this.lookedThisTurn) return;
-    this.lookedThisTurn = true;
-    setImmediate(this.nextTurn);
     let stamp = 'absent';
     try {
       const stat = statSync(this.file);
@@ -187,7 +178,7 @@ export class KeyRing {
     try {
       rows = stamp === 'absent' ? [] : readKeys(this.file);
     } catch {
-      // A file caught mid-replace or damaged: keep the keys read last (the next turn reads it again).
+      // A file caught mid-replace or damaged: keep the keys read last (the next request reads it again).
       this.found = new Map();
       return;
     }

@@ -10,7 +10,7 @@ import type { HandshakeResult, RegisterResult } from '../protocol/methods.js';
 import { paramsText } from '../persistence/a2a/store.js';
 import { VERSION } from '../version.js';
 import { EventRelay, type EventSink } from './event-relay.js';
-import { JsonRpcServer } from './jsonrpc-server.js';
+import { type DispatchedCall, JsonRpcServer } from './jsonrpc-server.js';
 
 /** What every broker session takes, whatever carries its calls. */
 export interface SessionCommonOptions {
@@ -48,8 +48,13 @@ export interface LinkedSessionOptions extends SessionCommonOptions {
 
 export type BrokerSessionOptions = StreamSessionOptions | LinkedSessionOptions;
 
-/** How a link hands the session a call: the answer, or a rejection the link turns into an error answer. */
-export type SessionDispatch = (method: string, params: unknown) => unknown;
+/**
+ * How a link hands the session a call: the answer, or a rejection the link
+ * turns into an error answer. A link that bounds its calls in flight passes
+ * `call`: a blocking send waiting for its task parks itself (`park`) and
+ * stops counting among them.
+ */
+export type SessionDispatch = (method: string, params: unknown, call?: DispatchedCall) => unknown;
 
 /**
  * The session's side of its connection: where its notifications go, how
@@ -137,7 +142,7 @@ export class BrokerSession {
   constructor(options: BrokerSessionOptions) {
     this.broker = options.broker;
     this.logger = options.logger ?? silentLogger();
-    const dispatch: SessionDispatch = (method, params) => this.dispatch(method, params);
+    const dispatch: SessionDispatch = (method, params, call) => this.dispatch(method, params, call);
     const link = options.link === undefined ? linesLink(options, dispatch, this.logger) : options.link(dispatch);
     this.link = link;
     this.sink = {
@@ -219,12 +224,12 @@ export class BrokerSession {
    * refused call (\`callLogFields\`: task id, agent id, state, sizes; never a
    * token or a payload body).
    */
-  private dispatch(method: string, params: unknown): unknown {
-    if (!this.logger.isLevelEnabled('debug')) return this.route(method, params);
+  private dispatch(method: string, params: unknown, call: DispatchedCall | undefined): unknown {
+    if (!this.logger.isLevelEnabled('debug')) return this.route(method, params, call);
     const started = performance.now();
     let answer: unknown;
     try {
-      answer = this.route(method, params);
+      answer = this.route(method, params, call);
     } catch (error) {
       this.logCall(method, params, started, undefined, error);
       throw error;
@@ -257,30 +262,34 @@ export class BrokerSession {
     this.logger.debug({ ...fields, code: (error as { code?: unknown }).code }, 'call refused');
   }
 
-  private route(method: string, params: unknown): unknown {
+  private route(method: string, params: unknown, call: DispatchedCall | undefined): unknown {
     if (method === 'app.handshake') {
       return this.broker.dispatch(method, params).then((result) => {
         this.protocolVersion = (result as HandshakeResult).protocolVersion;
         return result;
       });
     }
-    if (this.protocolVersion !== A2A_V1_PROTOCOL_VERSION) return this.routeBroker(method, params);
-    let call: ReturnType<typeof v1Call>;
+    if (this.protocolVersion !== A2A_V1_PROTOCOL_VERSION) return this.routeBroker(method, params, call);
+    let mapped: ReturnType<typeof v1Call>;
     try {
-      call = v1Call(method, params, VERSION);
+      mapped = v1Call(method, params, VERSION);
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.routeBroker(call.method, call.params).then((result) => call.answer(result));
+    return this.routeBroker(mapped.method, mapped.params, call).then((result) => mapped.answer(result));
   }
 
   /** A call of version 10 to the broker (version 11 calls arrive here mapped). */
-  private routeBroker(method: string, params: unknown): Promise<unknown> {
+  private routeBroker(method: string, params: unknown, dispatched?: DispatchedCall): Promise<unknown> {
     // The broker answers every method of the table, `app.handshake` included. A blocking
-    // send is answered at once when the peer sends no more calls: its close waits for no task.
+    // send is answered at once when the peer sends no more calls (its close waits for no
+    // task), and holds no slot of the link's while it waits.
     const call =
       method === 'a2a.message.send'
-        ? this.broker.dispatch(method, params, { signal: this.callsEnded.signal })
+        ? this.broker.dispatch(method, params, {
+            signal: this.callsEnded.signal,
+            ...(dispatched === undefined ? {} : { onWaiting: () => dispatched.park() }),
+          })
         : this.broker.dispatch(method, params);
     if (method === 'a2a.agents.register') {
       return call.then((result) => {

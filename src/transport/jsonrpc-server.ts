@@ -17,8 +17,20 @@ import { lineNesting } from './line-nesting.js';
 import { LineSplitter, isBlankLine } from './ndjson.js';
 import { rawIdLiteral } from './raw-id.js';
 
-/** Routes one call. May throw or reject; the server turns that into an error answer. */
-export type Dispatch = (method: string, params: unknown) => unknown;
+/**
+ * Routes one call. May throw or reject; the server turns that into an error
+ * answer. `call.park()` says the call, still unanswered, waits on something
+ * outside the connection (a blocking send waiting for its task): it stops
+ * holding one of the connection's slots for calls in flight, so the calls
+ * behind it run.
+ */
+export type Dispatch = (method: string, params: unknown, call: DispatchedCall) => unknown;
+
+/** What a dispatched call may tell the server about itself. */
+export interface DispatchedCall {
+  /** The call, still unanswered, waits outside the connection: it no longer holds a slot. */
+  park(): void;
+}
 
 export interface JsonRpcServerOptions {
   /** Requests come in here (the peer's output, e.g. stdin). */
@@ -303,15 +315,26 @@ export class JsonRpcServer {
     this.dispatched++;
     if (job.batch !== undefined) job.batch.inFlight++;
     const idText = idTextOf(job.message, job.rawId);
-    const settle = (line: string | undefined) => {
+    /** Holds a slot until it parks or is answered. */
+    let holding = true;
+    const letGo = () => {
+      if (!holding) return false;
+      holding = false;
       this.dispatched--;
       if (job.batch !== undefined) job.batch.inFlight--;
+      return true;
+    };
+    const settle = (line: string | undefined) => {
+      letGo();
       if (this.ramp < this.maxInFlight) this.ramp++;
       if (line !== undefined) this.answerEstimate = Math.max(line.length, this.answerEstimate * 0.75);
       this.finishJob(job, line, idText);
       this.pump();
     };
-    const answer = this.handle(job, idText);
+    const park = () => {
+      if (letGo()) this.pump();
+    };
+    const answer = this.handle(job, idText, { park });
     if (answer === undefined || typeof answer === 'string') settle(answer);
     else void answer.then(settle);
   }
@@ -461,7 +484,7 @@ export class JsonRpcServer {
    * once (never answered), a serialized answer when it is known at once, or a
    * promise of one. Never throws, never rejects.
    */
-  private handle(job: Job, idText: string): string | Promise<string | undefined> | undefined {
+  private handle(job: Job, idText: string, call: DispatchedCall): string | Promise<string | undefined> | undefined {
     const message = job.message;
     if (message === null || typeof message !== 'object' || Array.isArray(message)) {
       return errorLine('null', { code: JSONRPC_INVALID_REQUEST, message: 'Invalid Request: not a request object' });
@@ -481,7 +504,7 @@ export class JsonRpcServer {
     const method = request.method;
     let result: unknown;
     try {
-      result = this.dispatch(method, params);
+      result = this.dispatch(method, params, call);
     } catch (error) {
       if (!hasId) return this.logNotificationFailure(method, error);
       return errorLine(idText, this.toError(method, error));

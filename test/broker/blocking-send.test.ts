@@ -118,7 +118,7 @@ describe('a blocking send', () => {
     expect(h.broker.liveTaskCount()).toBe(0);
   });
 
-  it('whose signal aborts is answered with the task as it is then, and a later status answers it no more', async () => {
+  it('whose signal aborts is answered with the task as it is then; one whose signal aborted already, at once', async () => {
     h = harness();
     const req = await register(h.broker, 'req', 'ctx-a');
     const wrk = await register(h.broker, 'wrk', 'ctx-b');

@@ -85,4 +85,31 @@ describe('a blocking send over a connection', () => {
     const answered = await waiting;
     expect(answered.task.status.state).toBe('submitted');
   });
+
+  it('over pipes, waiting sends hold no slot of the connection: more of them than its window, and the worker on the same connection still gets through', async () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.cleanup);
+    const client = await connect({ spawn: { db: tmp.db, stderr: 'pipe' } });
+    cleanups.push(() => client.close());
+    const requester = await client.register({ name: 'r', contextId: 'c' });
+    const { token } = await client.register({ name: 'slow', contextId: 'c' });
+    // A new connection runs 8 calls at once at first, one more per answer: 30 sends that all wait would hold every slot.
+    const sends = Array.from({ length: 30 }, (_, i) =>
+      client.send({ token: requester.token, to: 'slow', message: text(`job ${i}`), blocking: true }),
+    );
+    const received: string[] = [];
+    while (received.length < 30) {
+      for (const event of await client.wait({ token, timeoutSeconds: 5 })) {
+        if (event.method === 'a2a.task.event' && event.params.event.kind === 'status-update') {
+          received.push(event.params.event.taskId);
+        }
+      }
+    }
+    // Every send waits; a call behind them is answered all the same.
+    const { agents } = await client.listAgents({ token: requester.token });
+    expect(agents.map((a) => a.name)).toContain('slow');
+    for (const id of received) await client.setStatus({ token, id, state: 'completed' });
+    const answered = await Promise.all(sends);
+    expect(answered.map((a) => a.task.status.state)).toEqual(Array(30).fill('completed'));
+  });
 });

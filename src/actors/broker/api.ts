@@ -13,6 +13,11 @@ export interface CallOptions {
    * does not block). A transport aborts it when its peer sends no more calls.
    */
   signal?: AbortSignal;
+  /**
+   * Called once a blocking send is committed and waits for its task (a
+   * transport that bounds its calls in flight stops counting it).
+   */
+  onWaiting?: () => void;
 }
 
 /**

@@ -259,7 +259,7 @@ class EmbeddedBroker implements Broker {
     return this.invoke('a2a.agents.list', params);
   }
   send(params: MethodParams<'a2a.message.send'>, options?: CallOptions) {
-    return this.invoke('a2a.message.send', params, options?.signal);
+    return this.invoke('a2a.message.send', params, options);
   }
   getTask(params: MethodParams<'a2a.tasks.get'>) {
     return this.invoke('a2a.tasks.get', params);
@@ -302,7 +302,7 @@ class EmbeddedBroker implements Broker {
       }
     }
     // `invoke` never throws: it rejects.
-    return this.invoke(method, params, options?.signal);
+    return this.invoke(method, params, options);
   }
 
   events(agentId: string): Observable<DurableEvent> {
@@ -358,15 +358,15 @@ class EmbeddedBroker implements Broker {
   // ---- plumbing ----
 
   /** A broker call under its span (`call-spans.ts`). */
-  private invoke<M extends BrokerMethod>(method: M, raw: unknown, signal?: AbortSignal): Promise<MethodResult<M>> {
-    if (signal === undefined) return tracedCall(method, raw, this.callNow);
-    return tracedCall(method, raw, (m: M, r) => this.call(m, r, signal));
+  private invoke<M extends BrokerMethod>(method: M, raw: unknown, options?: CallOptions): Promise<MethodResult<M>> {
+    if (options === undefined) return tracedCall(method, raw, this.callNow);
+    return tracedCall(method, raw, (m: M, r) => this.call(m, r, options));
   }
 
   /** `call`, bound once (a call allocates no closure to be traced). */
   private readonly callNow = <M extends BrokerMethod>(method: M, raw: unknown) => this.call(method, raw);
 
-  private call<M extends BrokerMethod>(method: M, raw: unknown, signal?: AbortSignal): Promise<MethodResult<M>> {
+  private call<M extends BrokerMethod>(method: M, raw: unknown, options?: CallOptions): Promise<MethodResult<M>> {
     if (this.isClosed) return Promise.reject(brokerClosedError());
     let params: MethodParams<M>;
     try {
@@ -381,7 +381,7 @@ class EmbeddedBroker implements Broker {
       scope: CallScope,
     ) => MethodResult<M>;
     if (method === 'a2a.message.send' && (params as MethodParams<'a2a.message.send'>).blocking === true) {
-      return this.sendBlocking(params as MethodParams<'a2a.message.send'>, signal) as Promise<MethodResult<M>>;
+      return this.sendBlocking(params as MethodParams<'a2a.message.send'>, options) as Promise<MethodResult<M>>;
     }
     // A read is answered from committed state when nothing is queued; behind a queued call it waits for it.
     if (READS.has(method)) return this.queue.read((scope) => handler(params, scope));
@@ -391,12 +391,12 @@ class EmbeddedBroker implements Broker {
   /**
    * A send answered once its task settles (`settlesSend`): at once when the
    * send finds it settled (a retry of a task that ended), else when a later
-   * call commits the status that settles it, or, once `signal` aborts, with
-   * the task as it is then.
+   * call commits the status that settles it, or, once `options.signal`
+   * aborts, with the task as it is then.
    */
   private sendBlocking(
     p: MethodParams<'a2a.message.send'>,
-    signal: AbortSignal | undefined,
+    options: CallOptions | undefined,
   ): Promise<MethodResult<'a2a.message.send'>> {
     let waiting: ReturnType<SettlingSends['wait']> | undefined;
     return this.queue
@@ -406,7 +406,11 @@ class EmbeddedBroker implements Broker {
         return sent;
       })
       .then(
-        (sent) => (waiting === undefined ? sent : this.untilSettled(p, waiting, signal)),
+        (sent) => {
+          if (waiting === undefined) return sent;
+          options?.onWaiting?.();
+          return this.untilSettled(p, waiting, options?.signal);
+        },
         (error: unknown) => {
           // Committed, but its answer could not be given (too large): nobody waits for the task.
           waiting?.cancel();
