@@ -144,6 +144,22 @@ describe('a blocking send', () => {
     expect(late.task.status.state).toBe('submitted');
   });
 
+  it('whose caller registered again meanwhile (its token spent) is still answered with its task when its signal aborts', async () => {
+    h = harness();
+    const req = await register(h.broker, 'req', 'ctx-a');
+    await register(h.broker, 'wrk', 'ctx-b');
+    const abort = new AbortController();
+    const sent = h.broker.send(
+      { token: req.token, to: 'wrk', message: text('x'), blocking: true },
+      { signal: abort.signal },
+    );
+    expect(await stateOf(sent)).toBe('pending');
+    await h.broker.deregister({ token: req.token, keepTasks: true });
+    await h.broker.register({ name: 'req', contextId: 'ctx-a' });
+    abort.abort();
+    expect((await sent).task.status.state).toBe('submitted');
+  });
+
   it('still waiting when the broker closes is refused with what to do', async () => {
     h = harness();
     const req = await register(h.broker, 'req', 'ctx-a');

@@ -436,7 +436,7 @@ class EmbeddedBroker implements Broker {
       stop();
     }
     waiting.cancel();
-    return this.getTask({ token: p.token, id: waiting.taskId, historyLength: p.historyLength });
+    return this.queue.read((scope) => this.reads.sentTask(waiting.taskId, p.historyLength, scope));
   }
 
   private readonly handlers: { [M in QueuedMethod]: (p: MethodParams<M>, scope: CallScope) => MethodResult<M> } = {

@@ -61,6 +61,17 @@ export class Reads {
     return { task: this.state.answer(scope, head, p.historyLength) };
   }
 
+  /**
+   * A task as it is, for a caller already let through: a blocking send
+   * answered before its task settled (its registration may have been
+   * renewed since, its token with it).
+   */
+  sentTask(taskId: string, historyLength: number | undefined, scope: CallScope): MethodResult<'a2a.tasks.get'> {
+    const head = this.state.store.taskHead(taskId);
+    if (head === undefined) throw a2aError('A2A_UNKNOWN_TASK', 'no such task', { taskId });
+    return { task: this.state.answer(scope, head, historyLength) };
+  }
+
   listTasks(p: MethodParams<'a2a.tasks.list'>, scope: CallScope): MethodResult<'a2a.tasks.list'> {
     const caller = this.state.caller(p.token);
     const states = p.states === undefined ? undefined : new Set<TaskState>(p.states);
