@@ -88,7 +88,7 @@ const Base64Schema = z.string().superRefine((bytes, ctx) => {
 });
 
 /** Bytes of `text` in UTF-8, counted only as far as needed to know whether it exceeds `max`. */
-function utf8LengthExceeds(text: string, max: number): boolean {
+export function utf8LengthExceeds(text: string, max: number): boolean {
   if (text.length > max) return true;
   if (text.length * 3 <= max) return false;
   let bytes = 0;

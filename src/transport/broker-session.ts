@@ -283,9 +283,9 @@ export class BrokerSession {
   private routeBroker(method: string, params: unknown, dispatched?: DispatchedCall): Promise<unknown> {
     // The broker answers every method of the table, `app.handshake` included. A blocking
     // send is answered at once when the peer sends no more calls (its close waits for no
-    // task), and holds no slot of the link's while it waits.
+    // task), and holds no slot of the link's while it waits; any other call takes no options.
     const call =
-      method === 'a2a.message.send'
+      method === 'a2a.message.send' && (params as { blocking?: unknown } | null)?.blocking === true
         ? this.broker.dispatch(method, params, {
             signal: this.callsEnded.signal,
             ...(dispatched === undefined ? {} : { onWaiting: () => dispatched.park() }),

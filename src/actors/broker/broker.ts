@@ -13,6 +13,7 @@ import {
   isMethodName,
 } from '../../protocol/methods.js';
 import { parseParams } from '../../protocol/parse.js';
+import { plainParams } from '../../protocol/plain-params.js';
 import { isTerminalState } from '../../protocol/task.js';
 import { A2A_MIGRATION_SET } from '../../persistence/a2a/schema.js';
 import { type BrokerOwner, type OwnershipClaim, claimOwnership } from '../../persistence/a2a/owner.js';
@@ -370,7 +371,8 @@ class EmbeddedBroker implements Broker {
     if (this.isClosed) return Promise.reject(brokerClosedError());
     let params: MethodParams<M>;
     try {
-      params = parseParams(METHODS[method].params, raw) as MethodParams<M>;
+      // The common shape of a send or a status, without the generic parse (`plain-params.ts`).
+      params = (plainParams(method, raw) ?? parseParams(METHODS[method].params, raw)) as MethodParams<M>;
     } catch (error) {
       return Promise.reject(error);
     }

@@ -1,0 +1,246 @@
+import fc from 'fast-check';
+import { test as fcTest } from '@fast-check/vitest';
+import { describe, expect, it } from 'vitest';
+import { A2A_MAX_METADATA_BYTES, A2A_MAX_TEXT_CHARS, MAX_ID_CHARS, MAX_JSON_DEPTH } from '../../src/protocol/bounds.js';
+import { METHODS } from '../../src/protocol/methods.js';
+import { parseParams } from '../../src/protocol/parse.js';
+import { plainParams } from '../../src/protocol/plain-params.js';
+import { TASK_STATES } from '../../src/protocol/task.js';
+
+type Method = 'a2a.message.send' | 'a2a.tasks.status';
+
+/** What `parseParams` makes of the value with the method's schema: its value, or that it refused. */
+function bySchema(method: Method, value: unknown): { ok: true; value: unknown } | { ok: false } {
+  try {
+    return { ok: true, value: parseParams(METHODS[method].params, value) };
+  } catch {
+    return { ok: false };
+  }
+}
+
+/** Every object's keys in order, by path: two values with the same list have the same key order. */
+function keyOrder(value: unknown, path = '$', out: string[] = []): string[] {
+  if (value !== null && typeof value === 'object') {
+    out.push(`${path}: ${Object.keys(value).join(',')}`);
+    for (const [key, item] of Object.entries(value)) keyOrder(item, `${path}.${key}`, out);
+  }
+  return out;
+}
+
+/** The property: a value the fast path accepts is exactly what the schema makes of it. */
+function agrees(method: Method, value: unknown): boolean {
+  const fast = plainParams(method, value);
+  if (fast === undefined) return false;
+  const slow = bySchema(method, value);
+  expect(slow.ok, 'the schema refuses a value the fast path accepted').toBe(true);
+  if (!slow.ok) return true;
+  expect(fast).toStrictEqual(slow.value);
+  expect(keyOrder(fast)).toEqual(keyOrder(slow.value));
+  expect(JSON.stringify(fast)).toBe(JSON.stringify(slow.value));
+  return true;
+}
+
+function nested(depth: number): unknown {
+  let value: unknown = 'leaf';
+  for (let i = 0; i < depth; i++) value = { deeper: value };
+  return value;
+}
+
+const withSymbol = { [Symbol('s')]: 1, a: 1 };
+const nullProto = Object.assign(Object.create(null) as object, { source: 'bench' });
+
+// Values near the accepted shapes, right and wrong, so that both sides are reached.
+const id = fc.oneof(
+  fc.string({ minLength: 1, maxLength: 40 }),
+  fc.constant(''),
+  fc.constant('i'.repeat(MAX_ID_CHARS)),
+  fc.constant('i'.repeat(MAX_ID_CHARS + 1)),
+  fc.integer(),
+  fc.constant(null),
+  fc.constant(undefined),
+);
+const metadata = fc.oneof(
+  fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 4 }),
+  fc.constant({}),
+  fc.constant(JSON.parse('{"__proto__":{"x":1}}') as unknown),
+  fc.constant({ deep: nested(MAX_JSON_DEPTH) }),
+  fc.constant({ deep: nested(MAX_JSON_DEPTH - 8) }),
+  fc.constant({ big: 'm'.repeat(A2A_MAX_METADATA_BYTES) }),
+  fc.constant({ kept: undefined, n: 1 }),
+  fc.constant({ 2: 'two', 1: 'one', b: 'b' }),
+  fc.constant(withSymbol),
+  fc.constant(nullProto),
+  fc.constant([1, 2]),
+  fc.constant(new Date(0)),
+  fc.constant(null),
+  fc.constant(undefined),
+);
+const text = fc.oneof(
+  fc.string({ maxLength: 30 }),
+  fc.constant('t'.repeat(A2A_MAX_TEXT_CHARS)),
+  fc.constant('t'.repeat(A2A_MAX_TEXT_CHARS + 1)),
+  fc.constant('😀'.repeat(A2A_MAX_TEXT_CHARS)),
+  fc.integer(),
+);
+const part = fc.oneof(
+  { weight: 5, arbitrary: fc.record({ kind: fc.constant('text'), text, metadata }, { requiredKeys: ['kind', 'text'] }) },
+  fc.record({ kind: fc.constant('data'), data: fc.dictionary(fc.string({ maxLength: 4 }), fc.jsonValue({ maxDepth: 2 })) }),
+  fc.record({ kind: fc.constant('file'), file: fc.record({ uri: fc.constant('https://example.com/f') }) }),
+  fc.record({ kind: fc.constant('text'), text: fc.string(), extra: fc.integer() }),
+  fc.constant({ kind: 'texts', text: 'x' }),
+  fc.constant(null),
+);
+const message = fc.oneof(
+  {
+    weight: 5,
+    arbitrary: fc.record(
+      { messageId: id, parts: fc.array(part, { minLength: 0, maxLength: 3 }), metadata },
+      { requiredKeys: ['parts'] },
+    ),
+  },
+  fc.record({ parts: fc.array(part, { minLength: 1, maxLength: 2 }), role: fc.constant('user') }),
+  fc.constant({ parts: 'text' }),
+  fc.constant(undefined),
+);
+const historyLength = fc.oneof(
+  fc.nat(1000),
+  fc.constant(-1),
+  fc.constant(1.5),
+  fc.constant(2 ** 60),
+  fc.constant(Number.NaN),
+  fc.constant('3'),
+  fc.constant(undefined),
+);
+const token = fc.oneof(fc.string({ minLength: 1, maxLength: 50 }), fc.constant(''), fc.constant('k'.repeat(257)));
+const extra = fc.oneof(fc.constant(undefined), fc.constant(1));
+
+const sendArb = fc
+  .record(
+    {
+      token,
+      message,
+      to: id,
+      taskId: id,
+      historyLength,
+      blocking: fc.oneof(fc.boolean(), fc.constant('true'), fc.constant(undefined)),
+      other: extra,
+    },
+    { requiredKeys: [] },
+  )
+  .map(({ other, ...params }) => (other === undefined ? params : { ...params, other }));
+const statusArb = fc
+  .record(
+    {
+      token,
+      id,
+      state: fc.oneof(fc.constantFrom(...TASK_STATES), fc.constant('done'), fc.constant(3)),
+      message,
+      historyLength,
+      other: extra,
+    },
+    { requiredKeys: [] },
+  )
+  .map(({ other, ...params }) => (other === undefined ? params : { ...params, other }));
+
+// Only values the fast path is meant to take: every one of them must be taken.
+const plainText = fc.record(
+  {
+    kind: fc.constant('text' as const),
+    text: fc.string({ maxLength: 30 }),
+    metadata: fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.jsonValue({ maxDepth: 3 }), {
+      maxKeys: 3,
+    }),
+  },
+  { requiredKeys: ['kind', 'text'] },
+);
+const plainMessage = fc.record(
+  {
+    messageId: fc.uuid(),
+    parts: fc.array(plainText, { minLength: 1, maxLength: 3 }),
+    metadata: fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 3 }),
+  },
+  { requiredKeys: ['parts'] },
+);
+const plainSendArb = fc
+  .tuple(
+    fc.string({ minLength: 1, maxLength: 40 }),
+    plainMessage,
+    fc.oneof(fc.record({ to: fc.string({ minLength: 1, maxLength: 20 }) }), fc.record({ taskId: fc.uuid() })),
+    fc.record({ historyLength: fc.nat(50), blocking: fc.boolean() }, { requiredKeys: [] }),
+  )
+  .map(([t, m, target, rest]) => ({ token: t, message: m, ...target, ...rest }));
+const plainStatusArb = fc
+  .tuple(
+    fc.string({ minLength: 1, maxLength: 40 }),
+    fc.uuid(),
+    fc.constantFrom(...TASK_STATES),
+    fc.record({ message: plainMessage, historyLength: fc.nat(50) }, { requiredKeys: [] }),
+  )
+  .map(([t, i, state, rest]) => ({ token: t, id: i, state, ...rest }));
+
+describe('plainParams', () => {
+  fcTest.prop([sendArb], { numRuns: 2000 })('a send it accepts is exactly what the schema makes of it', (value) => {
+    agrees('a2a.message.send', value);
+  });
+
+  fcTest.prop([statusArb], { numRuns: 2000 })('a status it accepts is exactly what the schema makes of it', (value) => {
+    agrees('a2a.tasks.status', value);
+  });
+
+  fcTest.prop([plainSendArb], { numRuns: 500 })('takes every send of the common shape', (value) => {
+    expect(agrees('a2a.message.send', value)).toBe(true);
+  });
+
+  fcTest.prop([plainStatusArb], { numRuns: 500 })('takes every status of the common shape', (value) => {
+    expect(agrees('a2a.tasks.status', value)).toBe(true);
+  });
+
+  it("takes the gateway's send and the worker's status as they come", () => {
+    const send = {
+      token: 'ucl9Yc_0Q6XV8JivONUPsATt0T0eZL9ZsUnvFVqOp_4',
+      to: 'worker-0',
+      message: {
+        messageId: '42a41541-8c91-4254-8b07-02b5f89eb496',
+        parts: [{ kind: 'text', text: 'do the thing', metadata: { 'a2a.v1': { mediaType: 'text/plain', absent: true } } }],
+      },
+      blocking: true,
+    };
+    expect(agrees('a2a.message.send', send)).toBe(true);
+    const sent = plainParams('a2a.message.send', send) as { message: { parts: { metadata: object }[] } };
+    // A copy: the caller's objects are not the params'.
+    expect(sent.message).not.toBe(send.message);
+    expect(sent.message.parts[0]?.metadata).not.toBe(send.message.parts[0]?.metadata);
+    const status = {
+      token: 'gGqfiN0_fBuOVHmZXB8C5IY5XRYa0XBDIvEIFVBCAgo',
+      id: '01a24ff1-7947-7379-9281-610ef95e7b4c',
+      state: 'completed',
+      message: { parts: [{ kind: 'text', text: 'done' }] },
+      historyLength: 0,
+    };
+    expect(agrees('a2a.tasks.status', status)).toBe(true);
+  });
+
+  it('leaves to the schema what it refuses or would drop', () => {
+    const base = { token: 't', to: 'worker', message: { parts: [{ kind: 'text', text: 'x' }] } };
+    const cases: unknown[] = [
+      { ...base, taskId: 'both' },
+      { token: 't', message: base.message },
+      { ...base, token: '' },
+      { ...base, historyLength: -1 },
+      { ...base, unknown: true },
+      { ...base, message: { parts: [] } },
+      { ...base, message: { parts: [{ kind: 'text', text: 't'.repeat(A2A_MAX_TEXT_CHARS + 1) }] } },
+      { ...base, message: { parts: [{ kind: 'text', text: 'x', metadata: { big: 'm'.repeat(A2A_MAX_METADATA_BYTES) } }] } },
+      { ...base, message: { parts: [{ kind: 'text', text: 'x' }], metadata: JSON.parse('{"__proto__":1}') } },
+      { ...base, message: { parts: [{ kind: 'text', text: 'x' }], metadata: { deep: nested(MAX_JSON_DEPTH) } } },
+      { ...base, message: { parts: [{ kind: 'data', data: { a: 1 } }] } },
+      { ...base, message: { parts: [{ kind: 'text', text: 'x', metadata: new Date(0) }] } },
+      { ...base, message: { parts: [{ kind: 'text', text: 'x' }], metadata: new Map([['a', 1]]) } },
+      { ...base, message: { parts: [{ kind: 'text', text: 'x' }], metadata: withSymbol } },
+      [base],
+      null,
+    ];
+    for (const value of cases) expect(plainParams('a2a.message.send', value), JSON.stringify(value)).toBeUndefined();
+    expect(plainParams('a2a.tasks.get', { token: 't', id: 'x' })).toBeUndefined();
+  });
+});
