@@ -83,8 +83,14 @@ const text = fc.oneof(
   fc.integer(),
 );
 const part = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ kind: fc.constant('text'), text, metadata }, { requiredKeys: ['kind', 'text'] }) },
-  fc.record({ kind: fc.constant('data'), data: fc.dictionary(fc.string({ maxLength: 4 }), fc.jsonValue({ maxDepth: 2 })) }),
+  {
+    weight: 5,
+    arbitrary: fc.record({ kind: fc.constant('text'), text, metadata }, { requiredKeys: ['kind', 'text'] }),
+  },
+  fc.record({
+    kind: fc.constant('data'),
+    data: fc.dictionary(fc.string({ maxLength: 4 }), fc.jsonValue({ maxDepth: 2 })),
+  }),
   fc.record({ kind: fc.constant('file'), file: fc.record({ uri: fc.constant('https://example.com/f') }) }),
   fc.record({ kind: fc.constant('text'), text: fc.string(), extra: fc.integer() }),
   fc.constant({ kind: 'texts', text: 'x' }),
@@ -201,7 +207,9 @@ describe('plainParams', () => {
       to: 'worker-0',
       message: {
         messageId: '42a41541-8c91-4254-8b07-02b5f89eb496',
-        parts: [{ kind: 'text', text: 'do the thing', metadata: { 'a2a.v1': { mediaType: 'text/plain', absent: true } } }],
+        parts: [
+          { kind: 'text', text: 'do the thing', metadata: { 'a2a.v1': { mediaType: 'text/plain', absent: true } } },
+        ],
       },
       blocking: true,
     };
@@ -230,7 +238,10 @@ describe('plainParams', () => {
       { ...base, unknown: true },
       { ...base, message: { parts: [] } },
       { ...base, message: { parts: [{ kind: 'text', text: 't'.repeat(A2A_MAX_TEXT_CHARS + 1) }] } },
-      { ...base, message: { parts: [{ kind: 'text', text: 'x', metadata: { big: 'm'.repeat(A2A_MAX_METADATA_BYTES) } }] } },
+      {
+        ...base,
+        message: { parts: [{ kind: 'text', text: 'x', metadata: { big: 'm'.repeat(A2A_MAX_METADATA_BYTES) } }] },
+      },
       { ...base, message: { parts: [{ kind: 'text', text: 'x' }], metadata: JSON.parse('{"__proto__":1}') } },
       { ...base, message: { parts: [{ kind: 'text', text: 'x' }], metadata: { deep: nested(MAX_JSON_DEPTH) } } },
       { ...base, message: { parts: [{ kind: 'data', data: { a: 1 } }] } },
