@@ -29,34 +29,49 @@ const PART_METADATA_DEPTH = 4;
 /** Depth of a message's metadata below the params (`message.metadata`). */
 const MESSAGE_METADATA_DEPTH = 2;
 
-function plainObject(value: unknown): value is Record<string, unknown> {
+/** An object as JSON makes it: no array, no class, no symbol key. */
+export function plainObject(value: unknown): value is Record<string, unknown> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
   const proto: unknown = Object.getPrototypeOf(value);
   return (proto === Object.prototype || proto === null) && Object.getOwnPropertySymbols(value).length === 0;
 }
 
-function text(value: unknown, max: number): value is string {
+/** A string of 1 to `max` UTF-16 units (`z.string().min(1).max(max)`). */
+export function text(value: unknown, max: number): value is string {
   return typeof value === 'string' && value.length >= 1 && value.length <= max;
 }
 
-function historyLength(value: unknown): value is number {
+/** `HistoryLengthSchema`'s number: a safe integer from 0. */
+export function historyLength(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 }
 
-/** Metadata as `MetadataSchema` returns it (a copy, values shared), or `undefined` when it is not that simple. */
-function metadata(value: unknown, depth: number): Record<string, unknown> | undefined {
+/**
+ * A JSON object at `depth` below the params as `z.record(z.string(),
+ * z.unknown())` returns it (a copy, its values shared), when it passes
+ * `parseParams`'s shape check there and, with `maxBytes`, is at most that
+ * many bytes of JSON; else `undefined`.
+ */
+export function plainRecord(value: unknown, depth: number, maxBytes?: number): Record<string, unknown> | undefined {
   if (!plainObject(value)) return undefined;
   if (jsonShapeIssue(value, MAX_JSON_DEPTH - depth) !== undefined) return undefined;
-  let json: string;
-  try {
-    json = JSON.stringify(value);
-  } catch {
-    return undefined;
+  if (maxBytes !== undefined) {
+    let json: string;
+    try {
+      json = JSON.stringify(value);
+    } catch {
+      return undefined;
+    }
+    if (utf8LengthExceeds(json, maxBytes)) return undefined;
   }
-  if (utf8LengthExceeds(json, A2A_MAX_METADATA_BYTES)) return undefined;
   const copy: Record<string, unknown> = {};
   for (const key of Object.keys(value)) copy[key] = value[key];
   return copy;
+}
+
+/** Metadata as `MetadataSchema` returns it, or `undefined` when it is not that simple. */
+function metadata(value: unknown, depth: number): Record<string, unknown> | undefined {
+  return plainRecord(value, depth, A2A_MAX_METADATA_BYTES);
 }
 
 function textPart(value: unknown): TextPart | undefined {

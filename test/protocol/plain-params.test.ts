@@ -184,7 +184,63 @@ const plainStatusArb = fc
   )
   .map(([t, i, state, rest]) => ({ token: t, id: i, state, ...rest }));
 
+/** Values a field may be set to by `oneChange`: of every type, right and wrong. */
+const odd = fc.oneof(
+  fc.constantFrom<unknown>(undefined, null, '', 'i'.repeat(MAX_ID_CHARS + 1), 0, -1, 1.5, 2 ** 60, true, [], {}, [1]),
+  fc.constantFrom<unknown>('t'.repeat(A2A_MAX_TEXT_CHARS + 1), { big: 'm'.repeat(A2A_MAX_METADATA_BYTES) }, nullProto),
+  fc.constant({ deep: nested(MAX_JSON_DEPTH) }),
+  fc.constant(JSON.parse('{"__proto__":1}') as unknown),
+  fc.constantFrom<unknown>(...TASK_STATES, 'text', 'data'),
+  fc.string({ maxLength: 5 }),
+);
+const SEND_PATHS = [
+  ['token'],
+  ['to'],
+  ['taskId'],
+  ['historyLength'],
+  ['blocking'],
+  ['other'],
+  ['message'],
+  ['message', 'messageId'],
+  ['message', 'parts'],
+  ['message', 'metadata'],
+  ['message', 'role'],
+  ['message', 'parts', 0],
+  ['message', 'parts', 0, 'kind'],
+  ['message', 'parts', 0, 'text'],
+  ['message', 'parts', 0, 'metadata'],
+  ['message', 'parts', 0, 'data'],
+] as const;
+const STATUS_PATHS = [['id'], ['state'], ...SEND_PATHS.filter((path) => path[0] !== 'to' && path[0] !== 'blocking')];
+/** A value of the common shape with one field set to another value (`undefined`: the key present and unset). */
+function oneChange(base: fc.Arbitrary<object>, paths: readonly (readonly (string | number)[])[]) {
+  return fc.tuple(base, fc.constantFrom(...paths), odd).map(([value, path, to]) => {
+    const copy = structuredClone(value) as Record<string | number, unknown>;
+    let node: Record<string | number, unknown> = copy;
+    for (const key of path.slice(0, -1)) {
+      if (node[key] === null || typeof node[key] !== 'object') node[key] = {};
+      node = node[key] as Record<string | number, unknown>;
+    }
+    node[path[path.length - 1] as string | number] = to;
+    return copy;
+  });
+}
+
 describe('plainParams', () => {
+  fcTest.prop([oneChange(plainSendArb, SEND_PATHS)], { numRuns: 3000 })(
+    'a send one change away from the common shape: if it accepts it, exactly as the schema',
+    (value) => {
+      agrees('a2a.message.send', value);
+    },
+  );
+
+  fcTest.prop([oneChange(plainStatusArb, STATUS_PATHS)], { numRuns: 3000 })(
+    'a status one change away from the common shape: if it accepts it, exactly as the schema',
+    (value) => {
+      agrees('a2a.tasks.status', value);
+    },
+  );
+
   fcTest.prop([sendArb], { numRuns: 2000 })('a send it accepts is exactly what the schema makes of it', (value) => {
     agrees('a2a.message.send', value);
   });

@@ -19,6 +19,7 @@ import { parseParams } from '../parse.js';
 import { V1_CARRY_KEY, withExtras } from './carry.js';
 import { TASK_STATE_V03 } from './field-table.js';
 import { listTasksPage } from './list-tasks.js';
+import { V1SendParamsSchema, plainV1Send } from './send-params.js';
 import { ARTIFACT_EXTRAS, messageSendFromV1, partToV03 } from './message-mapping.js';
 import {
   V1ListTasksRequestSchema,
@@ -74,18 +75,12 @@ export function notificationToV1(method: string, params: unknown): unknown {
   return params;
 }
 
-const SendSchema = z.object({
-  capability: Capability,
-  to: z.string().min(1).max(256).optional(),
-  message: V1MessageSchema,
-  configuration: z.object({ historyLength: HistoryLength }).loose().optional(),
-  metadata: V1MetadataSchema.optional(),
-});
 const sendMessage = (note: string): V1Method => ({
   serves: 'a2a.message.send',
   note,
   call(raw) {
-    const p = parseParams(SendSchema, raw);
+    // The common shape without the generic parse (`send-params.ts`).
+    const p = plainV1Send(raw) ?? parseParams(V1SendParamsSchema, raw);
     if (p.configuration?.taskPushNotificationConfig !== undefined) {
       throw invalidParams(
         'a push config is set on a task that exists: call CreateTaskPushNotificationConfig with the task id this call answers',
