@@ -4,15 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { V1SendParamsSchema, plainV1Send } from '../../src/protocol/a2a-v1/send-params.js';
 import { MAX_ID_CHARS, MAX_JSON_DEPTH } from '../../src/protocol/bounds.js';
 import { parseParams } from '../../src/protocol/parse.js';
-
-/** Every object's keys in order, by path: two values with the same list have the same key order. */
-function keyOrder(value: unknown, path = '$', out: string[] = []): string[] {
-  if (value !== null && typeof value === 'object') {
-    out.push(`${path}: ${Object.keys(value).join(',')}`);
-    for (const [key, item] of Object.entries(value)) keyOrder(item, `${path}.${key}`, out);
-  }
-  return out;
-}
+import { keyOrder, nested, oneChange } from './plain-shape-helpers.js';
 
 /** The property: a value the fast path accepts is exactly what the schema makes of it. */
 function agrees(value: unknown): boolean {
@@ -26,12 +18,6 @@ function agrees(value: unknown): boolean {
   expect(keyOrder(fast)).toEqual(keyOrder(slow));
   expect(JSON.stringify(fast)).toBe(JSON.stringify(slow));
   return true;
-}
-
-function nested(depth: number): unknown {
-  let value: unknown = 'leaf';
-  for (let i = 0; i < depth; i++) value = { deeper: value };
-  return value;
 }
 
 const record = fc.oneof(
@@ -170,20 +156,10 @@ const PATHS = [
   ['configuration', 'historyLength'],
   ['configuration', 'acceptedOutputModes'],
 ] as const;
-/** A request of the common shape with one field set to another value (or, when `undefined`, the key present and unset). */
-const oneChange = fc.tuple(plainSendArb, fc.constantFrom(...PATHS), odd).map(([value, path, to]) => {
-  const copy = structuredClone(value) as Record<string | number, unknown>;
-  let node: Record<string | number, unknown> = copy;
-  for (const key of path.slice(0, -1)) {
-    if (node[key] === null || typeof node[key] !== 'object') node[key] = {};
-    node = node[key] as Record<string | number, unknown>;
-  }
-  node[path[path.length - 1] as string | number] = to;
-  return copy;
-});
+const oneChanged = oneChange(plainSendArb, PATHS, odd);
 
 describe('plainV1Send', () => {
-  fcTest.prop([oneChange], { numRuns: 3000 })(
+  fcTest.prop([oneChanged], { numRuns: 3000 })(
     'a request one change away from the common shape: if it accepts it, exactly as the schema',
     (value) => {
       agrees(value);
