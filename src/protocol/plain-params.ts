@@ -1,7 +1,8 @@
 import { A2A_MAX_METADATA_BYTES, MAX_ID_CHARS, MAX_JSON_DEPTH } from './bounds.js';
 import { jsonShapeIssue } from './json-shape.js';
 import type { SendParams, SetStatusParams } from './methods.js';
-import { type TextPart, textWithinBound, utf8LengthExceeds } from './parts.js';
+import { type TextPart, textWithinBound } from './parts.js';
+import { utf8LengthExceeds } from './utf8-length.js';
 import { type MessageSend, TASK_STATES, type TaskState } from './task.js';
 
 /**
