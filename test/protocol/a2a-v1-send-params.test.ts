@@ -4,7 +4,16 @@ import { describe, expect, it } from 'vitest';
 import { V1SendParamsSchema, plainV1Send } from '../../src/protocol/a2a-v1/send-params.js';
 import { MAX_ID_CHARS, MAX_JSON_DEPTH } from '../../src/protocol/bounds.js';
 import { parseParams } from '../../src/protocol/parse.js';
-import { keyOrder, nested, oneChange } from './plain-shape-helpers.js';
+import {
+  at,
+  inProcessOddities,
+  jsonRecord,
+  keyOrder,
+  nested,
+  oneChange,
+  replacedAt,
+  shuffled,
+} from './plain-shape-helpers.js';
 
 /** The property: a value the fast path accepts is exactly what the schema makes of it. */
 function agrees(value: unknown): boolean {
@@ -98,7 +107,7 @@ const plainText = fc.record(
     text: fc.string({ maxLength: 20 }),
     filename: fc.string({ maxLength: 10 }),
     mediaType: fc.constantFrom('text/plain', 'text/markdown'),
-    metadata: fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 2 }),
+    metadata: jsonRecord(2, 2),
   },
   { requiredKeys: ['text'] },
 );
@@ -113,14 +122,12 @@ const plainSendArb = fc.record(
         taskId: fc.string({ maxLength: 10 }),
         role: fc.constantFrom('ROLE_USER', 'ROLE_AGENT'),
         parts: fc.array(plainText, { minLength: 1, maxLength: 3 }),
-        metadata: fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), {
-          maxKeys: 2,
-        }),
+        metadata: jsonRecord(2, 2),
       },
       { requiredKeys: ['messageId', 'role', 'parts'] },
     ),
     configuration: fc.record({ historyLength: fc.nat(20) }, { requiredKeys: [] }),
-    metadata: fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 2 }),
+    metadata: jsonRecord(2, 2),
   },
   { requiredKeys: ['capability', 'message'] },
 );
@@ -170,7 +177,7 @@ describe('plainV1Send', () => {
     agrees(value);
   });
 
-  fcTest.prop([plainSendArb], { numRuns: 500 })('takes every request of the common shape', (value) => {
+  fcTest.prop([shuffled(plainSendArb)], { numRuns: 500 })('takes every request of the common shape', (value) => {
     expect(agrees(value)).toBe(true);
   });
 
@@ -192,6 +199,36 @@ describe('plainV1Send', () => {
     expect(Object.keys(taken)).toEqual(['capability', 'to', 'message', 'configuration']);
     const deepest = { ...request, message: { ...request.message, metadata: { deep: nested(MAX_JSON_DEPTH - 3) } } };
     expect(agrees(deepest)).toBe(true);
+  });
+
+  it('never throws, and agrees with the schema, on values built in process', () => {
+    const request = {
+      capability: 'c',
+      to: 'a',
+      message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'x', metadata: { a: 1 } }], metadata: { b: 2 } },
+      configuration: { historyLength: 3 },
+      metadata: { c: 3 },
+    };
+    let accepted = 0;
+    for (const path of [[], ['message'], ['message', 'parts', 0], ['configuration']]) {
+      for (const odd of inProcessOddities(at(request, path))) {
+        const value = replacedAt(request, path, odd);
+        expect(() => plainV1Send(value)).not.toThrow();
+        if (agrees(value)) accepted++;
+      }
+    }
+    expect(accepted).toBeGreaterThanOrEqual(4);
+  });
+
+  it('refuses metadata one level deeper than the shape check allows, at each place', () => {
+    const base = { capability: 'c', message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'x' }] } };
+    const part = (metadata: unknown) => ({ ...base, message: { ...base.message, parts: [{ text: 'x', metadata }] } });
+    const request = (metadata: unknown) => ({ ...base, metadata });
+    // Metadata at depth L holding `nested(d)`: its innermost object is at depth L + d, refused from MAX_JSON_DEPTH.
+    expect(agrees(part({ deep: nested(MAX_JSON_DEPTH - 5) }))).toBe(true);
+    expect(plainV1Send(part({ deep: nested(MAX_JSON_DEPTH - 4) }))).toBeUndefined();
+    expect(agrees(request({ deep: nested(MAX_JSON_DEPTH - 2) }))).toBe(true);
+    expect(plainV1Send(request({ deep: nested(MAX_JSON_DEPTH - 1) }))).toBeUndefined();
   });
 
   it('leaves to the schema what it refuses, would drop or would keep beside', () => {

@@ -4,7 +4,16 @@ import { describe, expect, it } from 'vitest';
 import { A2A_MAX_METADATA_BYTES, A2A_MAX_TEXT_CHARS, MAX_ID_CHARS, MAX_JSON_DEPTH } from '../../src/protocol/bounds.js';
 import { METHODS } from '../../src/protocol/methods.js';
 import { parseParams } from '../../src/protocol/parse.js';
-import { keyOrder, nested, oneChange } from './plain-shape-helpers.js';
+import {
+  at,
+  inProcessOddities,
+  jsonRecord,
+  keyOrder,
+  nested,
+  oneChange,
+  replacedAt,
+  shuffled,
+} from './plain-shape-helpers.js';
 import { plainParams } from '../../src/protocol/plain-params.js';
 import { TASK_STATES } from '../../src/protocol/task.js';
 
@@ -139,9 +148,7 @@ const plainText = fc.record(
   {
     kind: fc.constant('text' as const),
     text: fc.string({ maxLength: 30 }),
-    metadata: fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.jsonValue({ maxDepth: 3 }), {
-      maxKeys: 3,
-    }),
+    metadata: jsonRecord(3, 3),
   },
   { requiredKeys: ['kind', 'text'] },
 );
@@ -149,7 +156,7 @@ const plainMessage = fc.record(
   {
     messageId: fc.uuid(),
     parts: fc.array(plainText, { minLength: 1, maxLength: 3 }),
-    metadata: fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 3 }),
+    metadata: jsonRecord(3, 3),
   },
   { requiredKeys: ['parts'] },
 );
@@ -222,11 +229,11 @@ describe('plainParams', () => {
     agrees('a2a.tasks.status', value);
   });
 
-  fcTest.prop([plainSendArb], { numRuns: 500 })('takes every send of the common shape', (value) => {
+  fcTest.prop([shuffled(plainSendArb)], { numRuns: 500 })('takes every send of the common shape', (value) => {
     expect(agrees('a2a.message.send', value)).toBe(true);
   });
 
-  fcTest.prop([plainStatusArb], { numRuns: 500 })('takes every status of the common shape', (value) => {
+  fcTest.prop([shuffled(plainStatusArb)], { numRuns: 500 })('takes every status of the common shape', (value) => {
     expect(agrees('a2a.tasks.status', value)).toBe(true);
   });
 
@@ -255,6 +262,52 @@ describe('plainParams', () => {
       historyLength: 0,
     };
     expect(agrees('a2a.tasks.status', status)).toBe(true);
+  });
+
+  it('never throws, and agrees with the schema, on values built in process', () => {
+    const send = {
+      token: 't',
+      to: 'worker',
+      message: { messageId: 'm', parts: [{ kind: 'text', text: 'x', metadata: { a: 1 } }], metadata: { b: 2 } },
+      blocking: true,
+    };
+    let accepted = 0;
+    for (const path of [[], ['message'], ['message', 'parts', 0]]) {
+      for (const odd of inProcessOddities(at(send, path))) {
+        const value = replacedAt(send, path, odd);
+        expect(() => plainParams('a2a.message.send', value)).not.toThrow();
+        if (agrees('a2a.message.send', value)) accepted++;
+      }
+    }
+    // A plain proxy at each level is taken, as the schema takes it.
+    expect(accepted).toBeGreaterThanOrEqual(3);
+    // Parts with an iterator of their own: read by index, as the schema reads them.
+    const parts = [{ kind: 'text', text: 'x' }];
+    Object.defineProperty(parts, Symbol.iterator, {
+      value: function* () {
+        yield { kind: 'text', text: 'other' };
+      },
+    });
+    expect(agrees('a2a.message.send', { ...send, message: { parts } })).toBe(true);
+  });
+
+  it('refuses metadata one level deeper than the shape check allows, at each place', () => {
+    const part = (metadata: unknown) => ({
+      token: 't',
+      to: 'a',
+      message: { parts: [{ kind: 'text', text: 'x', metadata }] },
+    });
+    const message = (metadata: unknown) => ({
+      token: 't',
+      to: 'a',
+      message: { parts: [{ kind: 'text', text: 'x' }], metadata },
+    });
+    // Metadata at depth L holding `nested(d)`: its innermost object is at depth L + d, refused from MAX_JSON_DEPTH.
+    expect(agrees('a2a.message.send', part({ deep: nested(MAX_JSON_DEPTH - 5) }))).toBe(true);
+    expect(plainParams('a2a.message.send', part({ deep: nested(MAX_JSON_DEPTH - 4) }))).toBeUndefined();
+    expect(agrees('a2a.message.send', message({ deep: nested(MAX_JSON_DEPTH - 3) }))).toBe(true);
+    expect(plainParams('a2a.message.send', message({ deep: nested(MAX_JSON_DEPTH - 2) }))).toBeUndefined();
+    expect(bySchema('a2a.message.send', message({ deep: nested(MAX_JSON_DEPTH - 2) })).ok).toBe(false);
   });
 
   it('leaves to the schema what it refuses or would drop', () => {

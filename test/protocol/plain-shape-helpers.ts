@@ -38,3 +38,96 @@ export function oneChange<T extends object>(
     return copy;
   });
 }
+
+/** A JSON object of a few keys (no `__proto__` at any depth: the shape check refuses it). */
+export function jsonRecord(maxDepth: number, maxKeys: number): fc.Arbitrary<Record<string, unknown>> {
+  return fc
+    .dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.jsonValue({ maxDepth }), { maxKeys })
+    .filter((value) => !JSON.stringify(value).includes('"__proto__"'));
+}
+
+/** The same value with the keys of every plain object in another order (drawn from `seed`). */
+export function shuffleKeys(value: unknown, seed: number): unknown {
+  let state = seed >>> 0 || 1;
+  const next = () => {
+    state = (state * 1103515245 + 12345) >>> 0;
+    return state;
+  };
+  const walk = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(walk);
+    if (node === null || typeof node !== 'object' || Object.getPrototypeOf(node) !== Object.prototype) return node;
+    const entries = Object.entries(node);
+    for (let i = entries.length - 1; i > 0; i--) {
+      const j = next() % (i + 1);
+      [entries[i], entries[j]] = [entries[j] as [string, unknown], entries[i] as [string, unknown]];
+    }
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of entries) out[key] = walk(item);
+    return out;
+  };
+  return walk(value);
+}
+
+/** `arb`'s values with their keys in shuffled orders. */
+export function shuffled<T>(arb: fc.Arbitrary<T>): fc.Arbitrary<unknown> {
+  return fc.tuple(arb, fc.nat()).map(([value, seed]) => shuffleKeys(value, seed));
+}
+
+/**
+ * Values built in process that JSON cannot make: properties not enumerable,
+ * inherited or behind getters, proxies, arrays with their own iterator,
+ * metadata whose `toJSON` gives nothing or whose `constructor` is a function.
+ * `base` is a well-formed value; `paths` name an object inside it to bend.
+ */
+export function inProcessOddities(base: Record<string, unknown>): unknown[] {
+  const copy = () => structuredClone(base);
+  const out: unknown[] = [];
+  const hidden = (target: object, key: string, value: unknown) =>
+    Object.defineProperty(target, key, { value, enumerable: false, configurable: true, writable: true });
+  for (const key of Object.keys(base)) {
+    const hiddenKey = copy();
+    const value = hiddenKey[key];
+    delete hiddenKey[key];
+    hidden(hiddenKey, key, value);
+    out.push(hiddenKey);
+    const inherited = Object.create({ [key]: base[key] }) as Record<string, unknown>;
+    for (const other of Object.keys(base)) if (other !== key) inherited[other] = base[other];
+    out.push(inherited);
+    const flipping = copy();
+    let reads = 0;
+    Object.defineProperty(flipping, key, { enumerable: true, get: () => (reads++ === 0 ? base[key] : 42) });
+    out.push(flipping);
+  }
+  out.push(new Proxy(copy(), {}));
+  out.push(
+    new Proxy(copy(), {
+      getPrototypeOf() {
+        throw new Error('no prototype');
+      },
+    }),
+  );
+  out.push(
+    new Proxy(copy(), {
+      has: (target, key) => key === 'metadata' || key in target,
+      get: (target, key) => (key === 'metadata' ? 7 : (target as Record<string | symbol, unknown>)[key]),
+    }),
+  );
+  out.push({ ...copy(), metadata: { toJSON: () => undefined } });
+  out.push({ ...copy(), metadata: { constructor: function f() {} } });
+  return out;
+}
+
+/** The object at `path` inside `value`. */
+export function at(value: unknown, path: readonly (string | number)[]): Record<string, unknown> {
+  let node = value as Record<string | number, unknown>;
+  for (const key of path) node = node[key] as Record<string | number, unknown>;
+  return node as Record<string, unknown>;
+}
+
+/** A copy of `base` with the object at `path` replaced by `replacement` (the whole value when `path` is empty). */
+export function replacedAt(base: object, path: readonly (string | number)[], replacement: unknown): unknown {
+  if (path.length === 0) return replacement;
+  const copy = structuredClone(base) as Record<string | number, unknown>;
+  at(copy, path.slice(0, -1))[path[path.length - 1] as string] = replacement;
+  return copy;
+}

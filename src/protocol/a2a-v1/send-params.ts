@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { MAX_ID_CHARS } from '../bounds.js';
-import { historyLength, plainObject, plainRecord, text } from '../plain-params.js';
+import { fieldsOf, historyLength, plainItems, plainRecord, text } from '../plain-params.js';
 import { V1MessageSchema, V1MetadataSchema, type V1Message, type V1Part, type V1Role } from './schemas.js';
 
 /** Params of version 11's `SendMessage` and `SendStreamingMessage`: v1.0's request plus the caller's `capability`. */
@@ -24,111 +24,116 @@ const MESSAGE_METADATA_DEPTH = 2;
 /** Depth of the request's metadata below the params. */
 const REQUEST_METADATA_DEPTH = 1;
 
+const TEXT_PART_KEYS = ['text', 'raw', 'url', 'data', 'filename', 'mediaType', 'metadata'] as const;
+
 /** A v1.0 text part (`text`, with optional `filename`, `mediaType`, `metadata`) as the schema returns it. */
 function textPart(value: unknown): V1Part | undefined {
-  if (!plainObject(value)) return undefined;
-  for (const key in value) {
-    if (key !== 'text' && key !== 'filename' && key !== 'mediaType' && key !== 'metadata') return undefined;
+  const fields = fieldsOf(value, TEXT_PART_KEYS);
+  // Another content member beside `text` (or instead of it) is the schema's to take or refuse.
+  if (fields === undefined || 'raw' in fields || 'url' in fields || 'data' in fields) return undefined;
+  if (typeof fields.text !== 'string') return undefined;
+  const out: V1Part = { text: fields.text };
+  if ('filename' in fields) {
+    if (typeof fields.filename !== 'string') return undefined;
+    out.filename = fields.filename;
   }
-  if (typeof value.text !== 'string') return undefined;
-  const out: V1Part = { text: value.text };
-  if ('filename' in value) {
-    if (typeof value.filename !== 'string') return undefined;
-    out.filename = value.filename;
+  if ('mediaType' in fields) {
+    if (typeof fields.mediaType !== 'string') return undefined;
+    out.mediaType = fields.mediaType;
   }
-  if ('mediaType' in value) {
-    if (typeof value.mediaType !== 'string') return undefined;
-    out.mediaType = value.mediaType;
-  }
-  if ('metadata' in value) {
-    const metadata = plainRecord(value.metadata, PART_METADATA_DEPTH);
+  if ('metadata' in fields) {
+    const metadata = plainRecord(fields.metadata, PART_METADATA_DEPTH);
     if (metadata === undefined) return undefined;
     out.metadata = metadata;
   }
   return out;
 }
 
+const MESSAGE_KEYS = [
+  'messageId',
+  'contextId',
+  'taskId',
+  'role',
+  'parts',
+  'metadata',
+  'extensions',
+  'referenceTaskIds',
+] as const;
+
 /** A v1.0 message of text parts, without extensions or referenced tasks, as the schema returns it. */
 function message(value: unknown): V1Message | undefined {
-  if (!plainObject(value)) return undefined;
-  for (const key in value) {
-    if (
-      key !== 'messageId' &&
-      key !== 'contextId' &&
-      key !== 'taskId' &&
-      key !== 'role' &&
-      key !== 'parts' &&
-      key !== 'metadata'
-    ) {
-      return undefined;
-    }
-  }
-  const { messageId, role, parts: rawParts } = value;
+  const fields = fieldsOf(value, MESSAGE_KEYS);
+  if (fields === undefined || 'extensions' in fields || 'referenceTaskIds' in fields) return undefined;
+  const { messageId, role } = fields;
   if (!text(messageId, MAX_ID_CHARS) || (role !== 'ROLE_USER' && role !== 'ROLE_AGENT')) return undefined;
-  if (!Array.isArray(rawParts) || rawParts.length === 0) return undefined;
+  const items = plainItems(fields.parts);
+  if (items === undefined || items.length === 0) return undefined;
   const parts: V1Part[] = [];
-  for (const raw of rawParts) {
-    const part = textPart(raw);
+  for (const item of items) {
+    const part = textPart(item);
     if (part === undefined) return undefined;
     parts.push(part);
   }
   const out = { messageId } as V1Message;
-  if ('contextId' in value) {
-    if (typeof value.contextId !== 'string') return undefined;
-    out.contextId = value.contextId;
+  if ('contextId' in fields) {
+    if (typeof fields.contextId !== 'string') return undefined;
+    out.contextId = fields.contextId;
   }
-  if ('taskId' in value) {
-    if (typeof value.taskId !== 'string') return undefined;
-    out.taskId = value.taskId;
+  if ('taskId' in fields) {
+    if (typeof fields.taskId !== 'string') return undefined;
+    out.taskId = fields.taskId;
   }
   out.role = role as V1Role;
   out.parts = parts;
-  if ('metadata' in value) {
-    const metadata = plainRecord(value.metadata, MESSAGE_METADATA_DEPTH);
+  if ('metadata' in fields) {
+    const metadata = plainRecord(fields.metadata, MESSAGE_METADATA_DEPTH);
     if (metadata === undefined) return undefined;
     out.metadata = metadata;
   }
   return out;
 }
+
+const SEND_KEYS = ['capability', 'to', 'message', 'configuration', 'metadata'] as const;
+const CONFIGURATION_KEYS = ['historyLength'] as const;
 
 /**
  * `SendMessage`'s params in their common shape (a message of text parts; a
  * configuration with at most `historyLength`), accepted without running
  * `V1SendParamsSchema`: a value accepted here is exactly what `parseParams`
  * makes of it with the schema (a property test holds the two together);
- * anything else is `undefined`, for the schema to parse, answer or refuse.
+ * anything else (as `plainParams` says) is `undefined`, for the schema to
+ * parse, answer or refuse. Each field is read once.
  */
 export function plainV1Send(value: unknown): V1SendParams | undefined {
-  if (!plainObject(value)) return undefined;
-  for (const key in value) {
-    if (key !== 'capability' && key !== 'to' && key !== 'message' && key !== 'configuration' && key !== 'metadata') {
-      return undefined;
-    }
+  try {
+    return plainSend(value);
+  } catch {
+    // A value whose reading throws (a getter, a proxy): the schema says what it makes of it.
+    return undefined;
   }
-  if (!text(value.capability, 256)) return undefined;
-  const sent = message(value.message);
+}
+
+function plainSend(value: unknown): V1SendParams | undefined {
+  const fields = fieldsOf(value, SEND_KEYS);
+  if (fields === undefined || !text(fields.capability, 256)) return undefined;
+  const out = { capability: fields.capability } as V1SendParams;
+  if ('to' in fields) {
+    if (!text(fields.to, 256)) return undefined;
+    out.to = fields.to;
+  }
+  const sent = message(fields.message);
   if (sent === undefined) return undefined;
-  const out = { capability: value.capability } as V1SendParams;
-  if ('to' in value) {
-    if (!text(value.to, 256)) return undefined;
-    out.to = value.to;
-  }
   out.message = sent;
-  if ('configuration' in value) {
-    const configuration = value.configuration;
-    if (!plainObject(configuration)) return undefined;
-    let keys = 0;
-    for (const key in configuration) {
-      if (key !== 'historyLength') return undefined;
-      keys++;
-    }
-    if (keys === 0) out.configuration = {};
+  if ('configuration' in fields) {
+    const configuration = fieldsOf(fields.configuration, CONFIGURATION_KEYS);
+    if (configuration === undefined) return undefined;
+    if (!('historyLength' in configuration)) out.configuration = {};
     else if (historyLength(configuration.historyLength)) {
       out.configuration = { historyLength: configuration.historyLength };
     } else return undefined;
   }
-  if ('metadata' in value) {
-    const metadata = plainRecord(value.metadata, REQUEST_METADATA_DEPTH);
+  if ('metadata' in fields) {
+    const metadata = plainRecord(fields.metadata, REQUEST_METADATA_DEPTH);
     if (metadata === undefined) return undefined;
     out.metadata = metadata;
   }
