@@ -19,7 +19,7 @@ import { parseParams } from '../parse.js';
 import { V1_CARRY_KEY, withExtras } from './carry.js';
 import { TASK_STATE_V03 } from './field-table.js';
 import { listTasksPage } from './list-tasks.js';
-import { V1SendParamsSchema, plainV1Send } from './send-params.js';
+import { V1CapabilitySchema, V1HistoryLengthSchema, V1SendParamsSchema, plainV1Send } from './send-params.js';
 import { ARTIFACT_EXTRAS, messageSendFromV1, partToV03 } from './message-mapping.js';
 import {
   V1ListTasksRequestSchema,
@@ -35,10 +35,7 @@ import { agentCardToV1, statusToV1, taskEventToV1, taskToV1 } from './task-mappi
 /** The id of the one push notification config a task holds, as v1.0 names it. */
 export const PUSH_CONFIG_ID = 'default';
 
-/** The caller's capability token on version 11 (v1.0 requests own `token`: a push config's). */
-const Capability = z.string().min(1).max(256);
 const Id = z.string().min(1).max(256);
-const HistoryLength = z.number().int().min(0).optional();
 
 /** One call of version 11: the broker method it becomes, its params there, and how its answer reads in v1.0. */
 export interface V1Call {
@@ -101,9 +98,9 @@ const sendMessage = (note: string): V1Method => ({
   },
 });
 
-const TaskRefSchema = z.object({ capability: Capability, id: Id, historyLength: HistoryLength });
-const PushRefSchema = z.object({ capability: Capability, taskId: Id, id: z.string().optional() });
-const CreatePushSchema = V1TaskPushNotificationConfigSchema.extend({ capability: Capability });
+const TaskRefSchema = z.object({ capability: V1CapabilitySchema, id: Id, historyLength: V1HistoryLengthSchema });
+const PushRefSchema = z.object({ capability: V1CapabilitySchema, taskId: Id, id: z.string().optional() });
+const CreatePushSchema = V1TaskPushNotificationConfigSchema.extend({ capability: V1CapabilitySchema });
 
 function checkPushId(id: string | undefined): void {
   if (id !== undefined && id !== '' && id !== PUSH_CONFIG_ID) {
@@ -140,7 +137,10 @@ export const V1_METHODS: Readonly<Record<string, V1Method>> = {
     note: 'one page of the caller’s tasks (`role` narrows to `requester` or `worker`)',
     call(raw) {
       const p = parseParams(
-        V1ListTasksRequestSchema.extend({ capability: Capability, role: z.enum(['requester', 'worker']).optional() }),
+        V1ListTasksRequestSchema.extend({
+          capability: V1CapabilitySchema,
+          role: z.enum(['requester', 'worker']).optional(),
+        }),
         raw,
       );
       return {
@@ -295,7 +295,7 @@ export const V1_LOCAL_METHODS: Readonly<Record<string, V1Method>> = {
     serves: 'a2a.agents.deregister',
     note: '`capability` for the token; `keepTasks` as on version 10',
     call(raw) {
-      const p = parseParams(z.object({ capability: Capability, keepTasks: z.boolean().optional() }), raw);
+      const p = parseParams(z.object({ capability: V1CapabilitySchema, keepTasks: z.boolean().optional() }), raw);
       const params = { token: p.capability, ...(p.keepTasks === undefined ? {} : { keepTasks: p.keepTasks }) };
       return { method: 'a2a.agents.deregister', params, answer: (result) => result };
     },
@@ -306,7 +306,7 @@ export const V1_LOCAL_METHODS: Readonly<Record<string, V1Method>> = {
     call(raw, version) {
       const p = parseParams(
         z.object({
-          capability: Capability,
+          capability: V1CapabilitySchema,
           cursor: ListAgentsParamsSchema.shape.cursor,
           limit: ListAgentsParamsSchema.shape.limit,
         }),
@@ -335,11 +335,11 @@ export const V1_LOCAL_METHODS: Readonly<Record<string, V1Method>> = {
     call(raw) {
       const p = parseParams(
         z.object({
-          capability: Capability,
+          capability: V1CapabilitySchema,
           id: Id,
           state: V1TaskStateSchema,
           message: V1MessageSchema.optional(),
-          historyLength: HistoryLength,
+          historyLength: V1HistoryLengthSchema,
         }),
         raw,
       );
@@ -362,7 +362,7 @@ export const V1_LOCAL_METHODS: Readonly<Record<string, V1Method>> = {
     call(raw) {
       const p = parseParams(
         z.object({
-          capability: Capability,
+          capability: V1CapabilitySchema,
           id: Id,
           artifact: ArtifactSendV1Schema,
           append: z.boolean().optional(),
@@ -396,7 +396,7 @@ export const V1_LOCAL_METHODS: Readonly<Record<string, V1Method>> = {
     call(raw) {
       const p = parseParams(
         z.object({
-          capability: Capability,
+          capability: V1CapabilitySchema,
           after: z.number().int().min(0),
           limit: z.number().int().min(1).max(MAX_EVENTS_LIMIT).optional(),
         }),

@@ -3,15 +3,17 @@ import { MAX_ID_CHARS } from '../bounds.js';
 import { fieldsOf, historyLength, plainItems, plainRecord, text } from '../plain-params.js';
 import { V1MessageSchema, V1MetadataSchema, type V1Message, type V1Part, type V1Role } from './schemas.js';
 
+/** The caller's capability token on version 11 (v1.0 requests own `token`: a push config's). */
+export const V1CapabilitySchema = z.string().min(1).max(256);
+/** How many of the newest history messages an answer carries (all when absent). */
+export const V1HistoryLengthSchema = z.number().int().min(0).optional();
+
 /** Params of version 11's `SendMessage` and `SendStreamingMessage`: v1.0's request plus the caller's `capability`. */
 export const V1SendParamsSchema = z.object({
-  capability: z.string().min(1).max(256),
+  capability: V1CapabilitySchema,
   to: z.string().min(1).max(256).optional(),
   message: V1MessageSchema,
-  configuration: z
-    .object({ historyLength: z.number().int().min(0).optional() })
-    .loose()
-    .optional(),
+  configuration: z.object({ historyLength: V1HistoryLengthSchema }).loose().optional(),
   metadata: V1MetadataSchema.optional(),
 });
 /** Params of version 11's `SendMessage` (inferred from `V1SendParamsSchema`). */
