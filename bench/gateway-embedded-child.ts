@@ -2,13 +2,14 @@
  * The embedded side of `npm run bench:gateway`: one process that opens the
  * broker on a SQLite file (`createBroker`), serves its agent `worker-0` over
  * HTTP with the gateway (`startGatewayServer` over an in-process client) and
- * runs that agent in process too (a second in-process client that completes
- * each task it is sent at once, with `historyLength: 0`: it does not read
- * the task back), as a runtime that embeds switchboard and
- * serves its agents to A2A clients would. argv: DB KEYS (the keys file, with a
- * key scoped to worker-0). Prints `{"url":"http://127.0.0.1:PORT"}` once it
- * listens; a line `prune` on stdin prunes the ended tasks and prints
- * `{"pruned":{...}}`; end of stdin stops it.
+ * runs that agent in process too, on the broker's own face (`BrokerApi`): it
+ * registers, takes its events from `broker.events(agentId)` and completes
+ * each task it is sent at once with `broker.setStatus` (`historyLength: 0`:
+ * it does not read the task back), as a runtime that embeds switchboard,
+ * runs its agents beside the broker and serves them to A2A clients would.
+ * argv: DB KEYS (the keys file, with a key scoped to worker-0). Prints
+ * `{"url":"http://127.0.0.1:PORT"}` once it listens; a line `prune` on stdin
+ * prunes the ended tasks and prints `{"pruned":{...}}`; end of stdin stops it.
  */
 import { createInterface } from 'node:readline';
 import { createBroker } from '../dist/actors/broker/broker.js';
@@ -23,26 +24,17 @@ const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}
 async function main() {
   const logger = createLogger({ level: 'warn' });
   const broker = createBroker({ path: db, logger });
-  const agent = await connectInProcess(broker, { logger });
-  const { token } = await agent.client.register({ name: 'worker-0', contextId: 'bench-workers' });
+  const { agentId, token } = await broker.register({ name: 'worker-0', contextId: 'bench-workers' });
   const done = { parts: [{ kind: 'text' as const, text: 'done' }] };
-  let stopped = false;
-  const loop = (async () => {
-    while (!stopped) {
-      const events = await agent.client.wait({ token, timeoutSeconds: 1 });
-      for (const event of events) {
-        if (event.method !== 'a2a.task.event' || event.params.event.kind !== 'status-update') continue;
-        if (event.params.event.status.state !== 'submitted') continue;
-        void agent.client.setStatus({
-          token,
-          id: event.params.event.taskId,
-          state: 'completed',
-          message: done,
-          historyLength: 0,
-        });
-      }
-    }
-  })();
+  const agent = broker.events(agentId).subscribe((event) => {
+    if (event.method !== 'a2a.task.event' || event.params.event.kind !== 'status-update') return;
+    if (event.params.event.status.state !== 'submitted') return;
+    broker
+      .setStatus({ token, id: event.params.event.taskId, state: 'completed', message: done, historyLength: 0 })
+      .catch((error: unknown) => {
+        process.stderr.write(`bench agent: ${error instanceof Error ? error.message : String(error)}\n`);
+      });
+  });
   const gateway = await connectInProcess(broker, { logger });
   const server = await startGatewayServer({
     client: gateway.client,
@@ -59,11 +51,9 @@ async function main() {
     const result = await broker.pruneTasks({ endedBefore: new Date(Date.now() + 1000).toISOString() });
     print({ pruned: result });
   }
-  stopped = true;
-  await loop;
   await server.stop();
   await gateway.client.close();
-  await agent.client.close();
+  agent.unsubscribe();
   await broker.close();
 }
 
