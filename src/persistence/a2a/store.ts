@@ -2,6 +2,8 @@ import type { AgentCard, AgentKind, Skill } from '../../protocol/agent.js';
 import type { DurableEvent, NotificationMethod, PushConfig } from '../../protocol/events.js';
 import type { Artifact, Message, Task, TaskState, TaskStatus } from '../../protocol/task.js';
 import type { SqliteDatabase } from '../kernel/database.js';
+import { COMPACT_BODY_MAX_BYTES, MESSAGE_BYTES, type MessageRow } from './message-rows.js';
+import { RecentHistories } from './recent-histories.js';
 
 /**
  * The JSON text of an event's params exactly as `appendEvent` serialized it
@@ -200,15 +202,6 @@ function messageRefOf(message: unknown): MessageRef | undefined {
 /** Registrations whose integer keys the store remembers at most (it forgets them all past this). */
 const AGENT_KEYS_KEPT = 4096;
 
-/** A compact body is stored only below this many bytes, so that its size is read without reading a large row. */
-const COMPACT_BODY_MAX_BYTES = 1000;
-/**
- * What a compact body (`[ms, text]`) weighs less than the object it stands
- * for, `{"timestamp":"<24 characters>","parts":[{"kind":"text","text":…}]}`
- * (the milliseconds as 13 digits).
- */
-const COMPACT_BODY_SAVED_BYTES = 57;
-
 /** A UUID in its canonical (lowercase) text form: stored as its 16 bytes. */
 const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -233,21 +226,6 @@ export function idOf(value: string | Uint8Array): string {
 const MESSAGE_COLUMNS = 'message_id, role, from_name, body';
 /** A task's integer key (`a2a_tasks.task`, what its messages and events hold), from its id. */
 const TASK_KEY = '(SELECT task FROM a2a_tasks WHERE task_id = ?)';
-/**
- * A message's size on the wire, from its row without reading it: the body,
- * the columns it does not repeat, and the JSON around them (octet_length
- * reads a value's size from its record header).
- */
-const MESSAGE_BYTES = `octet_length(body) + CASE WHEN typeof(message_id) = 'blob' THEN 36 ELSE octet_length(message_id) END
-  + octet_length(from_name) + 80
-  + CASE WHEN octet_length(body) < ${COMPACT_BODY_MAX_BYTES} AND substr(body, 1, 1) = '[' THEN ${COMPACT_BODY_SAVED_BYTES} ELSE 0 END`;
-
-interface MessageRow {
-  message_id: string | Buffer;
-  role: Message['role'];
-  from_name: string;
-  body: string;
-}
 
 /**
  * The body of a message row: the message without what the row's columns
@@ -567,6 +545,8 @@ export class A2AStore {
   private lastAppended: { taskId: string; messageId: string; position: number } | undefined;
   private lastTask: { taskId: string; key: number; contextId: string } | undefined;
   private readonly agentKeys = new Map<string, number>();
+  /** The histories of the tasks this store created, while they are whole (see `RecentHistories`). */
+  private readonly histories = new RecentHistories();
 
   /**
    * False while the file has never held a push config since the store was
@@ -580,6 +560,7 @@ export class A2AStore {
     this.lastAppended = undefined;
     this.lastTask = undefined;
     this.agentKeys.clear();
+    this.histories.forget();
   }
 
   /**
@@ -702,16 +683,23 @@ export class A2AStore {
    * row leaves the message's out when it is the same.
    */
   appendMessage(message: Message, position: number, taskContextId?: string): void {
+    const row: MessageRow = {
+      message_id: idKey(message.messageId),
+      role: message.role,
+      from_name: message.from,
+      body: messageBody(message, taskContextId),
+    };
     this.s.insertMessage.run(
       message.taskId,
-      idKey(message.messageId),
+      row.message_id,
       position,
-      message.role,
-      message.from,
-      messageBody(message, taskContextId),
+      row.role,
+      row.from_name,
+      row.body,
       parentTaskOf(message),
     );
     this.lastAppended = { taskId: message.taskId, messageId: message.messageId, position };
+    this.histories.appended(message.taskId, position, row);
   }
 
   hasMessage(taskId: string, messageId: string): boolean {
@@ -738,9 +726,14 @@ export class A2AStore {
 
   /** `taskBytes`, and how many artifacts the task has: one statement when the whole history counts. */
   private sizes(head: TaskHead, historyLength: number | undefined): { bytes: number; artifacts: number } {
+    // A history kept whole (a task this store created, without artifacts): its rows' sizes are in hand.
+    const kept = this.histories.tail(head.taskId, head.historyCount, historyLength);
     let history: number;
     let artifacts: { n: number; count: number };
-    if (historyLength === undefined) {
+    if (kept !== undefined) {
+      history = kept.bytes;
+      artifacts = { n: 0, count: 0 };
+    } else if (historyLength === undefined) {
       const row = this.s.historyAndArtifactSizes.get(head.taskId, head.taskId) as {
         history: number;
         n: number;
@@ -764,14 +757,18 @@ export class A2AStore {
    * read it (none are read when it is 0).
    */
   loadTask(head: TaskHead, historyLength?: number, artifacts?: number): Task {
+    const kept = this.histories.tail(head.taskId, head.historyCount, historyLength);
     const historyRows = (
-      historyLength === undefined
-        ? this.s.history.all(head.taskId)
-        : historyLength === 0
-          ? []
-          : this.s.historyTail.all(head.taskId, historyLength)
+      kept !== undefined
+        ? kept.rows
+        : historyLength === undefined
+          ? this.s.history.all(head.taskId)
+          : historyLength === 0
+            ? []
+            : this.s.historyTail.all(head.taskId, historyLength)
     ) as MessageRow[];
-    const artifactRows = artifacts === 0 ? [] : (this.s.artifacts.all(head.taskId) as { body: string }[]);
+    const artifactRows =
+      artifacts === 0 || kept !== undefined ? [] : (this.s.artifacts.all(head.taskId) as { body: string }[]);
     return {
       kind: 'task',
       id: head.taskId,
@@ -813,6 +810,7 @@ export class A2AStore {
   }
 
   putArtifact(taskId: string, artifact: Artifact, exists: boolean, at: string): void {
+    this.histories.artifactWritten(taskId);
     const body = JSON.stringify(artifact);
     if (exists) this.s.updateArtifact.run(body, at, taskId, artifact.artifactId);
     else this.s.insertArtifact.run(taskId, artifact.artifactId, taskId, body, at);
