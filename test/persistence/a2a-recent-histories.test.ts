@@ -1,9 +1,15 @@
 import { join } from 'node:path';
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
-import { RECENT_HISTORIES_KEPT } from '../../src/persistence/a2a/recent-histories.js';
+import { messageRowBytes } from '../../src/persistence/a2a/message-rows.js';
+import {
+  RECENT_HISTORIES_KEPT,
+  RECENT_HISTORY_BYTES,
+  RECENT_ROW_MAX_BYTES,
+  RecentHistories,
+} from '../../src/persistence/a2a/recent-histories.js';
 import { A2A_MIGRATION_SET } from '../../src/persistence/a2a/schema.js';
-import { A2AStore, type TaskHead } from '../../src/persistence/a2a/store.js';
+import { A2AStore, type TaskHead, idKey } from '../../src/persistence/a2a/store.js';
 import { type SqliteDatabase, openDatabase } from '../../src/persistence/kernel/database.js';
 import { migrate } from '../../src/persistence/kernel/migrations.js';
 import type { Message } from '../../src/protocol/task.js';
@@ -43,13 +49,15 @@ function headOf(taskId: string, historyCount: number): TaskHead {
 /** What a message may be, as the rows store it in every form: compact or not, its id as 16 bytes or as text. */
 const messageShape = fc.record({
   uuid: fc.boolean(),
-  id: fc.stringMatching(/^[a-z0-9-]{1,12}$/),
+  // A lone surrogate is stored as bytes that read back as other characters.
+  id: fc.oneof(fc.stringMatching(/^[a-z0-9-]{1,12}$/), fc.constant('ask-\ud800')),
   role: fc.constantFrom('user' as const, 'agent' as const),
-  from: fc.constantFrom('req', 'wrk', 'wörker-ü', '代理'),
+  from: fc.constantFrom('req', 'wrk', 'wörker-ü', '代理', 'wrk-\udc00'),
   text: fc.oneof(
     fc.string({ maxLength: 40 }),
     fc.string({ unit: 'grapheme', maxLength: 20 }),
     fc.constant('x'.repeat(1200)),
+    fc.constant('y'.repeat(RECENT_ROW_MAX_BYTES)),
   ),
   timestamp: fc.boolean(),
   context: fc.constantFrom('task', 'other', 'none'),
@@ -99,7 +107,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
 );
 
 describe('the histories the broker store keeps of the tasks it created', () => {
-  test.prop([fc.array(op, { minLength: 1, maxLength: 25 })], { numRuns: 200 })(
+  test.prop([fc.array(op, { minLength: 1, maxLength: 25 })], { numRuns: 150 })(
     'a task is loaded and weighed exactly as its rows say, whatever was written, rolled back or forgotten',
     (ops) => {
       withStore((d, store) => {
@@ -169,6 +177,8 @@ describe('the histories the broker store keeps of the tasks it created', () => {
         }
       });
     },
+    // Each run writes and reads a file: under a full suite on two cores this takes its time.
+    180_000,
   );
 
   it('answers a task it created from the rows it wrote, without reading them back', () => {
@@ -192,13 +202,42 @@ describe('the histories the broker store keeps of the tasks it created', () => {
       })();
       const expected = new A2AStore(d).loadTask(headOf('t1', 2));
       expect(expected.history.map((m) => m.messageId)).toEqual([first.messageId, second.messageId]);
+      const weight = new A2AStore(d).taskBytes(headOf('t1', 2));
       // The rows go behind the store's back: what it answers with is what it kept.
       d.prepare('DELETE FROM a2a_messages').run();
       expect(store.loadTask(headOf('t1', 2))).toStrictEqual(expected);
+      expect(store.taskBytes(headOf('t1', 2))).toBe(weight);
+      expect(store.taskWithin(headOf('t1', 2), undefined, weight)).toStrictEqual(expected);
       expect(store.loadTask(headOf('t1', 2), 1).history).toStrictEqual([expected.history[1]]);
       // Told of the delete, it reads the rows again: none are left.
       store.forgetHints();
       expect(store.loadTask(headOf('t1', 2)).history).toEqual([]);
+    });
+  });
+
+  it('drops a history with a gap, so that a gap filled later is read in its order', () => {
+    withStore((d, store) => {
+      const shape: Shape = {
+        uuid: false,
+        id: 'g',
+        role: 'user',
+        from: 'req',
+        text: 'gap',
+        timestamp: false,
+        context: 'none',
+        metadata: undefined,
+      };
+      d.transaction(() => {
+        const first = messageOf('t1', shape);
+        store.insertTask(headOf('t1', 1), first.messageId);
+        store.appendMessage(first, 1, 'ctx');
+        store.appendMessage(messageOf('t1', shape), 3, 'ctx');
+        store.appendMessage(messageOf('t1', shape), 2, 'ctx');
+        store.writeHead(headOf('t1', 3));
+      })();
+      const read = new A2AStore(d).loadTask(headOf('t1', 3));
+      expect(read.history).toHaveLength(3);
+      expect(store.loadTask(headOf('t1', 3))).toStrictEqual(read);
     });
   });
 
@@ -228,5 +267,57 @@ describe('the histories the broker store keeps of the tasks it created', () => {
       expect(store.loadTask(headOf(ids[1] as string, 1)).history).toHaveLength(1);
       expect(store.loadTask(headOf(ids.at(-1) as string, 1)).history).toHaveLength(1);
     });
+  });
+});
+
+describe('what the kept histories weigh', () => {
+  const row = (text: string, id: string | Buffer = 'm') => ({
+    message_id: id,
+    role: 'user' as const,
+    from_name: 'req',
+    body: JSON.stringify({ parts: [{ kind: 'text', text }] }),
+  });
+
+  it(`keeps no row over ${RECENT_ROW_MAX_BYTES} bytes, and at most ${RECENT_HISTORY_BYTES} bytes in all, the oldest dropped first`, () => {
+    const kept = new RecentHistories();
+    kept.appended('small', 1, row('hi'));
+    kept.appended('small', 2, row('x'.repeat(RECENT_ROW_MAX_BYTES)));
+    // Its history is dropped, not kept without that row.
+    expect(kept.tail('small', 2, undefined)).toBeUndefined();
+    expect(kept.tail('small', 1, undefined)).toBeUndefined();
+    expect(kept.bytes).toBe(0);
+    const big = row('z'.repeat(RECENT_ROW_MAX_BYTES - 200));
+    const each = messageRowBytes(big);
+    expect(each).toBeLessThanOrEqual(RECENT_ROW_MAX_BYTES);
+    const fit = Math.floor(RECENT_HISTORY_BYTES / each);
+    for (let i = 0; i <= fit; i++) kept.appended(`t${i}`, 1, big);
+    expect(kept.bytes).toBe(fit * each);
+    expect(kept.tail('t0', 1, undefined)).toBeUndefined();
+    expect(kept.tail('t1', 1, undefined)?.bytes).toBe(each);
+    expect(kept.tail(`t${fit}`, 1, undefined)?.rows).toHaveLength(1);
+    kept.artifactWritten('t1');
+    expect(kept.bytes).toBe((fit - 1) * each);
+    kept.forget();
+    expect(kept.bytes).toBe(0);
+  });
+
+  it('holds a message id kept as bytes in 16 bytes of its own, not in a view of a shared pool', () => {
+    const kept = new RecentHistories();
+    const id = idKey(crypto.randomUUID());
+    expect(Buffer.isBuffer(id) && id.buffer.byteLength > 16).toBe(true);
+    kept.appended('t', 1, row('hi', id));
+    const held = kept.tail('t', 1, undefined)?.rows[0]?.message_id as Buffer;
+    expect(held.buffer.byteLength).toBe(16);
+    expect(held.equals(id as Buffer)).toBe(true);
+  });
+
+  it('keeps no row that would not read back as written (a lone surrogate in its id or sender)', () => {
+    const kept = new RecentHistories();
+    kept.appended('a', 1, row('hi', 'ask-\ud800'));
+    kept.appended('b', 1, { ...row('hi'), from_name: 'wrk-\udc00' });
+    kept.appended('c', 1, row('hi', 'fine'));
+    expect(kept.tail('a', 1, undefined)).toBeUndefined();
+    expect(kept.tail('b', 1, undefined)).toBeUndefined();
+    expect(kept.tail('c', 1, undefined)?.rows).toHaveLength(1);
   });
 });
