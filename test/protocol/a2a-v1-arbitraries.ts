@@ -10,10 +10,26 @@ import { V03_CARRY_KEY, V1_CARRY_KEY } from '../../src/protocol/a2a-v1/carry.js'
 
 const KEYS = ['a', 'b', V1_CARRY_KEY, V03_CARRY_KEY, 'shadow', 'value'] as const;
 
+/** Whether a JSON value holds a `__proto__` key anywhere (the wire refuses those before any schema). */
+function holdsProtoKey(value: unknown): boolean {
+  if (Array.isArray(value)) return value.some(holdsProtoKey);
+  if (value === null || typeof value !== 'object') return false;
+  return Object.keys(value).some(
+    (key) => key === '__proto__' || holdsProtoKey((value as Record<string, unknown>)[key]),
+  );
+}
+
+/**
+ * Any JSON value of at most `maxDepth` levels the wire takes: params with a
+ * `__proto__` key anywhere are refused at the door (`INVALID_PARAMS`), so no
+ * mapping ever sees one (and the schemas would drop it).
+ */
+const wireJson = (maxDepth: number) => fc.jsonValue({ maxDepth }).filter((value) => !holdsProtoKey(value));
+
 const carrierLike: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>((tie) => ({
   value: fc.oneof(
     { depthSize: 'small', withCrossShrink: true },
-    fc.jsonValue({ maxDepth: 2 }),
+    wireJson(2),
     tie('value').map((shadow) => ({ shadow })),
     fc.constantFrom({ absent: true }, { absent: true, mediaType: '' }, { wrapped: true }, { final: false }),
     fc.record(
@@ -79,8 +95,8 @@ export const partArb = fc.oneof(
     fc.record({
       kind: fc.constant('data' as const),
       data: fc.oneof(
-        fc.dictionary(fc.constantFrom(...KEYS), fc.jsonValue({ maxDepth: 2 })),
-        fc.jsonValue({ maxDepth: 1 }).map((value) => ({ value })),
+        fc.dictionary(fc.constantFrom(...KEYS), wireJson(2)),
+        wireJson(1).map((value) => ({ value })),
       ),
     }),
   ),
@@ -196,7 +212,7 @@ export const v1PartArb = fc
       textArb.map((text) => ({ text })),
       base64Arb.map((raw) => ({ raw })),
       fc.webUrl().map((url) => ({ url })),
-      fc.jsonValue({ maxDepth: 2 }).map((data) => ({ data })),
+      wireJson(2).map((data) => ({ data })),
     ),
     fc.record(
       { filename: fc.string({ maxLength: 6 }), mediaType: fc.constantFrom('text/plain', 'application/json', '') },
