@@ -65,6 +65,18 @@ const messageShape = fc.record({
 });
 type Shape = typeof messageShape extends fc.Arbitrary<infer T> ? T : never;
 
+/** A message of one short text, its id as text. */
+const plainShape: Shape = {
+  uuid: false,
+  id: 'm',
+  role: 'user',
+  from: 'req',
+  text: 'hi',
+  timestamp: false,
+  context: 'none',
+  metadata: undefined,
+};
+
 let serial = 0;
 function messageOf(taskId: string, shape: Shape): Message {
   serial++;
@@ -217,16 +229,7 @@ describe('the histories the broker store keeps of the tasks it created', () => {
 
   it('drops a history with a gap, so that a gap filled later is read in its order', () => {
     withStore((d, store) => {
-      const shape: Shape = {
-        uuid: false,
-        id: 'g',
-        role: 'user',
-        from: 'req',
-        text: 'gap',
-        timestamp: false,
-        context: 'none',
-        metadata: undefined,
-      };
+      const shape = plainShape;
       d.transaction(() => {
         const first = messageOf('t1', shape);
         store.insertTask(headOf('t1', 1), first.messageId);
@@ -243,16 +246,7 @@ describe('the histories the broker store keeps of the tasks it created', () => {
 
   it(`keeps the histories of the last ${RECENT_HISTORIES_KEPT} tasks created at most`, () => {
     withStore((d, store) => {
-      const shape: Shape = {
-        uuid: false,
-        id: 'm',
-        role: 'user',
-        from: 'req',
-        text: 'hi',
-        timestamp: false,
-        context: 'none',
-        metadata: undefined,
-      };
+      const shape = plainShape;
       const ids = Array.from({ length: RECENT_HISTORIES_KEPT + 1 }, (_, i) => `task-${i}`);
       d.transaction(() => {
         for (const id of ids) {
