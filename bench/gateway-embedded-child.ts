@@ -2,10 +2,8 @@
  * The embedded side of `npm run bench:gateway`: one process that opens the
  * broker on a SQLite file (`createBroker`), serves its agent `worker-0` over
  * HTTP with the gateway (`startGatewayServer` over an in-process client) and
- * runs that agent in process too, on the broker's own face (`BrokerApi`): it
- * registers, takes its events from `broker.events(agentId)` and completes
- * each task it is sent at once with `broker.setStatus` (`historyLength: 0`:
- * it does not read the task back), as a runtime that embeds switchboard,
+ * runs that agent in process too, on the broker's own face
+ * (bench/gateway-bench-agent.ts), as a runtime that embeds switchboard,
  * runs its agents beside the broker and serves them to A2A clients would.
  * argv: DB KEYS (the keys file, with a key scoped to worker-0). Prints
  * `{"url":"http://127.0.0.1:PORT"}` once it listens; a line `prune` on stdin
@@ -17,6 +15,7 @@ import { KeyRing } from '../dist/gateway/gateway-keys.js';
 import { startGatewayServer } from '../dist/gateway/gateway-server.js';
 import { createLogger } from '../dist/log/logger.js';
 import { connectInProcess } from '../dist/transport/in-process.js';
+import { startBenchAgent } from './gateway-bench-agent.js';
 
 const [db = '', keysFile = ''] = process.argv.slice(2);
 const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\n`);
@@ -24,17 +23,7 @@ const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}
 async function main() {
   const logger = createLogger({ level: 'warn' });
   const broker = createBroker({ path: db, logger });
-  const { agentId, token } = await broker.register({ name: 'worker-0', contextId: 'bench-workers' });
-  const done = { parts: [{ kind: 'text' as const, text: 'done' }] };
-  const agent = broker.events(agentId).subscribe((event) => {
-    if (event.method !== 'a2a.task.event' || event.params.event.kind !== 'status-update') return;
-    if (event.params.event.status.state !== 'submitted') return;
-    broker
-      .setStatus({ token, id: event.params.event.taskId, state: 'completed', message: done, historyLength: 0 })
-      .catch((error: unknown) => {
-        process.stderr.write(`bench agent: ${error instanceof Error ? error.message : String(error)}\n`);
-      });
-  });
+  const agent = await startBenchAgent(broker);
   const gateway = await connectInProcess(broker, { logger });
   const server = await startGatewayServer({
     client: gateway.client,
@@ -53,7 +42,7 @@ async function main() {
   }
   await server.stop();
   await gateway.client.close();
-  agent.unsubscribe();
+  agent.stop();
   await broker.close();
 }
 

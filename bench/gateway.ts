@@ -13,7 +13,12 @@
  *    and agent in one process, the broker on a real SQLite file, and
  *  - the floor (bench/gateway-floor-server.mjs): node:http and two SQLite
  *    transactions per task, nothing else; what any durable server spends
- *    here at the least (the machine's floor, not a contender),
+ *    here at the least (the machine's floor, not a contender), and
+ *  - the broker's floor (bench/gateway-broker-floor-child.ts): the embedded
+ *    side with a bare node:http front instead of its gateway (no keys, no
+ *    checks, no client); what the broker itself spends over HTTP, so that
+ *    the embedded side's cost splits into the broker's and the gateway's
+ *    (not a contender either),
  * all driven by the same SDK client processes (bench/gateway-child.ts:
  * a blocking SendMessage, answered once the task has completed). Sequential
  * (one client process, one at a time) and 32 in flight (4 processes, 8
@@ -58,6 +63,7 @@ const IN_FLIGHT = 32;
 const PROFILE = process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] : [];
 
 const EMBEDDED = fileURLToPath(new URL('./gateway-embedded-child.ts', import.meta.url));
+const BROKER_FLOOR = fileURLToPath(new URL('./gateway-broker-floor-child.ts', import.meta.url));
 const CLIENT = fileURLToPath(new URL('./gateway-child.ts', import.meta.url));
 const WORKER = fileURLToPath(new URL('./peer-socket-child.ts', import.meta.url));
 
@@ -289,26 +295,22 @@ async function gatewaySide(dir: string): Promise<{ side: Side; stop: () => Promi
   };
 }
 
-/** Gateway, broker and agent in one process (bench/gateway-embedded-child.ts). */
-async function embeddedSide(dir: string): Promise<{ side: Side; stop: () => Promise<void> }> {
-  const keys = join(dir, 'embedded-keys.json');
-  const added = spawnSync(
-    process.execPath,
-    [SWITCHBOARD_BIN, 'gateway', 'keys', 'add', 'bench', '--agents', 'worker-0', '--keys', keys],
-    { encoding: 'utf8' },
-  );
-  if (added.status !== 0) throw new Error(`gateway keys add: ${added.stderr}`);
-  const key = added.stdout.split('\n')[0] as string;
-  const host = new Child([EMBEDDED, join(dir, 'embedded.db'), keys], process.env, PROFILE);
+/**
+ * A side served by one process of ours that prints its URL and prunes on a
+ * `prune` line, driven by CLIENTS client processes at `${url}${path}`.
+ */
+async function hostedSide(
+  name: string,
+  host: Child,
+  path: string,
+  clientEnv: NodeJS.ProcessEnv = process.env,
+): Promise<{ side: Side; stop: () => Promise<void> }> {
   const { url } = (await host.ready) as { url: string };
-  const clients = Array.from(
-    { length: CLIENTS },
-    () => new Child([CLIENT, `${url}/agents/worker-0/`], { ...process.env, BENCH_BEARER: key }),
-  );
+  const clients = Array.from({ length: CLIENTS }, () => new Child([CLIENT, `${url}${path}`], clientEnv));
   await Promise.all(clients.map((c) => c.ready));
   return {
     side: {
-      name: 'embedded gateway',
+      name,
       pids: [host.process.pid as number],
       clients,
       reset: async () => {
@@ -322,6 +324,26 @@ async function embeddedSide(dir: string): Promise<{ side: Side; stop: () => Prom
   };
 }
 
+/** Gateway, broker and agent in one process (bench/gateway-embedded-child.ts). */
+function embeddedSide(dir: string): Promise<{ side: Side; stop: () => Promise<void> }> {
+  const keys = join(dir, 'embedded-keys.json');
+  const added = spawnSync(
+    process.execPath,
+    [SWITCHBOARD_BIN, 'gateway', 'keys', 'add', 'bench', '--agents', 'worker-0', '--keys', keys],
+    { encoding: 'utf8' },
+  );
+  if (added.status !== 0) throw new Error(`gateway keys add: ${added.stderr}`);
+  const key = added.stdout.split('\n')[0] as string;
+  const host = new Child([EMBEDDED, join(dir, 'embedded.db'), keys], process.env, PROFILE);
+  return hostedSide('embedded gateway', host, '/agents/worker-0/', { ...process.env, BENCH_BEARER: key });
+}
+
+/** The embedded side without its gateway (bench/gateway-broker-floor-child.ts). */
+function brokerFloorSide(dir: string): Promise<{ side: Side; stop: () => Promise<void> }> {
+  const host = new Child([BROKER_FLOOR, join(dir, 'broker-floor.db')], process.env, PROFILE);
+  return hostedSide("broker's floor", host, '/');
+}
+
 function fmt(n: number, digits = 0): string {
   return n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 }
@@ -333,7 +355,8 @@ async function main() {
   const ours = await gatewaySide(dir);
   const embedded = await embeddedSide(dir);
   const floor = await sdkSide(join(dir, 'floor.db'), true);
-  const sides = [sdk.side, sdkSqlite.side, ours.side, embedded.side, floor.side];
+  const brokerFloor = await brokerFloorSide(dir);
+  const sides = [sdk.side, sdkSqlite.side, ours.side, embedded.side, floor.side, brokerFloor.side];
   const runs = new Map(sides.map((s) => [s.name, { sequential: [] as Run[], concurrent: [] as Run[] }]));
   try {
     for (let w = 0; w < WARMUP; w++) {
@@ -359,6 +382,7 @@ async function main() {
     await ours.stop();
     await embedded.stop();
     await floor.stop();
+    await brokerFloor.stop();
     rmSync(dir, { recursive: true, force: true });
   }
   const lines = [
@@ -394,6 +418,16 @@ async function main() {
       const overFloor = median(r[mode].map((run, i) => run.serverCpuMicros / (floorRuns[i] as Run).serverCpuMicros));
       lines.push(`  ${side.name}: server CPU per task ${overFloor.toFixed(2)} times the floor's`);
     }
+    // What the broker spends before any gateway, and the embedded gateway's share of its side's cost.
+    const of = (side: Side) => (runs.get(side.name) as { sequential: Run[]; concurrent: Run[] })[mode];
+    const cpuRatio = (a: Run[], b: Run[]) =>
+      median(a.map((run, i) => run.serverCpuMicros / (b[i] as Run).serverCpuMicros));
+    const bare = of(brokerFloor.side);
+    const rate = median(bare.map((run, i) => run.tasksPerSecond / (of(sdk.side)[i] as Run).tasksPerSecond));
+    lines.push(
+      `  ${brokerFloor.side.name} against the ${sdk.side.name}: tasks/s ${rate.toFixed(2)}; server CPU per task SDK/ours ${cpuRatio(of(sdk.side), bare).toFixed(2)} (the most a gateway on this broker could reach)`,
+      `  ${brokerFloor.side.name}: server CPU per task ${cpuRatio(bare, of(floor.side)).toFixed(2)} times the floor's; the embedded gateway's ${cpuRatio(of(embedded.side), bare).toFixed(2)} times the broker's floor's`,
+    );
   }
   process.stdout.write(`${lines.join('\n')}\n`);
 }
