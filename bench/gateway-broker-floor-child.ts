@@ -2,12 +2,13 @@
  * The broker's floor in `npm run bench:gateway`: the embedded side without
  * its gateway. One process opens the broker on a SQLite file
  * (`createBroker`), runs its agent `worker-0` on the broker's own face
- * (bench/gateway-bench-agent.ts) as bench/gateway-embedded-child.ts does, and answers the SDK client's
- * SendMessage with a bare node:http server, as bench/gateway-floor-server.mjs
- * does: the body parsed with no check, its message mapped with
- * `messageSendFromV1`, one blocking `broker.send` from a requester of its
- * own, the task mapped back with `taskToV1`. No keys, no rate limit, no
- * request schema, no client, no error answers: not a server anyone should
+ * (bench/gateway-bench-agent.ts) as bench/gateway-embedded-child.ts does,
+ * and answers the SDK client's SendMessage with a bare node:http server, as
+ * bench/gateway-floor-server.mjs does: the body parsed with no check, its
+ * message mapped with `messageSendFromV1`, one blocking `broker.send` from a
+ * requester of its own, the task mapped back with `taskToV1`. No keys, no
+ * rate limit, no request schema, no client; whatever fails is answered as
+ * one JSON-RPC internal error with its message: not a server anyone should
  * run, a measure of what HTTP and the broker's own work cost together, so
  * that the bench can say how much of the embedded side's cost is its
  * gateway's and what the broker spends one at a time before any gateway.
@@ -69,14 +70,22 @@ async function main() {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', async () => {
-      const request = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
-        id: unknown;
-        params: { message: V1Message };
-      };
-      const token = await requesterToken();
-      const message = messageSendFromV1(request.params.message);
-      const { task } = await broker.send({ token, to: worker.agentId, message, blocking: true });
-      reply(res, { jsonrpc: '2.0', id: request.id, result: { task: taskToV1(task) } });
+      let id: unknown = null;
+      try {
+        const request = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+          id: unknown;
+          params: { message: V1Message };
+        };
+        id = request.id;
+        const token = await requesterToken();
+        const message = messageSendFromV1(request.params.message);
+        const { task } = await broker.send({ token, to: worker.agentId, message, blocking: true });
+        reply(res, { jsonrpc: '2.0', id, result: { task: taskToV1(task) } });
+      } catch (error) {
+        // The bench's client fails the run on it, with this message.
+        const text = `the broker's floor failed: ${error instanceof Error ? error.message : String(error)}`;
+        reply(res, { jsonrpc: '2.0', id, error: { code: -32603, message: text } });
+      }
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -391,6 +391,12 @@ async function main() {
       .join(' ')})`,
   ];
   for (const mode of ['sequential', 'concurrent'] as const) {
+    const of = (side: Side) => (runs.get(side.name) as { sequential: Run[]; concurrent: Run[] })[mode];
+    /** Medians of the rounds' ratios, a's figure over b's. */
+    const rateRatio = (a: Run[], b: Run[]) =>
+      median(a.map((run, i) => run.tasksPerSecond / (b[i] as Run).tasksPerSecond));
+    const cpuRatio = (a: Run[], b: Run[]) =>
+      median(a.map((run, i) => run.serverCpuMicros / (b[i] as Run).serverCpuMicros));
     lines.push(`${mode === 'sequential' ? 'sequential' : `${IN_FLIGHT} in flight`}:`);
     for (const side of sides) {
       const r = runs.get(side.name) as { sequential: Run[]; concurrent: Run[] };
@@ -405,27 +411,21 @@ async function main() {
     );
     lines.push(`  ${ours.side.name}'s CPU per task by process (µs): ${split.join(', ')}`);
     for (const side of [ours.side, embedded.side]) {
-      const r = runs.get(side.name) as { sequential: Run[]; concurrent: Run[] };
       for (const reference of [sdk.side, sdkSqlite.side]) {
-        const against = (runs.get(reference.name) as { sequential: Run[]; concurrent: Run[] })[mode];
-        const rate = median(r[mode].map((run, i) => run.tasksPerSecond / (against[i] as Run).tasksPerSecond));
-        const cpu = median(r[mode].map((run, i) => (against[i] as Run).serverCpuMicros / run.serverCpuMicros));
+        const rate = rateRatio(of(side), of(reference));
+        const cpu = cpuRatio(of(reference), of(side));
         lines.push(
           `  ${side.name} against the ${reference.name} (medians of the rounds' ratios): tasks/s ${rate.toFixed(2)}; server CPU per task SDK/ours ${cpu.toFixed(2)} (above 1: ours spends less)`,
         );
       }
-      const floorRuns = (runs.get(floor.side.name) as { sequential: Run[]; concurrent: Run[] })[mode];
-      const overFloor = median(r[mode].map((run, i) => run.serverCpuMicros / (floorRuns[i] as Run).serverCpuMicros));
-      lines.push(`  ${side.name}: server CPU per task ${overFloor.toFixed(2)} times the floor's`);
+      lines.push(
+        `  ${side.name}: server CPU per task ${cpuRatio(of(side), of(floor.side)).toFixed(2)} times the floor's`,
+      );
     }
     // What the broker spends before any gateway, and the embedded gateway's share of its side's cost.
-    const of = (side: Side) => (runs.get(side.name) as { sequential: Run[]; concurrent: Run[] })[mode];
-    const cpuRatio = (a: Run[], b: Run[]) =>
-      median(a.map((run, i) => run.serverCpuMicros / (b[i] as Run).serverCpuMicros));
     const bare = of(brokerFloor.side);
-    const rate = median(bare.map((run, i) => run.tasksPerSecond / (of(sdk.side)[i] as Run).tasksPerSecond));
     lines.push(
-      `  ${brokerFloor.side.name} against the ${sdk.side.name}: tasks/s ${rate.toFixed(2)}; server CPU per task SDK/ours ${cpuRatio(of(sdk.side), bare).toFixed(2)} (the most a gateway on this broker could reach)`,
+      `  ${brokerFloor.side.name} against the ${sdk.side.name}: tasks/s ${rateRatio(bare, of(sdk.side)).toFixed(2)}; server CPU per task SDK/ours ${cpuRatio(of(sdk.side), bare).toFixed(2)} (the most a gateway on this broker could reach)`,
       `  ${brokerFloor.side.name}: server CPU per task ${cpuRatio(bare, of(floor.side)).toFixed(2)} times the floor's; the embedded gateway's ${cpuRatio(of(embedded.side), bare).toFixed(2)} times the broker's floor's`,
     );
   }

@@ -3,7 +3,7 @@ import type { DurableEvent, NotificationMethod, PushConfig } from '../../protoco
 import type { Artifact, Message, Task, TaskState, TaskStatus } from '../../protocol/task.js';
 import type { SqliteDatabase } from '../kernel/database.js';
 import { COMPACT_BODY_MAX_BYTES, MESSAGE_BYTES, type MessageRow } from './message-rows.js';
-import { RecentHistories } from './recent-histories.js';
+import { type HistoryTail, RecentHistories } from './recent-histories.js';
 
 /**
  * The JSON text of an event's params exactly as `appendEvent` serialized it
@@ -720,12 +720,18 @@ export class A2AStore {
    * `maxBytes` (`taskBytes`), else that weight, and nothing is loaded.
    */
   taskWithin(head: TaskHead, historyLength: number | undefined, maxBytes: number): Task | number {
-    const { bytes, artifacts } = this.sizes(head, historyLength);
-    return bytes > maxBytes ? bytes : this.loadTask(head, historyLength, artifacts);
+    const { bytes, artifacts, kept } = this.sizes(head, historyLength);
+    return bytes > maxBytes ? bytes : this.taskOf(head, historyLength, artifacts, kept);
   }
 
-  /** `taskBytes`, and how many artifacts the task has: one statement when the whole history counts. */
-  private sizes(head: TaskHead, historyLength: number | undefined): { bytes: number; artifacts: number } {
+  /**
+   * `taskBytes`, how many artifacts the task has, and the kept tail of its
+   * history (if any): one statement when the whole history counts, none when kept.
+   */
+  private sizes(
+    head: TaskHead,
+    historyLength: number | undefined,
+  ): { bytes: number; artifacts: number; kept: HistoryTail | undefined } {
     // A history kept whole (a task this store created, without artifacts): its rows' sizes are in hand.
     const kept = this.histories.tail(head.taskId, head.historyCount, historyLength);
     let history: number;
@@ -748,7 +754,7 @@ export class A2AStore {
     // A body may leave its task's contextId out (`messageBody`): counted for every message.
     const messages = historyLength === undefined ? head.historyCount : Math.min(historyLength, head.historyCount);
     const contexts = messages * (Buffer.byteLength(head.contextId) + Buffer.byteLength(head.taskId));
-    return { bytes: history + contexts + artifacts.n, artifacts: artifacts.count };
+    return { bytes: history + contexts + artifacts.n, artifacts: artifacts.count, kept };
   }
 
   /**
@@ -757,7 +763,21 @@ export class A2AStore {
    * read it (none are read when it is 0).
    */
   loadTask(head: TaskHead, historyLength?: number, artifacts?: number): Task {
-    const kept = this.histories.tail(head.taskId, head.historyCount, historyLength);
+    return this.taskOf(
+      head,
+      historyLength,
+      artifacts,
+      this.histories.tail(head.taskId, head.historyCount, historyLength),
+    );
+  }
+
+  /** `loadTask` given the kept tail of the history (`RecentHistories.tail`), if any. */
+  private taskOf(
+    head: TaskHead,
+    historyLength: number | undefined,
+    artifacts: number | undefined,
+    kept: HistoryTail | undefined,
+  ): Task {
     const historyRows = (
       kept !== undefined
         ? kept.rows
